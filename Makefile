@@ -1,0 +1,133 @@
+# dpbudget - plain Makefile (STYLE.md). Quiet unless V=1.
+#   make            build build/dpbudgetd and build/libdpcore.a
+#   make run        start dpbudgetd on its embedded defaults (127.0.0.1:8080)
+#   make test       unit + API tests;   make sanitize: the same under ASan+UBSan
+#   make bench      benchmarks (print figures);  make check-layers, format-check, install
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+CC      ?= cc
+VERSION := 0.1.0
+
+PKGS_CORE   := gsl
+PKGS_SERVER := libmicrohttpd jansson
+PKGS_TEST   := libcurl
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+           -Wformat=2 -Wundef -Werror
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
+             -DDPB_VERSION=\"$(VERSION)\" -MMD -MP
+LIBS_CORE   = $(shell pkg-config --libs $(PKGS_CORE)) -lm
+LIBS_SERVER = $(shell pkg-config --libs $(PKGS_SERVER)) -lpthread
+LIBS_TEST   = $(shell pkg-config --libs $(PKGS_TEST))
+CFLAGS_DEPS = $(shell pkg-config --cflags $(PKGS_CORE) $(PKGS_SERVER) $(PKGS_TEST))
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CORE_SRC   := $(wildcard core/*/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+UNIT_SRC   := $(wildcard tests/unit/*.c)
+API_SRC    := $(wildcard tests/api/*.c)
+
+CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_blob.o
+UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
+API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o)
+
+LIBCORE    := $(BUILD)/libdpcore.a
+DAEMON     := $(BUILD)/dpbudgetd
+UNIT_BIN   := $(BUILD)/tests/unit_tests
+API_BIN    := $(BUILD)/tests/api_tests
+BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http
+
+.PHONY: all run test unit api sanitize bench check-layers format format-check install \
+        uninstall clean deps
+all: $(DAEMON)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(CFLAGS_DEPS) -c $< -o $@
+
+$(LIBCORE): $(CORE_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# openapi.yaml is served by the daemon: embed it as a byte array.
+$(BUILD)/gen/openapi_blob.c: openapi.yaml scripts/embed.sh
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  EMBED   $<")
+	$(Q)sh scripts/embed.sh openapi.yaml dpb_openapi_yaml > $@
+$(BUILD)/gen/openapi_blob.o: $(BUILD)/gen/openapi_blob.c
+	$(Q)$(CC) -std=c11 -c $< -o $@
+
+$(DAEMON): $(BUILD)/server/main.o $(SERVER_OBJ) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_SERVER) $(LIBS_CORE)
+
+$(UNIT_BIN): $(UNIT_OBJ) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+
+$(API_BIN): $(API_OBJ) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_TEST) $(LIBS_SERVER) $(LIBS_CORE)
+
+$(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+
+deps:
+	@sh scripts/deps.sh
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	./$(DAEMON) $(ARGS)
+
+unit: $(UNIT_BIN)
+api: $(API_BIN) $(DAEMON)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(DAEMON)
+	$(Q)sh tests/run.sh $(BUILD)
+
+sanitize: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build-san CC=clang \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    build-san/tests/unit_tests build-san/tests/api_tests build-san/dpbudgetd
+	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
+	$(Q)sh bench/run.sh $(BUILD)
+
+check-layers:
+	@if grep -rnE '#include *[<"](microhttpd|jansson|curl/curl)\.h' core/; then \
+	    echo "check-layers: core/ must not include HTTP, JSON or curl headers"; exit 1; \
+	else echo "check-layers: core/ is free of HTTP/JSON headers"; fi
+
+FORMAT_SRC = $(wildcard core/*/*.[ch] server/*.[ch] tests/*/*.[ch] bench/*.[ch])
+format:
+	clang-format -i $(FORMAT_SRC)
+format-check:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: clean"
+
+install: $(DAEMON)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dpbudget
+	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/dpbudgetd
+	install -m 0644 openapi.yaml $(DESTDIR)$(PREFIX)/share/dpbudget/openapi.yaml
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/dpbudgetd $(DESTDIR)$(PREFIX)/share/dpbudget/openapi.yaml
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

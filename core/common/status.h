@@ -1,0 +1,45 @@
+/*
+ * status.h - the one status enum of dpbudget's core, and the caller-owned error struct.
+ *
+ * Every core function that can fail returns a dpb_status; 0 is success. The enum is
+ * append-only: values are part of the server's error mapping (server/problem.c) and of
+ * openapi.yaml. Detail goes into an optional caller-owned dpb_error; the first error wins.
+ */
+#ifndef DPB_STATUS_H
+#define DPB_STATUS_H
+
+#include <stddef.h>
+
+typedef enum {
+    DPB_OK = 0,
+    DPB_EINVAL = 1,       /* an argument is outside its domain (NaN, negative, absurd) */
+    DPB_ENOTCOVERED = 2,  /* a theorem's conditions fail: it certifies nothing here */
+    DPB_EINFEASIBLE = 3,  /* an inversion has no solution for the target */
+    DPB_EUNSUPPORTED = 4, /* the (event, relation, accountant) combination is not supported */
+    DPB_ENOMEM = 5,       /* allocation failed */
+    DPB_ENUMERIC = 6,     /* a numerical routine failed to converge */
+    DPB_ELIMIT = 7        /* a request exceeds a configured size limit */
+} dpb_status;
+
+/* Caller-owned error detail. field names the offending parameter ("" if none). */
+typedef struct {
+    dpb_status status;
+    char field[64];
+    char detail[320];
+} dpb_error;
+
+/* A short stable lower-case name for a status ("ok", "invalid_parameter", ...). */
+const char *dpb_strstatus(dpb_status s);
+
+/* Record an error in err (may be NULL) unless one is already recorded; returns s.
+ * field may be NULL. detail is a printf format. */
+dpb_status dpb_fail(dpb_error *err, dpb_status s, const char *field, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Reset err to "no error". */
+void dpb_error_clear(dpb_error *err);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * account.h - accountants: turn an event into privacy numbers (delta(eps), eps(delta)) and
+ * solve one parameter of an event for a target (eps, delta). This is the one entry point
+ * the server uses for compute requests; each accountant lives in its own module.
+ *
+ * Accountants (ARCHITECTURE.md):
+ *   thm41    seed 004 Theorem 4.1 composed by the exact f_{0,delta} rule  -> upper_bound
+ *   gdp_clt  seed 004 Theorem 5.2 asymptotic Gaussian-DP coefficient      -> estimate
+ * `auto` picks the tightest certified accountant for the event and says which it picked;
+ * it never picks an estimate.
+ */
+#ifndef DP_ACCOUNT_H
+#define DP_ACCOUNT_H
+
+#include <stddef.h>
+
+#include "../common/status.h"
+#include "event.h"
+#include "report.h"
+
+typedef enum {
+    DP_REL_ADD_OR_REMOVE = 0, /* add or remove one record (zero-out); the default */
+    DP_REL_REPLACE = 1        /* replace one record */
+} dp_relation;
+
+typedef enum { DP_ACCT_AUTO = 0, DP_ACCT_THM41 = 1, DP_ACCT_GDP_CLT = 2 } dp_accountant;
+
+/* Most points one query may ask for. */
+#define DP_MAX_POINTS 1000
+
+/* Names used by the API; parse returns -1 for an unknown name. */
+const char *dp_relation_name(dp_relation r);
+int dp_relation_parse(const char *s, dp_relation *r);
+const char *dp_accountant_name(dp_accountant a);
+int dp_accountant_parse(const char *s, dp_accountant *a);
+
+/*
+ * delta(eps_i) for i < n (1 <= n <= DP_MAX_POINTS; each eps_i finite and >= 0).
+ * Writes delta[i] and ln_delta[i] (ln_delta may be NULL), and fills rep (accountant,
+ * guarantee, conditions checked, warnings). Returns DPB_OK, or DPB_EINVAL /
+ * DPB_EUNSUPPORTED / DPB_ENOTCOVERED with err (may be NULL) saying why; rep still lists
+ * the conditions that were checked when the answer is DPB_ENOTCOVERED.
+ */
+dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *eps,
+                    size_t n, double *delta, double *ln_delta, dp_report *rep, dpb_error *err);
+
+/*
+ * The smallest eps with delta(eps) <= delta_i, for 0 < delta_i < 1. eps[i] is +INFINITY
+ * when the accountant certifies no finite eps at that delta (a warning says why).
+ */
+dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                      const double *delta, size_t n, double *eps, dp_report *rep,
+                      dpb_error *err);
+
+/* What a calibration found. Fields not meaningful for the solved parameter are NAN
+ * (doubles) or 0 (flags). */
+typedef struct {
+    dp_param param;
+    double value; /* the solved parameter; integral for rounds and count */
+    /* noise_multiplier: the whole feasible interval (value == lo, the least noise) */
+    int has_interval;
+    double lo, hi;
+    /* the accountant's delta at eps_target with the solved value substituted */
+    double achieved_delta;
+    /* when DPB_EINFEASIBLE: the best delta reachable and the parameter value reaching it */
+    int has_best;
+    double best_delta, best_at;
+    /* thm41 specifics (MATH.md section 2) */
+    double per_epoch_delta;  /* per-epoch target from the f_{0,delta} composition */
+    double rounds_eq3;       /* closed form (3), real */
+    double rounds_eq4;       /* closed form (4), real */
+    double regime_delta_max; /* delta up to which (3) implies (4) at this sigma */
+    double regime_sigma_max; /* sigma up to which (3) implies (4) at per_epoch_delta */
+} dp_calibration;
+
+/*
+ * Solve the one unknown parameter of tmpl (exactly one node must carry dp_event.unknown)
+ * for a target (eps_target >= 0, 0 < delta_target < 1). Never overshoots: the result is
+ * verified against the target with the accountant itself before it is returned. tmpl is
+ * borrowed; its unknown field is overwritten with the solution. Estimates (gdp_clt) are
+ * not used to calibrate (DPB_EUNSUPPORTED).
+ */
+dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
+                        double delta_target, dp_calibration *out, dp_report *rep,
+                        dpb_error *err);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * event.h - mechanism descriptions ("events"), in the vocabulary of Google's dp_accounting
+ * (ARCHITECTURE.md): a tree of leaves (mechanisms) and combinators (composition).
+ *
+ * Ownership: a tree is owned by its root; dp_event_free frees the whole tree. Children are
+ * owned by their parent. For calibration one leaf field of a template may be marked
+ * unknown (dp_event.unknown); the solver fills it.
+ */
+#ifndef DP_EVENT_H
+#define DP_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    DP_EV_SHUFFLED_EPOCH = 1, /* one epoch of DP-SGD with random shuffling (seed 004) */
+    DP_EV_SELF_COMPOSED = 2,  /* `event` run `count` times */
+    DP_EV_COMPOSED = 3        /* each of `events` run once */
+} dp_event_kind;
+
+/* Parameters that calibration can solve for. */
+typedef enum {
+    DP_PARAM_NONE = 0,
+    DP_PARAM_NOISE_MULTIPLIER = 1,
+    DP_PARAM_ROUNDS = 2,
+    DP_PARAM_COUNT = 3
+} dp_param;
+
+typedef struct dp_event dp_event;
+struct dp_event {
+    dp_event_kind kind;
+    dp_param unknown; /* the field of this node left for calibration, or DP_PARAM_NONE */
+    union {
+        struct {
+            double noise_multiplier; /* sigma, relative to the clipping norm */
+            uint64_t rounds;         /* M: rounds (batches) in the epoch */
+        } shuffled;
+        struct {
+            dp_event *event; /* owned */
+            uint64_t count;
+        } self;
+        struct {
+            dp_event **events; /* owned array of owned events */
+            size_t n;
+        } composed;
+    } u;
+};
+
+/* A zeroed node of the given kind, or NULL on allocation failure. */
+dp_event *dp_event_new(dp_event_kind kind);
+
+/* Free a tree (NULL is fine). */
+void dp_event_free(dp_event *ev);
+
+/* Stable parameter names used by the API: "noise_multiplier", "rounds", "count". */
+const char *dp_param_name(dp_param p);
+
+/* The node carrying the unknown parameter (the first in depth-first order), or NULL.
+ * *nunknown receives how many nodes carry one (callers require exactly one). */
+dp_event *dp_event_find_unknown(dp_event *ev, int *nunknown);
+
+#endif

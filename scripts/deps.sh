@@ -1,0 +1,26 @@
+#!/bin/sh
+# deps.sh - install what building, running and testing dpbudget needs on Debian 12, only
+# when something is missing. Uses sudo when not root. Quiet when all is present.
+set -eu
+PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev"
+missing=0
+for c in cc make pkg-config od; do
+    command -v "$c" >/dev/null 2>&1 || missing=1
+done
+if [ "$missing" = 0 ]; then
+    for m in libmicrohttpd jansson gsl libcurl; do
+        pkg-config --exists "$m" 2>/dev/null || missing=1
+    done
+fi
+[ "$missing" = 0 ] && exit 0
+echo "deps: installing $PKGS" >&2
+if [ "$(id -u)" = 0 ]; then
+    SUDO=
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=sudo
+else
+    echo "deps: missing packages and neither root nor sudo: install $PKGS" >&2
+    exit 1
+fi
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS

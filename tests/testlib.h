@@ -1,0 +1,80 @@
+/*
+ * testlib.h - a tiny test harness shared by the unit and API tests.
+ *
+ * A test is a void function; CHECK* macros record failures without stopping the test.
+ * TEST_MAIN runs the listed tests and prints one line per failure and the closing line
+ * "<suite>: N passed, M failed" (N, M count tests) that tests/run.sh sums up.
+ */
+#ifndef DPB_TESTLIB_H
+#define DPB_TESTLIB_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Defined once, in the file that defines TESTLIB_MAIN before including this header. */
+extern int tl_failed_checks;
+extern const char *tl_current;
+#ifdef TESTLIB_MAIN
+int tl_failed_checks;
+const char *tl_current;
+#endif
+
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            tl_failed_checks++;                                                                \
+            fprintf(stderr, "FAIL %s (%s:%d): %s\n", tl_current, __FILE__, __LINE__, #cond);   \
+        }                                                                                      \
+    } while (0)
+
+#define CHECKF(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            tl_failed_checks++;                                                                \
+            fprintf(stderr, "FAIL %s (%s:%d): %s: ", tl_current, __FILE__, __LINE__, #cond);   \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+/* |got - want| <= rel |want| (+ a tiny absolute floor for want == 0). */
+#define CHECK_REL(got, want, rel)                                                              \
+    do {                                                                                       \
+        double g_ = (got), w_ = (want);                                                        \
+        double e_ = fabs(g_ - w_), lim_ = (rel) * fabs(w_) + 1e-300;                           \
+        CHECKF(e_ <= lim_, "%s = %.17g, want %.17g (rel err %.3g > %.3g)", #got, g_, w_,       \
+               w_ != 0 ? e_ / fabs(w_) : e_, (double)(rel));                                   \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} tl_test;
+
+#define TL_T(fn) {#fn, fn}
+
+static inline int tl_run(const char *suite, const tl_test *tests, size_t n, int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1 && strstr(tests[i].name, argv[1]) == NULL)
+            continue;
+        tl_current = tests[i].name;
+        int before = tl_failed_checks;
+        tests[i].fn();
+        if (tl_failed_checks == before) {
+            passed++;
+            if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "ok   %s\n", tests[i].name);
+        } else {
+            failed++;
+            fprintf(stderr, "not ok %s\n", tests[i].name);
+        }
+    }
+    printf("%s: %d passed, %d failed\n", suite, passed, failed);
+    return failed ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,24 @@
+/* main.c - runs every unit suite and prints the closing "unit: N passed, M failed". */
+#define TESTLIB_MAIN
+#include "suites.h"
+
+#include <gsl/gsl_errno.h>
+
+int main(int argc, char **argv)
+{
+    static tl_test all[1024];
+    size_t n = 0;
+    const struct {
+        const tl_test *t;
+        size_t n;
+    } suites[] = {
+        {NORMAL_TESTS, NORMAL_NTESTS},
+        {SHUFFLE_TESTS, SHUFFLE_NTESTS},
+        {ACCOUNT_TESTS, ACCOUNT_NTESTS},
+    };
+    gsl_set_error_handler_off();
+    for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
+        for (size_t i = 0; i < suites[s].n && n < sizeof all / sizeof all[0]; i++)
+            all[n++] = suites[s].t[i];
+    return tl_run("unit", all, n, argc, argv);
+}

@@ -1,0 +1,16 @@
+/* suites.h - the unit test suites, one per core module. */
+#ifndef DPB_UNIT_SUITES_H
+#define DPB_UNIT_SUITES_H
+
+#include <stddef.h>
+
+#include "../testlib.h"
+
+extern const tl_test NORMAL_TESTS[];
+extern const size_t NORMAL_NTESTS;
+extern const tl_test SHUFFLE_TESTS[];
+extern const size_t SHUFFLE_NTESTS;
+extern const tl_test ACCOUNT_TESTS[];
+extern const size_t ACCOUNT_NTESTS;
+
+#endif
