@@ -14,7 +14,7 @@ PKGS_SERVER := libmicrohttpd jansson
 PKGS_TEST   := libcurl
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
-           -Wformat=2 -Wundef -Werror
+           -Wformat=2 -Wno-format-truncation -Wundef -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
              -DDPB_VERSION=\"$(VERSION)\" -MMD -MP

@@ -482,5 +482,11 @@ dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, dou
                         "calibration uses certified accountants only; %s is an estimate",
                         dp_accountant_name(acct));
     dp_report_warn(rep, W_TV);
-    return calibrate_thm41(tmpl, node, delta_target, out, rep, err);
+    st = calibrate_thm41(tmpl, node, delta_target, out, rep, err);
+    if (st == DPB_OK) {
+        /* report the conditions as checked at the solution */
+        double d;
+        thm41_total(tmpl, &d, rep, NULL);
+    }
+    return st;
 }

@@ -1,0 +1,506 @@
+/* codec.c - strict JSON decoding of requests and encoding of answers. */
+#include "codec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest integer a double holds exactly: counts beyond it cannot be honest. */
+#define MAX_EXACT_INT 9007199254740992.0
+
+static void join(char *buf, size_t n, const char *path, const char *key)
+{
+    if (path == NULL || path[0] == '\0')
+        snprintf(buf, n, "%s", key);
+    else
+        snprintf(buf, n, "%s.%s", path, key);
+}
+
+json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
+{
+    json_error_t e;
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+    if (j == NULL) {
+        switch (json_error_code(&e)) {
+        case json_error_duplicate_key:
+            problem_set(pb, PB_DUPLICATE_KEY, NULL,
+                        "%s (line %d, column %d): every key may appear once per object", e.text,
+                        e.line, e.column);
+            break;
+        case json_error_numeric_overflow:
+            problem_set(pb, PB_NUMBER_OUT_OF_RANGE, NULL,
+                        "%s (line %d, column %d): numbers must fit a 64-bit double or integer",
+                        e.text, e.line, e.column);
+            break;
+        case json_error_invalid_utf8:
+            problem_set(pb, PB_MALFORMED_JSON, NULL, "the body is not valid UTF-8: %s", e.text);
+            break;
+        default:
+            problem_set(pb, PB_MALFORMED_JSON, NULL,
+                        "%s at line %d, column %d (NaN and Infinity are not JSON numbers)",
+                        e.text, e.line, e.column);
+        }
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        problem_set(pb, PB_WRONG_TYPE, NULL, "the request body must be a JSON object");
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int codec_only_fields(json_t *obj, const char *path, const char *const *allowed, problem *pb)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(key, *a) == 0)
+                ok = 1;
+        if (!ok) {
+            char f[96], list[256] = "";
+            join(f, sizeof f, path, key);
+            for (const char *const *a = allowed; *a; a++) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", *a);
+            }
+            problem_set(pb, PB_UNKNOWN_FIELD, f, "unknown field '%s'; allowed here: %s", f, list);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static json_t *field(json_t *obj, const char *path, const char *key, int required, problem *pb)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL && required) {
+        char f[96];
+        join(f, sizeof f, path, key);
+        problem_set(pb, PB_MISSING_FIELD, f, "'%s' is required", f);
+    }
+    return v;
+}
+
+int codec_number(json_t *obj, const char *path, const char *key, int required, double *out,
+                 problem *pb)
+{
+    json_t *v = field(obj, path, key, required, pb);
+    if (v == NULL)
+        return required ? -1 : 0;
+    char f[96];
+    join(f, sizeof f, path, key);
+    if (!json_is_number(v)) {
+        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a number", f);
+        return -1;
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x)) {
+        problem_set(pb, PB_NUMBER_OUT_OF_RANGE, f, "'%s' must be finite", f);
+        return -1;
+    }
+    *out = x;
+    return 1;
+}
+
+int codec_uint(json_t *obj, const char *path, const char *key, int required, uint64_t min,
+               uint64_t max, uint64_t *out, problem *pb)
+{
+    json_t *v = field(obj, path, key, required, pb);
+    if (v == NULL)
+        return required ? -1 : 0;
+    char f[96];
+    join(f, sizeof f, path, key);
+    uint64_t u;
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0) {
+            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be a whole number >= %llu", f,
+                        (unsigned long long)min);
+            return -1;
+        }
+        u = (uint64_t)i;
+    } else if (json_is_real(v)) {
+        double x = json_real_value(v);
+        if (!(x >= 0.0 && x <= MAX_EXACT_INT) || x != floor(x)) {
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "'%s' must be a whole number between %llu and %llu (got %.17g)", f,
+                        (unsigned long long)min, (unsigned long long)max, x);
+            return -1;
+        }
+        u = (uint64_t)x;
+    } else {
+        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a whole number", f);
+        return -1;
+    }
+    if (u < min || u > max) {
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be between %llu and %llu (got %llu)",
+                    f, (unsigned long long)min, (unsigned long long)max, (unsigned long long)u);
+        return -1;
+    }
+    *out = u;
+    return 1;
+}
+
+int codec_string(json_t *obj, const char *path, const char *key, int required, const char **out,
+                 problem *pb)
+{
+    json_t *v = field(obj, path, key, required, pb);
+    if (v == NULL)
+        return required ? -1 : 0;
+    if (!json_is_string(v)) {
+        char f[96];
+        join(f, sizeof f, path, key);
+        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a string", f);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 1;
+}
+
+int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out,
+               problem *pb)
+{
+    json_t *v = field(obj, path, key, required, pb);
+    if (v == NULL)
+        return required ? -1 : 0;
+    if (!json_is_boolean(v)) {
+        char f[96];
+        join(f, sizeof f, path, key);
+        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be true or false", f);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 1;
+}
+
+int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n,
+                      double **vals, size_t *n, int *scalar, problem *pb)
+{
+    json_t *a = json_object_get(obj, one), *b = json_object_get(obj, many);
+    *vals = NULL;
+    *n = 0;
+    if ((a == NULL) == (b == NULL)) {
+        problem_set(pb, a ? PB_INVALID_PARAMETER : PB_MISSING_FIELD, a ? one : one,
+                    "give exactly one of '%s' (a number) or '%s' (a list of numbers)", one, many);
+        return -1;
+    }
+    if (a) {
+        double x;
+        if (codec_number(obj, "", one, 1, &x, pb) < 0)
+            return -1;
+        *vals = malloc(sizeof(double));
+        if (*vals == NULL) {
+            problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+            return -1;
+        }
+        (*vals)[0] = x;
+        *n = 1;
+        *scalar = 1;
+        return 1;
+    }
+    if (!json_is_array(b)) {
+        problem_set(pb, PB_WRONG_TYPE, many, "'%s' must be a list of numbers", many);
+        return -1;
+    }
+    size_t k = json_array_size(b);
+    if (k == 0 || k > max_n) {
+        problem_set(pb, PB_TOO_MANY_VALUES, many, "'%s' must hold between 1 and %zu numbers (got %zu)",
+                    many, max_n, k);
+        return -1;
+    }
+    double *v = malloc(k * sizeof *v);
+    if (v == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        json_t *e = json_array_get(b, i);
+        if (!json_is_number(e)) {
+            char f[64];
+            snprintf(f, sizeof f, "%s[%zu]", many, i);
+            problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a number", f);
+            free(v);
+            return -1;
+        }
+        v[i] = json_number_value(e);
+    }
+    *vals = v;
+    *n = k;
+    *scalar = 0;
+    return 1;
+}
+
+int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct, problem *pb)
+{
+    const char *s;
+    *rel = DP_REL_ADD_OR_REMOVE;
+    *acct = DP_ACCT_AUTO;
+    int r = codec_string(obj, "", "neighboring_relation", 0, &s, pb);
+    if (r < 0)
+        return -1;
+    if (r > 0 && dp_relation_parse(s, rel) != 0) {
+        problem_set(pb, PB_INVALID_PARAMETER, "neighboring_relation",
+                    "neighboring_relation must be \"add_or_remove_one\" or \"replace_one\"");
+        return -1;
+    }
+    r = codec_string(obj, "", "accountant", 0, &s, pb);
+    if (r < 0)
+        return -1;
+    if (r > 0 && dp_accountant_parse(s, acct) != 0) {
+        problem_set(pb, PB_INVALID_PARAMETER, "accountant",
+                    "accountant must be one of \"auto\", \"thm41\", \"gdp_clt\" (see GET "
+                    "/v1/accountants)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- events ---------------------------------------------------------------------------- */
+
+/* dp_accounting event classes that are known but not yet accounted here. */
+static const char *const KNOWN_UNSUPPORTED[] = {
+    "GaussianDpEvent", "LaplaceDpEvent", "EpsilonDeltaDpEvent", "NoOpDpEvent",
+    "NonPrivateDpEvent", "PoissonSampledDpEvent", "SampledWithoutReplacementDpEvent",
+    "SingleEpochTreeAggregationDpEvent", "RepeatAndSelectDpEvent", "UnsupportedDpEvent",
+    "MixtureOfGaussiansDpEvent", "ZCDpEvent", NULL};
+
+/* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
+static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
+                            dp_event *ev)
+{
+    json_t *v = json_object_get(j, key);
+    if (solve_for == p && (v == NULL || json_is_null(v))) {
+        ev->unknown = p;
+        return 1;
+    }
+    return 0;
+}
+
+static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb);
+
+static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "noise_multiplier", "rounds", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = dp_event_new(DP_EV_SHUFFLED_EPOCH);
+    if (ev == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    char f[96];
+    if (!leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev)) {
+        double s;
+        if (codec_number(j, path, "noise_multiplier", 1, &s, pb) < 0)
+            goto fail;
+        if (!(s > 0.0 && s <= 1e6)) {
+            join(f, sizeof f, path, "noise_multiplier");
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "'%s' must be greater than 0 and at most 1e6 (got %.17g)", f, s);
+            goto fail;
+        }
+        ev->u.shuffled.noise_multiplier = s;
+    }
+    if (!leave_for_solver(j, "rounds", DP_PARAM_ROUNDS, solve_for, ev) &&
+        codec_uint(j, path, "rounds", 1, 1, (uint64_t)INT64_MAX, &ev->u.shuffled.rounds, pb) < 0)
+        goto fail;
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+static dp_event *decode_self(json_t *j, const char *path, dp_param solve_for, int depth,
+                             problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "event", "count", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = dp_event_new(DP_EV_SELF_COMPOSED);
+    if (ev == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    if (!leave_for_solver(j, "count", DP_PARAM_COUNT, solve_for, ev) &&
+        codec_uint(j, path, "count", 1, 1, (uint64_t)MAX_EXACT_INT, &ev->u.self.count, pb) < 0)
+        goto fail;
+    char f[96];
+    join(f, sizeof f, path, "event");
+    json_t *inner = field(j, path, "event", 1, pb);
+    if (inner == NULL)
+        goto fail;
+    ev->u.self.event = decode(inner, f, solve_for, depth + 1, pb);
+    if (ev->u.self.event == NULL)
+        goto fail;
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for, int depth,
+                                 problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "events", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    char f[96];
+    join(f, sizeof f, path, "events");
+    json_t *arr = field(j, path, "events", 1, pb);
+    if (arr == NULL)
+        return NULL;
+    if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > 1000) {
+        problem_set(pb, json_is_array(arr) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
+                    "'%s' must be a list of 1 to 1000 events", f);
+        return NULL;
+    }
+    dp_event *ev = dp_event_new(DP_EV_COMPOSED);
+    size_t n = json_array_size(arr);
+    if (ev)
+        ev->u.composed.events = calloc(n, sizeof(dp_event *));
+    if (ev == NULL || ev->u.composed.events == NULL) {
+        dp_event_free(ev);
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char fi[96];
+        snprintf(fi, sizeof fi, "%s[%zu]", f, i);
+        dp_event *child = decode(json_array_get(arr, i), fi, solve_for, depth + 1, pb);
+        if (child == NULL) {
+            dp_event_free(ev);
+            return NULL;
+        }
+        ev->u.composed.events[ev->u.composed.n++] = child;
+    }
+    return ev;
+}
+
+static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb)
+{
+    if (depth > CODEC_MAX_DEPTH) {
+        problem_set(pb, PB_INVALID_PARAMETER, path, "events may nest at most %d deep",
+                    CODEC_MAX_DEPTH);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        problem_set(pb, PB_WRONG_TYPE, path, "'%s' must be an event object with a class_name",
+                    path);
+        return NULL;
+    }
+    const char *cls;
+    if (codec_string(j, path, "class_name", 1, &cls, pb) < 0)
+        return NULL;
+    if (strcmp(cls, "ShuffledDpSgdEpochDpEvent") == 0)
+        return decode_shuffled(j, path, solve_for, pb);
+    if (strcmp(cls, "SelfComposedDpEvent") == 0)
+        return decode_self(j, path, solve_for, depth, pb);
+    if (strcmp(cls, "ComposedDpEvent") == 0)
+        return decode_composed(j, path, solve_for, depth, pb);
+    char f[96];
+    join(f, sizeof f, path, "class_name");
+    for (const char *const *k = KNOWN_UNSUPPORTED; *k; k++)
+        if (strcmp(cls, *k) == 0) {
+            problem_set(pb, PB_UNSUPPORTED, f,
+                        "%s is a dp_accounting event this service does not account yet; "
+                        "GET /v1/accountants lists the supported ones",
+                        cls);
+            return NULL;
+        }
+    problem_set(pb, PB_UNKNOWN_EVENT, f,
+                "unknown event class '%.60s'; GET /v1/accountants lists the supported ones", cls);
+    return NULL;
+}
+
+dp_event *codec_event(json_t *j, const char *path, dp_param solve_for, problem *pb)
+{
+    if (j == NULL) {
+        problem_set(pb, PB_MISSING_FIELD, path, "'%s' is required", path);
+        return NULL;
+    }
+    dp_event *ev = decode(j, path, solve_for, 0, pb);
+    if (ev == NULL || solve_for == DP_PARAM_NONE)
+        return ev;
+    int n;
+    dp_event_find_unknown(ev, &n);
+    if (n != 1) {
+        problem_set(pb, PB_INVALID_PARAMETER, "solve_for",
+                    n == 0 ? "leave '%s' out of the event (or set it to null): the solver "
+                             "fills it in"
+                           : "'%s' is left out of more than one event: leave it out of exactly "
+                             "one",
+                    dp_param_name(solve_for));
+        dp_event_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* ---- encoders ------------------------------------------------------------------------------ */
+
+json_t *codec_real(double x)
+{
+    if (isinf(x))
+        return json_string(x > 0 ? "infinite" : "-infinite");
+    if (isnan(x))
+        return json_null();
+    return json_real(x);
+}
+
+json_t *codec_uint_json(uint64_t v)
+{
+    if (v <= (uint64_t)INT64_MAX)
+        return json_integer((json_int_t)v);
+    return json_real((double)v);
+}
+
+json_t *codec_encode_event(const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_SHUFFLED_EPOCH:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "ShuffledDpSgdEpochDpEvent",
+                         "noise_multiplier", codec_real(ev->u.shuffled.noise_multiplier),
+                         "rounds", codec_uint_json(ev->u.shuffled.rounds));
+    case DP_EV_SELF_COMPOSED:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "SelfComposedDpEvent", "event",
+                         codec_encode_event(ev->u.self.event), "count",
+                         codec_uint_json(ev->u.self.count));
+    case DP_EV_COMPOSED: {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < ev->u.composed.n; i++)
+            json_array_append_new(arr, codec_encode_event(ev->u.composed.events[i]));
+        return json_pack("{s:s, s:o}", "class_name", "ComposedDpEvent", "events", arr);
+    }
+    }
+    return json_null();
+}
+
+json_t *codec_conditions(const dp_report *rep)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < rep->ncond; i++) {
+        const dp_condition *c = &rep->cond[i];
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:b, s:o, s:o}", "name", c->name,
+                                             "statement", c->statement, "holds", c->holds, "lhs",
+                                             codec_real(c->lhs), "rhs", codec_real(c->rhs)));
+    }
+    return arr;
+}
+
+void codec_put_report(json_t *obj, const dp_report *rep)
+{
+    json_object_set_new(obj, "accountant", json_string(rep->accountant ? rep->accountant : ""));
+    json_object_set_new(obj, "guarantee", json_string(dp_guarantee_name(rep->guarantee)));
+    json_object_set_new(obj, "reference", json_string(rep->reference ? rep->reference : ""));
+    json_object_set_new(obj, "valid", json_boolean(dp_report_all_hold(rep)));
+    json_object_set_new(obj, "conditions", codec_conditions(rep));
+    json_t *w = json_array();
+    for (int i = 0; i < rep->nwarn; i++)
+        json_array_append_new(w, json_string(rep->warning[i]));
+    json_object_set_new(obj, "warnings", w);
+}

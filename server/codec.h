@@ -1,0 +1,62 @@
+/*
+ * codec.h - strict JSON <-> core conversion. Every decoder rejects unknown fields, wrong
+ * types and out-of-domain values with a problem naming the field (a dotted path such as
+ * "event.event.rounds"); nothing is defaulted silently. Encoders never emit NaN or
+ * infinities (jansson cannot): an infinite value is the string "infinite".
+ */
+#ifndef HTTP_CODEC_H
+#define HTTP_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../core/dp/account.h"
+#include "../core/dp/event.h"
+#include "../core/dp/report.h"
+#include "problem.h"
+
+/* Deepest event nesting accepted. */
+#define CODEC_MAX_DEPTH 32
+
+/* Parse a request body that must be one JSON object. Returns a new reference or NULL with
+ * pb set (malformed_json, duplicate_key, number_out_of_range, wrong_type). */
+json_t *codec_parse_object(const char *buf, size_t len, problem *pb);
+
+/* 0 if every key of obj is in the NULL-terminated list allowed; else unknown_field. */
+int codec_only_fields(json_t *obj, const char *path, const char *const *allowed, problem *pb);
+
+/* Field readers. path is the object's path ("" for the root). Each returns 1 if the field
+ * was present and valid, 0 if absent (missing_field is set when required), -1 on error. */
+int codec_number(json_t *obj, const char *path, const char *key, int required, double *out,
+                 problem *pb);
+int codec_uint(json_t *obj, const char *path, const char *key, int required, uint64_t min,
+               uint64_t max, uint64_t *out, problem *pb);
+int codec_string(json_t *obj, const char *path, const char *key, int required, const char **out,
+                 problem *pb);
+int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out,
+               problem *pb);
+
+/* A number or a list of numbers under `one` or `many` (exactly one of them must be given).
+ * Writes a malloc'ed array to *vals (caller frees) and its length; *scalar = 1 when the
+ * single form was used. */
+int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n,
+                      double **vals, size_t *n, int *scalar, problem *pb);
+
+/* The optional "neighboring_relation" and "accountant" fields. */
+int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct, problem *pb);
+
+/* Decode an event. solve_for: the one parameter that may be left out (or null) for
+ * calibration, DP_PARAM_NONE otherwise. Returns an owned tree or NULL with pb set. */
+dp_event *codec_event(json_t *j, const char *path, dp_param solve_for, problem *pb);
+
+/* Encoders (new references). */
+json_t *codec_encode_event(const dp_event *ev);
+json_t *codec_real(double x); /* "infinite" for +inf */
+json_t *codec_uint_json(uint64_t v);
+/* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */
+void codec_put_report(json_t *obj, const dp_report *rep);
+json_t *codec_conditions(const dp_report *rep);
+
+#endif

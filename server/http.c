@@ -1,0 +1,290 @@
+/* http.c - libmicrohttpd glue: request contexts, capped bodies, dispatch, responses. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "resources.h"
+
+#if MHD_VERSION < 0x00097002
+typedef int MHD_RESULT;
+#else
+typedef enum MHD_Result MHD_RESULT;
+#endif
+
+struct http_server {
+    struct MHD_Daemon *d;
+    http_config cfg;
+    unsigned port;
+};
+
+/* Per-request state, owned by MHD's *con_cls and freed in on_completed. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int answered; /* a response was queued early (413, 415, ...) */
+} req_ctx;
+
+void http_reply_json(http_response *resp, int status, json_t *body)
+{
+    char *s = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(body);
+    if (s == NULL) {
+        static const char oom[] = "{\"type\":\"urn:dpbudget:problem:out_of_memory\",\"title\":"
+                                  "\"Out of memory\",\"status\":503,\"code\":\"out_of_memory\","
+                                  "\"detail\":\"out of memory: retry later\"}";
+        http_reply_bytes(resp, 503, "application/problem+json", oom, sizeof oom - 1);
+        return;
+    }
+    free(resp->body);
+    resp->status = status;
+    resp->content_type = status >= 400 ? "application/problem+json" : "application/json";
+    resp->body = s;
+    resp->body_len = strlen(s);
+}
+
+void http_reply_problem(http_response *resp, problem *p)
+{
+    http_reply_json(resp, problem_http_status(p->code), problem_to_json(p));
+}
+
+void http_reply_bytes(http_response *resp, int status, const char *content_type,
+                      const char *bytes, size_t len)
+{
+    free(resp->body);
+    resp->body = malloc(len ? len : 1);
+    resp->status = status;
+    resp->content_type = content_type;
+    resp->body_len = resp->body ? len : 0;
+    if (resp->body)
+        memcpy(resp->body, bytes, len);
+    else
+        resp->status = 503;
+}
+
+void http_dispatch(const http_request *req, http_response *resp)
+{
+    const char *allow = NULL;
+    for (const route *r = ROUTES; r->method; r++) {
+        if (strcmp(r->path, req->path) != 0)
+            continue;
+        if (strcmp(r->method, req->method) == 0 ||
+            (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
+            r->handler(req, resp);
+            return;
+        }
+        allow = r->method;
+    }
+    problem p = {0};
+    if (allow) {
+        problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s",
+                    req->method, req->path, allow);
+        resp->allow = allow;
+    } else {
+        problem_set(&p, PB_NOT_FOUND, NULL,
+                    "no resource at this path; see GET /openapi.yaml for the API");
+    }
+    http_reply_problem(resp, &p);
+}
+
+/* Does this route exist and want a JSON body? */
+static const route *find_route(const char *method, const char *path)
+{
+    for (const route *r = ROUTES; r->method; r++)
+        if (strcmp(r->path, path) == 0 && strcmp(r->method, method) == 0)
+            return r;
+    return NULL;
+}
+
+static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(resp->body);
+        return MHD_NO;
+    }
+    resp->body = NULL;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (resp->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    MHD_RESULT ret = MHD_queue_response(c, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p)
+{
+    http_response resp = {0};
+    http_reply_problem(&resp, p);
+    return send_response(c, &resp);
+}
+
+/* application/json, optionally with parameters (charset=utf-8); absent is accepted. */
+static int json_content_type(const char *ct)
+{
+    if (ct == NULL)
+        return 1;
+    while (*ct == ' ')
+        ct++;
+    size_t n = strlen("application/json");
+    return strncasecmp(ct, "application/json", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
+                             const char *method, const char *version, const char *upload,
+                             size_t *upload_size, void **con_cls)
+{
+    http_server *s = cls;
+    (void)version;
+    req_ctx *ctx = *con_cls;
+    if (ctx == NULL) {
+        /* First call: headers only. Decide early what we can. */
+        ctx = calloc(1, sizeof *ctx);
+        if (ctx == NULL)
+            return MHD_NO;
+        *con_cls = ctx;
+        const route *r = find_route(method, url);
+        if (r && r->json_body) {
+            problem p = {0};
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
+            const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_TYPE);
+            if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+                problem_set(&p, PB_BODY_TOO_LARGE, NULL,
+                            "the body is %s bytes; at most %zu are accepted", cl,
+                            s->cfg.max_body);
+            } else if (!json_content_type(ct)) {
+                problem_set(&p, PB_UNSUPPORTED_MEDIA, NULL,
+                            "Content-Type is '%.80s'; send the body as application/json", ct);
+            }
+            if (p.code != PB_NONE) {
+                ctx->answered = 1;
+                return send_problem(c, &p);
+            }
+        }
+        return MHD_YES;
+    }
+    if (ctx->answered) {
+        *upload_size = 0; /* discard */
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (*upload_size > s->cfg.max_body - ctx->len) {
+            problem p = {0};
+            problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes",
+                        s->cfg.max_body);
+            ctx->answered = 1;
+            *upload_size = 0;
+            return send_problem(c, &p);
+        }
+        if (ctx->len + *upload_size > ctx->cap) {
+            size_t ncap = ctx->cap ? ctx->cap : 1024;
+            while (ncap < ctx->len + *upload_size)
+                ncap *= 2;
+            if (ncap > s->cfg.max_body)
+                ncap = s->cfg.max_body;
+            char *nb = realloc(ctx->buf, ncap);
+            if (nb == NULL)
+                return MHD_NO;
+            ctx->buf = nb;
+            ctx->cap = ncap;
+        }
+        memcpy(ctx->buf + ctx->len, upload, *upload_size);
+        ctx->len += *upload_size;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    /* Final call: the whole body is here. */
+    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len};
+    http_response resp = {0};
+    http_dispatch(&req, &resp);
+    return send_response(c, &resp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    req_ctx *ctx = *con_cls;
+    if (ctx) {
+        free(ctx->buf);
+        free(ctx);
+        *con_cls = NULL;
+    }
+}
+
+http_server *http_start(const http_config *cfg)
+{
+    http_server *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->cfg = *cfg;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, cfg->listen_addr, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)cfg->port);
+    } else if (inet_pton(AF_INET6, cfg->listen_addr, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)cfg->port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "dpbudgetd: --listen '%s' is not an IPv4 or IPv6 address\n",
+                cfg->listen_addr);
+        free(s);
+        return NULL;
+    }
+    unsigned threads = cfg->threads;
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1;
+    }
+    s->d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->conn_timeout, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    if (s->d == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr,
+                cfg->port, errno ? strerror(errno) : "libmicrohttpd refused to start");
+        free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : cfg->port;
+    return s;
+}
+
+unsigned http_port(const http_server *s)
+{
+    return s->port;
+}
+
+void http_stop(http_server *s)
+{
+    if (s == NULL)
+        return;
+    MHD_stop_daemon(s->d);
+    free(s);
+}

@@ -1,0 +1,70 @@
+/*
+ * http.h - the HTTP layer: libmicrohttpd glue, one routing table, response helpers.
+ *
+ * Request life-cycle (libmicrohttpd 0.9.75): the access handler is called once with the
+ * headers, then with each piece of the body, then once more with none; the body is
+ * collected in a capped buffer owned by the per-request context, which the completion
+ * callback frees. A body over the cap is answered 413 at once (MHD then discards the rest).
+ */
+#ifndef HTTP_HTTP_H
+#define HTTP_HTTP_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "problem.h"
+
+typedef struct {
+    const char *listen_addr; /* IPv4 or IPv6 literal */
+    unsigned port;           /* 0 = ephemeral */
+    unsigned threads;        /* worker threads (0 = number of CPUs) */
+    size_t max_body;         /* bytes */
+    unsigned conn_timeout;   /* seconds a connection may idle */
+    unsigned max_connections;
+} http_config;
+
+/* A request as handlers see it: everything borrowed for the duration of the call. */
+typedef struct {
+    const char *method;
+    const char *path;
+    const char *body;
+    size_t body_len;
+} http_request;
+
+/* What a handler produces. body is owned (malloc) and freed by the HTTP layer. */
+typedef struct {
+    int status;
+    const char *content_type; /* static storage */
+    char *body;
+    size_t body_len;
+    const char *allow; /* for 405: static storage */
+} http_response;
+
+typedef void (*http_handler)(const http_request *req, http_response *resp);
+
+/* Answer JSON: serialises and takes ownership of body (steals the reference). */
+void http_reply_json(http_response *resp, int status, json_t *body);
+
+/* Answer a problem+json for p (releases p->extra). */
+void http_reply_problem(http_response *resp, problem *p);
+
+/* Answer static bytes (copied). */
+void http_reply_bytes(http_response *resp, int status, const char *content_type,
+                      const char *bytes, size_t len);
+
+typedef struct http_server http_server;
+
+/* Start serving; NULL on failure (a message is printed to stderr). */
+http_server *http_start(const http_config *cfg);
+
+/* The port actually bound (useful with port 0). */
+unsigned http_port(const http_server *s);
+
+/* Stop accepting, finish in-flight requests, free. */
+void http_stop(http_server *s);
+
+/* Dispatch a request through the routing table (exposed for tests and benchmarks). */
+void http_dispatch(const http_request *req, http_response *resp);
+
+#endif

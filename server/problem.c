@@ -1,0 +1,116 @@
+/* problem.c - the status-to-HTTP table and problem+json bodies. */
+#include "problem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static const struct {
+    int http;
+    const char *code;
+    const char *title;
+} TABLE[PB_COUNT_] = {
+    [PB_NONE] = {200, "ok", "OK"},
+    [PB_MALFORMED_JSON] = {400, "malformed_json", "The request body is not valid JSON"},
+    [PB_DUPLICATE_KEY] = {400, "duplicate_key", "A JSON object repeats a key"},
+    [PB_NUMBER_OUT_OF_RANGE] = {400, "number_out_of_range", "A number is out of range"},
+    [PB_UNKNOWN_FIELD] = {400, "unknown_field", "The request has a field this API does not define"},
+    [PB_MISSING_FIELD] = {400, "missing_field", "A required field is missing"},
+    [PB_WRONG_TYPE] = {400, "wrong_type", "A field has the wrong type"},
+    [PB_INVALID_PARAMETER] = {400, "invalid_parameter", "A parameter is outside its domain"},
+    [PB_TOO_MANY_VALUES] = {400, "too_many_values", "A list is longer than allowed"},
+    [PB_UNKNOWN_EVENT] = {400, "unknown_event", "Unknown event class"},
+    [PB_NOT_COVERED] = {422, "not_covered", "The bound's conditions do not hold: nothing is certified"},
+    [PB_INFEASIBLE] = {422, "infeasible", "No parameter value reaches the target"},
+    [PB_UNSUPPORTED] = {422, "unsupported", "This combination is not supported"},
+    [PB_NOT_FOUND] = {404, "not_found", "No such resource"},
+    [PB_METHOD_NOT_ALLOWED] = {405, "method_not_allowed", "Method not allowed on this resource"},
+    [PB_BODY_TOO_LARGE] = {413, "body_too_large", "The request body is too large"},
+    [PB_UNSUPPORTED_MEDIA] = {415, "unsupported_media_type", "The body must be application/json"},
+    [PB_NUMERICAL_FAILURE] = {500, "numerical_failure", "A numerical routine failed"},
+    [PB_INTERNAL] = {500, "internal", "Internal error"},
+    [PB_OUT_OF_MEMORY] = {503, "out_of_memory", "Out of memory: retry later"},
+};
+
+int problem_http_status(problem_code c)
+{
+    return (unsigned)c < PB_COUNT_ ? TABLE[c].http : 500;
+}
+
+const char *problem_code_name(problem_code c)
+{
+    return (unsigned)c < PB_COUNT_ ? TABLE[c].code : "internal";
+}
+
+const char *problem_title(problem_code c)
+{
+    return (unsigned)c < PB_COUNT_ ? TABLE[c].title : "Internal error";
+}
+
+problem_code problem_from_status(dpb_status s)
+{
+    switch (s) {
+    case DPB_OK:
+        return PB_NONE;
+    case DPB_EINVAL:
+        return PB_INVALID_PARAMETER;
+    case DPB_ENOTCOVERED:
+        return PB_NOT_COVERED;
+    case DPB_EINFEASIBLE:
+        return PB_INFEASIBLE;
+    case DPB_EUNSUPPORTED:
+        return PB_UNSUPPORTED;
+    case DPB_ENOMEM:
+        return PB_OUT_OF_MEMORY;
+    case DPB_ENUMERIC:
+        return PB_NUMERICAL_FAILURE;
+    case DPB_ELIMIT:
+        return PB_TOO_MANY_VALUES;
+    }
+    return PB_INTERNAL;
+}
+
+void problem_set(problem *p, problem_code c, const char *field, const char *fmt, ...)
+{
+    if (p->code != PB_NONE)
+        return;
+    p->code = c;
+    snprintf(p->field, sizeof p->field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->detail, sizeof p->detail, fmt, ap);
+    va_end(ap);
+}
+
+void problem_from_error(problem *p, const dpb_error *err)
+{
+    problem_set(p, problem_from_status(err->status), err->field, "%s",
+                err->detail[0] ? err->detail : dpb_strstatus(err->status));
+}
+
+void problem_extra(problem *p, const char *key, json_t *value)
+{
+    if (p->extra == NULL)
+        p->extra = json_object();
+    if (p->extra == NULL) {
+        json_decref(value);
+        return;
+    }
+    json_object_set_new(p->extra, key, value);
+}
+
+json_t *problem_to_json(problem *p)
+{
+    problem_code c = p->code == PB_NONE ? PB_INTERNAL : p->code;
+    char type[96];
+    snprintf(type, sizeof type, "urn:dpbudget:problem:%s", problem_code_name(c));
+    json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", problem_title(c),
+                          "status", problem_http_status(c), "code", problem_code_name(c),
+                          "detail", p->detail[0] ? p->detail : problem_title(c));
+    if (o && p->field[0])
+        json_object_set_new(o, "field", json_string(p->field));
+    if (o && p->extra)
+        json_object_update(o, p->extra);
+    json_decref(p->extra);
+    p->extra = NULL;
+    return o;
+}

@@ -1,0 +1,67 @@
+/*
+ * problem.h - the one table of error answers (RFC 9457 application/problem+json), mirrored
+ * in openapi.yaml (components/schemas/Problem, x-problem-codes). Codes are stable.
+ */
+#ifndef HTTP_PROBLEM_H
+#define HTTP_PROBLEM_H
+
+#include <jansson.h>
+
+#include "../core/common/status.h"
+
+typedef enum {
+    PB_NONE = 0,
+    PB_MALFORMED_JSON,       /* 400 body is not JSON (syntax, invalid UTF-8, NaN literal) */
+    PB_DUPLICATE_KEY,        /* 400 an object repeats a key */
+    PB_NUMBER_OUT_OF_RANGE,  /* 400 a number overflows a double or an integer field */
+    PB_UNKNOWN_FIELD,        /* 400 a field the schema does not define */
+    PB_MISSING_FIELD,        /* 400 a required field is absent */
+    PB_WRONG_TYPE,           /* 400 a field has the wrong JSON type */
+    PB_INVALID_PARAMETER,    /* 400 a value is outside its domain */
+    PB_TOO_MANY_VALUES,      /* 400 a list is longer than allowed */
+    PB_UNKNOWN_EVENT,        /* 400 class_name is not an event we know */
+    PB_NOT_COVERED,          /* 422 the theorem's conditions fail: it certifies nothing */
+    PB_INFEASIBLE,           /* 422 no parameter value reaches the target */
+    PB_UNSUPPORTED,          /* 422 event/relation/accountant combination not supported */
+    PB_NOT_FOUND,            /* 404 */
+    PB_METHOD_NOT_ALLOWED,   /* 405 */
+    PB_BODY_TOO_LARGE,       /* 413 */
+    PB_UNSUPPORTED_MEDIA,    /* 415 */
+    PB_NUMERICAL_FAILURE,    /* 500 a solver did not converge */
+    PB_INTERNAL,             /* 500 */
+    PB_OUT_OF_MEMORY,        /* 503 */
+    PB_COUNT_
+} problem_code;
+
+typedef struct {
+    problem_code code;
+    char field[96];
+    char detail[400];
+    json_t *extra; /* owned: extension members merged into the answer (or NULL) */
+} problem;
+
+/* HTTP status, stable code and title of a problem code. */
+int problem_http_status(problem_code c);
+const char *problem_code_name(problem_code c);
+const char *problem_title(problem_code c);
+
+/* The problem code a core status maps to. */
+problem_code problem_from_status(dpb_status s);
+
+/* Record a problem unless one is recorded already (first wins). field may be NULL. */
+void problem_set(problem *p, problem_code c, const char *field, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Record a core error as a problem. */
+void problem_from_error(problem *p, const dpb_error *err);
+
+/* Attach an extension member (steals value). */
+void problem_extra(problem *p, const char *key, json_t *value);
+
+/* Build the JSON body (new reference). Releases p->extra. */
+json_t *problem_to_json(problem *p);
+
+#endif

@@ -1,0 +1,28 @@
+/* resources.h - the handlers, one file per resource group, and the routing table. */
+#ifndef HTTP_RESOURCES_H
+#define HTTP_RESOURCES_H
+
+#include "http.h"
+
+/* compute.c: stateless privacy computations */
+void res_delta(const http_request *req, http_response *resp);
+void res_epsilon(const http_request *req, http_response *resp);
+void res_calibrate(const http_request *req, http_response *resp);
+void res_accountants(const http_request *req, http_response *resp);
+
+/* ops.c: operations */
+void res_healthz(const http_request *req, http_response *resp);
+void res_openapi(const http_request *req, http_response *resp);
+void res_index(const http_request *req, http_response *resp);
+
+typedef struct {
+    const char *method;
+    const char *path;
+    http_handler handler;
+    int json_body; /* 1: the request must carry a JSON body */
+} route;
+
+/* The routing table (routes.c), terminated by a NULL method. */
+extern const route ROUTES[];
+
+#endif
