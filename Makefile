@@ -100,7 +100,7 @@ test: deps
 	$(Q)sh tests/run.sh $(BUILD)
 
 sanitize: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=build-san CC=clang \
+	$(Q)$(MAKE) --no-print-directory BUILD=build-san \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    build-san/tests/unit_tests build-san/tests/api_tests build-san/dpbudgetd
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san

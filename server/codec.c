@@ -38,8 +38,8 @@ json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
             break;
         default:
             problem_set(pb, PB_MALFORMED_JSON, NULL,
-                        "%s at line %d, column %d (NaN and Infinity are not JSON numbers)",
-                        e.text, e.line, e.column);
+                        "%s at line %d, column %d (NaN and Infinity are not JSON numbers)", e.text,
+                        e.line, e.column);
         }
         return NULL;
     }
@@ -138,8 +138,8 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
         return -1;
     }
     if (u < min || u > max) {
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be between %llu and %llu (got %llu)",
-                    f, (unsigned long long)min, (unsigned long long)max, (unsigned long long)u);
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be between %llu and %llu (got %llu)", f,
+                    (unsigned long long)min, (unsigned long long)max, (unsigned long long)u);
         return -1;
     }
     *out = u;
@@ -162,8 +162,7 @@ int codec_string(json_t *obj, const char *path, const char *key, int required, c
     return 1;
 }
 
-int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out,
-               problem *pb)
+int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out, problem *pb)
 {
     json_t *v = field(obj, path, key, required, pb);
     if (v == NULL)
@@ -178,8 +177,8 @@ int codec_bool(json_t *obj, const char *path, const char *key, int required, int
     return 1;
 }
 
-int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n,
-                      double **vals, size_t *n, int *scalar, problem *pb)
+int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
+                      size_t *n, int *scalar, problem *pb)
 {
     json_t *a = json_object_get(obj, one), *b = json_object_get(obj, many);
     *vals = NULL;
@@ -209,8 +208,8 @@ int codec_number_list(json_t *obj, const char *one, const char *many, size_t max
     }
     size_t k = json_array_size(b);
     if (k == 0 || k > max_n) {
-        problem_set(pb, PB_TOO_MANY_VALUES, many, "'%s' must hold between 1 and %zu numbers (got %zu)",
-                    many, max_n, k);
+        problem_set(pb, PB_TOO_MANY_VALUES, many,
+                    "'%s' must hold between 1 and %zu numbers (got %zu)", many, max_n, k);
         return -1;
     }
     double *v = malloc(k * sizeof *v);
@@ -263,11 +262,19 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
 /* ---- events ---------------------------------------------------------------------------- */
 
 /* dp_accounting event classes that are known but not yet accounted here. */
-static const char *const KNOWN_UNSUPPORTED[] = {
-    "GaussianDpEvent", "LaplaceDpEvent", "EpsilonDeltaDpEvent", "NoOpDpEvent",
-    "NonPrivateDpEvent", "PoissonSampledDpEvent", "SampledWithoutReplacementDpEvent",
-    "SingleEpochTreeAggregationDpEvent", "RepeatAndSelectDpEvent", "UnsupportedDpEvent",
-    "MixtureOfGaussiansDpEvent", "ZCDpEvent", NULL};
+static const char *const KNOWN_UNSUPPORTED[] = {"GaussianDpEvent",
+                                                "LaplaceDpEvent",
+                                                "EpsilonDeltaDpEvent",
+                                                "NoOpDpEvent",
+                                                "NonPrivateDpEvent",
+                                                "PoissonSampledDpEvent",
+                                                "SampledWithoutReplacementDpEvent",
+                                                "SingleEpochTreeAggregationDpEvent",
+                                                "RepeatAndSelectDpEvent",
+                                                "UnsupportedDpEvent",
+                                                "MixtureOfGaussiansDpEvent",
+                                                "ZCDpEvent",
+                                                NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
 static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
@@ -464,8 +471,8 @@ json_t *codec_encode_event(const dp_event *ev)
     switch (ev->kind) {
     case DP_EV_SHUFFLED_EPOCH:
         return json_pack("{s:s, s:o, s:o}", "class_name", "ShuffledDpSgdEpochDpEvent",
-                         "noise_multiplier", codec_real(ev->u.shuffled.noise_multiplier),
-                         "rounds", codec_uint_json(ev->u.shuffled.rounds));
+                         "noise_multiplier", codec_real(ev->u.shuffled.noise_multiplier), "rounds",
+                         codec_uint_json(ev->u.shuffled.rounds));
     case DP_EV_SELF_COMPOSED:
         return json_pack("{s:s, s:o, s:o}", "class_name", "SelfComposedDpEvent", "event",
                          codec_encode_event(ev->u.self.event), "count",

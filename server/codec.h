@@ -35,14 +35,13 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
                uint64_t max, uint64_t *out, problem *pb);
 int codec_string(json_t *obj, const char *path, const char *key, int required, const char **out,
                  problem *pb);
-int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out,
-               problem *pb);
+int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out, problem *pb);
 
 /* A number or a list of numbers under `one` or `many` (exactly one of them must be given).
  * Writes a malloc'ed array to *vals (caller frees) and its length; *scalar = 1 when the
  * single form was used. */
-int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n,
-                      double **vals, size_t *n, int *scalar, problem *pb);
+int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
+                      size_t *n, int *scalar, problem *pb);
 
 /* The optional "neighboring_relation" and "accountant" fields. */
 int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct, problem *pb);

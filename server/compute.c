@@ -14,9 +14,8 @@
 
 /* Parse the body, check the top-level fields, decode relation + accountant and, when
  * want_event, the event. */
-static json_t *decode_common(const http_request *req, const char *const *allowed,
-                             int want_event, dp_event **ev, dp_relation *rel,
-                             dp_accountant *acct, problem *pb)
+static json_t *decode_common(const http_request *req, const char *const *allowed, int want_event,
+                             dp_event **ev, dp_relation *rel, dp_accountant *acct, problem *pb)
 {
     json_t *j = codec_parse_object(req->body, req->body_len, pb);
     if (j == NULL)
@@ -49,8 +48,8 @@ static void reply_core_error(http_response *resp, problem *pb, const dpb_error *
 
 void res_delta(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event", "epsilon", "epsilons", "neighboring_relation",
-                                          "accountant", NULL};
+    static const char *const allowed[] = {
+        "event", "epsilon", "epsilons", "neighboring_relation", "accountant", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
@@ -59,8 +58,8 @@ void res_delta(const http_request *req, http_response *resp)
     size_t n = 0;
     int scalar = 0;
     json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &pb);
-    if (j == NULL || codec_number_list(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n, &scalar,
-                                       &pb) < 0) {
+    if (j == NULL ||
+        codec_number_list(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n, &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
         goto out;
     }
@@ -85,9 +84,9 @@ void res_delta(const http_request *req, http_response *resp)
     codec_put_report(o, &rep);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res, json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]),
-                                             "delta", codec_real(delta[i]), "ln_delta",
-                                             codec_real(ln_delta[i])));
+        json_array_append_new(res,
+                              json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
+                                        codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
@@ -105,7 +104,7 @@ out:
 
 void res_epsilon(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event", "delta", "deltas", "neighboring_relation",
+    static const char *const allowed[] = {"event",      "delta", "deltas", "neighboring_relation",
                                           "accountant", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
@@ -140,9 +139,9 @@ void res_epsilon(const http_request *req, http_response *resp)
     codec_put_report(o, &rep);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res, json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]),
-                                             "epsilon", codec_real(eps[i]), "certified",
-                                             isfinite(eps[i])));
+        json_array_append_new(res,
+                              json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
+                                        codec_real(eps[i]), "certified", isfinite(eps[i])));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "delta", codec_real(dl[0]));
@@ -181,8 +180,8 @@ static int decode_dataset(json_t *j, double *clip, double *ratio, problem *pb)
 
 void res_calibrate(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",      "solve_for", "target", "neighboring_relation",
-                                          "accountant", "dataset",   NULL};
+    static const char *const allowed[] = {
+        "event", "solve_for", "target", "neighboring_relation", "accountant", "dataset", NULL};
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
@@ -234,9 +233,9 @@ void res_calibrate(const http_request *req, http_response *resp)
     if (st != DPB_OK) {
         problem_from_error(&pb, &err);
         if (cal.has_best) {
-            json_t *best = json_pack("{s:o, s:s, s:o}", "delta", codec_real(cal.best_delta),
-                                     "parameter", dp_param_name(cal.param), "at",
-                                     codec_real(cal.best_at));
+            json_t *best =
+                json_pack("{s:o, s:s, s:o}", "delta", codec_real(cal.best_delta), "parameter",
+                          dp_param_name(cal.param), "at", codec_real(cal.best_at));
             problem_extra(&pb, "best_achievable", best);
         }
         if (rep.accountant)
@@ -248,16 +247,20 @@ void res_calibrate(const http_request *req, http_response *resp)
     }
     json_t *o = json_object();
     json_object_set_new(o, "solve_for", json_string(dp_param_name(cal.param)));
-    json_object_set_new(o, "value", cal.param == DP_PARAM_NOISE_MULTIPLIER
-                                        ? codec_real(cal.value)
-                                        : codec_uint_json((uint64_t)cal.value));
+    json_object_set_new(o, "value",
+                        cal.param == DP_PARAM_NOISE_MULTIPLIER
+                            ? codec_real(cal.value)
+                            : codec_uint_json((uint64_t)cal.value));
     if (cal.has_interval)
-        json_object_set_new(o, "interval", json_pack("{s:o, s:o}", "min", codec_real(cal.lo),
-                                                     "max", codec_real(cal.hi)));
-    json_object_set_new(o, "target", json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t),
-                                               "delta", codec_real(delta_t)));
-    json_object_set_new(o, "achieved", json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t),
-                                                 "delta", codec_real(cal.achieved_delta)));
+        json_object_set_new(
+            o, "interval",
+            json_pack("{s:o, s:o}", "min", codec_real(cal.lo), "max", codec_real(cal.hi)));
+    json_object_set_new(
+        o, "target",
+        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta", codec_real(delta_t)));
+    json_object_set_new(o, "achieved",
+                        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta",
+                                  codec_real(cal.achieved_delta)));
     json_object_set_new(o, "event", codec_encode_event(ev));
     json_object_set_new(o, "neighboring_relation", json_string(dp_relation_name(rel)));
     codec_put_report(o, &rep);
@@ -278,10 +281,10 @@ void res_calibrate(const http_request *req, http_response *resp)
         while (leaf->kind == DP_EV_SELF_COMPOSED)
             leaf = leaf->u.self.event;
         if (leaf->kind == DP_EV_SHUFFLED_EPOCH)
-            json_object_set_new(det, "min_dataset_size",
-                                codec_uint_json(dp_thm41_min_dataset(
-                                    leaf->u.shuffled.noise_multiplier, leaf->u.shuffled.rounds,
-                                    clip, ratio)));
+            json_object_set_new(
+                det, "min_dataset_size",
+                codec_uint_json(dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
+                                                     leaf->u.shuffled.rounds, clip, ratio)));
     }
     json_object_set_new(o, "details", det);
     http_reply_json(resp, 200, o);
@@ -300,26 +303,25 @@ void res_accountants(const http_request *req, http_response *resp)
         "{s:[{s:s, s:[s,s], s:s}, {s:s, s:[s,s], s:s}, {s:s, s:[s], s:s}],"
         " s:[{s:s, s:s, s:[s], s:s, s:s}, {s:s, s:s, s:[s], s:s, s:s}],"
         " s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s]}",
-        "events", "class_name", "ShuffledDpSgdEpochDpEvent", "fields", "noise_multiplier",
-        "rounds", "description",
+        "events", "class_name", "ShuffledDpSgdEpochDpEvent", "fields", "noise_multiplier", "rounds",
+        "description",
         "one epoch of DP-SGD with random shuffling: M = rounds batches, Gaussian noise with "
         "multiplier noise_multiplier (seed 004)",
         "class_name", "SelfComposedDpEvent", "fields", "event", "count", "description",
         "the event run count times (e.g. epochs)", "class_name", "ComposedDpEvent", "fields",
-        "events", "description", "each listed event run once",
-        "accountants", "name", "thm41", "guarantee", "upper_bound", "events",
-        "ShuffledDpSgdEpochDpEvent", "reference",
+        "events", "description", "each listed event run once", "accountants", "name", "thm41",
+        "guarantee", "upper_bound", "events", "ShuffledDpSgdEpochDpEvent", "reference",
         "seed 004 (van Dijk & Ertan), Theorem 4.1, B = 0.4748; exact f_{0,delta} composition",
         "description",
         "a total-variation bound: the same delta for every epsilon >= 0; refuses parameters "
         "outside M >= 3, sigma >= sqrt(3/ln M) and condition (1)",
         "name", "gdp_clt", "guarantee", "estimate", "events", "ShuffledDpSgdEpochDpEvent",
         "reference", "seed 004 Theorem 5.2 (asymptotic mu-GDP)", "description",
-        "an approximation for orientation only: never enforce with it",
-        "neighboring_relations", "add_or_remove_one", "replace_one", "guarantees",
-        "upper_bound", "the true value is at most this: safe to rely on", "estimate",
+        "an approximation for orientation only: never enforce with it", "neighboring_relations",
+        "add_or_remove_one", "replace_one", "guarantees", "upper_bound",
+        "the true value is at most this: safe to rely on", "estimate",
         "an approximation: never used for enforcement", "lower_bound",
-        "the true value is at least this: an attack or diagnostic", "solve_for",
-        "noise_multiplier", "rounds", "count");
+        "the true value is at least this: an attack or diagnostic", "solve_for", "noise_multiplier",
+        "rounds", "count");
     http_reply_json(resp, o ? 200 : 500, o);
 }

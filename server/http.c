@@ -58,8 +58,8 @@ void http_reply_problem(http_response *resp, problem *p)
     http_reply_json(resp, problem_http_status(p->code), problem_to_json(p));
 }
 
-void http_reply_bytes(http_response *resp, int status, const char *content_type,
-                      const char *bytes, size_t len)
+void http_reply_bytes(http_response *resp, int status, const char *content_type, const char *bytes,
+                      size_t len)
 {
     free(resp->body);
     resp->body = malloc(len ? len : 1);
@@ -87,8 +87,8 @@ void http_dispatch(const http_request *req, http_response *resp)
     }
     problem p = {0};
     if (allow) {
-        problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s",
-                    req->method, req->path, allow);
+        problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s", req->method,
+                    req->path, allow);
         resp->allow = allow;
     } else {
         problem_set(&p, PB_NOT_FOUND, NULL,
@@ -160,14 +160,13 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         const route *r = find_route(method, url);
         if (r && r->json_body) {
             problem p = {0};
-            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
-            const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_TYPE);
+            const char *cl =
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            const char *ct =
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
             if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
                 problem_set(&p, PB_BODY_TOO_LARGE, NULL,
-                            "the body is %s bytes; at most %zu are accepted", cl,
-                            s->cfg.max_body);
+                            "the body is %s bytes; at most %zu are accepted", cl, s->cfg.max_body);
             } else if (!json_content_type(ct)) {
                 problem_set(&p, PB_UNSUPPORTED_MEDIA, NULL,
                             "Content-Type is '%.80s'; send the body as application/json", ct);
@@ -186,8 +185,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     if (*upload_size > 0) {
         if (*upload_size > s->cfg.max_body - ctx->len) {
             problem p = {0};
-            problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes",
-                        s->cfg.max_body);
+            problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", s->cfg.max_body);
             ctx->answered = 1;
             *upload_size = 0;
             return send_problem(c, &p);
@@ -259,15 +257,15 @@ http_server *http_start(const http_config *cfg)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
-    s->d = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->conn_timeout, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                            cfg->conn_timeout, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
     if (s->d == NULL) {
-        fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr,
-                cfg->port, errno ? strerror(errno) : "libmicrohttpd refused to start");
+        fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
+                errno ? strerror(errno) : "libmicrohttpd refused to start");
         free(s);
         return NULL;
     }

@@ -50,8 +50,8 @@ void http_reply_json(http_response *resp, int status, json_t *body);
 void http_reply_problem(http_response *resp, problem *p);
 
 /* Answer static bytes (copied). */
-void http_reply_bytes(http_response *resp, int status, const char *content_type,
-                      const char *bytes, size_t len);
+void http_reply_bytes(http_response *resp, int status, const char *content_type, const char *bytes,
+                      size_t len);
 
 typedef struct http_server http_server;
 

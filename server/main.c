@@ -38,8 +38,8 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long lo,
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
     if (errno || end == s || *end != '\0' || s[0] == '-' || v < lo || v > hi) {
-        fprintf(stderr, "dpbudgetd: %s needs a whole number between %lu and %lu, got '%s'\n",
-                opt, lo, hi, s);
+        fprintf(stderr, "dpbudgetd: %s needs a whole number between %lu and %lu, got '%s'\n", opt,
+                lo, hi, s);
         exit(2);
     }
     return v;

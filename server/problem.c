@@ -19,7 +19,8 @@ static const struct {
     [PB_INVALID_PARAMETER] = {400, "invalid_parameter", "A parameter is outside its domain"},
     [PB_TOO_MANY_VALUES] = {400, "too_many_values", "A list is longer than allowed"},
     [PB_UNKNOWN_EVENT] = {400, "unknown_event", "Unknown event class"},
-    [PB_NOT_COVERED] = {422, "not_covered", "The bound's conditions do not hold: nothing is certified"},
+    [PB_NOT_COVERED] = {422, "not_covered",
+                        "The bound's conditions do not hold: nothing is certified"},
     [PB_INFEASIBLE] = {422, "infeasible", "No parameter value reaches the target"},
     [PB_UNSUPPORTED] = {422, "unsupported", "This combination is not supported"},
     [PB_NOT_FOUND] = {404, "not_found", "No such resource"},
@@ -104,8 +105,8 @@ json_t *problem_to_json(problem *p)
     char type[96];
     snprintf(type, sizeof type, "urn:dpbudget:problem:%s", problem_code_name(c));
     json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", problem_title(c),
-                          "status", problem_http_status(c), "code", problem_code_name(c),
-                          "detail", p->detail[0] ? p->detail : problem_title(c));
+                          "status", problem_http_status(c), "code", problem_code_name(c), "detail",
+                          p->detail[0] ? p->detail : problem_title(c));
     if (o && p->field[0])
         json_object_set_new(o, "field", json_string(p->field));
     if (o && p->extra)

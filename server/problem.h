@@ -11,25 +11,25 @@
 
 typedef enum {
     PB_NONE = 0,
-    PB_MALFORMED_JSON,       /* 400 body is not JSON (syntax, invalid UTF-8, NaN literal) */
-    PB_DUPLICATE_KEY,        /* 400 an object repeats a key */
-    PB_NUMBER_OUT_OF_RANGE,  /* 400 a number overflows a double or an integer field */
-    PB_UNKNOWN_FIELD,        /* 400 a field the schema does not define */
-    PB_MISSING_FIELD,        /* 400 a required field is absent */
-    PB_WRONG_TYPE,           /* 400 a field has the wrong JSON type */
-    PB_INVALID_PARAMETER,    /* 400 a value is outside its domain */
-    PB_TOO_MANY_VALUES,      /* 400 a list is longer than allowed */
-    PB_UNKNOWN_EVENT,        /* 400 class_name is not an event we know */
-    PB_NOT_COVERED,          /* 422 the theorem's conditions fail: it certifies nothing */
-    PB_INFEASIBLE,           /* 422 no parameter value reaches the target */
-    PB_UNSUPPORTED,          /* 422 event/relation/accountant combination not supported */
-    PB_NOT_FOUND,            /* 404 */
-    PB_METHOD_NOT_ALLOWED,   /* 405 */
-    PB_BODY_TOO_LARGE,       /* 413 */
-    PB_UNSUPPORTED_MEDIA,    /* 415 */
-    PB_NUMERICAL_FAILURE,    /* 500 a solver did not converge */
-    PB_INTERNAL,             /* 500 */
-    PB_OUT_OF_MEMORY,        /* 503 */
+    PB_MALFORMED_JSON,      /* 400 body is not JSON (syntax, invalid UTF-8, NaN literal) */
+    PB_DUPLICATE_KEY,       /* 400 an object repeats a key */
+    PB_NUMBER_OUT_OF_RANGE, /* 400 a number overflows a double or an integer field */
+    PB_UNKNOWN_FIELD,       /* 400 a field the schema does not define */
+    PB_MISSING_FIELD,       /* 400 a required field is absent */
+    PB_WRONG_TYPE,          /* 400 a field has the wrong JSON type */
+    PB_INVALID_PARAMETER,   /* 400 a value is outside its domain */
+    PB_TOO_MANY_VALUES,     /* 400 a list is longer than allowed */
+    PB_UNKNOWN_EVENT,       /* 400 class_name is not an event we know */
+    PB_NOT_COVERED,         /* 422 the theorem's conditions fail: it certifies nothing */
+    PB_INFEASIBLE,          /* 422 no parameter value reaches the target */
+    PB_UNSUPPORTED,         /* 422 event/relation/accountant combination not supported */
+    PB_NOT_FOUND,           /* 404 */
+    PB_METHOD_NOT_ALLOWED,  /* 405 */
+    PB_BODY_TOO_LARGE,      /* 413 */
+    PB_UNSUPPORTED_MEDIA,   /* 415 */
+    PB_NUMERICAL_FAILURE,   /* 500 a solver did not converge */
+    PB_INTERNAL,            /* 500 */
+    PB_OUT_OF_MEMORY,       /* 503 */
     PB_COUNT_
 } problem_code;
 

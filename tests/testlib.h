@@ -21,31 +21,31 @@ int tl_failed_checks;
 const char *tl_current;
 #endif
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            tl_failed_checks++;                                                                \
-            fprintf(stderr, "FAIL %s (%s:%d): %s\n", tl_current, __FILE__, __LINE__, #cond);   \
-        }                                                                                      \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            tl_failed_checks++;                                                                    \
+            fprintf(stderr, "FAIL %s (%s:%d): %s\n", tl_current, __FILE__, __LINE__, #cond);       \
+        }                                                                                          \
     } while (0)
 
-#define CHECKF(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            tl_failed_checks++;                                                                \
-            fprintf(stderr, "FAIL %s (%s:%d): %s: ", tl_current, __FILE__, __LINE__, #cond);   \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            tl_failed_checks++;                                                                    \
+            fprintf(stderr, "FAIL %s (%s:%d): %s: ", tl_current, __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 /* |got - want| <= rel |want| (+ a tiny absolute floor for want == 0). */
-#define CHECK_REL(got, want, rel)                                                              \
-    do {                                                                                       \
-        double g_ = (got), w_ = (want);                                                        \
-        double e_ = fabs(g_ - w_), lim_ = (rel) * fabs(w_) + 1e-300;                           \
-        CHECKF(e_ <= lim_, "%s = %.17g, want %.17g (rel err %.3g > %.3g)", #got, g_, w_,       \
-               w_ != 0 ? e_ / fabs(w_) : e_, (double)(rel));                                   \
+#define CHECK_REL(got, want, rel)                                                                  \
+    do {                                                                                           \
+        double g_ = (got), w_ = (want);                                                            \
+        double e_ = fabs(g_ - w_), lim_ = (rel)*fabs(w_) + 1e-300;                                 \
+        CHECKF(e_ <= lim_, "%s = %.17g, want %.17g (rel err %.3g > %.3g)", #got, g_, w_,           \
+               w_ != 0 ? e_ / fabs(w_) : e_, (double)(rel));                                       \
     } while (0)
 
 typedef struct {
@@ -53,7 +53,10 @@ typedef struct {
     void (*fn)(void);
 } tl_test;
 
-#define TL_T(fn) {#fn, fn}
+#define TL_T(fn)                                                                                   \
+    {                                                                                              \
+#fn, fn                                                                                    \
+    }
 
 static inline int tl_run(const char *suite, const tl_test *tests, size_t n, int argc, char **argv)
 {

@@ -78,8 +78,8 @@ static int all_leaves_shuffled(const dp_event *ev)
     return 0;
 }
 
-static dpb_status resolve(const dp_event *ev, dp_relation rel, dp_accountant *acct,
-                          dp_report *rep, dpb_error *err)
+static dpb_status resolve(const dp_event *ev, dp_relation rel, dp_accountant *acct, dp_report *rep,
+                          dpb_error *err)
 {
     memset(rep, 0, sizeof *rep);
     if (ev == NULL)
@@ -116,8 +116,7 @@ static void thm41_conditions(dp_report *rep, const dp_thm41 *e)
     if (!e->rounds_ok)
         return;
     dp_report_condition(rep, "sigma_at_least_sqrt_3_over_ln_m",
-                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma,
-                        e->sigma_min);
+                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma, e->sigma_min);
     if (!e->sigma_ok)
         return;
     dp_report_condition(rep, "thm41_validity",
@@ -256,9 +255,8 @@ dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, con
     return DPB_OK;
 }
 
-dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                      const double *delta, size_t n, double *eps, dp_report *rep,
-                      dpb_error *err)
+dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
+                      size_t n, double *eps, dp_report *rep, dpb_error *err)
 {
     dpb_status st = resolve(ev, rel, &acct, rep, err);
     if (st == DPB_OK)
@@ -461,8 +459,7 @@ static dpb_status calibrate_thm41(dp_event *tmpl, dp_event *node, double delta_t
 }
 
 dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
-                        double delta_target, dp_calibration *out, dp_report *rep,
-                        dpb_error *err)
+                        double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err)
 {
     int nunk;
     dp_event *node = tmpl ? dp_event_find_unknown(tmpl, &nunk) : NULL;

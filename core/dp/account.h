@@ -48,9 +48,8 @@ dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, con
  * The smallest eps with delta(eps) <= delta_i, for 0 < delta_i < 1. eps[i] is +INFINITY
  * when the accountant certifies no finite eps at that delta (a warning says why).
  */
-dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                      const double *delta, size_t n, double *eps, dp_report *rep,
-                      dpb_error *err);
+dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
+                      size_t n, double *eps, dp_report *rep, dpb_error *err);
 
 /* What a calibration found. Fields not meaningful for the solved parameter are NAN
  * (doubles) or 0 (flags). */
@@ -81,7 +80,6 @@ typedef struct {
  * not used to calibrate (DPB_EUNSUPPORTED).
  */
 dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
-                        double delta_target, dp_calibration *out, dp_report *rep,
-                        dpb_error *err);
+                        double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err);
 
 #endif

@@ -30,14 +30,14 @@ typedef struct {
     double sigma;
     uint64_t rounds;
     /* preconditions, checked first (MATH.md section 2) */
-    int rounds_ok;   /* M >= 3 (T6's denominator changes sign near M = 2.3) */
-    int sigma_ok;    /* sigma >= sqrt(3 / ln M), i.e. sigma^2 ln M >= 3 */
+    int rounds_ok;    /* M >= 3 (T6's denominator changes sign near M = 2.3) */
+    int sigma_ok;     /* sigma >= sqrt(3 / ln M), i.e. sigma^2 ln M >= 3 */
     double sigma_min; /* sqrt(3 / ln M) (0 when M < 3) */
     /* the bound, set only when both preconditions hold */
-    double mu;       /* sqrt((e^t - 1)/(M - 1)), t = 1/sigma^2 */
-    double coef;     /* e^t (1 + 4 e^{-3t}) / (1 - e^{-t})^2 */
-    double term[6];  /* T1..T6 */
-    double delta;    /* T1 + ... + T6, rounded up by DP_THM41_REL_ROUND */
+    double mu;      /* sqrt((e^t - 1)/(M - 1)), t = 1/sigma^2 */
+    double coef;    /* e^t (1 + 4 e^{-3t}) / (1 - e^{-t})^2 */
+    double term[6]; /* T1..T6 */
+    double delta;   /* T1 + ... + T6, rounded up by DP_THM41_REL_ROUND */
     /* validity condition (1): delta + B coef mu <= 1/2 - Phi(-(e^t - 1)/2) */
     double cond_lhs, cond_rhs;
     int cond_ok;
@@ -102,8 +102,8 @@ uint64_t dp_thm41_min_dataset(double sigma, uint64_t rounds, double clip, double
 dpb_status dp_thm52_mu(double sigma, uint64_t rounds, double *mu);
 
 /* E-fold f_{0,delta} composition helpers. A running sum s = sum_i ln(1 - delta_i). */
-double dp_tv_log1m(double delta);       /* ln(1 - delta) */
-double dp_tv_delta_of_sum(double s);    /* -expm1(s), rounded up */
+double dp_tv_log1m(double delta);                      /* ln(1 - delta) */
+double dp_tv_delta_of_sum(double s);                   /* -expm1(s), rounded up */
 double dp_tv_per_epoch(double delta, uint64_t epochs); /* 1 - (1 - delta)^{1/E}, rounded down */
 
 #endif

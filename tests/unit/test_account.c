@@ -238,14 +238,14 @@ static void calibration_never_overshoots(void)
                                NULL) == DPB_OK);
                 CHECK(d <= delta);
                 leaf->u.shuffled.rounds--;
-                dpb_status st =
-                    dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, NULL);
+                dpb_status st = dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL,
+                                         &rep, NULL);
                 /* smallest: decidable while one round changes delta (~1/(2M) relative) by
                  * more than the 1e-13 rounding margin; beyond ~1e12 rounds the answer is
                  * conservative by at most that margin */
                 if (c.value < 1e12)
                     CHECKF(st != DPB_OK || d > delta, "delta %g E %llu M %g", delta,
-                       (unsigned long long)E, c.value);
+                           (unsigned long long)E, c.value);
             }
             dp_event_free(ev);
         }

@@ -1,0 +1,131 @@
+#!/bin/sh
+# run.sh - dpbudget benchmarks: core throughput (bench_core), then HTTP load against a
+# freshly started dpbudgetd (bench_http) for a delta query and a calibration request.
+# Prints figures only; timings are never asserted. Exits non-zero if a benchmark reports
+# an error (e.g. a non-2xx answer) or the daemon cannot be started.
+#
+# usage (from the repo root, as the Makefile does): sh bench/run.sh BUILD_DIR
+set -u
+
+BUILD=${1:-build}
+CORE_BIN=$BUILD/bench/bench_core
+HTTP_BIN=$BUILD/bench/bench_http
+DAEMON=$BUILD/dpbudgetd
+
+for f in "$CORE_BIN" "$HTTP_BIN" "$DAEMON"; do
+    if [ ! -x "$f" ]; then
+        echo "run.sh: $f is missing (make $f)" >&2
+        exit 1
+    fi
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dpb-bench.XXXXXX") || exit 1
+daemon_pid=
+daemon_status=0
+
+stop_daemon() {
+    [ -n "$daemon_pid" ] || return 0
+    if kill -0 "$daemon_pid" 2>/dev/null; then
+        kill -TERM "$daemon_pid" 2>/dev/null
+        i=0
+        while kill -0 "$daemon_pid" 2>/dev/null && [ "$i" -lt 50 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        if kill -0 "$daemon_pid" 2>/dev/null; then
+            echo "run.sh: dpbudgetd did not exit 5 s after SIGTERM; sending SIGKILL" >&2
+            kill -KILL "$daemon_pid" 2>/dev/null
+        fi
+    fi
+    wait "$daemon_pid" 2>/dev/null
+    daemon_status=$?
+    daemon_pid=
+    return 0
+}
+
+cleanup() {
+    stop_daemon
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo "?")
+echo "== dpbudget benchmarks (nproc: $ncpu)"
+echo "   note: the HTTP load generator runs on the same $ncpu CPU(s) as the daemon, so the"
+echo "   HTTP figures measure the pair, not the daemon alone."
+
+fail=0
+
+echo
+echo "== core: Theorem 4.1 (bench_core)"
+if ! "$CORE_BIN"; then
+    echo "run.sh: bench_core reported an error" >&2
+    fail=1
+fi
+
+echo
+echo "== http: starting $DAEMON on 127.0.0.1 (ephemeral port)"
+"$DAEMON" --listen 127.0.0.1 --port 0 --port-file "$tmp/port" 2>"$tmp/daemon.err" &
+daemon_pid=$!
+
+# wait up to 5 s for the port file
+i=0
+while [ ! -s "$tmp/port" ] && [ "$i" -lt 50 ]; do
+    if ! kill -0 "$daemon_pid" 2>/dev/null; then
+        break
+    fi
+    sleep 0.1
+    i=$((i + 1))
+done
+port=
+if [ -s "$tmp/port" ]; then
+    port=$(tr -d ' \r\n' <"$tmp/port")
+fi
+case $port in
+'' | *[!0-9]*)
+    echo "run.sh: dpbudgetd did not report a port within 5 s" >&2
+    if [ -s "$tmp/daemon.err" ]; then
+        sed 's/^/  dpbudgetd: /' "$tmp/daemon.err" >&2
+    fi
+    exit 1
+    ;;
+esac
+echo "   dpbudgetd pid $daemon_pid listening on 127.0.0.1:$port"
+
+cat >"$tmp/delta.json" <<'EOF'
+{"event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0, "rounds": 1140369}, "epsilon": 1.0}
+EOF
+cat >"$tmp/calibrate.json" <<'EOF'
+{"event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0}, "solve_for": "rounds", "target": {"epsilon": 0, "delta": 0.01}}
+EOF
+
+echo
+echo "== http: POST /v1/delta (one epoch of shuffled DP-SGD), 64 connections, 5 s, 2 threads"
+if ! "$HTTP_BIN" 127.0.0.1 "$port" POST /v1/delta "$tmp/delta.json" 64 5 2; then
+    echo "run.sh: bench_http POST /v1/delta reported an error" >&2
+    fail=1
+fi
+
+echo
+echo "== http: POST /v1/calibrate (solve for rounds), 64 connections, 3 s, 2 threads"
+if ! "$HTTP_BIN" 127.0.0.1 "$port" POST /v1/calibrate "$tmp/calibrate.json" 64 3 2; then
+    echo "run.sh: bench_http POST /v1/calibrate reported an error" >&2
+    fail=1
+fi
+
+echo
+echo "== http: stopping dpbudgetd"
+daemon_status=0
+stop_daemon
+if [ "$daemon_status" -ne 0 ]; then
+    echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
+    fail=1
+fi
+if [ -s "$tmp/daemon.err" ]; then
+    sed 's/^/  dpbudgetd: /' "$tmp/daemon.err"
+fi
+
+exit "$fail"

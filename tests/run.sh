@@ -1,0 +1,35 @@
+#!/bin/sh
+# run.sh BUILD_DIR - run every test binary of a build, then print one closing line
+# "tests: N passed, M failed" summing the suites' own closing lines. Exit 1 on any failure.
+set -u
+build=${1:-build}
+total_pass=0
+total_fail=0
+status=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+run() {
+    name=$1
+    shift
+    echo "== $name: $*"
+    "$@" >"$out"
+    rc=$?
+    cat "$out"
+    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "$name: no closing line (exit $rc)"
+        total_fail=$((total_fail + 1))
+        status=1
+        return
+    fi
+    p=$(echo "$line" | sed -E 's/^[a-z]+: ([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    [ "$rc" -eq 0 ] || status=1
+}
+run unit "$build/tests/unit_tests"
+run api "$build/tests/api_tests" "$build/dpbudgetd"
+echo "tests: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] || status=1
+exit $status
