@@ -9,7 +9,7 @@ BUILD   ?= build
 CC      ?= cc
 VERSION := 0.1.0
 
-PKGS_CORE   := gsl
+PKGS_CORE   := gsl fftw3
 PKGS_SERVER := libmicrohttpd jansson
 PKGS_TEST   := libcurl
 
@@ -21,7 +21,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpoi
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
              -DDPB_VERSION=\"$(VERSION)\" -MMD -MP
-LIBS_CORE   = $(shell pkg-config --libs $(PKGS_CORE)) -lm
+LIBS_CORE   = $(shell pkg-config --libs $(PKGS_CORE)) -lpthread -lm
 LIBS_SERVER = $(shell pkg-config --libs $(PKGS_SERVER)) -lpthread
 LIBS_TEST   = $(shell pkg-config --libs $(PKGS_TEST))
 CFLAGS_DEPS = $(shell pkg-config --cflags $(PKGS_CORE) $(PKGS_SERVER) $(PKGS_TEST))

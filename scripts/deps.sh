@@ -2,13 +2,13 @@
 # deps.sh - install what building, running and testing dpbudget needs on Debian 12, only
 # when something is missing. Uses sudo when not root. Quiet when all is present.
 set -eu
-PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev"
+PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev libfftw3-dev"
 missing=0
 for c in cc make pkg-config od; do
     command -v "$c" >/dev/null 2>&1 || missing=1
 done
 if [ "$missing" = 0 ]; then
-    for m in libmicrohttpd jansson gsl libcurl; do
+    for m in libmicrohttpd jansson gsl libcurl fftw3; do
         pkg-config --exists "$m" 2>/dev/null || missing=1
     done
 fi

@@ -252,8 +252,23 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
         return -1;
     if (r > 0 && dp_accountant_parse(s, acct) != 0) {
         problem_set(pb, PB_INVALID_PARAMETER, "accountant",
-                    "accountant must be one of \"auto\", \"thm41\", \"gdp_clt\" (see GET "
-                    "/v1/accountants)");
+                    "accountant must be one of \"auto\", \"thm41\", \"gdp_clt\", "
+                    "\"gdp_exact\", \"rdp\", \"pld\" (see GET /v1/accountants)");
+        return -1;
+    }
+    return 0;
+}
+
+int codec_options(json_t *obj, dp_options *opt, problem *pb)
+{
+    opt->pld_h = 0.0;
+    int r = codec_number(obj, "", "value_discretization_interval", 0, &opt->pld_h, pb);
+    if (r < 0)
+        return -1;
+    if (r > 0 && !(opt->pld_h >= 1e-6 && opt->pld_h <= 0.1)) {
+        problem_set(pb, PB_INVALID_PARAMETER, "value_discretization_interval",
+                    "value_discretization_interval must lie in [1e-6, 0.1] (got %.17g)",
+                    opt->pld_h);
         return -1;
     }
     return 0;
@@ -262,19 +277,10 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
 /* ---- events ---------------------------------------------------------------------------- */
 
 /* dp_accounting event classes that are known but not yet accounted here. */
-static const char *const KNOWN_UNSUPPORTED[] = {"GaussianDpEvent",
-                                                "LaplaceDpEvent",
-                                                "EpsilonDeltaDpEvent",
-                                                "NoOpDpEvent",
-                                                "NonPrivateDpEvent",
-                                                "PoissonSampledDpEvent",
-                                                "SampledWithoutReplacementDpEvent",
-                                                "SingleEpochTreeAggregationDpEvent",
-                                                "RepeatAndSelectDpEvent",
-                                                "UnsupportedDpEvent",
-                                                "MixtureOfGaussiansDpEvent",
-                                                "ZCDpEvent",
-                                                NULL};
+static const char *const KNOWN_UNSUPPORTED[] = {
+    "SampledWithoutReplacementDpEvent", "SingleEpochTreeAggregationDpEvent",
+    "RepeatAndSelectDpEvent", "UnsupportedDpEvent", "MixtureOfGaussiansDpEvent", "ZCDpEvent",
+    "TruncatedSubsampledGaussianDpEvent", NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
 static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
@@ -290,6 +296,35 @@ static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param sol
 
 static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb);
 
+static dp_event *new_event(dp_event_kind k, problem *pb)
+{
+    dp_event *ev = dp_event_new(k);
+    if (ev == NULL)
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    return ev;
+}
+
+/* A positive noise multiplier in (0, 1e6]; may be left for the solver. */
+static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev,
+                        double *slot, problem *pb)
+{
+    if (leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev))
+        return 0;
+    double s;
+    if (codec_number(j, path, "noise_multiplier", 1, &s, pb) < 0)
+        return -1;
+    if (!(s > 0.0 && s <= 1e6)) {
+        char f[96];
+        join(f, sizeof f, path, "noise_multiplier");
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    "'%s' must be greater than 0 and at most 1e6 (got %.17g)", f, s);
+        return -1;
+    }
+    *slot = s;
+    return 0;
+}
+
+
 static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "noise_multiplier", "rounds", NULL};
@@ -300,19 +335,8 @@ static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for
         problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
         return NULL;
     }
-    char f[96];
-    if (!leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev)) {
-        double s;
-        if (codec_number(j, path, "noise_multiplier", 1, &s, pb) < 0)
-            goto fail;
-        if (!(s > 0.0 && s <= 1e6)) {
-            join(f, sizeof f, path, "noise_multiplier");
-            problem_set(pb, PB_INVALID_PARAMETER, f,
-                        "'%s' must be greater than 0 and at most 1e6 (got %.17g)", f, s);
-            goto fail;
-        }
-        ev->u.shuffled.noise_multiplier = s;
-    }
+    if (decode_noise(j, path, solve_for, ev, &ev->u.shuffled.noise_multiplier, pb) < 0)
+        goto fail;
     if (!leave_for_solver(j, "rounds", DP_PARAM_ROUNDS, solve_for, ev) &&
         codec_uint(j, path, "rounds", 1, 1, (uint64_t)INT64_MAX, &ev->u.shuffled.rounds, pb) < 0)
         goto fail;
@@ -388,6 +412,92 @@ static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for
     return ev;
 }
 
+static dp_event *decode_noise_event(json_t *j, const char *path, dp_event_kind k,
+                                    dp_param solve_for, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "noise_multiplier", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(k, pb);
+    if (ev && decode_noise(j, path, solve_for, ev, &ev->u.noise.noise_multiplier, pb) < 0) {
+        dp_event_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+static dp_event *decode_eps_delta(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "epsilon", "delta", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    double e, d;
+    if (codec_number(j, path, "epsilon", 1, &e, pb) < 0 ||
+        codec_number(j, path, "delta", 1, &d, pb) < 0)
+        return NULL;
+    char f[96];
+    if (!(e >= 0.0 && e <= 1e4)) {
+        join(f, sizeof f, path, "epsilon");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1e4] (got %.17g)", f, e);
+        return NULL;
+    }
+    if (!(d >= 0.0 && d <= 1.0)) {
+        join(f, sizeof f, path, "delta");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f, d);
+        return NULL;
+    }
+    dp_event *ev = new_event(DP_EV_EPSILON_DELTA, pb);
+    if (ev) {
+        ev->u.epsdelta.epsilon = e;
+        ev->u.epsdelta.delta = d;
+    }
+    return ev;
+}
+
+static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for, int depth,
+                                problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "sampling_probability", "event", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_POISSON_SAMPLED, pb);
+    if (ev == NULL)
+        return NULL;
+    char f[96];
+    if (!leave_for_solver(j, "sampling_probability", DP_PARAM_SAMPLING_PROBABILITY, solve_for,
+                          ev)) {
+        double q;
+        if (codec_number(j, path, "sampling_probability", 1, &q, pb) < 0)
+            goto fail;
+        if (!(q >= 0.0 && q <= 1.0)) {
+            join(f, sizeof f, path, "sampling_probability");
+            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f,
+                        q);
+            goto fail;
+        }
+        ev->u.sampled.sampling_probability = q;
+    }
+    join(f, sizeof f, path, "event");
+    json_t *inner = field(j, path, "event", 1, pb);
+    if (inner == NULL)
+        goto fail;
+    ev->u.sampled.event = decode(inner, f, solve_for, depth + 1, pb);
+    if (ev->u.sampled.event == NULL)
+        goto fail;
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    return new_event(k, pb);
+}
+
 static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb)
 {
     if (depth > CODEC_MAX_DEPTH) {
@@ -409,6 +519,18 @@ static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int dep
         return decode_self(j, path, solve_for, depth, pb);
     if (strcmp(cls, "ComposedDpEvent") == 0)
         return decode_composed(j, path, solve_for, depth, pb);
+    if (strcmp(cls, "GaussianDpEvent") == 0)
+        return decode_noise_event(j, path, DP_EV_GAUSSIAN, solve_for, pb);
+    if (strcmp(cls, "LaplaceDpEvent") == 0)
+        return decode_noise_event(j, path, DP_EV_LAPLACE, solve_for, pb);
+    if (strcmp(cls, "EpsilonDeltaDpEvent") == 0)
+        return decode_eps_delta(j, path, pb);
+    if (strcmp(cls, "PoissonSampledDpEvent") == 0)
+        return decode_poisson(j, path, solve_for, depth, pb);
+    if (strcmp(cls, "NoOpDpEvent") == 0)
+        return decode_empty(j, path, DP_EV_NO_OP, pb);
+    if (strcmp(cls, "NonPrivateDpEvent") == 0)
+        return decode_empty(j, path, DP_EV_NON_PRIVATE, pb);
     char f[96];
     join(f, sizeof f, path, "class_name");
     for (const char *const *k = KNOWN_UNSUPPORTED; *k; k++)
@@ -477,6 +599,23 @@ json_t *codec_encode_event(const dp_event *ev)
         return json_pack("{s:s, s:o, s:o}", "class_name", "SelfComposedDpEvent", "event",
                          codec_encode_event(ev->u.self.event), "count",
                          codec_uint_json(ev->u.self.count));
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+        return json_pack("{s:s, s:o}", "class_name",
+                         ev->kind == DP_EV_GAUSSIAN ? "GaussianDpEvent" : "LaplaceDpEvent",
+                         "noise_multiplier", codec_real(ev->u.noise.noise_multiplier));
+    case DP_EV_EPSILON_DELTA:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "EpsilonDeltaDpEvent", "epsilon",
+                         codec_real(ev->u.epsdelta.epsilon), "delta",
+                         codec_real(ev->u.epsdelta.delta));
+    case DP_EV_POISSON_SAMPLED:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "PoissonSampledDpEvent",
+                         "sampling_probability", codec_real(ev->u.sampled.sampling_probability),
+                         "event", codec_encode_event(ev->u.sampled.event));
+    case DP_EV_NO_OP:
+        return json_pack("{s:s}", "class_name", "NoOpDpEvent");
+    case DP_EV_NON_PRIVATE:
+        return json_pack("{s:s}", "class_name", "NonPrivateDpEvent");
     case DP_EV_COMPOSED: {
         json_t *arr = json_array();
         for (size_t i = 0; i < ev->u.composed.n; i++)

@@ -46,6 +46,9 @@ int codec_number_list(json_t *obj, const char *one, const char *many, size_t max
 /* The optional "neighboring_relation" and "accountant" fields. */
 int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct, problem *pb);
 
+/* The optional "value_discretization_interval" (the PLD grid) into opt. */
+int codec_options(json_t *obj, dp_options *opt, problem *pb);
+
 /* Decode an event. solve_for: the one parameter that may be left out (or null) for
  * calibration, DP_PARAM_NONE otherwise. Returns an owned tree or NULL with pb set. */
 dp_event *codec_event(json_t *j, const char *path, dp_param solve_for, problem *pb);

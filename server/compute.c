@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../core/dp/account.h"
+#include "../core/dp/pld.h"
 #include "../core/dp/shuffle.h"
 #include "codec.h"
 #include "resources.h"
@@ -15,13 +16,14 @@
 /* Parse the body, check the top-level fields, decode relation + accountant and, when
  * want_event, the event. */
 static json_t *decode_common(const http_request *req, const char *const *allowed, int want_event,
-                             dp_event **ev, dp_relation *rel, dp_accountant *acct, problem *pb)
+                             dp_event **ev, dp_relation *rel, dp_accountant *acct, dp_options *opt,
+                             problem *pb)
 {
     json_t *j = codec_parse_object(req->body, req->body_len, pb);
     if (j == NULL)
         return NULL;
     if (codec_only_fields(j, "", allowed, pb) < 0 ||
-        codec_relation_accountant(j, rel, acct, pb) < 0)
+        codec_relation_accountant(j, rel, acct, pb) < 0 || codec_options(j, opt, pb) < 0)
         goto fail;
     if (want_event) {
         *ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, pb);
@@ -46,18 +48,38 @@ static void reply_core_error(http_response *resp, problem *pb, const dpb_error *
     http_reply_problem(resp, pb);
 }
 
+/* One result: adds the RDP order that attained the bound when there is one. */
+static json_t *result_entry(json_t *o, double order)
+{
+    if (o && !isnan(order))
+        json_object_set_new(o, "rdp_order", json_real(order));
+    return o;
+}
+
+/* The report plus the accountant's own parameters (the PLD grid actually used). */
+static void put_report(json_t *o, const dp_report *rep, const dp_options *opt, dp_relation rel)
+{
+    json_object_set_new(o, "neighboring_relation", json_string(dp_relation_name(rel)));
+    codec_put_report(o, rep);
+    if (rep->accountant && strcmp(rep->accountant, "pld") == 0)
+        json_object_set_new(o, "value_discretization_interval",
+                            json_real(opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H));
+}
+
 void res_delta(const http_request *req, http_response *resp)
 {
     static const char *const allowed[] = {
-        "event", "epsilon", "epsilons", "neighboring_relation", "accountant", NULL};
+        "event",      "epsilon", "epsilons", "neighboring_relation",
+        "accountant", "value_discretization_interval", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
     dp_accountant acct;
-    double *eps = NULL, *delta = NULL, *ln_delta = NULL;
+    dp_options opt;
+    double *eps = NULL, *delta = NULL, *ln_delta = NULL, *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &pb);
+    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
     if (j == NULL ||
         codec_number_list(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n, &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
@@ -72,7 +94,13 @@ void res_delta(const http_request *req, http_response *resp)
     }
     dp_report rep;
     dpb_error err = {0};
-    dpb_status st = dp_delta(ev, rel, acct, eps, n, delta, ln_delta, &rep, &err);
+    aux = malloc(n * sizeof *aux);
+    if (aux == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        http_reply_problem(resp, &pb);
+        goto out;
+    }
+    dpb_status st = dp_delta_ex(ev, rel, acct, &opt, eps, n, delta, ln_delta, aux, &rep, &err);
     if (st != DPB_OK) {
         if (strcmp(err.field, "epsilon") == 0 && !scalar)
             strcpy(err.field, "epsilons");
@@ -80,13 +108,14 @@ void res_delta(const http_request *req, http_response *resp)
         goto out;
     }
     json_t *o = json_object();
-    json_object_set_new(o, "neighboring_relation", json_string(dp_relation_name(rel)));
-    codec_put_report(o, &rep);
+    put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res,
-                              json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
-                                        codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])));
+        json_array_append_new(res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon",
+                                                          codec_real(eps[i]), "delta",
+                                                          codec_real(delta[i]), "ln_delta",
+                                                          codec_real(ln_delta[i])),
+                                                aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
@@ -98,22 +127,25 @@ out:
     free(eps);
     free(delta);
     free(ln_delta);
+    free(aux);
     dp_event_free(ev);
     json_decref(j);
 }
 
 void res_epsilon(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",      "delta", "deltas", "neighboring_relation",
-                                          "accountant", NULL};
+    static const char *const allowed[] = {
+        "event",      "delta", "deltas", "neighboring_relation",
+        "accountant", "value_discretization_interval", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
     dp_accountant acct;
-    double *dl = NULL, *eps = NULL;
+    dp_options opt;
+    double *dl = NULL, *eps = NULL, *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &pb);
+    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
     if (j == NULL ||
         codec_number_list(j, "delta", "deltas", DP_MAX_POINTS, &dl, &n, &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
@@ -127,7 +159,13 @@ void res_epsilon(const http_request *req, http_response *resp)
     }
     dp_report rep;
     dpb_error err = {0};
-    dpb_status st = dp_epsilon(ev, rel, acct, dl, n, eps, &rep, &err);
+    aux = malloc(n * sizeof *aux);
+    if (aux == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        http_reply_problem(resp, &pb);
+        goto out;
+    }
+    dpb_status st = dp_epsilon_ex(ev, rel, acct, &opt, dl, n, eps, aux, &rep, &err);
     if (st != DPB_OK) {
         if (strcmp(err.field, "delta") == 0 && !scalar)
             strcpy(err.field, "deltas");
@@ -135,13 +173,14 @@ void res_epsilon(const http_request *req, http_response *resp)
         goto out;
     }
     json_t *o = json_object();
-    json_object_set_new(o, "neighboring_relation", json_string(dp_relation_name(rel)));
-    codec_put_report(o, &rep);
+    put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res,
-                              json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
-                                        codec_real(eps[i]), "certified", isfinite(eps[i])));
+        json_array_append_new(res, result_entry(json_pack("{s:o, s:o, s:b}", "delta",
+                                                          codec_real(dl[i]), "epsilon",
+                                                          codec_real(eps[i]), "certified",
+                                                          isfinite(eps[i])),
+                                                aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "delta", codec_real(dl[0]));
@@ -151,6 +190,7 @@ void res_epsilon(const http_request *req, http_response *resp)
 out:
     free(dl);
     free(eps);
+    free(aux);
     dp_event_free(ev);
     json_decref(j);
 }
@@ -181,14 +221,16 @@ static int decode_dataset(json_t *j, double *clip, double *ratio, problem *pb)
 void res_calibrate(const http_request *req, http_response *resp)
 {
     static const char *const allowed[] = {
-        "event", "solve_for", "target", "neighboring_relation", "accountant", "dataset", NULL};
+        "event",   "solve_for", "target", "neighboring_relation", "accountant",
+        "dataset", "value_discretization_interval", NULL};
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
     dp_accountant acct;
+    dp_options opt;
     /* the event is decoded once solve_for is known: it names the field left out */
-    json_t *j = decode_common(req, allowed, 0, &ev, &rel, &acct, &pb);
+    json_t *j = decode_common(req, allowed, 0, &ev, &rel, &acct, &opt, &pb);
     const char *sf;
     dp_param param = DP_PARAM_NONE;
     double eps_t = 0, delta_t = 0, clip = 0, ratio = 0;
@@ -201,9 +243,12 @@ void res_calibrate(const http_request *req, http_response *resp)
         param = DP_PARAM_ROUNDS;
     else if (strcmp(sf, "count") == 0)
         param = DP_PARAM_COUNT;
+    else if (strcmp(sf, "sampling_probability") == 0)
+        param = DP_PARAM_SAMPLING_PROBABILITY;
     else {
         problem_set(&pb, PB_INVALID_PARAMETER, "solve_for",
-                    "solve_for must be \"noise_multiplier\", \"rounds\" or \"count\"");
+                    "solve_for must be \"noise_multiplier\", \"rounds\", \"count\" or "
+                    "\"sampling_probability\"");
         goto fail;
     }
     json_t *t = json_object_get(j, "target");
@@ -229,7 +274,7 @@ void res_calibrate(const http_request *req, http_response *resp)
     dp_calibration cal;
     dp_report rep;
     dpb_error err = {0};
-    dpb_status st = dp_calibrate(ev, rel, acct, eps_t, delta_t, &cal, &rep, &err);
+    dpb_status st = dp_calibrate_ex(ev, rel, acct, &opt, eps_t, delta_t, &cal, &rep, &err);
     if (st != DPB_OK) {
         problem_from_error(&pb, &err);
         if (cal.has_best) {
@@ -262,8 +307,7 @@ void res_calibrate(const http_request *req, http_response *resp)
                         json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta",
                                   codec_real(cal.achieved_delta)));
     json_object_set_new(o, "event", codec_encode_event(ev));
-    json_object_set_new(o, "neighboring_relation", json_string(dp_relation_name(rel)));
-    codec_put_report(o, &rep);
+    put_report(o, &rep, &opt, rel);
     json_t *det = json_object();
     if (!isnan(cal.per_epoch_delta))
         json_object_set_new(det, "per_epoch_delta", codec_real(cal.per_epoch_delta));
@@ -296,32 +340,194 @@ out:
     json_decref(j);
 }
 
+/* POST /v1/curve: delta over an epsilon grid and trade-off points, for plotting. */
+void res_curve(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {"event",
+                                          "epsilons",
+                                          "epsilon_range",
+                                          "alphas",
+                                          "tradeoff_points",
+                                          "neighboring_relation",
+                                          "accountant",
+                                          "value_discretization_interval",
+                                          NULL};
+    static const char *const range_fields[] = {"min", "max", "points", NULL};
+    problem pb = {0};
+    dp_event *ev = NULL;
+    dp_relation rel;
+    dp_accountant acct;
+    dp_options opt;
+    double *eps = NULL, *delta = NULL, *alpha = NULL, *beta = NULL;
+    size_t n = 0, na = 0;
+    int scalar;
+    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
+    if (j == NULL)
+        goto fail;
+    json_t *range = json_object_get(j, "epsilon_range");
+    if (range) {
+        double lo, hi;
+        uint64_t pts;
+        if (json_object_get(j, "epsilons")) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "epsilons",
+                        "give either 'epsilons' or 'epsilon_range', not both");
+            goto fail;
+        }
+        if (!json_is_object(range)) {
+            problem_set(&pb, PB_WRONG_TYPE, "epsilon_range",
+                        "'epsilon_range' must be {\"min\": ..., \"max\": ..., \"points\": ...}");
+            goto fail;
+        }
+        if (codec_only_fields(range, "epsilon_range", range_fields, &pb) < 0 ||
+            codec_number(range, "epsilon_range", "min", 1, &lo, &pb) < 0 ||
+            codec_number(range, "epsilon_range", "max", 1, &hi, &pb) < 0 ||
+            codec_uint(range, "epsilon_range", "points", 1, 2, DP_MAX_POINTS, &pts, &pb) < 0)
+            goto fail;
+        if (!(lo >= 0.0 && hi > lo)) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "epsilon_range",
+                        "epsilon_range needs 0 <= min < max");
+            goto fail;
+        }
+        n = (size_t)pts;
+        eps = malloc(n * sizeof *eps);
+        if (eps == NULL)
+            goto oom;
+        for (size_t i = 0; i < n; i++)
+            eps[i] = lo + (hi - lo) * (double)i / (double)(n - 1);
+    } else if (codec_number_list(j, "epsilons_single_unused", "epsilons", DP_MAX_POINTS, &eps, &n,
+                                 &scalar, &pb) < 0) {
+        pb.code = PB_NONE;
+        problem_set(&pb, PB_MISSING_FIELD, "epsilons",
+                    "give 'epsilons' (a list) or 'epsilon_range' {min, max, points}");
+        goto fail;
+    }
+    json_t *al = json_object_get(j, "alphas");
+    uint64_t tp = 0;
+    int has_tp = codec_uint(j, "", "tradeoff_points", 0, 2, DP_MAX_POINTS, &tp, &pb);
+    if (has_tp < 0)
+        goto fail;
+    if (al && has_tp) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "alphas",
+                    "give either 'alphas' or 'tradeoff_points', not both");
+        goto fail;
+    }
+    if (al) {
+        if (codec_number_list(j, "alphas_single_unused", "alphas", DP_MAX_POINTS, &alpha, &na,
+                              &scalar, &pb) < 0)
+            goto fail;
+    } else if (has_tp) {
+        na = (size_t)tp;
+        alpha = malloc(na * sizeof *alpha);
+        if (alpha == NULL)
+            goto oom;
+        for (size_t i = 0; i < na; i++)
+            alpha[i] = (double)i / (double)(na - 1);
+    }
+    delta = malloc(n * sizeof *delta);
+    beta = malloc((na ? na : 1) * sizeof *beta);
+    if (delta == NULL || beta == NULL)
+        goto oom;
+    dp_report rep;
+    dpb_error err = {0};
+    dpb_status st = dp_curve(ev, rel, acct, &opt, eps, n, delta, alpha, na, beta, &rep, &err);
+    if (st != DPB_OK) {
+        reply_core_error(resp, &pb, &err, &rep);
+        goto out;
+    }
+    json_t *o = json_object();
+    put_report(o, &rep, &opt, rel);
+    json_t *curve = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(curve, json_pack("{s:o, s:o}", "epsilon", codec_real(eps[i]),
+                                               "delta", codec_real(delta[i])));
+    json_object_set_new(o, "curve", curve);
+    if (na) {
+        json_t *tr = json_array();
+        for (size_t i = 0; i < na; i++)
+            json_array_append_new(tr, json_pack("{s:o, s:o}", "alpha", codec_real(alpha[i]),
+                                                "beta", codec_real(beta[i])));
+        json_object_set_new(o, "tradeoff", tr);
+    }
+    http_reply_json(resp, 200, o);
+    goto out;
+oom:
+    problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+fail:
+    http_reply_problem(resp, &pb);
+out:
+    free(eps);
+    free(delta);
+    free(alpha);
+    free(beta);
+    dp_event_free(ev);
+    json_decref(j);
+}
+
+/* One catalogue entry for an event class. */
+static json_t *event_entry(const char *cls, const char *fields, const char *accountants,
+                           const char *description)
+{
+    return json_pack("{s:s, s:s, s:s, s:s}", "class_name", cls, "fields", fields, "accountants",
+                     accountants, "description", description);
+}
+
 void res_accountants(const http_request *req, http_response *resp)
 {
     (void)req;
+    json_t *ev = json_array();
+    json_array_append_new(ev, event_entry("GaussianDpEvent", "noise_multiplier",
+                                          "gdp_exact, rdp, pld",
+                                          "Gaussian noise with std noise_multiplier x sensitivity"));
+    json_array_append_new(ev, event_entry("LaplaceDpEvent", "noise_multiplier", "rdp, pld",
+                                          "Laplace noise with scale noise_multiplier x sensitivity"));
+    json_array_append_new(ev, event_entry("EpsilonDeltaDpEvent", "epsilon, delta",
+                                          "pld (rdp when delta = 0)",
+                                          "any (epsilon, delta)-DP mechanism"));
+    json_array_append_new(
+        ev, event_entry("PoissonSampledDpEvent", "sampling_probability, event",
+                        "rdp (Gaussian inside), pld (Gaussian or Laplace inside)",
+                        "the inner event on a Poisson sample; add_or_remove_one only"));
+    json_array_append_new(ev, event_entry("SelfComposedDpEvent", "event, count", "all",
+                                          "the event run count times (e.g. epochs)"));
+    json_array_append_new(ev, event_entry("ComposedDpEvent", "events", "all",
+                                          "each listed event run once"));
+    json_array_append_new(ev, event_entry("NoOpDpEvent", "", "all", "touches no data"));
+    json_array_append_new(ev, event_entry("NonPrivateDpEvent", "", "all",
+                                          "releases data without noise: infinite cost"));
+    json_array_append_new(
+        ev, event_entry("ShuffledDpSgdEpochDpEvent", "noise_multiplier, rounds",
+                        "thm41, pld (as thm41's (0, delta)), gdp_clt (estimate)",
+                        "one epoch of DP-SGD with random shuffling: M = rounds batches (seed 004); "
+                        "add_or_remove_one only"));
+    json_t *ac = json_array();
+    static const struct {
+        const char *name, *guarantee, *description;
+    } A[] = {
+        {"auto", "upper_bound",
+         "gdp_exact for unsampled Gaussians, thm41 for shuffled epochs alone, pld otherwise; "
+         "never an estimate; the answer names the accountant picked"},
+        {"gdp_exact", "upper_bound", "compositions of unsampled Gaussians are exactly mu-GDP"},
+        {"rdp", "upper_bound",
+         "Renyi DP at dp_accounting's default orders with the improved conversion; answers "
+         "name the order that attained the bound"},
+        {"pld", "upper_bound",
+         "pessimistic privacy-loss distributions on a grid (value_discretization_interval, "
+         "default 1e-4), both directions for sampled events, composed by FFT"},
+        {"thm41", "upper_bound",
+         "seed 004 Theorem 4.1 (B = 0.4748): a total-variation bound, the same delta for every "
+         "epsilon; refuses parameters outside M >= 3, sigma >= sqrt(3/ln M) and condition (1)"},
+        {"gdp_clt", "estimate",
+         "seed 004 Theorem 5.2 asymptotic mu-GDP: for orientation only, never enforce with it"},
+    };
+    for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+        json_array_append_new(ac, json_pack("{s:s, s:s, s:s}", "name", A[i].name, "guarantee",
+                                            A[i].guarantee, "description", A[i].description));
     json_t *o = json_pack(
-        "{s:[{s:s, s:[s,s], s:s}, {s:s, s:[s,s], s:s}, {s:s, s:[s], s:s}],"
-        " s:[{s:s, s:s, s:[s], s:s, s:s}, {s:s, s:s, s:[s], s:s, s:s}],"
-        " s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s]}",
-        "events", "class_name", "ShuffledDpSgdEpochDpEvent", "fields", "noise_multiplier", "rounds",
-        "description",
-        "one epoch of DP-SGD with random shuffling: M = rounds batches, Gaussian noise with "
-        "multiplier noise_multiplier (seed 004)",
-        "class_name", "SelfComposedDpEvent", "fields", "event", "count", "description",
-        "the event run count times (e.g. epochs)", "class_name", "ComposedDpEvent", "fields",
-        "events", "description", "each listed event run once", "accountants", "name", "thm41",
-        "guarantee", "upper_bound", "events", "ShuffledDpSgdEpochDpEvent", "reference",
-        "seed 004 (van Dijk & Ertan), Theorem 4.1, B = 0.4748; exact f_{0,delta} composition",
-        "description",
-        "a total-variation bound: the same delta for every epsilon >= 0; refuses parameters "
-        "outside M >= 3, sigma >= sqrt(3/ln M) and condition (1)",
-        "name", "gdp_clt", "guarantee", "estimate", "events", "ShuffledDpSgdEpochDpEvent",
-        "reference", "seed 004 Theorem 5.2 (asymptotic mu-GDP)", "description",
-        "an approximation for orientation only: never enforce with it", "neighboring_relations",
-        "add_or_remove_one", "replace_one", "guarantees", "upper_bound",
+        "{s:o, s:o, s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev, "accountants", ac,
+        "neighboring_relations", "add_or_remove_one", "replace_one", "guarantees", "upper_bound",
         "the true value is at most this: safe to rely on", "estimate",
         "an approximation: never used for enforcement", "lower_bound",
-        "the true value is at least this: an attack or diagnostic", "solve_for", "noise_multiplier",
-        "rounds", "count");
+        "the true value is at least this: an attack or diagnostic", "solve_for",
+        "noise_multiplier", "rounds", "count", "sampling_probability");
     http_reply_json(resp, o ? 200 : 500, o);
 }

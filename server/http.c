@@ -32,7 +32,8 @@ struct http_server {
 typedef struct {
     char *buf;
     size_t len, cap;
-    int answered; /* a response was queued early (413, 415, ...) */
+    int answered;  /* a response was queued at the headers (413 by Content-Length, 415) */
+    int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
 } req_ctx;
 
 void http_reply_json(http_response *resp, int status, json_t *body)
@@ -183,12 +184,12 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     if (*upload_size > 0) {
-        if (*upload_size > s->cfg.max_body - ctx->len) {
-            problem p = {0};
-            problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", s->cfg.max_body);
-            ctx->answered = 1;
+        /* libmicrohttpd 0.9.75 cannot queue a response while it hands us upload data: past
+         * the cap, discard the rest and answer 413 on the final call. */
+        if (ctx->too_large || *upload_size > s->cfg.max_body - ctx->len) {
+            ctx->too_large = 1;
             *upload_size = 0;
-            return send_problem(c, &p);
+            return MHD_YES;
         }
         if (ctx->len + *upload_size > ctx->cap) {
             size_t ncap = ctx->cap ? ctx->cap : 1024;
@@ -206,6 +207,11 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         ctx->len += *upload_size;
         *upload_size = 0;
         return MHD_YES;
+    }
+    if (ctx->too_large) {
+        problem p = {0};
+        problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", s->cfg.max_body);
+        return send_problem(c, &p);
     }
     /* Final call: the whole body is here. */
     http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len};

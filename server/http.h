@@ -4,7 +4,8 @@
  * Request life-cycle (libmicrohttpd 0.9.75): the access handler is called once with the
  * headers, then with each piece of the body, then once more with none; the body is
  * collected in a capped buffer owned by the per-request context, which the completion
- * callback frees. A body over the cap is answered 413 at once (MHD then discards the rest).
+ * callback frees. A body whose Content-Length exceeds the cap is answered 413 at the
+ * headers; a chunked body that outgrows it is discarded and answered 413 at its end.
  */
 #ifndef HTTP_HTTP_H
 #define HTTP_HTTP_H

@@ -1,11 +1,6 @@
 /*
- * account.c - accountant dispatch over event trees.
- *
- * thm41: every leaf is one epoch of shuffled DP-SGD bounded by seed 004 Theorem 4.1, a
- * (0, delta_i) guarantee; the tree composes exactly by f_{0,d1} (x) f_{0,d2} =
- * f_{0,1-(1-d1)(1-d2)}, carried as s = sum ln(1 - delta_i) (MATH.md section 2).
- * gdp_clt: every leaf is approximated by mu_i-GDP (Theorem 5.2), composed as
- * mu = sqrt(sum mu_i^2). An estimate.
+ * account.c - accountant dispatch: resolve "auto", build a profile (profile.c), answer
+ * delta(eps), eps(delta), curves, and calibrations that never overshoot.
  */
 #include "account.h"
 
@@ -13,22 +8,12 @@
 #include <string.h>
 
 #include "normal.h"
+#include "profile.h"
 #include "shuffle.h"
 
-static const char REF_THM41[] = "seed 004 (van Dijk & Ertan), Theorem 4.1, with B = 0.4748; "
-                                "epochs composed by the exact f_{0,delta} rule";
-static const char REF_GDP_CLT[] = "seed 004 (van Dijk & Ertan), Theorem 5.2: asymptotic "
-                                  "mu-GDP with mu = sqrt(E (e^{1/sigma^2} - 1)/(M - 1))";
-
-static const char W_TV[] = "Theorem 4.1 bounds total variation only: delta is the same for "
-                           "every epsilon >= 0, and no finite epsilon is certified for a "
-                           "delta below it";
-static const char W_ESTIMATE[] = "asymptotic approximation (M -> infinity with sigma fixed) "
-                                 "with no finite-M error bound; it can be far below the true "
-                                 "delta: never enforce a budget with it";
-
 static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
-static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt"};
+static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt", "gdp_exact", "rdp", "pld"};
+#define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
 {
@@ -47,12 +32,12 @@ int dp_relation_parse(const char *s, dp_relation *r)
 
 const char *dp_accountant_name(dp_accountant a)
 {
-    return (unsigned)a < 3 ? ACCT_NAMES[a] : "unknown";
+    return (unsigned)a < N_ACCT ? ACCT_NAMES[a] : "unknown";
 }
 
 int dp_accountant_parse(const char *s, dp_accountant *a)
 {
-    for (unsigned i = 0; i < 3; i++)
+    for (unsigned i = 0; i < N_ACCT; i++)
         if (strcmp(s, ACCT_NAMES[i]) == 0) {
             *a = (dp_accountant)i;
             return 0;
@@ -60,149 +45,65 @@ int dp_accountant_parse(const char *s, dp_accountant *a)
     return -1;
 }
 
-/* ---- choosing an accountant ------------------------------------------------------- */
+/* ---- choosing an accountant ------------------------------------------------------------ */
 
-static int all_leaves_shuffled(const dp_event *ev)
+enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4 };
+
+static int leaf_kinds(const dp_event *ev)
 {
     switch (ev->kind) {
     case DP_EV_SHUFFLED_EPOCH:
-        return 1;
+        return HAS_SHUFFLED;
+    case DP_EV_GAUSSIAN:
+        return HAS_GAUSSIAN;
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
+        return 0;
     case DP_EV_SELF_COMPOSED:
-        return all_leaves_shuffled(ev->u.self.event);
-    case DP_EV_COMPOSED:
+        return leaf_kinds(ev->u.self.event);
+    case DP_EV_COMPOSED: {
+        int k = 0;
         for (size_t i = 0; i < ev->u.composed.n; i++)
-            if (!all_leaves_shuffled(ev->u.composed.events[i]))
-                return 0;
-        return 1;
+            k |= leaf_kinds(ev->u.composed.events[i]);
+        return k;
     }
-    return 0;
+    case DP_EV_LAPLACE:
+    case DP_EV_EPSILON_DELTA:
+    case DP_EV_POISSON_SAMPLED:
+        break;
+    }
+    return HAS_OTHER;
 }
 
-static dpb_status resolve(const dp_event *ev, dp_relation rel, dp_accountant *acct, dp_report *rep,
-                          dpb_error *err)
+/* auto: gdp_exact for unsampled Gaussians (exact), thm41 for shuffled epochs alone, pld
+ * for everything else (it represents every event this service knows). */
+static dp_accountant resolve_auto(const dp_event *ev)
+{
+    int k = leaf_kinds(ev);
+    if (k == HAS_GAUSSIAN || k == 0)
+        return DP_ACCT_GDP_EXACT;
+    if (k == HAS_SHUFFLED)
+        return DP_ACCT_THM41;
+    return DP_ACCT_PLD;
+}
+
+static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                        const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
     memset(rep, 0, sizeof *rep);
+    memset(pr, 0, sizeof *pr);
     if (ev == NULL)
         return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
-    if (!all_leaves_shuffled(ev))
-        return dpb_fail(err, DPB_EUNSUPPORTED, "event",
-                        "this event has no supported accountant yet");
-    if (*acct == DP_ACCT_AUTO)
-        *acct = DP_ACCT_THM41;
-    if (rel != DP_REL_ADD_OR_REMOVE)
-        return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
-                        "seed 004's analysis of shuffled DP-SGD is proved for the "
-                        "add_or_remove_one (zero-out) relation only; replace_one is not "
-                        "covered by %s",
-                        dp_accountant_name(*acct));
-    rep->accountant = dp_accountant_name(*acct);
-    if (*acct == DP_ACCT_THM41) {
-        rep->guarantee = DP_UPPER_BOUND;
-        rep->reference = REF_THM41;
-    } else {
-        rep->guarantee = DP_ESTIMATE;
-        rep->reference = REF_GDP_CLT;
-        dp_report_warn(rep, W_ESTIMATE);
-    }
-    return DPB_OK;
-}
-
-/* ---- thm41: the total-variation profile of a tree ------------------------------- */
-
-static void thm41_conditions(dp_report *rep, const dp_thm41 *e)
-{
-    dp_report_condition(rep, "rounds_at_least_3", "M >= 3 (rounds per epoch)", e->rounds_ok,
-                        (double)e->rounds, 3.0);
-    if (!e->rounds_ok)
-        return;
-    dp_report_condition(rep, "sigma_at_least_sqrt_3_over_ln_m",
-                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma, e->sigma_min);
-    if (!e->sigma_ok)
-        return;
-    dp_report_condition(rep, "thm41_validity",
-                        "condition (1): delta + B coef mu <= 1/2 - Phi(-(e^{1/sigma^2} - 1)/2)",
-                        e->cond_ok, e->cond_lhs, e->cond_rhs);
-}
-
-/* s += multiplicity * ln(1 - delta_leaf) over the tree. */
-static dpb_status thm41_sum(const dp_event *ev, double mult, double *s, dp_report *rep,
-                            dpb_error *err)
-{
-    switch (ev->kind) {
-    case DP_EV_SHUFFLED_EPOCH: {
-        dp_thm41 e;
-        dpb_status st = dp_thm41_eval(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, &e);
-        if (st == DPB_EINVAL)
-            return dpb_fail(err, st, "event", "noise_multiplier must be > 0 and rounds >= 1");
-        thm41_conditions(rep, &e);
-        if (st != DPB_OK) {
-            if (!e.rounds_ok)
-                return dpb_fail(err, st, "rounds",
-                                "Theorem 4.1 needs M >= 3 rounds per epoch; got %llu",
-                                (unsigned long long)e.rounds);
-            if (!e.sigma_ok)
-                return dpb_fail(err, st, "noise_multiplier",
-                                "Theorem 4.1 needs noise_multiplier >= sqrt(3/ln M) = %.6g at "
-                                "M = %llu; got %.6g",
-                                e.sigma_min, (unsigned long long)e.rounds, e.sigma);
-            return dpb_fail(err, st, "event",
-                            "Theorem 4.1's validity condition (1) fails at noise_multiplier "
-                            "%.6g, M = %llu (%.6g > %.6g): more rounds per epoch are needed",
-                            e.sigma, (unsigned long long)e.rounds, e.cond_lhs, e.cond_rhs);
-        }
-        *s += mult * dp_tv_log1m(e.delta);
-        return DPB_OK;
-    }
-    case DP_EV_SELF_COMPOSED:
-        return thm41_sum(ev->u.self.event, mult * (double)ev->u.self.count, s, rep, err);
-    case DP_EV_COMPOSED:
-        for (size_t i = 0; i < ev->u.composed.n; i++) {
-            dpb_status st = thm41_sum(ev->u.composed.events[i], mult, s, rep, err);
-            if (st != DPB_OK)
-                return st;
-        }
-        return DPB_OK;
-    }
-    return dpb_fail(err, DPB_EUNSUPPORTED, "event", "unsupported event");
-}
-
-static dpb_status thm41_total(const dp_event *ev, double *delta, dp_report *rep, dpb_error *err)
-{
-    double s = 0.0;
-    dpb_status st = thm41_sum(ev, 1.0, &s, rep, err);
-    if (st == DPB_OK)
-        *delta = dp_tv_delta_of_sum(s);
+    if (opt && opt->pld_h != 0.0 && !(opt->pld_h >= 1e-6 && opt->pld_h <= 0.1))
+        return dpb_fail(err, DPB_EINVAL, "value_discretization_interval",
+                        "value_discretization_interval must lie in [1e-6, 0.1]");
+    if (acct == DP_ACCT_AUTO)
+        acct = resolve_auto(ev);
+    dpb_status st = dp_profile_build(ev, rel, acct, opt, pr, rep, err);
+    if (st != DPB_OK)
+        dp_profile_release(pr);
     return st;
 }
-
-/* ---- gdp_clt ------------------------------------------------------------------------ */
-
-static dpb_status gdp_mu2(const dp_event *ev, double mult, double *mu2, dpb_error *err)
-{
-    switch (ev->kind) {
-    case DP_EV_SHUFFLED_EPOCH: {
-        double mu;
-        if (dp_thm52_mu(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, &mu) != DPB_OK)
-            return dpb_fail(err, DPB_EINVAL, "event",
-                            "the Theorem 5.2 approximation needs noise_multiplier >= 0.04 and "
-                            "rounds >= 2");
-        *mu2 += mult * mu * mu;
-        return DPB_OK;
-    }
-    case DP_EV_SELF_COMPOSED:
-        return gdp_mu2(ev->u.self.event, mult * (double)ev->u.self.count, mu2, err);
-    case DP_EV_COMPOSED:
-        for (size_t i = 0; i < ev->u.composed.n; i++) {
-            dpb_status st = gdp_mu2(ev->u.composed.events[i], mult, mu2, err);
-            if (st != DPB_OK)
-                return st;
-        }
-        return DPB_OK;
-    }
-    return dpb_fail(err, DPB_EUNSUPPORTED, "event", "unsupported event");
-}
-
-/* ---- public queries ------------------------------------------------------------------ */
 
 static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_error *err)
 {
@@ -219,88 +120,113 @@ static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_erro
     return DPB_OK;
 }
 
+/* ---- queries ----------------------------------------------------------------------------- */
+
+dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                       const dp_options *opt, const double *eps, size_t n, double *delta,
+                       double *ln_delta, double *aux, dp_report *rep, dpb_error *err)
+{
+    dpb_status st = check_points(eps, n, 0, err);
+    if (st != DPB_OK) {
+        memset(rep, 0, sizeof *rep);
+        return st;
+    }
+    dp_profile pr;
+    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        delta[i] = dp_profile_delta(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL,
+                                    aux ? &aux[i] : NULL);
+    dp_profile_release(&pr);
+    return DPB_OK;
+}
+
 dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *eps,
                     size_t n, double *delta, double *ln_delta, dp_report *rep, dpb_error *err)
 {
-    dpb_status st = resolve(ev, rel, &acct, rep, err);
-    if (st == DPB_OK)
-        st = check_points(eps, n, 0, err);
-    if (st != DPB_OK)
+    return dp_delta_ex(ev, rel, acct, NULL, eps, n, delta, ln_delta, NULL, rep, err);
+}
+
+dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                         const dp_options *opt, const double *delta, size_t n, double *eps,
+                         double *aux, dp_report *rep, dpb_error *err)
+{
+    dpb_status st = check_points(delta, n, 1, err);
+    if (st != DPB_OK) {
+        memset(rep, 0, sizeof *rep);
         return st;
-    if (acct == DP_ACCT_THM41) {
-        double d;
-        st = thm41_total(ev, &d, rep, err);
-        if (st != DPB_OK)
-            return st;
-        dp_report_warn(rep, W_TV);
-        for (size_t i = 0; i < n; i++) {
-            delta[i] = d;
-            if (ln_delta)
-                ln_delta[i] = log(d);
-        }
-        return DPB_OK;
     }
-    double mu2 = 0.0;
-    st = gdp_mu2(ev, 1.0, &mu2, err);
-    if (st != DPB_OK)
+    dp_profile pr;
+    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n; i++) {
-        double ld;
-        st = dp_gdp_delta(sqrt(mu2), eps[i], &delta[i], &ld);
-        if (st != DPB_OK)
-            return dpb_fail(err, st, "event", "the composed GDP parameter is out of range");
-        if (ln_delta)
-            ln_delta[i] = ld;
-    }
+    for (size_t i = 0; i < n; i++)
+        eps[i] = dp_profile_epsilon(&pr, delta[i], aux ? &aux[i] : NULL);
+    dp_profile_release(&pr);
     return DPB_OK;
 }
 
-dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
-                      size_t n, double *eps, dp_report *rep, dpb_error *err)
+dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                      const double *delta, size_t n, double *eps, dp_report *rep,
+                      dpb_error *err)
 {
-    dpb_status st = resolve(ev, rel, &acct, rep, err);
-    if (st == DPB_OK)
-        st = check_points(delta, n, 1, err);
-    if (st != DPB_OK)
+    return dp_epsilon_ex(ev, rel, acct, NULL, delta, n, eps, NULL, rep, err);
+}
+
+dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                    const dp_options *opt, const double *eps, size_t n_eps, double *delta,
+                    const double *alpha, size_t n_alpha, double *beta, dp_report *rep,
+                    dpb_error *err)
+{
+    dpb_status st = check_points(eps, n_eps, 0, err);
+    for (size_t j = 0; st == DPB_OK && j < n_alpha; j++)
+        if (!(alpha[j] >= 0.0 && alpha[j] <= 1.0))
+            st = dpb_fail(err, DPB_EINVAL, "alphas", "each alpha must lie in [0, 1]");
+    if (st == DPB_OK && n_alpha > DP_MAX_POINTS)
+        st = dpb_fail(err, DPB_ELIMIT, "alphas", "at most %d alphas", DP_MAX_POINTS);
+    if (st != DPB_OK) {
+        memset(rep, 0, sizeof *rep);
         return st;
-    if (acct == DP_ACCT_THM41) {
-        double d;
-        st = thm41_total(ev, &d, rep, err);
-        if (st != DPB_OK)
-            return st;
-        for (size_t i = 0; i < n; i++) {
-            eps[i] = delta[i] >= d ? 0.0 : HUGE_VAL;
-            if (eps[i] > 0.0)
-                dp_report_warn(rep, W_TV);
+    }
+    dp_profile pr;
+    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+        return st;
+    for (size_t i = 0; i < n_eps; i++)
+        delta[i] = dp_profile_delta(&pr, eps[i], NULL, NULL);
+    if (n_alpha > 0) {
+        if (pr.acct == DP_ACCT_GDP_EXACT || pr.acct == DP_ACCT_GDP_CLT) {
+            /* f = G_mu exactly: Phi(Phi^{-1}(1 - alpha) - mu) */
+            for (size_t j = 0; j < n_alpha; j++)
+                beta[j] = isinf(pr.mu) ? 0.0 : dp_Phi(-dp_Phi_inv(alpha[j]) - pr.mu);
+        } else if (pr.acct == DP_ACCT_THM41) {
+            for (size_t j = 0; j < n_alpha; j++) {
+                double b = 1.0 - alpha[j] - pr.tv_delta;
+                beta[j] = b > 0.0 ? b : 0.0;
+            }
+        } else {
+            /* Envelope of the supporting lines 1 - delta(e) - e^e alpha over an eps grid up to
+             * where delta vanishes (each line lies below the true trade-off curve). */
+            enum { GRID = 400 };
+            double emax = dp_profile_epsilon(&pr, 1e-12, NULL);
+            if (!isfinite(emax) || emax > 50.0)
+                emax = 50.0;
+            for (size_t j = 0; j < n_alpha; j++)
+                beta[j] = 0.0;
+            for (int g = 0; g <= GRID; g++) {
+                double e = emax * g / GRID;
+                double d = dp_profile_delta(&pr, e, NULL, NULL);
+                for (size_t j = 0; j < n_alpha; j++) {
+                    double b = 1.0 - d - exp(e) * alpha[j];
+                    if (b > beta[j])
+                        beta[j] = b;
+                }
+            }
         }
-        return DPB_OK;
     }
-    double mu2 = 0.0;
-    st = gdp_mu2(ev, 1.0, &mu2, err);
-    if (st != DPB_OK)
-        return st;
-    for (size_t i = 0; i < n; i++) {
-        st = dp_gdp_epsilon(sqrt(mu2), delta[i], &eps[i]);
-        if (st != DPB_OK)
-            return dpb_fail(err, st, "event", "the GDP inversion failed");
-    }
+    dp_profile_release(&pr);
     return DPB_OK;
 }
 
-/* ---- calibration ----------------------------------------------------------------------- */
-
-/* The thm41 calibrations handle a chain SelfComposed^k(ShuffledEpoch): E identical epochs.
- * Returns the leaf and the product of the known counts (the unknown count excluded). */
-static const dp_event *epoch_chain(const dp_event *ev, double *known_epochs)
-{
-    *known_epochs = 1.0;
-    while (ev->kind == DP_EV_SELF_COMPOSED) {
-        if (ev->unknown != DP_PARAM_COUNT)
-            *known_epochs *= (double)ev->u.self.count;
-        ev = ev->u.self.event;
-    }
-    return ev->kind == DP_EV_SHUFFLED_EPOCH ? ev : NULL;
-}
+/* ---- calibration ------------------------------------------------------------------------- */
 
 static void calibration_init(dp_calibration *c, dp_param p)
 {
@@ -312,28 +238,223 @@ static void calibration_init(dp_calibration *c, dp_param p)
     c->regime_delta_max = c->regime_sigma_max = NAN;
 }
 
-static dpb_status verify_total(dp_event *tmpl, double delta_target, double *achieved,
-                               dp_report *rep)
+/* delta(eps_target) of the template with its current parameter value. */
+static dpb_status eval_at(dp_event *tmpl, dp_relation rel, dp_accountant acct,
+                          const dp_options *opt, double eps_t, double *delta, dp_report *rep,
+                          dpb_error *err)
 {
-    dp_report scratch = *rep;
-    dpb_status st = thm41_total(tmpl, achieved, &scratch, NULL);
+    dp_profile pr;
+    dpb_status st = build(tmpl, rel, acct, opt, &pr, rep, err);
     if (st != DPB_OK)
         return st;
-    return *achieved <= delta_target ? DPB_OK : DPB_EINFEASIBLE;
+    *delta = dp_profile_delta(&pr, eps_t, NULL, NULL);
+    dp_profile_release(&pr);
+    return DPB_OK;
 }
 
-static dpb_status calibrate_thm41(dp_event *tmpl, dp_event *node, double delta_target,
-                                  dp_calibration *c, dp_report *rep, dpb_error *err)
+/* Access to the unknown field of the node. */
+static void set_param(dp_event *node, double v)
 {
-    double epochs;
-    const dp_event *leafc = epoch_chain(tmpl, &epochs);
-    if (leafc == NULL)
-        return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+    switch (node->unknown) {
+    case DP_PARAM_NOISE_MULTIPLIER:
+        if (node->kind == DP_EV_SHUFFLED_EPOCH)
+            node->u.shuffled.noise_multiplier = v;
+        else
+            node->u.noise.noise_multiplier = v;
+        break;
+    case DP_PARAM_ROUNDS:
+        node->u.shuffled.rounds = (uint64_t)v;
+        break;
+    case DP_PARAM_COUNT:
+        node->u.self.count = (uint64_t)v;
+        break;
+    case DP_PARAM_SAMPLING_PROBABILITY:
+        node->u.sampled.sampling_probability = v;
+        break;
+    case DP_PARAM_NONE:
+        break;
+    }
+}
+
+typedef struct {
+    dp_event *tmpl, *node;
+    dp_relation rel;
+    dp_accountant acct;
+    const dp_options *opt;
+    double eps_t, delta_t;
+    dp_report *rep;
+    dpb_error *err;
+    dpb_status fatal; /* a failure other than "not feasible" */
+} probe;
+
+/* 1 if the target is met at v, 0 if not (or not covered there), -1 on a hard failure. */
+static int feasible(probe *p, double v, double *delta)
+{
+    set_param(p->node, v);
+    dp_report scratch;
+    dpb_error e = {0};
+    double d;
+    dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, &scratch, &e);
+    if (st == DPB_ENOTCOVERED)
+        return 0;
+    if (st != DPB_OK) {
+        p->fatal = st;
+        if (p->err && p->err->status == DPB_OK)
+            *p->err = e;
+        return -1;
+    }
+    if (delta)
+        *delta = d;
+    return d <= p->delta_t;
+}
+
+/* Generic calibration by bracketing and bisection, using monotonicity in the parameter:
+ * delta(eps_t) is non-increasing in noise, non-decreasing in count and sampling rate. */
+static dpb_status calibrate_generic(probe *p, dp_calibration *c)
+{
+    dp_param prm = p->node->unknown;
+    double tol = p->acct == DP_ACCT_PLD ? 1e-4 : 1e-9;
+    double d;
+    int f;
+    if (prm == DP_PARAM_NOISE_MULTIPLIER) {
+        /* smallest feasible sigma in [1e-3, 1e6] */
+        double lo = 1e-3, hi = 1.0;
+        while ((f = feasible(p, hi, &d)) == 0 && hi < 1e6)
+            hi *= 4.0;
+        if (f < 0)
+            return p->fatal;
+        if (f == 0) {
+            c->has_best = 1;
+            c->best_at = hi;
+            c->best_delta = d;
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "noise_multiplier",
+                            "even noise_multiplier %g gives delta %.6g > %.6g at epsilon %g", hi,
+                            d, p->delta_t, p->eps_t);
+        }
+        if ((f = feasible(p, lo, &d)) < 0)
+            return p->fatal;
+        if (f == 1) {
+            hi = lo;
+        } else {
+            while (hi / lo - 1.0 > tol) {
+                double mid = sqrt(lo * hi);
+                if ((f = feasible(p, mid, &d)) < 0)
+                    return p->fatal;
+                if (f)
+                    hi = mid;
+                else
+                    lo = mid;
+            }
+        }
+        c->value = hi;
+        c->tolerance = tol;
+    } else if (prm == DP_PARAM_COUNT) {
+        /* largest feasible count in [1, 2^53] */
+        if ((f = feasible(p, 1.0, &d)) < 0)
+            return p->fatal;
+        if (f == 0) {
+            c->has_best = 1;
+            c->best_at = 1.0;
+            c->best_delta = d;
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "count",
+                            "even one run gives delta %.6g > %.6g at epsilon %g", d, p->delta_t,
+                            p->eps_t);
+        }
+        double lo = 1.0, hi = 2.0;
+        while ((f = feasible(p, hi, &d)) == 1 && hi < 9007199254740992.0) {
+            lo = hi;
+            hi *= 2.0;
+        }
+        if (f < 0)
+            return p->fatal;
+        if (f == 1)
+            lo = hi;
+        else
+            while (hi - lo > 1.0) {
+                double mid = floor((lo + hi) / 2.0);
+                if ((f = feasible(p, mid, &d)) < 0)
+                    return p->fatal;
+                if (f)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+        c->value = lo;
+        c->tolerance = 0.0;
+    } else if (prm == DP_PARAM_SAMPLING_PROBABILITY) {
+        /* largest feasible rate in (0, 1] */
+        if ((f = feasible(p, 1.0, &d)) < 0)
+            return p->fatal;
+        double lo = 1e-12, hi = 1.0;
+        if (f == 0) {
+            if ((f = feasible(p, lo, &d)) < 0)
+                return p->fatal;
+            if (f == 0) {
+                c->has_best = 1;
+                c->best_at = lo;
+                c->best_delta = d;
+                return dpb_fail(p->err, DPB_EINFEASIBLE, "sampling_probability",
+                                "even sampling_probability %g gives delta %.6g > %.6g", lo, d,
+                                p->delta_t);
+            }
+            while (hi / lo - 1.0 > tol) {
+                double mid = sqrt(lo * hi);
+                if ((f = feasible(p, mid, &d)) < 0)
+                    return p->fatal;
+                if (f)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+        } else {
+            lo = 1.0;
+        }
+        c->value = lo;
+        c->tolerance = lo == 1.0 ? 0.0 : tol;
+    } else {
+        return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
+                        "%s can be solved for with the thm41 accountant only",
+                        dp_param_name(prm));
+    }
+    /* verify the returned value, and report its conditions */
+    set_param(p->node, c->value);
+    dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta,
+                            p->rep, p->err);
+    if (st != DPB_OK)
+        return st;
+    if (!(c->achieved_delta <= p->delta_t))
+        return dpb_fail(p->err, DPB_ENUMERIC, dp_param_name(prm),
+                        "could not verify the solved value");
+    return DPB_OK;
+}
+
+/* ---- thm41: exact integer M, the U-shaped sigma interval, epochs ------------------------- */
+
+/* A chain SelfComposed^k(ShuffledEpoch): E identical epochs. Returns the leaf and the
+ * product of the known counts (the unknown count excluded). */
+static dp_event *epoch_chain(dp_event *ev, double *known_epochs)
+{
+    *known_epochs = 1.0;
+    while (ev->kind == DP_EV_SELF_COMPOSED) {
+        if (ev->unknown != DP_PARAM_COUNT)
+            *known_epochs *= (double)ev->u.self.count;
+        ev = ev->u.self.event;
+    }
+    return ev->kind == DP_EV_SHUFFLED_EPOCH ? ev : NULL;
+}
+
+static dpb_status calibrate_thm41(probe *p, dp_calibration *c)
+{
+    double epochs, d;
+    dp_event *leaf = epoch_chain(p->tmpl, &epochs);
+    dp_event *node = p->node;
+    if (leaf == NULL)
+        return dpb_fail(p->err, DPB_EUNSUPPORTED, "event",
                         "thm41 calibration handles one epoch or a self-composition of "
                         "identical epochs, not a composition of different ones");
-    dp_event *leaf = (dp_event *)leafc;
     if (!(epochs >= 1.0 && epochs < 1e18))
-        return dpb_fail(err, DPB_EINVAL, "count", "the number of epochs is out of range");
+        return dpb_fail(p->err, DPB_EINVAL, "count", "the number of epochs is out of range");
+    double delta_target = p->delta_t;
 
     if (node->unknown == DP_PARAM_ROUNDS) {
         double sigma = leaf->u.shuffled.noise_multiplier;
@@ -343,130 +464,102 @@ static dpb_status calibrate_thm41(dp_event *tmpl, dp_event *node, double delta_t
         c->rounds_eq4 = dp_thm41_rounds_eq4(sigma);
         c->regime_delta_max = dp_thm41_regime_delta_max(sigma);
         uint64_t M;
-        dp_thm41 at;
-        dpb_status st = dp_thm41_min_rounds(sigma, de, &M, &at);
+        dpb_status st = dp_thm41_min_rounds(sigma, de, &M, NULL);
         if (st == DPB_EINFEASIBLE) {
-            leaf->u.shuffled.rounds = UINT64_MAX;
-            c->has_best = thm41_total(tmpl, &c->best_delta, rep, NULL) == DPB_OK;
-            c->best_at = (double)UINT64_MAX;
-            return dpb_fail(err, st, "rounds",
-                            "no number of rounds below 2^64 meets delta %.6g with Theorem 4.1",
+            c->has_best = feasible(p, (double)DP_THM41_MAX_ROUNDS, &c->best_delta) >= 0;
+            c->best_at = (double)DP_THM41_MAX_ROUNDS;
+            return dpb_fail(p->err, st, "rounds",
+                            "no number of rounds up to 2^63 - 1 meets delta %.6g with Theorem 4.1",
                             delta_target);
         }
         if (st != DPB_OK)
-            return dpb_fail(err, st, "event", "noise_multiplier must be a positive number");
-        /* Verify the whole tree (the per-epoch split is rounded); step up if needed. */
-        for (int i = 0; i < 64; i++) {
-            leaf->u.shuffled.rounds = M;
-            if (verify_total(tmpl, delta_target, &c->achieved_delta, rep) == DPB_OK)
-                break;
+            return dpb_fail(p->err, st, "event", "noise_multiplier must be a positive number");
+        /* The per-epoch split is rounded: step up until the whole tree verifies, then down
+         * while it still does, so M is the smallest integer that meets the target. */
+        int f = 0;
+        for (int i = 0; i < 64 && (f = feasible(p, (double)M, &d)) == 0; i++)
             M += 1 + M / 1000000000000ULL;
-        }
-        if (!(c->achieved_delta <= delta_target))
-            return dpb_fail(err, DPB_ENUMERIC, "rounds", "could not verify the solved rounds");
-        /* The per-epoch split is conservative by a hair: step down while the whole tree
-         * still meets the target, so M is the smallest integer that does. */
-        for (int i = 0; i < 64 && M > 3; i++) {
-            double d;
-            leaf->u.shuffled.rounds = M - 1;
-            if (verify_total(tmpl, delta_target, &d, rep) != DPB_OK)
-                break;
+        if (f != 1)
+            return dpb_fail(p->err, DPB_ENUMERIC, "rounds", "could not verify the solved rounds");
+        for (int i = 0; i < 64 && M > 3 && feasible(p, (double)(M - 1), &d) == 1; i++)
             M--;
-            c->achieved_delta = d;
-        }
-        leaf->u.shuffled.rounds = M;
         c->value = (double)M;
-        return DPB_OK;
-    }
-
-    if (node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
+        c->tolerance = 0.0;
+    } else if (node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
         uint64_t M = leaf->u.shuffled.rounds;
         double de = dp_tv_per_epoch(delta_target, (uint64_t)epochs);
         c->per_epoch_delta = de;
-        if (de < 1.0 / 3.0) {
-            double smax;
-            if (dp_thm41_regime_sigma_max(de, &smax) == DPB_OK)
-                c->regime_sigma_max = smax;
-        }
-        if (M == 0)
-            return dpb_fail(err, DPB_EINVAL, "rounds", "rounds must be >= 1");
+        double smax;
+        if (de < 1.0 / 3.0 && dp_thm41_regime_sigma_max(de, &smax) == DPB_OK)
+            c->regime_sigma_max = smax;
         double lo, hi, bd, bs;
         dpb_status st = dp_thm41_sigma_interval(M, de, &lo, &hi, &bd, &bs);
         if (st == DPB_EINFEASIBLE) {
             if (bd < HUGE_VAL) {
-                leaf->u.shuffled.noise_multiplier = bs;
-                c->has_best = thm41_total(tmpl, &c->best_delta, rep, NULL) == DPB_OK;
+                c->has_best = feasible(p, bs, &c->best_delta) >= 0;
                 c->best_at = bs;
-                return dpb_fail(err, st, "noise_multiplier",
+                return dpb_fail(p->err, st, "noise_multiplier",
                                 "no noise_multiplier reaches delta %.6g at M = %llu with "
                                 "Theorem 4.1; the smallest certified delta is %.6g at "
                                 "noise_multiplier %.6g: use more rounds",
                                 delta_target, (unsigned long long)M, c->best_delta, bs);
             }
-            return dpb_fail(err, st, "rounds",
+            return dpb_fail(p->err, st, "rounds",
                             "Theorem 4.1 certifies nothing at M = %llu for any "
                             "noise_multiplier: use more rounds",
                             (unsigned long long)M);
         }
         if (st != DPB_OK)
-            return dpb_fail(err, st, "rounds", "rounds must be >= 1");
-        /* Verify both ends on the whole tree. */
-        double ach_hi;
-        leaf->u.shuffled.noise_multiplier = hi;
-        if (verify_total(tmpl, delta_target, &ach_hi, rep) != DPB_OK)
-            return dpb_fail(err, DPB_ENUMERIC, "noise_multiplier", "could not verify the interval");
-        leaf->u.shuffled.noise_multiplier = lo;
-        if (verify_total(tmpl, delta_target, &c->achieved_delta, rep) != DPB_OK)
-            return dpb_fail(err, DPB_ENUMERIC, "noise_multiplier", "could not verify the interval");
+            return dpb_fail(p->err, st, "rounds", "rounds must be >= 1");
+        if (feasible(p, hi, &d) != 1 || feasible(p, lo, &d) != 1)
+            return dpb_fail(p->err, DPB_ENUMERIC, "noise_multiplier",
+                            "could not verify the interval");
         c->value = lo;
         c->has_interval = 1;
         c->lo = lo;
         c->hi = hi;
-        return DPB_OK;
-    }
-
-    if (node->unknown == DP_PARAM_COUNT) {
+        c->tolerance = 1e-12;
+    } else if (node->unknown == DP_PARAM_COUNT) {
         dp_thm41 e;
-        dpb_status st =
-            dp_thm41_eval(leaf->u.shuffled.noise_multiplier, leaf->u.shuffled.rounds, &e);
-        if (st != DPB_OK) {
-            thm41_conditions(rep, &e);
-            return thm41_total(leaf, &c->best_delta, rep, err);
+        if (dp_thm41_eval(leaf->u.shuffled.noise_multiplier, leaf->u.shuffled.rounds, &e) !=
+            DPB_OK) {
+            node->u.self.count = 1;
+            return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, p->rep, p->err);
         }
         c->per_epoch_delta = e.delta;
         /* (1 - d)^{epochs x} >= 1 - target  <=>  x <= ln(1 - target) / (epochs ln(1 - d)) */
-        double x = floor(dp_tv_log1m(delta_target) / (epochs * dp_tv_log1m(e.delta)));
-        if (x > 1e18)
-            x = 1e18;
-        for (; x >= 1.0; x -= 1.0) {
-            node->u.self.count = (uint64_t)x;
-            if (verify_total(tmpl, delta_target, &c->achieved_delta, rep) == DPB_OK)
-                break;
-        }
+        double x = floor(log1p(-delta_target) / (epochs * log1p(-e.delta)));
+        if (x > 9007199254740992.0)
+            x = 9007199254740992.0;
+        for (; x >= 1.0 && feasible(p, x, &d) != 1; x -= 1.0)
+            ;
         if (x < 1.0) {
-            node->u.self.count = 1;
-            c->has_best = thm41_total(tmpl, &c->best_delta, rep, NULL) == DPB_OK;
+            c->has_best = feasible(p, 1.0, &c->best_delta) >= 0;
             c->best_at = 1.0;
-            return dpb_fail(err, DPB_EINFEASIBLE, "count",
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "count",
                             "even one epoch exceeds delta %.6g: Theorem 4.1 gives %.6g per "
                             "epoch",
                             delta_target, e.delta);
         }
         c->value = x;
-        return DPB_OK;
+        c->tolerance = 0.0;
+    } else {
+        return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
+                        "this parameter cannot be solved for with thm41");
     }
-    return dpb_fail(err, DPB_EUNSUPPORTED, "solve_for", "this parameter cannot be solved for");
+    set_param(node, c->value);
+    return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep,
+                   p->err);
 }
 
-dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
-                        double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err)
+dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
+                           const dp_options *opt, double eps_target, double delta_target,
+                           dp_calibration *out, dp_report *rep, dpb_error *err)
 {
     int nunk;
     dp_event *node = tmpl ? dp_event_find_unknown(tmpl, &nunk) : NULL;
     calibration_init(out, node ? node->unknown : DP_PARAM_NONE);
-    dpb_status st = resolve(tmpl, rel, &acct, rep, err);
-    if (st != DPB_OK)
-        return st;
+    memset(rep, 0, sizeof *rep);
     if (node == NULL || nunk != 1)
         return dpb_fail(err, DPB_EINVAL, "solve_for",
                         "exactly one event field must be left for the solver");
@@ -474,16 +567,24 @@ dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, dou
         return dpb_fail(err, DPB_EINVAL, "target.epsilon", "epsilon must be finite and >= 0");
     if (!(delta_target > 0.0 && delta_target < 1.0))
         return dpb_fail(err, DPB_EINVAL, "target.delta", "delta must lie strictly in (0, 1)");
-    if (acct != DP_ACCT_THM41)
+    if (acct == DP_ACCT_AUTO)
+        acct = resolve_auto(tmpl);
+    rep->accountant = dp_accountant_name(acct);
+    if (acct == DP_ACCT_GDP_CLT)
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
-                        "calibration uses certified accountants only; %s is an estimate",
-                        dp_accountant_name(acct));
-    dp_report_warn(rep, W_TV);
-    st = calibrate_thm41(tmpl, node, delta_target, out, rep, err);
-    if (st == DPB_OK) {
-        /* report the conditions as checked at the solution */
-        double d;
-        thm41_total(tmpl, &d, rep, NULL);
-    }
-    return st;
+                        "calibration uses certified accountants only; gdp_clt is an estimate");
+    probe p = {tmpl, node, rel, acct, opt, eps_target, delta_target, rep, err, DPB_OK};
+    if (acct == DP_ACCT_THM41)
+        return calibrate_thm41(&p, out);
+    if (node->unknown == DP_PARAM_ROUNDS)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "rounds of a shuffled epoch are solved with the thm41 accountant");
+    return calibrate_generic(&p, out);
+}
+
+dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
+                        double delta_target, dp_calibration *out, dp_report *rep,
+                        dpb_error *err)
+{
+    return dp_calibrate_ex(tmpl, rel, acct, NULL, eps_target, delta_target, out, rep, err);
 }

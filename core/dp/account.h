@@ -4,10 +4,14 @@
  * the server uses for compute requests; each accountant lives in its own module.
  *
  * Accountants (ARCHITECTURE.md):
- *   thm41    seed 004 Theorem 4.1 composed by the exact f_{0,delta} rule  -> upper_bound
- *   gdp_clt  seed 004 Theorem 5.2 asymptotic Gaussian-DP coefficient      -> estimate
+ *   thm41     seed 004 Theorem 4.1 composed by the exact f_{0,delta} rule  -> upper_bound
+ *   gdp_clt   seed 004 Theorem 5.2 asymptotic Gaussian-DP coefficient      -> estimate
+ *   gdp_exact compositions of unsampled Gaussians: exactly mu-GDP           -> upper_bound
+ *   rdp       Renyi DP, improved conversion                                 -> upper_bound
+ *   pld       pessimistic privacy-loss distributions                       -> upper_bound
  * `auto` picks the tightest certified accountant for the event and says which it picked;
- * it never picks an estimate.
+ * it never picks an estimate: gdp_exact for unsampled Gaussians, thm41 for shuffled
+ * epochs alone, pld otherwise (rdp where pld cannot represent the event).
  */
 #ifndef DP_ACCOUNT_H
 #define DP_ACCOUNT_H
@@ -23,7 +27,19 @@ typedef enum {
     DP_REL_REPLACE = 1        /* replace one record */
 } dp_relation;
 
-typedef enum { DP_ACCT_AUTO = 0, DP_ACCT_THM41 = 1, DP_ACCT_GDP_CLT = 2 } dp_accountant;
+typedef enum {
+    DP_ACCT_AUTO = 0,
+    DP_ACCT_THM41 = 1,     /* seed 004 Theorem 4.1, (0, delta) per epoch      upper_bound */
+    DP_ACCT_GDP_CLT = 2,   /* seed 004 Theorem 5.2 asymptotic mu-GDP          estimate */
+    DP_ACCT_GDP_EXACT = 3, /* unsampled Gaussians: exact mu-GDP closed form   upper_bound */
+    DP_ACCT_RDP = 4,       /* Renyi DP with the improved conversion           upper_bound */
+    DP_ACCT_PLD = 5        /* pessimistic privacy-loss distributions (FFT)    upper_bound */
+} dp_accountant;
+
+/* Accountant options; a zeroed struct (or NULL) means the defaults. */
+typedef struct {
+    double pld_h; /* PLD loss grid (value_discretization_interval); 0: PLD_DEFAULT_H */
+} dp_options;
 
 /* Most points one query may ask for. */
 #define DP_MAX_POINTS 1000
@@ -44,12 +60,33 @@ int dp_accountant_parse(const char *s, dp_accountant *a);
 dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *eps,
                     size_t n, double *delta, double *ln_delta, dp_report *rep, dpb_error *err);
 
+/* As dp_delta, with options and aux[i] (may be NULL): the RDP order attaining each bound
+ * (NAN for other accountants). */
+dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                       const dp_options *opt, const double *eps, size_t n, double *delta,
+                       double *ln_delta, double *aux, dp_report *rep, dpb_error *err);
+
 /*
  * The smallest eps with delta(eps) <= delta_i, for 0 < delta_i < 1. eps[i] is +INFINITY
  * when the accountant certifies no finite eps at that delta (a warning says why).
  */
 dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
                       size_t n, double *eps, dp_report *rep, dpb_error *err);
+dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                         const dp_options *opt, const double *delta, size_t n, double *eps,
+                         double *aux, dp_report *rep, dpb_error *err);
+
+/*
+ * A curve for plotting: delta at each eps[i], and a lower bound beta[j] on the trade-off
+ * function f(alpha[j]) (type I error alpha, type II error beta): the true trade-off curve
+ * of the mechanism lies on or above it whenever the accountant's guarantee is an
+ * upper_bound. Exact for gdp_exact (G_mu) and thm41 (1 - alpha - delta); for rdp and pld
+ * the envelope sup_eps (1 - delta(eps) - e^eps alpha) over a fine eps grid.
+ */
+dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                    const dp_options *opt, const double *eps, size_t n_eps, double *delta,
+                    const double *alpha, size_t n_alpha, double *beta, dp_report *rep,
+                    dpb_error *err);
 
 /* What a calibration found. Fields not meaningful for the solved parameter are NAN
  * (doubles) or 0 (flags). */
@@ -64,6 +101,8 @@ typedef struct {
     /* when DPB_EINFEASIBLE: the best delta reachable and the parameter value reaching it */
     int has_best;
     double best_delta, best_at;
+    /* the stated tolerance: the result is the best value within it (relative; 0 = exact) */
+    double tolerance;
     /* thm41 specifics (MATH.md section 2) */
     double per_epoch_delta;  /* per-epoch target from the f_{0,delta} composition */
     double rounds_eq3;       /* closed form (3), real */
@@ -77,9 +116,16 @@ typedef struct {
  * for a target (eps_target >= 0, 0 < delta_target < 1). Never overshoots: the result is
  * verified against the target with the accountant itself before it is returned. tmpl is
  * borrowed; its unknown field is overwritten with the solution. Estimates (gdp_clt) are
- * not used to calibrate (DPB_EUNSUPPORTED).
+ * not used to calibrate (DPB_EUNSUPPORTED). noise_multiplier: the smallest feasible value
+ * (thm41: the whole interval); count: the largest feasible integer; rounds: the smallest
+ * feasible integer; sampling_probability: the largest feasible value. Monotonicity in the
+ * parameter (delta non-increasing in the noise, non-decreasing in count and rate) makes
+ * bisection valid for rdp, pld and gdp_exact.
  */
 dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
                         double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err);
+dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
+                           const dp_options *opt, double eps_target, double delta_target,
+                           dp_calibration *out, dp_report *rep, dpb_error *err);
 
 #endif

@@ -24,7 +24,15 @@ void dp_event_free(dp_event *ev)
             dp_event_free(ev->u.composed.events[i]);
         free(ev->u.composed.events);
         break;
+    case DP_EV_POISSON_SAMPLED:
+        dp_event_free(ev->u.sampled.event);
+        break;
     case DP_EV_SHUFFLED_EPOCH:
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+    case DP_EV_EPSILON_DELTA:
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
         break;
     }
     free(ev);
@@ -39,6 +47,8 @@ const char *dp_param_name(dp_param p)
         return "rounds";
     case DP_PARAM_COUNT:
         return "count";
+    case DP_PARAM_SAMPLING_PROBABILITY:
+        return "sampling_probability";
     case DP_PARAM_NONE:
         break;
     }
@@ -56,6 +66,8 @@ static void find_unknown(dp_event *ev, dp_event **first, int *n)
     }
     if (ev->kind == DP_EV_SELF_COMPOSED)
         find_unknown(ev->u.self.event, first, n);
+    else if (ev->kind == DP_EV_POISSON_SAMPLED)
+        find_unknown(ev->u.sampled.event, first, n);
     else if (ev->kind == DP_EV_COMPOSED)
         for (size_t i = 0; i < ev->u.composed.n; i++)
             find_unknown(ev->u.composed.events[i], first, n);

@@ -15,7 +15,13 @@
 typedef enum {
     DP_EV_SHUFFLED_EPOCH = 1, /* one epoch of DP-SGD with random shuffling (seed 004) */
     DP_EV_SELF_COMPOSED = 2,  /* `event` run `count` times */
-    DP_EV_COMPOSED = 3        /* each of `events` run once */
+    DP_EV_COMPOSED = 3,       /* each of `events` run once */
+    DP_EV_GAUSSIAN = 4,       /* Gaussian mechanism, std = noise_multiplier x sensitivity */
+    DP_EV_LAPLACE = 5,        /* Laplace mechanism, scale = noise_multiplier x sensitivity */
+    DP_EV_EPSILON_DELTA = 6,  /* an (epsilon, delta)-DP mechanism, nothing else known */
+    DP_EV_POISSON_SAMPLED = 7, /* `event` on a Poisson sample with rate sampling_probability */
+    DP_EV_NO_OP = 8,          /* touches no data: costs nothing */
+    DP_EV_NON_PRIVATE = 9     /* releases data without noise: infinite cost */
 } dp_event_kind;
 
 /* Parameters that calibration can solve for. */
@@ -23,7 +29,8 @@ typedef enum {
     DP_PARAM_NONE = 0,
     DP_PARAM_NOISE_MULTIPLIER = 1,
     DP_PARAM_ROUNDS = 2,
-    DP_PARAM_COUNT = 3
+    DP_PARAM_COUNT = 3,
+    DP_PARAM_SAMPLING_PROBABILITY = 4
 } dp_param;
 
 typedef struct dp_event dp_event;
@@ -35,6 +42,16 @@ struct dp_event {
             double noise_multiplier; /* sigma, relative to the clipping norm */
             uint64_t rounds;         /* M: rounds (batches) in the epoch */
         } shuffled;
+        struct {
+            double noise_multiplier; /* Gaussian std / Laplace scale, over the sensitivity */
+        } noise;                     /* DP_EV_GAUSSIAN, DP_EV_LAPLACE */
+        struct {
+            double epsilon, delta;
+        } epsdelta;
+        struct {
+            double sampling_probability;
+            dp_event *event; /* owned */
+        } sampled;
         struct {
             dp_event *event; /* owned */
             uint64_t count;
@@ -52,7 +69,8 @@ dp_event *dp_event_new(dp_event_kind kind);
 /* Free a tree (NULL is fine). */
 void dp_event_free(dp_event *ev);
 
-/* Stable parameter names used by the API: "noise_multiplier", "rounds", "count". */
+/* Stable parameter names used by the API: "noise_multiplier", "rounds", "count",
+ * "sampling_probability". */
 const char *dp_param_name(dp_param p);
 
 /* The node carrying the unknown parameter (the first in depth-first order), or NULL.

@@ -187,6 +187,16 @@ dpb_status dp_gdp_delta(double mu, double eps, double *delta, double *ln_delta)
      * absolute error da by about |a| da. Count it in the error bound. */
     double da = 4.0 * DBL_EPSILON * (eps / mu + mu);
     double input_err = 2.0 * (fabs(a) + fabs(b) + 1.0) * da;
+    if (a < -1e150) {
+        /* phi(a) is 0 to far below the smallest double and ln phi(a) is -inf in double */
+        if (delta)
+            *delta = 0.0;
+        if (ln_delta)
+            *ln_delta = -HUGE_VAL;
+        return DPB_OK;
+    }
+    if (!(input_err < 1.0))
+        input_err = 1.0;
     double d, ld, relerr;
     if (a <= 0.0) {
         double diff = mills_diff(-a, mu, &relerr);

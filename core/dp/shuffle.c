@@ -124,18 +124,21 @@ dpb_status dp_thm41_min_rounds(double sigma, double delta, uint64_t *rounds, dp_
     double mfloor = floor(exp(t3));
     if (mfloor > 3.0 && mfloor < 1.8e19)
         lo = (uint64_t)mfloor - 1;
+    const uint64_t top = DP_THM41_MAX_ROUNDS;
     uint64_t hi;
     double guess = dp_thm41_rounds_eq3(sigma, delta);
-    if (!(guess < 1.8e19))
-        hi = UINT64_MAX;
+    if (!(guess < (double)top))
+        hi = top;
     else
         hi = (uint64_t)guess > lo + 1 ? (uint64_t)guess : lo + 1;
+    if (lo >= top)
+        return DPB_EINFEASIBLE;
     /* Grow hi until feasible (invariant: hi feasible after the loop). */
     while (!feasible_rounds(sigma, hi, delta, &ev)) {
-        if (hi == UINT64_MAX)
+        if (hi == top)
             return DPB_EINFEASIBLE;
         lo = hi;
-        hi = hi > UINT64_MAX / 2 ? UINT64_MAX : hi * 2;
+        hi = hi > top / 2 ? top : hi * 2;
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;

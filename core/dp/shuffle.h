@@ -25,6 +25,9 @@
  * exact one. */
 #define DP_THM41_REL_ROUND 1e-13
 
+/* The largest M the solvers consider (and the API accepts): 2^63 - 1. */
+#define DP_THM41_MAX_ROUNDS ((uint64_t)INT64_MAX)
+
 typedef struct {
     /* inputs */
     double sigma;
@@ -63,8 +66,8 @@ double dp_thm41_rounds_eq4(double sigma);
 /*
  * The smallest M such that Theorem 4.1 is valid at (sigma, M) and its delta <= delta.
  * Exact integer bisection on uint64 (feasibility only improves with M). On success *rounds
- * is that M and *at (may be NULL) the evaluation there. DPB_EINFEASIBLE if no M below
- * 2^64 works; DPB_EINVAL on a domain error (delta must be in (0, 1)).
+ * is that M and *at (may be NULL) the evaluation there. DPB_EINFEASIBLE if no M up to
+ * DP_THM41_MAX_ROUNDS works; DPB_EINVAL on a domain error (delta must be in (0, 1)).
  */
 dpb_status dp_thm41_min_rounds(double sigma, double delta, uint64_t *rounds, dp_thm41 *at);
 

@@ -1,0 +1,67 @@
+/*
+ * pld.h - privacy-loss distributions (MATH.md section 6; Koskela et al., Doroshenko et al.):
+ * the law of the privacy loss L = ln(P/Q) under P for a dominating pair (P, Q), on a grid
+ * of step h, discretised pessimistically, so every delta derived from it is an upper bound.
+ *
+ *   - each leaf is discretised by "connect the dots": the discrete delta(eps) interpolates
+ *     the true one at the grid points in e^eps and lies above it in between (for every
+ *     real eps), so the discrete pair dominates; mass below the lowest grid point is moved
+ *     up onto it, mass above the top one is split between it and +infinity;
+ *   - composition is convolution (FFT); the composed tails outside a Chernoff window are
+ *     bounded and that bound is added to the mass at +infinity;
+ *   - delta(eps) = P(L = inf) + sum_{l_k > eps} (1 - e^{eps - l_k}) p_k.
+ * Subsampled mechanisms need both directions (remove: P = D, add: P = D'): they are built
+ * and composed separately and the larger delta is reported (by the caller).
+ */
+#ifndef DP_PLD_H
+#define DP_PLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/status.h"
+
+/* Defaults: dp_accounting's PLD grid, and the tail mass moved per operation. */
+#define PLD_DEFAULT_H 1e-4
+#define PLD_TAIL 1e-15
+/* Largest grid a distribution may have (memory bound: 8 bytes a point, twice for FFT). */
+#define PLD_MAX_POINTS ((size_t)1 << 23)
+
+typedef struct {
+    double h;        /* grid step of the loss */
+    int64_t lo;      /* p[i] is the mass at loss (lo + i) h */
+    size_t n;        /* number of grid points (>= 1) */
+    double *p;       /* owned */
+    double inf_mass; /* P(L = +infinity) */
+} pld_pmf;
+
+enum { PLD_REMOVE = 0, PLD_ADD = 1 };
+
+void pld_free(pld_pmf *d);
+dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst);
+
+/* Leaves. sigma/b are the noise multipliers relative to the sensitivity (the caller maps
+ * replace-one to sigma/2). All DPB_EINVAL on a bad domain, DPB_ELIMIT if the grid would
+ * exceed PLD_MAX_POINTS, DPB_ENOMEM. */
+dpb_status pld_gaussian(double sigma, double h, pld_pmf *out);
+dpb_status pld_laplace(double b, double h, pld_pmf *out);
+dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_pmf *out);
+dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *out);
+dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
+dpb_status pld_identity(double h, pld_pmf *out);     /* no privacy loss */
+dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
+
+/* out = a (x) b (both on the same grid step). */
+dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
+
+/* out = a composed with itself count times (count >= 1), by one FFT power. */
+dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out);
+
+/* delta(eps) for eps >= 0 (an upper bound for the mechanism, by construction). */
+double pld_delta(const pld_pmf *d, double eps);
+
+/* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when
+ * the mass at infinity exceeds delta. */
+double pld_epsilon(const pld_pmf *d, double delta);
+
+#endif

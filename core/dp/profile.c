@@ -1,0 +1,537 @@
+/*
+ * profile.c - build a privacy profile from an event tree, one tree walk per accountant.
+ *
+ *   thm41     (0, delta) per shuffled epoch (seed 004 Thm 4.1), composed exactly:
+ *             s = sum ln(1 - delta_i), delta = 1 - e^s.
+ *   gdp_exact unsampled Gaussians: mu^2 = sum count / sigma_i^2 (MATH.md section 1).
+ *   gdp_clt   shuffled epochs as mu_i-GDP, mu_i^2 = (e^{1/sigma^2} - 1)/(M - 1) (estimate).
+ *   rdp       the sum of the leaves' RDP curves at the default orders.
+ *   pld       pessimistic PLDs composed by FFT; a shuffled epoch enters as the (0, delta)
+ *             pair of Theorem 4.1, an (eps, delta) event as its dominating pair.
+ * The relation: replace_one doubles the sensitivity of Gaussian and Laplace sums (the noise
+ * multiplier is halved); it is refused where no analysis for it exists here (shuffling,
+ * Poisson sampling).
+ */
+#include "profile.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "normal.h"
+#include "shuffle.h"
+
+static const char W_TV[] = "Theorem 4.1 bounds total variation only: delta is the same for "
+                           "every epsilon >= 0, and no finite epsilon is certified for a "
+                           "delta below it";
+static const char W_ESTIMATE[] = "asymptotic approximation (M -> infinity with sigma fixed) "
+                                 "with no finite-M error bound; it can be far below the true "
+                                 "delta: never enforce a budget with it";
+static const char W_NONPRIVATE[] = "the event contains a NonPrivateDpEvent: its privacy loss "
+                                   "is infinite";
+
+/* ---- shuffled epochs (Theorem 4.1) --------------------------------------------------- */
+
+static void thm41_conditions(dp_report *rep, const dp_thm41 *e)
+{
+    dp_report_condition(rep, "rounds_at_least_3", "M >= 3 (rounds per epoch)", e->rounds_ok,
+                        (double)e->rounds, 3.0);
+    if (!e->rounds_ok)
+        return;
+    dp_report_condition(rep, "sigma_at_least_sqrt_3_over_ln_m",
+                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma,
+                        e->sigma_min);
+    if (!e->sigma_ok)
+        return;
+    dp_report_condition(rep, "thm41_validity",
+                        "condition (1): delta + B coef mu <= 1/2 - Phi(-(e^{1/sigma^2} - 1)/2)",
+                        e->cond_ok, e->cond_lhs, e->cond_rhs);
+}
+
+/* The certified per-epoch delta of a shuffled leaf, or a refusal naming the condition. */
+static dpb_status thm41_leaf(const dp_event *ev, dp_relation rel, double *delta, dp_report *rep,
+                             dpb_error *err)
+{
+    if (rel != DP_REL_ADD_OR_REMOVE)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                        "seed 004's analysis of shuffled DP-SGD is proved for the "
+                        "add_or_remove_one (zero-out) relation only; replace_one is not "
+                        "covered");
+    dp_thm41 e;
+    dpb_status st = dp_thm41_eval(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, &e);
+    if (st == DPB_EINVAL)
+        return dpb_fail(err, st, "event", "noise_multiplier must be > 0 and rounds >= 1");
+    thm41_conditions(rep, &e);
+    if (st != DPB_OK) {
+        if (!e.rounds_ok)
+            return dpb_fail(err, st, "rounds",
+                            "Theorem 4.1 needs M >= 3 rounds per epoch; got %llu",
+                            (unsigned long long)e.rounds);
+        if (!e.sigma_ok)
+            return dpb_fail(err, st, "noise_multiplier",
+                            "Theorem 4.1 needs noise_multiplier >= sqrt(3/ln M) = %.6g at "
+                            "M = %llu; got %.6g",
+                            e.sigma_min, (unsigned long long)e.rounds, e.sigma);
+        return dpb_fail(err, st, "event",
+                        "Theorem 4.1's validity condition (1) fails at noise_multiplier "
+                        "%.6g, M = %llu (%.6g > %.6g): more rounds per epoch are needed",
+                        e.sigma, (unsigned long long)e.rounds, e.cond_lhs, e.cond_rhs);
+    }
+    dp_report_warn(rep, W_TV);
+    *delta = e.delta;
+    return DPB_OK;
+}
+
+static dpb_status unsupported(dpb_error *err, const char *what, const char *acct)
+{
+    return dpb_fail(err, DPB_EUNSUPPORTED, "accountant", "%s cannot be accounted with %s%s", what,
+                    acct,
+                    "; GET /v1/accountants lists which accountant takes which event");
+}
+
+static const char *kind_name(dp_event_kind k)
+{
+    switch (k) {
+    case DP_EV_SHUFFLED_EPOCH:
+        return "ShuffledDpSgdEpochDpEvent";
+    case DP_EV_SELF_COMPOSED:
+        return "SelfComposedDpEvent";
+    case DP_EV_COMPOSED:
+        return "ComposedDpEvent";
+    case DP_EV_GAUSSIAN:
+        return "GaussianDpEvent";
+    case DP_EV_LAPLACE:
+        return "LaplaceDpEvent";
+    case DP_EV_EPSILON_DELTA:
+        return "EpsilonDeltaDpEvent";
+    case DP_EV_POISSON_SAMPLED:
+        return "PoissonSampledDpEvent";
+    case DP_EV_NO_OP:
+        return "NoOpDpEvent";
+    case DP_EV_NON_PRIVATE:
+        return "NonPrivateDpEvent";
+    }
+    return "event";
+}
+
+/* The noise multiplier in sensitivity-1 units for the relation. */
+static double sens1(double s, dp_relation rel)
+{
+    return rel == DP_REL_REPLACE ? s / 2.0 : s;
+}
+
+/* ---- thm41 and the Gaussian-DP walks (scalar accumulators) --------------------------------- */
+
+static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                              double mult, double *acc, dp_report *rep, dpb_error *err)
+{
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        return walk_scalar(ev->u.self.event, rel, acct, mult * (double)ev->u.self.count, acc,
+                           rep, err);
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            dpb_status st = walk_scalar(ev->u.composed.events[i], rel, acct, mult, acc, rep, err);
+            if (st != DPB_OK)
+                return st;
+        }
+        return DPB_OK;
+    case DP_EV_NO_OP:
+        return DPB_OK;
+    case DP_EV_NON_PRIVATE:
+        dp_report_warn(rep, W_NONPRIVATE);
+        *acc = acct == DP_ACCT_THM41 ? -HUGE_VAL : HUGE_VAL;
+        return DPB_OK;
+    case DP_EV_SHUFFLED_EPOCH:
+        if (acct == DP_ACCT_THM41) {
+            double d;
+            dpb_status st = thm41_leaf(ev, rel, &d, rep, err);
+            if (st == DPB_OK)
+                *acc += mult * log1p(-d);
+            return st;
+        }
+        if (acct == DP_ACCT_GDP_CLT) {
+            double mu;
+            if (rel != DP_REL_ADD_OR_REMOVE)
+                return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                                "seed 004 is proved for add_or_remove_one only");
+            if (dp_thm52_mu(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, &mu) != DPB_OK)
+                return dpb_fail(err, DPB_EINVAL, "event",
+                                "the Theorem 5.2 approximation needs noise_multiplier >= 0.04 "
+                                "and rounds >= 2");
+            *acc += mult * mu * mu;
+            return DPB_OK;
+        }
+        break;
+    case DP_EV_GAUSSIAN:
+        if (acct == DP_ACCT_GDP_EXACT) {
+            double s = sens1(ev->u.noise.noise_multiplier, rel);
+            *acc += mult / (s * s);
+            return DPB_OK;
+        }
+        break;
+    case DP_EV_LAPLACE:
+    case DP_EV_EPSILON_DELTA:
+    case DP_EV_POISSON_SAMPLED:
+        break;
+    }
+    return unsupported(err, kind_name(ev->kind), dp_accountant_name(acct));
+}
+
+/* ---- rdp ------------------------------------------------------------------------------------ */
+
+static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, double *rdp,
+                           dp_report *rep, dpb_error *err)
+{
+    const double *o = RDP_DEFAULT_ORDERS;
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        return walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, rdp, rep, err);
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            dpb_status st = walk_rdp(ev->u.composed.events[i], rel, mult, rdp, rep, err);
+            if (st != DPB_OK)
+                return st;
+        }
+        return DPB_OK;
+    case DP_EV_NO_OP:
+        return DPB_OK;
+    case DP_EV_NON_PRIVATE:
+        dp_report_warn(rep, W_NONPRIVATE);
+        for (size_t i = 0; i < RDP_NORDERS; i++)
+            rdp[i] = HUGE_VAL;
+        return DPB_OK;
+    case DP_EV_GAUSSIAN:
+        return rdp_add_gaussian(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS,
+                                rdp);
+    case DP_EV_LAPLACE:
+        return rdp_add_laplace(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS,
+                               rdp);
+    case DP_EV_EPSILON_DELTA:
+        if (ev->u.epsdelta.delta == 0.0) {
+            /* pure eps-DP is eps^2/2-zCDP (Bun & Steinke 2016): RDP <= min(eps, a eps^2/2) */
+            double e = ev->u.epsdelta.epsilon;
+            for (size_t i = 0; i < RDP_NORDERS; i++) {
+                double r = o[i] * e * e / 2.0;
+                rdp[i] += mult * (r < e ? r : e);
+            }
+            return DPB_OK;
+        }
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "an (epsilon, delta) event with delta > 0 has no RDP curve; use the pld "
+                        "accountant, which composes it exactly");
+    case DP_EV_POISSON_SAMPLED: {
+        const dp_event *in = ev->u.sampled.event;
+        double q = ev->u.sampled.sampling_probability;
+        if (rel != DP_REL_ADD_OR_REMOVE)
+            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                            "Poisson sampling is accounted for add_or_remove_one only");
+        if (in->kind == DP_EV_NO_OP || q == 0.0)
+            return DPB_OK;
+        if (in->kind == DP_EV_GAUSSIAN)
+            return rdp_add_poisson_gaussian(q, in->u.noise.noise_multiplier, mult, o,
+                                            RDP_NORDERS, rdp);
+        return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+                        "the rdp accountant takes Poisson sampling of a GaussianDpEvent only; "
+                        "use pld for a sampled LaplaceDpEvent");
+    }
+    case DP_EV_SHUFFLED_EPOCH:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "Theorem 4.1's (0, delta) guarantee for a shuffled epoch has no RDP "
+                        "curve; use thm41 or pld");
+    }
+    return unsupported(err, kind_name(ev->kind), "rdp");
+}
+
+/* ---- pld ------------------------------------------------------------------------------------ */
+
+/* A pair of directions; when symmetric only d[0] is set. */
+typedef struct {
+    pld_pmf d[2];
+    int symmetric;
+} pair;
+
+static void pair_free(pair *p)
+{
+    pld_free(&p->d[0]);
+    if (!p->symmetric)
+        pld_free(&p->d[1]);
+}
+
+static dpb_status pair_expand(pair *p)
+{
+    if (!p->symmetric)
+        return DPB_OK;
+    dpb_status st = pld_copy(&p->d[0], &p->d[1]);
+    if (st == DPB_OK)
+        p->symmetric = 0;
+    return st;
+}
+
+static dpb_status pld_status(dpb_status st, dpb_error *err, double h)
+{
+    if (st == DPB_ELIMIT)
+        return dpb_fail(err, st, "value_discretization_interval",
+                        "the privacy-loss distribution needs more than %zu grid points at "
+                        "value_discretization_interval %g: use a coarser interval",
+                        PLD_MAX_POINTS, h);
+    if (st == DPB_ENOMEM)
+        return dpb_fail(err, st, NULL, "out of memory building the privacy-loss distribution");
+    if (st != DPB_OK)
+        return dpb_fail(err, st, "event", "a parameter is outside its domain");
+    return st;
+}
+
+static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *out,
+                           dp_report *rep, dpb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->symmetric = 1;
+    dpb_status st;
+    switch (ev->kind) {
+    case DP_EV_NO_OP:
+        return pld_status(pld_identity(h, &out->d[0]), err, h);
+    case DP_EV_NON_PRIVATE:
+        dp_report_warn(rep, W_NONPRIVATE);
+        return pld_status(pld_non_private(h, &out->d[0]), err, h);
+    case DP_EV_GAUSSIAN:
+        return pld_status(pld_gaussian(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
+                          err, h);
+    case DP_EV_LAPLACE:
+        return pld_status(pld_laplace(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
+                          err, h);
+    case DP_EV_EPSILON_DELTA:
+        return pld_status(
+            pld_eps_delta(ev->u.epsdelta.epsilon, ev->u.epsdelta.delta, h, &out->d[0]), err, h);
+    case DP_EV_SHUFFLED_EPOCH: {
+        double d;
+        st = thm41_leaf(ev, rel, &d, rep, err);
+        if (st != DPB_OK)
+            return st;
+        return pld_status(pld_eps_delta(0.0, d, h, &out->d[0]), err, h);
+    }
+    case DP_EV_POISSON_SAMPLED: {
+        const dp_event *in = ev->u.sampled.event;
+        double q = ev->u.sampled.sampling_probability;
+        if (rel != DP_REL_ADD_OR_REMOVE)
+            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                            "Poisson sampling is accounted for add_or_remove_one only");
+        if (in->kind == DP_EV_NO_OP || q == 0.0)
+            return pld_status(pld_identity(h, &out->d[0]), err, h);
+        if (q == 1.0)
+            return walk_pld(in, rel, h, out, rep, err);
+        if (in->kind != DP_EV_GAUSSIAN && in->kind != DP_EV_LAPLACE)
+            return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+                            "Poisson sampling is accounted for a GaussianDpEvent or a "
+                            "LaplaceDpEvent inside it, not a %s",
+                            kind_name(in->kind));
+        out->symmetric = 0;
+        double s = in->u.noise.noise_multiplier;
+        for (int dir = 0; dir < 2; dir++) {
+            st = in->kind == DP_EV_GAUSSIAN ? pld_sampled_gaussian(q, s, dir, h, &out->d[dir])
+                                            : pld_sampled_laplace(q, s, dir, h, &out->d[dir]);
+            if (st != DPB_OK) {
+                if (dir == 1)
+                    pld_free(&out->d[0]);
+                return pld_status(st, err, h);
+            }
+        }
+        return DPB_OK;
+    }
+    case DP_EV_SELF_COMPOSED: {
+        pair in;
+        st = walk_pld(ev->u.self.event, rel, h, &in, rep, err);
+        if (st != DPB_OK)
+            return st;
+        out->symmetric = in.symmetric;
+        for (int dir = 0; dir < (in.symmetric ? 1 : 2) && st == DPB_OK; dir++)
+            st = pld_self_compose(&in.d[dir], ev->u.self.count, &out->d[dir]);
+        pair_free(&in);
+        if (st != DPB_OK) {
+            pld_free(&out->d[0]);
+            return pld_status(st, err, h);
+        }
+        return DPB_OK;
+    }
+    case DP_EV_COMPOSED: {
+        st = walk_pld(ev->u.composed.events[0], rel, h, out, rep, err);
+        for (size_t i = 1; i < ev->u.composed.n && st == DPB_OK; i++) {
+            pair next, acc = *out;
+            st = walk_pld(ev->u.composed.events[i], rel, h, &next, rep, err);
+            if (st != DPB_OK)
+                break;
+            if (acc.symmetric != next.symmetric) {
+                if ((st = pair_expand(&acc)) != DPB_OK || (st = pair_expand(&next)) != DPB_OK) {
+                    *out = acc;
+                    pair_free(&next);
+                    st = pld_status(st, err, h);
+                    break;
+                }
+            }
+            memset(out, 0, sizeof *out);
+            out->symmetric = acc.symmetric;
+            for (int dir = 0; dir < (acc.symmetric ? 1 : 2) && st == DPB_OK; dir++)
+                st = pld_compose(&acc.d[dir], &next.d[dir], &out->d[dir]);
+            pair_free(&acc);
+            pair_free(&next);
+            if (st != DPB_OK) {
+                pair_free(out);
+                return pld_status(st, err, h);
+            }
+        }
+        if (st != DPB_OK)
+            pair_free(out); /* holds the composition so far (or nothing) */
+        return st;
+    }
+    }
+    return unsupported(err, kind_name(ev->kind), "pld");
+}
+
+/* ---- build and query ------------------------------------------------------------------------ */
+
+static const char REF_THM41[] = "seed 004 (van Dijk & Ertan), Theorem 4.1, with B = 0.4748; "
+                                "epochs composed by the exact f_{0,delta} rule";
+static const char REF_GDP_CLT[] = "seed 004 (van Dijk & Ertan), Theorem 5.2: asymptotic "
+                                  "mu-GDP with mu = sqrt(E (e^{1/sigma^2} - 1)/(M - 1))";
+static const char REF_GDP_EXACT[] = "Gaussian DP (Dong, Roth, Su 2019): a composition of "
+                                    "Gaussian mechanisms is exactly mu-GDP, mu = "
+                                    "sqrt(sum 1/sigma_i^2)";
+static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at "
+                              "dp_accounting's default orders, converted by Canonne, Kamath, "
+                              "Steinke 2020 Prop. 12";
+static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela et al. 2020; "
+                              "Doroshenko et al. 2022), composed by FFT; losses rounded up";
+
+dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                            const dp_options *opt, dp_profile *pr, dp_report *rep,
+                            dpb_error *err)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->acct = acct;
+    rep->accountant = dp_accountant_name(acct);
+    rep->guarantee = acct == DP_ACCT_GDP_CLT ? DP_ESTIMATE : DP_UPPER_BOUND;
+    dpb_status st;
+    double acc = 0.0;
+    switch (acct) {
+    case DP_ACCT_THM41:
+        rep->reference = REF_THM41;
+        st = walk_scalar(ev, rel, acct, 1.0, &acc, rep, err);
+        pr->tv_delta = acc == -HUGE_VAL ? 1.0 : dp_tv_delta_of_sum(acc);
+        return st;
+    case DP_ACCT_GDP_CLT:
+    case DP_ACCT_GDP_EXACT:
+        rep->reference = acct == DP_ACCT_GDP_CLT ? REF_GDP_CLT : REF_GDP_EXACT;
+        if (acct == DP_ACCT_GDP_CLT)
+            dp_report_warn(rep, W_ESTIMATE);
+        st = walk_scalar(ev, rel, acct, 1.0, &acc, rep, err);
+        pr->mu = sqrt(acc);
+        return st;
+    case DP_ACCT_RDP:
+        rep->reference = REF_RDP;
+        return walk_rdp(ev, rel, 1.0, pr->rdp, rep, err);
+    case DP_ACCT_PLD: {
+        rep->reference = REF_PLD;
+        double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
+        pair p;
+        st = walk_pld(ev, rel, h, &p, rep, err);
+        if (st == DPB_OK) {
+            pr->dir[0] = p.d[0];
+            pr->dir[1] = p.d[1];
+            pr->symmetric = p.symmetric;
+        }
+        return st;
+    }
+    case DP_ACCT_AUTO:
+        break;
+    }
+    return dpb_fail(err, DPB_EINVAL, "accountant", "no accountant resolved");
+}
+
+double dp_profile_delta(const dp_profile *pr, double eps, double *ln_delta, double *aux)
+{
+    double d = 0.0, ld = -HUGE_VAL;
+    if (aux)
+        *aux = NAN;
+    switch (pr->acct) {
+    case DP_ACCT_THM41:
+        d = pr->tv_delta;
+        ld = log(d);
+        break;
+    case DP_ACCT_GDP_CLT:
+    case DP_ACCT_GDP_EXACT:
+        if (isinf(pr->mu)) {
+            d = 1.0;
+            ld = 0.0;
+        } else if (pr->mu > 0.0) {
+            dp_gdp_delta(pr->mu, eps, &d, &ld);
+        }
+        break;
+    case DP_ACCT_RDP: {
+        double order;
+        rdp_delta(RDP_DEFAULT_ORDERS, pr->rdp, RDP_NORDERS, eps, &d, &order);
+        ld = log(d);
+        if (aux)
+            *aux = order;
+        break;
+    }
+    case DP_ACCT_PLD: {
+        d = pld_delta(&pr->dir[0], eps);
+        if (!pr->symmetric) {
+            double d1 = pld_delta(&pr->dir[1], eps);
+            if (d1 > d)
+                d = d1;
+        }
+        ld = log(d);
+        break;
+    }
+    case DP_ACCT_AUTO:
+        break;
+    }
+    if (ln_delta)
+        *ln_delta = ld;
+    return d;
+}
+
+double dp_profile_epsilon(const dp_profile *pr, double delta, double *aux)
+{
+    double e = HUGE_VAL;
+    if (aux)
+        *aux = NAN;
+    switch (pr->acct) {
+    case DP_ACCT_THM41:
+        return delta >= pr->tv_delta ? 0.0 : HUGE_VAL;
+    case DP_ACCT_GDP_CLT:
+    case DP_ACCT_GDP_EXACT:
+        if (isinf(pr->mu))
+            return HUGE_VAL;
+        if (pr->mu == 0.0)
+            return 0.0;
+        return dp_gdp_epsilon(pr->mu, delta, &e) == DPB_OK ? e : HUGE_VAL;
+    case DP_ACCT_RDP: {
+        double order;
+        rdp_epsilon(RDP_DEFAULT_ORDERS, pr->rdp, RDP_NORDERS, delta, &e, &order);
+        if (aux)
+            *aux = order;
+        return e;
+    }
+    case DP_ACCT_PLD:
+        e = pld_epsilon(&pr->dir[0], delta);
+        if (!pr->symmetric) {
+            double e1 = pld_epsilon(&pr->dir[1], delta);
+            if (e1 > e)
+                e = e1;
+        }
+        return e;
+    case DP_ACCT_AUTO:
+        break;
+    }
+    return e;
+}
+
+void dp_profile_release(dp_profile *pr)
+{
+    if (pr->acct == DP_ACCT_PLD) {
+        pld_free(&pr->dir[0]);
+        if (!pr->symmetric)
+            pld_free(&pr->dir[1]);
+    }
+}

@@ -1,0 +1,238 @@
+/*
+ * rdp.c - RDP of Gaussian, Laplace and Poisson-subsampled Gaussian; conversions.
+ *
+ * The sampled Gaussian's A_alpha = E_{mu0}[(mu/mu0)^alpha], mu0 = N(0, s^2),
+ * mu = (1-q) mu0 + q N(1, s^2):
+ *   integer alpha: A = sum_k C(alpha,k) (1-q)^{alpha-k} q^k exp((k^2-k)/(2 s^2)), summed in
+ *   log space with a streaming log-sum-exp (terms built by their ratios);
+ *   fractional alpha: the two-sided series of Mironov, Talwar, Zhang 2019 (Section 3.3),
+ *   with ln erfc evaluated through erfcx so it stays finite far in the tail.
+ * eps(alpha) = ln A / (alpha - 1).
+ */
+#include "rdp.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "normal.h"
+
+const double RDP_DEFAULT_ORDERS[RDP_NORDERS] = {
+    1.1,  1.2,  1.3,  1.4,  1.5,  1.6,  1.7,  1.8,  1.9,  2.0,  2.1,  2.2,  2.3,  2.4,  2.5,
+    2.6,  2.7,  2.8,  2.9,  3.0,  3.1,  3.2,  3.3,  3.4,  3.5,  3.6,  3.7,  3.8,  3.9,  4.0,
+    4.1,  4.2,  4.3,  4.4,  4.5,  4.6,  4.7,  4.8,  4.9,  5.0,  5.1,  5.2,  5.3,  5.4,  5.5,
+    5.6,  5.7,  5.8,  5.9,  6.0,  6.1,  6.2,  6.3,  6.4,  6.5,  6.6,  6.7,  6.8,  6.9,  7.0,
+    7.1,  7.2,  7.3,  7.4,  7.5,  7.6,  7.7,  7.8,  7.9,  8.0,  8.1,  8.2,  8.3,  8.4,  8.5,
+    8.6,  8.7,  8.8,  8.9,  9.0,  9.1,  9.2,  9.3,  9.4,  9.5,  9.6,  9.7,  9.8,  9.9,  10.0,
+    10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7, 10.8, 10.9, 11,   12,   13,   14,   15,   16,
+    17,   18,   19,   20,   21,   22,   23,   24,   25,   26,   27,   28,   29,   30,   31,
+    32,   33,   34,   35,   36,   37,   38,   39,   40,   41,   42,   43,   44,   45,   46,
+    47,   48,   49,   50,   51,   52,   53,   54,   55,   56,   57,   58,   59,   60,   61,
+    62,   63,   128,  256,  512,  1024};
+
+/* Relative rounding of every RDP-derived eps and delta (the series are accurate to a few
+ * ulp per term; this margin exceeds their accumulated error). */
+#define RDP_REL_ROUND 1e-12
+
+static double log_add(double a, double b)
+{
+    if (a == -HUGE_VAL)
+        return b;
+    if (b == -HUGE_VAL)
+        return a;
+    double m = a > b ? a : b;
+    return m + log1p(exp(-fabs(a - b)));
+}
+
+/* ln(e^a - e^b) for a >= b. */
+static double log_sub(double a, double b)
+{
+    if (b == -HUGE_VAL)
+        return a;
+    if (a <= b)
+        return -HUGE_VAL;
+    return a + log1p(-exp(b - a));
+}
+
+/* ln erfc(x), finite for all finite x. */
+static double log_erfc(double x)
+{
+    if (x > 0.5)
+        return log(dp_erfcx(x)) - x * x;
+    return log(erfc(x));
+}
+
+static double log_a_int(double q, double sigma, int alpha)
+{
+    /* ln t_k = ln C(alpha,k) + k ln q + (alpha-k) ln(1-q) + (k^2-k)/(2 s^2), by ratios. */
+    double lq = log(q), l1q = log1p(-q), inv2s2 = 1.0 / (2.0 * sigma * sigma);
+    double lt = alpha * l1q; /* k = 0 */
+    double m = lt, s = 1.0;  /* streaming log-sum-exp: sum = s e^m */
+    for (int k = 1; k <= alpha; k++) {
+        lt += log((double)(alpha - k + 1) / k) + lq - l1q + (2.0 * k - 2.0) * inv2s2;
+        if (lt > m) {
+            s = s * exp(m - lt) + 1.0;
+            m = lt;
+        } else {
+            s += exp(lt - m);
+        }
+    }
+    return m + log(s);
+}
+
+static double log_a_frac(double q, double sigma, double alpha)
+{
+    double la0 = -HUGE_VAL, la1 = -HUGE_VAL;
+    double s2 = sigma * sigma;
+    double z0 = s2 * log(1.0 / q - 1.0) + 0.5;
+    double lq = log(q), l1q = log1p(-q);
+    double log_coef = 0.0; /* ln |C(alpha, i)| */
+    int sign = 1;
+    for (int i = 0; i < 100000; i++) {
+        if (i > 0) {
+            double r = (alpha - i + 1.0) / i;
+            if (r < 0)
+                sign = -sign;
+            log_coef += log(fabs(r));
+        }
+        double j = alpha - i;
+        double lt0 = log_coef + i * lq + j * l1q;
+        double lt1 = log_coef + j * lq + i * l1q;
+        double le0 = log(0.5) + log_erfc((i - z0) / (M_SQRT2 * sigma));
+        double le1 = log(0.5) + log_erfc((z0 - j) / (M_SQRT2 * sigma));
+        double ls0 = lt0 + (i * (double)i - i) / (2.0 * s2) + le0;
+        double ls1 = lt1 + (j * j - j) / (2.0 * s2) + le1;
+        if (sign > 0) {
+            la0 = log_add(la0, ls0);
+            la1 = log_add(la1, ls1);
+        } else {
+            la0 = log_sub(la0, ls0);
+            la1 = log_sub(la1, ls1);
+        }
+        if ((ls0 > ls1 ? ls0 : ls1) < -30.0 && i > alpha)
+            break;
+    }
+    return log_add(la0, la1);
+}
+
+double rdp_poisson_gaussian(double q, double sigma, double alpha)
+{
+    if (q == 0.0)
+        return 0.0;
+    if (q == 1.0)
+        return alpha / (2.0 * sigma * sigma);
+    if (isinf(alpha))
+        return HUGE_VAL;
+    double la = alpha == floor(alpha) && alpha <= 1e6 ? log_a_int(q, sigma, (int)alpha)
+                                                      : log_a_frac(q, sigma, alpha);
+    double r = la / (alpha - 1.0);
+    return r > 0.0 ? r : 0.0;
+}
+
+static int bad_orders(const double *orders, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(orders[i] > 1.0) || !isfinite(orders[i]))
+            return 1;
+    return n == 0;
+}
+
+dpb_status rdp_add_gaussian(double sigma, double count, const double *orders, size_t n,
+                            double *rdp)
+{
+    if (!(sigma > 0.0) || !isfinite(sigma) || !(count >= 0.0) || bad_orders(orders, n))
+        return DPB_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        rdp[i] += count * orders[i] / (2.0 * sigma * sigma);
+    return DPB_OK;
+}
+
+dpb_status rdp_add_laplace(double b, double count, const double *orders, size_t n, double *rdp)
+{
+    if (!(b > 0.0) || !isfinite(b) || !(count >= 0.0) || bad_orders(orders, n))
+        return DPB_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        double a = orders[i];
+        /* Mironov 2017 Prop. 6: 1/(a-1) ln( a/(2a-1) e^{(a-1)/b} + (a-1)/(2a-1) e^{-a/b} ),
+         * in log space: the first term dominates. */
+        double t1 = log(a / (2.0 * a - 1.0)) + (a - 1.0) / b;
+        double t2 = log((a - 1.0) / (2.0 * a - 1.0)) - a / b;
+        rdp[i] += count * log_add(t1, t2) / (a - 1.0);
+    }
+    return DPB_OK;
+}
+
+dpb_status rdp_add_poisson_gaussian(double q, double sigma, double count, const double *orders,
+                                    size_t n, double *rdp)
+{
+    if (!(q >= 0.0 && q <= 1.0) || !(sigma > 0.0) || !isfinite(sigma) || !(count >= 0.0) ||
+        bad_orders(orders, n))
+        return DPB_EINVAL;
+    if (q == 0.0 || count == 0.0)
+        return DPB_OK;
+    for (size_t i = 0; i < n; i++)
+        rdp[i] += count * rdp_poisson_gaussian(q, sigma, orders[i]);
+    return DPB_OK;
+}
+
+dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta,
+                       double *eps, double *order)
+{
+    if (!(delta > 0.0 && delta < 1.0) || bad_orders(orders, n))
+        return DPB_EINVAL;
+    double best = HUGE_VAL, best_order = orders[0];
+    for (size_t i = 0; i < n; i++) {
+        double a = orders[i], r = rdp[i], e;
+        if (!(r >= 0.0))
+            return DPB_EINVAL;
+        if (isinf(r))
+            e = HUGE_VAL;
+        else if (delta * delta + expm1(-r) > 0.0)
+            e = 0.0; /* delta <= sqrt(1 - e^{-KL}) already */
+        else if (a > 1.01)
+            e = r + log1p(-1.0 / a) - log(delta * a) / (a - 1.0);
+        else
+            e = HUGE_VAL;
+        if (e < best) {
+            best = e;
+            best_order = a;
+        }
+    }
+    if (best < 0.0)
+        best = 0.0;
+    *eps = dp_round_up(best, RDP_REL_ROUND);
+    *order = best_order;
+    return DPB_OK;
+}
+
+dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps,
+                     double *delta, double *order)
+{
+    if (!(eps >= 0.0) || !isfinite(eps) || bad_orders(orders, n))
+        return DPB_EINVAL;
+    double best = HUGE_VAL, best_order = orders[0];
+    for (size_t i = 0; i < n; i++) {
+        double a = orders[i], r = rdp[i], ld;
+        if (!(r >= 0.0))
+            return DPB_EINVAL;
+        if (isinf(r))
+            ld = 0.0;
+        else if (r == 0.0)
+            ld = -HUGE_VAL;
+        else
+            ld = 0.5 * log1p(-exp(-r));
+        if (a > 1.01 && isfinite(r)) {
+            double b = (a - 1.0) * (r - eps + log1p(-1.0 / a)) - log(a);
+            if (b < ld)
+                ld = b;
+        }
+        if (ld < best) {
+            best = ld;
+            best_order = a;
+        }
+    }
+    double d = exp(best);
+    d = dp_round_up(d, RDP_REL_ROUND);
+    *delta = d > 1.0 ? 1.0 : d;
+    *order = best_order;
+    return DPB_OK;
+}

@@ -1,0 +1,222 @@
+/* client.c - the libcurl helper behind the API tests (see client.h). */
+#include "client.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+static char base[128] = "http://127.0.0.1:8080";
+
+void api_set_base(const char *base_url)
+{
+    snprintf(base, sizeof base, "%s", base_url);
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} growbuf;
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    growbuf *g = userdata;
+    size_t n = size * nmemb;
+    if (g->len + n + 1 > g->cap) {
+        size_t ncap = g->cap ? g->cap : 4096;
+        while (ncap < g->len + n + 1)
+            ncap *= 2;
+        char *nb = realloc(g->buf, ncap);
+        if (nb == NULL) {
+            g->oom = 1;
+            return 0; /* aborts the transfer */
+        }
+        g->buf = nb;
+        g->cap = ncap;
+    }
+    memcpy(g->buf + g->len, data, n);
+    g->len += n;
+    g->buf[g->len] = '\0';
+    return n;
+}
+
+/* Copy the value of header line `line` (length n) into dst if its name is `name`. */
+static void take_header(const char *line, size_t n, const char *name, char *dst, size_t dst_n)
+{
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+        return;
+    const char *v = line + k + 1;
+    const char *end = line + n;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    size_t len = (size_t)(end - v);
+    if (len >= dst_n)
+        len = dst_n - 1;
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    api_reply *r = userdata;
+    size_t n = size * nmemb;
+    if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        /* a new response head (e.g. after 100 Continue): forget the previous one */
+        r->content_type[0] = '\0';
+        r->allow[0] = '\0';
+    }
+    take_header(data, n, "Content-Type", r->content_type, sizeof r->content_type);
+    take_header(data, n, "Allow", r->allow, sizeof r->allow);
+    return n;
+}
+
+typedef struct {
+    const char *p;
+    size_t left;
+} reader;
+
+static size_t on_read(char *dst, size_t size, size_t nmemb, void *userdata)
+{
+    reader *rd = userdata;
+    size_t n = size * nmemb;
+    if (n > rd->left)
+        n = rd->left;
+    /* small pieces: the body really arrives in several chunks */
+    if (n > 8192)
+        n = 8192;
+    memcpy(dst, rd->p, n);
+    rd->p += n;
+    rd->left -= n;
+    return n;
+}
+
+static int is_json_type(const char *ct)
+{
+    static const char *const types[] = {"application/json", "application/problem+json"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        size_t k = strlen(types[i]);
+        if (strncasecmp(ct, types[i], k) == 0 && (ct[k] == '\0' || ct[k] == ';' || ct[k] == ' '))
+            return 1;
+    }
+    return 0;
+}
+
+static int call(const char *method, const char *path, const char *content_type, const char *body,
+                size_t body_len, int chunked, api_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    growbuf g = {0};
+    reader rd = {body ? body : "", body ? body_len : 0};
+    char url[512], ct_header[160];
+    snprintf(url, sizeof url, "%s%s", base, path);
+
+    CURL *h = curl_easy_init();
+    if (h == NULL) {
+        out->body = calloc(1, 1);
+        out->curl_code = CURLE_FAILED_INIT;
+        return -1;
+    }
+    struct curl_slist *hdrs = NULL;
+    /* never "Expect: 100-continue": the body is sent at once */
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    if (content_type) {
+        snprintf(ct_header, sizeof ct_header, "Content-Type: %s", content_type);
+        hdrs = curl_slist_append(hdrs, ct_header);
+    } else {
+        hdrs = curl_slist_append(hdrs, "Content-Type:"); /* drop curl's default */
+    }
+    if (chunked)
+        hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0 || body != NULL) {
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        if (body != NULL || strcmp(method, "POST") == 0) {
+            curl_easy_setopt(h, CURLOPT_POST, 1L);
+            if (chunked) {
+                curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+                curl_easy_setopt(h, CURLOPT_READDATA, &rd);
+            } else {
+                curl_easy_setopt(h, CURLOPT_POSTFIELDS, rd.p);
+                curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rd.left);
+            }
+        }
+    }
+
+    CURLcode rc = curl_easy_perform(h);
+    out->curl_code = (int)rc;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+
+    if (g.buf == NULL)
+        g.buf = calloc(1, 1);
+    out->body = g.buf;
+    out->body_len = g.len;
+    if (out->body && out->body_len > 0 && is_json_type(out->content_type))
+        out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    return rc == CURLE_OK && !g.oom ? 0 : -1;
+}
+
+int api_call(const char *method, const char *path, const char *content_type, const char *body,
+             size_t body_len, api_reply *out)
+{
+    return call(method, path, content_type, body, body_len, 0, out);
+}
+
+int api_call_chunked(const char *method, const char *path, const char *content_type,
+                     const char *body, size_t body_len, api_reply *out)
+{
+    return call(method, path, content_type, body, body_len, 1, out);
+}
+
+int api_get(const char *path, api_reply *out)
+{
+    return call("GET", path, NULL, NULL, 0, 0, out);
+}
+
+int api_postf(api_reply *out, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *body = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (body == NULL) {
+        memset(out, 0, sizeof *out);
+        out->body = calloc(1, 1);
+        return -1;
+    }
+    va_start(ap, fmt);
+    vsnprintf(body, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = call("POST", path, "application/json", body, (size_t)n, 0, out);
+    free(body);
+    return rc;
+}
+
+void api_reply_free(api_reply *r)
+{
+    free(r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}

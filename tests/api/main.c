@@ -1,0 +1,224 @@
+/*
+ * main.c - the API suite: start a real dpbudgetd on an ephemeral port, run every API test
+ * against it over HTTP, stop it with SIGTERM (the last test: it must exit 0), and print
+ * the closing "api: N passed, M failed".
+ *
+ *   api_tests [DPBUDGETD] [FILTER]
+ *
+ * The daemon is argv[1] when that is an executable, else $DPBUDGETD (then argv[1], if
+ * any, is the filter). FILTER keeps the tests whose name contains it.
+ */
+#define TESTLIB_MAIN
+#include "suites.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "client.h"
+
+static pid_t daemon_pid = -1;
+static char tmpdir[64];
+static char port_path[128];
+static char log_path[128];
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Copy the daemon's log to stderr (it is kept in a file to keep the test output short). */
+static void dump_log(void)
+{
+    FILE *f = fopen(log_path, "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    fprintf(stderr, "---- dpbudgetd log ----\n");
+    while (fgets(line, sizeof line, f))
+        fputs(line, stderr);
+    fprintf(stderr, "-----------------------\n");
+    fclose(f);
+}
+
+/* Start the daemon and wait up to 5 s for its port file; 0 on success. */
+static int start_daemon(const char *bin)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/dpb-api-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("api_tests: mkdtemp");
+        return -1;
+    }
+    snprintf(port_path, sizeof port_path, "%s/port", tmpdir);
+    snprintf(log_path, sizeof log_path, "%s/daemon.log", tmpdir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("api_tests: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        char *const args[] = {(char *)bin, "--listen",    "127.0.0.1", "--port",
+                              "0",         "--port-file", port_path,   "--max-body",
+                              "65536",     "--threads",   "2",         NULL};
+        execv(bin, args);
+        fprintf(stderr, "api_tests: cannot run %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    daemon_pid = pid;
+    for (int waited = 0; waited <= 5000; waited += 10) {
+        FILE *f = fopen(port_path, "r");
+        unsigned port = 0;
+        if (f) {
+            int ok = fscanf(f, "%u", &port) == 1;
+            fclose(f);
+            if (ok && port > 0 && port < 65536) {
+                char base[64];
+                snprintf(base, sizeof base, "http://127.0.0.1:%u", port);
+                api_set_base(base);
+                return 0;
+            }
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "api_tests: %s exited before listening (status %d)\n", bin, st);
+            daemon_pid = -1;
+            dump_log();
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    fprintf(stderr, "api_tests: %s wrote no port file within 5 s\n", bin);
+    dump_log();
+    return -1;
+}
+
+/* SIGTERM, then wait up to 5 s (SIGKILL after that). Returns the wait status or -1. */
+static int stop_daemon(void)
+{
+    if (daemon_pid <= 0)
+        return -1;
+    pid_t pid = daemon_pid;
+    daemon_pid = -1;
+    kill(pid, SIGTERM);
+    int st = 0;
+    for (int waited = 0; waited < 5000; waited += 10) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return st;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "api_tests: dpbudgetd ignored SIGTERM for 5 s: SIGKILL\n");
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return -1;
+}
+
+static void cleanup_tmpdir(void)
+{
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", port_path);
+    unlink(tmp);
+    unlink(port_path);
+    unlink(log_path);
+    rmdir(tmpdir);
+}
+
+static int daemon_started;
+
+static void daemon_starts(void)
+{
+    CHECKF(daemon_started, "dpbudgetd did not start (see above)");
+}
+
+/* Last: SIGTERM stops the daemon gracefully with exit status 0. */
+static void daemon_exits_cleanly_on_sigterm(void)
+{
+    int st = stop_daemon();
+    CHECKF(st != -1, "dpbudgetd did not stop within 5 s");
+    if (st != -1) {
+        CHECKF(WIFEXITED(st), "dpbudgetd ended by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dpbudgetd exit status %d",
+               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        dump_log();
+}
+
+static int is_executable(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *bin = NULL, *filter = NULL;
+    if (argc > 1 && is_executable(argv[1])) {
+        bin = argv[1];
+        filter = argc > 2 ? argv[2] : NULL;
+    } else {
+        bin = getenv("DPBUDGETD");
+        filter = argc > 1 ? argv[1] : NULL;
+    }
+    char *run_argv[] = {argv[0], (char *)filter, NULL};
+    int run_argc = filter ? 2 : 1;
+    if (bin == NULL || bin[0] == '\0') {
+        fprintf(stderr, "usage: %s DPBUDGETD [FILTER]   (or set DPBUDGETD)\n", argv[0]);
+        static const tl_test none[] = {TL_T(daemon_starts)};
+        return tl_run("api", none, 1, 1, run_argv);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "api_tests: curl_global_init failed\n");
+        return 1;
+    }
+    daemon_started = start_daemon(bin) == 0;
+    int rc;
+    if (!daemon_started) {
+        stop_daemon();
+        static const tl_test none[] = {TL_T(daemon_starts)};
+        rc = tl_run("api", none, 1, 1, run_argv);
+    } else {
+        static tl_test all[256];
+        size_t n = 0;
+        const struct {
+            const tl_test *t;
+            size_t n;
+        } suites[] = {
+            {COMPUTE_TESTS, COMPUTE_NTESTS},
+            {OPS_TESTS, OPS_NTESTS},
+            {ERROR_TESTS, ERROR_NTESTS},
+            {CONTRACT_TESTS, CONTRACT_NTESTS},
+        };
+        for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
+            for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
+                all[n++] = suites[s].t[i];
+        all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm); /* always last */
+        rc = tl_run("api", all, n, run_argc, run_argv);
+        stop_daemon(); /* when the filter skipped the last test */
+    }
+    cleanup_tmpdir();
+    curl_global_cleanup();
+    return rc;
+}

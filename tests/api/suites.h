@@ -1,0 +1,18 @@
+/* suites.h - the API test suites, one per theme; main.c runs them against a live daemon. */
+#ifndef DPB_API_SUITES_H
+#define DPB_API_SUITES_H
+
+#include <stddef.h>
+
+#include "../testlib.h"
+
+extern const tl_test COMPUTE_TESTS[]; /* test_compute.c: happy paths with exact values */
+extern const size_t COMPUTE_NTESTS;
+extern const tl_test OPS_TESTS[]; /* test_ops.c: accountants, health, OpenAPI, index */
+extern const size_t OPS_NTESTS;
+extern const tl_test ERROR_TESTS[]; /* test_errors.c: every error class */
+extern const size_t ERROR_NTESTS;
+extern const tl_test CONTRACT_TESTS[]; /* test_contract.c: every answer's shape */
+extern const size_t CONTRACT_NTESTS;
+
+#endif
