@@ -12,9 +12,12 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/dp/account.h"
 #include "../core/dp/shuffle.h"
 
 #define BENCH_SECONDS 0.5
@@ -224,6 +227,87 @@ static int report(const char *name, const run_stats *rs, double target_ns, const
     return rs->errors ? 1 : 0;
 }
 
+/* ---- issue 3: the standard accountants on the reference run (MATH.md section 6) ---- */
+
+static dp_event *reference_run(dp_event **gauss_out)
+{
+    dp_event *g = dp_event_new(DP_EV_GAUSSIAN);
+    dp_event *p = dp_event_new(DP_EV_POISSON_SAMPLED);
+    dp_event *t = dp_event_new(DP_EV_SELF_COMPOSED);
+    if (g == NULL || p == NULL || t == NULL)
+        exit(1);
+    g->u.noise.noise_multiplier = 1.0;
+    p->u.sampled.sampling_probability = 0.01;
+    p->u.sampled.event = g;
+    t->u.self.event = p;
+    t->u.self.count = 1000;
+    if (gauss_out)
+        *gauss_out = g;
+    return t;
+}
+
+/* Mean seconds per call of one accountant's eps(1e-5), repeated for at least `secs`. */
+static double time_epsilon(dp_accountant a, double secs, double *eps_out)
+{
+    dp_event *ev = reference_run(NULL);
+    double delta = 1e-5, eps = 0.0;
+    int n = 0;
+    double t0 = now_s(), t1;
+    do {
+        dp_report rep;
+        if (dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, a, &delta, 1, &eps, &rep, NULL) != DPB_OK)
+            exit(1);
+        sink += eps;
+        n++;
+        t1 = now_s();
+    } while (t1 - t0 < secs);
+    dp_event_free(ev);
+    *eps_out = eps;
+    return (t1 - t0) / n;
+}
+
+static long peak_rss_kib(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+static void bench_accountants(void)
+{
+    double eps;
+    long rss0 = peak_rss_kib();
+    double t = time_epsilon(DP_ACCT_RDP, BENCH_SECONDS, &eps);
+    printf("rdp_epsilon (q=0.01, sigma=1, T=1000, delta=1e-5): %.3g us/op, eps %.6f  "
+           "target < 100 us  [%s]\n",
+           t * 1e6, eps, t < 100e-6 ? "ok" : "MISSED");
+    t = time_epsilon(DP_ACCT_PLD, BENCH_SECONDS, &eps);
+    long rss1 = peak_rss_kib();
+    printf("pld_epsilon (same run, grid 1e-4): %.3g ms/op, eps %.6f, peak RSS %ld KiB (%+ld KiB "
+           "over the process before)  target < 50 ms  [%s]\n",
+           t * 1e3, eps, rss1, rss1 - rss0, t < 50e-3 ? "ok" : "MISSED");
+    /* sigma calibration to eps = 1 with PLD */
+    int n = 0;
+    double t0 = now_s(), t1, sigma = 0.0;
+    do {
+        dp_event *g;
+        dp_event *ev = reference_run(&g);
+        g->unknown = DP_PARAM_NOISE_MULTIPLIER;
+        dp_calibration c;
+        dp_report rep;
+        if (dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, 1.0, 1e-5, &c, &rep, NULL) !=
+            DPB_OK)
+            exit(1);
+        sigma = c.value;
+        dp_event_free(ev);
+        n++;
+        t1 = now_s();
+    } while (t1 - t0 < 2.0 * BENCH_SECONDS);
+    t = (t1 - t0) / n;
+    printf("pld_calibrate_sigma (same run to eps=1, delta=1e-5): %.3g ms/op, sigma %.6f  "
+           "target < 1000 ms  [%s]\n",
+           t * 1e3, sigma, t < 1.0 ? "ok" : "MISSED");
+}
+
 int main(void)
 {
     int bad = 0;
@@ -251,6 +335,9 @@ int main(void)
 
     run_stats si = bench_sigma_interval();
     bad |= report("thm41_sigma_interval", &si, 0.0, "us", 1);
+    fflush(stdout);
+
+    bench_accountants();
 
     printf("(sink %g)\n", (double)sink);
     if (fflush(stdout) != 0)

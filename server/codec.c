@@ -277,10 +277,14 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
 /* ---- events ---------------------------------------------------------------------------- */
 
 /* dp_accounting event classes that are known but not yet accounted here. */
-static const char *const KNOWN_UNSUPPORTED[] = {
-    "SampledWithoutReplacementDpEvent", "SingleEpochTreeAggregationDpEvent",
-    "RepeatAndSelectDpEvent", "UnsupportedDpEvent", "MixtureOfGaussiansDpEvent", "ZCDpEvent",
-    "TruncatedSubsampledGaussianDpEvent", NULL};
+static const char *const KNOWN_UNSUPPORTED[] = {"SampledWithoutReplacementDpEvent",
+                                                "SingleEpochTreeAggregationDpEvent",
+                                                "RepeatAndSelectDpEvent",
+                                                "UnsupportedDpEvent",
+                                                "MixtureOfGaussiansDpEvent",
+                                                "ZCDpEvent",
+                                                "TruncatedSubsampledGaussianDpEvent",
+                                                NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
 static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
@@ -305,8 +309,8 @@ static dp_event *new_event(dp_event_kind k, problem *pb)
 }
 
 /* A positive noise multiplier in (0, 1e6]; may be left for the solver. */
-static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev,
-                        double *slot, problem *pb)
+static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev, double *slot,
+                        problem *pb)
 {
     if (leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev))
         return 0;
@@ -323,7 +327,6 @@ static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_even
     *slot = s;
     return 0;
 }
-
 
 static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
 {
@@ -471,8 +474,7 @@ static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for,
             goto fail;
         if (!(q >= 0.0 && q <= 1.0)) {
             join(f, sizeof f, path, "sampling_probability");
-            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f,
-                        q);
+            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f, q);
             goto fail;
         }
         ev->u.sampled.sampling_probability = q;

@@ -68,9 +68,10 @@ static void put_report(json_t *o, const dp_report *rep, const dp_options *opt, d
 
 void res_delta(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {
-        "event",      "epsilon", "epsilons", "neighboring_relation",
-        "accountant", "value_discretization_interval", NULL};
+    static const char *const allowed[] = {"event",      "epsilon",
+                                          "epsilons",   "neighboring_relation",
+                                          "accountant", "value_discretization_interval",
+                                          NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
@@ -111,11 +112,10 @@ void res_delta(const http_request *req, http_response *resp)
     put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon",
-                                                          codec_real(eps[i]), "delta",
-                                                          codec_real(delta[i]), "ln_delta",
-                                                          codec_real(ln_delta[i])),
-                                                aux[i]));
+        json_array_append_new(
+            res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
+                                        codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
+                              aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
@@ -134,9 +134,10 @@ out:
 
 void res_epsilon(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {
-        "event",      "delta", "deltas", "neighboring_relation",
-        "accountant", "value_discretization_interval", NULL};
+    static const char *const allowed[] = {"event",      "delta",
+                                          "deltas",     "neighboring_relation",
+                                          "accountant", "value_discretization_interval",
+                                          NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
@@ -176,11 +177,10 @@ void res_epsilon(const http_request *req, http_response *resp)
     put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(res, result_entry(json_pack("{s:o, s:o, s:b}", "delta",
-                                                          codec_real(dl[i]), "epsilon",
-                                                          codec_real(eps[i]), "certified",
-                                                          isfinite(eps[i])),
-                                                aux[i]));
+        json_array_append_new(
+            res, result_entry(json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
+                                        codec_real(eps[i]), "certified", isfinite(eps[i])),
+                              aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "delta", codec_real(dl[0]));
@@ -220,9 +220,14 @@ static int decode_dataset(json_t *j, double *clip, double *ratio, problem *pb)
 
 void res_calibrate(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {
-        "event",   "solve_for", "target", "neighboring_relation", "accountant",
-        "dataset", "value_discretization_interval", NULL};
+    static const char *const allowed[] = {"event",
+                                          "solve_for",
+                                          "target",
+                                          "neighboring_relation",
+                                          "accountant",
+                                          "dataset",
+                                          "value_discretization_interval",
+                                          NULL};
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
@@ -438,14 +443,14 @@ void res_curve(const http_request *req, http_response *resp)
     put_report(o, &rep, &opt, rel);
     json_t *curve = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(curve, json_pack("{s:o, s:o}", "epsilon", codec_real(eps[i]),
-                                               "delta", codec_real(delta[i])));
+        json_array_append_new(curve, json_pack("{s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
+                                               codec_real(delta[i])));
     json_object_set_new(o, "curve", curve);
     if (na) {
         json_t *tr = json_array();
         for (size_t i = 0; i < na; i++)
-            json_array_append_new(tr, json_pack("{s:o, s:o}", "alpha", codec_real(alpha[i]),
-                                                "beta", codec_real(beta[i])));
+            json_array_append_new(tr, json_pack("{s:o, s:o}", "alpha", codec_real(alpha[i]), "beta",
+                                                codec_real(beta[i])));
         json_object_set_new(o, "tradeoff", tr);
     }
     http_reply_json(resp, 200, o);
@@ -475,11 +480,12 @@ void res_accountants(const http_request *req, http_response *resp)
 {
     (void)req;
     json_t *ev = json_array();
-    json_array_append_new(ev, event_entry("GaussianDpEvent", "noise_multiplier",
-                                          "gdp_exact, rdp, pld",
-                                          "Gaussian noise with std noise_multiplier x sensitivity"));
-    json_array_append_new(ev, event_entry("LaplaceDpEvent", "noise_multiplier", "rdp, pld",
-                                          "Laplace noise with scale noise_multiplier x sensitivity"));
+    json_array_append_new(ev,
+                          event_entry("GaussianDpEvent", "noise_multiplier", "gdp_exact, rdp, pld",
+                                      "Gaussian noise with std noise_multiplier x sensitivity"));
+    json_array_append_new(ev,
+                          event_entry("LaplaceDpEvent", "noise_multiplier", "rdp, pld",
+                                      "Laplace noise with scale noise_multiplier x sensitivity"));
     json_array_append_new(ev, event_entry("EpsilonDeltaDpEvent", "epsilon, delta",
                                           "pld (rdp when delta = 0)",
                                           "any (epsilon, delta)-DP mechanism"));
@@ -489,8 +495,8 @@ void res_accountants(const http_request *req, http_response *resp)
                         "the inner event on a Poisson sample; add_or_remove_one only"));
     json_array_append_new(ev, event_entry("SelfComposedDpEvent", "event, count", "all",
                                           "the event run count times (e.g. epochs)"));
-    json_array_append_new(ev, event_entry("ComposedDpEvent", "events", "all",
-                                          "each listed event run once"));
+    json_array_append_new(
+        ev, event_entry("ComposedDpEvent", "events", "all", "each listed event run once"));
     json_array_append_new(ev, event_entry("NoOpDpEvent", "", "all", "touches no data"));
     json_array_append_new(ev, event_entry("NonPrivateDpEvent", "", "all",
                                           "releases data without noise: infinite cost"));
@@ -522,12 +528,12 @@ void res_accountants(const http_request *req, http_response *resp)
     for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
         json_array_append_new(ac, json_pack("{s:s, s:s, s:s}", "name", A[i].name, "guarantee",
                                             A[i].guarantee, "description", A[i].description));
-    json_t *o = json_pack(
-        "{s:o, s:o, s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev, "accountants", ac,
-        "neighboring_relations", "add_or_remove_one", "replace_one", "guarantees", "upper_bound",
-        "the true value is at most this: safe to rely on", "estimate",
-        "an approximation: never used for enforcement", "lower_bound",
-        "the true value is at least this: an attack or diagnostic", "solve_for",
-        "noise_multiplier", "rounds", "count", "sampling_probability");
+    json_t *o =
+        json_pack("{s:o, s:o, s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev,
+                  "accountants", ac, "neighboring_relations", "add_or_remove_one", "replace_one",
+                  "guarantees", "upper_bound", "the true value is at most this: safe to rely on",
+                  "estimate", "an approximation: never used for enforcement", "lower_bound",
+                  "the true value is at least this: an attack or diagnostic", "solve_for",
+                  "noise_multiplier", "rounds", "count", "sampling_probability");
     http_reply_json(resp, o ? 200 : 500, o);
 }

@@ -135,8 +135,8 @@ dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
     if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
     for (size_t i = 0; i < n; i++)
-        delta[i] = dp_profile_delta(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL,
-                                    aux ? &aux[i] : NULL);
+        delta[i] =
+            dp_profile_delta(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
     dp_profile_release(&pr);
     return DPB_OK;
 }
@@ -165,17 +165,15 @@ dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct
     return DPB_OK;
 }
 
-dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                      const double *delta, size_t n, double *eps, dp_report *rep,
-                      dpb_error *err)
+dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
+                      size_t n, double *eps, dp_report *rep, dpb_error *err)
 {
     return dp_epsilon_ex(ev, rel, acct, NULL, delta, n, eps, NULL, rep, err);
 }
 
-dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                    const dp_options *opt, const double *eps, size_t n_eps, double *delta,
-                    const double *alpha, size_t n_alpha, double *beta, dp_report *rep,
-                    dpb_error *err)
+dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
+                    const double *eps, size_t n_eps, double *delta, const double *alpha,
+                    size_t n_alpha, double *beta, dp_report *rep, dpb_error *err)
 {
     dpb_status st = check_points(eps, n_eps, 0, err);
     for (size_t j = 0; st == DPB_OK && j < n_alpha; j++)
@@ -295,8 +293,8 @@ static int feasible(probe *p, double v, double *delta)
     dpb_error e = {0};
     double d;
     dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, &scratch, &e);
-    if (st == DPB_ENOTCOVERED)
-        return 0;
+    if (st == DPB_ENOTCOVERED || st == DPB_ELIMIT)
+        return 0; /* nothing certified at this value: for the solver, not feasible */
     if (st != DPB_OK) {
         p->fatal = st;
         if (p->err && p->err->status == DPB_OK)
@@ -317,8 +315,8 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
     double d;
     int f;
     if (prm == DP_PARAM_NOISE_MULTIPLIER) {
-        /* smallest feasible sigma in [1e-3, 1e6] */
-        double lo = 1e-3, hi = 1.0;
+        /* smallest feasible sigma in [1e-4, 1e6], bracketed outward from 1 */
+        double lo, hi = 1.0;
         while ((f = feasible(p, hi, &d)) == 0 && hi < 1e6)
             hi *= 4.0;
         if (f < 0)
@@ -328,11 +326,16 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
             c->best_at = hi;
             c->best_delta = d;
             return dpb_fail(p->err, DPB_EINFEASIBLE, "noise_multiplier",
-                            "even noise_multiplier %g gives delta %.6g > %.6g at epsilon %g", hi,
-                            d, p->delta_t, p->eps_t);
+                            "even noise_multiplier %g gives delta %.6g > %.6g at epsilon %g", hi, d,
+                            p->delta_t, p->eps_t);
         }
-        if ((f = feasible(p, lo, &d)) < 0)
-            return p->fatal;
+        for (lo = hi / 2.0;; lo /= 2.0) {
+            if ((f = feasible(p, lo, &d)) < 0)
+                return p->fatal;
+            if (f == 0 || lo < 1e-4)
+                break;
+            hi = lo;
+        }
         if (f == 1) {
             hi = lo;
         } else {
@@ -413,13 +416,12 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
         c->tolerance = lo == 1.0 ? 0.0 : tol;
     } else {
         return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
-                        "%s can be solved for with the thm41 accountant only",
-                        dp_param_name(prm));
+                        "%s can be solved for with the thm41 accountant only", dp_param_name(prm));
     }
     /* verify the returned value, and report its conditions */
     set_param(p->node, c->value);
-    dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta,
-                            p->rep, p->err);
+    dpb_status st =
+        eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep, p->err);
     if (st != DPB_OK)
         return st;
     if (!(c->achieved_delta <= p->delta_t))
@@ -548,8 +550,7 @@ static dpb_status calibrate_thm41(probe *p, dp_calibration *c)
                         "this parameter cannot be solved for with thm41");
     }
     set_param(node, c->value);
-    return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep,
-                   p->err);
+    return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep, p->err);
 }
 
 dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
@@ -583,8 +584,7 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
 }
 
 dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
-                        double delta_target, dp_calibration *out, dp_report *rep,
-                        dpb_error *err)
+                        double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err)
 {
     return dp_calibrate_ex(tmpl, rel, acct, NULL, eps_target, delta_target, out, rep, err);
 }

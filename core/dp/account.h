@@ -83,10 +83,9 @@ dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct
  * upper_bound. Exact for gdp_exact (G_mu) and thm41 (1 - alpha - delta); for rdp and pld
  * the envelope sup_eps (1 - delta(eps) - e^eps alpha) over a fine eps grid.
  */
-dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                    const dp_options *opt, const double *eps, size_t n_eps, double *delta,
-                    const double *alpha, size_t n_alpha, double *beta, dp_report *rep,
-                    dpb_error *err);
+dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
+                    const double *eps, size_t n_eps, double *delta, const double *alpha,
+                    size_t n_alpha, double *beta, dp_report *rep, dpb_error *err);
 
 /* What a calibration found. Fields not meaningful for the solved parameter are NAN
  * (doubles) or 0 (flags). */

@@ -13,15 +13,15 @@
 #include <stdint.h>
 
 typedef enum {
-    DP_EV_SHUFFLED_EPOCH = 1, /* one epoch of DP-SGD with random shuffling (seed 004) */
-    DP_EV_SELF_COMPOSED = 2,  /* `event` run `count` times */
-    DP_EV_COMPOSED = 3,       /* each of `events` run once */
-    DP_EV_GAUSSIAN = 4,       /* Gaussian mechanism, std = noise_multiplier x sensitivity */
-    DP_EV_LAPLACE = 5,        /* Laplace mechanism, scale = noise_multiplier x sensitivity */
-    DP_EV_EPSILON_DELTA = 6,  /* an (epsilon, delta)-DP mechanism, nothing else known */
+    DP_EV_SHUFFLED_EPOCH = 1,  /* one epoch of DP-SGD with random shuffling (seed 004) */
+    DP_EV_SELF_COMPOSED = 2,   /* `event` run `count` times */
+    DP_EV_COMPOSED = 3,        /* each of `events` run once */
+    DP_EV_GAUSSIAN = 4,        /* Gaussian mechanism, std = noise_multiplier x sensitivity */
+    DP_EV_LAPLACE = 5,         /* Laplace mechanism, scale = noise_multiplier x sensitivity */
+    DP_EV_EPSILON_DELTA = 6,   /* an (epsilon, delta)-DP mechanism, nothing else known */
     DP_EV_POISSON_SAMPLED = 7, /* `event` on a Poisson sample with rate sampling_probability */
-    DP_EV_NO_OP = 8,          /* touches no data: costs nothing */
-    DP_EV_NON_PRIVATE = 9     /* releases data without noise: infinite cost */
+    DP_EV_NO_OP = 8,           /* touches no data: costs nothing */
+    DP_EV_NON_PRIVATE = 9      /* releases data without noise: infinite cost */
 } dp_event_kind;
 
 /* Parameters that calibration can solve for. */

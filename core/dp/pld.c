@@ -82,90 +82,83 @@ static double lap_cdf(double c, double b, double y)
 /* Which tail of the loss law: under P or under Q, survival S(l) = P(L > l) or cdf F. */
 enum { S_P = 0, F_P = 1, S_Q = 2, F_Q = 3 };
 
-static double pick(int which, double sp, double fp, double sq, double fq)
-{
-    switch (which) {
-    case S_P:
-        return sp;
-    case F_P:
-        return fp;
-    case S_Q:
-        return sq;
-    default:
-        return fq;
-    }
-}
-
-/* S or F of the loss L = ln(P/Q) at l, under P or Q. */
-static double model_eval(const loss_model *m, double l, int which)
+/* S (cdf = 0) or F (cdf = 1) of the loss L = ln(P/Q) at l, under P (*vp) and under Q (*vq)
+ * at once: both laws are built from the same normal or Laplace tails. */
+static void model_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq)
 {
     double s = m->s, q = m->q;
-    int cdf = which == F_P || which == F_Q;
     switch (m->kind) {
     case 0: { /* under P: L ~ N(m, 1/s^2), under Q: N(-m, 1/s^2), m = 1/(2 s^2) */
         double mean = 0.5 / (s * s);
-        double z = (which <= F_P ? l - mean : l + mean) * s;
-        return cdf ? dp_Phi(z) : dp_Q(z);
+        *vp = cdf ? dp_Phi((l - mean) * s) : dp_Q((l - mean) * s);
+        *vq = cdf ? dp_Phi((l + mean) * s) : dp_Q((l + mean) * s);
+        return;
     }
     case 1: /* Laplace P = Lap(0, b), Q = Lap(1, b): atoms at +-1/b */
-        if (l >= 1.0 / s)
-            return cdf ? 1.0 : 0.0;
-        if (l < -1.0 / s)
-            return cdf ? 0.0 : 1.0;
-        {
-            double y = (1.0 - s * l) / 2.0, c = which <= F_P ? 0.0 : 1.0; /* L > l <=> X < y */
-            return cdf ? lap_surv(c, s, y) : lap_cdf(c, s, y);
+        if (l >= 1.0 / s) {
+            *vp = *vq = cdf ? 1.0 : 0.0;
+        } else if (l < -1.0 / s) {
+            *vp = *vq = cdf ? 0.0 : 1.0;
+        } else {
+            double y = (1.0 - s * l) / 2.0; /* L > l <=> X < y */
+            *vp = cdf ? lap_surv(0.0, s, y) : lap_cdf(0.0, s, y);
+            *vq = cdf ? lap_surv(1.0, s, y) : lap_cdf(1.0, s, y);
         }
-    case 2:
-        if (m->dir == PLD_REMOVE) { /* P = (1-q)N(0)+qN(1), Q = N(0); L > l <=> X > x */
-            double a = expm1(l) + q;
-            if (a <= 0.0)
-                return cdf ? 0.0 : 1.0;
-            double x = s * s * log(a / q) + 0.5;
-            return pick(which, (1.0 - q) * dp_Q(x / s) + q * dp_Q((x - 1.0) / s),
-                        (1.0 - q) * dp_Phi(x / s) + q * dp_Phi((x - 1.0) / s), dp_Q(x / s),
-                        dp_Phi(x / s));
-        } else { /* P = N(0), Q = (1-q)N(0)+qN(1); L > l <=> X < x */
-            double a = expm1(-l) + q;
-            if (a <= 0.0)
-                return cdf ? 1.0 : 0.0;
-            double x = s * s * log(a / q) + 0.5;
-            return pick(which, dp_Phi(x / s), dp_Q(x / s),
-                        (1.0 - q) * dp_Phi(x / s) + q * dp_Phi((x - 1.0) / s),
-                        (1.0 - q) * dp_Q(x / s) + q * dp_Q((x - 1.0) / s));
+        return;
+    case 2: {
+        int remove = m->dir == PLD_REMOVE;
+        double a = remove ? expm1(l) + q : expm1(-l) + q;
+        if (a <= 0.0) { /* remove: L > l always; add: never */
+            *vp = *vq = (remove != cdf) ? 1.0 : 0.0;
+            return;
         }
+        double x = s * s * log(a / q) + 0.5;
+        /* remove: P = (1-q)N(0)+qN(1), Q = N(0), L > l <=> X > x;
+         * add:    P = N(0), Q = (1-q)N(0)+qN(1), L > l <=> X < x */
+        int upper = remove != cdf; /* the wanted event is X > x */
+        double t0 = upper ? dp_Q(x / s) : dp_Phi(x / s);
+        double t1 = upper ? dp_Q((x - 1.0) / s) : dp_Phi((x - 1.0) / s);
+        double mix = (1.0 - q) * t0 + q * t1;
+        *vp = remove ? mix : t0;
+        *vq = remove ? t0 : mix;
+        return;
+    }
     case 3:
     default: {
         double b = s;
-        if (m->dir == PLD_REMOVE) { /* P = (1-q)Lap(0)+qLap(1), Q = Lap(0); L > l <=> X > t */
-            double a = expm1(l) + q;
-            if (a <= 0.0)
-                return cdf ? 0.0 : 1.0;
-            double u = log(a / q);
-            if (u >= 1.0 / b)
-                return cdf ? 1.0 : 0.0;
-            if (u < -1.0 / b)
-                return cdf ? 0.0 : 1.0;
-            double t = (1.0 + b * u) / 2.0;
-            return pick(which, (1.0 - q) * lap_surv(0.0, b, t) + q * lap_surv(1.0, b, t),
-                        (1.0 - q) * lap_cdf(0.0, b, t) + q * lap_cdf(1.0, b, t),
-                        lap_surv(0.0, b, t), lap_cdf(0.0, b, t));
-        } else { /* P = Lap(0), Q = (1-q)Lap(0)+qLap(1); L > l <=> X < t */
-            double a = expm1(-l) + q;
-            if (a <= 0.0)
-                return cdf ? 1.0 : 0.0;
-            double u = log(a / q);
-            if (u > 1.0 / b)
-                return cdf ? 0.0 : 1.0;
-            if (u <= -1.0 / b)
-                return cdf ? 1.0 : 0.0;
-            double t = (1.0 + b * u) / 2.0;
-            return pick(which, lap_cdf(0.0, b, t), lap_surv(0.0, b, t),
-                        (1.0 - q) * lap_cdf(0.0, b, t) + q * lap_cdf(1.0, b, t),
-                        (1.0 - q) * lap_surv(0.0, b, t) + q * lap_surv(1.0, b, t));
+        int remove = m->dir == PLD_REMOVE;
+        double a = remove ? expm1(l) + q : expm1(-l) + q;
+        if (a <= 0.0) {
+            *vp = *vq = (remove != cdf) ? 1.0 : 0.0;
+            return;
         }
+        double u = log(a / q);
+        /* remove: L > l <=> g(X) > u <=> X > t; add: L > l <=> g(X) < u <=> X < t */
+        if (remove ? u >= 1.0 / b : u > 1.0 / b) {
+            *vp = *vq = (remove != cdf) ? 0.0 : 1.0;
+            return;
+        }
+        if (remove ? u < -1.0 / b : u <= -1.0 / b) {
+            *vp = *vq = (remove != cdf) ? 1.0 : 0.0;
+            return;
+        }
+        double t = (1.0 + b * u) / 2.0;
+        int upper = remove != cdf;
+        double t0 = upper ? lap_surv(0.0, b, t) : lap_cdf(0.0, b, t);
+        double t1 = upper ? lap_surv(1.0, b, t) : lap_cdf(1.0, b, t);
+        double mix = (1.0 - q) * t0 + q * t1;
+        *vp = remove ? mix : t0;
+        *vq = remove ? t0 : mix;
+        return;
     }
     }
+}
+
+static double model_eval(const loss_model *m, double l, int which)
+{
+    double vp, vq;
+    model_eval2(m, l, which == F_P || which == F_Q, &vp, &vq);
+    return which <= F_P ? vp : vq;
 }
 
 /* The smallest l (to within h) with S_P(l) <= tail (upper = 1) or the largest with
@@ -196,26 +189,31 @@ static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut
     return DPB_OK;
 }
 
-/* Mass of (a, b] under P (q = 0) or Q (q = 1), from the survival function in the upper part
- * and from the cdf in the lower part, so neither cancels. *S_a carries S(a) between calls. */
+/* Masses of (a, b] under P and Q, from the survival functions in the upper part and from
+ * the cdfs in the lower part, so neither cancels. The struct carries the values at a. */
 typedef struct {
-    double S, F; /* at the previous knot */
+    double Sp, Fp, Sq, Fq;
 } tails;
 
-static double interval_mass(const loss_model *m, int under_q, tails *t, double b)
+static void interval_masses(const loss_model *m, tails *t, double b, double *mp, double *mq)
 {
-    int s = under_q ? S_Q : S_P, f = under_q ? F_Q : F_P;
-    double Sb = model_eval(m, b, s), Fb, mass;
-    if (t->S < 0.5) {
-        mass = t->S - Sb;
-        Fb = 1.0 - Sb; /* not used for masses while S < 0.5 */
+    double Sp, Sq, Fp, Fq;
+    model_eval2(m, b, 0, &Sp, &Sq);
+    if (t->Sp < 0.5 && t->Sq < 0.5) {
+        *mp = t->Sp - Sp;
+        *mq = t->Sq - Sq;
+        Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
+        Fq = 1.0 - Sq;
     } else {
-        Fb = model_eval(m, b, f);
-        mass = Fb - t->F;
+        model_eval2(m, b, 1, &Fp, &Fq);
+        *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
+        *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
     }
-    t->S = Sb;
-    t->F = Fb;
-    return mass > 0.0 ? mass : 0.0;
+    if (!(*mp > 0.0))
+        *mp = 0.0;
+    if (!(*mq > 0.0))
+        *mq = 0.0;
+    *t = (tails){Sp, Fp, Sq, Fq};
 }
 
 /* Split the P-mass mp (with Q-mass mq = E_Q-mass) of the loss interval (l_i, l_i + h]
@@ -224,10 +222,11 @@ static double interval_mass(const loss_model *m, int under_q, tails *t, double b
  * = (mp - e^{l_i} mq)/(1 - e^{-h}), the lower knot the rest. P-mass is conserved and the
  * resulting delta(eps) interpolates the true one at every knot and lies above it between
  * knots (delta is convex in e^eps), so the discrete pair dominates the true pair. */
-static void split_interval(double *lower, double *upper, double li, double h, double mp,
+static void split_interval(double *lower, double *upper, double xi, double li, double h, double mp,
                            double mq)
 {
-    double xq = mq > 0.0 ? exp(li + log(mq)) : 0.0;
+    /* x_i mq, with x_i = e^{l_i} passed in while it is representable */
+    double xq = mq > 0.0 ? (isfinite(xi) ? xi * mq : exp(li + log(mq))) : 0.0;
     double up = (mp - xq) / -expm1(-h);
     if (!(up > 0.0))
         up = 0.0;
@@ -252,23 +251,26 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
     if (st != DPB_OK)
         return st;
     double l0 = (double)klo * h;
-    tails tp = {model_eval(m, l0, S_P), model_eval(m, l0, F_P)};
-    tails tq = {model_eval(m, l0, S_Q), model_eval(m, l0, F_Q)};
-    out->p[0] = tp.F; /* all P-mass at or below the lowest knot: rounded up onto it */
+    tails t;
+    model_eval2(m, l0, 0, &t.Sp, &t.Sq);
+    model_eval2(m, l0, 1, &t.Fp, &t.Fq);
+    out->p[0] = t.Fp; /* all P-mass at or below the lowest knot: rounded up onto it */
+    double eh = exp(h), xi = 0.0;
     for (size_t i = 0; i + 1 < out->n; i++) {
-        double li = (double)(klo + (int64_t)i) * h;
-        double mp = interval_mass(m, 0, &tp, li + h);
-        double mq = interval_mass(m, 1, &tq, li + h);
-        split_interval(&out->p[i], &out->p[i + 1], li, h, mp, mq);
+        double li = (double)(klo + (int64_t)i) * h, mp, mq;
+        /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
+        xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
+        interval_masses(m, &t, li + h, &mp, &mq);
+        split_interval(&out->p[i], &out->p[i + 1], xi, li, h, mp, mq);
     }
     /* Above the top knot: interpolate between it and +infinity (x = inf): the knot gets
      * x_n Q(L > l_n), infinity the rest of P(L > l_n). */
     double ln = (double)khi * h;
-    double xq = tq.S > 0.0 ? exp(ln + log(tq.S)) : 0.0;
-    if (xq > tp.S)
-        xq = tp.S;
+    double xq = t.Sq > 0.0 ? exp(ln + log(t.Sq)) : 0.0;
+    if (xq > t.Sp)
+        xq = t.Sp;
     out->p[out->n - 1] += xq;
-    out->inf_mass = tp.S - xq;
+    out->inf_mass = t.Sp - xq;
     return DPB_OK;
 }
 
@@ -340,7 +342,8 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
             out->p[(size_t)((int64_t)ceil(l / h) - k0)] += atom_p[a];
             continue;
         }
-        split_interval(&out->p[i], &out->p[i + 1], kf * h, h, atom_p[a], atom_p[a] * exp(-l));
+        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, h, atom_p[a],
+                       atom_p[a] * exp(-l));
     }
     out->inf_mass = delta;
     return DPB_OK;
@@ -523,24 +526,25 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
     return DPB_OK;
 }
 
-/* ln sum_i p_i e^{t l_i} over the finite part (l_i = (lo + i) h), shifted to avoid
- * overflow. Returns -HUGE_VAL for an empty part. */
+/* ln sum_i p_i e^{t l_i} over the finite part (l_i = (lo + i) h), shifted by the largest
+ * exponent so nothing overflows; the powers e^{-|t| h k} are built by recursion from the end
+ * where the exponent is largest (recomputed exactly every 256 steps). -HUGE_VAL if empty. */
 static double log_mgf(const pld_pmf *d, double t)
 {
-    double lmax = -HUGE_VAL;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->p[i] > 0.0) {
-            double v = t * (double)(d->lo + (int64_t)i) * d->h;
-            if (v > lmax)
-                lmax = v;
-        }
-    if (lmax == -HUGE_VAL)
-        return lmax;
-    double s = 0.0;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->p[i] > 0.0)
-            s += d->p[i] * exp(t * (double)(d->lo + (int64_t)i) * d->h - lmax);
-    return lmax + log(s);
+    size_t n = d->n;
+    double th = t * d->h, s = 0.0, w = 1.0, step = exp(-fabs(th));
+    int down = t > 0.0; /* the largest exponent is at the top for t > 0 */
+    size_t top = down ? n - 1 : 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = down ? n - 1 - k : k;
+        if ((k & 255) == 0)
+            w = exp(-fabs(th) * (double)k);
+        s += d->p[i] * w;
+        w *= step;
+    }
+    if (!(s > 0.0))
+        return -HUGE_VAL;
+    return th * (double)(d->lo + (int64_t)top) + log(s);
 }
 
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)

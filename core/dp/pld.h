@@ -48,7 +48,7 @@ dpb_status pld_laplace(double b, double h, pld_pmf *out);
 dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_pmf *out);
 dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *out);
 dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
-dpb_status pld_identity(double h, pld_pmf *out);     /* no privacy loss */
+dpb_status pld_identity(double h, pld_pmf *out);    /* no privacy loss */
 dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
 
 /* out = a (x) b (both on the same grid step). */

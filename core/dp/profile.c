@@ -15,6 +15,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "normal.h"
@@ -38,8 +39,7 @@ static void thm41_conditions(dp_report *rep, const dp_thm41 *e)
     if (!e->rounds_ok)
         return;
     dp_report_condition(rep, "sigma_at_least_sqrt_3_over_ln_m",
-                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma,
-                        e->sigma_min);
+                        "noise_multiplier >= sqrt(3 / ln M)", e->sigma_ok, e->sigma, e->sigma_min);
     if (!e->sigma_ok)
         return;
     dp_report_condition(rep, "thm41_validity",
@@ -84,8 +84,7 @@ static dpb_status thm41_leaf(const dp_event *ev, dp_relation rel, double *delta,
 static dpb_status unsupported(dpb_error *err, const char *what, const char *acct)
 {
     return dpb_fail(err, DPB_EUNSUPPORTED, "accountant", "%s cannot be accounted with %s%s", what,
-                    acct,
-                    "; GET /v1/accountants lists which accountant takes which event");
+                    acct, "; GET /v1/accountants lists which accountant takes which event");
 }
 
 static const char *kind_name(dp_event_kind k)
@@ -121,13 +120,13 @@ static double sens1(double s, dp_relation rel)
 
 /* ---- thm41 and the Gaussian-DP walks (scalar accumulators) --------------------------------- */
 
-static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                              double mult, double *acc, dp_report *rep, dpb_error *err)
+static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct, double mult,
+                              double *acc, dp_report *rep, dpb_error *err)
 {
     switch (ev->kind) {
     case DP_EV_SELF_COMPOSED:
-        return walk_scalar(ev->u.self.event, rel, acct, mult * (double)ev->u.self.count, acc,
-                           rep, err);
+        return walk_scalar(ev->u.self.event, rel, acct, mult * (double)ev->u.self.count, acc, rep,
+                           err);
     case DP_EV_COMPOSED:
         for (size_t i = 0; i < ev->u.composed.n; i++) {
             dpb_status st = walk_scalar(ev->u.composed.events[i], rel, acct, mult, acc, rep, err);
@@ -179,16 +178,40 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
 
 /* ---- rdp ------------------------------------------------------------------------------------ */
 
-static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, double *rdp,
+/* Record a Poisson-sampled Gaussian: its integer orders now, its fractional ones later. */
+static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult, dpb_error *err)
+{
+    if (!(sigma > 0.0) || !isfinite(sigma))
+        return dpb_fail(err, DPB_EINVAL, "event", "noise_multiplier must be positive");
+    for (size_t i = 0; i < RDP_NORDERS; i++) {
+        double a = RDP_DEFAULT_ORDERS[i];
+        if (a == floor(a))
+            pr->rdp[i] += mult * rdp_poisson_gaussian(q, sigma, a);
+    }
+    for (size_t k = 0; k < pr->npg; k++)
+        if (pr->pg[k].q == q && pr->pg[k].sigma == sigma) {
+            pr->pg[k].mult += mult;
+            return DPB_OK;
+        }
+    struct dp_pg_leaf *n = realloc(pr->pg, (pr->npg + 1) * sizeof *n);
+    if (n == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    pr->pg = n;
+    pr->pg[pr->npg++] = (struct dp_pg_leaf){q, sigma, mult};
+    return DPB_OK;
+}
+
+static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
                            dp_report *rep, dpb_error *err)
 {
     const double *o = RDP_DEFAULT_ORDERS;
+    double *rdp = pr->rdp;
     switch (ev->kind) {
     case DP_EV_SELF_COMPOSED:
-        return walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, rdp, rep, err);
+        return walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, pr, rep, err);
     case DP_EV_COMPOSED:
         for (size_t i = 0; i < ev->u.composed.n; i++) {
-            dpb_status st = walk_rdp(ev->u.composed.events[i], rel, mult, rdp, rep, err);
+            dpb_status st = walk_rdp(ev->u.composed.events[i], rel, mult, pr, rep, err);
             if (st != DPB_OK)
                 return st;
         }
@@ -204,8 +227,7 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dou
         return rdp_add_gaussian(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS,
                                 rdp);
     case DP_EV_LAPLACE:
-        return rdp_add_laplace(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS,
-                               rdp);
+        return rdp_add_laplace(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS, rdp);
     case DP_EV_EPSILON_DELTA:
         if (ev->u.epsdelta.delta == 0.0) {
             /* pure eps-DP is eps^2/2-zCDP (Bun & Steinke 2016): RDP <= min(eps, a eps^2/2) */
@@ -227,9 +249,11 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dou
                             "Poisson sampling is accounted for add_or_remove_one only");
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return DPB_OK;
-        if (in->kind == DP_EV_GAUSSIAN)
-            return rdp_add_poisson_gaussian(q, in->u.noise.noise_multiplier, mult, o,
-                                            RDP_NORDERS, rdp);
+        if (in->kind == DP_EV_GAUSSIAN) {
+            if (q == 1.0)
+                return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, RDP_NORDERS, rdp);
+            return rdp_add_pg(pr, q, in->u.noise.noise_multiplier, mult, err);
+        }
         return dpb_fail(err, DPB_EUNSUPPORTED, "event",
                         "the rdp accountant takes Poisson sampling of a GaussianDpEvent only; "
                         "use pld for a sampled LaplaceDpEvent");
@@ -281,8 +305,8 @@ static dpb_status pld_status(dpb_status st, dpb_error *err, double h)
     return st;
 }
 
-static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *out,
-                           dp_report *rep, dpb_error *err)
+static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *out, dp_report *rep,
+                           dpb_error *err)
 {
     memset(out, 0, sizeof *out);
     out->symmetric = 1;
@@ -297,8 +321,8 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         return pld_status(pld_gaussian(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
                           err, h);
     case DP_EV_LAPLACE:
-        return pld_status(pld_laplace(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
-                          err, h);
+        return pld_status(pld_laplace(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]), err,
+                          h);
     case DP_EV_EPSILON_DELTA:
         return pld_status(
             pld_eps_delta(ev->u.epsdelta.epsilon, ev->u.epsdelta.delta, h, &out->d[0]), err, h);
@@ -402,8 +426,7 @@ static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela e
                               "Doroshenko et al. 2022), composed by FFT; losses rounded up";
 
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, dp_profile *pr, dp_report *rep,
-                            dpb_error *err)
+                            const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
     memset(pr, 0, sizeof *pr);
     pr->acct = acct;
@@ -427,7 +450,10 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     case DP_ACCT_RDP:
         rep->reference = REF_RDP;
-        return walk_rdp(ev, rel, 1.0, pr->rdp, rep, err);
+        st = walk_rdp(ev, rel, 1.0, pr, rep, err);
+        for (size_t i = 0; i < RDP_NORDERS; i++)
+            pr->rdp_done[i] = pr->npg == 0 || RDP_DEFAULT_ORDERS[i] == floor(RDP_DEFAULT_ORDERS[i]);
+        return st;
     case DP_ACCT_PLD: {
         rep->reference = REF_PLD;
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
@@ -446,7 +472,61 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
     return dpb_fail(err, DPB_EINVAL, "accountant", "no accountant resolved");
 }
 
-double dp_profile_delta(const dp_profile *pr, double eps, double *ln_delta, double *aux)
+/* The RDP of the whole profile at order index i, completing it on first use. */
+static double rdp_at(dp_profile *pr, size_t i)
+{
+    if (!pr->rdp_done[i]) {
+        for (size_t k = 0; k < pr->npg; k++)
+            pr->rdp[i] += pr->pg[k].mult *
+                          rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, RDP_DEFAULT_ORDERS[i]);
+        pr->rdp_done[i] = 1;
+    }
+    return pr->rdp[i];
+}
+
+/* The conversion minimised over the orders: want_eps = 1 gives eps for x = delta, 0 gives
+ * delta for x = eps. Complete orders first; an incomplete (fractional) order a is evaluated
+ * only if its lower bound beats the best so far: RDP is non-decreasing in the order, so the
+ * total at the largest integer order below a (0 below 2) bounds it from below, and both
+ * conversions increase with the RDP. Skipping never changes the minimum. Rounded up. */
+static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
+{
+    double best = HUGE_VAL, best_order = RDP_DEFAULT_ORDERS[0];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < RDP_NORDERS; i++) {
+            double a = RDP_DEFAULT_ORDERS[i], v;
+            if (pass == 0) {
+                if (!pr->rdp_done[i])
+                    continue;
+                v = pr->rdp[i];
+            } else {
+                if (pr->rdp_done[i])
+                    continue;
+                double lb = 0.0;
+                for (size_t j = i; j-- > 0;)
+                    if (pr->rdp_done[j] && RDP_DEFAULT_ORDERS[j] <= a) {
+                        lb = pr->rdp[j];
+                        break;
+                    }
+                double bound = want_eps ? rdp_eps_at(a, lb, x) : rdp_log_delta_at(a, lb, x);
+                if (bound >= best)
+                    continue;
+                v = rdp_at(pr, i);
+            }
+            double c = want_eps ? rdp_eps_at(a, v, x) : rdp_log_delta_at(a, v, x);
+            if (c < best) {
+                best = c;
+                best_order = a;
+            }
+        }
+    *order = best_order;
+    if (want_eps)
+        return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+    double d = dp_round_up(exp(best), RDP_REL_ROUND);
+    return d > 1.0 ? 1.0 : d;
+}
+
+double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *aux)
 {
     double d = 0.0, ld = -HUGE_VAL;
     if (aux)
@@ -467,7 +547,7 @@ double dp_profile_delta(const dp_profile *pr, double eps, double *ln_delta, doub
         break;
     case DP_ACCT_RDP: {
         double order;
-        rdp_delta(RDP_DEFAULT_ORDERS, pr->rdp, RDP_NORDERS, eps, &d, &order);
+        d = rdp_lazy(pr, 0, eps, &order);
         ld = log(d);
         if (aux)
             *aux = order;
@@ -491,7 +571,7 @@ double dp_profile_delta(const dp_profile *pr, double eps, double *ln_delta, doub
     return d;
 }
 
-double dp_profile_epsilon(const dp_profile *pr, double delta, double *aux)
+double dp_profile_epsilon(dp_profile *pr, double delta, double *aux)
 {
     double e = HUGE_VAL;
     if (aux)
@@ -508,7 +588,7 @@ double dp_profile_epsilon(const dp_profile *pr, double delta, double *aux)
         return dp_gdp_epsilon(pr->mu, delta, &e) == DPB_OK ? e : HUGE_VAL;
     case DP_ACCT_RDP: {
         double order;
-        rdp_epsilon(RDP_DEFAULT_ORDERS, pr->rdp, RDP_NORDERS, delta, &e, &order);
+        e = rdp_lazy(pr, 1, delta, &order);
         if (aux)
             *aux = order;
         return e;
@@ -529,6 +609,9 @@ double dp_profile_epsilon(const dp_profile *pr, double delta, double *aux)
 
 void dp_profile_release(dp_profile *pr)
 {
+    free(pr->pg);
+    pr->pg = NULL;
+    pr->npg = 0;
     if (pr->acct == DP_ACCT_PLD) {
         pld_free(&pr->dir[0]);
         if (!pr->symmetric)

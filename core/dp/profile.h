@@ -14,21 +14,28 @@ typedef struct {
     double tv_delta; /* thm41: the (0, delta) total-variation bound of the whole tree */
     double mu;       /* gdp_exact, gdp_clt: the composed Gaussian-DP parameter (may be inf) */
     double rdp[RDP_NORDERS]; /* rdp: the composed curve at RDP_DEFAULT_ORDERS */
-    pld_pmf dir[2];          /* pld: remove and add directions */
-    int symmetric;           /* pld: dir[1] equals dir[0] and is not stored */
+    /* rdp: fractional orders of Poisson-sampled Gaussians are costly and evaluated lazily,
+     * only where a lower bound does not already rule the order out (profile.c) */
+    unsigned char rdp_done[RDP_NORDERS];
+    size_t npg;
+    struct dp_pg_leaf {
+        double q, sigma, mult;
+    } * pg;         /* owned */
+    pld_pmf dir[2]; /* pld: remove and add directions */
+    int symmetric;  /* pld: dir[1] equals dir[0] and is not stored */
 } dp_profile;
 
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and
  * warnings go to rep. */
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, dp_profile *pr, dp_report *rep,
-                            dpb_error *err);
+                            const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
 
-/* delta at eps >= 0 (rounded up); ln_delta and aux (the RDP order, else NAN) optional. */
-double dp_profile_delta(const dp_profile *pr, double eps, double *ln_delta, double *aux);
+/* delta at eps >= 0 (rounded up); ln_delta and aux (the RDP order, else NAN) optional.
+ * The profile is not const: the rdp accountant fills orders in lazily. */
+double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *aux);
 
 /* The smallest eps with delta(eps) <= delta (rounded up; +HUGE_VAL when none is finite). */
-double dp_profile_epsilon(const dp_profile *pr, double delta, double *aux);
+double dp_profile_epsilon(dp_profile *pr, double delta, double *aux);
 
 void dp_profile_release(dp_profile *pr);
 

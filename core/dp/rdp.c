@@ -17,21 +17,16 @@
 #include "normal.h"
 
 const double RDP_DEFAULT_ORDERS[RDP_NORDERS] = {
-    1.1,  1.2,  1.3,  1.4,  1.5,  1.6,  1.7,  1.8,  1.9,  2.0,  2.1,  2.2,  2.3,  2.4,  2.5,
-    2.6,  2.7,  2.8,  2.9,  3.0,  3.1,  3.2,  3.3,  3.4,  3.5,  3.6,  3.7,  3.8,  3.9,  4.0,
-    4.1,  4.2,  4.3,  4.4,  4.5,  4.6,  4.7,  4.8,  4.9,  5.0,  5.1,  5.2,  5.3,  5.4,  5.5,
-    5.6,  5.7,  5.8,  5.9,  6.0,  6.1,  6.2,  6.3,  6.4,  6.5,  6.6,  6.7,  6.8,  6.9,  7.0,
-    7.1,  7.2,  7.3,  7.4,  7.5,  7.6,  7.7,  7.8,  7.9,  8.0,  8.1,  8.2,  8.3,  8.4,  8.5,
-    8.6,  8.7,  8.8,  8.9,  9.0,  9.1,  9.2,  9.3,  9.4,  9.5,  9.6,  9.7,  9.8,  9.9,  10.0,
-    10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7, 10.8, 10.9, 11,   12,   13,   14,   15,   16,
-    17,   18,   19,   20,   21,   22,   23,   24,   25,   26,   27,   28,   29,   30,   31,
-    32,   33,   34,   35,   36,   37,   38,   39,   40,   41,   42,   43,   44,   45,   46,
-    47,   48,   49,   50,   51,   52,   53,   54,   55,   56,   57,   58,   59,   60,   61,
-    62,   63,   128,  256,  512,  1024};
-
-/* Relative rounding of every RDP-derived eps and delta (the series are accurate to a few
- * ulp per term; this margin exceeds their accumulated error). */
-#define RDP_REL_ROUND 1e-12
+    1.1,  1.2,  1.3,  1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0,  2.1,  2.2,  2.3,  2.4,  2.5,  2.6,
+    2.7,  2.8,  2.9,  3.0, 3.1, 3.2, 3.3, 3.4, 3.5, 3.6,  3.7,  3.8,  3.9,  4.0,  4.1,  4.2,
+    4.3,  4.4,  4.5,  4.6, 4.7, 4.8, 4.9, 5.0, 5.1, 5.2,  5.3,  5.4,  5.5,  5.6,  5.7,  5.8,
+    5.9,  6.0,  6.1,  6.2, 6.3, 6.4, 6.5, 6.6, 6.7, 6.8,  6.9,  7.0,  7.1,  7.2,  7.3,  7.4,
+    7.5,  7.6,  7.7,  7.8, 7.9, 8.0, 8.1, 8.2, 8.3, 8.4,  8.5,  8.6,  8.7,  8.8,  8.9,  9.0,
+    9.1,  9.2,  9.3,  9.4, 9.5, 9.6, 9.7, 9.8, 9.9, 10.0, 10.1, 10.2, 10.3, 10.4, 10.5, 10.6,
+    10.7, 10.8, 10.9, 11,  12,  13,  14,  15,  16,  17,   18,   19,   20,   21,   22,   23,
+    24,   25,   26,   27,  28,  29,  30,  31,  32,  33,   34,   35,   36,   37,   38,   39,
+    40,   41,   42,   43,  44,  45,  46,  47,  48,  49,   50,   51,   52,   53,   54,   55,
+    56,   57,   58,   59,  60,  61,  62,  63,  128, 256,  512,  1024};
 
 static double log_add(double a, double b)
 {
@@ -63,20 +58,33 @@ static double log_erfc(double x)
 
 static double log_a_int(double q, double sigma, int alpha)
 {
-    /* ln t_k = ln C(alpha,k) + k ln q + (alpha-k) ln(1-q) + (k^2-k)/(2 s^2), by ratios. */
-    double lq = log(q), l1q = log1p(-q), inv2s2 = 1.0 / (2.0 * sigma * sigma);
-    double lt = alpha * l1q; /* k = 0 */
-    double m = lt, s = 1.0;  /* streaming log-sum-exp: sum = s e^m */
-    for (int k = 1; k <= alpha; k++) {
-        lt += log((double)(alpha - k + 1) / k) + lq - l1q + (2.0 * k - 2.0) * inv2s2;
-        if (lt > m) {
-            s = s * exp(m - lt) + 1.0;
-            m = lt;
-        } else {
-            s += exp(lt - m);
+    /* t_k = C(alpha,k) (1-q)^{alpha-k} q^k exp((k^2-k)/(2 s^2)), by the ratio
+     * t_k / t_{k-1} = (alpha-k+1)/k * q/(1-q) * E^{k-1}, E = exp(1/s^2): in linear space with
+     * a running scale (sum = S e^m) while E^{k-1} stays moderate, in log space after. */
+    double inv_s2 = 1.0 / (sigma * sigma), lr0 = log(q) - log1p(-q);
+    double r0 = exp(lr0), E = exp(inv_s2);
+    double m = alpha * log1p(-q);     /* ln t_0 */
+    double t = 1.0, S = 1.0, g = 1.0; /* t_k e^{-m}, the running sum e^{-m}, E^{k-1} */
+    int k = 1;
+    for (; k <= alpha && g < 1e100; k++) {
+        t *= (double)(alpha - k + 1) / k * r0 * g;
+        g *= E;
+        S += t;
+        if (S > 1e200) {
+            m += log(S);
+            t /= S;
+            S = 1.0;
         }
     }
-    return m + log(s);
+    if (k > alpha)
+        return m + log(S);
+    /* log space: lt = ln t_{k-1}, lm = ln(sum so far) */
+    double lt = m + log(t), lm = m + log(S);
+    for (; k <= alpha; k++) {
+        lt += log((double)(alpha - k + 1) / k) + lr0 + (k - 1.0) * inv_s2;
+        lm = lm > lt ? lm + log1p(exp(lt - lm)) : lt + log1p(exp(lm - lt));
+    }
+    return lm;
 }
 
 static double log_a_frac(double q, double sigma, double alpha)
@@ -136,8 +144,7 @@ static int bad_orders(const double *orders, size_t n)
     return n == 0;
 }
 
-dpb_status rdp_add_gaussian(double sigma, double count, const double *orders, size_t n,
-                            double *rdp)
+dpb_status rdp_add_gaussian(double sigma, double count, const double *orders, size_t n, double *rdp)
 {
     if (!(sigma > 0.0) || !isfinite(sigma) || !(count >= 0.0) || bad_orders(orders, n))
         return DPB_EINVAL;
@@ -174,24 +181,42 @@ dpb_status rdp_add_poisson_gaussian(double q, double sigma, double count, const 
     return DPB_OK;
 }
 
-dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta,
-                       double *eps, double *order)
+double rdp_eps_at(double a, double r, double delta)
+{
+    if (isinf(r))
+        return HUGE_VAL;
+    if (delta * delta + expm1(-r) > 0.0)
+        return 0.0; /* delta <= sqrt(1 - e^{-KL}) already */
+    if (a > 1.01)
+        return r + log1p(-1.0 / a) - log(delta * a) / (a - 1.0);
+    return HUGE_VAL;
+}
+
+double rdp_log_delta_at(double a, double r, double eps)
+{
+    double ld;
+    if (isinf(r))
+        return 0.0;
+    ld = r == 0.0 ? -HUGE_VAL : 0.5 * log1p(-exp(-r));
+    if (a > 1.01) {
+        double b = (a - 1.0) * (r - eps + log1p(-1.0 / a)) - log(a);
+        if (b < ld)
+            ld = b;
+    }
+    return ld;
+}
+
+dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta, double *eps,
+                       double *order)
 {
     if (!(delta > 0.0 && delta < 1.0) || bad_orders(orders, n))
         return DPB_EINVAL;
     double best = HUGE_VAL, best_order = orders[0];
     for (size_t i = 0; i < n; i++) {
-        double a = orders[i], r = rdp[i], e;
+        double a = orders[i], r = rdp[i];
         if (!(r >= 0.0))
             return DPB_EINVAL;
-        if (isinf(r))
-            e = HUGE_VAL;
-        else if (delta * delta + expm1(-r) > 0.0)
-            e = 0.0; /* delta <= sqrt(1 - e^{-KL}) already */
-        else if (a > 1.01)
-            e = r + log1p(-1.0 / a) - log(delta * a) / (a - 1.0);
-        else
-            e = HUGE_VAL;
+        double e = rdp_eps_at(a, r, delta);
         if (e < best) {
             best = e;
             best_order = a;
@@ -204,27 +229,17 @@ dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double
     return DPB_OK;
 }
 
-dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps,
-                     double *delta, double *order)
+dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps, double *delta,
+                     double *order)
 {
     if (!(eps >= 0.0) || !isfinite(eps) || bad_orders(orders, n))
         return DPB_EINVAL;
     double best = HUGE_VAL, best_order = orders[0];
     for (size_t i = 0; i < n; i++) {
-        double a = orders[i], r = rdp[i], ld;
+        double a = orders[i], r = rdp[i];
         if (!(r >= 0.0))
             return DPB_EINVAL;
-        if (isinf(r))
-            ld = 0.0;
-        else if (r == 0.0)
-            ld = -HUGE_VAL;
-        else
-            ld = 0.5 * log1p(-exp(-r));
-        if (a > 1.01 && isfinite(r)) {
-            double b = (a - 1.0) * (r - eps + log1p(-1.0 / a)) - log(a);
-            if (b < ld)
-                ld = b;
-        }
+        double ld = rdp_log_delta_at(a, r, eps);
         if (ld < best) {
             best = ld;
             best_order = a;

@@ -31,15 +31,24 @@ dpb_status rdp_add_poisson_gaussian(double q, double sigma, double count, const 
 /* The RDP of the Poisson-subsampled Gaussian at one order alpha > 1 (0 <= q <= 1). */
 double rdp_poisson_gaussian(double q, double sigma, double alpha);
 
+/* The conversion at one order a with RDP r (Canonne, Kamath, Steinke 2020 Prop. 12, as
+ * dp_accounting): eps for delta; ln delta for eps (with the KL bound). Both increase in r,
+ * which lets a caller skip an order whose lower bound cannot beat the best so far. */
+double rdp_eps_at(double a, double r, double delta);
+double rdp_log_delta_at(double a, double r, double eps);
+
+/* RDP is the relative rounding applied to every converted eps and delta. */
+#define RDP_REL_ROUND 1e-12
+
 /*
  * The smallest eps over the orders for this delta (improved conversion); *order receives
  * the order attaining it. eps is +HUGE_VAL when no order gives a finite bound. Rounded up.
  */
-dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta,
-                       double *eps, double *order);
+dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta, double *eps,
+                       double *order);
 
 /* The smallest delta over the orders for this eps (and its order). Rounded up. */
-dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps,
-                     double *delta, double *order);
+dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps, double *delta,
+                     double *order);
 
 #endif

@@ -12,5 +12,7 @@ extern const tl_test SHUFFLE_TESTS[];
 extern const size_t SHUFFLE_NTESTS;
 extern const tl_test ACCOUNT_TESTS[];
 extern const size_t ACCOUNT_NTESTS;
+extern const tl_test ACCOUNTANT_TESTS[];
+extern const size_t ACCOUNTANT_NTESTS;
 
 #endif

@@ -1,0 +1,321 @@
+/* test_accountants.c - RDP, PLD and exact Gaussian DP: MATH.md section 6's public values,
+ * closed forms, cross-checks between accountants, properties and calibration. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/dp/account.h"
+#include "../../core/dp/normal.h"
+#include "../../core/dp/pld.h"
+#include "../../core/dp/rdp.h"
+#include "suites.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static dp_event *gauss(double s)
+{
+    dp_event *e = dp_event_new(DP_EV_GAUSSIAN);
+    e->u.noise.noise_multiplier = s;
+    return e;
+}
+static dp_event *laplace(double b)
+{
+    dp_event *e = dp_event_new(DP_EV_LAPLACE);
+    e->u.noise.noise_multiplier = b;
+    return e;
+}
+static dp_event *poisson(double q, dp_event *in)
+{
+    dp_event *e = dp_event_new(DP_EV_POISSON_SAMPLED);
+    e->u.sampled.sampling_probability = q;
+    e->u.sampled.event = in;
+    return e;
+}
+static dp_event *times(dp_event *in, uint64_t n)
+{
+    dp_event *e = dp_event_new(DP_EV_SELF_COMPOSED);
+    e->u.self.event = in;
+    e->u.self.count = n;
+    return e;
+}
+static dp_event *leaf(dp_event_kind k)
+{
+    return dp_event_new(k);
+}
+
+static double eps_of(const dp_event *ev, dp_accountant a, double delta)
+{
+    double e = NAN;
+    dp_report rep;
+    dpb_status st = dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, a, &delta, 1, &e, &rep, NULL);
+    CHECKF(st == DPB_OK, "status %d", st);
+    return e;
+}
+
+static double delta_of(const dp_event *ev, dp_accountant a, double eps)
+{
+    double d = NAN;
+    dp_report rep;
+    dpb_status st = dp_delta(ev, DP_REL_ADD_OR_REMOVE, a, &eps, 1, &d, NULL, &rep, NULL);
+    CHECKF(st == DPB_OK, "status %d", st);
+    return d;
+}
+
+/* MATH.md section 6, public reference values. */
+static void public_reference_values(void)
+{
+    dp_event *ev = times(poisson(0.01, gauss(1.0)), 1000);
+    double rdp = eps_of(ev, DP_ACCT_RDP, 1e-5);
+    CHECK_REL(rdp, 2.10137, 5e-6);
+    double pld = eps_of(ev, DP_ACCT_PLD, 1e-5);
+    CHECK_REL(pld, 1.82824, 1e-3);
+    CHECK(pld >= 1.8181); /* the true value lies in [1.8181, 1.8282] */
+    CHECK(pld <= rdp);
+    dp_event_free(ev);
+
+    ev = times(poisson(0.04, gauss(1.5)), 2250);
+    CHECK_REL(eps_of(ev, DP_ACCT_RDP, 1e-5), 7.32911117144, 1e-10);
+    dp_event_free(ev);
+
+    ev = times(gauss(10.0), 100);
+    CHECK_REL(eps_of(ev, DP_ACCT_GDP_EXACT, 1e-5), 4.37718, 2e-6);
+    CHECK_REL(eps_of(ev, DP_ACCT_AUTO, 1e-5), 4.37718, 2e-6);
+    CHECK_REL(eps_of(ev, DP_ACCT_RDP, 1e-5), 4.72851, 2e-6);
+    double p = eps_of(ev, DP_ACCT_PLD, 1e-5);
+    CHECK(p >= eps_of(ev, DP_ACCT_GDP_EXACT, 1e-5));
+    CHECK_REL(p, 4.37718, 1e-4);
+    dp_event_free(ev);
+
+    /* sigma = sqrt(3) three times is 1-GDP: delta(1) = 0.126936737506643945800829624758 */
+    ev = times(gauss(sqrt(3.0)), 3);
+    double exact = 0.126936737506643945800829624758;
+    double g = delta_of(ev, DP_ACCT_GDP_EXACT, 1.0), pl = delta_of(ev, DP_ACCT_PLD, 1.0);
+    CHECK(g >= exact);
+    CHECK_REL(g, exact, 1e-12);
+    CHECK(pl >= exact);
+    CHECK_REL(pl, exact, 1e-5);
+    dp_event_free(ev);
+
+    ev = times(poisson(0.2, gauss(0.5)), 3);
+    CHECK_REL(delta_of(ev, DP_ACCT_PLD, 1.0), 0.15594, 1e-3);
+    dp_event_free(ev);
+}
+
+/* q = 1 is the unsampled mechanism; q = 0, NoOp cost nothing; NonPrivate is infinite. */
+static void closed_forms_and_edges(void)
+{
+    dp_event *a = poisson(1.0, gauss(1.3)), *b = gauss(1.3);
+    CHECK_REL(eps_of(a, DP_ACCT_RDP, 1e-6), eps_of(b, DP_ACCT_RDP, 1e-6), 1e-12);
+    CHECK_REL(eps_of(a, DP_ACCT_PLD, 1e-6), eps_of(b, DP_ACCT_PLD, 1e-6), 1e-12);
+    dp_event_free(a);
+    dp_event_free(b);
+    const dp_accountant accts[] = {DP_ACCT_RDP, DP_ACCT_PLD, DP_ACCT_AUTO};
+    for (size_t i = 0; i < N(accts); i++) {
+        dp_event *z = times(poisson(0.0, gauss(0.5)), 10), *noop = leaf(DP_EV_NO_OP);
+        CHECK(eps_of(z, accts[i], 1e-9) == 0.0);
+        CHECK(delta_of(z, accts[i], 0.0) == 0.0);
+        CHECK(eps_of(noop, accts[i], 1e-9) == 0.0);
+        dp_event *np = leaf(DP_EV_NON_PRIVATE);
+        CHECK(isinf(eps_of(np, accts[i], 0.5)));
+        CHECK(delta_of(np, accts[i], 100.0) == 1.0);
+        dp_event_free(z);
+        dp_event_free(noop);
+        dp_event_free(np);
+    }
+    /* replace_one: sensitivity 2, i.e. sigma/2 under add/remove */
+    dp_event *r = gauss(2.0), *h = gauss(1.0);
+    double d = 1e-6, e1, e2;
+    dp_report rep;
+    CHECK(dp_epsilon(r, DP_REL_REPLACE, DP_ACCT_PLD, &d, 1, &e1, &rep, NULL) == DPB_OK);
+    CHECK(dp_epsilon(h, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &d, 1, &e2, &rep, NULL) == DPB_OK);
+    CHECK(e1 == e2);
+    dp_event *ps = poisson(0.1, gauss(1.0));
+    dpb_error err = {0};
+    CHECK(dp_epsilon(ps, DP_REL_REPLACE, DP_ACCT_PLD, &d, 1, &e1, &rep, &err) == DPB_EUNSUPPORTED);
+    CHECK(strcmp(err.field, "neighboring_relation") == 0);
+    dp_event_free(r);
+    dp_event_free(h);
+    dp_event_free(ps);
+}
+
+/* Both are upper bounds; PLD is the tighter. Mixed and heterogeneous compositions. */
+static void pld_below_rdp_and_above_exact(void)
+{
+    const double qs[] = {0.001, 0.05, 0.3};
+    const double sig[] = {0.7, 1.0, 3.0};
+    for (size_t i = 0; i < N(qs); i++)
+        for (size_t j = 0; j < N(sig); j++) {
+            dp_event *ev = times(poisson(qs[i], gauss(sig[j])), 200);
+            double r = eps_of(ev, DP_ACCT_RDP, 1e-6), p = eps_of(ev, DP_ACCT_PLD, 1e-6);
+            CHECKF(p <= r, "q %g sigma %g: pld %g > rdp %g", qs[i], sig[j], p, r);
+            dp_event_free(ev);
+        }
+    /* heterogeneous unsampled Gaussians: PLD >= exact mu-GDP, within 1e-3 */
+    dp_event *c = dp_event_new(DP_EV_COMPOSED);
+    const double s[] = {0.8, 1.3, 2.0, 5.0};
+    c->u.composed.events = calloc(N(s), sizeof(dp_event *));
+    for (size_t i = 0; i < N(s); i++)
+        c->u.composed.events[c->u.composed.n++] = gauss(s[i]);
+    const double eps[] = {0.5, 1.0, 3.0};
+    double mu = 0.0;
+    for (size_t i = 0; i < N(s); i++)
+        mu += 1.0 / (s[i] * s[i]);
+    mu = sqrt(mu);
+    for (size_t k = 0; k < N(eps); k++) {
+        double exact, pl = delta_of(c, DP_ACCT_PLD, eps[k]);
+        dp_gdp_delta(mu, eps[k], &exact, NULL);
+        CHECK(pl >= exact * (1 - 1e-12));
+        CHECK_REL(pl, exact, 1e-3);
+        CHECK_REL(delta_of(c, DP_ACCT_AUTO, eps[k]), exact, 1e-15);
+    }
+    dp_event_free(c);
+}
+
+/* Self-composition equals repeated composition; eps(delta(eps)) round trips. */
+static void composition_consistency(void)
+{
+    dp_event *self = times(poisson(0.1, laplace(1.5)), 4);
+    dp_event *rep4 = dp_event_new(DP_EV_COMPOSED);
+    rep4->u.composed.events = calloc(4, sizeof(dp_event *));
+    for (int i = 0; i < 4; i++)
+        rep4->u.composed.events[rep4->u.composed.n++] = poisson(0.1, laplace(1.5));
+    for (double e = 0.0; e < 3.0; e += 0.5)
+        CHECK_REL(delta_of(self, DP_ACCT_PLD, e), delta_of(rep4, DP_ACCT_PLD, e), 1e-9);
+    dp_event_free(self);
+    dp_event_free(rep4);
+    dp_event *ev = times(poisson(0.02, gauss(0.9)), 500);
+    const dp_accountant a[] = {DP_ACCT_RDP, DP_ACCT_PLD};
+    for (size_t k = 0; k < N(a); k++)
+        for (double e = 0.5; e < 6.0; e += 1.1) {
+            double d = delta_of(ev, a[k], e);
+            double e2 = eps_of(ev, a[k], d);
+            /* RDP's two conversions are the same inequality; only rounding separates them */
+            CHECK(delta_of(ev, a[k], e2) <= d * (1 + 1e-9));
+            CHECKF(fabs(e2 - e) <= 1e-6 * (1 + e) || a[k] == DP_ACCT_RDP, "%s: %g -> %g",
+                   dp_accountant_name(a[k]), e, e2);
+            CHECK(e2 <= e * (1 + 1e-9) + 1e-9);
+        }
+    dp_event_free(ev);
+}
+
+/* eps non-increasing in sigma, non-decreasing in count and in q. */
+static void monotonicity(void)
+{
+    const dp_accountant a[] = {DP_ACCT_RDP, DP_ACCT_PLD};
+    for (size_t k = 0; k < N(a); k++) {
+        double prev = HUGE_VAL;
+        for (double s = 0.6; s < 4.0; s *= 1.4) {
+            dp_event *ev = times(poisson(0.05, gauss(s)), 100);
+            double e = eps_of(ev, a[k], 1e-6);
+            CHECK(e <= prev);
+            prev = e;
+            dp_event_free(ev);
+        }
+        prev = 0.0;
+        for (uint64_t n = 1; n <= 4096; n *= 4) {
+            dp_event *ev = times(poisson(0.05, gauss(1.0)), n);
+            double e = eps_of(ev, a[k], 1e-6);
+            CHECK(e >= prev);
+            prev = e;
+            dp_event_free(ev);
+        }
+        prev = 0.0;
+        for (double q = 0.001; q <= 1.0; q *= 3.0) {
+            dp_event *ev = times(poisson(q, gauss(1.0)), 50);
+            double e = eps_of(ev, a[k], 1e-6);
+            CHECK(e >= prev);
+            prev = e;
+            dp_event_free(ev);
+        }
+    }
+}
+
+/* Calibration meets the target and is the best value within its stated tolerance. */
+static void calibration_best_within_tolerance(void)
+{
+    const dp_accountant a[] = {DP_ACCT_RDP, DP_ACCT_PLD};
+    for (size_t k = 0; k < N(a); k++) {
+        dp_event *g = gauss(0.0);
+        g->unknown = DP_PARAM_NOISE_MULTIPLIER;
+        dp_event *ev = times(poisson(0.01, g), 1000);
+        dp_calibration c;
+        dp_report rep;
+        dpb_error err = {0};
+        CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, a[k], 1.0, 1e-5, &c, &rep, &err) == DPB_OK);
+        CHECK(c.achieved_delta <= 1e-5);
+        g->unknown = DP_PARAM_NONE;
+        g->u.noise.noise_multiplier = c.value;
+        CHECK(eps_of(ev, a[k], 1e-5) <= 1.0);
+        g->u.noise.noise_multiplier = c.value / (1.0 + 2.0 * c.tolerance);
+        CHECK(eps_of(ev, a[k], 1e-5) > 1.0);
+        dp_event_free(ev);
+    }
+    /* count: the largest integer */
+    dp_event *ev = times(poisson(0.01, gauss(1.0)), 0);
+    ev->unknown = DP_PARAM_COUNT;
+    dp_calibration c;
+    dp_report rep;
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 2.0, 1e-5, &c, &rep, NULL) == DPB_OK);
+    ev->unknown = DP_PARAM_NONE;
+    ev->u.self.count = (uint64_t)c.value;
+    CHECK(eps_of(ev, DP_ACCT_RDP, 1e-5) <= 2.0);
+    ev->u.self.count++;
+    CHECK(eps_of(ev, DP_ACCT_RDP, 1e-5) > 2.0);
+    dp_event_free(ev);
+    /* sampling probability: the largest rate */
+    dp_event *ps = poisson(0.0, gauss(1.0));
+    ps->unknown = DP_PARAM_SAMPLING_PROBABILITY;
+    ev = times(ps, 1000);
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 2.0, 1e-5, &c, &rep, NULL) == DPB_OK);
+    ps->unknown = DP_PARAM_NONE;
+    ps->u.sampled.sampling_probability = c.value;
+    CHECK(eps_of(ev, DP_ACCT_RDP, 1e-5) <= 2.0);
+    ps->u.sampled.sampling_probability = c.value * (1.0 + 2.0 * c.tolerance);
+    CHECK(eps_of(ev, DP_ACCT_RDP, 1e-5) > 2.0);
+    dp_event_free(ev);
+    /* infeasible: a non-private step can never meet a target */
+    dp_event *cmp = dp_event_new(DP_EV_COMPOSED);
+    cmp->u.composed.events = calloc(2, sizeof(dp_event *));
+    dp_event *g2 = gauss(0.0);
+    g2->unknown = DP_PARAM_NOISE_MULTIPLIER;
+    cmp->u.composed.events[cmp->u.composed.n++] = g2;
+    cmp->u.composed.events[cmp->u.composed.n++] = leaf(DP_EV_NON_PRIVATE);
+    dpb_error err = {0};
+    CHECK(dp_calibrate(cmp, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, 1.0, 1e-5, &c, &rep, &err) ==
+          DPB_EINFEASIBLE);
+    CHECK(c.has_best && c.best_delta == 1.0);
+    dp_event_free(cmp);
+}
+
+/* The PLD grid: refining it moves delta down towards the exact value and never below it. */
+static void pld_grid_refinement(void)
+{
+    dp_event *ev = times(gauss(2.0), 10);
+    double mu = sqrt(10.0) / 2.0, exact;
+    dp_gdp_delta(mu, 1.0, &exact, NULL);
+    double prev = HUGE_VAL;
+    const double hs[] = {1e-2, 3e-3, 1e-3, 3e-4};
+    for (size_t i = 0; i < N(hs); i++) {
+        dp_options opt = {hs[i]};
+        double e = 1.0, d;
+        dp_report rep;
+        CHECK(dp_delta_ex(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &opt, &e, 1, &d, NULL, NULL, &rep,
+                          NULL) == DPB_OK);
+        CHECK(d >= exact);
+        CHECK(d <= prev * (1 + 1e-12));
+        prev = d;
+    }
+    CHECK_REL(prev, exact, 1e-4);
+    dp_event_free(ev);
+}
+
+const tl_test ACCOUNTANT_TESTS[] = {
+    TL_T(public_reference_values),
+    TL_T(closed_forms_and_edges),
+    TL_T(pld_below_rdp_and_above_exact),
+    TL_T(composition_consistency),
+    TL_T(monotonicity),
+    TL_T(calibration_best_within_tolerance),
+    TL_T(pld_grid_refinement),
+};
+const size_t ACCOUNTANT_NTESTS = N(ACCOUNTANT_TESTS);
