@@ -7,7 +7,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-VERSION := 0.1.0
+VERSION := 0.2.0
 
 PKGS_CORE   := gsl fftw3
 PKGS_SERVER := libmicrohttpd jansson
@@ -78,7 +78,7 @@ $(UNIT_BIN): $(UNIT_OBJ) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 
-$(API_BIN): $(API_OBJ) $(LIBCORE)
+$(API_BIN): $(API_OBJ) $(SERVER_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_TEST) $(LIBS_SERVER) $(LIBS_CORE)

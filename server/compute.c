@@ -297,10 +297,10 @@ void res_calibrate(const http_request *req, http_response *resp)
     }
     json_t *o = json_object();
     json_object_set_new(o, "solve_for", json_string(dp_param_name(cal.param)));
+    int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT;
     json_object_set_new(o, "value",
-                        cal.param == DP_PARAM_NOISE_MULTIPLIER
-                            ? codec_real(cal.value)
-                            : codec_uint_json((uint64_t)cal.value));
+                        integral ? codec_uint_json((uint64_t)cal.value) : codec_real(cal.value));
+    json_object_set_new(o, "tolerance", json_real(cal.tolerance));
     if (cal.has_interval)
         json_object_set_new(
             o, "interval",

@@ -30,6 +30,7 @@ static const struct {
     [PB_NUMERICAL_FAILURE] = {500, "numerical_failure", "A numerical routine failed"},
     [PB_INTERNAL] = {500, "internal", "Internal error"},
     [PB_OUT_OF_MEMORY] = {503, "out_of_memory", "Out of memory: retry later"},
+    [PB_LIMIT_EXCEEDED] = {400, "limit_exceeded", "The computation would exceed a size limit"},
 };
 
 int problem_http_status(problem_code c)
@@ -65,7 +66,7 @@ problem_code problem_from_status(dpb_status s)
     case DPB_ENUMERIC:
         return PB_NUMERICAL_FAILURE;
     case DPB_ELIMIT:
-        return PB_TOO_MANY_VALUES;
+        return PB_LIMIT_EXCEEDED;
     }
     return PB_INTERNAL;
 }

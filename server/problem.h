@@ -30,6 +30,7 @@ typedef enum {
     PB_NUMERICAL_FAILURE,   /* 500 a solver did not converge */
     PB_INTERNAL,            /* 500 */
     PB_OUT_OF_MEMORY,       /* 503 */
+    PB_LIMIT_EXCEEDED,      /* 400 a computation would exceed a size limit (e.g. PLD grid) */
     PB_COUNT_
 } problem_code;
 

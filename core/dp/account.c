@@ -171,6 +171,18 @@ dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, c
     return dp_epsilon_ex(ev, rel, acct, NULL, delta, n, eps, NULL, rep, err);
 }
 
+/* delta at any real eps for a pld profile (the larger of the two directions). */
+static double pld_max_delta(const dp_profile *pr, double eps)
+{
+    double d = pld_delta(&pr->dir[0], eps);
+    if (!pr->symmetric) {
+        double d1 = pld_delta(&pr->dir[1], eps);
+        if (d1 > d)
+            d = d1;
+    }
+    return d;
+}
+
 dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
                     const double *eps, size_t n_eps, double *delta, const double *alpha,
                     size_t n_alpha, double *beta, dp_report *rep, dpb_error *err)
@@ -202,16 +214,20 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
             }
         } else {
             /* Envelope of the supporting lines 1 - delta(e) - e^e alpha over an eps grid up to
-             * where delta vanishes (each line lies below the true trade-off curve). */
+             * where delta vanishes (each line lies below the true trade-off curve). The PLD's
+             * hockey-stick curve holds for every real eps, so its grid also covers eps < 0
+             * (the lines tangent beyond the curve's fixed point); rdp's conversion is used
+             * for eps >= 0 only. */
             enum { GRID = 400 };
             double emax = dp_profile_epsilon(&pr, 1e-12, NULL);
             if (!isfinite(emax) || emax > 50.0)
                 emax = 50.0;
+            double emin = pr.acct == DP_ACCT_PLD ? -emax : 0.0;
             for (size_t j = 0; j < n_alpha; j++)
                 beta[j] = 0.0;
             for (int g = 0; g <= GRID; g++) {
-                double e = emax * g / GRID;
-                double d = dp_profile_delta(&pr, e, NULL, NULL);
+                double e = emin + (emax - emin) * g / GRID;
+                double d = e >= 0.0 ? dp_profile_delta(&pr, e, NULL, NULL) : pld_max_delta(&pr, e);
                 for (size_t j = 0; j < n_alpha; j++) {
                     double b = 1.0 - d - exp(e) * alpha[j];
                     if (b > beta[j])

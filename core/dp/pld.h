@@ -57,7 +57,7 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 /* out = a composed with itself count times (count >= 1), by one FFT power. */
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out);
 
-/* delta(eps) for eps >= 0 (an upper bound for the mechanism, by construction). */
+/* delta(eps) for any real eps (an upper bound for the mechanism, by construction). */
 double pld_delta(const pld_pmf *d, double eps);
 
 /* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when

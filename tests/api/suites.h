@@ -14,5 +14,7 @@ extern const tl_test ERROR_TESTS[]; /* test_errors.c: every error class */
 extern const size_t ERROR_NTESTS;
 extern const tl_test CONTRACT_TESTS[]; /* test_contract.c: every answer's shape */
 extern const size_t CONTRACT_NTESTS;
+extern const tl_test ACCOUNTANT_API_TESTS[]; /* test_accountants_api.c: rdp, pld, curves */
+extern const size_t ACCOUNTANT_API_NTESTS;
 
 #endif
