@@ -253,7 +253,7 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
     if (r > 0 && dp_accountant_parse(s, acct) != 0) {
         problem_set(pb, PB_INVALID_PARAMETER, "accountant",
                     "accountant must be one of \"auto\", \"thm41\", \"gdp_clt\", "
-                    "\"gdp_exact\", \"rdp\", \"pld\" (see GET /v1/accountants)");
+                    "\"gdp_exact\", \"rdp\", \"pld\", \"pnsgd\" (see GET /v1/accountants)");
         return -1;
     }
     return 0;
@@ -492,6 +492,179 @@ fail:
     return NULL;
 }
 
+/* A positive finite number field (required), with a clear message. */
+static int positive(json_t *j, const char *path, const char *key, double *out, int allow_zero,
+                    problem *pb)
+{
+    if (codec_number(j, path, key, 1, out, pb) < 0)
+        return -1;
+    if (allow_zero ? !(*out >= 0.0) : !(*out > 0.0)) {
+        char f[96];
+        join(f, sizeof f, path, key);
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s (got %.17g)", f,
+                    allow_zero ? ">= 0" : "> 0", *out);
+        return -1;
+    }
+    return 0;
+}
+
+/* {"c1": ..., "c2": ...[, "alpha": ...]}; c1 may be left for the solver. */
+static int decode_schedule(json_t *s, const char *path, int online, dp_param solve_for,
+                           dp_event *ev, problem *pb)
+{
+    static const char *const plain[] = {"c1", "c2", NULL};
+    static const char *const with_alpha[] = {"alpha", "c1", "c2", NULL};
+    if (!json_is_object(s)) {
+        problem_set(pb, PB_WRONG_TYPE, path, "'%s' must be an object", path);
+        return -1;
+    }
+    pnsgd_params *p = &ev->u.pnsgd;
+    if (codec_only_fields(s, path, online ? with_alpha : plain, pb) < 0)
+        return -1;
+    if (!leave_for_solver(s, "c1", DP_PARAM_C1, solve_for, ev) &&
+        positive(s, path, "c1", &p->c1, 0, pb) < 0)
+        return -1;
+    if (positive(s, path, "c2", &p->c2, 1, pb) < 0)
+        return -1;
+    if (online && codec_number(s, path, "alpha", 1, &p->alpha, pb) < 0)
+        return -1;
+    return 0;
+}
+
+static dp_event *decode_pnsgd(json_t *j, const char *path, dp_param solve_for, problem *pb)
+{
+    static const char *const allowed[] = {
+        "class_name",       "noise",           "noise_std", "laplace_scale",
+        "noise_schedule",   "online_schedule", "lipschitz", "smoothness",
+        "strong_convexity", "learning_rate",   "diameter",  "interval",
+        "dataset_size",     "order",           "index",     NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_PNSGD, pb);
+    if (ev == NULL)
+        return NULL;
+    pnsgd_params *p = &ev->u.pnsgd;
+    char f[96];
+    const char *s;
+    if (codec_string(j, path, "noise", 1, &s, pb) < 0)
+        goto fail;
+    if (strcmp(s, "gaussian") == 0)
+        p->noise = PNSGD_GAUSSIAN;
+    else if (strcmp(s, "laplace") == 0)
+        p->noise = PNSGD_LAPLACE;
+    else {
+        join(f, sizeof f, path, "noise");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"gaussian\" or \"laplace\"", f);
+        goto fail;
+    }
+    const char *level_key = p->noise == PNSGD_GAUSSIAN ? "noise_std" : "laplace_scale";
+    const char *other_key = p->noise == PNSGD_GAUSSIAN ? "laplace_scale" : "noise_std";
+    if (json_object_get(j, other_key)) {
+        join(f, sizeof f, path, other_key);
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' does not go with noise \"%s\"; use '%s'", f,
+                    s, level_key);
+        goto fail;
+    }
+    json_t *sched = json_object_get(j, "noise_schedule"),
+           *online = json_object_get(j, "online_schedule");
+    int given = json_object_get(j, level_key) != NULL ||
+                (solve_for == DP_PARAM_NOISE_SCALE && !sched && !online);
+    if (given + (sched != NULL) + (online != NULL) != 1) {
+        problem_set(pb, PB_INVALID_PARAMETER, path,
+                    "give exactly one of '%s', 'noise_schedule' {c1, c2} (seed 000 Theorems 3/4) "
+                    "or 'online_schedule' {alpha, c1, c2} (Theorems 5/6)",
+                    level_key);
+        goto fail;
+    }
+    if (given) {
+        p->mode = PNSGD_NOISE_GIVEN;
+        if (!leave_for_solver(j, level_key, DP_PARAM_NOISE_SCALE, solve_for, ev) &&
+            positive(j, path, level_key, &p->noise_level, 0, pb) < 0)
+            goto fail;
+    } else {
+        p->mode = sched ? PNSGD_NOISE_SCHEDULE : PNSGD_NOISE_ONLINE;
+        join(f, sizeof f, path, sched ? "noise_schedule" : "online_schedule");
+        if (decode_schedule(sched ? sched : online, f, online != NULL, solve_for, ev, pb) < 0)
+            goto fail;
+    }
+    if (positive(j, path, "lipschitz", &p->lipschitz, 0, pb) < 0 ||
+        positive(j, path, "smoothness", &p->smoothness, 0, pb) < 0 ||
+        positive(j, path, "strong_convexity", &p->strong_convexity, 1, pb) < 0 ||
+        positive(j, path, "learning_rate", &p->learning_rate, 0, pb) < 0)
+        goto fail;
+    if (p->noise == PNSGD_GAUSSIAN) {
+        if (positive(j, path, "diameter", &p->diameter, 0, pb) < 0)
+            goto fail;
+        if (json_object_get(j, "interval")) {
+            join(f, sizeof f, path, "interval");
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "Gaussian noise takes the constraint set's 'diameter', not 'interval'");
+            goto fail;
+        }
+    } else {
+        json_t *iv = field(j, path, "interval", 1, pb);
+        join(f, sizeof f, path, "interval");
+        if (iv == NULL)
+            goto fail;
+        if (json_object_get(j, "diameter")) {
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "Laplace noise takes the constraint 'interval' [a, b], not 'diameter'");
+            goto fail;
+        }
+        if (!json_is_array(iv) || json_array_size(iv) != 2 ||
+            !json_is_number(json_array_get(iv, 0)) || !json_is_number(json_array_get(iv, 1))) {
+            problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be [a, b], two numbers", f);
+            goto fail;
+        }
+        p->lo = json_number_value(json_array_get(iv, 0));
+        p->hi = json_number_value(json_array_get(iv, 1));
+    }
+    if (!leave_for_solver(j, "dataset_size", DP_PARAM_DATASET_SIZE, solve_for, ev) &&
+        codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &p->n, pb) < 0)
+        goto fail;
+    if (codec_string(j, path, "order", 1, &s, pb) < 0)
+        goto fail;
+    if (strcmp(s, "fixed_index") == 0)
+        p->order = PNSGD_FIXED;
+    else if (strcmp(s, "randomly_stopped") == 0)
+        p->order = PNSGD_STOPPED;
+    else if (strcmp(s, "shuffled") == 0)
+        p->order = PNSGD_SHUFFLED;
+    else {
+        join(f, sizeof f, path, "order");
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    "'%s' must be \"fixed_index\", \"randomly_stopped\" or \"shuffled\"", f);
+        goto fail;
+    }
+    int need_index = p->order == PNSGD_FIXED;
+    if (codec_uint(j, path, "index", need_index, 1, (uint64_t)MAX_EXACT_INT, &p->index, pb) < 0)
+        goto fail;
+    if (p->order == PNSGD_SHUFFLED && json_object_get(j, "index")) {
+        join(f, sizeof f, path, "index");
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    "the shuffled order has no fixed index: leave 'index' out");
+        goto fail;
+    }
+    /* Domain checks with unknowns filled by harmless placeholders. */
+    pnsgd_params probe = *p;
+    if (ev->unknown == DP_PARAM_NOISE_SCALE)
+        probe.noise_level = 1.0;
+    if (ev->unknown == DP_PARAM_DATASET_SIZE)
+        probe.n = probe.index ? probe.index : 1;
+    if (ev->unknown == DP_PARAM_C1)
+        probe.c1 = 1.0;
+    dpb_error e = {0};
+    if (pnsgd_check(&probe, &e) != DPB_OK) {
+        join(f, sizeof f, path, e.field);
+        problem_set(pb, PB_INVALID_PARAMETER, f, "%s", e.detail);
+        goto fail;
+    }
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
 static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, problem *pb)
 {
     static const char *const allowed[] = {"class_name", NULL};
@@ -531,6 +704,8 @@ static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int dep
         return decode_poisson(j, path, solve_for, depth, pb);
     if (strcmp(cls, "NoOpDpEvent") == 0)
         return decode_empty(j, path, DP_EV_NO_OP, pb);
+    if (strcmp(cls, "ProjectedNoisySgdDpEvent") == 0)
+        return decode_pnsgd(j, path, solve_for, pb);
     if (strcmp(cls, "NonPrivateDpEvent") == 0)
         return decode_empty(j, path, DP_EV_NON_PRIVATE, pb);
     char f[96];
@@ -616,6 +791,38 @@ json_t *codec_encode_event(const dp_event *ev)
                          "event", codec_encode_event(ev->u.sampled.event));
     case DP_EV_NO_OP:
         return json_pack("{s:s}", "class_name", "NoOpDpEvent");
+    case DP_EV_PNSGD: {
+        const pnsgd_params *p = &ev->u.pnsgd;
+        static const char *const orders[] = {"fixed_index", "randomly_stopped", "shuffled"};
+        int gauss = p->noise == PNSGD_GAUSSIAN;
+        json_t *o = json_pack(
+            "{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:s}", "class_name", "ProjectedNoisySgdDpEvent",
+            "noise", gauss ? "gaussian" : "laplace", "lipschitz", codec_real(p->lipschitz),
+            "smoothness", codec_real(p->smoothness), "strong_convexity",
+            codec_real(p->strong_convexity), "learning_rate", codec_real(p->learning_rate),
+            "dataset_size", codec_uint_json(p->n), "order", orders[p->order]);
+        if (o == NULL)
+            return NULL;
+        if (gauss)
+            json_object_set_new(o, "diameter", codec_real(p->diameter));
+        else
+            json_object_set_new(o, "interval",
+                                json_pack("[o, o]", codec_real(p->lo), codec_real(p->hi)));
+        if (p->mode == PNSGD_NOISE_GIVEN)
+            json_object_set_new(o, gauss ? "noise_std" : "laplace_scale",
+                                codec_real(p->noise_level));
+        else if (p->mode == PNSGD_NOISE_SCHEDULE)
+            json_object_set_new(
+                o, "noise_schedule",
+                json_pack("{s:o, s:o}", "c1", codec_real(p->c1), "c2", codec_real(p->c2)));
+        else
+            json_object_set_new(o, "online_schedule",
+                                json_pack("{s:o, s:o, s:o}", "alpha", codec_real(p->alpha), "c1",
+                                          codec_real(p->c1), "c2", codec_real(p->c2)));
+        if (p->index)
+            json_object_set_new(o, "index", codec_uint_json(p->index));
+        return o;
+    }
     case DP_EV_NON_PRIVATE:
         return json_pack("{s:s}", "class_name", "NonPrivateDpEvent");
     case DP_EV_COMPOSED: {

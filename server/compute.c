@@ -48,11 +48,19 @@ static void reply_core_error(http_response *resp, problem *pb, const dpb_error *
     http_reply_problem(resp, pb);
 }
 
-/* One result: adds the RDP order that attained the bound when there is one. */
-static json_t *result_entry(json_t *o, double order)
+/* One result, with the accountant's per-point extras that are present. */
+static json_t *result_entry(json_t *o, const dp_point_extra *x)
 {
-    if (o && !isnan(order))
-        json_object_set_new(o, "rdp_order", json_real(order));
+    if (o == NULL)
+        return o;
+    if (!isnan(x->rdp_order))
+        json_object_set_new(o, "rdp_order", json_real(x->rdp_order));
+    if (!isnan(x->limit_delta))
+        json_object_set_new(o, "limit_delta", codec_real(x->limit_delta));
+    if (!isnan(x->limit_lower))
+        json_object_set_new(
+            o, "limit_bracket",
+            json_pack("[o, o]", codec_real(x->limit_lower), codec_real(x->limit_upper)));
     return o;
 }
 
@@ -77,7 +85,8 @@ void res_delta(const http_request *req, http_response *resp)
     dp_relation rel;
     dp_accountant acct;
     dp_options opt;
-    double *eps = NULL, *delta = NULL, *ln_delta = NULL, *aux = NULL;
+    double *eps = NULL, *delta = NULL, *ln_delta = NULL;
+    dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
     json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
@@ -115,7 +124,7 @@ void res_delta(const http_request *req, http_response *resp)
         json_array_append_new(
             res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
                                         codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
-                              aux[i]));
+                              &aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
@@ -143,7 +152,8 @@ void res_epsilon(const http_request *req, http_response *resp)
     dp_relation rel;
     dp_accountant acct;
     dp_options opt;
-    double *dl = NULL, *eps = NULL, *aux = NULL;
+    double *dl = NULL, *eps = NULL;
+    dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
     json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
@@ -180,7 +190,7 @@ void res_epsilon(const http_request *req, http_response *resp)
         json_array_append_new(
             res, result_entry(json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
                                         codec_real(eps[i]), "certified", isfinite(eps[i])),
-                              aux[i]));
+                              &aux[i]));
     json_object_set_new(o, "results", res);
     if (scalar) {
         json_object_set_new(o, "delta", codec_real(dl[0]));
@@ -250,10 +260,17 @@ void res_calibrate(const http_request *req, http_response *resp)
         param = DP_PARAM_COUNT;
     else if (strcmp(sf, "sampling_probability") == 0)
         param = DP_PARAM_SAMPLING_PROBABILITY;
+    else if (strcmp(sf, "noise_std") == 0 || strcmp(sf, "laplace_scale") == 0)
+        param = DP_PARAM_NOISE_SCALE;
+    else if (strcmp(sf, "dataset_size") == 0)
+        param = DP_PARAM_DATASET_SIZE;
+    else if (strcmp(sf, "c1") == 0)
+        param = DP_PARAM_C1;
     else {
         problem_set(&pb, PB_INVALID_PARAMETER, "solve_for",
-                    "solve_for must be \"noise_multiplier\", \"rounds\", \"count\" or "
-                    "\"sampling_probability\"");
+                    "solve_for must be \"noise_multiplier\", \"rounds\", \"count\", "
+                    "\"sampling_probability\", \"noise_std\", \"laplace_scale\", "
+                    "\"dataset_size\" or \"c1\"");
         goto fail;
     }
     json_t *t = json_object_get(j, "target");
@@ -296,8 +313,9 @@ void res_calibrate(const http_request *req, http_response *resp)
         goto out;
     }
     json_t *o = json_object();
-    json_object_set_new(o, "solve_for", json_string(dp_param_name(cal.param)));
-    int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT;
+    json_object_set_new(o, "solve_for", json_string(sf));
+    int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
+                   cal.param == DP_PARAM_DATASET_SIZE;
     json_object_set_new(o, "value",
                         integral ? codec_uint_json((uint64_t)cal.value) : codec_real(cal.value));
     json_object_set_new(o, "tolerance", json_real(cal.tolerance));

@@ -12,7 +12,8 @@
 #include "shuffle.h"
 
 static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
-static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt", "gdp_exact", "rdp", "pld"};
+static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt", "gdp_exact",
+                                         "rdp",  "pld",   "pnsgd"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
@@ -47,7 +48,7 @@ int dp_accountant_parse(const char *s, dp_accountant *a)
 
 /* ---- choosing an accountant ------------------------------------------------------------ */
 
-enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4 };
+enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4, HAS_PNSGD = 8 };
 
 static int leaf_kinds(const dp_event *ev)
 {
@@ -67,6 +68,8 @@ static int leaf_kinds(const dp_event *ev)
             k |= leaf_kinds(ev->u.composed.events[i]);
         return k;
     }
+    case DP_EV_PNSGD:
+        return HAS_PNSGD;
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
@@ -75,8 +78,16 @@ static int leaf_kinds(const dp_event *ev)
     return HAS_OTHER;
 }
 
-/* auto: gdp_exact for unsampled Gaussians (exact), thm41 for shuffled epochs alone, pld
- * for everything else (it represents every event this service knows). */
+static int has_composed(const dp_event *ev)
+{
+    while (ev->kind == DP_EV_SELF_COMPOSED)
+        ev = ev->u.self.event;
+    return ev->kind == DP_EV_COMPOSED;
+}
+
+/* auto: gdp_exact for unsampled Gaussians (exact), thm41 for shuffled epochs alone, pnsgd
+ * for passes of one PNSGD run, pld for everything else (it represents every event this
+ * service knows). */
 static dp_accountant resolve_auto(const dp_event *ev)
 {
     int k = leaf_kinds(ev);
@@ -84,6 +95,8 @@ static dp_accountant resolve_auto(const dp_event *ev)
         return DP_ACCT_GDP_EXACT;
     if (k == HAS_SHUFFLED)
         return DP_ACCT_THM41;
+    if (k == HAS_PNSGD && !has_composed(ev))
+        return DP_ACCT_PNSGD;
     return DP_ACCT_PLD;
 }
 
@@ -124,7 +137,7 @@ static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_erro
 
 dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
                        const dp_options *opt, const double *eps, size_t n, double *delta,
-                       double *ln_delta, double *aux, dp_report *rep, dpb_error *err)
+                       double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err)
 {
     dpb_status st = check_points(eps, n, 0, err);
     if (st != DPB_OK) {
@@ -149,7 +162,7 @@ dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, con
 
 dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
                          const dp_options *opt, const double *delta, size_t n, double *eps,
-                         double *aux, dp_report *rep, dpb_error *err)
+                         dp_point_extra *aux, dp_report *rep, dpb_error *err)
 {
     dpb_status st = check_points(delta, n, 1, err);
     if (st != DPB_OK) {
@@ -285,6 +298,15 @@ static void set_param(dp_event *node, double v)
     case DP_PARAM_SAMPLING_PROBABILITY:
         node->u.sampled.sampling_probability = v;
         break;
+    case DP_PARAM_NOISE_SCALE:
+        node->u.pnsgd.noise_level = v;
+        break;
+    case DP_PARAM_DATASET_SIZE:
+        node->u.pnsgd.n = (uint64_t)v;
+        break;
+    case DP_PARAM_C1:
+        node->u.pnsgd.c1 = v;
+        break;
     case DP_PARAM_NONE:
         break;
     }
@@ -330,8 +352,8 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
     double tol = p->acct == DP_ACCT_PLD ? 1e-4 : 1e-9;
     double d;
     int f;
-    if (prm == DP_PARAM_NOISE_MULTIPLIER) {
-        /* smallest feasible sigma in [1e-4, 1e6], bracketed outward from 1 */
+    if (prm == DP_PARAM_NOISE_MULTIPLIER || prm == DP_PARAM_NOISE_SCALE || prm == DP_PARAM_C1) {
+        /* smallest feasible noise (or C1: more noise) in [1e-4, 1e6], bracketed from 1 */
         double lo, hi = 1.0;
         while ((f = feasible(p, hi, &d)) == 0 && hi < 1e6)
             hi *= 4.0;
@@ -367,6 +389,38 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
         }
         c->value = hi;
         c->tolerance = tol;
+    } else if (prm == DP_PARAM_DATASET_SIZE) {
+        /* smallest feasible n in [1, 2^53]: delta decreases with n at a fixed noise */
+        const pnsgd_params *pn = &p->node->u.pnsgd;
+        if (pn->mode != PNSGD_NOISE_GIVEN || pn->order == PNSGD_FIXED)
+            return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
+                            "dataset_size is solved for a given noise level with the shuffled "
+                            "or randomly stopped order (where delta decreases with n)");
+        double lo = 0.0, hi = 1.0;
+        while ((f = feasible(p, hi, &d)) == 0 && hi < 9007199254740992.0) {
+            lo = hi;
+            hi *= 2.0;
+        }
+        if (f < 0)
+            return p->fatal;
+        if (f == 0) {
+            c->has_best = 1;
+            c->best_at = hi;
+            c->best_delta = d;
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "dataset_size",
+                            "even %g records give delta %.6g > %.6g", hi, d, p->delta_t);
+        }
+        while (hi - lo > 1.0) {
+            double mid = floor((lo + hi) / 2.0);
+            if ((f = feasible(p, mid, &d)) < 0)
+                return p->fatal;
+            if (f)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        c->value = hi;
+        c->tolerance = 0.0;
     } else if (prm == DP_PARAM_COUNT) {
         /* largest feasible count in [1, 2^53] */
         if ((f = feasible(p, 1.0, &d)) < 0)

@@ -33,8 +33,16 @@ typedef enum {
     DP_ACCT_GDP_CLT = 2,   /* seed 004 Theorem 5.2 asymptotic mu-GDP          estimate */
     DP_ACCT_GDP_EXACT = 3, /* unsampled Gaussians: exact mu-GDP closed form   upper_bound */
     DP_ACCT_RDP = 4,       /* Renyi DP with the improved conversion           upper_bound */
-    DP_ACCT_PLD = 5        /* pessimistic privacy-loss distributions (FFT)    upper_bound */
+    DP_ACCT_PLD = 5,       /* pessimistic privacy-loss distributions (FFT)    upper_bound */
+    DP_ACCT_PNSGD = 6      /* seed 000 bounds, epochs by optimal composition  upper_bound */
 } dp_accountant;
+
+/* Per-point extras an accountant may attach to an answer (NAN when absent). */
+typedef struct {
+    double rdp_order;   /* rdp: the order attaining the bound */
+    double limit_delta; /* pnsgd schedules: delta* as n -> infinity (a limit, not a bound) */
+    double limit_lower, limit_upper; /* pnsgd online: bracket of the limit as n -> infinity */
+} dp_point_extra;
 
 /* Accountant options; a zeroed struct (or NULL) means the defaults. */
 typedef struct {
@@ -60,11 +68,10 @@ int dp_accountant_parse(const char *s, dp_accountant *a);
 dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *eps,
                     size_t n, double *delta, double *ln_delta, dp_report *rep, dpb_error *err);
 
-/* As dp_delta, with options and aux[i] (may be NULL): the RDP order attaining each bound
- * (NAN for other accountants). */
+/* As dp_delta, with options and per-point extras (may be NULL). */
 dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
                        const dp_options *opt, const double *eps, size_t n, double *delta,
-                       double *ln_delta, double *aux, dp_report *rep, dpb_error *err);
+                       double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err);
 
 /*
  * The smallest eps with delta(eps) <= delta_i, for 0 < delta_i < 1. eps[i] is +INFINITY
@@ -74,7 +81,7 @@ dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, c
                       size_t n, double *eps, dp_report *rep, dpb_error *err);
 dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
                          const dp_options *opt, const double *delta, size_t n, double *eps,
-                         double *aux, dp_report *rep, dpb_error *err);
+                         dp_point_extra *aux, dp_report *rep, dpb_error *err);
 
 /*
  * A curve for plotting: delta at each eps[i], and a lower bound beta[j] on the trade-off

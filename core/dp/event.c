@@ -33,6 +33,7 @@ void dp_event_free(dp_event *ev)
     case DP_EV_EPSILON_DELTA:
     case DP_EV_NO_OP:
     case DP_EV_NON_PRIVATE:
+    case DP_EV_PNSGD:
         break;
     }
     free(ev);
@@ -49,6 +50,12 @@ const char *dp_param_name(dp_param p)
         return "count";
     case DP_PARAM_SAMPLING_PROBABILITY:
         return "sampling_probability";
+    case DP_PARAM_NOISE_SCALE:
+        return "noise_scale";
+    case DP_PARAM_DATASET_SIZE:
+        return "dataset_size";
+    case DP_PARAM_C1:
+        return "c1";
     case DP_PARAM_NONE:
         break;
     }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pnsgd.h"
+
 typedef enum {
     DP_EV_SHUFFLED_EPOCH = 1,  /* one epoch of DP-SGD with random shuffling (seed 004) */
     DP_EV_SELF_COMPOSED = 2,   /* `event` run `count` times */
@@ -21,7 +23,8 @@ typedef enum {
     DP_EV_EPSILON_DELTA = 6,   /* an (epsilon, delta)-DP mechanism, nothing else known */
     DP_EV_POISSON_SAMPLED = 7, /* `event` on a Poisson sample with rate sampling_probability */
     DP_EV_NO_OP = 8,           /* touches no data: costs nothing */
-    DP_EV_NON_PRIVATE = 9      /* releases data without noise: infinite cost */
+    DP_EV_NON_PRIVATE = 9,     /* releases data without noise: infinite cost */
+    DP_EV_PNSGD = 10           /* one pass of projected noisy SGD (seed 000) */
 } dp_event_kind;
 
 /* Parameters that calibration can solve for. */
@@ -30,7 +33,10 @@ typedef enum {
     DP_PARAM_NOISE_MULTIPLIER = 1,
     DP_PARAM_ROUNDS = 2,
     DP_PARAM_COUNT = 3,
-    DP_PARAM_SAMPLING_PROBABILITY = 4
+    DP_PARAM_SAMPLING_PROBABILITY = 4,
+    DP_PARAM_NOISE_SCALE = 5,  /* PNSGD: the Gaussian std or the Laplace scale */
+    DP_PARAM_DATASET_SIZE = 6, /* PNSGD: n */
+    DP_PARAM_C1 = 7            /* PNSGD schedules: C1 */
 } dp_param;
 
 typedef struct dp_event dp_event;
@@ -52,6 +58,7 @@ struct dp_event {
             double sampling_probability;
             dp_event *event; /* owned */
         } sampled;
+        pnsgd_params pnsgd;
         struct {
             dp_event *event; /* owned */
             uint64_t count;

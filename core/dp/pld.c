@@ -369,6 +369,83 @@ dpb_status pld_non_private(double h, pld_pmf *out)
     return st;
 }
 
+static void trim_tails(pld_pmf *d);
+
+dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out)
+{
+    if (bad_h(h))
+        return DPB_EINVAL;
+    /* the largest eps needed: where the bound falls to the tail mass (or 0) */
+    double emax = h;
+    while (f(ctx, emax) > PLD_TAIL && emax < 200.0)
+        emax *= 2.0;
+    int64_t K = (int64_t)ceil(emax / h);
+    if ((double)(2 * K + 1) > (double)PLD_MAX_POINTS)
+        return DPB_ELIMIT;
+    size_t n = (size_t)(2 * K + 1);
+    double *g = malloc(n * sizeof *g), *x = malloc(n * sizeof *x);
+    size_t *hull = malloc((n + 1) * sizeof *hull);
+    dpb_status st = DPB_ENOMEM;
+    if (g == NULL || x == NULL || hull == NULL)
+        goto out;
+    /* eps >= 0: the bound, made non-increasing */
+    double run = 1.0;
+    for (int64_t k = 0; k <= K; k++) {
+        double v = f(ctx, (double)k * h);
+        if (!(v >= 0.0))
+            v = 1.0; /* not a number: nothing is known */
+        if (v < run)
+            run = v;
+        g[K + k] = run;
+    }
+    /* eps < 0 by symmetry of the bound */
+    for (int64_t k = 1; k <= K; k++) {
+        double e = -(double)k * h;
+        g[K - k] = -expm1(e) + exp(e) * g[K + k];
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = exp((double)((int64_t)i - K) * h);
+    /* lower convex hull of (0, 1) and (x_i, g_i), i ascending (monotone chain); index n
+     * stands for the point (0, 1) */
+    size_t m = 0;
+    hull[m++] = n;
+    for (size_t i = 0; i < n; i++) {
+        while (m >= 2) {
+            size_t a = hull[m - 2], b = hull[m - 1];
+            double xa = a == n ? 0.0 : x[a], ga = a == n ? 1.0 : g[a];
+            double xb = b == n ? 0.0 : x[b], gb = b == n ? 1.0 : g[b];
+            /* pop b if it lies on or above the segment a -> i */
+            if ((gb - ga) * (x[i] - xa) >= (g[i] - ga) * (xb - xa))
+                m--;
+            else
+                break;
+        }
+        hull[m++] = i;
+    }
+    st = pmf_alloc(out, h, -K, n);
+    if (st != DPB_OK)
+        goto out;
+    /* atoms at the vertices: p_v = x_v (slope right - slope left), slope 0 after the last */
+    for (size_t j = 1; j < m; j++) {
+        size_t v = hull[j], u = hull[j - 1];
+        double xu = u == n ? 0.0 : x[u], gu = u == n ? 1.0 : g[u];
+        double sl = (g[v] - gu) / (x[v] - xu);
+        double sr = 0.0;
+        if (j + 1 < m)
+            sr = (g[hull[j + 1]] - g[v]) / (x[hull[j + 1]] - x[v]);
+        double pv = x[v] * (sr - sl);
+        out->p[v] += pv > 0.0 ? pv : 0.0;
+    }
+    out->inf_mass = g[n - 1];
+    trim_tails(out);
+    st = DPB_OK;
+out:
+    free(g);
+    free(x);
+    free(hull);
+    return st;
+}
+
 /* ---- composition ------------------------------------------------------------------------ */
 
 /* The smallest 2^a 3^b 5^c >= n (sizes FFTW handles fastest). */

@@ -51,6 +51,18 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
 dpb_status pld_identity(double h, pld_pmf *out);    /* no privacy loss */
 dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
 
+/*
+ * A dominating PLD for a mechanism known only through a symmetric upper bound on its
+ * privacy profile: f(ctx, eps) >= delta(eps) for eps >= 0, for both orders of the pair.
+ * The bound is extended to eps < 0 by delta(-e) = 1 - e^{-e} + e^{-e} delta(e), made
+ * non-increasing, and replaced by its lower convex envelope in x = e^eps through (0, 1):
+ * the true delta is convex in x and below every point, so it stays below the envelope,
+ * which is the hockey-stick curve of the returned discrete pair (atoms at the envelope's
+ * vertices, which are grid points). f must return a finite value in [0, 1].
+ */
+typedef double (*pld_profile_fn)(void *ctx, double eps);
+dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out);
+
 /* out = a (x) b (both on the same grid step). */
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 

@@ -21,12 +21,21 @@
 #include "normal.h"
 #include "shuffle.h"
 
+static double pnsgd_profile_fn(void *ctx, double eps);
+
 static const char W_TV[] = "Theorem 4.1 bounds total variation only: delta is the same for "
                            "every epsilon >= 0, and no finite epsilon is certified for a "
                            "delta below it";
 static const char W_ESTIMATE[] = "asymptotic approximation (M -> infinity with sigma fixed) "
                                  "with no finite-M error bound; it can be far below the true "
                                  "delta: never enforce a budget with it";
+static const char W_PNSGD[] = "projected noisy SGD (seed 000): the bound holds for every "
+                              "epsilon >= 0 and either neighbour order; a schedule's limit "
+                              "delta* is a limit as n grows, not a bound at this n";
+static const char W_PNSGD_EPOCHS[] = "epochs composed optimally (Kairouz, Oh, Viswanath) from "
+                                     "the best per-epoch (epsilon, delta) point; the pld "
+                                     "accountant composes the whole profile and can be "
+                                     "tighter";
 static const char W_NONPRIVATE[] = "the event contains a NonPrivateDpEvent: its privacy loss "
                                    "is infinite";
 
@@ -106,6 +115,8 @@ static const char *kind_name(dp_event_kind k)
         return "PoissonSampledDpEvent";
     case DP_EV_NO_OP:
         return "NoOpDpEvent";
+    case DP_EV_PNSGD:
+        return "ProjectedNoisySgdDpEvent";
     case DP_EV_NON_PRIVATE:
         return "NonPrivateDpEvent";
     }
@@ -171,6 +182,7 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
+    case DP_EV_PNSGD:
         break;
     }
     return unsupported(err, kind_name(ev->kind), dp_accountant_name(acct));
@@ -262,6 +274,11 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "Theorem 4.1's (0, delta) guarantee for a shuffled epoch has no RDP "
                         "curve; use thm41 or pld");
+    case DP_EV_PNSGD:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "projected noisy SGD's guarantees (seed 000) are (epsilon, delta) "
+                        "profiles with no RDP curve (seed 001's (epsilon, delta) -> RDP step is "
+                        "invalid); use pnsgd or pld");
     }
     return unsupported(err, kind_name(ev->kind), "rdp");
 }
@@ -332,6 +349,15 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         if (st != DPB_OK)
             return st;
         return pld_status(pld_eps_delta(0.0, d, h, &out->d[0]), err, h);
+    }
+    case DP_EV_PNSGD: {
+        dpb_error e = {0};
+        if (pnsgd_check(&ev->u.pnsgd, &e) != DPB_OK)
+            return dpb_fail(err, DPB_EINVAL, e.field, "%s", e.detail);
+        dp_report_warn(rep, W_PNSGD);
+        /* the seed 000 bound holds for both orders of the pair: a symmetric profile */
+        return pld_status(pld_from_profile(pnsgd_profile_fn, (void *)&ev->u.pnsgd, h, &out->d[0]),
+                          err, h);
     }
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
@@ -410,6 +436,41 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
     return unsupported(err, kind_name(ev->kind), "pld");
 }
 
+/* ---- pnsgd -------------------------------------------------------------------------------- */
+
+static double pnsgd_profile_fn(void *ctx, double eps)
+{
+    double d;
+    return pnsgd_delta(ctx, eps, &d) == DPB_OK ? d : 1.0;
+}
+
+/* A pass of PNSGD, or E passes of the same (a SelfComposed chain). */
+static dpb_status pnsgd_chain(const dp_event *ev, dp_relation rel, dp_profile *pr, dp_report *rep,
+                              dpb_error *err)
+{
+    double epochs = 1.0;
+    while (ev->kind == DP_EV_SELF_COMPOSED) {
+        epochs *= (double)ev->u.self.count;
+        ev = ev->u.self.event;
+    }
+    if (ev->kind != DP_EV_PNSGD)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "the pnsgd accountant takes one ProjectedNoisySgdDpEvent or a "
+                        "SelfComposedDpEvent of one (epochs); use pld for mixtures");
+    if (!(epochs >= 1.0 && epochs <= 1e9))
+        return dpb_fail(err, DPB_EINVAL, "count", "between 1 and 1e9 epochs");
+    (void)rel; /* the seed 000 bounds hold for any neighbouring pair (replace-one, L-Lipschitz) */
+    dpb_error e = {0};
+    if (pnsgd_check(&ev->u.pnsgd, &e) != DPB_OK)
+        return dpb_fail(err, DPB_EINVAL, e.field, "%s", e.detail);
+    pr->pn = &ev->u.pnsgd;
+    pr->epochs = (uint64_t)epochs;
+    dp_report_warn(rep, W_PNSGD);
+    if (pr->epochs > 1)
+        dp_report_warn(rep, W_PNSGD_EPOCHS);
+    return DPB_OK;
+}
+
 /* ---- build and query ------------------------------------------------------------------------ */
 
 static const char REF_THM41[] = "seed 004 (van Dijk & Ertan), Theorem 4.1, with B = 0.4748; "
@@ -422,6 +483,8 @@ static const char REF_GDP_EXACT[] = "Gaussian DP (Dong, Roth, Su 2019): a compos
 static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at "
                               "dp_accounting's default orders, converted by Canonne, Kamath, "
                               "Steinke 2020 Prop. 12";
+static const char REF_PNSGD[] = "seed 000 (Ye et al.): Theorems 1-6 (Asoodeh et al. 2020 "
+                                "contraction bounds), with MATH.md section 3's corrections";
 static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela et al. 2020; "
                               "Doroshenko et al. 2022), composed by FFT; losses rounded up";
 
@@ -466,6 +529,9 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         }
         return st;
     }
+    case DP_ACCT_PNSGD:
+        rep->reference = REF_PNSGD;
+        return pnsgd_chain(ev, rel, pr, rep, err);
     case DP_ACCT_AUTO:
         break;
     }
@@ -526,11 +592,27 @@ static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
     return d > 1.0 ? 1.0 : d;
 }
 
-double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *aux)
+static void extra_clear(dp_point_extra *x)
+{
+    if (x)
+        *x = (dp_point_extra){NAN, NAN, NAN, NAN};
+}
+
+/* pnsgd: the limits a schedule implies, for orientation next to the finite-n bound. */
+static void pnsgd_extras(const dp_profile *pr, double eps, dp_point_extra *x)
+{
+    if (x == NULL || pr->epochs != 1)
+        return;
+    if (pr->pn->mode == PNSGD_NOISE_SCHEDULE && pr->pn->order == PNSGD_SHUFFLED)
+        x->limit_delta = pnsgd_schedule_limit(pr->pn->noise, eps, pr->pn->c1);
+    if (pr->pn->mode == PNSGD_NOISE_ONLINE)
+        pnsgd_online_limit(pr->pn, eps, &x->limit_lower, &x->limit_upper);
+}
+
+double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, dp_point_extra *aux)
 {
     double d = 0.0, ld = -HUGE_VAL;
-    if (aux)
-        *aux = NAN;
+    extra_clear(aux);
     switch (pr->acct) {
     case DP_ACCT_THM41:
         d = pr->tv_delta;
@@ -550,9 +632,15 @@ double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *au
         d = rdp_lazy(pr, 0, eps, &order);
         ld = log(d);
         if (aux)
-            *aux = order;
+            aux->rdp_order = order;
         break;
     }
+    case DP_ACCT_PNSGD:
+        if (pnsgd_epochs_delta(pr->pn, pr->epochs, eps, &d) != DPB_OK)
+            d = 1.0;
+        ld = log(d);
+        pnsgd_extras(pr, eps, aux);
+        break;
     case DP_ACCT_PLD: {
         d = pld_delta(&pr->dir[0], eps);
         if (!pr->symmetric) {
@@ -571,11 +659,33 @@ double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *au
     return d;
 }
 
-double dp_profile_epsilon(dp_profile *pr, double delta, double *aux)
+/* The smallest eps with delta(eps) <= delta for a profile with no closed-form inverse:
+ * delta(eps) is non-increasing, so bracket and bisect; the returned eps meets the target. */
+static double invert_by_bisection(dp_profile *pr, double delta)
+{
+    if (dp_profile_delta(pr, 0.0, NULL, NULL) <= delta)
+        return 0.0;
+    double lo = 0.0, hi = 1.0;
+    while (dp_profile_delta(pr, hi, NULL, NULL) > delta) {
+        lo = hi;
+        hi *= 2.0;
+        if (hi > 4096.0)
+            return HUGE_VAL;
+    }
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (dp_profile_delta(pr, mid, NULL, NULL) <= delta)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
+double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
 {
     double e = HUGE_VAL;
-    if (aux)
-        *aux = NAN;
+    extra_clear(aux);
     switch (pr->acct) {
     case DP_ACCT_THM41:
         return delta >= pr->tv_delta ? 0.0 : HUGE_VAL;
@@ -590,9 +700,11 @@ double dp_profile_epsilon(dp_profile *pr, double delta, double *aux)
         double order;
         e = rdp_lazy(pr, 1, delta, &order);
         if (aux)
-            *aux = order;
+            aux->rdp_order = order;
         return e;
     }
+    case DP_ACCT_PNSGD:
+        return invert_by_bisection(pr, delta);
     case DP_ACCT_PLD:
         e = pld_epsilon(&pr->dir[0], delta);
         if (!pr->symmetric) {

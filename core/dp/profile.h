@@ -20,9 +20,11 @@ typedef struct {
     size_t npg;
     struct dp_pg_leaf {
         double q, sigma, mult;
-    } * pg;         /* owned */
-    pld_pmf dir[2]; /* pld: remove and add directions */
-    int symmetric;  /* pld: dir[1] equals dir[0] and is not stored */
+    } * pg;                 /* owned */
+    pld_pmf dir[2];         /* pld: remove and add directions */
+    int symmetric;          /* pld: dir[1] equals dir[0] and is not stored */
+    const pnsgd_params *pn; /* pnsgd: the pass (borrowed from the event) */
+    uint64_t epochs;        /* pnsgd: passes */
 } dp_profile;
 
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and
@@ -30,12 +32,12 @@ typedef struct {
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
 
-/* delta at eps >= 0 (rounded up); ln_delta and aux (the RDP order, else NAN) optional.
+/* delta at eps >= 0 (rounded up); ln_delta and aux (per-point extras) optional.
  * The profile is not const: the rdp accountant fills orders in lazily. */
-double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, double *aux);
+double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, dp_point_extra *aux);
 
 /* The smallest eps with delta(eps) <= delta (rounded up; +HUGE_VAL when none is finite). */
-double dp_profile_epsilon(dp_profile *pr, double delta, double *aux);
+double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux);
 
 void dp_profile_release(dp_profile *pr);
 
