@@ -340,6 +340,8 @@ void res_calibrate(const http_request *req, http_response *resp)
         json_object_set_new(det, "rounds_closed_form_eq4", codec_real(cal.rounds_eq4));
     if (!isnan(cal.regime_delta_max))
         json_object_set_new(det, "regime_delta_max", codec_real(cal.regime_delta_max));
+    if (!isnan(cal.limit_c1))
+        json_object_set_new(det, "c1_for_limit", codec_real(cal.limit_c1));
     if (!isnan(cal.regime_sigma_max))
         json_object_set_new(det, "regime_sigma_max", codec_real(cal.regime_sigma_max));
     if (has_dataset > 0) {

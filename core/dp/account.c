@@ -263,6 +263,7 @@ static void calibration_init(dp_calibration *c, dp_param p)
     c->best_delta = c->best_at = NAN;
     c->per_epoch_delta = c->rounds_eq3 = c->rounds_eq4 = NAN;
     c->regime_delta_max = c->regime_sigma_max = NAN;
+    c->limit_c1 = NAN;
 }
 
 /* delta(eps_target) of the template with its current parameter value. */
@@ -650,6 +651,12 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
     if (node->unknown == DP_PARAM_ROUNDS)
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "rounds of a shuffled epoch are solved with the thm41 accountant");
+    if (node->unknown == DP_PARAM_C1 && node->u.pnsgd.mode == PNSGD_NOISE_SCHEDULE &&
+        node->u.pnsgd.order == PNSGD_SHUFFLED) {
+        double c1;
+        if (pnsgd_schedule_c1(node->u.pnsgd.noise, eps_target, delta_target, &c1) == DPB_OK)
+            out->limit_c1 = c1;
+    }
     return calibrate_generic(&p, out);
 }
 

@@ -115,6 +115,9 @@ typedef struct {
     double rounds_eq4;       /* closed form (4), real */
     double regime_delta_max; /* delta up to which (3) implies (4) at this sigma */
     double regime_sigma_max; /* sigma up to which (3) implies (4) at per_epoch_delta */
+    /* pnsgd schedules (solve_for c1): the C1 whose limit delta* (n -> infinity) is the
+     * target, next to the C1 that meets it at this n */
+    double limit_c1;
 } dp_calibration;
 
 /*
