@@ -170,31 +170,37 @@ double pnsgd_noise_at(const pnsgd_params *p, uint64_t j)
     return c * width / (2.0 * eta * sqrt(w));
 }
 
-/* A (rounded up) and b = 1 - B (rounded down) for the noise level s at eps. */
-static void a_and_b(const pnsgd_params *p, double s, double eps, double *A, double *b)
+/* A (rounded up), b = 1 - B (rounded down) and ln B for the noise level s at eps. ln B is
+ * taken from B itself when B < 1/2 (accurate there) and from log1p(-b) otherwise. */
+static void a_and_b(const pnsgd_params *p, double s, double eps, double *A, double *b, double *lnB)
 {
-    double c = pnsgd_contraction(p), eta = p->learning_rate, L = p->lipschitz;
+    double c = pnsgd_contraction(p), eta = p->learning_rate, L = p->lipschitz, B;
     if (p->noise == PNSGD_GAUSSIAN) {
+        double r = c * p->diameter / (eta * s);
         *A = pnsgd_theta(eps, 2.0 * L / s);
-        *b = round_down(pnsgd_one_minus_theta(eps, c * p->diameter / (eta * s)), 1e-13);
+        *b = round_down(pnsgd_one_minus_theta(eps, r), 1e-13);
+        B = pnsgd_theta(eps, r); /* rounded up */
     } else {
         double ta = eps / 2.0 - L / s;
         *A = ta < 0.0 ? dp_round_up(-expm1(ta), 1e-14) : 0.0;
         double tb = eps / 2.0 - c * (p->hi - p->lo) / (2.0 * eta * s);
         *b = tb < 0.0 ? round_down(exp(tb), 1e-14) : 1.0;
+        B = tb < 0.0 ? dp_round_up(-expm1(tb), 1e-14) : 0.0;
     }
     if (*A > 1.0)
         *A = 1.0;
+    if (lnB)
+        *lnB = B < 0.5 ? (B > 0.0 ? log(B) : -HUGE_VAL) : log1p(-*b);
 }
 
 /* (1 - B^k) / (n (1 - B)) with B = 1 - b, stable for b -> 0 and huge k. */
-static double avg_power(double b, double k, double n)
+static double avg_power(double b, double lnB, double k, double n)
 {
     if (b >= 1.0)
         return 1.0 / n; /* B = 0: only the first term */
     if (b <= 0.0)
         return k / n;
-    return -expm1(k * log1p(-b)) / (n * b);
+    return -expm1(k * lnB) / (n * b);
 }
 
 /* Monotone term of the online product: f(t) = ln B_t = ln(1 - b_t), continuous in t. The
@@ -280,7 +286,7 @@ dpb_status pnsgd_delta(const pnsgd_params *p, double eps, double *delta)
     if (p->mode == PNSGD_NOISE_ONLINE) {
         uint64_t i = p->index, last = i;
         double si = pnsgd_noise_at(p, i), bi;
-        a_and_b(p, si, eps, &A, &bi);
+        a_and_b(p, si, eps, &A, &bi, NULL);
         double s = p->n > i ? online_exact_sum(p, eps, i, p->n, &last) : 0.0;
         if (last < p->n && isfinite(s)) {
             /* the terms increase with t: sum_{t=last+1}^{n} f(t) <= int_{last+1}^{n+1} f */
@@ -291,21 +297,22 @@ dpb_status pnsgd_delta(const pnsgd_params *p, double eps, double *delta)
         }
         d = A * exp(s);
     } else {
-        a_and_b(p, pnsgd_noise_at(p, 1), eps, &A, &b);
+        double lnB;
+        a_and_b(p, pnsgd_noise_at(p, 1), eps, &A, &b, &lnB);
         switch (p->order) {
         case PNSGD_FIXED: {
             double k = n - (double)p->index;
-            d = k == 0.0 ? A : (b >= 1.0 ? 0.0 : A * exp(k * log1p(-b)));
+            d = k == 0.0 ? A : (b >= 1.0 ? 0.0 : A * exp(k * lnB));
             break;
         }
         case PNSGD_STOPPED: {
             uint64_t i = p->index ? p->index : 1; /* the worst index is the first */
-            d = A * avg_power(b, n - (double)i + 1.0, n);
+            d = A * avg_power(b, lnB, n - (double)i + 1.0, n);
             break;
         }
         case PNSGD_SHUFFLED:
         default:
-            d = A * avg_power(b, n, n);
+            d = A * avg_power(b, lnB, n, n);
             break;
         }
     }
@@ -347,7 +354,7 @@ dpb_status pnsgd_online_limit(const pnsgd_params *p, double eps, double *lower, 
         return DPB_EINVAL;
     uint64_t i = p->index, last = i;
     double A, bi;
-    a_and_b(p, pnsgd_noise_at(p, i), eps, &A, &bi);
+    a_and_b(p, pnsgd_noise_at(p, i), eps, &A, &bi, NULL);
     pnsgd_params q = *p;
     q.n = UINT64_MAX;
     double s = online_exact_sum(&q, eps, i, UINT64_MAX, &last);

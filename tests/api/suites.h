@@ -16,5 +16,7 @@ extern const tl_test CONTRACT_TESTS[]; /* test_contract.c: every answer's shape 
 extern const size_t CONTRACT_NTESTS;
 extern const tl_test ACCOUNTANT_API_TESTS[]; /* test_accountants_api.c: rdp, pld, curves */
 extern const size_t ACCOUNTANT_API_NTESTS;
+extern const tl_test PNSGD_API_TESTS[]; /* test_pnsgd_api.c: projected noisy SGD */
+extern const size_t PNSGD_API_NTESTS;
 
 #endif

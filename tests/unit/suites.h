@@ -14,5 +14,7 @@ extern const tl_test ACCOUNT_TESTS[];
 extern const size_t ACCOUNT_NTESTS;
 extern const tl_test ACCOUNTANT_TESTS[];
 extern const size_t ACCOUNTANT_NTESTS;
+extern const tl_test PNSGD_TESTS[];
+extern const size_t PNSGD_NTESTS;
 
 #endif
