@@ -253,7 +253,8 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
     if (r > 0 && dp_accountant_parse(s, acct) != 0) {
         problem_set(pb, PB_INVALID_PARAMETER, "accountant",
                     "accountant must be one of \"auto\", \"thm41\", \"gdp_clt\", "
-                    "\"gdp_exact\", \"rdp\", \"pld\", \"pnsgd\" (see GET /v1/accountants)");
+                    "\"gdp_exact\", \"rdp\", \"pld\", \"pnsgd\", \"proactive\" (see GET "
+                    "/v1/accountants)");
         return -1;
     }
     return 0;
@@ -665,6 +666,119 @@ fail:
     return NULL;
 }
 
+static dp_event *decode_proactive(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "dataset_size", "phases", "variant", NULL};
+    static const char *const phase_fields[] = {"noise_multiplier", "batch_size", "rounds", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_PROACTIVE, pb);
+    if (ev == NULL)
+        return NULL;
+    char f[96];
+    uint64_t n;
+    if (codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &n, pb) < 0)
+        goto fail;
+    ev->u.proactive.dataset_size = (double)n;
+    const char *v = "corrected";
+    if (codec_string(j, path, "variant", 0, &v, pb) < 0)
+        goto fail;
+    if (strcmp(v, "corrected") == 0)
+        ev->u.proactive.variant = PRO_CORRECTED;
+    else if (strcmp(v, "paper") == 0)
+        ev->u.proactive.variant = PRO_PAPER;
+    else {
+        join(f, sizeof f, path, "variant");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"corrected\" or \"paper\"", f);
+        goto fail;
+    }
+    join(f, sizeof f, path, "phases");
+    json_t *ph = field(j, path, "phases", 1, pb);
+    if (ph == NULL)
+        goto fail;
+    if (!json_is_array(ph) || json_array_size(ph) == 0 || json_array_size(ph) > 1000) {
+        problem_set(pb, json_is_array(ph) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
+                    "'%s' must be a list of 1 to 1000 phases {noise_multiplier, batch_size, "
+                    "rounds}",
+                    f);
+        goto fail;
+    }
+    size_t np = json_array_size(ph);
+    ev->u.proactive.sigma = calloc(np, sizeof(double));
+    ev->u.proactive.batch = calloc(np, sizeof(double));
+    ev->u.proactive.rounds = calloc(np, sizeof(double));
+    if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    ev->u.proactive.nphases = (int)np;
+    for (size_t i = 0; i < np; i++) {
+        char fi[96];
+        snprintf(fi, sizeof fi, "%s[%zu]", f, i);
+        json_t *x = json_array_get(ph, i);
+        uint64_t b, t;
+        double sg;
+        if (!json_is_object(x)) {
+            problem_set(pb, PB_WRONG_TYPE, fi, "'%s' must be an object", fi);
+            goto fail;
+        }
+        if (codec_only_fields(x, fi, phase_fields, pb) < 0 ||
+            positive(x, fi, "noise_multiplier", &sg, 0, pb) < 0 ||
+            codec_uint(x, fi, "batch_size", 1, 1, n, &b, pb) < 0 ||
+            codec_uint(x, fi, "rounds", 1, 1, (uint64_t)MAX_EXACT_INT, &t, pb) < 0)
+            goto fail;
+        ev->u.proactive.sigma[i] = sg;
+        ev->u.proactive.batch[i] = (double)b;
+        ev->u.proactive.rounds[i] = (double)t;
+    }
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+static dp_event *decode_sgld(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {
+        "class_name", "clipping_norm", "batch_size", "dataset_size",
+        "step_size",  "steps",         "sampling",   NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_SGLD, pb);
+    if (ev == NULL)
+        return NULL;
+    sgld_params *p = &ev->u.sgld;
+    char f[96];
+    json_t *c = json_object_get(j, "clipping_norm");
+    p->clipped = c != NULL && !json_is_null(c);
+    if (p->clipped && positive(j, path, "clipping_norm", &p->clipping_norm, 0, pb) < 0)
+        goto fail;
+    uint64_t b, n;
+    if (codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &n, pb) < 0 ||
+        codec_uint(j, path, "batch_size", 1, 1, n, &b, pb) < 0 ||
+        positive(j, path, "step_size", &p->step_size, 0, pb) < 0 ||
+        codec_uint(j, path, "steps", 1, 1, (uint64_t)MAX_EXACT_INT, &p->steps, pb) < 0)
+        goto fail;
+    p->batch_size = (double)b;
+    p->dataset_size = (double)n;
+    const char *s;
+    if (codec_string(j, path, "sampling", 1, &s, pb) < 0)
+        goto fail;
+    if (strcmp(s, "poisson") == 0)
+        p->sampling = SGLD_POISSON;
+    else if (strcmp(s, "cyclic") == 0)
+        p->sampling = SGLD_CYCLIC;
+    else {
+        join(f, sizeof f, path, "sampling");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"poisson\" or \"cyclic\"", f);
+        goto fail;
+    }
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
 static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, problem *pb)
 {
     static const char *const allowed[] = {"class_name", NULL};
@@ -706,6 +820,10 @@ static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int dep
         return decode_empty(j, path, DP_EV_NO_OP, pb);
     if (strcmp(cls, "ProjectedNoisySgdDpEvent") == 0)
         return decode_pnsgd(j, path, solve_for, pb);
+    if (strcmp(cls, "ProactiveDpSgdDpEvent") == 0)
+        return decode_proactive(j, path, pb);
+    if (strcmp(cls, "SgldDpEvent") == 0)
+        return decode_sgld(j, path, pb);
     if (strcmp(cls, "NonPrivateDpEvent") == 0)
         return decode_empty(j, path, DP_EV_NON_PRIVATE, pb);
     char f[96];
@@ -825,6 +943,31 @@ json_t *codec_encode_event(const dp_event *ev)
     }
     case DP_EV_NON_PRIVATE:
         return json_pack("{s:s}", "class_name", "NonPrivateDpEvent");
+    case DP_EV_PROACTIVE: {
+        json_t *ph = json_array();
+        for (int i = 0; i < ev->u.proactive.nphases; i++)
+            json_array_append_new(
+                ph, json_pack("{s:o, s:o, s:o}", "noise_multiplier",
+                              codec_real(ev->u.proactive.sigma[i]), "batch_size",
+                              codec_uint_json((uint64_t)ev->u.proactive.batch[i]), "rounds",
+                              codec_uint_json((uint64_t)ev->u.proactive.rounds[i])));
+        return json_pack("{s:s, s:o, s:o, s:s}", "class_name", "ProactiveDpSgdDpEvent",
+                         "dataset_size", codec_uint_json((uint64_t)ev->u.proactive.dataset_size),
+                         "phases", ph, "variant",
+                         ev->u.proactive.variant == PRO_PAPER ? "paper" : "corrected");
+    }
+    case DP_EV_SGLD: {
+        const sgld_params *p = &ev->u.sgld;
+        json_t *o =
+            json_pack("{s:s, s:o, s:o, s:o, s:o, s:s}", "class_name", "SgldDpEvent", "batch_size",
+                      codec_uint_json((uint64_t)p->batch_size), "dataset_size",
+                      codec_uint_json((uint64_t)p->dataset_size), "step_size",
+                      codec_real(p->step_size), "steps", codec_uint_json(p->steps), "sampling",
+                      p->sampling == SGLD_POISSON ? "poisson" : "cyclic");
+        if (o && p->clipped)
+            json_object_set_new(o, "clipping_norm", codec_real(p->clipping_norm));
+        return o;
+    }
     case DP_EV_COMPOSED: {
         json_t *arr = json_array();
         for (size_t i = 0; i < ev->u.composed.n; i++)

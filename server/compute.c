@@ -9,7 +9,9 @@
 
 #include "../core/dp/account.h"
 #include "../core/dp/pld.h"
+#include "../core/dp/sgld.h"
 #include "../core/dp/shuffle.h"
+#include "../core/dp/proactive.h"
 #include "codec.h"
 #include "resources.h"
 
@@ -61,7 +63,54 @@ static json_t *result_entry(json_t *o, const dp_point_extra *x)
         json_object_set_new(
             o, "limit_bracket",
             json_pack("[o, o]", codec_real(x->limit_lower), codec_real(x->limit_upper)));
+    if (!isnan(x->closed_form))
+        json_object_set_new(o, "compared",
+                            json_pack("{s:o, s:o}", "proactive_closed_form",
+                                      codec_real(x->closed_form), "rdp", codec_real(x->rdp_value)));
     return o;
+}
+
+/* For each SgldDpEvent in the tree, the DP-SGD it was accounted as (MATH.md section 5). */
+static void put_mappings(json_t *arr, const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_SGLD: {
+        dpb_status st;
+        dp_event *m = dp_map_to_dpsgd(ev, &st, NULL);
+        if (m) {
+            double sigma = 0.0;
+            sgld_noise_multiplier(&ev->u.sgld, &sigma);
+            json_array_append_new(arr, json_pack("{s:s, s:o, s:o}", "from", "SgldDpEvent",
+                                                 "noise_multiplier", codec_real(sigma),
+                                                 "accounted_as", codec_encode_event(m)));
+            dp_event_free(m);
+        }
+        return;
+    }
+    case DP_EV_SELF_COMPOSED:
+        put_mappings(arr, ev->u.self.event);
+        return;
+    case DP_EV_POISSON_SAMPLED:
+        put_mappings(arr, ev->u.sampled.event);
+        return;
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++)
+            put_mappings(arr, ev->u.composed.events[i]);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Adds the mappings when the event holds SGLD runs. */
+static void put_event_notes(json_t *o, const dp_event *ev)
+{
+    json_t *arr = json_array();
+    put_mappings(arr, ev);
+    if (json_array_size(arr) > 0)
+        json_object_set_new(o, "mappings", arr);
+    else
+        json_decref(arr);
 }
 
 /* The report plus the accountant's own parameters (the PLD grid actually used). */
@@ -126,6 +175,7 @@ void res_delta(const http_request *req, http_response *resp)
                                         codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
                               &aux[i]));
     json_object_set_new(o, "results", res);
+    put_event_notes(o, ev);
     if (scalar) {
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
         json_object_set_new(o, "delta", codec_real(delta[0]));
@@ -192,6 +242,7 @@ void res_epsilon(const http_request *req, http_response *resp)
                                         codec_real(eps[i]), "certified", isfinite(eps[i])),
                               &aux[i]));
     json_object_set_new(o, "results", res);
+    put_event_notes(o, ev);
     if (scalar) {
         json_object_set_new(o, "delta", codec_real(dl[0]));
         json_object_set_new(o, "epsilon", codec_real(eps[0]));
@@ -485,6 +536,119 @@ out:
     free(alpha);
     free(beta);
     dp_event_free(ev);
+    json_decref(j);
+}
+
+/* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of MATH.md section 4; D is
+ * delta(eps) of a ProactiveDpSgdDpEvent through /v1/delta). */
+void res_proactive(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {"procedure",    "noise_multiplier", "epsilon",    "delta",
+                                          "dataset_size", "epochs",           "batch_size", "theta",
+                                          "theorem",      "variant",          NULL};
+    problem pb = {0};
+    json_t *o = NULL, *j = codec_parse_object(req->body, req->body_len, &pb);
+    const char *proc, *vs = "corrected", *th = "B.4";
+    double sigma = 0, eps = 0, delta = 0, theta = 1.0, epochs = 0;
+    uint64_t N = 0, s = 0;
+    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+        codec_string(j, "", "procedure", 1, &proc, &pb) < 0 ||
+        codec_string(j, "", "variant", 0, &vs, &pb) < 0 ||
+        codec_string(j, "", "theorem", 0, &th, &pb) < 0 ||
+        codec_number(j, "", "theta", 0, &theta, &pb) < 0)
+        goto fail;
+    pro_variant v = PRO_CORRECTED;
+    if (strcmp(vs, "paper") == 0)
+        v = PRO_PAPER;
+    else if (strcmp(vs, "corrected") != 0) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "variant",
+                    "variant must be \"corrected\" (default) or \"paper\"");
+        goto fail;
+    }
+    if (strcmp(th, "B.4") != 0 && strcmp(th, "3.1") != 0) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "theorem", "theorem must be \"B.4\" or \"3.1\"");
+        goto fail;
+    }
+    if (!(theta >= 1.0 && theta <= 1e6)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "theta",
+                    "theta (s_max / mean batch) must lie in [1, 1e6]");
+        goto fail;
+    }
+    dpb_error err = {0};
+    dp_report rep = {0};
+    if (strcmp(proc, "noise_multiplier") == 0) {
+        if (codec_number(j, "", "epsilon", 1, &eps, &pb) < 0 ||
+            codec_number(j, "", "delta", 1, &delta, &pb) < 0)
+            goto fail;
+        if (!(eps > 0.0) || !(delta > 0.0 && delta < 1.0)) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "epsilon", "need epsilon > 0 and 0 < delta < 1");
+            goto fail;
+        }
+        o = json_pack("{s:s, s:o, s:s}", "procedure", "noise_multiplier", "noise_multiplier",
+                      codec_real(pro_sigma_of(eps, delta)), "formula",
+                      "(6) sigma = sqrt(2 (eps + ln(1/delta)) / eps), rounded up");
+    } else if (strcmp(proc, "plan") == 0 || strcmp(proc, "max_rounds") == 0) {
+        int plan = proc[0] == 'p';
+        if (codec_number(j, "", "noise_multiplier", 1, &sigma, &pb) < 0 ||
+            codec_number(j, "", "delta", 1, &delta, &pb) < 0 ||
+            codec_uint(j, "", "dataset_size", 1, 1, 9007199254740992ULL, &N, &pb) < 0 ||
+            (plan ? codec_number(j, "", "epochs", 1, &epochs, &pb)
+                  : codec_uint(j, "", "batch_size", 1, 1, N, &s, &pb)) < 0)
+            goto fail;
+        if (plan) {
+            pro_plan pl;
+            dpb_status st = pro_plan_run(sigma, delta, (double)N, epochs * (double)N, theta, v,
+                                         th[0] == '3', &pl, &err);
+            if (st != DPB_OK) {
+                problem_from_error(&pb, &err);
+                if (pl.conditions.ncond)
+                    problem_extra(&pb, "conditions", codec_conditions(&pl.conditions));
+                goto fail;
+            }
+            rep = pl.conditions;
+            o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "procedure", "plan",
+                          "epsilon", codec_real(pl.eps), "gamma", codec_real(pl.gamma), "a",
+                          codec_real(pl.a), "max_mean_batch_size", codec_real(pl.mean_batch),
+                          "rounds_min", codec_real(pl.rounds_min), "batch_size",
+                          codec_uint_json((uint64_t)pl.batch), "rounds",
+                          codec_uint_json((uint64_t)pl.rounds), "epochs_actual",
+                          codec_real(pl.k_actual));
+        } else {
+            double t_max;
+            if (pro_max_rounds(sigma, delta, (double)N, (double)s, theta, v, &eps, &t_max, &rep,
+                               &err) != DPB_OK) {
+                problem_from_error(&pb, &err);
+                if (rep.ncond)
+                    problem_extra(&pb, "conditions", codec_conditions(&rep));
+                goto fail;
+            }
+            o = json_pack("{s:s, s:o, s:o}", "procedure", "max_rounds", "epsilon", codec_real(eps),
+                          "max_rounds", codec_uint_json((uint64_t)t_max));
+        }
+    } else {
+        problem_set(&pb, PB_INVALID_PARAMETER, "procedure",
+                    "procedure must be \"plan\", \"noise_multiplier\" or \"max_rounds\" (for "
+                    "delta(eps) of a schedule, POST a ProactiveDpSgdDpEvent to /v1/delta)");
+        goto fail;
+    }
+    json_object_set_new(o, "theorem", json_string(th));
+    json_object_set_new(o, "variant", json_string(vs));
+    json_object_set_new(o, "guarantee", json_string(v == PRO_PAPER ? "estimate" : "upper_bound"));
+    json_object_set_new(o, "conditions", codec_conditions(&rep));
+    json_object_set_new(o, "reference",
+                        json_string("seed 002 (proactive DP), Theorem B.4 (and 3.1 when asked), "
+                                    "with MATH.md's corrected F unless variant is paper"));
+    if (v == PRO_PAPER)
+        json_object_set_new(o, "warnings",
+                            json_pack("[s]", "variant paper reproduces the paper's tables with "
+                                             "its F and two-step gamma; it misses the paper's "
+                                             "own Theorem B.2 by 0.1-0.7%: not a guarantee"));
+    http_reply_json(resp, 200, o);
+    json_decref(j);
+    return;
+fail:
+    json_decref(o);
+    http_reply_problem(resp, &pb);
     json_decref(j);
 }
 

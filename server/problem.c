@@ -30,6 +30,8 @@ static const struct {
     [PB_NUMERICAL_FAILURE] = {500, "numerical_failure", "A numerical routine failed"},
     [PB_INTERNAL] = {500, "internal", "Internal error"},
     [PB_OUT_OF_MEMORY] = {503, "out_of_memory", "Out of memory: retry later"},
+    [PB_UNCERTIFIABLE] = {422, "uncertifiable",
+                          "This mechanism cannot be certified differentially private"},
     [PB_LIMIT_EXCEEDED] = {400, "limit_exceeded", "The computation would exceed a size limit"},
 };
 
@@ -67,6 +69,8 @@ problem_code problem_from_status(dpb_status s)
         return PB_NUMERICAL_FAILURE;
     case DPB_ELIMIT:
         return PB_LIMIT_EXCEEDED;
+    case DPB_EUNCERTIFIABLE:
+        return PB_UNCERTIFIABLE;
     }
     return PB_INTERNAL;
 }

@@ -31,6 +31,7 @@ typedef enum {
     PB_INTERNAL,            /* 500 */
     PB_OUT_OF_MEMORY,       /* 503 */
     PB_LIMIT_EXCEEDED,      /* 400 a computation would exceed a size limit (e.g. PLD grid) */
+    PB_UNCERTIFIABLE,       /* 422 the mechanism cannot be certified at all (unclipped SGLD) */
     PB_COUNT_
 } problem_code;
 

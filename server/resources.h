@@ -9,6 +9,7 @@ void res_delta(const http_request *req, http_response *resp);
 void res_epsilon(const http_request *req, http_response *resp);
 void res_calibrate(const http_request *req, http_response *resp);
 void res_curve(const http_request *req, http_response *resp);
+void res_proactive(const http_request *req, http_response *resp);
 void res_accountants(const http_request *req, http_response *resp);
 
 /* ops.c: operations */

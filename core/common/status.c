@@ -24,6 +24,8 @@ const char *dpb_strstatus(dpb_status s)
         return "numerical_failure";
     case DPB_ELIMIT:
         return "limit_exceeded";
+    case DPB_EUNCERTIFIABLE:
+        return "uncertifiable";
     }
     return "unknown_status";
 }

@@ -13,7 +13,7 @@
 
 static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
 static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt", "gdp_exact",
-                                         "rdp",  "pld",   "pnsgd"};
+                                         "rdp",  "pld",   "pnsgd",   "proactive"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
@@ -48,7 +48,7 @@ int dp_accountant_parse(const char *s, dp_accountant *a)
 
 /* ---- choosing an accountant ------------------------------------------------------------ */
 
-enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4, HAS_PNSGD = 8 };
+enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4, HAS_PNSGD = 8, HAS_PROACTIVE = 16 };
 
 static int leaf_kinds(const dp_event *ev)
 {
@@ -70,6 +70,10 @@ static int leaf_kinds(const dp_event *ev)
     }
     case DP_EV_PNSGD:
         return HAS_PNSGD;
+    case DP_EV_PROACTIVE:
+        return HAS_PROACTIVE;
+    case DP_EV_SGLD:
+        return ev->u.sgld.sampling == SGLD_CYCLIC ? HAS_GAUSSIAN : HAS_OTHER;
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
@@ -97,6 +101,8 @@ static dp_accountant resolve_auto(const dp_event *ev)
         return DP_ACCT_THM41;
     if (k == HAS_PNSGD && !has_composed(ev))
         return DP_ACCT_PNSGD;
+    if (k == HAS_PROACTIVE && ev->kind == DP_EV_PROACTIVE)
+        return DP_ACCT_PROACTIVE;
     return DP_ACCT_PLD;
 }
 

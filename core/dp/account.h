@@ -34,7 +34,8 @@ typedef enum {
     DP_ACCT_GDP_EXACT = 3, /* unsampled Gaussians: exact mu-GDP closed form   upper_bound */
     DP_ACCT_RDP = 4,       /* Renyi DP with the improved conversion           upper_bound */
     DP_ACCT_PLD = 5,       /* pessimistic privacy-loss distributions (FFT)    upper_bound */
-    DP_ACCT_PNSGD = 6      /* seed 000 bounds, epochs by optimal composition  upper_bound */
+    DP_ACCT_PNSGD = 6,     /* seed 000 bounds, epochs by optimal composition  upper_bound */
+    DP_ACCT_PROACTIVE = 7  /* seed 002 closed form next to RDP, the smaller    upper_bound */
 } dp_accountant;
 
 /* Per-point extras an accountant may attach to an answer (NAN when absent). */
@@ -42,6 +43,7 @@ typedef struct {
     double rdp_order;   /* rdp: the order attaining the bound */
     double limit_delta; /* pnsgd schedules: delta* as n -> infinity (a limit, not a bound) */
     double limit_lower, limit_upper; /* pnsgd online: bracket of the limit as n -> infinity */
+    double closed_form, rdp_value;   /* proactive: the two values compared (+inf: none) */
 } dp_point_extra;
 
 /* Accountant options; a zeroed struct (or NULL) means the defaults. */
@@ -136,5 +138,10 @@ dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, dou
 dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                            const dp_options *opt, double eps_target, double delta_target,
                            dp_calibration *out, dp_report *rep, dpb_error *err);
+
+/* The DP-SGD event tree a clipped SgldDpEvent or a ProactiveDpSgdDpEvent stands for (owned by
+ * the caller), so answers can show the mapping; NULL with *st and err set (unclipped SGLD:
+ * DPB_EUNCERTIFIABLE, seed 003 Theorem IV.1). */
+dp_event *dp_map_to_dpsgd(const dp_event *ev, dpb_status *st, dpb_error *err);
 
 #endif

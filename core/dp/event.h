@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "pnsgd.h"
+#include "proactive.h"
+#include "sgld.h"
 
 typedef enum {
     DP_EV_SHUFFLED_EPOCH = 1,  /* one epoch of DP-SGD with random shuffling (seed 004) */
@@ -24,7 +26,9 @@ typedef enum {
     DP_EV_POISSON_SAMPLED = 7, /* `event` on a Poisson sample with rate sampling_probability */
     DP_EV_NO_OP = 8,           /* touches no data: costs nothing */
     DP_EV_NON_PRIVATE = 9,     /* releases data without noise: infinite cost */
-    DP_EV_PNSGD = 10           /* one pass of projected noisy SGD (seed 000) */
+    DP_EV_PNSGD = 10,          /* one pass of projected noisy SGD (seed 000) */
+    DP_EV_PROACTIVE = 11,      /* a client's local DP-SGD history, by phases (seed 002) */
+    DP_EV_SGLD = 12            /* stochastic gradient Langevin dynamics (seed 003) */
 } dp_event_kind;
 
 /* Parameters that calibration can solve for. */
@@ -59,6 +63,13 @@ struct dp_event {
             dp_event *event; /* owned */
         } sampled;
         pnsgd_params pnsgd;
+        struct {
+            double dataset_size;
+            int nphases;
+            double *sigma, *batch, *rounds; /* owned arrays of nphases */
+            pro_variant variant;
+        } proactive;
+        sgld_params sgld;
         struct {
             dp_event *event; /* owned */
             uint64_t count;

@@ -90,6 +90,88 @@ static dpb_status thm41_leaf(const dp_event *ev, dp_relation rel, double *delta,
     return DPB_OK;
 }
 
+/* ---- events that stand for DP-SGD: clipped SGLD and proactive histories ----------------- */
+
+static dp_event *node(dp_event_kind k)
+{
+    return dp_event_new(k);
+}
+
+/* SelfComposed(PoissonSampled(q, Gaussian(sigma)), count), or SelfComposed(Gaussian, count)
+ * when q = 1; NULL on allocation failure. */
+static dp_event *dpsgd(double q, double sigma, uint64_t count)
+{
+    dp_event *g = node(DP_EV_GAUSSIAN), *p = q < 1.0 ? node(DP_EV_POISSON_SAMPLED) : NULL;
+    dp_event *t = node(DP_EV_SELF_COMPOSED);
+    if (g == NULL || t == NULL || (q < 1.0 && p == NULL)) {
+        dp_event_free(g);
+        dp_event_free(p);
+        dp_event_free(t);
+        return NULL;
+    }
+    g->u.noise.noise_multiplier = sigma;
+    if (p) {
+        p->u.sampled.sampling_probability = q;
+        p->u.sampled.event = g;
+    }
+    t->u.self.event = p ? p : g;
+    t->u.self.count = count;
+    return t;
+}
+
+/* The DP-SGD tree that a clipped SGLD run or a proactive history is (owned by the caller),
+ * or NULL with err set: unclipped SGLD is uncertifiable (seed 003, Theorem IV.1). */
+dp_event *dp_map_to_dpsgd(const dp_event *ev, dpb_status *st, dpb_error *err)
+{
+    *st = DPB_OK;
+    if (ev->kind == DP_EV_SGLD) {
+        const sgld_params *p = &ev->u.sgld;
+        double sigma;
+        if (!p->clipped) {
+            *st = dpb_fail(err, DPB_EUNCERTIFIABLE, "event",
+                           "unclipped SGLD cannot be certified: seed 003 (Theorem IV.1) shows "
+                           "its iterates between the first steps and convergence are not "
+                           "(epsilon, delta)-DP for any epsilon; clip the gradients "
+                           "(clipping_norm) to account it as DP-SGD");
+            return NULL;
+        }
+        if (sgld_noise_multiplier(p, &sigma) != DPB_OK) {
+            *st = dpb_fail(err, DPB_EINVAL, "event",
+                           "SGLD needs clipping_norm > 0, step_size > 0 and 1 <= batch_size <= "
+                           "dataset_size");
+            return NULL;
+        }
+        double q = p->batch_size / p->dataset_size;
+        dp_event *t = p->sampling == SGLD_POISSON
+                          ? dpsgd(q, sigma, p->steps)
+                          : dpsgd(1.0, sigma, (uint64_t)ceil((double)p->steps * q));
+        if (t == NULL)
+            *st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        return t;
+    }
+    /* a proactive history: each phase is Poisson sampling at rate s_i/N for T_i rounds */
+    dp_event *c = node(DP_EV_COMPOSED);
+    int n = ev->u.proactive.nphases;
+    if (c)
+        c->u.composed.events = calloc((size_t)n, sizeof(dp_event *));
+    if (c == NULL || c->u.composed.events == NULL) {
+        dp_event_free(c);
+        *st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        dp_event *t = dpsgd(ev->u.proactive.batch[i] / ev->u.proactive.dataset_size,
+                            ev->u.proactive.sigma[i], (uint64_t)ev->u.proactive.rounds[i]);
+        if (t == NULL) {
+            dp_event_free(c);
+            *st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+            return NULL;
+        }
+        c->u.composed.events[c->u.composed.n++] = t;
+    }
+    return c;
+}
+
 static dpb_status unsupported(dpb_error *err, const char *what, const char *acct)
 {
     return dpb_fail(err, DPB_EUNSUPPORTED, "accountant", "%s cannot be accounted with %s%s", what,
@@ -117,6 +199,10 @@ static const char *kind_name(dp_event_kind k)
         return "NoOpDpEvent";
     case DP_EV_PNSGD:
         return "ProjectedNoisySgdDpEvent";
+    case DP_EV_PROACTIVE:
+        return "ProactiveDpSgdDpEvent";
+    case DP_EV_SGLD:
+        return "SgldDpEvent";
     case DP_EV_NON_PRIVATE:
         return "NonPrivateDpEvent";
     }
@@ -179,6 +265,16 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
             return DPB_OK;
         }
         break;
+    case DP_EV_SGLD:
+    case DP_EV_PROACTIVE: {
+        dpb_status st;
+        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
+        if (m == NULL)
+            return st;
+        st = walk_scalar(m, rel, acct, mult, acc, rep, err);
+        dp_event_free(m);
+        return st;
+    }
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
@@ -274,6 +370,16 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "Theorem 4.1's (0, delta) guarantee for a shuffled epoch has no RDP "
                         "curve; use thm41 or pld");
+    case DP_EV_SGLD:
+    case DP_EV_PROACTIVE: {
+        dpb_status st;
+        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
+        if (m == NULL)
+            return st;
+        st = walk_rdp(m, rel, mult, pr, rep, err);
+        dp_event_free(m);
+        return st;
+    }
     case DP_EV_PNSGD:
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "projected noisy SGD's guarantees (seed 000) are (epsilon, delta) "
@@ -349,6 +455,15 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         if (st != DPB_OK)
             return st;
         return pld_status(pld_eps_delta(0.0, d, h, &out->d[0]), err, h);
+    }
+    case DP_EV_SGLD:
+    case DP_EV_PROACTIVE: {
+        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
+        if (m == NULL)
+            return st;
+        st = walk_pld(m, rel, h, out, rep, err);
+        dp_event_free(m);
+        return st;
     }
     case DP_EV_PNSGD: {
         dpb_error e = {0};
@@ -471,6 +586,48 @@ static dpb_status pnsgd_chain(const dp_event *ev, dp_relation rel, dp_profile *p
     return DPB_OK;
 }
 
+/* ---- proactive ----------------------------------------------------------------------------- */
+
+static const char W_PROACTIVE[] = "seed 002 closed form (Theorem B.4 with the corrected F, past "
+                                  "phases at the smallest sigma) reported next to the RDP "
+                                  "accountant's value for the same history; the smaller is "
+                                  "certified";
+
+static dpb_status proactive_build(const dp_event *ev, dp_relation rel, dp_profile *pr,
+                                  dp_report *rep, dpb_error *err)
+{
+    if (ev->kind != DP_EV_PROACTIVE)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "the proactive accountant takes one ProactiveDpSgdDpEvent (a whole "
+                        "client history); use rdp or pld for compositions");
+    if (rel != DP_REL_ADD_OR_REMOVE)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                        "seed 002's analysis (Poisson sampling) is for add_or_remove_one");
+    const dp_event *e = ev;
+    dpb_status st = pro_history_init(
+        e->u.proactive.sigma, e->u.proactive.batch, e->u.proactive.rounds, e->u.proactive.nphases,
+        e->u.proactive.dataset_size, e->u.proactive.variant, &pr->pro, rep, err);
+    if (st != DPB_OK)
+        return st;
+    dp_profile *sub = calloc(1, sizeof *sub);
+    if (sub == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    dp_report scratch = {0};
+    st = dp_profile_build(ev, rel, DP_ACCT_RDP, NULL, sub, &scratch, err);
+    if (st != DPB_OK) {
+        dp_profile_release(sub);
+        free(sub);
+        return st;
+    }
+    pr->sub = sub;
+    dp_report_warn(rep, W_PROACTIVE);
+    if (e->u.proactive.variant == PRO_PAPER)
+        dp_report_warn(rep, "variant paper: the paper's F (its eq. (39), not the exact "
+                            "substitution) and two-step gamma, for reproducing its tables; use "
+                            "the corrected default for guarantees");
+    return DPB_OK;
+}
+
 /* ---- build and query ------------------------------------------------------------------------ */
 
 static const char REF_THM41[] = "seed 004 (van Dijk & Ertan), Theorem 4.1, with B = 0.4748; "
@@ -485,6 +642,9 @@ static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 20
                               "Steinke 2020 Prop. 12";
 static const char REF_PNSGD[] = "seed 000 (Ye et al.): Theorems 1-6 (Asoodeh et al. 2020 "
                                 "contraction bounds), with MATH.md section 3's corrections";
+static const char REF_PROACTIVE[] = "seed 002 (proactive DP), Theorem B.4 with MATH.md's "
+                                    "corrected F and Appendix E's rule for histories, next to "
+                                    "RDP (Mironov, Talwar, Zhang 2019)";
 static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela et al. 2020; "
                               "Doroshenko et al. 2022), composed by FFT; losses rounded up";
 
@@ -532,6 +692,9 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
     case DP_ACCT_PNSGD:
         rep->reference = REF_PNSGD;
         return pnsgd_chain(ev, rel, pr, rep, err);
+    case DP_ACCT_PROACTIVE:
+        rep->reference = REF_PROACTIVE;
+        return proactive_build(ev, rel, pr, rep, err);
     case DP_ACCT_AUTO:
         break;
     }
@@ -595,7 +758,7 @@ static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
 static void extra_clear(dp_point_extra *x)
 {
     if (x)
-        *x = (dp_point_extra){NAN, NAN, NAN, NAN};
+        *x = (dp_point_extra){NAN, NAN, NAN, NAN, NAN, NAN};
 }
 
 /* pnsgd: the limits a schedule implies, for orientation next to the finite-n bound. */
@@ -641,6 +804,19 @@ double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, dp_point_e
         ld = log(d);
         pnsgd_extras(pr, eps, aux);
         break;
+    case DP_ACCT_PROACTIVE: {
+        double c = pro_history_delta(&pr->pro, eps);
+        double r = dp_profile_delta(pr->sub, eps, NULL, NULL);
+        d = c < r ? c : r;
+        ld = c < r
+                 ? pro_ln_delta_of(pr->pro.sigma_min, eps < pr->pro.eps_max ? eps : pr->pro.eps_max)
+                 : log(r);
+        if (aux) {
+            aux->closed_form = c;
+            aux->rdp_value = r;
+        }
+        break;
+    }
     case DP_ACCT_PLD: {
         d = pld_delta(&pr->dir[0], eps);
         if (!pr->symmetric) {
@@ -705,6 +881,15 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
     }
     case DP_ACCT_PNSGD:
         return invert_by_bisection(pr, delta);
+    case DP_ACCT_PROACTIVE: {
+        double c = pro_history_eps(&pr->pro, delta);
+        double r = dp_profile_epsilon(pr->sub, delta, NULL);
+        if (aux) {
+            aux->closed_form = c;
+            aux->rdp_value = r;
+        }
+        return c < r ? c : r;
+    }
     case DP_ACCT_PLD:
         e = pld_epsilon(&pr->dir[0], delta);
         if (!pr->symmetric) {
@@ -721,6 +906,11 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
 
 void dp_profile_release(dp_profile *pr)
 {
+    if (pr->sub) {
+        dp_profile_release(pr->sub);
+        free(pr->sub);
+        pr->sub = NULL;
+    }
     free(pr->pg);
     pr->pg = NULL;
     pr->npg = 0;

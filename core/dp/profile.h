@@ -25,6 +25,8 @@ typedef struct {
     int symmetric;          /* pld: dir[1] equals dir[0] and is not stored */
     const pnsgd_params *pn; /* pnsgd: the pass (borrowed from the event) */
     uint64_t epochs;        /* pnsgd: passes */
+    pro_history pro;        /* proactive: the history's closed form */
+    void *sub;              /* proactive: the RDP profile of the same history (owned) */
 } dp_profile;
 
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and
