@@ -685,6 +685,23 @@ void res_accountants(const http_request *req, http_response *resp)
     json_array_append_new(ev, event_entry("NonPrivateDpEvent", "", "all",
                                           "releases data without noise: infinite cost"));
     json_array_append_new(
+        ev, event_entry("ProjectedNoisySgdDpEvent",
+                        "noise, noise_std | laplace_scale | noise_schedule | online_schedule, "
+                        "lipschitz, smoothness, strong_convexity, learning_rate, diameter | "
+                        "interval, dataset_size, order, index",
+                        "pnsgd, pld", "one pass of projected noisy SGD (seed 000)"));
+    json_array_append_new(ev,
+                          event_entry("ProactiveDpSgdDpEvent", "dataset_size, phases, variant",
+                                      "proactive (closed form next to RDP, the smaller), rdp, pld",
+                                      "a client's local DP-SGD history (seed 002); calculator at "
+                                      "POST /v1/proactive"));
+    json_array_append_new(
+        ev, event_entry("SgldDpEvent",
+                        "clipping_norm, batch_size, dataset_size, step_size, steps, sampling",
+                        "as the DP-SGD it maps to (clipped only)",
+                        "SGLD (seed 003): unclipped is uncertifiable (422); clipped is DP-SGD "
+                        "with sigma = 2b/(n C sqrt(eta))"));
+    json_array_append_new(
         ev, event_entry("ShuffledDpSgdEpochDpEvent", "noise_multiplier, rounds",
                         "thm41, pld (as thm41's (0, delta)), gdp_clt (estimate)",
                         "one epoch of DP-SGD with random shuffling: M = rounds batches (seed 004); "
@@ -706,6 +723,11 @@ void res_accountants(const http_request *req, http_response *resp)
         {"thm41", "upper_bound",
          "seed 004 Theorem 4.1 (B = 0.4748): a total-variation bound, the same delta for every "
          "epsilon; refuses parameters outside M >= 3, sigma >= sqrt(3/ln M) and condition (1)"},
+        {"pnsgd", "upper_bound",
+         "seed 000's bounds for projected noisy SGD; passes by optimal (KOV) composition"},
+        {"proactive", "upper_bound",
+         "seed 002's closed form (corrected F) reported next to RDP for the same history; the "
+         "smaller is certified"},
         {"gdp_clt", "estimate",
          "seed 004 Theorem 5.2 asymptotic mu-GDP: for orientation only, never enforce with it"},
     };
@@ -719,5 +741,10 @@ void res_accountants(const http_request *req, http_response *resp)
                   "estimate", "an approximation: never used for enforcement", "lower_bound",
                   "the true value is at least this: an attack or diagnostic", "solve_for",
                   "noise_multiplier", "rounds", "count", "sampling_probability");
+    if (o) {
+        json_t *more = json_pack("[s,s,s,s]", "noise_std", "laplace_scale", "dataset_size", "c1");
+        json_array_extend(json_object_get(o, "solve_for"), more);
+        json_decref(more);
+    }
     http_reply_json(resp, o ? 200 : 500, o);
 }
