@@ -19,7 +19,7 @@ typedef struct {
     double lhs, rhs; /* the two sides as evaluated (for the first failing instance) */
 } dp_condition;
 
-#define DP_MAX_CONDITIONS 8
+#define DP_MAX_CONDITIONS 16
 #define DP_MAX_WARNINGS 4
 
 typedef struct {
