@@ -71,6 +71,13 @@ problem_code problem_from_status(dpb_status s)
         return PB_LIMIT_EXCEEDED;
     case DPB_EUNCERTIFIABLE:
         return PB_UNCERTIFIABLE;
+    case DPB_EIO:
+    case DPB_EREADONLY:
+    case DPB_ECORRUPT:
+    case DPB_ENOTFOUND:
+    case DPB_ECONFLICT:
+    case DPB_EBUDGET:
+        return PB_INTERNAL; /* mapped by the ledger resources themselves */
     }
     return PB_INTERNAL;
 }

@@ -26,6 +26,18 @@ const char *dpb_strstatus(dpb_status s)
         return "limit_exceeded";
     case DPB_EUNCERTIFIABLE:
         return "uncertifiable";
+    case DPB_EIO:
+        return "io_error";
+    case DPB_ECORRUPT:
+        return "corrupt";
+    case DPB_ENOTFOUND:
+        return "not_found";
+    case DPB_ECONFLICT:
+        return "conflict";
+    case DPB_EREADONLY:
+        return "read_only";
+    case DPB_EBUDGET:
+        return "budget_exceeded";
     }
     return "unknown_status";
 }

@@ -19,7 +19,13 @@ typedef enum {
     DPB_ENOMEM = 5,        /* allocation failed */
     DPB_ENUMERIC = 6,      /* a numerical routine failed to converge */
     DPB_ELIMIT = 7,        /* a request exceeds a configured size limit */
-    DPB_EUNCERTIFIABLE = 8 /* the mechanism cannot be certified at all (e.g. unclipped SGLD) */
+    DPB_EUNCERTIFIABLE = 8, /* the mechanism cannot be certified at all (e.g. unclipped SGLD) */
+    DPB_EIO = 9,            /* a write or sync failed: nothing was made durable */
+    DPB_ECORRUPT = 10,      /* stored data is damaged (err names file and offset) */
+    DPB_ENOTFOUND = 11,     /* no such client or round */
+    DPB_ECONFLICT = 12,     /* the same id with a different body */
+    DPB_EREADONLY = 13,     /* the ledger stopped accepting writes after an I/O failure */
+    DPB_EBUDGET = 14        /* a charge would exceed a client's budget */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */
