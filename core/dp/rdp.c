@@ -93,7 +93,8 @@ static double log_a_frac(double q, double sigma, double alpha)
     double s2 = sigma * sigma;
     double z0 = s2 * log(1.0 / q - 1.0) + 0.5;
     double lq = log(q), l1q = log1p(-q);
-    double log_coef = 0.0; /* ln |C(alpha, i)| */
+    double log_coef = 0.0;   /* ln |C(alpha, i)| */
+    double last = -HUGE_VAL; /* ln of the last terms' magnitude */
     int sign = 1;
     for (int i = 0; i < 100000; i++) {
         if (i > 0) {
@@ -116,10 +117,14 @@ static double log_a_frac(double q, double sigma, double alpha)
             la0 = log_sub(la0, ls0);
             la1 = log_sub(la1, ls1);
         }
-        if ((ls0 > ls1 ? ls0 : ls1) < -30.0 && i > alpha)
+        last = ls0 > ls1 ? ls0 : ls1;
+        if (last < -30.0 && i > alpha)
             break;
     }
-    return log_add(la0, la1);
+    /* Past i > alpha the binomial coefficients alternate in sign and the terms shrink, so the
+     * truncated tail of each series is at most its last term: add both bounds, making A (and
+     * the RDP) an upper bound rather than dp_accounting's slightly low truncation. */
+    return log_add(log_add(la0, la1), last + M_LN2);
 }
 
 double rdp_poisson_gaussian(double q, double sigma, double alpha)

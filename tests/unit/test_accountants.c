@@ -73,8 +73,13 @@ static void public_reference_values(void)
     CHECK(pld <= rdp);
     dp_event_free(ev);
 
+    /* MATH.md's 7.32911117144 is dp_accounting's value, whose fractional-order series is
+     * truncated slightly low; the exact RDP eps is 7.32911117148417 (mpmath, two methods:
+     * tests/ref/gen_ref_proactive.py). Ours bounds the truncation: never below the exact. */
     ev = times(poisson(0.04, gauss(1.5)), 2250);
-    CHECK_REL(eps_of(ev, DP_ACCT_RDP, 1e-5), 7.32911117144, 1e-10);
+    double r2 = eps_of(ev, DP_ACCT_RDP, 1e-5);
+    CHECK(r2 >= 7.32911117148417);
+    CHECK_REL(r2, 7.32911117148417, 1e-10);
     dp_event_free(ev);
 
     ev = times(gauss(10.0), 100);
