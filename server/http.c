@@ -73,18 +73,52 @@ void http_reply_bytes(http_response *resp, int status, const char *content_type,
         resp->status = 503;
 }
 
+/* Does path match route r? For a prefix route, *param receives the one segment after it. */
+static int route_match(const route *r, const char *path, const char **param)
+{
+    if (!r->prefix)
+        return strcmp(r->path, path) == 0;
+    size_t n = strlen(r->path);
+    if (strncmp(r->path, path, n) != 0 || path[n] == '\0' || strchr(path + n, '/') != NULL)
+        return 0;
+    *param = path + n;
+    return 1;
+}
+
+/* The Allow header value for a path: every method routed there (static storage). */
+static const char *allowed_methods(const char *path)
+{
+    static const char *const combos[] = {"GET", "POST", "PUT", "GET, PUT", "GET, POST"};
+    int get = 0, post = 0, put = 0;
+    const char *param;
+    for (const route *r = ROUTES; r->method; r++)
+        if (route_match(r, path, &param)) {
+            get |= strcmp(r->method, "GET") == 0;
+            post |= strcmp(r->method, "POST") == 0;
+            put |= strcmp(r->method, "PUT") == 0;
+        }
+    if (get && put)
+        return combos[3];
+    if (get && post)
+        return combos[4];
+    return get ? combos[0] : post ? combos[1] : put ? combos[2] : NULL;
+}
+
 void http_dispatch(const http_request *req, http_response *resp)
 {
     const char *allow = NULL;
     for (const route *r = ROUTES; r->method; r++) {
-        if (strcmp(r->path, req->path) != 0)
+        const char *param = NULL;
+        if (!route_match(r, req->path, &param))
             continue;
         if (strcmp(r->method, req->method) == 0 ||
             (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
-            r->handler(req, resp);
+            http_request q = *req;
+            q.param = param;
+            r->handler(&q, resp);
             return;
         }
-        allow = r->method;
+        allow = allowed_methods(req->path);
     }
     problem p = {0};
     if (allow) {
@@ -101,16 +135,43 @@ void http_dispatch(const http_request *req, http_response *resp)
 /* Does this route exist and want a JSON body? */
 static const route *find_route(const char *method, const char *path)
 {
+    const char *param;
     for (const route *r = ROUTES; r->method; r++)
-        if (strcmp(r->path, path) == 0 && strcmp(r->method, method) == 0)
+        if (route_match(r, path, &param) && strcmp(r->method, method) == 0)
             return r;
     return NULL;
 }
 
+const char *http_query(const http_request *req, const char *key)
+{
+    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
+}
+
+const char *http_header(const http_request *req, const char *key)
+{
+    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key) : NULL;
+}
+
+int http_not_modified(const http_request *req, http_response *resp, const char *etag)
+{
+    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
+    const char *inm = http_header(req, "If-None-Match");
+    if (inm && strcmp(inm, etag) == 0) {
+        free(resp->body);
+        resp->body = NULL;
+        resp->body_len = 0;
+        resp->status = 304;
+        resp->content_type = "application/json";
+        return 1;
+    }
+    return 0;
+}
+
 static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        resp->body_len, resp->body ? (void *)resp->body : (void *)"",
+        resp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (r == NULL) {
         free(resp->body);
         return MHD_NO;
@@ -121,6 +182,10 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp)
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->etag[0])
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
+    if (resp->extra_name)
+        MHD_add_response_header(r, resp->extra_name, resp->extra_value);
     MHD_RESULT ret = MHD_queue_response(c, (unsigned)resp->status, r);
     MHD_destroy_response(r);
     return ret;
@@ -214,7 +279,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return send_problem(c, &p);
     }
     /* Final call: the whole body is here. */
-    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len};
+    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c};
     http_response resp = {0};
     http_dispatch(&req, &resp);
     return send_response(c, &resp);

@@ -23,6 +23,7 @@ typedef struct {
     size_t max_body;         /* bytes */
     unsigned conn_timeout;   /* seconds a connection may idle */
     unsigned max_connections;
+    void *app; /* handed to every handler as http_request.app */
 } http_config;
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */
@@ -31,7 +32,14 @@ typedef struct {
     const char *path;
     const char *body;
     size_t body_len;
+    const char *param; /* the path segment after a prefix route ("/v1/clients/{id}") */
+    void *app;         /* http_config.app */
+    void *conn;        /* the connection (for http_query / http_header); may be NULL */
 } http_request;
+
+/* A query-string argument or a request header (NULL when absent). */
+const char *http_query(const http_request *req, const char *key);
+const char *http_header(const http_request *req, const char *key);
 
 /* What a handler produces. body is owned (malloc) and freed by the HTTP layer. */
 typedef struct {
@@ -39,8 +47,14 @@ typedef struct {
     const char *content_type; /* static storage */
     char *body;
     size_t body_len;
-    const char *allow; /* for 405: static storage */
+    const char *allow;                    /* for 405: static storage */
+    char etag[48];                        /* sent as ETag when set */
+    const char *extra_name, *extra_value; /* one more header (static storage) */
 } http_response;
+
+/* If the request's If-None-Match equals etag, answer 304 and return 1; else set the ETag on
+ * the response and return 0. */
+int http_not_modified(const http_request *req, http_response *resp, const char *etag);
 
 typedef void (*http_handler)(const http_request *req, http_response *resp);
 

@@ -12,6 +12,8 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "../core/ledger/ledger.h"
+#include "app.h"
 #include "http.h"
 
 static const char USAGE[] =
@@ -26,6 +28,11 @@ static const char USAGE[] =
     "  --max-body BYTES     largest request body accepted, else 413 (default 65536)\n"
     "  --conn-timeout SECS  close connections idle this long (default 30)\n"
     "  --max-connections N  concurrent connections (default 1024)\n"
+    "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
+    "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
+    "                       (default: off; unknown clients are refused)\n"
+    "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
+    "  --no-ledger          serve the compute API only\n"
     "  --help               print this help and exit\n"
     "  --version            print the version and exit\n"
     "\n"
@@ -47,8 +54,10 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long lo,
 
 int main(int argc, char **argv)
 {
-    http_config cfg = {"127.0.0.1", 8080, 0, 65536, 30, 1024};
+    http_config cfg = {"127.0.0.1", 8080, 0, 65536, 30, 1024, NULL};
     const char *port_file = NULL;
+    ledger_options lo = {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0};
+    int use_ledger = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -58,6 +67,10 @@ int main(int argc, char **argv)
         if (strcmp(a, "--version") == 0) {
             printf("dpbudgetd %s\n", DPB_VERSION);
             return 0;
+        }
+        if (strcmp(a, "--no-ledger") == 0) {
+            use_ledger = 0;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "dpbudgetd: unknown option or missing value: '%s' (see --help)\n", a);
@@ -78,7 +91,25 @@ int main(int argc, char **argv)
             cfg.conn_timeout = (unsigned)parse_num(a, v, 1, 3600);
         else if (strcmp(a, "--max-connections") == 0)
             cfg.max_connections = (unsigned)parse_num(a, v, 1, 100000);
-        else {
+        else if (strcmp(a, "--data-dir") == 0)
+            lo.dir = v;
+        else if (strcmp(a, "--snapshot-every") == 0)
+            lo.snapshot_every = parse_num(a, v, 1, 1000000000UL);
+        else if (strcmp(a, "--default-budget") == 0) {
+            char *end;
+            lo.default_epsilon = strtod(v, &end);
+            if (*end == ',')
+                lo.default_delta = strtod(end + 1, &end);
+            if (*end != '\0' || !(lo.default_epsilon >= 0.0) || !(lo.default_delta > 0.0) ||
+                !(lo.default_delta < 1.0) || lo.default_epsilon > 1e6) {
+                fprintf(stderr,
+                        "dpbudgetd: --default-budget needs EPS,DELTA with EPS >= 0 and "
+                        "0 < DELTA < 1, got '%s'\n",
+                        v);
+                return 2;
+            }
+            lo.default_budget = 1;
+        } else {
             fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", a);
             return 2;
         }
@@ -93,9 +124,23 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    app_state app = {NULL};
+    if (use_ledger) {
+        dpb_error err = {0};
+        if (ledger_open(&lo, &app.ledger, &err) != DPB_OK) {
+            fprintf(stderr,
+                    "{\"level\":\"error\",\"msg\":\"cannot open the ledger\",\"data_dir\":"
+                    "\"%s\",\"status\":\"%s\",\"detail\":\"%s\"}\n",
+                    lo.dir, dpb_strstatus(err.status), err.detail);
+            return 1;
+        }
+    }
+    cfg.app = &app;
     http_server *srv = http_start(&cfg);
-    if (srv == NULL)
+    if (srv == NULL) {
+        ledger_close(app.ledger);
         return 1;
+    }
     unsigned port = http_port(srv);
     fprintf(stderr,
             "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u,"
@@ -110,12 +155,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "dpbudgetd: cannot write --port-file %s: %s\n", port_file,
                     strerror(errno));
             http_stop(srv);
+            ledger_close(app.ledger);
             return 1;
         }
     }
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", sig);
-    http_stop(srv);
+    http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
+    ledger_close(app.ledger);
     return 0;
 }

@@ -32,6 +32,9 @@ static const struct {
     [PB_OUT_OF_MEMORY] = {503, "out_of_memory", "Out of memory: retry later"},
     [PB_UNCERTIFIABLE] = {422, "uncertifiable",
                           "This mechanism cannot be certified differentially private"},
+    [PB_CONFLICT] = {409, "conflict", "Conflict with the stored state"},
+    [PB_READ_ONLY] = {503, "read_only", "The ledger is read-only"},
+    [PB_NOT_DURABLE] = {503, "not_durable", "The change could not be made durable"},
     [PB_LIMIT_EXCEEDED] = {400, "limit_exceeded", "The computation would exceed a size limit"},
 };
 

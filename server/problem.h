@@ -32,6 +32,9 @@ typedef enum {
     PB_OUT_OF_MEMORY,       /* 503 */
     PB_LIMIT_EXCEEDED,      /* 400 a computation would exceed a size limit (e.g. PLD grid) */
     PB_UNCERTIFIABLE,       /* 422 the mechanism cannot be certified at all (unclipped SGLD) */
+    PB_CONFLICT,            /* 409 the same round id with another body; immutable fields */
+    PB_READ_ONLY,           /* 503 the ledger stopped accepting writes after an I/O failure */
+    PB_NOT_DURABLE,         /* 503 this change could not be made durable (not acknowledged) */
     PB_COUNT_
 } problem_code;
 

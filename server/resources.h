@@ -17,11 +17,21 @@ void res_healthz(const http_request *req, http_response *resp);
 void res_openapi(const http_request *req, http_response *resp);
 void res_index(const http_request *req, http_response *resp);
 
+/* ledger.c: clients, rounds, summary */
+void res_client_put(const http_request *req, http_response *resp);
+void res_client_get(const http_request *req, http_response *resp);
+void res_clients_list(const http_request *req, http_response *resp);
+void res_round_post(const http_request *req, http_response *resp);
+void res_round_get(const http_request *req, http_response *resp);
+void res_summary(const http_request *req, http_response *resp);
+void res_readyz(const http_request *req, http_response *resp);
+
 typedef struct {
     const char *method;
-    const char *path;
+    const char *path; /* ending in '/' with prefix = 1: one more path segment, the param */
     http_handler handler;
     int json_body; /* 1: the request must carry a JSON body */
+    int prefix;
 } route;
 
 /* The routing table (routes.c), terminated by a NULL method. */

@@ -671,3 +671,30 @@ dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, dou
 {
     return dp_calibrate_ex(tmpl, rel, acct, NULL, eps_target, delta_target, out, rep, err);
 }
+
+/* ---- ledger hooks --------------------------------------------------------------------------- */
+
+dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
+{
+    dp_profile pr;
+    dp_report rep;
+    dpb_status st = build(ev, rel, DP_ACCT_RDP, NULL, &pr, &rep, err);
+    if (st != DPB_OK)
+        return st;
+    for (size_t i = 0; i < RDP_NORDERS; i++)
+        curve[i] = dp_profile_rdp_order(&pr, i);
+    dp_profile_release(&pr);
+    return DPB_OK;
+}
+
+dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err)
+{
+    dp_profile pr;
+    dp_report rep;
+    dpb_status st = build(ev, rel, DP_ACCT_THM41, NULL, &pr, &rep, err);
+    if (st != DPB_OK)
+        return st;
+    *s = log1p(-pr.tv_delta);
+    dp_profile_release(&pr);
+    return DPB_OK;
+}

@@ -139,6 +139,15 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                            const dp_options *opt, double eps_target, double delta_target,
                            dp_calibration *out, dp_report *rep, dpb_error *err);
 
+/* For the ledger: the RDP curve of ev at every RDP_DEFAULT_ORDERS order (all evaluated), for
+ * adding to a client's running curve. DPB_EUNSUPPORTED when ev has no RDP curve (shuffled
+ * epochs, (eps, delta) with delta > 0, PNSGD), DPB_EUNCERTIFIABLE for unclipped SGLD. */
+dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
+
+/* For the ledger: ln(1 - delta) of ev's (0, delta) total-variation guarantee, for events that
+ * thm41 accounts (shuffled epochs and their compositions). */
+dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err);
+
 /* The DP-SGD event tree a clipped SgldDpEvent or a ProactiveDpSgdDpEvent stands for (owned by
  * the caller), so answers can show the mapping; NULL with *st and err set (unclipped SGLD:
  * DPB_EUNCERTIFIABLE, seed 003 Theorem IV.1). */

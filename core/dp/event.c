@@ -2,6 +2,7 @@
 #include "event.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 dp_event *dp_event_new(dp_event_kind kind)
 {
@@ -94,4 +95,300 @@ dp_event *dp_event_find_unknown(dp_event *ev, int *nunknown)
     if (nunknown)
         *nunknown = n;
     return first;
+}
+
+/* ---- binary encoding ------------------------------------------------------------------ */
+
+typedef struct {
+    unsigned char **buf;
+    size_t *len, *cap;
+    int failed;
+} wbuf;
+
+static void put(wbuf *w, const void *p, size_t n)
+{
+    if (w->failed)
+        return;
+    if (*w->len + n > *w->cap) {
+        size_t ncap = *w->cap ? *w->cap : 256;
+        while (ncap < *w->len + n)
+            ncap *= 2;
+        unsigned char *nb = realloc(*w->buf, ncap);
+        if (nb == NULL) {
+            w->failed = 1;
+            return;
+        }
+        *w->buf = nb;
+        *w->cap = ncap;
+    }
+    memcpy(*w->buf + *w->len, p, n);
+    *w->len += n;
+}
+
+static void put_u8(wbuf *w, unsigned v)
+{
+    unsigned char b = (unsigned char)v;
+    put(w, &b, 1);
+}
+
+static void put_u64(wbuf *w, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    put(w, b, 8);
+}
+
+static void put_f64(wbuf *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put_u64(w, v);
+}
+
+static void encode(wbuf *w, const dp_event *ev)
+{
+    if (ev->unknown != DP_PARAM_NONE) {
+        w->failed = 2;
+        return;
+    }
+    put_u8(w, (unsigned)ev->kind);
+    switch (ev->kind) {
+    case DP_EV_SHUFFLED_EPOCH:
+        put_f64(w, ev->u.shuffled.noise_multiplier);
+        put_u64(w, ev->u.shuffled.rounds);
+        break;
+    case DP_EV_SELF_COMPOSED:
+        put_u64(w, ev->u.self.count);
+        encode(w, ev->u.self.event);
+        break;
+    case DP_EV_COMPOSED:
+        put_u64(w, ev->u.composed.n);
+        for (size_t i = 0; i < ev->u.composed.n; i++)
+            encode(w, ev->u.composed.events[i]);
+        break;
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+        put_f64(w, ev->u.noise.noise_multiplier);
+        break;
+    case DP_EV_EPSILON_DELTA:
+        put_f64(w, ev->u.epsdelta.epsilon);
+        put_f64(w, ev->u.epsdelta.delta);
+        break;
+    case DP_EV_POISSON_SAMPLED:
+        put_f64(w, ev->u.sampled.sampling_probability);
+        encode(w, ev->u.sampled.event);
+        break;
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
+        break;
+    case DP_EV_PNSGD: {
+        const pnsgd_params *p = &ev->u.pnsgd;
+        put_u8(w, (unsigned)p->noise);
+        put_u8(w, (unsigned)p->mode);
+        put_u8(w, (unsigned)p->order);
+        const double d[] = {p->noise_level, p->lipschitz, p->smoothness, p->strong_convexity,
+                            p->learning_rate, p->diameter, p->lo, p->hi, p->c1, p->c2, p->alpha};
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+            put_f64(w, d[i]);
+        put_u64(w, p->n);
+        put_u64(w, p->index);
+        break;
+    }
+    case DP_EV_PROACTIVE:
+        put_f64(w, ev->u.proactive.dataset_size);
+        put_u8(w, (unsigned)ev->u.proactive.variant);
+        put_u64(w, (uint64_t)ev->u.proactive.nphases);
+        for (int i = 0; i < ev->u.proactive.nphases; i++) {
+            put_f64(w, ev->u.proactive.sigma[i]);
+            put_f64(w, ev->u.proactive.batch[i]);
+            put_f64(w, ev->u.proactive.rounds[i]);
+        }
+        break;
+    case DP_EV_SGLD: {
+        const sgld_params *p = &ev->u.sgld;
+        put_u8(w, (unsigned)p->clipped);
+        put_u8(w, (unsigned)p->sampling);
+        put_f64(w, p->clipping_norm);
+        put_f64(w, p->batch_size);
+        put_f64(w, p->dataset_size);
+        put_f64(w, p->step_size);
+        put_u64(w, p->steps);
+        break;
+    }
+    }
+}
+
+dpb_status dp_event_encode(const dp_event *ev, unsigned char **buf, size_t *len, size_t *cap)
+{
+    wbuf w = {buf, len, cap, 0};
+    encode(&w, ev);
+    return w.failed == 1 ? DPB_ENOMEM : w.failed == 2 ? DPB_EINVAL : DPB_OK;
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t len, at;
+    int bad;
+} rbuf;
+
+static const unsigned char *take(rbuf *r, size_t n)
+{
+    if (r->bad || r->len - r->at < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const unsigned char *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+
+static unsigned get_u8(rbuf *r)
+{
+    const unsigned char *q = take(r, 1);
+    return q ? q[0] : 0;
+}
+
+static uint64_t get_u64(rbuf *r)
+{
+    const unsigned char *q = take(r, 8);
+    uint64_t v = 0;
+    if (q)
+        for (int i = 7; i >= 0; i--)
+            v = v << 8 | q[i];
+    return v;
+}
+
+static double get_f64(rbuf *r)
+{
+    uint64_t v = get_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static dp_event *decode_node(rbuf *r, int depth)
+{
+    if (depth > 64) {
+        r->bad = 1;
+        return NULL;
+    }
+    unsigned kind = get_u8(r);
+    if (r->bad || kind < DP_EV_SHUFFLED_EPOCH || kind > DP_EV_SGLD) {
+        r->bad = 1;
+        return NULL;
+    }
+    dp_event *ev = dp_event_new((dp_event_kind)kind);
+    if (ev == NULL) {
+        r->bad = 1;
+        return NULL;
+    }
+    switch (ev->kind) {
+    case DP_EV_SHUFFLED_EPOCH:
+        ev->u.shuffled.noise_multiplier = get_f64(r);
+        ev->u.shuffled.rounds = get_u64(r);
+        break;
+    case DP_EV_SELF_COMPOSED:
+        ev->u.self.count = get_u64(r);
+        ev->u.self.event = decode_node(r, depth + 1);
+        break;
+    case DP_EV_COMPOSED: {
+        uint64_t n = get_u64(r);
+        if (r->bad || n == 0 || n > 1000) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.composed.events = calloc((size_t)n, sizeof(dp_event *));
+        if (ev->u.composed.events == NULL) {
+            r->bad = 1;
+            break;
+        }
+        for (uint64_t i = 0; i < n && !r->bad; i++)
+            ev->u.composed.events[ev->u.composed.n++] = decode_node(r, depth + 1);
+        break;
+    }
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+        ev->u.noise.noise_multiplier = get_f64(r);
+        break;
+    case DP_EV_EPSILON_DELTA:
+        ev->u.epsdelta.epsilon = get_f64(r);
+        ev->u.epsdelta.delta = get_f64(r);
+        break;
+    case DP_EV_POISSON_SAMPLED:
+        ev->u.sampled.sampling_probability = get_f64(r);
+        ev->u.sampled.event = decode_node(r, depth + 1);
+        break;
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
+        break;
+    case DP_EV_PNSGD: {
+        pnsgd_params *p = &ev->u.pnsgd;
+        p->noise = (pnsgd_noise)get_u8(r);
+        p->mode = (pnsgd_noise_mode)get_u8(r);
+        p->order = (pnsgd_order)get_u8(r);
+        double *d[] = {&p->noise_level, &p->lipschitz, &p->smoothness, &p->strong_convexity,
+                       &p->learning_rate, &p->diameter, &p->lo, &p->hi, &p->c1, &p->c2, &p->alpha};
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+            *d[i] = get_f64(r);
+        p->n = get_u64(r);
+        p->index = get_u64(r);
+        if (p->noise > PNSGD_LAPLACE || p->mode > PNSGD_NOISE_ONLINE || p->order > PNSGD_SHUFFLED)
+            r->bad = 1;
+        break;
+    }
+    case DP_EV_PROACTIVE: {
+        ev->u.proactive.dataset_size = get_f64(r);
+        ev->u.proactive.variant = (pro_variant)get_u8(r);
+        uint64_t n = get_u64(r);
+        if (r->bad || n == 0 || n > 1000 || ev->u.proactive.variant > PRO_PAPER) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.proactive.sigma = calloc((size_t)n, sizeof(double));
+        ev->u.proactive.batch = calloc((size_t)n, sizeof(double));
+        ev->u.proactive.rounds = calloc((size_t)n, sizeof(double));
+        if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.proactive.nphases = (int)n;
+        for (uint64_t i = 0; i < n; i++) {
+            ev->u.proactive.sigma[i] = get_f64(r);
+            ev->u.proactive.batch[i] = get_f64(r);
+            ev->u.proactive.rounds[i] = get_f64(r);
+        }
+        break;
+    }
+    case DP_EV_SGLD: {
+        sgld_params *p = &ev->u.sgld;
+        p->clipped = (int)get_u8(r);
+        p->sampling = (sgld_sampling)get_u8(r);
+        p->clipping_norm = get_f64(r);
+        p->batch_size = get_f64(r);
+        p->dataset_size = get_f64(r);
+        p->step_size = get_f64(r);
+        p->steps = get_u64(r);
+        break;
+    }
+    }
+    if (r->bad) {
+        dp_event_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+dpb_status dp_event_decode(const unsigned char *buf, size_t len, dp_event **out, size_t *used)
+{
+    rbuf r = {buf, len, 0, 0};
+    dp_event *ev = decode_node(&r, 0);
+    if (ev == NULL || r.bad) {
+        dp_event_free(ev);
+        return DPB_ECORRUPT;
+    }
+    *out = ev;
+    if (used)
+        *used = r.at;
+    return DPB_OK;
 }

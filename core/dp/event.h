@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/status.h"
 #include "pnsgd.h"
 #include "proactive.h"
 #include "sgld.h"
@@ -96,3 +97,16 @@ const char *dp_param_name(dp_param p);
 dp_event *dp_event_find_unknown(dp_event *ev, int *nunknown);
 
 #endif
+
+/* ---- binary encoding (the ledger's log and snapshots) --------------------------------- *
+ * A tree is written depth-first: u8 kind, then the node's fields little-endian (doubles as
+ * IEEE-754 bits, counts as u64), then its children. The format is part of the ledger's
+ * on-disk version (LEDGER_FORMAT in ledger.h). */
+
+/* Append the encoding of ev to a growable buffer (*buf may be NULL; realloc'ed safely).
+ * DPB_ENOMEM on allocation failure, DPB_EINVAL for a template with an unknown field. */
+dpb_status dp_event_encode(const dp_event *ev, unsigned char **buf, size_t *len, size_t *cap);
+
+/* Decode one tree from buf[0..len); *used receives the bytes consumed. DPB_ECORRUPT on
+ * malformed input (never reads past len; nesting and sizes bounded). */
+dpb_status dp_event_decode(const unsigned char *buf, size_t len, dp_event **out, size_t *used);

@@ -713,6 +713,11 @@ static double rdp_at(dp_profile *pr, size_t i)
     return pr->rdp[i];
 }
 
+double dp_profile_rdp_order(dp_profile *pr, size_t i)
+{
+    return rdp_at(pr, i);
+}
+
 /* The conversion minimised over the orders: want_eps = 1 gives eps for x = delta, 0 gives
  * delta for x = eps. Complete orders first; an incomplete (fractional) order a is evaluated
  * only if its lower bound beats the best so far: RDP is non-decreasing in the order, so the

@@ -43,4 +43,7 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux);
 
 void dp_profile_release(dp_profile *pr);
 
+/* rdp: the composed RDP at order index i, evaluated if it was deferred. */
+double dp_profile_rdp_order(dp_profile *pr, size_t i);
+
 #endif

@@ -30,6 +30,7 @@ static pid_t daemon_pid = -1;
 static char tmpdir[64];
 static char port_path[128];
 static char log_path[128];
+static char data_path[128];
 
 static void sleep_ms(long ms)
 {
@@ -62,6 +63,7 @@ static int start_daemon(const char *bin)
     }
     snprintf(port_path, sizeof port_path, "%s/port", tmpdir);
     snprintf(log_path, sizeof log_path, "%s/daemon.log", tmpdir);
+    snprintf(data_path, sizeof data_path, "%s/data", tmpdir);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -75,9 +77,10 @@ static int start_daemon(const char *bin)
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
-        char *const args[] = {(char *)bin, "--listen",    "127.0.0.1", "--port",
-                              "0",         "--port-file", port_path,   "--max-body",
-                              "65536",     "--threads",   "2",         NULL};
+        char *const args[] = {(char *)bin,   "--listen",    "127.0.0.1", "--port",
+                              "0",           "--port-file", port_path,   "--max-body",
+                              "65536",       "--threads",   "2",         "--data-dir",
+                              data_path,     NULL};
         execv(bin, args);
         fprintf(stderr, "api_tests: cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);
@@ -141,6 +144,16 @@ static void cleanup_tmpdir(void)
     unlink(tmp);
     unlink(port_path);
     unlink(log_path);
+    char f[192];
+    snprintf(f, sizeof f, "%s/wal.log", data_path);
+    unlink(f);
+    snprintf(f, sizeof f, "%s/snapshot", data_path);
+    unlink(f);
+    snprintf(f, sizeof f, "%s/snapshot.tmp", data_path);
+    unlink(f);
+    snprintf(f, sizeof f, "%s/wal.log.tmp", data_path);
+    unlink(f);
+    rmdir(data_path);
     rmdir(tmpdir);
 }
 

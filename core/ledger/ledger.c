@@ -1,0 +1,1700 @@
+/*
+ * ledger.c - budgets, rounds and their durability.
+ *
+ * Invariants (under the lock):
+ *   - every client's spend fields are those computed from its event counts (recomputed on
+ *     each change; recovered clients are recomputed once after replay);
+ *   - the order of records in the log is the order in which changes were applied;
+ *   - status and spend-bucket counters equal the sums over clients;
+ *   - an interned event's index never changes and is logged (EVENT record) before any
+ *     record that refers to it.
+ * Log records: EVENT(idx, relation, encoded event), CLIENT(id, budget, mode, relation,
+ * labels), ROUND(id, hash, policy, already_ran, event idx, outcomes). Snapshot: the whole
+ * state in one payload (format LEDGER_FORMAT).
+ */
+#include "ledger.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../dp/normal.h"
+#include "../dp/rdp.h"
+#include "snapshot.h"
+#include "wal.h"
+
+enum { REC_EVENT = 1, REC_CLIENT = 2, REC_ROUND = 3 };
+enum { EV_RDP = 0, EV_TV = 1, EV_UNCERTIFIABLE = 2, EV_PLD_ONLY = 3, EV_NOT_COVERED = 4 };
+
+typedef struct {
+    dp_event *ev;
+    unsigned char *bytes;
+    size_t nbytes;
+    uint64_t hash;
+    dp_relation rel;
+    int kind;
+    double *rdp; /* RDP_NORDERS, kind EV_RDP */
+    double tvlog;
+    char why[200]; /* for EV_PLD_ONLY / EV_NOT_COVERED */
+} lev;
+
+typedef struct {
+    uint32_t ev;
+    uint64_t count;
+} lcount;
+
+typedef struct {
+    char *id;
+    double eps, delta;
+    uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
+    char *labels;                          /* NULL or "k=v\n..." */
+    double spent, dtv;
+    uint64_t rounds, version;
+    uint32_t nev;
+    lcount *ev;
+} lclient;
+
+typedef struct {
+    const char *id; /* the client's id, or owned (unknown clients) */
+    uint8_t owned, admitted, reason;
+    double before, after;
+} lout;
+
+typedef struct {
+    char *id;
+    unsigned char hash[16];
+    uint8_t policy, already_ran;
+    uint64_t seq;
+    uint32_t n, admitted;
+    lout *out; /* NULL once summarized */
+} lrnd;
+
+/* open-addressing index of strings or hashes -> position (UINT32_MAX = empty) */
+typedef struct {
+    uint32_t *slot;
+    size_t cap; /* power of two */
+} lindex;
+
+struct ledger {
+    ledger_options opt;
+    char *dir;
+    const dpb_fs *fs;
+    pthread_rwlock_t lock;
+    wal *w;
+    uint64_t last_seq, snap_seq, records_since_snap, version;
+    int read_only;
+    /* events */
+    lev *evs;
+    size_t nevs, cap_evs;
+    lindex ev_index;
+    /* clients */
+    lclient *cl;
+    size_t ncl, cap_cl;
+    lindex cl_index;
+    /* rounds */
+    lrnd *rd;
+    size_t nrd, cap_rd;
+    lindex rd_index;
+    size_t kept_outcomes, oldest_kept; /* outcome entries in memory; first round with them */
+    /* counters */
+    uint64_t by_status[3], hist[11];
+    /* snapshots */
+    pthread_t snap_thread;
+    pthread_mutex_t snap_mu;
+    pthread_cond_t snap_cv;
+    int snap_wanted, snap_stop, snap_running, has_thread;
+    /* pld spend cache */
+    struct pcache {
+        uint64_t key;
+        double spent;
+    } pcache[4096];
+    pthread_mutex_t pcache_mu;
+};
+
+/* ---- small utilities ------------------------------------------------------------------------- */
+
+static uint64_t fnv64(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+void ledger_hash128(const void *buf, size_t n, unsigned char out[16])
+{
+    uint64_t a = fnv64(buf, n, 14695981039346656037ULL);
+    uint64_t b = fnv64(buf, n, 0x84222325cbf29ce4ULL ^ (uint64_t)n);
+    for (int i = 0; i < 8; i++) {
+        out[i] = (unsigned char)(a >> (8 * i));
+        out[8 + i] = (unsigned char)(b >> (8 * i));
+    }
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Grow an array (never p = realloc(p)). */
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, nc * elem);
+    if (np == NULL)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static int index_init(lindex *x, size_t cap)
+{
+    x->slot = malloc(cap * sizeof *x->slot);
+    if (x->slot == NULL)
+        return -1;
+    memset(x->slot, 0xff, cap * sizeof *x->slot);
+    x->cap = cap;
+    return 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+    return fnv64(s, strlen(s), 14695981039346656037ULL);
+}
+
+/* Find: returns the slot position for key (hash h) using eq(pos) to compare. */
+typedef int (*lindex_eq)(const ledger *l, uint32_t pos, const void *key);
+
+static size_t index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq,
+                         const void *key)
+{
+    size_t m = x->cap - 1, i = (size_t)h & m;
+    while (x->slot[i] != UINT32_MAX && !eq(l, x->slot[i], key))
+        i = (i + 1) & m;
+    return i;
+}
+
+static int index_insert(ledger *l, lindex *x, size_t count,
+                        uint64_t (*hash_of)(const ledger *, uint32_t), uint32_t pos)
+{
+    if ((count + 1) * 2 > x->cap) {
+        lindex nx;
+        if (index_init(&nx, x->cap * 2) != 0)
+            return -1;
+        for (size_t i = 0; i < x->cap; i++)
+            if (x->slot[i] != UINT32_MAX) {
+                size_t j = (size_t)hash_of(l, x->slot[i]) & (nx.cap - 1);
+                while (nx.slot[j] != UINT32_MAX)
+                    j = (j + 1) & (nx.cap - 1);
+                nx.slot[j] = x->slot[i];
+            }
+        free(x->slot);
+        *x = nx;
+    }
+    size_t j = (size_t)hash_of(l, pos) & (x->cap - 1);
+    while (x->slot[j] != UINT32_MAX)
+        j = (j + 1) & (x->cap - 1);
+    x->slot[j] = pos;
+    return 0;
+}
+
+static int cl_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->cl[pos].id, key) == 0;
+}
+static uint64_t cl_hash(const ledger *l, uint32_t pos)
+{
+    return str_hash(l->cl[pos].id);
+}
+static int rd_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->rd[pos].id, key) == 0;
+}
+static uint64_t rd_hash(const ledger *l, uint32_t pos)
+{
+    return str_hash(l->rd[pos].id);
+}
+
+typedef struct {
+    const unsigned char *bytes;
+    size_t n;
+    dp_relation rel;
+} evkey;
+
+static int ev_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    const evkey *k = key;
+    const lev *e = &l->evs[pos];
+    return e->rel == k->rel && e->nbytes == k->n && memcmp(e->bytes, k->bytes, k->n) == 0;
+}
+static uint64_t ev_hash(const ledger *l, uint32_t pos)
+{
+    return l->evs[pos].hash;
+}
+
+static long find_client(const ledger *l, const char *id)
+{
+    size_t i = index_find(l, &l->cl_index, str_hash(id), cl_eq, id);
+    return l->cl_index.slot[i] == UINT32_MAX ? -1 : (long)l->cl_index.slot[i];
+}
+
+static long find_round(const ledger *l, const char *id)
+{
+    size_t i = index_find(l, &l->rd_index, str_hash(id), rd_eq, id);
+    return l->rd_index.slot[i] == UINT32_MAX ? -1 : (long)l->rd_index.slot[i];
+}
+
+/* ---- byte writer / reader for records and snapshots -------------------------------------- */
+
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+    int oom;
+} bw;
+
+static void bw_put(bw *w, const void *p, size_t n)
+{
+    if (w->oom)
+        return;
+    if (grow((void **)&w->b, &w->cap, w->n + n, 1) != 0) {
+        w->oom = 1;
+        return;
+    }
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+static void bw_u8(bw *w, unsigned v)
+{
+    unsigned char c = (unsigned char)v;
+    bw_put(w, &c, 1);
+}
+static void bw_u32(bw *w, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    bw_put(w, b, 4);
+}
+static void bw_u64(bw *w, uint64_t v)
+{
+    bw_u32(w, (uint32_t)v);
+    bw_u32(w, (uint32_t)(v >> 32));
+}
+static void bw_f64(bw *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    bw_u64(w, v);
+}
+static void bw_str(bw *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    bw_u32(w, (uint32_t)n);
+    bw_put(w, s, n);
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+} br;
+
+static const unsigned char *br_take(br *r, size_t n)
+{
+    if (r->bad || r->n - r->at < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const unsigned char *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+static unsigned br_u8(br *r)
+{
+    const unsigned char *q = br_take(r, 1);
+    return q ? *q : 0;
+}
+static uint32_t br_u32(br *r)
+{
+    const unsigned char *q = br_take(r, 4);
+    return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24
+             : 0;
+}
+static uint64_t br_u64(br *r)
+{
+    uint64_t lo = br_u32(r);
+    return lo | (uint64_t)br_u32(r) << 32;
+}
+static double br_f64(br *r)
+{
+    uint64_t v = br_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+/* A string of at most max bytes into a fresh allocation (NULL on error). */
+static char *br_str(br *r, size_t max)
+{
+    uint32_t n = br_u32(r);
+    if (r->bad || n > max) {
+        r->bad = 1;
+        return NULL;
+    }
+    const unsigned char *q = br_take(r, n);
+    char *s = q ? malloc(n + 1) : NULL;
+    if (s == NULL) {
+        r->bad = 1;
+        return NULL;
+    }
+    memcpy(s, q, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+static void classify(lev *e)
+{
+    dpb_error err = {0};
+    e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+    dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
+    if (st == DPB_OK) {
+        e->kind = EV_RDP;
+        return;
+    }
+    free(e->rdp);
+    e->rdp = NULL;
+    if (st == DPB_EUNCERTIFIABLE) {
+        e->kind = EV_UNCERTIFIABLE;
+        snprintf(e->why, sizeof e->why, "%s", err.detail);
+        return;
+    }
+    dpb_error e2 = {0};
+    st = dp_tv_log1m_of(e->ev, e->rel, &e->tvlog, &e2);
+    if (st == DPB_OK) {
+        e->kind = EV_TV;
+        return;
+    }
+    if (st == DPB_ENOTCOVERED) {
+        e->kind = EV_NOT_COVERED;
+        snprintf(e->why, sizeof e->why, "%s", e2.detail);
+        return;
+    }
+    e->kind = EV_PLD_ONLY;
+    snprintf(e->why, sizeof e->why, "%s", err.detail);
+}
+
+/* Intern (ev, rel); *idx receives its index and *fresh whether it is new (to be logged).
+ * ev is borrowed; the ledger keeps a decoded copy. */
+static dpb_status intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
+                         uint32_t *idx, int *fresh)
+{
+    evkey k = {bytes, n, rel};
+    uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
+    size_t s = index_find(l, &l->ev_index, h, ev_eq, &k);
+    *fresh = 0;
+    if (l->ev_index.slot[s] != UINT32_MAX) {
+        *idx = l->ev_index.slot[s];
+        return DPB_OK;
+    }
+    if (grow((void **)&l->evs, &l->cap_evs, l->nevs + 1, sizeof *l->evs) != 0)
+        return DPB_ENOMEM;
+    lev *e = &l->evs[l->nevs];
+    memset(e, 0, sizeof *e);
+    e->bytes = malloc(n ? n : 1);
+    if (e->bytes == NULL || dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
+        free(e->bytes);
+        return e->bytes ? DPB_ECORRUPT : DPB_ENOMEM;
+    }
+    memcpy(e->bytes, bytes, n);
+    e->nbytes = n;
+    e->hash = h;
+    e->rel = rel;
+    classify(e);
+    *idx = (uint32_t)l->nevs;
+    if (index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
+        dp_event_free(e->ev);
+        free(e->bytes);
+        free(e->rdp);
+        return DPB_ENOMEM;
+    }
+    l->nevs++;
+    *fresh = 1;
+    return DPB_OK;
+}
+
+/* ---- spend ----------------------------------------------------------------------------------- */
+
+/* The client's spend with `extra` added to event `xev` (extra 0: as it is). */
+static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, double *spent,
+                     double *dtv, int *uncert, int *unsupported)
+{
+    *uncert = c->uncertified;
+    *unsupported = 0;
+    *dtv = 0.0;
+    if (*uncert) {
+        *spent = HUGE_VAL;
+        return;
+    }
+    uint32_t n = c->nev;
+    int has_x = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (c->ev[i].ev == xev && extra)
+            has_x = 1;
+    if (c->mode == LEDGER_RDP) {
+        double r[RDP_NORDERS] = {0}, tv = 0.0;
+        int any_rdp = 0;
+        for (uint32_t i = 0; i <= n; i++) {
+            uint32_t e;
+            double cnt;
+            if (i < n) {
+                e = c->ev[i].ev;
+                cnt = (double)c->ev[i].count + (e == xev ? (double)extra : 0.0);
+            } else {
+                if (!extra || has_x)
+                    break;
+                e = xev;
+                cnt = (double)extra;
+            }
+            const lev *v = &l->evs[e];
+            if (v->kind == EV_UNCERTIFIABLE) {
+                *uncert = 1;
+                *spent = HUGE_VAL;
+                return;
+            }
+            if (v->kind == EV_RDP) {
+                any_rdp = 1;
+                for (size_t k = 0; k < RDP_NORDERS; k++)
+                    r[k] += cnt * v->rdp[k];
+            } else if (v->kind == EV_TV) {
+                tv += cnt * v->tvlog;
+            } else {
+                *unsupported = 1;
+                *spent = HUGE_VAL;
+                return;
+            }
+        }
+        *dtv = tv < 0.0 ? dp_round_up(-expm1(tv), 1e-14) : 0.0;
+        double d = c->delta - *dtv;
+        if (!(d > 0.0)) {
+            *spent = HUGE_VAL;
+            return;
+        }
+        if (!any_rdp) {
+            *spent = 0.0;
+            return;
+        }
+        double best = HUGE_VAL;
+        for (size_t k = 0; k < RDP_NORDERS; k++) {
+            double e = rdp_eps_at(RDP_DEFAULT_ORDERS[k], r[k], d < 1.0 ? d : 0.999999999);
+            if (e < best)
+                best = e;
+        }
+        *spent = best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+        return;
+    }
+    /* pld: compose the multiset; cached by (multiset, delta) */
+    uint64_t key = fnv64(&c->delta, sizeof c->delta, 14695981039346656037ULL ^ c->rel);
+    size_t m = n + (extra && !has_x ? 1 : 0);
+    lcount *tmp = malloc((m ? m : 1) * sizeof *tmp);
+    if (tmp == NULL) {
+        *spent = HUGE_VAL;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        tmp[i] = c->ev[i];
+        if (tmp[i].ev == xev)
+            tmp[i].count += extra;
+    }
+    if (m > n)
+        tmp[n] = (lcount){xev, extra};
+    for (size_t i = 0; i < m; i++) {
+        if (l->evs[tmp[i].ev].kind == EV_UNCERTIFIABLE) {
+            free(tmp);
+            *uncert = 1;
+            *spent = HUGE_VAL;
+            return;
+        }
+        key = fnv64(&tmp[i].ev, sizeof tmp[i].ev, key);
+        key = fnv64(&tmp[i].count, sizeof tmp[i].count, key);
+    }
+    pthread_mutex_lock(&l->pcache_mu);
+    struct pcache *pc = &l->pcache[key % 4096];
+    int hit = pc->key == key && key != 0;
+    double cached = pc->spent;
+    pthread_mutex_unlock(&l->pcache_mu);
+    if (hit) {
+        free(tmp);
+        *spent = cached;
+        return;
+    }
+    dp_event *root = dp_event_new(DP_EV_COMPOSED);
+    double result = HUGE_VAL;
+    if (root && m > 0 && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
+        for (size_t i = 0; i < m; i++) {
+            dp_event *s = dp_event_new(DP_EV_SELF_COMPOSED);
+            if (s == NULL)
+                break;
+            s->u.self.event = l->evs[tmp[i].ev].ev; /* borrowed: detached before free */
+            s->u.self.count = tmp[i].count;
+            root->u.composed.events[root->u.composed.n++] = s;
+        }
+        dp_report rep;
+        double dl = c->delta;
+        if (root->u.composed.n == m && dp_epsilon_ex(root, (dp_relation)c->rel, DP_ACCT_PLD, NULL,
+                                                     &dl, 1, &result, NULL, &rep, NULL) != DPB_OK)
+            result = HUGE_VAL;
+        for (size_t i = 0; i < root->u.composed.n; i++)
+            root->u.composed.events[i]->u.self.event = NULL;
+    } else if (m == 0) {
+        result = 0.0;
+    }
+    dp_event_free(root);
+    free(tmp);
+    pthread_mutex_lock(&l->pcache_mu);
+    pc->key = key;
+    pc->spent = result;
+    pthread_mutex_unlock(&l->pcache_mu);
+    *spent = result;
+}
+
+static ledger_status status_of(const lclient *c)
+{
+    if (c->uncertified)
+        return LEDGER_UNCERTIFIED;
+    return c->spent >= c->eps ? LEDGER_EXHAUSTED : LEDGER_ACTIVE;
+}
+
+static int bucket_of(const lclient *c)
+{
+    if (!(c->spent < c->eps) || !(c->eps > 0.0))
+        return 10;
+    int b = (int)floor(10.0 * c->spent / c->eps);
+    return b < 0 ? 0 : b > 9 ? 9 : b;
+}
+
+/* Unaccount / account a client in the counters around a change. */
+static void counters(ledger *l, const lclient *c, int sign)
+{
+    l->by_status[status_of(c)] += (uint64_t)sign;
+    l->hist[bucket_of(c)] += (uint64_t)sign;
+}
+
+static void recompute(ledger *l, lclient *c)
+{
+    int u, un;
+    spend_of(l, c, 0, 0, &c->spent, &c->dtv, &u, &un);
+    if (u)
+        c->uncertified = 1;
+}
+
+static int add_count(lclient *c, uint32_t ev, uint64_t k)
+{
+    for (uint32_t i = 0; i < c->nev; i++)
+        if (c->ev[i].ev == ev) {
+            c->ev[i].count += k;
+            return 0;
+        }
+    lcount *n = realloc(c->ev, (c->nev + 1) * sizeof *n);
+    if (n == NULL)
+        return -1;
+    c->ev = n;
+    c->ev[c->nev++] = (lcount){ev, k};
+    return 0;
+}
+
+/* ---- clients --------------------------------------------------------------------------------- */
+
+static void view_of(const lclient *c, ledger_client *v)
+{
+    memset(v, 0, sizeof *v);
+    snprintf(v->id, sizeof v->id, "%s", c->id);
+    v->epsilon = c->eps;
+    v->delta = c->delta;
+    v->mode = (ledger_mode)c->mode;
+    v->relation = (dp_relation)c->rel;
+    snprintf(v->labels, sizeof v->labels, "%s", c->labels ? c->labels : "");
+    v->spent = c->spent;
+    v->remaining = c->spent < c->eps ? c->eps - c->spent : 0.0;
+    v->delta_tv = c->dtv;
+    v->rounds = c->rounds;
+    v->version = c->version;
+    v->status = status_of(c);
+}
+
+/* Insert or update a client in memory (no logging). */
+static dpb_status apply_client(ledger *l, const char *id, double eps, double delta, int mode,
+                               int rel, const char *labels, long *pos_out)
+{
+    long pos = find_client(l, id);
+    if (pos < 0) {
+        if (grow((void **)&l->cl, &l->cap_cl, l->ncl + 1, sizeof *l->cl) != 0)
+            return DPB_ENOMEM;
+        lclient *c = &l->cl[l->ncl];
+        memset(c, 0, sizeof *c);
+        c->id = xstrdup(id);
+        if (c->id == NULL)
+            return DPB_ENOMEM;
+        if (index_insert(l, &l->cl_index, l->ncl, cl_hash, (uint32_t)l->ncl) != 0) {
+            free(c->id);
+            return DPB_ENOMEM;
+        }
+        pos = (long)l->ncl++;
+    } else {
+        counters(l, &l->cl[pos], -1);
+    }
+    lclient *c = &l->cl[pos];
+    c->eps = eps;
+    c->delta = delta;
+    c->mode = (uint8_t)mode;
+    c->rel = (uint8_t)rel;
+    free(c->labels);
+    c->labels = labels && labels[0] ? xstrdup(labels) : NULL;
+    c->version = ++l->version;
+    recompute(l, c);
+    counters(l, c, +1);
+    if (pos_out)
+        *pos_out = pos;
+    return DPB_OK;
+}
+
+static void client_record(bw *w, const char *id, double eps, double delta, int mode, int rel,
+                          const char *labels)
+{
+    bw_str(w, id);
+    bw_f64(w, eps);
+    bw_f64(w, delta);
+    bw_u8(w, (unsigned)mode);
+    bw_u8(w, (unsigned)rel);
+    bw_str(w, labels);
+}
+
+/* Append a record; on failure the ledger turns read-only. Caller holds the write lock. */
+static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
+{
+    if (w->oom)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    uint64_t seq;
+    dpb_status st = wal_append(l->w, (uint8_t)type, w->b, w->n, &seq);
+    if (st != DPB_OK) {
+        l->read_only = 1;
+        return dpb_fail(err, DPB_EIO, NULL,
+                        "the ledger could not write its log (%s): it is read-only until "
+                        "restarted",
+                        dpb_strstatus(st));
+    }
+    l->last_seq = seq;
+    l->records_since_snap++;
+    return DPB_OK;
+}
+
+static void maybe_snapshot(ledger *l)
+{
+    uint64_t every = l->opt.snapshot_every ? l->opt.snapshot_every : 100000;
+    if (l->records_since_snap < every || !l->has_thread)
+        return;
+    pthread_mutex_lock(&l->snap_mu);
+    l->snap_wanted = 1;
+    pthread_cond_signal(&l->snap_cv);
+    pthread_mutex_unlock(&l->snap_mu);
+}
+
+static dpb_status durable(ledger *l, uint64_t seq, dpb_error *err)
+{
+    dpb_status st = wal_sync(l->w, seq);
+    if (st != DPB_OK) {
+        l->read_only = 1;
+        return dpb_fail(err, DPB_EIO, NULL,
+                        "the ledger could not make its log durable (fdatasync failed): the "
+                        "change is not acknowledged and the ledger is read-only until "
+                        "restarted");
+    }
+    return DPB_OK;
+}
+
+static int valid_id(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > LEDGER_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)id[i];
+        if (ch < 0x21 || ch == 0x7f || ch == '/')
+            return 0;
+    }
+    return 1;
+}
+
+dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
+                             dpb_error *err)
+{
+    if (!valid_id(in->id))
+        return dpb_fail(err, DPB_EINVAL, "id",
+                        "a client id is 1 to %d printable characters without '/' or spaces",
+                        LEDGER_ID_MAX);
+    if (!(isfinite(in->epsilon) && in->epsilon >= 0.0) || !(in->delta > 0.0 && in->delta < 1.0))
+        return dpb_fail(err, DPB_EINVAL, "budget",
+                        "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
+    pthread_rwlock_wrlock(&l->lock);
+    dpb_status st;
+    uint64_t seq = 0;
+    if (l->read_only) {
+        st = dpb_fail(err, DPB_EREADONLY, NULL,
+                      "the ledger is read-only after an I/O failure; restart it");
+        goto out;
+    }
+    long pos = find_client(l, in->id);
+    if (pos >= 0 && l->cl[pos].rounds > 0 &&
+        (l->cl[pos].mode != in->mode || l->cl[pos].rel != in->relation)) {
+        st = dpb_fail(err, DPB_ECONFLICT, "accounting",
+                      "the accounting mode and neighbouring relation of a client that was "
+                      "charged cannot change");
+        goto out;
+    }
+    bw w = {0};
+    client_record(&w, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels);
+    st = log_record(l, REC_CLIENT, &w, err);
+    free(w.b);
+    if (st != DPB_OK)
+        goto out;
+    seq = l->last_seq;
+    *created = pos < 0;
+    st = apply_client(l, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels, &pos);
+    if (st == DPB_OK)
+        view_of(&l->cl[pos], out);
+out:
+    pthread_rwlock_unlock(&l->lock);
+    if (st == DPB_OK) {
+        st = durable(l, seq, err);
+        maybe_snapshot(l);
+    }
+    return st;
+}
+
+dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    long pos = find_client(l, id);
+    if (pos >= 0)
+        view_of(&l->cl[pos], out);
+    pthread_rwlock_unlock(&l->lock);
+    return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+}
+
+static int has_label(const lclient *c, const char *kv)
+{
+    if (c->labels == NULL)
+        return 0;
+    size_t n = strlen(kv);
+    for (const char *p = c->labels; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, kv, n) == 0)
+            return 1;
+        p += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static const ledger *sort_ledger;
+static ledger_sort sort_key;
+static int sort_desc;
+
+static int cmp_clients(const void *a, const void *b)
+{
+    const lclient *x = &sort_ledger->cl[*(const uint32_t *)a];
+    const lclient *y = &sort_ledger->cl[*(const uint32_t *)b];
+    int c = 0;
+    if (sort_key == LEDGER_SORT_SPENT)
+        c = x->spent < y->spent ? -1 : x->spent > y->spent;
+    else if (sort_key == LEDGER_SORT_REMAINING) {
+        double rx = x->spent < x->eps ? x->eps - x->spent : 0.0;
+        double ry = y->spent < y->eps ? y->eps - y->spent : 0.0;
+        c = rx < ry ? -1 : rx > ry;
+    }
+    if (c == 0)
+        c = strcmp(x->id, y->id);
+    return sort_desc ? -c : c;
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no context argument */
+
+dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
+                       size_t *total, uint64_t *version)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    uint32_t *idx = malloc((l->ncl ? l->ncl : 1) * sizeof *idx);
+    if (idx == NULL) {
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_ENOMEM;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < l->ncl; i++) {
+        const lclient *c = &l->cl[i];
+        if (q->status >= 0 && status_of(c) != (ledger_status)q->status)
+            continue;
+        if (q->label && !has_label(c, q->label))
+            continue;
+        idx[m++] = (uint32_t)i;
+    }
+    pthread_mutex_lock(&sort_mu);
+    sort_ledger = l;
+    sort_key = q->sort;
+    sort_desc = q->descending;
+    qsort(idx, m, sizeof *idx, cmp_clients);
+    pthread_mutex_unlock(&sort_mu);
+    *n = 0;
+    for (size_t i = q->offset; i < m && *n < q->limit; i++)
+        view_of(&l->cl[idx[i]], &out[(*n)++]);
+    *total = m;
+    *version = l->version;
+    free(idx);
+    pthread_rwlock_unlock(&l->lock);
+    return DPB_OK;
+}
+
+/* ---- rounds ---------------------------------------------------------------------------------- */
+
+const char *ledger_reason_name(ledger_reason r)
+{
+    static const char *const names[] = {"admitted",      "over_budget", "unknown_client",
+                                        "uncertifiable", "unsupported", "all_or_nothing",
+                                        "duplicate",     "exhausted",   "recorded_past_budget"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
+}
+
+const char *ledger_status_name(ledger_status s)
+{
+    static const char *const names[] = {"active", "exhausted", "uncertified"};
+    return (unsigned)s < 3 ? names[s] : "unknown";
+}
+
+/* Drop the per-client answers of the oldest rounds beyond the memory budget. */
+static void evict_outcomes(ledger *l)
+{
+    size_t keep = l->opt.keep_outcomes ? l->opt.keep_outcomes : 4000000;
+    while (l->kept_outcomes > keep && l->oldest_kept < l->nrd) {
+        lrnd *r = &l->rd[l->oldest_kept++];
+        if (r->out == NULL)
+            continue;
+        for (uint32_t i = 0; i < r->n; i++)
+            if (r->out[i].owned)
+                free((char *)r->out[i].id);
+        free(r->out);
+        r->out = NULL;
+        l->kept_outcomes -= r->n;
+    }
+}
+
+static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
+{
+    memset(res, 0, sizeof *res);
+    (void)l;
+    snprintf(res->round_id, sizeof res->round_id, "%s", r->id);
+    res->policy = (ledger_policy)r->policy;
+    res->already_ran = r->already_ran;
+    res->seq = r->seq;
+    res->n = r->n;
+    res->admitted = r->admitted;
+    if (r->out == NULL) {
+        res->summarized = 1;
+        return;
+    }
+    res->outcomes = calloc(r->n ? r->n : 1, sizeof *res->outcomes);
+    if (res->outcomes == NULL) {
+        res->summarized = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < r->n; i++) {
+        ledger_outcome *o = &res->outcomes[i];
+        snprintf(o->id, sizeof o->id, "%s", r->out[i].id);
+        o->admitted = r->out[i].admitted;
+        o->reason = (ledger_reason)r->out[i].reason;
+        o->spent_before = r->out[i].before;
+        o->spent_after = r->out[i].after;
+    }
+}
+
+void ledger_round_res_free(ledger_round_res *r)
+{
+    free(r->outcomes);
+    r->outcomes = NULL;
+}
+
+/* Store a round in memory; takes ownership of out. Applies admitted charges when apply. */
+static dpb_status store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
+                              int already_ran, uint64_t seq, uint32_t ev, lout *out, uint32_t n,
+                              int apply)
+{
+    if (grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0)
+        return DPB_ENOMEM;
+    lrnd *r = &l->rd[l->nrd];
+    memset(r, 0, sizeof *r);
+    r->id = xstrdup(id);
+    if (r->id == NULL)
+        return DPB_ENOMEM;
+    memcpy(r->hash, hash, 16);
+    r->policy = (uint8_t)policy;
+    r->already_ran = (uint8_t)already_ran;
+    r->seq = seq;
+    r->n = n;
+    r->out = out;
+    if (index_insert(l, &l->rd_index, l->nrd, rd_hash, (uint32_t)l->nrd) != 0) {
+        free(r->id);
+        return DPB_ENOMEM;
+    }
+    l->nrd++;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!out[i].admitted)
+            continue;
+        r->admitted++;
+        if (!apply)
+            continue;
+        long pos = find_client(l, out[i].id);
+        if (pos < 0)
+            continue;
+        lclient *c = &l->cl[pos];
+        counters(l, c, -1);
+        add_count(c, ev, 1);
+        c->rounds++;
+        c->spent = out[i].after;
+        if (isinf(out[i].after) && l->evs[ev].kind == EV_UNCERTIFIABLE)
+            c->uncertified = 1;
+        c->version = ++l->version;
+        counters(l, c, +1);
+    }
+    l->kept_outcomes += n;
+    evict_outcomes(l);
+    return DPB_OK;
+}
+
+static void round_record(bw *w, const char *id, const unsigned char hash[16], int policy,
+                         int already_ran, uint32_t ev, const lout *out, uint32_t n)
+{
+    bw_str(w, id);
+    bw_put(w, hash, 16);
+    bw_u8(w, (unsigned)policy);
+    bw_u8(w, (unsigned)already_ran);
+    bw_u32(w, ev);
+    bw_u32(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        bw_str(w, out[i].id);
+        bw_u8(w, out[i].admitted);
+        bw_u8(w, out[i].reason);
+        bw_f64(w, out[i].before);
+        bw_f64(w, out[i].after);
+    }
+}
+
+dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
+                        dpb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!valid_id(req->round_id))
+        return dpb_fail(err, DPB_EINVAL, "round_id",
+                        "a round id is 1 to %d printable characters without '/' or spaces",
+                        LEDGER_ID_MAX);
+    if (req->n == 0 || req->n > LEDGER_MAX_PARTICIPANTS)
+        return dpb_fail(err, DPB_EINVAL, "participants", "between 1 and %d participants",
+                        LEDGER_MAX_PARTICIPANTS);
+    for (size_t i = 0; i < req->n; i++)
+        if (!valid_id(req->participants[i]))
+            return dpb_fail(err, DPB_EINVAL, "participants",
+                            "participant %zu is not a valid client id", i);
+    unsigned char *ebytes = NULL;
+    size_t elen = 0, ecap = 0;
+    dpb_status st = dp_event_encode(req->event, &ebytes, &elen, &ecap);
+    if (st != DPB_OK) {
+        free(ebytes);
+        return dpb_fail(err, st, "event", "the event cannot be recorded");
+    }
+    lout *out = calloc(req->n, sizeof *out);
+    if (out == NULL) {
+        free(ebytes);
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    }
+    uint64_t seq = 0;
+    pthread_rwlock_wrlock(&l->lock);
+    long rpos = find_round(l, req->round_id);
+    if (rpos >= 0 && !req->dry_run) {
+        if (memcmp(l->rd[rpos].hash, req->body_hash, 16) != 0) {
+            st = dpb_fail(err, DPB_ECONFLICT, "round_id",
+                          "round id '%s' was already used with a different request body",
+                          req->round_id);
+        } else {
+            res_of(l, &l->rd[rpos], res);
+            res->replayed = 1;
+            st = DPB_OK;
+        }
+        pthread_rwlock_unlock(&l->lock);
+        free(ebytes);
+        free(out);
+        return st;
+    }
+    if (l->read_only && !req->dry_run) {
+        pthread_rwlock_unlock(&l->lock);
+        free(ebytes);
+        free(out);
+        return dpb_fail(err, DPB_EREADONLY, NULL,
+                        "the ledger is read-only after an I/O failure; restart it");
+    }
+    /* The relation is the client's: intern per relation actually used (at most two). */
+    uint32_t evi[2] = {0, 0};
+    int have[2] = {0, 0}, fresh[2] = {0, 0};
+    size_t refused = 0;
+    for (size_t i = 0; i < req->n; i++) {
+        lout *o = &out[i];
+        o->id = req->participants[i];
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(req->participants[j], o->id) == 0) {
+                o->reason = LEDGER_DUPLICATE;
+                break;
+            }
+        if (o->reason == LEDGER_DUPLICATE) {
+            refused++;
+            continue;
+        }
+        long pos = find_client(l, o->id);
+        if (pos < 0 && !l->opt.default_budget) {
+            o->reason = LEDGER_UNKNOWN_CLIENT;
+            o->before = o->after = NAN;
+            refused++;
+            continue;
+        }
+        int rel = pos >= 0 ? l->cl[pos].rel : DP_REL_ADD_OR_REMOVE;
+        if (!have[rel]) {
+            st = intern(l, ebytes, elen, (dp_relation)rel, &evi[rel], &fresh[rel]);
+            if (st != DPB_OK) {
+                dpb_fail(err, st, "event", "the event could not be prepared");
+                goto fail;
+            }
+            have[rel] = 1;
+        }
+        const lev *v = &l->evs[evi[rel]];
+        lclient tmp = {0}, *c;
+        if (pos >= 0) {
+            c = &l->cl[pos];
+        } else { /* a client to be created with the default budget */
+            tmp.id = (char *)o->id;
+            tmp.eps = l->opt.default_epsilon;
+            tmp.delta = l->opt.default_delta;
+            c = &tmp;
+        }
+        double after, dtv;
+        int uncert, unsup;
+        o->before = pos >= 0 ? c->spent : 0.0;
+        spend_of(l, c, evi[rel], 1, &after, &dtv, &uncert, &unsup);
+        o->after = after;
+        if (v->kind == EV_UNCERTIFIABLE || uncert)
+            o->reason = LEDGER_UNCERTIFIABLE;
+        else if (unsup || v->kind == EV_NOT_COVERED ||
+                 (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
+            o->reason = LEDGER_UNSUPPORTED;
+        else if (pos >= 0 && status_of(c) != LEDGER_ACTIVE && !(after <= c->eps))
+            o->reason = LEDGER_EXHAUSTED_ALREADY;
+        else if (!(after <= c->eps))
+            o->reason = LEDGER_OVER_BUDGET;
+        else
+            o->reason = LEDGER_OK;
+        /* After the fact, every known participant is recorded, even past its budget (an
+         * uncertifiable round makes the spend infinite); unsupported events still are not. */
+        if (req->already_ran && o->reason != LEDGER_OK && o->reason != LEDGER_UNSUPPORTED &&
+            o->reason != LEDGER_UNKNOWN_CLIENT)
+            o->reason = LEDGER_RECORDED;
+        o->admitted = o->reason == LEDGER_OK || o->reason == LEDGER_RECORDED;
+        if (!o->admitted)
+            refused++;
+    }
+    if (req->policy == LEDGER_ALL_OR_NOTHING && refused > 0)
+        for (size_t i = 0; i < req->n; i++)
+            if (out[i].admitted) {
+                out[i].admitted = 0;
+                out[i].reason = LEDGER_POLICY;
+            }
+    /* The answer, from `out` (ids borrowed from the request). */
+    snprintf(res->round_id, sizeof res->round_id, "%s", req->round_id);
+    res->policy = req->policy;
+    res->dry_run = req->dry_run;
+    res->already_ran = req->already_ran;
+    res->n = req->n;
+    res->outcomes = calloc(req->n, sizeof *res->outcomes);
+    if (res->outcomes == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < req->n; i++) {
+        ledger_outcome *o = &res->outcomes[i];
+        snprintf(o->id, sizeof o->id, "%s", out[i].id);
+        o->admitted = out[i].admitted;
+        o->reason = out[i].admitted && out[i].reason == LEDGER_OK ? LEDGER_OK : out[i].reason;
+        o->spent_before = out[i].before;
+        o->spent_after = out[i].after;
+        res->admitted += (size_t)out[i].admitted;
+    }
+    if (req->dry_run) {
+        pthread_rwlock_unlock(&l->lock);
+        free(ebytes);
+        free(out);
+        return DPB_OK;
+    }
+    /* Log: new events, new clients, the round; then apply. */
+    for (int r = 0; r < 2; r++)
+        if (fresh[r]) {
+            bw w = {0};
+            bw_u32(&w, evi[r]);
+            bw_u8(&w, (unsigned)r);
+            bw_put(&w, ebytes, elen);
+            st = log_record(l, REC_EVENT, &w, err);
+            free(w.b);
+            if (st != DPB_OK)
+                goto fail;
+        }
+    for (size_t i = 0; i < req->n; i++)
+        if (out[i].admitted && find_client(l, out[i].id) < 0) {
+            bw w = {0};
+            client_record(&w, out[i].id, l->opt.default_epsilon, l->opt.default_delta, LEDGER_RDP,
+                          DP_REL_ADD_OR_REMOVE, NULL);
+            st = log_record(l, REC_CLIENT, &w, err);
+            free(w.b);
+            if (st == DPB_OK)
+                st = apply_client(l, out[i].id, l->opt.default_epsilon, l->opt.default_delta,
+                                  LEDGER_RDP, DP_REL_ADD_OR_REMOVE, NULL, NULL);
+            if (st != DPB_OK)
+                goto fail;
+        }
+    /* outcome ids must outlive the request: point at the clients' ids, or own a copy */
+    for (size_t i = 0; i < req->n; i++) {
+        long pos = find_client(l, out[i].id);
+        if (pos >= 0) {
+            out[i].id = l->cl[pos].id;
+        } else {
+            out[i].id = xstrdup(out[i].id);
+            out[i].owned = 1;
+            if (out[i].id == NULL) {
+                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+                goto fail;
+            }
+        }
+    }
+    uint32_t ev_used = have[0] ? evi[0] : evi[1];
+    bw w = {0};
+    round_record(&w, req->round_id, req->body_hash, req->policy, req->already_ran, ev_used, out,
+                 (uint32_t)req->n);
+    st = log_record(l, REC_ROUND, &w, err);
+    free(w.b);
+    if (st != DPB_OK)
+        goto fail;
+    seq = l->last_seq;
+    res->seq = seq;
+    /* charges: clients with another relation than the round's first event get their own */
+    if (have[0] && have[1])
+        for (size_t i = 0; i < req->n; i++) {
+            long pos = find_client(l, out[i].id);
+            if (pos >= 0 && out[i].admitted && l->cl[pos].rel != (uint8_t)(have[0] ? 0 : 1)) {
+                lclient *c = &l->cl[pos];
+                counters(l, c, -1);
+                add_count(c, evi[c->rel], 1);
+                c->rounds++;
+                c->spent = out[i].after;
+                c->version = ++l->version;
+                counters(l, c, +1);
+                out[i].admitted = 2; /* charged here; store_round skips it */
+            }
+        }
+    for (size_t i = 0; i < req->n; i++)
+        if (out[i].admitted == 2)
+            out[i].admitted = 0;
+    st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, ev_used,
+                     out, (uint32_t)req->n, 1);
+    out = NULL;
+    if (st != DPB_OK) {
+        l->read_only = 1; /* memory no longer matches the log */
+        st = dpb_fail(err, st, NULL, "out of memory storing the round");
+    }
+    pthread_rwlock_unlock(&l->lock);
+    free(ebytes);
+    if (st == DPB_OK) {
+        st = durable(l, seq, err);
+        maybe_snapshot(l);
+    }
+    if (st != DPB_OK)
+        ledger_round_res_free(res);
+    return st;
+fail:
+    pthread_rwlock_unlock(&l->lock);
+    free(ebytes);
+    free(out);
+    ledger_round_res_free(res);
+    return st;
+}
+
+dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    long pos = find_round(l, round_id);
+    if (pos >= 0)
+        res_of(l, &l->rd[pos], res);
+    pthread_rwlock_unlock(&l->lock);
+    return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+}
+
+void ledger_get_summary(ledger *l, ledger_summary *s)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    memset(s, 0, sizeof *s);
+    s->clients = l->ncl;
+    s->active = l->by_status[LEDGER_ACTIVE];
+    s->exhausted = l->by_status[LEDGER_EXHAUSTED];
+    s->uncertified = l->by_status[LEDGER_UNCERTIFIED];
+    s->rounds = l->nrd;
+    s->version = l->version;
+    memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
+    s->read_only = l->read_only;
+    s->log_bytes = l->w ? wal_size_bytes(l->w) : 0;
+    pthread_rwlock_unlock(&l->lock);
+}
+
+/* ---- recovery: replay and snapshots ------------------------------------------------------- */
+
+typedef struct {
+    ledger *l;
+    uint8_t *dirty; /* not used: clients are recomputed wholesale after replay */
+} replay_ctx;
+
+static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n)
+{
+    br r = {p, n, 0, 0};
+    switch (type) {
+    case REC_EVENT: {
+        uint32_t idx = br_u32(&r);
+        unsigned rel = br_u8(&r);
+        if (r.bad || rel > 1 || idx != l->nevs)
+            return -1;
+        uint32_t got;
+        int fresh;
+        if (intern(l, p + r.at, n - r.at, (dp_relation)rel, &got, &fresh) != DPB_OK || !fresh ||
+            got != idx)
+            return -1;
+        return 0;
+    }
+    case REC_CLIENT: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        double eps = br_f64(&r), delta = br_f64(&r);
+        unsigned mode = br_u8(&r), rel = br_u8(&r);
+        char *labels = br_str(&r, LEDGER_LABELS_MAX);
+        int bad = r.bad || mode > 1 || rel > 1 ||
+                  apply_client(l, id, eps, delta, (int)mode, (int)rel, labels, NULL) != DPB_OK;
+        free(id);
+        free(labels);
+        return bad ? -1 : 0;
+    }
+    case REC_ROUND: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        const unsigned char *h = br_take(&r, 16);
+        unsigned policy = br_u8(&r), ran = br_u8(&r);
+        uint32_t ev = br_u32(&r), cnt = br_u32(&r);
+        if (r.bad || ev >= l->nevs || cnt > LEDGER_MAX_PARTICIPANTS) {
+            free(id);
+            return -1;
+        }
+        lout *out = calloc(cnt ? cnt : 1, sizeof *out);
+        if (out == NULL) {
+            free(id);
+            return -1;
+        }
+        for (uint32_t i = 0; i < cnt && !r.bad; i++) {
+            char *pid = br_str(&r, LEDGER_ID_MAX);
+            out[i].admitted = (uint8_t)br_u8(&r);
+            out[i].reason = (uint8_t)br_u8(&r);
+            out[i].before = br_f64(&r);
+            out[i].after = br_f64(&r);
+            long pos = pid ? find_client(l, pid) : -1;
+            if (pos >= 0) {
+                out[i].id = l->cl[pos].id;
+                free(pid);
+            } else {
+                out[i].id = pid;
+                out[i].owned = 1;
+            }
+        }
+        int bad = r.bad;
+        unsigned char hash[16] = {0};
+        if (!bad) {
+            memcpy(hash, h, 16);
+            /* charges go to each client's own interned event (same bytes, its relation) */
+            for (uint32_t i = 0; i < cnt; i++) {
+                long pos = find_client(l, out[i].id);
+                if (pos < 0 || !out[i].admitted)
+                    continue;
+                lclient *c = &l->cl[pos];
+                uint32_t evc = ev;
+                if (l->evs[ev].rel != c->rel) {
+                    int fresh;
+                    if (intern(l, l->evs[ev].bytes, l->evs[ev].nbytes, (dp_relation)c->rel, &evc,
+                               &fresh) != DPB_OK)
+                        bad = 1;
+                }
+                add_count(c, evc, 1);
+                c->rounds++;
+                if (isinf(out[i].after) && l->evs[evc].kind == EV_UNCERTIFIABLE)
+                    c->uncertified = 1;
+                c->version = ++l->version;
+                c->dirty = 1;
+            }
+        }
+        if (bad || store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, ev, out, cnt, 0) !=
+                       DPB_OK) {
+            for (uint32_t i = 0; i < cnt; i++)
+                if (out[i].owned)
+                    free((char *)out[i].id);
+            free(out);
+            free(id);
+            return -1;
+        }
+        free(id);
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static int replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
+{
+    ledger *l = ctx;
+    l->last_seq = seq;
+    l->records_since_snap++;
+    return apply_record(l, type, payload, len);
+}
+
+/* The whole state as one payload. Caller holds at least the read lock. */
+static dpb_status serialize(ledger *l, bw *w)
+{
+    bw_u32(w, LEDGER_FORMAT);
+    bw_u64(w, l->version);
+    bw_u64(w, l->nevs);
+    for (size_t i = 0; i < l->nevs; i++) {
+        bw_u8(w, (unsigned)l->evs[i].rel);
+        bw_u32(w, (uint32_t)l->evs[i].nbytes);
+        bw_put(w, l->evs[i].bytes, l->evs[i].nbytes);
+    }
+    bw_u64(w, l->ncl);
+    for (size_t i = 0; i < l->ncl; i++) {
+        const lclient *c = &l->cl[i];
+        client_record(w, c->id, c->eps, c->delta, c->mode, c->rel, c->labels);
+        bw_u8(w, c->uncertified);
+        bw_u64(w, c->rounds);
+        bw_u64(w, c->version);
+        bw_f64(w, c->spent);
+        bw_f64(w, c->dtv);
+        bw_u32(w, c->nev);
+        for (uint32_t k = 0; k < c->nev; k++) {
+            bw_u32(w, c->ev[k].ev);
+            bw_u64(w, c->ev[k].count);
+        }
+    }
+    bw_u64(w, l->nrd);
+    for (size_t i = 0; i < l->nrd; i++) {
+        const lrnd *r = &l->rd[i];
+        bw_str(w, r->id);
+        bw_put(w, r->hash, 16);
+        bw_u8(w, r->policy);
+        bw_u8(w, r->already_ran);
+        bw_u64(w, r->seq);
+        bw_u32(w, r->n);
+        bw_u32(w, r->admitted);
+        bw_u8(w, r->out != NULL);
+        if (r->out)
+            for (uint32_t k = 0; k < r->n; k++) {
+                bw_str(w, r->out[k].id);
+                bw_u8(w, r->out[k].admitted);
+                bw_u8(w, r->out[k].reason);
+                bw_f64(w, r->out[k].before);
+                bw_f64(w, r->out[k].after);
+            }
+    }
+    return w->oom ? DPB_ENOMEM : DPB_OK;
+}
+
+static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
+{
+    br r = {p, n, 0, 0};
+    if (br_u32(&r) != LEDGER_FORMAT)
+        return -1;
+    l->version = br_u64(&r);
+    uint64_t ne = br_u64(&r);
+    for (uint64_t i = 0; i < ne && !r.bad; i++) {
+        unsigned rel = br_u8(&r);
+        uint32_t len = br_u32(&r);
+        const unsigned char *b = br_take(&r, len);
+        uint32_t idx;
+        int fresh;
+        if (r.bad || rel > 1 || intern(l, b, len, (dp_relation)rel, &idx, &fresh) != DPB_OK ||
+            idx != i)
+            return -1;
+    }
+    uint64_t nc = br_u64(&r);
+    for (uint64_t i = 0; i < nc && !r.bad; i++) {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        double eps = br_f64(&r), delta = br_f64(&r);
+        unsigned mode = br_u8(&r), rel = br_u8(&r);
+        char *labels = br_str(&r, LEDGER_LABELS_MAX);
+        if (r.bad || mode > 1 || rel > 1) {
+            free(id);
+            free(labels);
+            return -1;
+        }
+        if (grow((void **)&l->cl, &l->cap_cl, l->ncl + 1, sizeof *l->cl) != 0) {
+            free(id);
+            free(labels);
+            return -1;
+        }
+        lclient *c = &l->cl[l->ncl];
+        memset(c, 0, sizeof *c);
+        c->id = id;
+        c->labels = labels && labels[0] ? labels : NULL;
+        if (c->labels == NULL)
+            free(labels);
+        c->eps = eps;
+        c->delta = delta;
+        c->mode = (uint8_t)mode;
+        c->rel = (uint8_t)rel;
+        c->uncertified = (uint8_t)br_u8(&r);
+        c->rounds = br_u64(&r);
+        c->version = br_u64(&r);
+        c->spent = br_f64(&r);
+        c->dtv = br_f64(&r);
+        c->nev = br_u32(&r);
+        if (r.bad || c->nev > ne) {
+            free(c->id);
+            free(c->labels);
+            return -1;
+        }
+        c->ev = c->nev ? malloc(c->nev * sizeof *c->ev) : NULL;
+        if (c->nev && c->ev == NULL)
+            return -1;
+        for (uint32_t k = 0; k < c->nev; k++) {
+            c->ev[k].ev = br_u32(&r);
+            c->ev[k].count = br_u64(&r);
+            if (c->ev[k].ev >= ne)
+                r.bad = 1;
+        }
+        if (r.bad || index_insert(l, &l->cl_index, l->ncl, cl_hash, (uint32_t)l->ncl) != 0)
+            return -1;
+        l->ncl++;
+        counters(l, c, +1);
+    }
+    uint64_t nr = br_u64(&r);
+    for (uint64_t i = 0; i < nr && !r.bad; i++) {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        const unsigned char *h = br_take(&r, 16);
+        unsigned policy = br_u8(&r), ran = br_u8(&r);
+        uint64_t seq = br_u64(&r);
+        uint32_t cnt = br_u32(&r), adm = br_u32(&r);
+        unsigned has = br_u8(&r);
+        if (r.bad || cnt > LEDGER_MAX_PARTICIPANTS) {
+            free(id);
+            return -1;
+        }
+        lout *out = NULL;
+        if (has) {
+            out = calloc(cnt ? cnt : 1, sizeof *out);
+            if (out == NULL) {
+                free(id);
+                return -1;
+            }
+            for (uint32_t k = 0; k < cnt && !r.bad; k++) {
+                char *pid = br_str(&r, LEDGER_ID_MAX);
+                out[k].admitted = (uint8_t)br_u8(&r);
+                out[k].reason = (uint8_t)br_u8(&r);
+                out[k].before = br_f64(&r);
+                out[k].after = br_f64(&r);
+                long pos = pid ? find_client(l, pid) : -1;
+                if (pos >= 0) {
+                    out[k].id = l->cl[pos].id;
+                    free(pid);
+                } else {
+                    out[k].id = pid;
+                    out[k].owned = 1;
+                }
+            }
+        }
+        unsigned char hash[16] = {0};
+        if (h)
+            memcpy(hash, h, 16);
+        if (r.bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0,
+                                 0) != DPB_OK) {
+            free(id);
+            return -1;
+        }
+        l->rd[l->nrd - 1].n = cnt;
+        l->rd[l->nrd - 1].admitted = adm;
+        free(id);
+    }
+    return r.bad || r.at != r.n ? -1 : 0;
+}
+
+static dpb_status take_snapshot(ledger *l)
+{
+    bw w = {0};
+    pthread_rwlock_rdlock(&l->lock);
+    uint64_t seq = l->last_seq;
+    dpb_status st = serialize(l, &w);
+    l->records_since_snap = 0;
+    pthread_rwlock_unlock(&l->lock);
+    if (st == DPB_OK) {
+        dpb_error err = {0};
+        st = snapshot_write(l->dir, l->fs, seq, w.b, w.n, &err);
+        if (st == DPB_OK)
+            st = wal_truncate_upto(l->w, seq);
+        if (st == DPB_OK)
+            l->snap_seq = seq;
+    }
+    free(w.b);
+    return st;
+}
+
+static void *snapshot_main(void *arg)
+{
+    ledger *l = arg;
+    pthread_mutex_lock(&l->snap_mu);
+    for (;;) {
+        while (!l->snap_wanted && !l->snap_stop)
+            pthread_cond_wait(&l->snap_cv, &l->snap_mu);
+        if (l->snap_stop)
+            break;
+        l->snap_wanted = 0;
+        l->snap_running = 1;
+        pthread_mutex_unlock(&l->snap_mu);
+        take_snapshot(l); /* a failed snapshot leaves the log as it is: nothing is lost */
+        pthread_mutex_lock(&l->snap_mu);
+        l->snap_running = 0;
+    }
+    pthread_mutex_unlock(&l->snap_mu);
+    return NULL;
+}
+
+dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
+{
+    ledger *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    l->opt = *o;
+    l->fs = o->fs ? o->fs : dpb_fs_posix();
+    l->dir = xstrdup(o->dir);
+    pthread_rwlock_init(&l->lock, NULL);
+    pthread_mutex_init(&l->snap_mu, NULL);
+    pthread_cond_init(&l->snap_cv, NULL);
+    pthread_mutex_init(&l->pcache_mu, NULL);
+    dpb_status st = DPB_ENOMEM;
+    if (l->dir == NULL || index_init(&l->cl_index, 1024) != 0 ||
+        index_init(&l->rd_index, 1024) != 0 || index_init(&l->ev_index, 64) != 0) {
+        dpb_fail(err, st, NULL, "out of memory");
+        goto fail;
+    }
+    if (mkdir(o->dir, 0700) != 0 && errno != EEXIST) {
+        st = dpb_fail(err, DPB_EIO, "data_dir", "cannot create the data directory %s: %s", o->dir,
+                      strerror(errno));
+        goto fail;
+    }
+    void *snap = NULL;
+    size_t snap_len = 0;
+    uint64_t snap_seq = 0;
+    st = snapshot_read(o->dir, l->fs, &snap_seq, &snap, &snap_len, err);
+    if (st != DPB_OK)
+        goto fail;
+    if (snap && load_snapshot(l, snap, snap_len) != 0) {
+        free(snap);
+        st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                      "%s/snapshot is damaged (its checksum holds but its contents do not "
+                      "parse): refusing to start rather than guess",
+                      o->dir);
+        goto fail;
+    }
+    free(snap);
+    l->snap_seq = l->last_seq = snap_seq;
+    uint64_t next;
+    st = wal_open(o->dir, l->fs, snap_seq, replay_fn, l, &l->w, &next, err);
+    if (st != DPB_OK)
+        goto fail;
+    if (next > 0)
+        l->last_seq = next - 1;
+    /* recompute the spend of every client the log replay touched (the snapshot's spends are
+     * those computed before it was written), then the counters */
+    memset(l->by_status, 0, sizeof l->by_status);
+    memset(l->hist, 0, sizeof l->hist);
+    for (size_t i = 0; i < l->ncl; i++) {
+        if (l->cl[i].dirty)
+            recompute(l, &l->cl[i]);
+        l->cl[i].dirty = 0;
+        counters(l, &l->cl[i], +1);
+    }
+    if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
+        l->has_thread = 1;
+    *out = l;
+    return DPB_OK;
+fail:
+    ledger_close(l);
+    return st;
+}
+
+void ledger_close(ledger *l)
+{
+    if (l == NULL)
+        return;
+    if (l->has_thread) {
+        pthread_mutex_lock(&l->snap_mu);
+        l->snap_stop = 1;
+        pthread_cond_signal(&l->snap_cv);
+        pthread_mutex_unlock(&l->snap_mu);
+        pthread_join(l->snap_thread, NULL);
+    }
+    if (l->w && !l->read_only && !wal_failed(l->w) && l->records_since_snap > 0)
+        take_snapshot(l);
+    if (l->w)
+        wal_close(l->w);
+    for (size_t i = 0; i < l->nevs; i++) {
+        dp_event_free(l->evs[i].ev);
+        free(l->evs[i].bytes);
+        free(l->evs[i].rdp);
+    }
+    free(l->evs);
+    for (size_t i = 0; i < l->nrd; i++) {
+        lrnd *r = &l->rd[i];
+        if (r->out)
+            for (uint32_t k = 0; k < r->n; k++)
+                if (r->out[k].owned)
+                    free((char *)r->out[k].id);
+        free(r->out);
+        free(r->id);
+    }
+    free(l->rd);
+    for (size_t i = 0; i < l->ncl; i++) {
+        free(l->cl[i].id);
+        free(l->cl[i].labels);
+        free(l->cl[i].ev);
+    }
+    free(l->cl);
+    free(l->cl_index.slot);
+    free(l->rd_index.slot);
+    free(l->ev_index.slot);
+    pthread_rwlock_destroy(&l->lock);
+    pthread_mutex_destroy(&l->snap_mu);
+    pthread_cond_destroy(&l->snap_cv);
+    pthread_mutex_destroy(&l->pcache_mu);
+    free(l->dir);
+    free(l);
+}

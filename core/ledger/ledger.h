@@ -1,0 +1,178 @@
+/*
+ * ledger.h - per-client privacy budgets across federated rounds (ARCHITECTURE.md, "Ledger").
+ *
+ * A client has an id, a budget (eps, delta), an accounting mode and a neighbouring relation.
+ * Its spend is the composition of every event charged to it, expressed as the eps it has
+ * used at its budget's delta:
+ *   rdp mode (default): the sum of the events' RDP curves, converted with the improved
+ *     conversion; valid when parameters are chosen adaptively (an RDP privacy filter).
+ *     Shuffled epochs (seed 004, a (0, d) guarantee) add to a total-variation part d_tv,
+ *     composed with the RDP part by basic composition: eps is taken at delta - d_tv.
+ *   pld mode: the client's whole multiset of events composed by the PLD accountant
+ *     (tighter; assumes parameters were not chosen from released outputs).
+ * An uncertifiable event (unclipped SGLD) makes the spend infinite, for good.
+ *
+ * Guarantees: a round is admitted for a client only if its spend after the round is at most
+ * its budget's eps (compared in the conservative direction: spends are rounded up); a round
+ * is charged atomically (all admitted participants or none) under one lock, so concurrent
+ * rounds never overspend (linearizable); a round id is idempotent (the same id with the same
+ * body hash returns the stored answer; with a different hash it is DPB_ECONFLICT). A charge
+ * is acknowledged only once its log record is durable (fdatasync, group commit); a failed
+ * write or sync makes the ledger read-only (DPB_EREADONLY) until restart.
+ *
+ * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
+ * Memory: a client is a small struct plus its distinct events and counts; rounds keep their
+ * full per-client answers within a bounded budget of entries (older rounds keep a summary).
+ * Thread-safe: one rwlock (reads shared, writes exclusive).
+ */
+#ifndef LEDGER_LEDGER_H
+#define LEDGER_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/status.h"
+#include "../dp/account.h"
+#include "../dp/event.h"
+#include "fs.h"
+
+/* On-disk format version of log records and snapshots. */
+#define LEDGER_FORMAT 1
+#define LEDGER_ID_MAX 128     /* bytes of a client or round id */
+#define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
+#define LEDGER_MAX_PARTICIPANTS 100000
+
+typedef enum { LEDGER_RDP = 0, LEDGER_PLD = 1 } ledger_mode;
+typedef enum {
+    LEDGER_ACTIVE = 0,     /* spend below the budget */
+    LEDGER_EXHAUSTED = 1,  /* spend at or above the budget's eps */
+    LEDGER_UNCERTIFIED = 2 /* charged with an uncertifiable event: infinite spend, sticky */
+} ledger_status;
+
+typedef struct {
+    const char *dir;    /* data directory (created if missing) */
+    const dpb_fs *fs;   /* NULL: POSIX */
+    int default_budget; /* create unknown clients on first use with this budget */
+    double default_epsilon, default_delta;
+    uint64_t snapshot_every; /* log records between snapshots (0: 100000) */
+    size_t keep_outcomes;    /* per-client round answers kept in memory (0: 4 million) */
+} ledger_options;
+
+typedef struct ledger ledger;
+
+/* Open (create or recover) a ledger. DPB_ECORRUPT names the damaged file and offset. */
+dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err);
+
+/* Write a final snapshot (best effort) and free everything. */
+void ledger_close(ledger *l);
+
+typedef struct {
+    char id[LEDGER_ID_MAX + 1];
+    double epsilon, delta; /* the budget */
+    ledger_mode mode;
+    dp_relation relation;
+    char labels[LEDGER_LABELS_MAX]; /* "k=v\n" lines, sorted by key */
+    /* read-only (set by the ledger) */
+    double spent;     /* eps used at the budget's delta; +inf when uncertified/unbounded */
+    double remaining; /* max(0, epsilon - spent) */
+    double delta_tv;  /* the total-variation part of the spend (shuffled epochs) */
+    uint64_t rounds;  /* rounds charged */
+    uint64_t version; /* changes with every change of the client (ETag) */
+    ledger_status status;
+} ledger_client;
+
+/* Create or update a client: budget and labels may change; mode and relation only while no
+ * round was charged (else DPB_ECONFLICT). *created says which. Durable on return. */
+dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
+                             dpb_error *err);
+
+/* DPB_ENOTFOUND if absent. */
+dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out);
+
+typedef enum { LEDGER_SORT_ID = 0, LEDGER_SORT_SPENT = 1, LEDGER_SORT_REMAINING = 2 } ledger_sort;
+
+typedef struct {
+    int status;        /* -1: any, else a ledger_status */
+    const char *label; /* "k=v" to match, or NULL */
+    ledger_sort sort;
+    int descending;
+    size_t offset; /* cursor: the position in this order (opaque to callers: see server) */
+    size_t limit;  /* 1..1000 */
+} ledger_query;
+
+/* A page of clients in the query's order; *total is the number matching, *version the
+ * ledger's version (an ETag for the whole list). out holds at least q->limit entries. */
+dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
+                       size_t *total, uint64_t *version);
+
+typedef enum { LEDGER_ALL_OR_NOTHING = 0, LEDGER_ADMIT_ELIGIBLE = 1 } ledger_policy;
+
+typedef enum {
+    LEDGER_OK = 0,                /* admitted and charged */
+    LEDGER_OVER_BUDGET = 1,       /* the round would take the client past its budget */
+    LEDGER_UNKNOWN_CLIENT = 2,    /* no such client and no default budget */
+    LEDGER_UNCERTIFIABLE = 3,     /* the event cannot be certified */
+    LEDGER_UNSUPPORTED = 4,       /* the event cannot be accounted in this client's mode */
+    LEDGER_POLICY = 5,            /* all_or_nothing: another participant was refused */
+    LEDGER_DUPLICATE = 6,         /* listed twice in the round */
+    LEDGER_EXHAUSTED_ALREADY = 7, /* the client is uncertified or exhausted already */
+    LEDGER_RECORDED = 8           /* already_ran: charged though past the budget */
+} ledger_reason;
+
+const char *ledger_reason_name(ledger_reason r);
+const char *ledger_status_name(ledger_status s);
+
+typedef struct {
+    char id[LEDGER_ID_MAX + 1];
+    int admitted;
+    ledger_reason reason;
+    double spent_before, spent_after; /* spent_after: the spend the round would leave */
+} ledger_outcome;
+
+typedef struct {
+    char round_id[LEDGER_ID_MAX + 1];
+    ledger_policy policy;
+    int dry_run;           /* answer without charging or storing */
+    int already_ran;       /* the round has happened: record it for every known participant even
+                            * past the budget (honest accounting after the fact) */
+    const dp_event *event; /* borrowed */
+    const char *const *participants;
+    size_t n;
+    unsigned char body_hash[16]; /* of the canonical request, for idempotency */
+} ledger_round_req;
+
+typedef struct {
+    char round_id[LEDGER_ID_MAX + 1];
+    ledger_policy policy;
+    int dry_run, already_ran;
+    int replayed;   /* an earlier answer to the same round id and body */
+    int summarized; /* the per-client answers were evicted: only counts remain */
+    uint64_t seq;   /* log sequence number of the round (0 for dry runs) */
+    size_t n, admitted;
+    ledger_outcome *outcomes; /* owned; NULL when summarized */
+} ledger_round_res;
+
+/* Admit and charge one round. DPB_ECONFLICT: the id was used with another body;
+ * DPB_EREADONLY: the ledger stopped accepting writes; DPB_EIO: this charge could not be
+ * made durable (the ledger is now read-only). */
+dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
+                        dpb_error *err);
+
+/* A stored round. DPB_ENOTFOUND if unknown. */
+dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);
+
+void ledger_round_res_free(ledger_round_res *r);
+
+typedef struct {
+    uint64_t clients, active, exhausted, uncertified, rounds, version;
+    uint64_t spend_hist[11]; /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
+    int read_only;
+    uint64_t log_bytes;
+} ledger_summary;
+
+void ledger_get_summary(ledger *l, ledger_summary *s);
+
+/* 128-bit FNV-1a pair over bytes: for request body hashes. */
+void ledger_hash128(const void *buf, size_t n, unsigned char out[16]);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * snapshot.c - snapshot files (snapshot.h).
+ *
+ * Durability protocol of snapshot_write (ARCHITECTURE.md, "Ledger"):
+ *   1. open DIR/snapshot.tmp (O_CREAT | O_TRUNC: a leftover of a crash is overwritten)
+ *   2. write header + payload, retrying short writes
+ *   3. fsync snapshot.tmp      -> its bytes are on disk
+ *   4. close snapshot.tmp      (checked: NFS reports write-back errors here)
+ *   5. rename over DIR/snapshot -> atomic switch from the old snapshot to the new one
+ *   6. fsync DIR               -> the switch itself is durable
+ * A crash before 5 leaves the old snapshot in place (and a stale snapshot.tmp that
+ * snapshot_read ignores and the next write overwrites); a crash after 5 leaves either
+ * snapshot, both complete. Only after 6 may the log drop the records the snapshot covers.
+ */
+#include "snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+
+#define SNAP_NAME "snapshot"
+#define SNAP_TMP_NAME "snapshot.tmp"
+static const char snap_magic[8] = {'D', 'P', 'B', 'S', 'N', 'A', 'P', '1'};
+
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* dir + "/" + name, malloc'ed; NULL if out of memory. */
+static char *join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + 1 + strlen(name) + 1;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static dpb_status io_fail(dpb_error *err, const char *path, const char *what, int errnum)
+{
+    char eb[128];
+    return dpb_fail(err, DPB_EIO, NULL, "%s: %s failed: %s", path, what,
+                    dpb_fs_strerror(errnum, eb, sizeof eb));
+}
+
+dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const void *data,
+                          size_t len, dpb_error *err)
+{
+    dpb_status st = DPB_OK;
+    char *path = NULL, *tmp = NULL;
+    int fd = -1;
+    int tmp_exists = 0;
+
+    if (dir == NULL || fs == NULL || (data == NULL && len > 0))
+        return dpb_fail(err, DPB_EINVAL, NULL, "snapshot_write: NULL argument");
+    path = join_path(dir, SNAP_NAME);
+    tmp = join_path(dir, SNAP_TMP_NAME);
+    if (path == NULL || tmp == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "snapshot_write: out of memory");
+        goto out;
+    }
+
+    unsigned char hdr[SNAPSHOT_HEADER_BYTES];
+    memcpy(hdr, snap_magic, sizeof snap_magic);
+    put_le(hdr + 8, SNAPSHOT_VERSION, 4);
+    put_le(hdr + 12, seq, 8);
+    put_le(hdr + 20, (uint64_t)len, 8);
+    put_le(hdr + 28, dpb_crc32c(0, data, len), 4);
+
+    fd = fs->open(fs->ctx, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        st = io_fail(err, tmp, "open", errno);
+        goto out;
+    }
+    tmp_exists = 1;
+    if (dpb_fs_write_all(fs, fd, hdr, sizeof hdr) != 0 ||
+        (len > 0 && dpb_fs_write_all(fs, fd, data, len) != 0)) {
+        st = io_fail(err, tmp, "write", errno);
+        goto out;
+    }
+    if (fs->fsync(fs->ctx, fd) != 0) {
+        st = io_fail(err, tmp, "fsync", errno);
+        goto out;
+    }
+    int rc = fs->close(fs->ctx, fd);
+    fd = -1;
+    if (rc != 0) {
+        st = io_fail(err, tmp, "close", errno);
+        goto out;
+    }
+    if (fs->rename(fs->ctx, tmp, path) != 0) {
+        st = io_fail(err, path, "rename of " SNAP_TMP_NAME, errno);
+        goto out;
+    }
+    tmp_exists = 0;
+    if (dpb_fs_fsync_dir(fs, dir) != 0) {
+        st = io_fail(err, dir, "fsync of the directory", errno);
+        goto out;
+    }
+
+out:
+    if (fd >= 0)
+        (void)fs->close(fs->ctx, fd); /* already failing: the tmp file is discarded */
+    if (tmp_exists)
+        (void)fs->unlink(fs->ctx, tmp); /* best effort: readers ignore it anyway */
+    free(path);
+    free(tmp);
+    return st;
+}
+
+dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
+                         size_t *len, dpb_error *err)
+{
+    dpb_status st = DPB_OK;
+    char *path = NULL;
+    unsigned char *buf = NULL;
+    int fd = -1;
+
+    if (data != NULL)
+        *data = NULL;
+    if (len != NULL)
+        *len = 0;
+    if (seq != NULL)
+        *seq = 0;
+    if (dir == NULL || fs == NULL || seq == NULL || data == NULL || len == NULL)
+        return dpb_fail(err, DPB_EINVAL, NULL, "snapshot_read: NULL argument");
+    path = join_path(dir, SNAP_NAME);
+    if (path == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "snapshot_read: out of memory");
+        goto out;
+    }
+    fd = fs->open(fs->ctx, path, O_RDONLY, 0);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            st = io_fail(err, path, "open", errno);
+        goto out; /* absent: DPB_OK, nothing */
+    }
+    off_t fsize;
+    if (fs->fstat_size(fs->ctx, fd, &fsize) != 0) {
+        st = io_fail(err, path, "fstat", errno);
+        goto out;
+    }
+    unsigned char hdr[SNAPSHOT_HEADER_BYTES];
+    ssize_t got = dpb_fs_pread_full(fs, fd, hdr, sizeof hdr, 0);
+    if (got < 0) {
+        st = io_fail(err, path, "read", errno);
+        goto out;
+    }
+    if ((size_t)got < sizeof hdr) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: truncated snapshot (%lld bytes, the header alone is %u)", path,
+                      (long long)got, SNAPSHOT_HEADER_BYTES);
+        goto out;
+    }
+    if (memcmp(hdr, snap_magic, sizeof snap_magic) != 0) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: not a dpbudget snapshot (bad magic)",
+                      path);
+        goto out;
+    }
+    uint64_t version = get_le(hdr + 8, 4);
+    if (version != SNAPSHOT_VERSION) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: snapshot format version %" PRIu64 ", this build reads %u", path,
+                      version, SNAPSHOT_VERSION);
+        goto out;
+    }
+    uint64_t s = get_le(hdr + 12, 8);
+    uint64_t n = get_le(hdr + 20, 8);
+    uint32_t crc = (uint32_t)get_le(hdr + 28, 4);
+    uint64_t body = (uint64_t)fsize - SNAPSHOT_HEADER_BYTES;
+    if (n != body || n > (uint64_t)SIZE_MAX - 1) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: payload length %" PRIu64 " but the file holds %" PRIu64
+                      " bytes after the header",
+                      path, n, body);
+        goto out;
+    }
+    buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "%s: out of memory for %" PRIu64 " bytes", path,
+                      n);
+        goto out;
+    }
+    got = dpb_fs_pread_full(fs, fd, buf, (size_t)n, SNAPSHOT_HEADER_BYTES);
+    if (got < 0) {
+        st = io_fail(err, path, "read", errno);
+        goto out;
+    }
+    if ((uint64_t)got != n) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says",
+                      path);
+        goto out;
+    }
+    if (dpb_crc32c(0, buf, (size_t)n) != crc) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: snapshot checksum mismatch (payload of %" PRIu64 " bytes)", path, n);
+        goto out;
+    }
+    *seq = s;
+    *data = buf;
+    *len = (size_t)n;
+    buf = NULL;
+
+out:
+    if (fd >= 0)
+        (void)fs->close(fs->ctx, fd); /* read-only: nothing to lose */
+    free(buf);
+    free(path);
+    return st;
+}

@@ -1,0 +1,41 @@
+/*
+ * snapshot.h - the ledger's snapshot: one file DIR/snapshot holding the whole ledger state
+ * as of a log seq, so that recovery replays only the log records after it.
+ *
+ * File (little-endian, 32-byte header then the payload):
+ *     magic "DPBSNAP1" | u32 format version (1) | u64 seq | u64 len | u32 crc32c(payload)
+ *     | payload[len]
+ * The file's size must be exactly 32 + len. The payload's meaning belongs to the ledger.
+ * Written as DIR/snapshot.tmp -> write -> fsync -> close -> rename -> fsync(DIR), so
+ * DIR/snapshot is always either the old or the new complete snapshot.
+ */
+#ifndef DPB_LEDGER_SNAPSHOT_H
+#define DPB_LEDGER_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/status.h"
+#include "fs.h"
+
+#define SNAPSHOT_HEADER_BYTES 32u
+#define SNAPSHOT_VERSION 1u
+
+/* Atomically replace DIR/snapshot with one holding (seq, data[0..len)) (data borrowed; may
+ * be NULL when len == 0; DIR must exist). Durable when it returns DPB_OK: the caller may
+ * then wal_truncate_upto(seq). Returns DPB_OK, DPB_EINVAL (NULL dir/fs, or data NULL with
+ * len > 0) or DPB_EIO (the detail names the file, the step and errno; the old snapshot is
+ * untouched and snapshot.tmp is removed if it can be). err may be NULL. */
+dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const void *data,
+                          size_t len, dpb_error *err);
+
+/* Read DIR/snapshot (DIR/snapshot.tmp, a crashed write, is ignored). Absent -> DPB_OK with
+ * *data NULL, *len 0, *seq 0. Present -> DPB_OK with *seq, *len and *data, malloc'ed and
+ * owned by the caller (free it; non-NULL even when *len == 0). Bad magic, version, length
+ * (not exactly the file's size minus the header) or CRC -> DPB_ECORRUPT naming the file
+ * (and what is wrong); read errors -> DPB_EIO; DPB_ENOMEM; DPB_EINVAL for NULL arguments.
+ * On error *data is NULL. err may be NULL. */
+dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
+                         size_t *len, dpb_error *err);
+
+#endif

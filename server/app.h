@@ -1,0 +1,11 @@
+/* app.h - what the handlers share: the ledger (NULL with --no-ledger). */
+#ifndef HTTP_APP_H
+#define HTTP_APP_H
+
+#include "../core/ledger/ledger.h"
+
+typedef struct {
+    ledger *ledger;
+} app_state;
+
+#endif

@@ -1,0 +1,526 @@
+/*
+ * ledger_res.c - the budget ledger's resources: PUT/GET /v1/clients/{id}, GET /v1/clients,
+ * POST /v1/rounds, GET /v1/rounds/{id}, GET /v1/summary, GET /readyz. Decode (strict) ->
+ * core/ledger -> encode; reads carry an ETag and honour If-None-Match.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/ledger/ledger.h"
+#include "app.h"
+#include "codec.h"
+#include "resources.h"
+
+static ledger *the_ledger(const http_request *req)
+{
+    const app_state *a = req->app;
+    return a ? a->ledger : NULL;
+}
+
+/* Problems of the ledger's statuses (the compute table does not know them). */
+static void reply_ledger_error(http_response *resp, problem *pb, const dpb_error *err)
+{
+    problem_code c;
+    switch (err->status) {
+    case DPB_ECONFLICT:
+        c = PB_CONFLICT;
+        break;
+    case DPB_EREADONLY:
+        c = PB_READ_ONLY;
+        break;
+    case DPB_EIO:
+        c = PB_NOT_DURABLE;
+        break;
+    case DPB_ENOTFOUND:
+        c = PB_NOT_FOUND;
+        break;
+    default:
+        c = problem_from_status(err->status);
+    }
+    problem_set(pb, c, err->field, "%s", err->detail[0] ? err->detail : dpb_strstatus(err->status));
+    http_reply_problem(resp, pb);
+}
+
+static int no_ledger(const http_request *req, http_response *resp)
+{
+    if (the_ledger(req))
+        return 0;
+    problem pb = {0};
+    problem_set(&pb, PB_READ_ONLY, NULL, "this daemon runs without a ledger (--no-ledger)");
+    http_reply_problem(resp, &pb);
+    return 1;
+}
+
+/* ---- clients ----------------------------------------------------------------------------------
+ */
+
+static json_t *labels_json(const char *labels)
+{
+    json_t *o = json_object();
+    for (const char *p = labels; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq) {
+            char k[64];
+            snprintf(k, sizeof k, "%.*s", (int)(eq - p), p);
+            json_object_set_new(o, k, json_stringn(eq + 1, len - (size_t)(eq - p) - 1));
+        }
+        p += len + (e ? 1 : 0);
+    }
+    return o;
+}
+
+static json_t *client_json(const ledger_client *c)
+{
+    return json_pack("{s:s, s:{s:o, s:o}, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, s:I, s:s, "
+                     "s:I}",
+                     "id", c->id, "budget", "epsilon", codec_real(c->epsilon), "delta",
+                     codec_real(c->delta), "accounting", c->mode == LEDGER_PLD ? "pld" : "rdp",
+                     "neighboring_relation", dp_relation_name(c->relation), "labels",
+                     labels_json(c->labels), "spent", "epsilon", codec_real(c->spent), "delta",
+                     codec_real(c->delta), "delta_total_variation", codec_real(c->delta_tv),
+                     "remaining", "epsilon", codec_real(c->remaining), "rounds",
+                     (json_int_t)c->rounds, "status", ledger_status_name(c->status), "version",
+                     (json_int_t)c->version);
+}
+
+static int label_char_ok(unsigned char ch, int key)
+{
+    if (key)
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '-' || ch == '.';
+    return ch >= 0x20 && ch != 0x7f;
+}
+
+/* {"k": "v", ...} -> "k=v\n" lines sorted by key (jansson iterates in insertion order). */
+static int decode_labels(json_t *o, char *out, size_t cap, problem *pb)
+{
+    out[0] = '\0';
+    if (o == NULL)
+        return 0;
+    if (!json_is_object(o) || json_object_size(o) > 16) {
+        problem_set(pb, PB_WRONG_TYPE, "labels",
+                    "labels must be an object of at most 16 string values");
+        return -1;
+    }
+    const char *keys[16];
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        size_t kl = strlen(k);
+        int ok = kl >= 1 && kl <= 32 && json_is_string(v) && json_string_length(v) <= 64;
+        for (size_t i = 0; ok && i < kl; i++)
+            ok = label_char_ok((unsigned char)k[i], 1);
+        const char *s = ok ? json_string_value(v) : "";
+        for (size_t i = 0; ok && s[i]; i++)
+            ok = label_char_ok((unsigned char)s[i], 0);
+        if (!ok) {
+            problem_set(pb, PB_INVALID_PARAMETER, "labels",
+                        "label keys are 1-32 of [A-Za-z0-9_.-], values strings of at most 64 "
+                        "printable characters");
+            return -1;
+        }
+        keys[n++] = k;
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+            const char *t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+        }
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s=%s\n", keys[i],
+                                json_string_value(json_object_get(o, keys[i])));
+    return 0;
+}
+
+void res_client_put(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {"budget", "accounting", "neighboring_relation", "labels",
+                                          NULL};
+    static const char *const budget_fields[] = {"epsilon", "delta", NULL};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    ledger_client in;
+    memset(&in, 0, sizeof in);
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    const char *acc = "rdp", *rel = "add_or_remove_one";
+    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0)
+        goto fail;
+    if (strlen(req->param) > LEDGER_ID_MAX) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "id", "a client id has at most %d characters",
+                    LEDGER_ID_MAX);
+        goto fail;
+    }
+    snprintf(in.id, sizeof in.id, "%s", req->param);
+    json_t *b = json_object_get(j, "budget");
+    if (b == NULL) {
+        problem_set(&pb, PB_MISSING_FIELD, "budget",
+                    "'budget' is required: {\"epsilon\": ..., \"delta\": ...}");
+        goto fail;
+    }
+    if (!json_is_object(b)) {
+        problem_set(&pb, PB_WRONG_TYPE, "budget", "'budget' must be an object");
+        goto fail;
+    }
+    if (codec_only_fields(b, "budget", budget_fields, &pb) < 0 ||
+        codec_number(b, "budget", "epsilon", 1, &in.epsilon, &pb) < 0 ||
+        codec_number(b, "budget", "delta", 1, &in.delta, &pb) < 0 ||
+        codec_string(j, "", "accounting", 0, &acc, &pb) < 0 ||
+        codec_string(j, "", "neighboring_relation", 0, &rel, &pb) < 0 ||
+        decode_labels(json_object_get(j, "labels"), in.labels, sizeof in.labels, &pb) < 0)
+        goto fail;
+    if (strcmp(acc, "rdp") == 0)
+        in.mode = LEDGER_RDP;
+    else if (strcmp(acc, "pld") == 0)
+        in.mode = LEDGER_PLD;
+    else {
+        problem_set(&pb, PB_INVALID_PARAMETER, "accounting",
+                    "accounting must be \"rdp\" (valid under adaptive choices) or \"pld\" "
+                    "(tighter; parameters fixed in advance)");
+        goto fail;
+    }
+    if (dp_relation_parse(rel, &in.relation) != 0) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "neighboring_relation",
+                    "neighboring_relation must be \"add_or_remove_one\" or \"replace_one\"");
+        goto fail;
+    }
+    ledger_client out;
+    int created = 0;
+    dpb_error err = {0};
+    if (ledger_put_client(the_ledger(req), &in, &created, &out, &err) != DPB_OK) {
+        reply_ledger_error(resp, &pb, &err);
+        json_decref(j);
+        return;
+    }
+    snprintf(resp->etag, sizeof resp->etag, "\"c%llu\"", (unsigned long long)out.version);
+    http_reply_json(resp, created ? 201 : 200, client_json(&out));
+    json_decref(j);
+    return;
+fail:
+    http_reply_problem(resp, &pb);
+    json_decref(j);
+}
+
+void res_client_get(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    ledger_client c;
+    if (ledger_get_client(the_ledger(req), req->param, &c) != DPB_OK) {
+        problem pb = {0};
+        problem_set(&pb, PB_NOT_FOUND, "id",
+                    "no client '%.128s': create it with PUT /v1/clients/{id}", req->param);
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    char etag[48];
+    snprintf(etag, sizeof etag, "\"c%llu\"", (unsigned long long)c.version);
+    if (http_not_modified(req, resp, etag))
+        return;
+    http_reply_json(resp, 200, client_json(&c));
+    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
+}
+
+/* Parse an unsigned decimal query argument in [lo, hi]; -1 when malformed. */
+static long long query_uint(const char *s, long long lo, long long hi)
+{
+    if (s == NULL || *s == '\0' || strlen(s) > 18)
+        return -1;
+    long long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v >= lo && v <= hi ? v : -1;
+}
+
+void res_clients_list(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    ledger_query q = {-1, NULL, LEDGER_SORT_ID, 0, 0, 100};
+    const char *s;
+    if ((s = http_query(req, "status"))) {
+        if (strcmp(s, "active") == 0)
+            q.status = LEDGER_ACTIVE;
+        else if (strcmp(s, "exhausted") == 0)
+            q.status = LEDGER_EXHAUSTED;
+        else if (strcmp(s, "uncertified") == 0)
+            q.status = LEDGER_UNCERTIFIED;
+        else {
+            problem_set(&pb, PB_INVALID_PARAMETER, "status",
+                        "status must be active, exhausted or uncertified");
+            goto fail;
+        }
+    }
+    q.label = http_query(req, "label");
+    if (q.label && (strchr(q.label, '=') == NULL || strlen(q.label) > 100)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "label", "label filters are key=value");
+        goto fail;
+    }
+    if ((s = http_query(req, "sort"))) {
+        if (strcmp(s, "id") == 0)
+            q.sort = LEDGER_SORT_ID;
+        else if (strcmp(s, "spent") == 0)
+            q.sort = LEDGER_SORT_SPENT;
+        else if (strcmp(s, "remaining") == 0)
+            q.sort = LEDGER_SORT_REMAINING;
+        else {
+            problem_set(&pb, PB_INVALID_PARAMETER, "sort", "sort must be id, spent or remaining");
+            goto fail;
+        }
+    }
+    if ((s = http_query(req, "order"))) {
+        if (strcmp(s, "asc") != 0 && strcmp(s, "desc") != 0) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "order", "order must be asc or desc");
+            goto fail;
+        }
+        q.descending = s[0] == 'd';
+    }
+    if ((s = http_query(req, "limit"))) {
+        long long v = query_uint(s, 1, 1000);
+        if (v < 0) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "limit", "limit must be 1 to 1000");
+            goto fail;
+        }
+        q.limit = (size_t)v;
+    }
+    if ((s = http_query(req, "cursor"))) {
+        long long v = s[0] == 'o' ? query_uint(s + 1, 0, 1LL << 40) : -1;
+        if (v < 0) {
+            problem_set(&pb, PB_INVALID_PARAMETER, "cursor",
+                        "cursor must be a next_cursor value from an earlier page");
+            goto fail;
+        }
+        q.offset = (size_t)v;
+    }
+    ledger_client *page = calloc(q.limit, sizeof *page);
+    if (page == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    size_t n = 0, total = 0;
+    uint64_t version = 0;
+    ledger_list(the_ledger(req), &q, page, &n, &total, &version);
+    char etag[48];
+    snprintf(etag, sizeof etag, "\"l%llu\"", (unsigned long long)version);
+    if (http_not_modified(req, resp, etag)) {
+        free(page);
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, client_json(&page[i]));
+    free(page);
+    json_t *o = json_pack("{s:o, s:I}", "clients", arr, "total", (json_int_t)total);
+    char next[32];
+    if (q.offset + n < total) {
+        snprintf(next, sizeof next, "o%zu", q.offset + n);
+        json_object_set_new(o, "next_cursor", json_string(next));
+    } else {
+        json_object_set_new(o, "next_cursor", json_null());
+    }
+    http_reply_json(resp, 200, o);
+    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
+    return;
+fail:
+    http_reply_problem(resp, &pb);
+}
+
+/* ---- rounds -----------------------------------------------------------------------------------
+ */
+
+static json_t *round_json(const ledger_round_res *r)
+{
+    json_t *adm = json_array(), *ref = json_array();
+    for (size_t i = 0; r->outcomes && i < r->n; i++) {
+        const ledger_outcome *o = &r->outcomes[i];
+        if (o->admitted)
+            json_array_append_new(adm, json_pack("{s:s, s:o, s:o, s:s}", "client", o->id,
+                                                 "spent_before", codec_real(o->spent_before),
+                                                 "spent_after", codec_real(o->spent_after),
+                                                 "reason", ledger_reason_name(o->reason)));
+        else
+            json_array_append_new(ref, json_pack("{s:s, s:s, s:o, s:o}", "client", o->id, "reason",
+                                                 ledger_reason_name(o->reason), "spent_before",
+                                                 codec_real(o->spent_before), "would_spend",
+                                                 codec_real(o->spent_after)));
+    }
+    json_t *o = json_pack(
+        "{s:s, s:s, s:b, s:b, s:I, s:I, s:o, s:o}", "round_id", r->round_id, "policy",
+        r->policy == LEDGER_ALL_OR_NOTHING ? "all_or_nothing" : "admit_eligible", "dry_run",
+        r->dry_run, "already_ran", r->already_ran, "participants", (json_int_t)r->n, "charged",
+        (json_int_t)(r->dry_run ? 0 : r->admitted), "admitted", adm, "refused", ref);
+    if (o && r->summarized)
+        json_object_set_new(o, "summarized", json_true());
+    return o;
+}
+
+void res_round_post(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {
+        "round_id", "event", "participants", "policy", "dry_run", "already_ran", NULL};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    dp_event *ev = NULL;
+    const char **ids = NULL;
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    const char *rid, *pol = "all_or_nothing";
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+        codec_string(j, "", "round_id", 1, &rid, &pb) < 0 ||
+        codec_string(j, "", "policy", 0, &pol, &pb) < 0 ||
+        codec_bool(j, "", "dry_run", 0, &rq.dry_run, &pb) < 0 ||
+        codec_bool(j, "", "already_ran", 0, &rq.already_ran, &pb) < 0)
+        goto fail;
+    if (strlen(rid) > LEDGER_ID_MAX) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "round_id", "a round id has at most %d characters",
+                    LEDGER_ID_MAX);
+        goto fail;
+    }
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    if (strcmp(pol, "all_or_nothing") == 0)
+        rq.policy = LEDGER_ALL_OR_NOTHING;
+    else if (strcmp(pol, "admit_eligible") == 0)
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    else {
+        problem_set(&pb, PB_INVALID_PARAMETER, "policy",
+                    "policy must be \"all_or_nothing\" or \"admit_eligible\"");
+        goto fail;
+    }
+    json_t *pa = json_object_get(j, "participants");
+    if (pa == NULL) {
+        problem_set(&pb, PB_MISSING_FIELD, "participants",
+                    "'participants' is required: a list of client ids");
+        goto fail;
+    }
+    if (!json_is_array(pa) || json_array_size(pa) == 0 ||
+        json_array_size(pa) > LEDGER_MAX_PARTICIPANTS) {
+        problem_set(&pb, json_is_array(pa) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, "participants",
+                    "'participants' must be a list of 1 to %d client ids", LEDGER_MAX_PARTICIPANTS);
+        goto fail;
+    }
+    rq.n = json_array_size(pa);
+    ids = calloc(rq.n, sizeof *ids);
+    if (ids == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < rq.n; i++) {
+        json_t *v = json_array_get(pa, i);
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) > LEDGER_ID_MAX) {
+            char f[48];
+            snprintf(f, sizeof f, "participants[%zu]", i);
+            problem_set(&pb, PB_WRONG_TYPE, f, "'%s' must be a client id string", f);
+            goto fail;
+        }
+        ids[i] = json_string_value(v);
+    }
+    rq.participants = ids;
+    ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb);
+    if (ev == NULL)
+        goto fail;
+    rq.event = ev;
+    /* idempotency: the hash of the canonical request (sorted keys, compact) */
+    char *canon = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (canon == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    ledger_hash128(canon, strlen(canon), rq.body_hash);
+    free(canon);
+    ledger_round_res res;
+    dpb_error err = {0};
+    if (ledger_round(the_ledger(req), &rq, &res, &err) != DPB_OK) {
+        reply_ledger_error(resp, &pb, &err);
+        goto out;
+    }
+    if (res.replayed) {
+        resp->extra_name = "Idempotent-Replayed";
+        resp->extra_value = "true";
+    }
+    http_reply_json(resp, 200, round_json(&res));
+    ledger_round_res_free(&res);
+    goto out;
+fail:
+    http_reply_problem(resp, &pb);
+out:
+    free(ids);
+    dp_event_free(ev);
+    json_decref(j);
+}
+
+void res_round_get(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    ledger_round_res r;
+    if (ledger_get_round(the_ledger(req), req->param, &r) != DPB_OK) {
+        problem pb = {0};
+        problem_set(&pb, PB_NOT_FOUND, "round_id", "no round '%.128s'", req->param);
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    char etag[48];
+    snprintf(etag, sizeof etag, "\"r%llu\"", (unsigned long long)r.seq);
+    if (!http_not_modified(req, resp, etag)) {
+        http_reply_json(resp, 200, round_json(&r));
+        snprintf(resp->etag, sizeof resp->etag, "%s", etag);
+    }
+    ledger_round_res_free(&r);
+}
+
+void res_summary(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    ledger_summary s;
+    ledger_get_summary(the_ledger(req), &s);
+    char etag[48];
+    snprintf(etag, sizeof etag, "\"s%llu-%d\"", (unsigned long long)s.version, s.read_only);
+    if (http_not_modified(req, resp, etag))
+        return;
+    json_t *h = json_array();
+    for (int i = 0; i < 11; i++)
+        json_array_append_new(
+            h, json_pack("{s:f, s:o, s:I}", "from", i / 10.0, "to",
+                         i < 10 ? json_real((i + 1) / 10.0) : json_string("infinite"), "clients",
+                         (json_int_t)s.spend_hist[i]));
+    json_t *o =
+        json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:o, s:b, s:I, s:I}", "clients",
+                  (json_int_t)s.clients, "by_status", "active", (json_int_t)s.active, "exhausted",
+                  (json_int_t)s.exhausted, "uncertified", (json_int_t)s.uncertified, "rounds",
+                  (json_int_t)s.rounds, "spent_fraction_histogram", h, "read_only", s.read_only,
+                  "log_bytes", (json_int_t)s.log_bytes, "version", (json_int_t)s.version);
+    http_reply_json(resp, 200, o);
+    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
+}
+
+void res_readyz(const http_request *req, http_response *resp)
+{
+    ledger *l = the_ledger(req);
+    ledger_summary s = {0};
+    if (l)
+        ledger_get_summary(l, &s);
+    if (s.read_only) {
+        problem pb = {0};
+        problem_set(&pb, PB_READ_ONLY, NULL,
+                    "the ledger is read-only after an I/O failure: restart the daemon");
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    http_reply_json(resp, 200, json_pack("{s:s, s:b}", "status", "ready", "ledger", l != NULL));
+}
