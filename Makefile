@@ -36,19 +36,22 @@ CORE_SRC   := $(wildcard core/*/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 API_SRC    := $(wildcard tests/api/*.c)
+PERSIST_SRC := $(wildcard tests/persist/*.c)
 
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_blob.o
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o)
+PERSIST_OBJ := $(PERSIST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/api/client.o
 
 LIBCORE    := $(BUILD)/libdpcore.a
 DAEMON     := $(BUILD)/dpbudgetd
 UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
-BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http
+PERSIST_BIN := $(BUILD)/tests/persist_tests
+BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger
 
-.PHONY: all run test unit api sanitize bench check-layers format format-check install \
+.PHONY: all run test unit api sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps
 all: $(DAEMON)
 
@@ -83,7 +86,14 @@ $(API_BIN): $(API_OBJ) $(SERVER_OBJ) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_TEST) $(LIBS_SERVER) $(LIBS_CORE)
 
+$(PERSIST_BIN): $(PERSIST_OBJ) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_TEST) $(LIBS_SERVER) $(LIBS_CORE)
+
 $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
@@ -99,18 +109,25 @@ unit: $(UNIT_BIN)
 api: $(API_BIN) $(DAEMON)
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(DAEMON)
+	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON)
 	$(Q)sh tests/run.sh $(BUILD)
 
 sanitize: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-san \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	    build-san/tests/unit_tests build-san/tests/api_tests build-san/dpbudgetd
+	    build-san/tests/unit_tests build-san/tests/api_tests build-san/tests/persist_tests \
+	    build-san/dpbudgetd
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	$(Q)sh bench/run.sh $(BUILD)
+	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
+
+# The ledger benchmark at the issue's full size: 1e6 clients with 100 rounds each (slow).
+bench-ledger-full: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/bench_ledger
+	$(Q)BENCH_LEDGER_ROUNDS=100 ./$(BUILD)/bench/bench_ledger $(BUILD)
 
 check-layers:
 	@if grep -rnE '#include *[<"](microhttpd|jansson|curl/curl)\.h' core/; then \

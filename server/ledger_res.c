@@ -177,6 +177,16 @@ void res_client_put(const http_request *req, http_response *resp)
         codec_string(j, "", "neighboring_relation", 0, &rel, &pb) < 0 ||
         decode_labels(json_object_get(j, "labels"), in.labels, sizeof in.labels, &pb) < 0)
         goto fail;
+    if (!(isfinite(in.epsilon) && in.epsilon >= 0.0)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "budget.epsilon",
+                    "budget.epsilon must be a finite number >= 0");
+        goto fail;
+    }
+    if (!(in.delta > 0.0 && in.delta < 1.0)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "budget.delta",
+                    "budget.delta must lie strictly between 0 and 1");
+        goto fail;
+    }
     if (strcmp(acc, "rdp") == 0)
         in.mode = LEDGER_RDP;
     else if (strcmp(acc, "pld") == 0)
@@ -408,8 +418,12 @@ void res_round_post(const http_request *req, http_response *resp)
     }
     if (!json_is_array(pa) || json_array_size(pa) == 0 ||
         json_array_size(pa) > LEDGER_MAX_PARTICIPANTS) {
-        problem_set(&pb, json_is_array(pa) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, "participants",
-                    "'participants' must be a list of 1 to %d client ids", LEDGER_MAX_PARTICIPANTS);
+        problem_set(&pb,
+                    !json_is_array(pa)         ? PB_WRONG_TYPE
+                    : json_array_size(pa) == 0 ? PB_INVALID_PARAMETER
+                                               : PB_TOO_MANY_VALUES,
+                    "participants", "'participants' must be a list of 1 to %d client ids",
+                    LEDGER_MAX_PARTICIPANTS);
         goto fail;
     }
     rq.n = json_array_size(pa);
@@ -434,7 +448,11 @@ void res_round_post(const http_request *req, http_response *resp)
     if (ev == NULL)
         goto fail;
     rq.event = ev;
-    /* idempotency: the hash of the canonical request (sorted keys, compact) */
+    /* idempotency: the hash of the canonical request (sorted keys, compact, defaults made
+     * explicit so that writing a default out does not change the request) */
+    json_object_set_new(j, "policy", json_string(pol));
+    json_object_set_new(j, "dry_run", json_boolean(rq.dry_run));
+    json_object_set_new(j, "already_ran", json_boolean(rq.already_ran));
     char *canon = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (canon == NULL) {
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");

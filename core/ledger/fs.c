@@ -110,7 +110,7 @@ static int posix_fstat_size(void *ctx, int fd, off_t *size)
 }
 
 static const dpb_fs posix_fs = {
-    posix_open,  posix_write,  posix_pread,     posix_fdatasync,  posix_fsync, posix_close,
+    posix_open,   posix_write,  posix_pread,     posix_fdatasync,  posix_fsync, posix_close,
     posix_rename, posix_unlink, posix_ftruncate, posix_fstat_size, NULL,
 };
 

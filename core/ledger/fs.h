@@ -92,11 +92,7 @@ typedef enum {
     DPB_FS_NOPS
 } dpb_fs_op;
 
-enum {
-    DPB_FS_FAULT_SHORT = 1u << 0,
-    DPB_FS_FAULT_STICKY = 1u << 1,
-    DPB_FS_FAULT_CRASH = 1u << 2
-};
+enum { DPB_FS_FAULT_SHORT = 1u << 0, DPB_FS_FAULT_STICKY = 1u << 1, DPB_FS_FAULT_CRASH = 1u << 2 };
 
 typedef struct dpb_fs_fault dpb_fs_fault;
 

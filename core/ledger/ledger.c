@@ -110,9 +110,20 @@ struct ledger {
     /* pld spend cache */
     struct pcache {
         uint64_t key;
-        double spent;
+        double delta;
+        uint8_t mode, rel, m;
+        lcount ms[4]; /* the exact multiset, sorted by event: compared in full */
+        double spent, dtv;
+        int uncert, unsup;
     } pcache[4096];
     pthread_mutex_t pcache_mu;
+    /* rdp conversion constants for recent deltas (guarded by pcache_mu) */
+    struct conv {
+        double delta;
+        double l1[RDP_NORDERS], q[RDP_NORDERS];
+        int valid;
+    } conv[4];
+    unsigned conv_next;
 };
 
 /* ---- small utilities ------------------------------------------------------------------------- */
@@ -269,7 +280,7 @@ typedef struct {
 
 static void bw_put(bw *w, const void *p, size_t n)
 {
-    if (w->oom)
+    if (w->oom || n == 0)
         return;
     if (grow((void **)&w->b, &w->cap, w->n + n, 1) != 0) {
         w->oom = 1;
@@ -439,43 +450,63 @@ static dpb_status intern(ledger *l, const unsigned char *bytes, size_t n, dp_rel
 
 /* ---- spend ----------------------------------------------------------------------------------- */
 
-/* The client's spend with `extra` added to event `xev` (extra 0: as it is). */
-static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, double *spent,
-                     double *dtv, int *uncert, int *unsupported)
+/* min over orders of rdp_eps_at(a, r, delta), bit for bit the same arithmetic, with the
+ * per-order logarithms computed once per delta: eps = (r + log1p(-1/a)) - log(delta a)/(a-1),
+ * and 0 where delta^2 + expm1(-r) > 0 (only possible for r < 2 delta^2). Rounded up. */
+static double rdp_convert(ledger *l, const double *r, double delta)
 {
-    *uncert = c->uncertified;
-    *unsupported = 0;
-    *dtv = 0.0;
-    if (*uncert) {
-        *spent = HUGE_VAL;
-        return;
+    struct conv *cv = NULL;
+    pthread_mutex_lock(&l->pcache_mu);
+    for (unsigned i = 0; i < 4; i++)
+        if (l->conv[i].valid && l->conv[i].delta == delta)
+            cv = &l->conv[i];
+    if (cv == NULL) {
+        cv = &l->conv[l->conv_next++ % 4];
+        cv->delta = delta;
+        for (size_t k = 0; k < RDP_NORDERS; k++) {
+            double a = RDP_DEFAULT_ORDERS[k];
+            cv->l1[k] = log1p(-1.0 / a);
+            cv->q[k] = log(delta * a) / (a - 1.0);
+        }
+        cv->valid = 1;
     }
-    uint32_t n = c->nev;
-    int has_x = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (c->ev[i].ev == xev && extra)
-            has_x = 1;
-    if (c->mode == LEDGER_RDP) {
+    double best = HUGE_VAL;
+    for (size_t k = 0; k < RDP_NORDERS; k++) {
+        double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
+        if (isinf(rk))
+            e = HUGE_VAL;
+        else if (rk < 2.0 * delta * delta + 1e-300 && delta * delta + expm1(-rk) > 0.0)
+            e = 0.0;
+        else if (a > 1.01)
+            e = rk + cv->l1[k] - cv->q[k];
+        else
+            e = HUGE_VAL;
+        if (e < best)
+            best = e;
+    }
+    pthread_mutex_unlock(&l->pcache_mu);
+    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+}
+
+/* The spend of a multiset of (event, count) for a client's mode, budget delta and relation,
+ * computed (no cache). */
+static void spend_compute(ledger *l, int mode, double delta, int rel, const lcount *ms, size_t m,
+                          double *spent, double *dtv, int *uncert, int *unsupported)
+{
+    *uncert = *unsupported = 0;
+    *dtv = 0.0;
+    for (size_t i = 0; i < m; i++)
+        if (l->evs[ms[i].ev].kind == EV_UNCERTIFIABLE) {
+            *uncert = 1;
+            *spent = HUGE_VAL;
+            return;
+        }
+    if (mode == LEDGER_RDP) {
         double r[RDP_NORDERS] = {0}, tv = 0.0;
         int any_rdp = 0;
-        for (uint32_t i = 0; i <= n; i++) {
-            uint32_t e;
-            double cnt;
-            if (i < n) {
-                e = c->ev[i].ev;
-                cnt = (double)c->ev[i].count + (e == xev ? (double)extra : 0.0);
-            } else {
-                if (!extra || has_x)
-                    break;
-                e = xev;
-                cnt = (double)extra;
-            }
-            const lev *v = &l->evs[e];
-            if (v->kind == EV_UNCERTIFIABLE) {
-                *uncert = 1;
-                *spent = HUGE_VAL;
-                return;
-            }
+        for (size_t i = 0; i < m; i++) {
+            const lev *v = &l->evs[ms[i].ev];
+            double cnt = (double)ms[i].count;
             if (v->kind == EV_RDP) {
                 any_rdp = 1;
                 for (size_t k = 0; k < RDP_NORDERS; k++)
@@ -489,7 +520,7 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
             }
         }
         *dtv = tv < 0.0 ? dp_round_up(-expm1(tv), 1e-14) : 0.0;
-        double d = c->delta - *dtv;
+        double d = delta - *dtv;
         if (!(d > 0.0)) {
             *spent = HUGE_VAL;
             return;
@@ -498,78 +529,110 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
             *spent = 0.0;
             return;
         }
-        double best = HUGE_VAL;
-        for (size_t k = 0; k < RDP_NORDERS; k++) {
-            double e = rdp_eps_at(RDP_DEFAULT_ORDERS[k], r[k], d < 1.0 ? d : 0.999999999);
-            if (e < best)
-                best = e;
-        }
-        *spent = best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+        *spent = rdp_convert(l, r, d < 1.0 ? d : 0.999999999);
         return;
     }
-    /* pld: compose the multiset; cached by (multiset, delta) */
-    uint64_t key = fnv64(&c->delta, sizeof c->delta, 14695981039346656037ULL ^ c->rel);
-    size_t m = n + (extra && !has_x ? 1 : 0);
-    lcount *tmp = malloc((m ? m : 1) * sizeof *tmp);
-    if (tmp == NULL) {
-        *spent = HUGE_VAL;
-        return;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        tmp[i] = c->ev[i];
-        if (tmp[i].ev == xev)
-            tmp[i].count += extra;
-    }
-    if (m > n)
-        tmp[n] = (lcount){xev, extra};
-    for (size_t i = 0; i < m; i++) {
-        if (l->evs[tmp[i].ev].kind == EV_UNCERTIFIABLE) {
-            free(tmp);
-            *uncert = 1;
-            *spent = HUGE_VAL;
-            return;
-        }
-        key = fnv64(&tmp[i].ev, sizeof tmp[i].ev, key);
-        key = fnv64(&tmp[i].count, sizeof tmp[i].count, key);
-    }
-    pthread_mutex_lock(&l->pcache_mu);
-    struct pcache *pc = &l->pcache[key % 4096];
-    int hit = pc->key == key && key != 0;
-    double cached = pc->spent;
-    pthread_mutex_unlock(&l->pcache_mu);
-    if (hit) {
-        free(tmp);
-        *spent = cached;
+    /* pld: compose the whole multiset */
+    double result = HUGE_VAL;
+    if (m == 0) {
+        *spent = 0.0;
         return;
     }
     dp_event *root = dp_event_new(DP_EV_COMPOSED);
-    double result = HUGE_VAL;
-    if (root && m > 0 && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
+    if (root && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
         for (size_t i = 0; i < m; i++) {
-            dp_event *s = dp_event_new(DP_EV_SELF_COMPOSED);
-            if (s == NULL)
+            dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED);
+            if (sc == NULL)
                 break;
-            s->u.self.event = l->evs[tmp[i].ev].ev; /* borrowed: detached before free */
-            s->u.self.count = tmp[i].count;
-            root->u.composed.events[root->u.composed.n++] = s;
+            sc->u.self.event = l->evs[ms[i].ev].ev; /* borrowed: detached before free */
+            sc->u.self.count = ms[i].count;
+            root->u.composed.events[root->u.composed.n++] = sc;
         }
         dp_report rep;
-        double dl = c->delta;
-        if (root->u.composed.n == m && dp_epsilon_ex(root, (dp_relation)c->rel, DP_ACCT_PLD, NULL,
-                                                     &dl, 1, &result, NULL, &rep, NULL) != DPB_OK)
+        double dl = delta;
+        if (root->u.composed.n == m && dp_epsilon_ex(root, (dp_relation)rel, DP_ACCT_PLD, NULL, &dl,
+                                                     1, &result, NULL, &rep, NULL) != DPB_OK)
             result = HUGE_VAL;
         for (size_t i = 0; i < root->u.composed.n; i++)
             root->u.composed.events[i]->u.self.event = NULL;
-    } else if (m == 0) {
-        result = 0.0;
     }
     dp_event_free(root);
-    free(tmp);
-    pthread_mutex_lock(&l->pcache_mu);
-    pc->key = key;
-    pc->spent = result;
-    pthread_mutex_unlock(&l->pcache_mu);
     *spent = result;
+}
+
+/* The client's spend with `extra` more of event `xev` (extra 0: as it is). Cached by the
+ * exact multiset, budget delta, mode and relation: clients of a cohort share histories. */
+static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, double *spent,
+                     double *dtv, int *uncert, int *unsupported)
+{
+    if (c->uncertified) {
+        *uncert = 1;
+        *unsupported = 0;
+        *dtv = 0.0;
+        *spent = HUGE_VAL;
+        return;
+    }
+    size_t n = c->nev, m = n;
+    lcount stack[8], *ms = n + 1 <= 8 ? stack : malloc((n + 1) * sizeof *ms);
+    if (ms == NULL) {
+        *uncert = *unsupported = 0;
+        *dtv = 0.0;
+        *spent = HUGE_VAL;
+        return;
+    }
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        ms[i] = c->ev[i];
+        if (ms[i].ev == xev && extra) {
+            ms[i].count += extra;
+            found = 1;
+        }
+    }
+    if (extra && !found)
+        ms[m++] = (lcount){xev, extra};
+    /* sort by event (insertion order differs between clients), then key the exact multiset */
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && ms[j - 1].ev > ms[j].ev; j--) {
+            lcount t = ms[j];
+            ms[j] = ms[j - 1];
+            ms[j - 1] = t;
+        }
+    uint64_t key = fnv64(&c->delta, sizeof c->delta, 14695981039346656037ULL);
+    key = fnv64(&c->mode, 1, key);
+    key = fnv64(&c->rel, 1, key);
+    for (size_t i = 0; i < m; i++) {
+        key = fnv64(&ms[i].ev, sizeof ms[i].ev, key);
+        key = fnv64(&ms[i].count, sizeof ms[i].count, key);
+    }
+    int cacheable = m <= 4;
+    struct pcache pc = {0};
+    if (cacheable) {
+        pthread_mutex_lock(&l->pcache_mu);
+        pc = l->pcache[key % 4096];
+        pthread_mutex_unlock(&l->pcache_mu);
+    }
+    int hit = cacheable && pc.key == key && pc.m == m && pc.delta == c->delta &&
+              pc.mode == c->mode && pc.rel == c->rel;
+    for (size_t i = 0; hit && i < m; i++)
+        hit = pc.ms[i].ev == ms[i].ev && pc.ms[i].count == ms[i].count;
+    if (hit) {
+        *spent = pc.spent;
+        *dtv = pc.dtv;
+        *uncert = pc.uncert;
+        *unsupported = pc.unsup;
+    } else {
+        spend_compute(l, c->mode, c->delta, c->rel, ms, m, spent, dtv, uncert, unsupported);
+        if (cacheable) {
+            struct pcache e = {key,      c->delta, c->mode, c->rel,  (uint8_t)m,
+                               {{0, 0}}, *spent,   *dtv,    *uncert, *unsupported};
+            memcpy(e.ms, ms, m * sizeof *ms);
+            pthread_mutex_lock(&l->pcache_mu);
+            l->pcache[key % 4096] = e;
+            pthread_mutex_unlock(&l->pcache_mu);
+        }
+    }
+    if (ms != stack)
+        free(ms);
 }
 
 static ledger_status status_of(const lclient *c)
@@ -785,6 +848,45 @@ out:
     return st;
 }
 
+dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!valid_id(in[i].id) || !(isfinite(in[i].epsilon) && in[i].epsilon >= 0.0) ||
+            !(in[i].delta > 0.0 && in[i].delta < 1.0))
+            return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
+    pthread_rwlock_wrlock(&l->lock);
+    dpb_status st = DPB_OK;
+    if (l->read_only)
+        st = dpb_fail(err, DPB_EREADONLY, NULL,
+                      "the ledger is read-only after an I/O failure; restart it");
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        long pos = find_client(l, in[i].id);
+        if (pos >= 0 && l->cl[pos].rounds > 0 &&
+            (l->cl[pos].mode != in[i].mode || l->cl[pos].rel != in[i].relation)) {
+            st = dpb_fail(err, DPB_ECONFLICT, "accounting",
+                          "entry %zu: the accounting mode and relation of a charged client "
+                          "cannot change",
+                          i);
+            break;
+        }
+        bw w = {0};
+        client_record(&w, in[i].id, in[i].epsilon, in[i].delta, in[i].mode, in[i].relation,
+                      in[i].labels);
+        st = log_record(l, REC_CLIENT, &w, err);
+        free(w.b);
+        if (st == DPB_OK)
+            st = apply_client(l, in[i].id, in[i].epsilon, in[i].delta, in[i].mode, in[i].relation,
+                              in[i].labels, NULL);
+    }
+    uint64_t seq = l->last_seq;
+    pthread_rwlock_unlock(&l->lock);
+    if (st == DPB_OK) {
+        st = durable(l, seq, err);
+        maybe_snapshot(l);
+    }
+    return st;
+}
+
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out)
 {
     pthread_rwlock_rdlock(&l->lock);
@@ -935,10 +1037,11 @@ void ledger_round_res_free(ledger_round_res *r)
     r->outcomes = NULL;
 }
 
-/* Store a round in memory; takes ownership of out. Applies admitted charges when apply. */
+/* Store a round in memory; takes ownership of out. When apply, charges every admitted client
+ * the round's event interned for its own relation (evi[rel]) and recomputes its spend. */
 static dpb_status store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
-                              int already_ran, uint64_t seq, uint32_t ev, lout *out, uint32_t n,
-                              int apply)
+                              int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
+                              uint32_t n, int apply)
 {
     if (grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0)
         return DPB_ENOMEM;
@@ -968,12 +1071,13 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
         if (pos < 0)
             continue;
         lclient *c = &l->cl[pos];
+        uint32_t ev = evi[c->rel];
         counters(l, c, -1);
         add_count(c, ev, 1);
         c->rounds++;
-        c->spent = out[i].after;
-        if (isinf(out[i].after) && l->evs[ev].kind == EV_UNCERTIFIABLE)
+        if (l->evs[ev].kind == EV_UNCERTIFIABLE)
             c->uncertified = 1;
+        recompute(l, c); /* the same multiset the admission evaluated: a cache hit */
         c->version = ++l->version;
         counters(l, c, +1);
     }
@@ -1028,6 +1132,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     }
     uint64_t seq = 0;
+    uint32_t *seen = NULL;
     pthread_rwlock_wrlock(&l->lock);
     long rpos = find_round(l, req->round_id);
     if (rpos >= 0 && !req->dry_run) {
@@ -1056,19 +1161,30 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     uint32_t evi[2] = {0, 0};
     int have[2] = {0, 0}, fresh[2] = {0, 0};
     size_t refused = 0;
+    /* duplicates: an open-addressing set of participant indices */
+    size_t scap = 16;
+    while (scap < 2 * req->n)
+        scap *= 2;
+    seen = malloc(scap * sizeof *seen);
+    if (seen == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    memset(seen, 0xff, scap * sizeof *seen);
     for (size_t i = 0; i < req->n; i++) {
         lout *o = &out[i];
         o->id = req->participants[i];
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(req->participants[j], o->id) == 0) {
-                o->reason = LEDGER_DUPLICATE;
-                break;
-            }
-        if (o->reason == LEDGER_DUPLICATE) {
+        long pos = find_client(l, o->id);
+        size_t h = (size_t)str_hash(o->id) & (scap - 1);
+        while (seen[h] != UINT32_MAX && strcmp(req->participants[seen[h]], o->id) != 0)
+            h = (h + 1) & (scap - 1);
+        if (seen[h] != UINT32_MAX) {
+            o->reason = LEDGER_DUPLICATE;
+            o->before = o->after = pos >= 0 ? l->cl[pos].spent : NAN;
             refused++;
             continue;
         }
-        long pos = find_client(l, o->id);
+        seen[h] = (uint32_t)i;
         if (pos < 0 && !l->opt.default_budget) {
             o->reason = LEDGER_UNKNOWN_CLIENT;
             o->before = o->after = NAN;
@@ -1119,7 +1235,11 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         if (!o->admitted)
             refused++;
     }
-    if (req->policy == LEDGER_ALL_OR_NOTHING && refused > 0)
+    free(seen);
+    seen = NULL;
+    /* all_or_nothing voids the round, except after the fact: a round that ran is recorded
+     * for every known participant */
+    if (req->policy == LEDGER_ALL_OR_NOTHING && refused > 0 && !req->already_ran)
         for (size_t i = 0; i < req->n; i++)
             if (out[i].admitted) {
                 out[i].admitted = 0;
@@ -1200,26 +1320,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         goto fail;
     seq = l->last_seq;
     res->seq = seq;
-    /* charges: clients with another relation than the round's first event get their own */
-    if (have[0] && have[1])
-        for (size_t i = 0; i < req->n; i++) {
-            long pos = find_client(l, out[i].id);
-            if (pos >= 0 && out[i].admitted && l->cl[pos].rel != (uint8_t)(have[0] ? 0 : 1)) {
-                lclient *c = &l->cl[pos];
-                counters(l, c, -1);
-                add_count(c, evi[c->rel], 1);
-                c->rounds++;
-                c->spent = out[i].after;
-                c->version = ++l->version;
-                counters(l, c, +1);
-                out[i].admitted = 2; /* charged here; store_round skips it */
-            }
-        }
-    for (size_t i = 0; i < req->n; i++)
-        if (out[i].admitted == 2)
-            out[i].admitted = 0;
-    st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, ev_used,
-                     out, (uint32_t)req->n, 1);
+    st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evi, out,
+                     (uint32_t)req->n, 1);
     out = NULL;
     if (st != DPB_OK) {
         l->read_only = 1; /* memory no longer matches the log */
@@ -1236,6 +1338,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     return st;
 fail:
     pthread_rwlock_unlock(&l->lock);
+    free(seen);
     free(ebytes);
     free(out);
     ledger_round_res_free(res);
@@ -1356,8 +1459,9 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                 c->dirty = 1;
             }
         }
-        if (bad || store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, ev, out, cnt, 0) !=
-                       DPB_OK) {
+        const uint32_t evs2[2] = {ev, ev};
+        if (bad || store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt,
+                               0) != DPB_OK) {
             for (uint32_t i = 0; i < cnt; i++)
                 if (out[i].owned)
                     free((char *)out[i].id);

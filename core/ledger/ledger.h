@@ -86,6 +86,10 @@ typedef struct {
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err);
 
+/* Create or update many clients with one sync (bulk loads, benchmarks): all or, on the
+ * first invalid entry, none (DPB_EINVAL naming its index). */
+dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err);
+
 /* DPB_ENOTFOUND if absent. */
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out);
 

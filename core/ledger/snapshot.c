@@ -123,8 +123,8 @@ out:
     return st;
 }
 
-dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
-                         size_t *len, dpb_error *err)
+dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data, size_t *len,
+                         dpb_error *err)
 {
     dpb_status st = DPB_OK;
     char *path = NULL;
@@ -168,15 +168,14 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
         goto out;
     }
     if (memcmp(hdr, snap_magic, sizeof snap_magic) != 0) {
-        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: not a dpbudget snapshot (bad magic)",
-                      path);
+        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: not a dpbudget snapshot (bad magic)", path);
         goto out;
     }
     uint64_t version = get_le(hdr + 8, 4);
     if (version != SNAPSHOT_VERSION) {
         st = dpb_fail(err, DPB_ECORRUPT, NULL,
-                      "%s: snapshot format version %" PRIu64 ", this build reads %u", path,
-                      version, SNAPSHOT_VERSION);
+                      "%s: snapshot format version %" PRIu64 ", this build reads %u", path, version,
+                      SNAPSHOT_VERSION);
         goto out;
     }
     uint64_t s = get_le(hdr + 12, 8);
@@ -192,8 +191,7 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
     }
     buf = malloc(n > 0 ? (size_t)n : 1);
     if (buf == NULL) {
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "%s: out of memory for %" PRIu64 " bytes", path,
-                      n);
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "%s: out of memory for %" PRIu64 " bytes", path, n);
         goto out;
     }
     got = dpb_fs_pread_full(fs, fd, buf, (size_t)n, SNAPSHOT_HEADER_BYTES);
@@ -202,8 +200,7 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
         goto out;
     }
     if ((uint64_t)got != n) {
-        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says",
-                      path);
+        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says", path);
         goto out;
     }
     if (dpb_crc32c(0, buf, (size_t)n) != crc) {

@@ -35,7 +35,7 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
  * (not exactly the file's size minus the header) or CRC -> DPB_ECORRUPT naming the file
  * (and what is wrong); read errors -> DPB_EIO; DPB_ENOMEM; DPB_EINVAL for NULL arguments.
  * On error *data is NULL. err may be NULL. */
-dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
-                         size_t *len, dpb_error *err);
+dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data, size_t *len,
+                         dpb_error *err);
 
 #endif

@@ -247,8 +247,7 @@ static int read_record(reader *r, uint64_t off, rec_hdr *h, const unsigned char 
 /* Look for a valid record starting after `off` whose seq could continue the log (see
  * RECOVERY above): expected seq in [lo, hi]. Returns 1 and sets *at / *seq if found, 0 if
  * none, -1 on a read error (errno). */
-static int resync(reader *r, uint64_t off, uint64_t lo, uint64_t hi, uint64_t *at,
-                  uint64_t *seq)
+static int resync(reader *r, uint64_t off, uint64_t lo, uint64_t hi, uint64_t *at, uint64_t *seq)
 {
     for (uint64_t p = off + 1; p + WAL_HEADER_BYTES <= r->size; p++) {
         const unsigned char *b;
@@ -299,9 +298,8 @@ typedef struct {
     uint64_t last_seq;  /* seq of its last record (0 if none) */
 } scan_result;
 
-static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_seq,
-                                  wal_replay_fn fn, void *ctx, scan_result *res,
-                                  dpb_error *err)
+static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_seq, wal_replay_fn fn,
+                                  void *ctx, scan_result *res, dpb_error *err)
 {
     uint64_t off = 0;
     res->count = 0;
@@ -323,8 +321,8 @@ static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_se
                             ": records are missing; refusing to start",
                             path, h.seq, after_seq);
         } else if (h.seq == 0 || (res->count > 0 && h.seq != res->last_seq + 1)) {
-            snprintf(seqwhy, sizeof seqwhy, "seq %" PRIu64 " where %" PRIu64 " was expected",
-                     h.seq, res->count > 0 ? res->last_seq + 1 : after_seq + 1);
+            snprintf(seqwhy, sizeof seqwhy, "seq %" PRIu64 " where %" PRIu64 " was expected", h.seq,
+                     res->count > 0 ? res->last_seq + 1 : after_seq + 1);
             why = seqwhy;
         }
         if (why != NULL) {
@@ -698,7 +696,7 @@ void wal_close(wal *w)
         return;
     if (!atomic_load(&w->failed) && w->durable_seq < w->next_seq - 1)
         (void)w->fs->fdatasync(w->fs->ctx, w->fd); /* best effort: see wal.h */
-    (void)w->fs->close(w->fs->ctx, w->fd);        /* nothing left to lose: see wal.h */
+    (void)w->fs->close(w->fs->ctx, w->fd);         /* nothing left to lose: see wal.h */
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->buf);

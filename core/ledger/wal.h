@@ -64,7 +64,7 @@ dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_r
 /* Append one record (one write of the whole record, retrying short writes) and return its
  * seq in *seq (may be NULL). Not durable until wal_sync. Thread-safe (internal mutex).
  * payload may be NULL when len == 0.
- * Returns DPB_OK; DPB_EINVAL (len > WAL_MAX_PAYLOAD or type/payload misuse: the wal stays
+ * Returns DPB_OK; DPB_EINVAL (len > WAL_MAX_PAYLOAD, or payload NULL with len > 0: the wal stays
  * usable); DPB_ENOMEM (no buffer for the record: nothing written, the wal stays usable);
  * DPB_EIO if the wal is failed or the write failed. A failed write makes the wal failed
  * (sticky: every later append/sync/truncate returns DPB_EIO at once) and the file is cut

@@ -16,6 +16,7 @@ int main(int argc, char **argv)
         {ACCOUNT_TESTS, ACCOUNT_NTESTS}, {ACCOUNTANT_TESTS, ACCOUNTANT_NTESTS},
         {PNSGD_TESTS, PNSGD_NTESTS},
         {PROACTIVE_TESTS, PROACTIVE_NTESTS},
+        {WAL_TESTS, WAL_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

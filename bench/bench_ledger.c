@@ -1,0 +1,290 @@
+/*
+ * bench_ledger.c - the budget ledger's throughput, latency, recovery time and memory, with
+ * fdatasync on (the data directory is under the build directory, on the real disk: a tmpfs
+ * would make fdatasync free). Prints figures; asserts nothing about time.
+ *
+ *   1. durable rounds/s of 100 participants (2 and 4 threads)        target >= 1000/s
+ *   2. durable single-client rounds/s (8 threads, group commit)      target >= 20000/s
+ *   3. admission latency of a 1000-client round at 50 rounds/s       target p99 < 5 ms
+ *   4. recovery of C clients with R rounds each, resident memory per client
+ *      (C, R from BENCH_LEDGER_CLIENTS, BENCH_LEDGER_ROUNDS; defaults 1000000 and 10;
+ *      the issue's figure is R = 100: `make bench-ledger-full`)     targets < 5 s, <= 1 KiB
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/ledger/ledger.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_ledger: could not clean %s\n", dir);
+}
+
+static ledger *open_fresh(const char *dir, uint64_t snap_every)
+{
+    rm_dir(dir);
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, snap_every, 0};
+    ledger *l;
+    dpb_error err = {0};
+    if (ledger_open(&o, &l, &err) != DPB_OK) {
+        fprintf(stderr, "bench_ledger: %s\n", err.detail);
+        exit(1);
+    }
+    return l;
+}
+
+static char (*ids)[16];
+
+static void make_clients(ledger *l, size_t n, double eps)
+{
+    ids = realloc(ids, n * sizeof *ids);
+    if (ids == NULL)
+        exit(1);
+    enum { BATCH = 10000 };
+    ledger_client *batch = calloc(BATCH, sizeof *batch);
+    if (batch == NULL)
+        exit(1);
+    for (size_t start = 0; start < n; start += BATCH) {
+        size_t m = n - start < BATCH ? n - start : BATCH;
+        for (size_t i = 0; i < m; i++) {
+            snprintf(ids[start + i], sizeof ids[0], "c%zu", start + i);
+            snprintf(batch[i].id, sizeof batch[i].id, "%s", ids[start + i]);
+            batch[i].epsilon = eps;
+            batch[i].delta = 1e-5;
+        }
+        if (ledger_put_clients(l, batch, m, NULL) != DPB_OK)
+            exit(1);
+    }
+    free(batch);
+}
+
+static dp_event *gaussian(double s)
+{
+    dp_event *e = dp_event_new(DP_EV_GAUSSIAN);
+    if (e == NULL)
+        exit(1);
+    e->u.noise.noise_multiplier = s;
+    return e;
+}
+
+typedef struct {
+    ledger *l;
+    int thread, cohort;
+    size_t pool;
+    double until;
+    long done;
+    dp_event *ev;
+} worker;
+
+static void *round_worker(void *arg)
+{
+    worker *w = arg;
+    const char **part = malloc((size_t)w->cohort * sizeof *part);
+    unsigned seed = 12345u + (unsigned)w->thread;
+    if (part == NULL)
+        return NULL;
+    while (now_s() < w->until) {
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "w%d-%ld", w->thread, w->done);
+        size_t start = (size_t)rand_r(&seed) % w->pool;
+        for (int i = 0; i < w->cohort; i++)
+            part[i] = ids[(start + (size_t)i) % w->pool];
+        rq.participants = part;
+        rq.n = (size_t)w->cohort;
+        rq.event = w->ev;
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+        ledger_round_res res;
+        if (ledger_round(w->l, &rq, &res, NULL) != DPB_OK) {
+            fprintf(stderr, "bench_ledger: a round failed\n");
+            exit(1);
+        }
+        ledger_round_res_free(&res);
+        w->done++;
+    }
+    free(part);
+    return NULL;
+}
+
+static double throughput(ledger *l, int threads, int cohort, size_t pool, double secs)
+{
+    pthread_t t[16];
+    worker w[16];
+    dp_event *ev = gaussian(50.0);
+    double until = now_s() + secs, t0 = now_s();
+    for (int i = 0; i < threads; i++) {
+        w[i] = (worker){l, i + 100 * cohort, cohort, pool, until, 0, ev};
+        pthread_create(&t[i], NULL, round_worker, &w[i]);
+    }
+    long total = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        total += w[i].done;
+    }
+    dp_event_free(ev);
+    return (double)total / (now_s() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *build = argc > 1 ? argv[1] : "build";
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/bench-ledger-data", build);
+    printf("bench_ledger: data in %s (on disk: fdatasync is real), %ld CPUs\n", dir,
+           sysconf(_SC_NPROCESSORS_ONLN));
+
+    /* 1, 2: throughput */
+    ledger *l = open_fresh(dir, 200000);
+    make_clients(l, 100000, 1e9);
+    for (int th = 2; th <= 4; th += 2) {
+        double r = throughput(l, th, 100, 100000, 3.0);
+        printf("rounds of 100 participants, %d threads: %.0f durable rounds/s (%.0f charges/s)  "
+               "target >= 1000  [%s]\n",
+               th, r, r * 100, r >= 1000 ? "ok" : "MISSED");
+    }
+    double r1 = throughput(l, 8, 1, 100000, 3.0);
+    printf("single-client rounds, 8 threads: %.0f durable rounds/s  target >= 20000  [%s]\n", r1,
+           r1 >= 20000 ? "ok" : "MISSED");
+    fflush(stdout);
+
+    /* 3: latency of 1000-client rounds at 50 rounds/s */
+    enum { NLAT = 150 };
+    double lat[NLAT];
+    dp_event *ev = gaussian(50.0);
+    const char **part = malloc(1000 * sizeof *part);
+    if (part == NULL)
+        return 1;
+    double next = now_s();
+    for (int k = 0; k < NLAT; k++) {
+        while (now_s() < next)
+            usleep(200);
+        next += 0.02;
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "lat-%d", k);
+        for (int i = 0; i < 1000; i++)
+            part[i] = ids[((size_t)k * 997 + (size_t)i) % 100000];
+        rq.participants = part;
+        rq.n = 1000;
+        rq.event = ev;
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+        ledger_round_res res;
+        double t0 = now_s();
+        if (ledger_round(l, &rq, &res, NULL) != DPB_OK)
+            return 1;
+        lat[k] = (now_s() - t0) * 1e3;
+        ledger_round_res_free(&res);
+    }
+    qsort(lat, NLAT, sizeof lat[0], cmp_double);
+    printf("1000-client rounds at 50/s: p50 %.2f ms, p99 %.2f ms, max %.2f ms  target p99 < 5 ms  "
+           "[%s]\n",
+           lat[NLAT / 2], lat[NLAT * 99 / 100], lat[NLAT - 1],
+           lat[NLAT * 99 / 100] < 5 ? "ok" : "MISSED");
+    fflush(stdout);
+    ledger_close(l);
+
+    /* 4: recovery and memory at scale */
+    size_t C = getenv("BENCH_LEDGER_CLIENTS") ? strtoul(getenv("BENCH_LEDGER_CLIENTS"), NULL, 10)
+                                              : 1000000;
+    size_t R =
+        getenv("BENCH_LEDGER_ROUNDS") ? strtoul(getenv("BENCH_LEDGER_ROUNDS"), NULL, 10) : 10;
+    long rss0 = rss_kib();
+    double t0 = now_s();
+    l = open_fresh(dir, 100000000); /* no snapshot while building: replay is measured too */
+    make_clients(l, C, 1e9);
+    const char **all = malloc(100000 * sizeof *all);
+    if (all == NULL)
+        return 1;
+    size_t chunk = C < 100000 ? C : 100000;
+    size_t rounds = 0;
+    for (size_t r = 0; r < R; r++)
+        for (size_t start = 0; start < C; start += chunk) {
+            size_t n = C - start < chunk ? C - start : chunk;
+            for (size_t i = 0; i < n; i++)
+                all[i] = ids[start + i];
+            ledger_round_req rq;
+            memset(&rq, 0, sizeof rq);
+            snprintf(rq.round_id, sizeof rq.round_id, "big-%zu-%zu", r, start);
+            rq.participants = all;
+            rq.n = n;
+            rq.event = ev;
+            rq.policy = LEDGER_ADMIT_ELIGIBLE;
+            ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+            ledger_round_res res;
+            if (ledger_round(l, &rq, &res, NULL) != DPB_OK)
+                return 1;
+            ledger_round_res_free(&res);
+            rounds++;
+        }
+    double build_s = now_s() - t0;
+    long rss1 = rss_kib();
+    printf("state: %zu clients x %zu rounds each (%zu rounds of <= %zu) built in %.1f s; "
+           "resident %.0f bytes/client  target <= 1024  [%s]\n",
+           C, R, rounds, chunk, build_s, (double)(rss1 - rss0) * 1024.0 / (double)C,
+           (double)(rss1 - rss0) * 1024.0 / (double)C <= 1024 ? "ok" : "MISSED");
+    fflush(stdout);
+    /* recovery from the log alone (as after kill -9 with no snapshot yet) */
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 100000000, 0};
+    ledger *l2;
+    t0 = now_s();
+    if (ledger_open(&o, &l2, NULL) != DPB_OK)
+        return 1;
+    double replay_s = now_s() - t0;
+    ledger_summary s;
+    ledger_get_summary(l2, &s);
+    printf("recovery from the log alone: %.2f s (%llu clients, %llu rounds, log %.0f MB)\n",
+           replay_s, (unsigned long long)s.clients, (unsigned long long)s.rounds,
+           (double)s.log_bytes / 1e6);
+    ledger_close(l2); /* writes a snapshot and truncates the log */
+    ledger_close(l);  /* the first handle: its final snapshot is the same state */
+    t0 = now_s();
+    if (ledger_open(&o, &l2, NULL) != DPB_OK)
+        return 1;
+    double snap_s = now_s() - t0;
+    ledger_get_summary(l2, &s);
+    printf("recovery from the snapshot: %.2f s (%llu clients, %llu rounds)  target < 5 s  [%s]\n",
+           snap_s, (unsigned long long)s.clients, (unsigned long long)s.rounds,
+           snap_s < 5 ? "ok" : "MISSED");
+    ledger_close(l2);
+    dp_event_free(ev);
+    free(part);
+    free(all);
+    free(ids);
+    rm_dir(dir);
+    return 0;
+}
