@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 
@@ -33,10 +35,98 @@ static const char USAGE[] =
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
     "  --no-ledger          serve the compute API only\n"
+    "  --verify DIR         check a ledger data directory offline (on a copy: DIR is not\n"
+    "                       modified), print its summary, exit 0 if sound, 1 if damaged\n"
     "  --help               print this help and exit\n"
     "  --version            print the version and exit\n"
     "\n"
     "The API is described by openapi.yaml, also served at GET /openapi.yaml.\n";
+
+/* Copy DIR/name to TMP/name if it exists. 0 on success or absence. */
+static int copy_if_present(const char *dir, const char *tmp, const char *name)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    snprintf(from, sizeof from, "%s/%s", dir, name);
+    snprintf(to, sizeof to, "%s/%s", tmp, name);
+    FILE *in = fopen(from, "rb");
+    if (in == NULL)
+        return errno == ENOENT ? 0 : -1;
+    FILE *out = fopen(to, "wb");
+    int rc = out ? 0 : -1;
+    char buf[1 << 16];
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            rc = -1;
+    if (ferror(in))
+        rc = -1;
+    fclose(in);
+    if (out && fclose(out) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* --verify DIR: recover a copy of DIR exactly as start-up would, report, leave DIR alone. */
+static int verify(const char *dir)
+{
+    char tmp[] = "/tmp/dpbudget-verify-XXXXXX", f[PATH_MAX];
+    if (mkdtemp(tmp) == NULL) {
+        fprintf(stderr, "dpbudgetd: --verify: cannot make a temporary directory: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    int rc = 1;
+    if (copy_if_present(dir, tmp, "wal.log") != 0 || copy_if_present(dir, tmp, "snapshot") != 0) {
+        fprintf(stderr, "dpbudgetd: --verify: cannot read %s: %s\n", dir, strerror(errno));
+        goto out;
+    }
+    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0};
+    ledger *l;
+    dpb_error err = {0};
+    if (ledger_open(&o, &l, &err) != DPB_OK) {
+        /* name the original directory, not the copy */
+        char *at = strstr(err.detail, tmp);
+        if (at)
+            fprintf(stderr, "dpbudgetd: %s is damaged: %.*s%s%s\n", dir, (int)(at - err.detail),
+                    err.detail, dir, at + strlen(tmp));
+        else
+            fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, err.detail);
+        goto out;
+    }
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    /* a torn tail is dropped at start-up: say how much (the copy was truncated, not DIR) */
+    struct stat before, after;
+    snprintf(f, sizeof f, "%s/wal.log", dir);
+    long long dropped = 0;
+    if (stat(f, &before) == 0) {
+        snprintf(f, sizeof f, "%s/wal.log", tmp);
+        if (stat(f, &after) == 0 && after.st_size < before.st_size)
+            dropped = (long long)(before.st_size - after.st_size);
+    }
+    printf("{\"data_dir\":\"%s\",\"sound\":true,\"clients\":%llu,\"rounds\":%llu,"
+           "\"active\":%llu,\"exhausted\":%llu,\"uncertified\":%llu,"
+           "\"torn_tail_bytes\":%lld}\n",
+           dir, (unsigned long long)s.clients, (unsigned long long)s.rounds,
+           (unsigned long long)s.active, (unsigned long long)s.exhausted,
+           (unsigned long long)s.uncertified, dropped);
+    if (dropped)
+        fprintf(stderr,
+                "dpbudgetd: %s/wal.log ends in %lld bytes that are not a complete record (a write "
+                "cut short, or damage to the last record): start-up drops them\n",
+                dir, dropped);
+    ledger_close_nosnapshot(l);
+    rc = 0;
+out:
+    for (const char *const *n =
+             (const char *const[]){"wal.log", "snapshot", "wal.log.tmp", "snapshot.tmp", NULL};
+         *n; n++) {
+        snprintf(f, sizeof f, "%s/%s", tmp, *n);
+        unlink(f);
+    }
+    rmdir(tmp);
+    return rc;
+}
 
 /* Parse an unsigned integer in [lo, hi] or exit with a message. */
 static unsigned long parse_num(const char *opt, const char *s, unsigned long lo, unsigned long hi)
@@ -68,6 +158,8 @@ int main(int argc, char **argv)
             printf("dpbudgetd %s\n", DPB_VERSION);
             return 0;
         }
+        if (strcmp(a, "--verify") == 0 && i + 1 < argc)
+            return verify(argv[i + 1]);
         if (strcmp(a, "--no-ledger") == 0) {
             use_ledger = 0;
             continue;

@@ -1755,7 +1755,19 @@ fail:
     return st;
 }
 
+static void close_ledger(ledger *l, int snapshot);
+
 void ledger_close(ledger *l)
+{
+    close_ledger(l, 1);
+}
+
+void ledger_close_nosnapshot(ledger *l)
+{
+    close_ledger(l, 0);
+}
+
+static void close_ledger(ledger *l, int snapshot)
 {
     if (l == NULL)
         return;
@@ -1766,7 +1778,7 @@ void ledger_close(ledger *l)
         pthread_mutex_unlock(&l->snap_mu);
         pthread_join(l->snap_thread, NULL);
     }
-    if (l->w && !l->read_only && !wal_failed(l->w) && l->records_since_snap > 0)
+    if (snapshot && l->w && !l->read_only && !wal_failed(l->w) && l->records_since_snap > 0)
         take_snapshot(l);
     if (l->w)
         wal_close(l->w);

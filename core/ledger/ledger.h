@@ -66,6 +66,9 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err);
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);
 
+/* Free everything without writing a snapshot (offline checks). */
+void ledger_close_nosnapshot(ledger *l);
+
 typedef struct {
     char id[LEDGER_ID_MAX + 1];
     double epsilon, delta; /* the budget */

@@ -65,6 +65,19 @@ def fd(v):
     return s
 
 
+def wrap(items, sep, nl, width=100):
+    """Join items with sep, breaking lines (with nl) before width characters."""
+    lines, cur = [], ''
+    for it in items:
+        if cur and len(cur) + len(sep) + len(it) > width:
+            lines.append(cur + sep.rstrip())
+            cur = it
+        else:
+            cur = cur + sep + it if cur else it
+    lines.append(cur)
+    return nl.join(lines)
+
+
 def fu(n):
     n = int(n)
     assert 0 <= n < 2 ** 64
@@ -78,14 +91,18 @@ def emit(s=''):
     out.append(s)
 
 
+arrays = {}   # computed out of order (D2 waits for its worker); printed in ARRAY_ORDER
+
+
 def emit_array(ctype, name, comment, rows):
-    emit('/* %s */' % comment)
-    emit('static const struct %s %s[] = {' % (ctype, name))
-    for r in rows:
-        emit('    {' + ', '.join(r) + '},')
-    emit('};')
-    emit('#define %s_COUNT (sizeof %s / sizeof %s[0])' % (name, name, name))
-    emit()
+    lines = ['/* %s */' % comment, 'static const struct %s %s[] = {' % (ctype, name)]
+    lines += ['    {' + ', '.join(r) + '},' for r in rows]
+    lines += ['};', '#define %s_COUNT (sizeof %s / sizeof %s[0])' % (name, name, name), '']
+    arrays[name] = lines
+
+
+ARRAY_ORDER = ['REF_RDP_SGM', 'REF_RDP_SGM_EPS', 'REF_RDP_SGM_DELTA', 'REF_RDP_LAPLACE', 'REF_GDP_COMP_DELTA',
+               'REF_GDP_COMP_EPS', 'REF_EXACT_SGM', 'REF_EXACT_LAPLACE', 'REF_KOV']
 
 
 # --------------------------------------------------------------------------
@@ -106,6 +123,19 @@ def npdf(z, m, s):
 LN_DBL_MAX = mp.log(mpf(sys.float_info.max))
 
 
+def public_check(v, pv):
+    """Compare an exact value with a public decimal quoted to some digits."""
+    nd = len(pv.split('.')[1])
+    rounded = '%.*f' % (nd, float(v))
+    trunc = mp.nstr(mp.floor(v * 10 ** nd) / 10 ** nd, 30)
+    if rounded == pv:
+        return 'AGREES (exact value rounds to %s)' % pv
+    if mpf(pv) == mp.floor(v * 10 ** nd) / 10 ** nd:
+        return 'agrees only by truncation (exact %s rounds to %s)' % (nstr(v, nd + 3), rounded)
+    return 'DISAGREES (exact %s rounds to %s; public - exact = %s)' % (nstr(v, nd + 3), rounded,
+                                                                      nstr(mpf(pv) - v, 3))
+
+
 # --------------------------------------------------------------------------
 # A. RDP of the Poisson-subsampled Gaussian
 # --------------------------------------------------------------------------
@@ -122,8 +152,8 @@ def sgm_log_a_quad(q, s, a, dps=40, width=2, method='tanh-sinh'):
     """ln A_alpha by direct quadrature of E_{z~N(0,s^2)}[(mu(z)/mu0(z))^alpha] - 1
     = int mu0(z) expm1(alpha log1p(q expm1((2z-1)/(2s^2)))) dz  (integrating A - 1,
     not A, so that nothing cancels when A is close to 1).  The integrand is scaled by
-    its maximum (found on a grid) and the line is cut to where it exceeds e^-140 of
-    the maximum, in pieces of `width` sigma plus the points 0, 1/2, 1.
+    its maximum (found on a grid) and the line is cut to where it exceeds 10^-(dps+10)
+    of the maximum, in pieces of `width` sigma plus the points 0, 1/2, 1.
     Returns (ln A, absolute error estimate of ln A)."""
     with mp.workdps(dps):
         q, s, a = mpf(q), mpf(s), mpf(a)
@@ -144,7 +174,7 @@ def sgm_log_a_quad(q, s, a, dps=40, width=2, method='tanh-sinh'):
             zs = [lo + i * step for i in range(n + 1)]
             hs = [lg(z) for z in zs]
             hm = max(hs)
-            idx = [i for i, v in enumerate(hs) if v > hm - 140]
+            idx = [i for i, v in enumerate(hs) if v > hm - (dps + 10) * mp.ln10]
             assert idx[0] > 0 and idx[-1] < n, 'integration window too small'
             zlo, zhi = zs[idx[0] - 1], zs[idx[-1] + 1]
         hm = mpf(hm)
@@ -181,7 +211,7 @@ def sgm_rdp(q, s, a, how='auto'):
     elif a == int(a) and how == 'auto':
         r = sgm_log_a_binom(q, s, a) / (a - 1)
     elif how in ('auto', 'gl'):
-        la, _ = sgm_log_a_quad(q, s, a, dps=34, width=3, method='gauss-legendre')
+        la, _ = sgm_log_a_quad(q, s, a, dps=25, width=4, method='gauss-legendre')
         r = la / (a - 1)
     else:
         la, _ = sgm_log_a_quad(q, s, a, dps=40, width=2, method='tanh-sinh')
@@ -259,7 +289,7 @@ class SGMProfile:
         self.l1 = mp.log1p(-self.q) if self.q < 1 else mpf('-inf')
         self.a, self.b = -W * self.s, 1 + W * self.s
         self.step = step * self.s
-        self.full = full   # integrate the analytic side numerically as well (check)
+        self.full = full   # remove: integrate the analytic side numerically as well (check)
 
     def L(self, z):
         return mp.log1p(self.q * mp.expm1((2 * z - 1) / (2 * self.s ** 2)))
@@ -352,10 +382,12 @@ def d2_worker(task):
 def main():
     # start the expensive 3-fold integrals in a second process right away
     q3, s3, e3 = D('0.2'), D('0.5'), D('1')
-    tasks = [('fine', q3, s3, 3, e3, '0.125', False),
-             ('coarse', q3, s3, 3, e3, '0.25', False),
-             ('full', q3, s3, 3, e3, '0.25', True),
-             ('gdp', mpf(1), s3, 2, e3, '0.25', False)]
+    tasks = [('fine', q3, s3, 3, e3, '0.125', False),       # the reference value
+             ('coarse', q3, s3, 3, e3, '0.25', False),      # accuracy: halve the tanh-sinh step
+             ('split2', q3, s3, 2, D('0.3'), '0.125', False),
+             ('full2', q3, s3, 2, D('0.3'), '0.125', True),   # closed-form parts integrated numerically
+             ('neg2', q3, s3, 2, -D('0.3'), '0.125', False),  # add(eps) = 1 - e^eps + e^eps remove(-eps)
+             ('gdp', mpf(1), s3, 2, e3, '0.125', False)]     # q = 1: must equal Gaussian DP
     pool = mproc.get_context('fork').Pool(1)
     pending = pool.map_async(d2_worker, tasks)
 
@@ -390,7 +422,7 @@ def main():
     rows = []
     overflow = []
     worst_int = mpf(0)       # integer orders: quadrature vs binomial (relative, on rdp)
-    worst_frac = mpf(0)      # fractional orders: tanh-sinh (dps 40) vs Gauss-Legendre (dps 34)
+    worst_frac = mpf(0)      # fractional orders: tanh-sinh (dps 40) vs Gauss-Legendre (dps 25, used in B)
     worst_err = mpf(0)       # quadrature's own error estimate (relative, on rdp)
     log('A. RDP of the Poisson-subsampled Gaussian')
     for qs, ss in A_CASES:
@@ -417,7 +449,7 @@ def main():
                 la = la_q
                 rgl = sgm_rdp(q, s, a, 'gl')
                 worst_frac = max(worst_frac, abs(rgl / r - 1))
-                assert abs(rgl / r - 1) < mpf(10) ** -25, (qs, ss, als, rgl, r)
+                assert abs(rgl / r - 1) < mpf(10) ** -22, (qs, ss, als, rgl, r)
             RDP_CACHE[(q, s, a, 'auto')] = r
             if la > LN_DBL_MAX:
                 overflow.append('(%s, %s, %s): ln A = %s' % (qs, ss, als, nstr(la, 8)))
@@ -426,7 +458,7 @@ def main():
             '%s:%s' % (al, nstr(RDP_CACHE[(q, s, D(al), 'auto')], 10)) for al in A_ALPHAS))
     log('  integer orders, quadrature (Gauss-Legendre, dps 34) vs binomial sum: max relative difference %s'
         % nstr(worst_int, 3))
-    log('  fractional orders, tanh-sinh (dps 40) vs Gauss-Legendre (dps 34): max rel. difference %s'
+    log('  fractional orders, tanh-sinh (dps 40) vs Gauss-Legendre (dps 25, as used for B): max rel. difference %s'
         % nstr(worst_frac, 3))
     log('  quadrature error estimates: max relative %s' % nstr(worst_err, 3))
     log('  A_alpha > DBL_MAX (ln A > %s; rdp itself is moderate) for %d combinations:'
@@ -438,8 +470,9 @@ def main():
                'A. RDP eps(alpha) = ln(A_alpha)/(alpha-1) of the Poisson-subsampled Gaussian (Mironov-Talwar-Zhang\n'
                '   2019), A_alpha = E_{z~mu0}[(mu(z)/mu0(z))^alpha], mu0 = N(0,sigma^2), mu = (1-q) mu0 + q N(1,sigma^2).\n'
                '   Integer alpha: binomial sum; fractional alpha: direct quadrature (independent of the series);\n'
-               '   q = 1: alpha/(2 sigma^2).  A_alpha itself exceeds DBL_MAX (work in log space) in %d rows:\n   %s'
-               % (len(overflow), ';\n   '.join(o.split(':')[0] for o in overflow)), rows)
+               '   q = 1: alpha/(2 sigma^2).  A_alpha itself exceeds DBL_MAX (work in log space) in the %d rows\n'
+               '   (q, sigma, alpha) = %s'
+               % (len(overflow), wrap([o.split(':')[0] for o in overflow], ', ', '\n   ')), rows)
 
     # ---------------- B ----------------
     t0 = time.time()
@@ -485,8 +518,7 @@ def main():
         if (qs, ss, T, ds) in public:
             pv = public[(qs, ss, T, ds)]
             nd = len(pv.split('.')[1])
-            ok = ('%.*f' % (nd, float(e))) == pv
-            msg = '  [MATH.md %s: %s]' % (pv, 'AGREES to the digits given' if ok else 'DISAGREES')
+            msg = '\n      [MATH.md %s: %s]' % (pv, public_check(e, pv))
             if bo != int(bo):
                 lat = dpacc_log_a_frac_truncated(q, s, bo)
                 et = T * lat / (bo - 1) + mp.log1p(-1 / bo) - mp.log(delta * bo) / (bo - 1)
@@ -503,7 +535,7 @@ def main():
                 % (es, nstr(d, 17), nstr(bo2, 6), nstr(gap2, 3)))
     log('  (%.1fs)' % (time.time() - t0))
     orders_doc = ('orders: dp_accounting defaults [1 + x/10.0 for x in 1..99] + [11..63] + [128, 256, 512, 1024];\n'
-                  '   r(a) = T * rdp(a) with the exact RDP of A.')
+                  '   r(a) = T * rdp(a) with the exact RDP of A; argmin = the first of equal minima (numpy argmin).')
     emit_array('ref_rdp_sgm_eps', 'REF_RDP_SGM_EPS',
                'B. dp_accounting compute_epsilon (Canonne-Kamath-Steinke 2020 Prop. 12): eps = max(0, min over orders\n'
                '   a of [r + log1p(-1/a) - log(delta a)/(a-1)]) (0 if delta^2 + expm1(-r) > 0), best_order = argmin;\n   '
@@ -563,15 +595,15 @@ def main():
     assert abs(gdp_delta(mu, eps) / delta - 1) < mpf(10) ** -40
     rows_e.append([fd(mu), fd(delta), fd(eps)])
     log('  sigma=10 x100: mu = %s, eps(delta=1e-5) = %s  [MATH.md 4.37718: %s]'
-        % (nstr(mu, 17), nstr(eps, 17), 'AGREES' if '%.5f' % float(eps) == '4.37718' else 'DISAGREES'))
+        % (nstr(mu, 17), nstr(eps, 17), public_check(eps, '4.37718')))
     # delta from eps
-    s3 = D(mp.sqrt(3))
-    mu_x = mu_of([s3] * 3)
+    sig_r3 = D(mp.sqrt(3))
+    mu_x = mu_of([sig_r3] * 3)
     mu = D(mu_x)
     d = gdp_delta(mu, D('1'))
     rows_d.append([fd(mu), fd(D('1')), fd(d)])
     log('  sigma=sqrt(3) x3: mu = %s (exact from the double sigma: %s), delta(1) = %s  [MATH.md 0.126936: %s]'
-        % (nstr(mu, 17), nstr(mu_x, 20), nstr(d, 17), 'AGREES' if '%.6f' % float(d) == '0.126936' else 'DISAGREES'))
+        % (nstr(mu, 17), nstr(mu_x, 20), nstr(d, 17), public_check(d, '0.126936')))
     mu_x = mu_of([D('0.8'), D('1.3'), D('2.0'), D('5.0')])
     mu = D(mu_x)
     for es in ('0.5', '1', '3'):
@@ -672,7 +704,7 @@ def main():
                 elif T == 2:
                     with mp.workdps(30):
                         chk = lap_rec(b, T, eps)
-                    worst_chk = max(worst_chk, abs(chk - d) / d)
+                    worst_chk = max(worst_chk, abs(chk - d) / d if d > 0 else abs(chk))
                 rows.append([fd(b), fu(T), fd(eps), fd(d)])
                 line.append('%s:%s' % (es, nstr(d, 15)))
             log('  b=%s T=%d: ' % (bs, T) + ', '.join(line))
@@ -748,22 +780,31 @@ def main():
     mp.mp.dps = 50
     fine_r, fine_a, fsec = res['fine']
     crs_r, crs_a, csec = res['coarse']
-    full_r, full_a, usec = res['full']
+    sp_r, sp_a, _ = res['split2']
+    fu_r, fu_a, _ = res['full2']
     g_r, g_a, gsec = res['gdp']
     mu = mp.sqrt(2) / D('0.5')
     gd = gdp_delta(mu, D('1'))
-    assert fine_a == 0 and crs_a == 0 and full_a == 0   # add losses <= -ln(0.8) each: 3 * 0.223 < 1
-    assert abs(fine_r - crs_r) < mpf(10) ** -8 and abs(full_r - crs_r) < mpf(10) ** -8
-    assert abs(g_r - gd) < mpf(10) ** -12 and abs(g_a - gd) < mpf(10) ** -12
+    ng_r, _, _ = res['neg2']
+    dsplit = abs(sp_r - fu_r)
+    e03 = D('0.3')
+    dswap = abs(sp_a - (1 - mp.exp(e03) + mp.exp(e03) * ng_r))
+    dgdp = max(abs(g_r - gd), abs(g_a - gd))
+    assert fine_a == 0 and crs_a == 0   # add losses <= -ln(0.8) each: 3 * 0.223 < 1
+    assert sp_a > 0 and abs(fine_r - crs_r) < mpf(10) ** -8 and dsplit < mpf(10) ** -17 and dswap < mpf(10) ** -17
+    assert dgdp < mpf(10) ** -18
     rows.append([fd(q3), fd(s3), fu(3), fd(e3), fd(max(fine_r, fine_a)), fd(fine_r), fd(fine_a)])
     log('  T=3 q=0.2 sigma=0.5 eps=1: delta = %s (remove %s, add %s: exactly 0 since 3 * (-ln 0.8) < 1)'
         % (nstr(fine_r, 17), nstr(fine_r, 17), nstr(fine_a, 3)))
-    log('      [MATH.md 0.15594: %s; exact value to 5 digits is %s]'
-        % ('AGREES' if '%.5f' % float(fine_r) == '0.15594' else 'DISAGREES', '%.5f' % float(fine_r)))
-    log('      accuracy: tanh-sinh step h=1/8 (%.0fs) vs h=1/4 (%.0fs): |diff| = %s; h=1/4 with the closed-form'
+    log('      [MATH.md 0.15594: %s]' % public_check(fine_r, '0.15594'))
+    log('      accuracy: tanh-sinh step h=1/8 (%.0fs) vs h=1/4 (%.0fs): |diff| = %s (the error of h=1/4; the'
         % (fsec, csec, nstr(abs(fine_r - crs_r), 3)))
-    log('      part integrated numerically instead: |diff| = %s; same code, q=1, T=2, h=1/4 vs exact GDP: %s'
-        % (nstr(abs(full_r - crs_r), 3), nstr(max(abs(g_r - gd), abs(g_a - gd)), 3)))
+    log('      error of tanh-sinh roughly squares when h halves, so h=1/8 is accurate to far below 1e-17)')
+    log('      checks (h=1/8), T=2, eps=0.3: remove %s, add %s; remove with its closed-form part'
+        % (nstr(sp_r, 17), nstr(sp_a, 17)))
+    log('      integrated numerically instead: |diff| = %s; add vs 1 - e^eps + e^eps remove(-eps): |diff| = %s;'
+        % (nstr(dsplit, 3), nstr(dswap, 3)))
+    log('      same code with q=1, T=2 vs exact Gaussian DP: |diff| = %s' % nstr(dgdp, 3))
     log('  (%.1fs waiting for / running D2)' % (time.time() - t0))
     emit_array('ref_exact_sgm', 'REF_EXACT_SGM',
                'D2. Poisson-subsampled Gaussian, add/remove, composed T times: exact delta(eps) = max(delta_remove,\n'
@@ -771,6 +812,9 @@ def main():
                '   delta_dir = E_P[(1 - e^{eps - L})_+], L = sum of T i.i.d. losses ln(P/Q).  T = 1 closed form (checked\n'
                '   by quadrature); T = 3 nested quadrature, accurate to well below 1e-15 absolute', rows)
 
+    assert sorted(arrays) == sorted(ARRAY_ORDER)
+    for name in ARRAY_ORDER:
+        out.extend(arrays[name])
     emit('#endif /* DPBUDGET_REF_ACCOUNTANTS_H */')
     print('\n'.join(out))
     log('total %.1fs' % (time.time() - T_START))
