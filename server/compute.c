@@ -51,10 +51,15 @@ static void reply_core_error(http_response *resp, problem *pb, const dpb_error *
 }
 
 /* One result, with the accountant's per-point extras that are present. */
-static json_t *result_entry(json_t *o, const dp_point_extra *x)
+static json_t *result_entry(json_t *o, const dp_point_extra *x, int is_delta)
 {
     if (o == NULL)
         return o;
+    /* shuffle_exact: Theorem 4.1's answer to the same question, for comparison */
+    if (!isnan(x->thm41))
+        json_object_set_new(o, "theorem_4_1",
+                            is_delta && isinf(x->thm41) ? json_string("not_covered")
+                                                        : codec_real(x->thm41));
     if (!isnan(x->rdp_order))
         json_object_set_new(o, "rdp_order", json_real(x->rdp_order));
     if (!isnan(x->limit_delta))
@@ -173,7 +178,7 @@ void res_delta(const http_request *req, http_response *resp)
         json_array_append_new(
             res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
                                         codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
-                              &aux[i]));
+                              &aux[i], 1));
     json_object_set_new(o, "results", res);
     put_event_notes(o, ev);
     if (scalar) {
@@ -240,7 +245,7 @@ void res_epsilon(const http_request *req, http_response *resp)
         json_array_append_new(
             res, result_entry(json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
                                         codec_real(eps[i]), "certified", isfinite(eps[i])),
-                              &aux[i]));
+                              &aux[i], 0));
     json_object_set_new(o, "results", res);
     put_event_notes(o, ev);
     if (scalar) {
@@ -393,6 +398,12 @@ void res_calibrate(const http_request *req, http_response *resp)
         json_object_set_new(det, "regime_delta_max", codec_real(cal.regime_delta_max));
     if (!isnan(cal.limit_c1))
         json_object_set_new(det, "c1_for_limit", codec_real(cal.limit_c1));
+    if (!isnan(cal.thm41_value))
+        json_object_set_new(det, "theorem_4_1_value",
+                            isinf(cal.thm41_value)
+                                ? json_string("none")
+                                : (integral ? codec_uint_json((uint64_t)cal.thm41_value)
+                                            : codec_real(cal.thm41_value)));
     if (!isnan(cal.regime_sigma_max))
         json_object_set_new(det, "regime_sigma_max", codec_real(cal.regime_sigma_max));
     if (has_dataset > 0) {

@@ -10,10 +10,12 @@
 #include "normal.h"
 #include "profile.h"
 #include "shuffle.h"
+#include "shuffle_exact.h"
 
 static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
-static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt", "gdp_exact",
-                                         "rdp",  "pld",   "pnsgd",   "proactive"};
+static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exact",
+                                         "rdp",  "pld",   "pnsgd",     "proactive",
+                                         "shuffle_exact"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
@@ -48,13 +50,25 @@ int dp_accountant_parse(const char *s, dp_accountant *a)
 
 /* ---- choosing an accountant ------------------------------------------------------------ */
 
-enum { HAS_SHUFFLED = 1, HAS_GAUSSIAN = 2, HAS_OTHER = 4, HAS_PNSGD = 8, HAS_PROACTIVE = 16 };
+enum {
+    HAS_SHUFFLED = 1,
+    HAS_GAUSSIAN = 2,
+    HAS_OTHER = 4,
+    HAS_PNSGD = 8,
+    HAS_PROACTIVE = 16,
+    HAS_SHUFFLED_BEYOND = 32 /* a shuffled epoch outside the exact accountant's range */
+};
 
 static int leaf_kinds(const dp_event *ev)
 {
     switch (ev->kind) {
     case DP_EV_SHUFFLED_EPOCH:
-        return HAS_SHUFFLED;
+        /* a parameter left for the solver is solved within the exact accountant's range */
+        return shx_in_range(ev->unknown == DP_PARAM_NOISE_MULTIPLIER
+                                ? 1.0
+                                : ev->u.shuffled.noise_multiplier,
+                            ev->unknown == DP_PARAM_ROUNDS ? 1 : ev->u.shuffled.rounds)
+                   ? HAS_SHUFFLED : HAS_SHUFFLED | HAS_SHUFFLED_BEYOND;
     case DP_EV_GAUSSIAN:
         return HAS_GAUSSIAN;
     case DP_EV_NO_OP:
@@ -89,15 +103,17 @@ static int has_composed(const dp_event *ev)
     return ev->kind == DP_EV_COMPOSED;
 }
 
-/* auto: gdp_exact for unsampled Gaussians (exact), thm41 for shuffled epochs alone, pnsgd
- * for passes of one PNSGD run, pld for everything else (it represents every event this
- * service knows). */
+/* auto: gdp_exact for unsampled Gaussians (exact), shuffle_exact for shuffled epochs alone
+ * (thm41 when one is outside the exact accountant's range), pnsgd for passes of one PNSGD
+ * run, pld for everything else (it represents every event this service knows). */
 static dp_accountant resolve_auto(const dp_event *ev)
 {
     int k = leaf_kinds(ev);
     if (k == HAS_GAUSSIAN || k == 0)
         return DP_ACCT_GDP_EXACT;
     if (k == HAS_SHUFFLED)
+        return DP_ACCT_SHUFFLE_EXACT;
+    if (k == (HAS_SHUFFLED | HAS_SHUFFLED_BEYOND))
         return DP_ACCT_THM41;
     if (k == HAS_PNSGD && !has_composed(ev))
         return DP_ACCT_PNSGD;
@@ -241,7 +257,7 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
             double emax = dp_profile_epsilon(&pr, 1e-12, NULL);
             if (!isfinite(emax) || emax > 50.0)
                 emax = 50.0;
-            double emin = pr.acct == DP_ACCT_PLD ? -emax : 0.0;
+            double emin = pr.acct == DP_ACCT_PLD || pr.use_pld ? -emax : 0.0;
             for (size_t j = 0; j < n_alpha; j++)
                 beta[j] = 0.0;
             for (int g = 0; g <= GRID; g++) {
@@ -270,6 +286,7 @@ static void calibration_init(dp_calibration *c, dp_param p)
     c->per_epoch_delta = c->rounds_eq3 = c->rounds_eq4 = NAN;
     c->regime_delta_max = c->regime_sigma_max = NAN;
     c->limit_c1 = NAN;
+    c->thm41_value = NAN;
 }
 
 /* delta(eps_target) of the template with its current parameter value. */
@@ -356,7 +373,7 @@ static int feasible(probe *p, double v, double *delta)
 static dpb_status calibrate_generic(probe *p, dp_calibration *c)
 {
     dp_param prm = p->node->unknown;
-    double tol = p->acct == DP_ACCT_PLD ? 1e-4 : 1e-9;
+    double tol = p->acct == DP_ACCT_PLD || p->acct == DP_ACCT_SHUFFLE_EXACT ? 1e-4 : 1e-9;
     double d;
     int f;
     if (prm == DP_PARAM_NOISE_MULTIPLIER || prm == DP_PARAM_NOISE_SCALE || prm == DP_PARAM_C1) {
@@ -396,6 +413,36 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
         }
         c->value = hi;
         c->tolerance = tol;
+    } else if (prm == DP_PARAM_ROUNDS) {
+        /* smallest feasible M in [1, SHX_MAX_ROUNDS]: the model's delta does not increase
+         * with M (more rounds only hide the record better) */
+        double lo = 0.0, hi = 1.0, top = (double)SHX_MAX_ROUNDS;
+        while ((f = feasible(p, hi, &d)) == 0 && hi < top) {
+            lo = hi;
+            hi = hi * 2.0 < top ? hi * 2.0 : top;
+        }
+        if (f < 0)
+            return p->fatal;
+        if (f == 0) {
+            c->has_best = 1;
+            c->best_at = hi;
+            c->best_delta = d;
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "rounds",
+                            "even %g rounds per epoch give delta %.6g > %.6g at epsilon %g "
+                            "(the exact accountant's limit; thm41 covers more rounds)",
+                            hi, d, p->delta_t, p->eps_t);
+        }
+        while (hi - lo > 1.0) {
+            double mid = floor((lo + hi) / 2.0);
+            if ((f = feasible(p, mid, &d)) < 0)
+                return p->fatal;
+            if (f)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        c->value = hi;
+        c->tolerance = 0.0;
     } else if (prm == DP_PARAM_DATASET_SIZE) {
         /* smallest feasible n in [1, 2^53]: delta decreases with n at a fixed noise */
         const pnsgd_params *pn = &p->node->u.pnsgd;
@@ -630,6 +677,28 @@ static dpb_status calibrate_thm41(probe *p, dp_calibration *c)
     return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep, p->err);
 }
 
+/* What Theorem 4.1 answers to the same calibration, for comparison (+inf: it certifies
+ * nothing; NAN: the theorem does not solve this question). Leaves the template as found. */
+static void thm41_alongside(dp_event *tmpl, dp_relation rel, double eps_t, double delta_t,
+                            dp_calibration *out)
+{
+    double epochs;
+    int nunk;
+    dp_event *node = dp_event_find_unknown(tmpl, &nunk);
+    if (epoch_chain(tmpl, &epochs) == NULL || node == NULL)
+        return;
+    dp_calibration c;
+    calibration_init(&c, node->unknown);
+    dp_report scratch = {0};
+    dpb_error e = {0};
+    probe q = {tmpl, node, rel, DP_ACCT_THM41, NULL, eps_t, delta_t, &scratch, &e, DPB_OK};
+    dpb_status st = calibrate_thm41(&q, &c);
+    if (st == DPB_OK)
+        out->thm41_value = c.value;
+    else if (st == DPB_EINFEASIBLE || st == DPB_ENOTCOVERED)
+        out->thm41_value = HUGE_VAL;
+}
+
 dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                            const dp_options *opt, double eps_target, double delta_target,
                            dp_calibration *out, dp_report *rep, dpb_error *err)
@@ -654,9 +723,12 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
     probe p = {tmpl, node, rel, acct, opt, eps_target, delta_target, rep, err, DPB_OK};
     if (acct == DP_ACCT_THM41)
         return calibrate_thm41(&p, out);
-    if (node->unknown == DP_PARAM_ROUNDS)
+    if (node->unknown == DP_PARAM_ROUNDS && acct != DP_ACCT_SHUFFLE_EXACT && acct != DP_ACCT_PLD)
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
-                        "rounds of a shuffled epoch are solved with the thm41 accountant");
+                        "rounds of a shuffled epoch are solved with the shuffle_exact, pld or "
+                        "thm41 accountants");
+    if (acct == DP_ACCT_SHUFFLE_EXACT)
+        thm41_alongside(tmpl, rel, eps_target, delta_target, out);
     if (node->unknown == DP_PARAM_C1 && node->u.pnsgd.mode == PNSGD_NOISE_SCHEDULE &&
         node->u.pnsgd.order == PNSGD_SHUFFLED) {
         double c1;

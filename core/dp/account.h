@@ -9,9 +9,11 @@
  *   gdp_exact compositions of unsampled Gaussians: exactly mu-GDP           -> upper_bound
  *   rdp       Renyi DP, improved conversion                                 -> upper_bound
  *   pld       pessimistic privacy-loss distributions                       -> upper_bound
+ *   shuffle_exact  seed 004's model computed numerically (shuffle_exact.h)   -> upper_bound
  * `auto` picks the tightest certified accountant for the event and says which it picked;
- * it never picks an estimate: gdp_exact for unsampled Gaussians, thm41 for shuffled
- * epochs alone, pld otherwise (rdp where pld cannot represent the event).
+ * it never picks an estimate: gdp_exact for unsampled Gaussians, shuffle_exact for shuffled
+ * epochs alone (thm41 outside its range), pld otherwise (rdp where pld cannot represent
+ * the event). pld accounts shuffled epochs with the exact model too where it applies.
  */
 #ifndef DP_ACCOUNT_H
 #define DP_ACCOUNT_H
@@ -35,7 +37,9 @@ typedef enum {
     DP_ACCT_RDP = 4,       /* Renyi DP with the improved conversion           upper_bound */
     DP_ACCT_PLD = 5,       /* pessimistic privacy-loss distributions (FFT)    upper_bound */
     DP_ACCT_PNSGD = 6,     /* seed 000 bounds, epochs by optimal composition  upper_bound */
-    DP_ACCT_PROACTIVE = 7  /* seed 002 closed form next to RDP, the smaller    upper_bound */
+    DP_ACCT_PROACTIVE = 7, /* seed 002 closed form next to RDP, the smaller    upper_bound */
+    DP_ACCT_SHUFFLE_EXACT = 8 /* seed 004's model computed exactly (pessimistic    upper_bound
+                               * discretisation); epochs and mixtures by PLD */
 } dp_accountant;
 
 /* Per-point extras an accountant may attach to an answer (NAN when absent). */
@@ -44,6 +48,8 @@ typedef struct {
     double limit_delta; /* pnsgd schedules: delta* as n -> infinity (a limit, not a bound) */
     double limit_lower, limit_upper; /* pnsgd online: bracket of the limit as n -> infinity */
     double closed_form, rdp_value;   /* proactive: the two values compared (+inf: none) */
+    double thm41;                    /* shuffle_exact: Theorem 4.1's answer to the same
+                                      * question (delta, or eps); +inf: it certifies nothing */
 } dp_point_extra;
 
 /* Accountant options; a zeroed struct (or NULL) means the defaults. */
@@ -120,6 +126,8 @@ typedef struct {
     /* pnsgd schedules (solve_for c1): the C1 whose limit delta* (n -> infinity) is the
      * target, next to the C1 that meets it at this n */
     double limit_c1;
+    /* shuffle_exact: Theorem 4.1's answer to the same calibration (+inf: it has none) */
+    double thm41_value;
 } dp_calibration;
 
 /*

@@ -27,6 +27,16 @@
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void pld_fftw_lock(void)
+{
+    pthread_mutex_lock(&plan_lock);
+}
+
+void pld_fftw_unlock(void)
+{
+    pthread_mutex_unlock(&plan_lock);
+}
+
 void pld_free(pld_pmf *d)
 {
     if (d == NULL)
@@ -373,12 +383,24 @@ static void trim_tails(pld_pmf *d);
 
 dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out)
 {
+    return pld_from_pair_profile(f, f, ctx, h, out);
+}
+
+dpb_status pld_from_pair_profile(pld_profile_fn f, pld_profile_fn g_rev, void *ctx, double h,
+                                 pld_pmf *out)
+{
     if (bad_h(h))
         return DPB_EINVAL;
-    /* the largest eps needed: where the bound falls to the tail mass (or 0) */
-    double emax = h;
-    while (f(ctx, emax) > PLD_TAIL && emax < 200.0)
+    /* the largest eps needed: where both bounds fall to the tail mass (or 0), or stop
+     * falling (a bound with a numerical floor); what lies beyond goes to +infinity */
+    double emax = h, prev = HUGE_VAL;
+    for (;;) {
+        double a = f(ctx, emax), b = g_rev(ctx, emax), v = a > b ? a : b;
+        if (!(v > PLD_TAIL) || emax >= 200.0 || (emax > 1.0 && v > 0.9 * prev))
+            break;
+        prev = v;
         emax *= 2.0;
+    }
     int64_t K = (int64_t)ceil(emax / h);
     if ((double)(2 * K + 1) > (double)PLD_MAX_POINTS)
         return DPB_ELIMIT;
@@ -398,10 +420,17 @@ dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out)
             run = v;
         g[K + k] = run;
     }
-    /* eps < 0 by symmetry of the bound */
+    /* eps < 0 from the reverse order: delta_PQ(-e) = 1 - e^-e + e^-e delta_QP(e), with
+     * delta_QP made non-increasing as well */
+    run = 1.0;
     for (int64_t k = 1; k <= K; k++) {
         double e = -(double)k * h;
-        g[K - k] = -expm1(e) + exp(e) * g[K + k];
+        double v = g_rev == f ? g[K + k] : g_rev(ctx, (double)k * h);
+        if (!(v >= 0.0))
+            v = 1.0;
+        if (v < run)
+            run = v;
+        g[K - k] = -expm1(e) + exp(e) * run;
     }
     for (size_t i = 0; i < n; i++)
         x[i] = exp((double)((int64_t)i - K) * h);
@@ -523,7 +552,7 @@ out:
 
 /* Linear convolution of a and b into c (length na + nb - 1): direct for small inputs, FFT
  * otherwise (the product of two transforms of the zero-padded inputs). */
-static dpb_status convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
+dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
 {
     size_t nc = na + nb - 1;
     if ((double)na * (double)nb <= 4e6) {
@@ -592,7 +621,7 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
     dpb_status st = pmf_alloc(out, a->h, a->lo + b->lo, n);
     if (st != DPB_OK)
         return st;
-    st = convolve(a->p, a->n, b->p, b->n, out->p);
+    st = pld_convolve(a->p, a->n, b->p, b->n, out->p);
     if (st != DPB_OK) {
         pld_free(out);
         return st;

@@ -63,6 +63,21 @@ dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
 typedef double (*pld_profile_fn)(void *ctx, double eps);
 dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out);
 
+/*
+ * The same for a pair known through upper bounds on both orders, not necessarily equal:
+ * f(ctx, eps) >= delta_PQ(eps) and g_rev(ctx, eps) >= delta_QP(eps) for eps >= 0. The
+ * result is the PLD of P over Q (swap f and g_rev for the other direction).
+ */
+dpb_status pld_from_pair_profile(pld_profile_fn f, pld_profile_fn g_rev, void *ctx, double h,
+                                 pld_pmf *out);
+
+/* Linear convolution c = a * b (length na + nb - 1), directly or by FFT. */
+dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c);
+
+/* FFTW's planner is not thread-safe: hold this lock to create or destroy plans. */
+void pld_fftw_lock(void);
+void pld_fftw_unlock(void);
+
 /* out = a (x) b (both on the same grid step). */
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 

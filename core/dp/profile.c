@@ -20,6 +20,7 @@
 
 #include "normal.h"
 #include "shuffle.h"
+#include "shuffle_exact.h"
 
 static double pnsgd_profile_fn(void *ctx, double eps);
 
@@ -428,8 +429,85 @@ static dpb_status pld_status(dpb_status st, dpb_error *err, double h)
     return st;
 }
 
-static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *out, dp_report *rep,
-                           dpb_error *err)
+/* ---- shuffled epochs, exact (shuffle_exact.h) ----------------------------------------- */
+
+static const char W_SHX[] = "shuffled epochs: seed 004's model (Appendix B: one uniformly placed "
+                            "shifted coordinate among M Gaussians) computed numerically with a "
+                            "pessimistic discretisation; every delta is an upper bound for that "
+                            "model";
+
+static void shx_conditions(dp_report *rep, const dp_event *ev)
+{
+    double sg = ev->u.shuffled.noise_multiplier, M = (double)ev->u.shuffled.rounds;
+    dp_report_condition(rep, "exact_sigma_at_least_0_5",
+                        "noise_multiplier >= 0.5 (the exact shuffled accountant's range)",
+                        sg >= SHX_MIN_SIGMA, sg, SHX_MIN_SIGMA);
+    dp_report_condition(rep, "exact_sigma_at_most_1000", "noise_multiplier <= 1000",
+                        sg <= SHX_MAX_SIGMA, sg, SHX_MAX_SIGMA);
+    dp_report_condition(rep, "exact_rounds_at_most_1e7", "1 <= M <= 1e7 rounds per epoch",
+                        M >= 1.0 && M <= (double)SHX_MAX_ROUNDS, M, (double)SHX_MAX_ROUNDS);
+}
+
+static dpb_status shx_range_error(const dp_event *ev, dp_relation rel, dpb_error *err)
+{
+    if (rel != DP_REL_ADD_OR_REMOVE)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                        "seed 004's model of shuffled DP-SGD is for the add_or_remove_one "
+                        "(zero-out) relation only; replace_one is not covered");
+    if (!(ev->u.shuffled.noise_multiplier >= SHX_MIN_SIGMA &&
+          ev->u.shuffled.noise_multiplier <= SHX_MAX_SIGMA))
+        return dpb_fail(err, DPB_ENOTCOVERED, "noise_multiplier",
+                        "the exact shuffled accountant covers noise_multiplier %g to %g; got "
+                        "%.6g (thm41 may apply)",
+                        SHX_MIN_SIGMA, SHX_MAX_SIGMA, ev->u.shuffled.noise_multiplier);
+    return dpb_fail(err, DPB_ENOTCOVERED, "rounds",
+                    "the exact shuffled accountant covers 1 to %llu rounds per epoch; got %llu "
+                    "(thm41 covers more)",
+                    (unsigned long long)SHX_MAX_ROUNDS,
+                    (unsigned long long)ev->u.shuffled.rounds);
+}
+
+static dpb_status shx_status(dpb_status st, dpb_error *err)
+{
+    if (st == DPB_ENOMEM)
+        return dpb_fail(err, st, NULL, "out of memory computing the shuffled epoch");
+    return dpb_fail(err, st, "event", "the shuffled epoch's parameters are outside the range");
+}
+
+static double shx10_fn(void *ctx, double eps)
+{
+    return shx_delta10(ctx, eps);
+}
+
+static double shx01_fn(void *ctx, double eps)
+{
+    return shx_delta01(ctx, eps);
+}
+
+/* Both directions of one epoch's PLD: remove (P = with the record: the shifted model, P1)
+ * from delta_10, add from delta_01. */
+static dpb_status shx_pld_pair(double sigma, uint64_t M, double h, pair *out, dp_report *rep,
+                               dpb_error *err)
+{
+    shx_model *m;
+    dpb_status st = shx_acquire(sigma, M, 0.0, &m);
+    if (st != DPB_OK)
+        return shx_status(st, err);
+    out->symmetric = 0;
+    st = pld_from_pair_profile(shx10_fn, shx01_fn, m, h, &out->d[PLD_REMOVE]);
+    if (st == DPB_OK) {
+        st = pld_from_pair_profile(shx01_fn, shx10_fn, m, h, &out->d[PLD_ADD]);
+        if (st != DPB_OK)
+            pld_free(&out->d[PLD_REMOVE]);
+    }
+    shx_release(m);
+    if (st == DPB_OK)
+        dp_report_warn(rep, W_SHX);
+    return st == DPB_OK ? st : pld_status(st, err, h);
+}
+
+static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int strict, pair *out,
+                           dp_report *rep, dpb_error *err)
 {
     memset(out, 0, sizeof *out);
     out->symmetric = 1;
@@ -450,6 +528,17 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         return pld_status(
             pld_eps_delta(ev->u.epsdelta.epsilon, ev->u.epsdelta.delta, h, &out->d[0]), err, h);
     case DP_EV_SHUFFLED_EPOCH: {
+        double sg = ev->u.shuffled.noise_multiplier;
+        uint64_t M = ev->u.shuffled.rounds;
+        if (rel == DP_REL_ADD_OR_REMOVE && shx_in_range(sg, M)) {
+            shx_conditions(rep, ev);
+            return shx_pld_pair(sg, M, h, out, rep, err);
+        }
+        if (strict) {
+            if (rel == DP_REL_ADD_OR_REMOVE)
+                shx_conditions(rep, ev);
+            return shx_range_error(ev, rel, err);
+        }
         double d;
         st = thm41_leaf(ev, rel, &d, rep, err);
         if (st != DPB_OK)
@@ -461,7 +550,7 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         dp_event *m = dp_map_to_dpsgd(ev, &st, err);
         if (m == NULL)
             return st;
-        st = walk_pld(m, rel, h, out, rep, err);
+        st = walk_pld(m, rel, h, strict, out, rep, err);
         dp_event_free(m);
         return st;
     }
@@ -483,7 +572,7 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return pld_status(pld_identity(h, &out->d[0]), err, h);
         if (q == 1.0)
-            return walk_pld(in, rel, h, out, rep, err);
+            return walk_pld(in, rel, h, strict, out, rep, err);
         if (in->kind != DP_EV_GAUSSIAN && in->kind != DP_EV_LAPLACE)
             return dpb_fail(err, DPB_EUNSUPPORTED, "event",
                             "Poisson sampling is accounted for a GaussianDpEvent or a "
@@ -504,7 +593,7 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
     }
     case DP_EV_SELF_COMPOSED: {
         pair in;
-        st = walk_pld(ev->u.self.event, rel, h, &in, rep, err);
+        st = walk_pld(ev->u.self.event, rel, h, strict, &in, rep, err);
         if (st != DPB_OK)
             return st;
         out->symmetric = in.symmetric;
@@ -518,10 +607,10 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, pair *
         return DPB_OK;
     }
     case DP_EV_COMPOSED: {
-        st = walk_pld(ev->u.composed.events[0], rel, h, out, rep, err);
+        st = walk_pld(ev->u.composed.events[0], rel, h, strict, out, rep, err);
         for (size_t i = 1; i < ev->u.composed.n && st == DPB_OK; i++) {
             pair next, acc = *out;
-            st = walk_pld(ev->u.composed.events[i], rel, h, &next, rep, err);
+            st = walk_pld(ev->u.composed.events[i], rel, h, strict, &next, rep, err);
             if (st != DPB_OK)
                 break;
             if (acc.symmetric != next.symmetric) {
@@ -648,6 +737,53 @@ static const char REF_PROACTIVE[] = "seed 002 (proactive DP), Theorem B.4 with M
 static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela et al. 2020; "
                               "Doroshenko et al. 2022), composed by FFT; losses rounded up";
 
+static const char REF_SHX[] = "seed 004's model (Appendix B) computed numerically: MATH.md "
+                              "section 2.1 (convex-order pessimistic discretisation, FFT, "
+                              "Chernoff-bounded window); epochs and mixtures composed as "
+                              "pessimistic privacy-loss distributions";
+
+/* Theorem 4.1's total-variation delta for the same event (+inf where it certifies nothing),
+ * shown next to the exact accountant's answers. */
+static double thm41_for(const dp_event *ev, dp_relation rel)
+{
+    dp_report scratch = {0};
+    dpb_error e = {0};
+    double acc = 0.0;
+    if (walk_scalar(ev, rel, DP_ACCT_THM41, 1.0, &acc, &scratch, &e) != DPB_OK)
+        return HUGE_VAL;
+    return acc == -HUGE_VAL ? 1.0 : dp_tv_delta_of_sum(acc);
+}
+
+static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_options *opt,
+                            dp_profile *pr, dp_report *rep, dpb_error *err)
+{
+    pr->thm41_tv = thm41_for(ev, rel);
+    if (ev->kind != DP_EV_SHUFFLED_EPOCH) {
+        /* epochs and mixtures: pessimistic PLDs with the exact epoch as the leaf */
+        double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
+        pair p;
+        dpb_status st = walk_pld(ev, rel, h, 1, &p, rep, err);
+        if (st != DPB_OK)
+            return st;
+        pr->dir[0] = p.d[0];
+        pr->dir[1] = p.d[1];
+        pr->symmetric = p.symmetric;
+        pr->use_pld = 1;
+        return DPB_OK;
+    }
+    if (rel != DP_REL_ADD_OR_REMOVE)
+        return shx_range_error(ev, rel, err);
+    shx_conditions(rep, ev);
+    if (!shx_in_range(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds))
+        return shx_range_error(ev, rel, err);
+    dpb_status st = shx_acquire(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, 0.0,
+                                &pr->shx);
+    if (st != DPB_OK)
+        return shx_status(st, err);
+    dp_report_warn(rep, W_SHX);
+    return DPB_OK;
+}
+
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
@@ -681,7 +817,7 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         rep->reference = REF_PLD;
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
         pair p;
-        st = walk_pld(ev, rel, h, &p, rep, err);
+        st = walk_pld(ev, rel, h, acct == DP_ACCT_SHUFFLE_EXACT, &p, rep, err);
         if (st == DPB_OK) {
             pr->dir[0] = p.d[0];
             pr->dir[1] = p.d[1];
@@ -689,6 +825,9 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         }
         return st;
     }
+    case DP_ACCT_SHUFFLE_EXACT:
+        rep->reference = REF_SHX;
+        return shx_build(ev, rel, opt, pr, rep, err);
     case DP_ACCT_PNSGD:
         rep->reference = REF_PNSGD;
         return pnsgd_chain(ev, rel, pr, rep, err);
@@ -763,7 +902,7 @@ static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
 static void extra_clear(dp_point_extra *x)
 {
     if (x)
-        *x = (dp_point_extra){NAN, NAN, NAN, NAN, NAN, NAN};
+        *x = (dp_point_extra){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
 }
 
 /* pnsgd: the limits a schedule implies, for orientation next to the finite-n bound. */
@@ -822,6 +961,16 @@ double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, dp_point_e
         }
         break;
     }
+    case DP_ACCT_SHUFFLE_EXACT:
+        if (aux)
+            aux->thm41 = pr->thm41_tv;
+        if (pr->shx) {
+            d = shx_delta(pr->shx, eps);
+            ld = log(d);
+            break;
+        }
+        /* epochs and mixtures are PLDs */
+        __attribute__((fallthrough));
     case DP_ACCT_PLD: {
         d = pld_delta(&pr->dir[0], eps);
         if (!pr->symmetric) {
@@ -895,6 +1044,13 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
         }
         return c < r ? c : r;
     }
+    case DP_ACCT_SHUFFLE_EXACT:
+        if (aux)
+            aux->thm41 = delta >= pr->thm41_tv ? 0.0 : HUGE_VAL;
+        if (pr->shx)
+            return invert_by_bisection(pr, delta);
+        /* epochs and mixtures are PLDs */
+        __attribute__((fallthrough));
     case DP_ACCT_PLD:
         e = pld_epsilon(&pr->dir[0], delta);
         if (!pr->symmetric) {
@@ -919,7 +1075,11 @@ void dp_profile_release(dp_profile *pr)
     free(pr->pg);
     pr->pg = NULL;
     pr->npg = 0;
-    if (pr->acct == DP_ACCT_PLD) {
+    if (pr->shx) {
+        shx_release(pr->shx);
+        pr->shx = NULL;
+    }
+    if (pr->acct == DP_ACCT_PLD || pr->use_pld) {
         pld_free(&pr->dir[0]);
         if (!pr->symmetric)
             pld_free(&pr->dir[1]);

@@ -27,6 +27,10 @@ typedef struct {
     uint64_t epochs;        /* pnsgd: passes */
     pro_history pro;        /* proactive: the history's closed form */
     void *sub;              /* proactive: the RDP profile of the same history (owned) */
+    struct shx_model *shx;  /* shuffle_exact, one epoch: the model (a cache reference) */
+    int use_pld;            /* shuffle_exact: answered from dir[] (epochs, mixtures) */
+    double thm41_tv;        /* shuffle_exact: Theorem 4.1's delta for the same event (+inf:
+                             * not covered) */
 } dp_profile;
 
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and

@@ -17,7 +17,7 @@ static double compose_tv(double d, double k)
 static double delta_of(const char *event_json)
 {
     api_reply r;
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":0}", event_json);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":0}", event_json);
     double d = r.status == 200 ? jnum(r.json, "delta") : NAN;
     api_reply_free(&r);
     return d;
@@ -26,7 +26,7 @@ static double delta_of(const char *event_json)
 static void delta_epoch_table1(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
     CHECK(jstr(o, "accountant") && strcmp(jstr(o, "accountant"), "thm41") == 0);
@@ -64,7 +64,7 @@ static void delta_epoch_table1(void)
 static void delta_epsilons_list_same_delta(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilons\":[0,1,5]}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilons\":[0,1,5]}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
     CHECK(json_array_size(jget(o, "results")) == 3);
@@ -88,7 +88,7 @@ static void delta_self_composed_count4(void)
 {
     api_reply r;
     api_postf(&r, "/v1/delta",
-              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":%s},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":%s},"
               "\"epsilon\":1}",
               EPOCH_1);
     CHECK(is_compute_answer(&r));
@@ -104,10 +104,10 @@ static void delta_composed_equals_self_composed(void)
 {
     api_reply a, b;
     api_postf(&a, "/v1/delta",
-              "{\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[%s,%s]},\"epsilon\":1}",
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[%s,%s]},\"epsilon\":1}",
               EPOCH_1, EPOCH_1);
     api_postf(&b, "/v1/delta",
-              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":2,\"event\":%s},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":2,\"event\":%s},"
               "\"epsilon\":1}",
               EPOCH_1);
     CHECK(is_compute_answer(&a));
@@ -137,20 +137,31 @@ static void delta_gdp_clt_estimate(void)
     api_reply_free(&r);
 }
 
-static void delta_auto_is_thm41(void)
+/* auto picks the exact shuffled accountant and shows Theorem 4.1's answer next to it */
+static void delta_auto_is_shuffle_exact(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/delta", "{\"accountant\":\"auto\",\"event\":%s,\"epsilon\":1}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"auto\",\"event\":%s,\"epsilons\":[0,1]}",
+              EPOCH_1);
     CHECK(is_compute_answer(&r));
-    CHECK(jstr(r.json, "accountant") && strcmp(jstr(r.json, "accountant"), "thm41") == 0);
-    CHECK_REL(jnum(r.json, "delta"), DELTA_EPOCH_1, 1e-12);
+    CHECK(jstr(r.json, "accountant") && strcmp(jstr(r.json, "accountant"), "shuffle_exact") == 0);
+    CHECK(jstr(r.json, "guarantee") && strcmp(jstr(r.json, "guarantee"), "upper_bound") == 0);
+    for (int i = 0; i < 2; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "results[%d].theorem_4_1", i);
+        CHECK_REL(jnum(r.json, p), DELTA_EPOCH_1, 1e-12);
+        snprintf(p, sizeof p, "results[%d].delta", i);
+        /* the exact total variation at M = 1140369 is about 5.2e-4, twenty times tighter */
+        CHECKF(jnum(r.json, p) < DELTA_EPOCH_1 / 10.0, "%s = %g", p, jnum(r.json, p));
+    }
+    CHECK(jnum(r.json, "results[1].delta") < 1e-12);
     api_reply_free(&r);
 }
 
 static void epsilon_total_variation(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/epsilon", "{\"event\":%s,\"deltas\":[0.5,0.001]}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5,0.001]}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
     CHECK(json_array_size(jget(o, "results")) == 2);
@@ -188,7 +199,7 @@ static void calibrate_rounds_table1(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},"
               "\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01},"
               "\"dataset\":{\"clipping_norm\":1,\"max_noise_per_round\":0.1}}");
     CHECK(is_compute_answer(&r));
@@ -222,7 +233,7 @@ static void calibrate_rounds_table1_rows(void)
     for (size_t k = 0; k < sizeof TABLE1 / sizeof TABLE1[0]; k++) {
         api_reply r;
         api_postf(&r, "/v1/calibrate",
-                  "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
                   "%s},\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01}}",
                   TABLE1[k].sigma);
         CHECKF(is_compute_answer(&r), "sigma %s", TABLE1[k].sigma);
@@ -258,7 +269,7 @@ static void calibrate_rounds_four_epochs(void)
     for (size_t k = 0; k < 2; k++) {
         api_reply r;
         api_postf(&r, "/v1/calibrate",
-                  "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":{"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":{"
                   "\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1%s}},"
                   "\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01}}",
                   rounds_forms[k]);
@@ -279,7 +290,7 @@ static void calibrate_noise_interval(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},"
               "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,\"delta\":0.01}}");
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
@@ -297,7 +308,7 @@ static void calibrate_noise_interval(void)
     for (size_t k = 0; k < 2; k++) {
         api_reply d;
         api_postf(&d, "/v1/delta",
-                  "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
                   "%.17g,\"rounds\":1140369},\"epsilon\":0}",
                   ends[k]);
         CHECK(is_compute_answer(&d));
@@ -311,7 +322,7 @@ static void calibrate_noise_infeasible(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1000000},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1000000},"
               "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,\"delta\":0.01}}");
     CHECK(is_problem(&r, 422, "infeasible", "noise_multiplier"));
     CHECK_REL(jnum(r.json, "best_achievable.delta"), 0.010625745913144597, 1e-6);
@@ -326,7 +337,7 @@ static void calibrate_count(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":%s},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":%s},"
               "\"solve_for\":\"count\",\"target\":{\"epsilon\":0,\"delta\":0.05}}",
               EPOCH(1, 100000000));
     CHECK(is_compute_answer(&r));
@@ -354,7 +365,7 @@ const tl_test COMPUTE_TESTS[] = {
     TL_T(delta_self_composed_count4),
     TL_T(delta_composed_equals_self_composed),
     TL_T(delta_gdp_clt_estimate),
-    TL_T(delta_auto_is_thm41),
+    TL_T(delta_auto_is_shuffle_exact),
     TL_T(epsilon_total_variation),
     TL_T(epsilon_gdp_clt_round_trip),
     TL_T(calibrate_rounds_table1),

@@ -30,11 +30,11 @@ static const struct {
     {K_EPSILON, "{\"event\":" EPOCH_1 ",\"deltas\":[0.5,0.01,0.001,1e-300]}"},
     {K_EPSILON, "{\"event\":" EPOCH_1 ",\"deltas\":[0.5,0.01,1e-10,1e-300],"
                 "\"accountant\":\"gdp_clt\"}"},
-    {K_CALIBRATE, "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
-                  "1},\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01},"
+    {K_CALIBRATE, "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01},"
                   "\"dataset\":{\"clipping_norm\":1,\"max_noise_per_round\":0.1}}"},
-    {K_CALIBRATE, "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},"
-                  "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":1,"
+    {K_CALIBRATE, "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":1,"
                   "\"delta\":0.01}}"},
     {K_CALIBRATE, "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":null,\"event\":"
                   "" EPOCH(1, 100000000) "},\"solve_for\":\"count\",\"target\":{\"epsilon\":0,"
@@ -148,20 +148,20 @@ static void contract_compute_answers(void)
 static void contract_scalar_and_list_forms(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/epsilon", "{\"event\":%s,\"delta\":0.001}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"delta\":0.001}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK(jnum(r.json, "delta") == 0.001);
     CHECK(jstr(r.json, "epsilon") && strcmp(jstr(r.json, "epsilon"), "infinite") == 0);
     CHECK(json_array_size(jget(r.json, "results")) == 1);
     api_reply_free(&r);
 
-    api_postf(&r, "/v1/epsilon", "{\"event\":%s,\"deltas\":[0.5]}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5]}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK(jget(r.json, "delta") == NULL && jget(r.json, "epsilon") == NULL);
     CHECK(json_array_size(jget(r.json, "results")) == 1);
     api_reply_free(&r);
 
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilons\":[2]}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilons\":[2]}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK(jget(r.json, "delta") == NULL && jget(r.json, "ln_delta") == NULL);
     CHECK(jnum(r.json, "results[0].epsilon") == 2.0);
@@ -214,8 +214,8 @@ static void contract_huge_epsilon_has_no_nan(void)
 static void contract_problem_conditions(void)
 {
     static const char *const bodies[] = {
-        "{\"event\":" EPOCH(1, 1000) ",\"epsilon\":1}",
-        "{\"event\":" EPOCH(1, 2) ",\"epsilon\":1}",
+        "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 1000) ",\"epsilon\":1}",
+        "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 2) ",\"epsilon\":1}",
         "{\"event\":" EPOCH(0.3, 100) ",\"epsilon\":1}",
     };
     for (size_t k = 0; k < sizeof bodies / sizeof bodies[0]; k++) {

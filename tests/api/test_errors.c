@@ -292,7 +292,7 @@ static void errors_not_covered(void)
 {
     api_reply r;
     /* condition (1) fails: too few rounds for sigma = 1 */
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH(1, 1000));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(1, 1000));
     CHECK(is_problem(&r, 422, "not_covered", NULL));
     CHECK(json_is_array(jget(r.json, "conditions")));
     json_t *c = find_condition(r.json, "conditions", "thm41_validity");
@@ -304,22 +304,22 @@ static void errors_not_covered(void)
     api_reply_free(&r);
 
     static const err_case cases[] = {
-        {"/v1/delta", "{\"event\":" EPOCH(1, 2) ",\"epsilon\":1}", 422, "not_covered", "rounds"},
-        {"/v1/delta", "{\"event\":" EPOCH(0.3, 100) ",\"epsilon\":1}", 422, "not_covered",
+        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 2) ",\"epsilon\":1}", 422, "not_covered", "rounds"},
+        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(0.3, 100) ",\"epsilon\":1}", 422, "not_covered",
          "noise_multiplier"},
-        {"/v1/epsilon", "{\"event\":" EPOCH(1, 1000) ",\"delta\":0.5}", 422, "not_covered", NULL},
+        {"/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 1000) ",\"delta\":0.5}", 422, "not_covered", NULL},
         {"/v1/delta",
-         "{\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[" EPOCH_1
+         "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[" EPOCH_1
          "," EPOCH(1, 2) "]},\"epsilon\":1}",
          422, "not_covered", NULL},
     };
     run_cases(cases, N_OF(cases));
 
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH(1, 2));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(1, 2));
     c = find_condition(r.json, "conditions", "rounds_at_least_3");
     CHECK(c != NULL && json_is_false(json_object_get(c, "holds")));
     api_reply_free(&r);
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH(0.3, 100));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(0.3, 100));
     c = find_condition(r.json, "conditions", "sigma_at_least_sqrt_3_over_ln_m");
     CHECK(c != NULL && json_is_false(json_object_get(c, "holds")));
     api_reply_free(&r);
@@ -373,12 +373,14 @@ static void errors_calibrate(void)
          "invalid_parameter", "dataset"},
         /* a self-composition whose one epoch already exceeds the target */
         {"/v1/calibrate",
-         "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":" EPOCH_1
-         "},\"solve_for\":\"count\",\"target\":{\"epsilon\":0,\"delta\":0.001}}",
+         "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\","
+         "\"event\":" EPOCH_1 "},\"solve_for\":\"count\",\"target\":{\"epsilon\":0,"
+         "\"delta\":0.001}}",
          422, "infeasible", "count"},
         {"/v1/calibrate",
-         "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":2},"
-         "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,\"delta\":0.01}}",
+         "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\","
+         "\"rounds\":2},\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,"
+         "\"delta\":0.01}}",
          422, "infeasible", NULL},
     };
     run_cases(c, N_OF(c));
@@ -392,7 +394,7 @@ static char *nested_body(int levels, size_t *len)
     char *b = malloc(cap);
     if (b == NULL)
         return NULL;
-    size_t n = (size_t)snprintf(b, cap, "{\"event\":");
+    size_t n = (size_t)snprintf(b, cap, "{\"accountant\":\"thm41\",\"event\":");
     for (int i = 0; i < levels; i++)
         n += (size_t)snprintf(b + n, cap - n, "%s", open);
     n += (size_t)snprintf(b + n, cap - n, "%s", EPOCH_1);
@@ -549,7 +551,7 @@ static void errors_daemon_still_up(void)
     CHECK(r.status == 200);
     CHECK(jstr(r.json, "status") && strcmp(jstr(r.json, "status"), "ok") == 0);
     api_reply_free(&r);
-    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK_REL(jnum(r.json, "delta"), DELTA_EPOCH_1, 1e-12);
     api_reply_free(&r);

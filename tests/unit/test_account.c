@@ -33,7 +33,7 @@ static void delta_of_epochs_is_exact_tv_composition(void)
     double eps[3] = {0.0, 1.0, 10.0}, d[3], ld[3];
     dp_report rep;
     dpb_error err = {0};
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, eps, 3, d, ld, &rep, &err) == DPB_OK);
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, eps, 3, d, ld, &rep, &err) == DPB_OK);
     dp_thm41 one;
     dp_thm41_eval(1.0, 1140369, &one);
     double want = 1.0 - pow(1.0 - one.delta, 4);
@@ -65,7 +65,7 @@ static void not_covered_names_the_failed_condition(void)
     double eps = 1.0, d;
     dp_report rep;
     dpb_error err = {0};
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, &err) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, &err) ==
           DPB_ENOTCOVERED);
     CHECK(err.status == DPB_ENOTCOVERED && strstr(err.detail, "condition (1)") != NULL);
     CHECK(!dp_report_all_hold(&rep));
@@ -76,13 +76,13 @@ static void not_covered_names_the_failed_condition(void)
     CHECK(found);
     ev->u.shuffled.rounds = 2;
     dpb_error_clear(&err);
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, &err) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, &err) ==
           DPB_ENOTCOVERED);
     CHECK(strcmp(err.field, "rounds") == 0);
     ev->u.shuffled.rounds = 100;
     ev->u.shuffled.noise_multiplier = 0.5;
     dpb_error_clear(&err);
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, &err) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, &err) ==
           DPB_ENOTCOVERED);
     CHECK(strcmp(err.field, "noise_multiplier") == 0);
     dp_event_free(ev);
@@ -94,19 +94,19 @@ static void refusals(void)
     double eps = 1.0, d;
     dp_report rep;
     dpb_error err = {0};
-    CHECK(dp_delta(ev, DP_REL_REPLACE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, &err) ==
+    CHECK(dp_delta(ev, DP_REL_REPLACE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, &err) ==
           DPB_EUNSUPPORTED);
     CHECK(strcmp(err.field, "neighboring_relation") == 0);
     eps = -1.0;
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, NULL) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, NULL) ==
           DPB_EINVAL);
     eps = NAN;
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 1, &d, NULL, &rep, NULL) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 1, &d, NULL, &rep, NULL) ==
           DPB_EINVAL);
-    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, &eps, 0, &d, NULL, &rep, NULL) ==
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 0, &d, NULL, &rep, NULL) ==
           DPB_ELIMIT);
     double dl[2] = {0.0, 0.5}, e[2];
-    CHECK(dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, dl, 2, e, &rep, NULL) == DPB_EINVAL);
+    CHECK(dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, dl, 2, e, &rep, NULL) == DPB_EINVAL);
     /* estimates never calibrate */
     ev->unknown = DP_PARAM_ROUNDS;
     dp_calibration cal;
@@ -155,7 +155,7 @@ static void calibrate_rounds_for_epochs(void)
     dp_calibration c;
     dp_report rep;
     dpb_error err = {0};
-    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, 0.01, &c, &rep, &err) ==
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, 0.01, &c, &rep, &err) ==
           DPB_OK);
     CHECK(c.value == (double)REF_M_SOLVE_EXTRA[4].m_exact);
     CHECK(c.achieved_delta <= 0.01);
@@ -164,7 +164,7 @@ static void calibrate_rounds_for_epochs(void)
     /* one epoch, Table 1 */
     dp_event *one = shuffled(1.0, 0);
     one->unknown = DP_PARAM_ROUNDS;
-    CHECK(dp_calibrate(one, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 1.0, 0.01, &c, &rep, &err) ==
+    CHECK(dp_calibrate(one, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 1.0, 0.01, &c, &rep, &err) ==
           DPB_OK);
     CHECK(c.value == 1140369.0);
     CHECK_REL(c.regime_delta_max, 0.2032457410490125, 1e-14);
@@ -179,7 +179,7 @@ static void calibrate_sigma_interval_and_infeasible(void)
     dp_calibration c;
     dp_report rep;
     dpb_error err = {0};
-    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, 0.01, &c, &rep, &err) ==
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, 0.01, &c, &rep, &err) ==
           DPB_OK);
     CHECK(c.has_interval && c.value == c.lo);
     CHECK_REL(c.lo, REF_SIGMA_INTERVAL[0].sigma_lo, 1e-11);
@@ -188,7 +188,7 @@ static void calibrate_sigma_interval_and_infeasible(void)
     CHECK_REL(c.regime_sigma_max, 3.7133406706575247, 1e-12);
     ev->u.shuffled.rounds = 1000000;
     dpb_error_clear(&err);
-    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, 0.01, &c, &rep, &err) ==
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, 0.01, &c, &rep, &err) ==
           DPB_EINFEASIBLE);
     CHECK(c.has_best);
     CHECK_REL(c.best_delta, REF_SIGMA_INTERVAL[2].min_delta, 1e-9);
@@ -202,7 +202,7 @@ static void calibrate_epochs_is_largest(void)
     node->unknown = DP_PARAM_COUNT;
     dp_calibration c;
     dp_report rep;
-    CHECK(dp_calibrate(node, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, 0.05, &c, &rep, NULL) ==
+    CHECK(dp_calibrate(node, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, 0.05, &c, &rep, NULL) ==
           DPB_OK);
     double eps = 0.0, d;
     node->u.self.count = (uint64_t)c.value;
@@ -213,7 +213,7 @@ static void calibrate_epochs_is_largest(void)
     CHECK(d > 0.05);
     /* infeasible: one epoch already exceeds the target */
     node->u.self.event->u.shuffled.rounds = 1140369;
-    CHECK(dp_calibrate(node, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, 0.005, &c, &rep, NULL) ==
+    CHECK(dp_calibrate(node, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, 0.005, &c, &rep, NULL) ==
           DPB_EINFEASIBLE);
     CHECK(c.has_best && c.best_delta > 0.005 && c.best_at == 1.0);
     dp_event_free(node);
@@ -229,7 +229,7 @@ static void calibration_never_overshoots(void)
             dp_event *ev = self_composed(leaf, E);
             dp_calibration c;
             dp_report rep;
-            if (dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 0.0, delta, &c, &rep, NULL) ==
+            if (dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, 0.0, delta, &c, &rep, NULL) ==
                 DPB_OK) {
                 double eps = 0.0, d;
                 leaf->unknown = DP_PARAM_NONE;
