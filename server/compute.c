@@ -714,7 +714,8 @@ void res_accountants(const http_request *req, http_response *resp)
                         "with sigma = 2b/(n C sqrt(eta))"));
     json_array_append_new(
         ev, event_entry("ShuffledDpSgdEpochDpEvent", "noise_multiplier, rounds",
-                        "thm41, pld (as thm41's (0, delta)), gdp_clt (estimate)",
+                        "shuffle_exact, thm41, pld (exact epochs, thm41's (0, delta) outside "
+                        "the exact range), gdp_clt (estimate)",
                         "one epoch of DP-SGD with random shuffling: M = rounds batches (seed 004); "
                         "add_or_remove_one only"));
     json_t *ac = json_array();
@@ -722,8 +723,13 @@ void res_accountants(const http_request *req, http_response *resp)
         const char *name, *guarantee, *description;
     } A[] = {
         {"auto", "upper_bound",
-         "gdp_exact for unsampled Gaussians, thm41 for shuffled epochs alone, pld otherwise; "
-         "never an estimate; the answer names the accountant picked"},
+         "gdp_exact for unsampled Gaussians, shuffle_exact for shuffled epochs alone (thm41 "
+         "outside its range), pld otherwise; never an estimate; the answer names the "
+         "accountant picked"},
+        {"shuffle_exact", "upper_bound",
+         "seed 004's shuffled model computed numerically with a pessimistic discretisation "
+         "(MATH.md 2.1): noise_multiplier 0.5 to 1000, up to 1e7 rounds per epoch; epochs and "
+         "mixtures composed as PLDs; every answer also shows Theorem 4.1's (theorem_4_1)"},
         {"gdp_exact", "upper_bound", "compositions of unsampled Gaussians are exactly mu-GDP"},
         {"rdp", "upper_bound",
          "Renyi DP at dp_accounting's default orders with the improved conversion; answers "

@@ -257,12 +257,17 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
             double emax = dp_profile_epsilon(&pr, 1e-12, NULL);
             if (!isfinite(emax) || emax > 50.0)
                 emax = 50.0;
-            double emin = pr.acct == DP_ACCT_PLD || pr.use_pld ? -emax : 0.0;
+            int pld_like = pr.acct == DP_ACCT_PLD || pr.use_pld;
+            double emin = pld_like || pr.shx ? -emax : 0.0;
             for (size_t j = 0; j < n_alpha; j++)
                 beta[j] = 0.0;
             for (int g = 0; g <= GRID; g++) {
                 double e = emin + (emax - emin) * g / GRID;
-                double d = e >= 0.0 ? dp_profile_delta(&pr, e, NULL, NULL) : pld_max_delta(&pr, e);
+                /* eps < 0: the PLD's own curve; for shuffle_exact's one epoch (the larger of
+                 * both orders at each eps >= 0) delta_PQ(e) = 1 - e^e + e^e delta_QP(-e) */
+                double d = e >= 0.0  ? dp_profile_delta(&pr, e, NULL, NULL)
+                           : pld_like ? pld_max_delta(&pr, e)
+                                      : -expm1(e) + exp(e) * dp_profile_delta(&pr, -e, NULL, NULL);
                 for (size_t j = 0; j < n_alpha; j++) {
                     double b = 1.0 - d - exp(e) * alpha[j];
                     if (b > beta[j])
@@ -735,7 +740,15 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
         if (pnsgd_schedule_c1(node->u.pnsgd.noise, eps_target, delta_target, &c1) == DPB_OK)
             out->limit_c1 = c1;
     }
-    return calibrate_generic(&p, out);
+    dpb_status st = calibrate_generic(&p, out);
+    if (st == DPB_OK && acct == DP_ACCT_SHUFFLE_EXACT &&
+        node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
+        /* the model's delta does not increase with sigma: every larger sigma meets it too */
+        out->has_interval = 1;
+        out->lo = out->value;
+        out->hi = HUGE_VAL;
+    }
+    return st;
 }
 
 dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,

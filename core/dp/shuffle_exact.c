@@ -36,6 +36,7 @@
 #define U DBL_EPSILON
 #define BLOCK 64 /* nodes per block in the moment generating function's upper bound */
 #define EXACT_NODES 1024 /* nodes below this are taken one by one */
+#define DIRECT_NODES 512 /* delta_01 is summed directly when b has at most this many nodes below */
 
 struct shx_model {
     /* key */
@@ -61,6 +62,8 @@ struct shx_model {
     double *gC;        /* gC[k - k0] = sum_i p_i C((k - i) h), k0 <= k < kend */
     int64_t kend;
     double *gP;        /* gP[k] = sum_i p_i P((k + 1 - i) h), 0 <= k <= k0 */
+    double *plow;      /* the law's first nlow window points, for exact sums near B */
+    size_t nlow;
     size_t bytes;
     /* cache */
     int refs;
@@ -481,6 +484,11 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
         double g = conv[k];
         m->gC[k - m->k0] = g > 0.0 ? g : 0.0;
     }
+    m->nlow = np < DIRECT_NODES + 1 ? np : DIRECT_NODES + 1;
+    m->plow = malloc(m->nlow * sizeof *m->plow);
+    if (m->plow == NULL)
+        goto fail;
+    memcpy(m->plow, p, m->nlow * sizeof *p);
     /* gP[k] = sum_{i <= k} p_i ((k + 1 - i) h - 1) + conv[k + 1]; with Pre(k) = sum_{i <= k}
      * p_i and A(k) = sum_{i <= k} p_i (k + 1 - i) = A(k-1) + Pre(k) */
     double pre = 0.0, A = 0.0;
@@ -490,7 +498,7 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
         double g = h * A - pre + conv[k + 1];
         m->gP[k] = g > 0.0 ? g : 0.0;
     }
-    m->bytes += ((size_t)(m->kend - m->k0) + np) * sizeof(double);
+    m->bytes += ((size_t)(m->kend - m->k0) + np + m->nlow) * sizeof(double);
     st = DPB_OK;
 fail:
     free(y);
@@ -503,6 +511,7 @@ fail:
     if (st != DPB_OK) {
         free(m->gC);
         free(m->gP);
+        free(m->plow);
         free(m);
         *out = NULL;
     }
@@ -515,6 +524,7 @@ static void destroy(shx_model *m)
         return;
     free(m->gC);
     free(m->gP);
+    free(m->plow);
     free(m);
 }
 
@@ -570,7 +580,11 @@ double shx_delta01(const shx_model *m, double eps)
     /* G(b) = sum_i p_i P(b - s_i) is convex in b; gP[k] = G((o + k + 1) h), G(o h) = 0 */
     double main = 0.0;
     double u = b / h - (double)m->o;
-    if (u > 0.0) {
+    if (u > 0.0 && u <= (double)DIRECT_NODES && (size_t)u < m->nlow) {
+        /* few points below b: the sum itself (the chord is loose where G grows fast) */
+        for (size_t i = 0; i <= (size_t)u; i++)
+            main += m->plow[i] * put(m, b - (double)(m->o + (int64_t)i) * h);
+    } else if (u > 0.0) {
         double kf = floor(u), fr = u - kf;
         if (kf > (double)m->k0) {
             kf = (double)m->k0;

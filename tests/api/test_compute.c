@@ -359,8 +359,72 @@ static void calibrate_count(void)
     CHECKF(above > 0.05, "delta at count %lld = %.17g", n + 1, above);
 }
 
+/* The exact shuffled accountant over HTTP: listed, Theorem 4.1 beside every answer,
+ * inversions that meet their targets, a trade-off curve below the exact one. */
+static void shuffle_exact_answers(void)
+{
+    api_reply r;
+    api_get("/v1/accountants", &r);
+    int listed = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(jget(r.json, "accountants"), i, a) listed +=
+        json_is_string(json_object_get(a, "name")) &&
+        strcmp(json_string_value(json_object_get(a, "name")), "shuffle_exact") == 0;
+    CHECK(listed == 1);
+    api_reply_free(&r);
+
+    /* M = 50 at sigma 2: Theorem 4.1 covers nothing (condition (1)); the exact model does */
+    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilons\":[0,1]}", EPOCH(2, 50));
+    CHECK(is_compute_answer(&r));
+    CHECK(jstr(r.json, "accountant") && strcmp(jstr(r.json, "accountant"), "shuffle_exact") == 0);
+    CHECK(jstr(r.json, "results[0].theorem_4_1") &&
+          strcmp(jstr(r.json, "results[0].theorem_4_1"), "not_covered") == 0);
+    double tv = jnum(r.json, "results[0].delta"), d1 = jnum(r.json, "results[1].delta");
+    CHECKF(tv > 0.02 && tv < 0.04 && d1 < 1e-10, "tv %g, delta(1) %g", tv, d1);
+    api_reply_free(&r);
+
+    /* eps(delta), and delta at that eps meets delta */
+    api_postf(&r, "/v1/epsilon", "{\"event\":%s,\"delta\":1e-6}", EPOCH(2, 50));
+    CHECK(is_compute_answer(&r));
+    double e = jnum(r.json, "epsilon");
+    CHECK(isfinite(e) && e > 0.0 && e < 1.0);
+    CHECK(jstr(r.json, "results[0].theorem_4_1") &&
+          strcmp(jstr(r.json, "results[0].theorem_4_1"), "infinite") == 0);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":%.17g}", EPOCH(2, 50), e);
+    CHECK(is_compute_answer(&r) && jnum(r.json, "delta") <= 1e-6);
+    api_reply_free(&r);
+
+    /* the least noise: a half-line, and Theorem 4.1's answer beside it */
+    api_postf(&r, "/v1/calibrate",
+              "{\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":10},"
+              "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":1,\"delta\":1e-6}}");
+    CHECK(is_compute_answer(&r));
+    double s = jnum(r.json, "value");
+    CHECK(s > 1.0 && s < 3.0 && jnum(r.json, "interval.min") == s);
+    CHECK(jstr(r.json, "interval.max") && strcmp(jstr(r.json, "interval.max"), "infinite") == 0);
+    CHECK(jnum(r.json, "achieved.delta") <= 1e-6);
+    CHECK(jget(r.json, "details.theorem_4_1_value") != NULL);
+    api_reply_free(&r);
+
+    /* M = 1 is the Gaussian mechanism: the trade-off envelope lies on or just below G_1 */
+    api_postf(&r, "/v1/curve",
+              "{\"accountant\":\"shuffle_exact\",\"event\":%s,\"epsilons\":[0,1],"
+              "\"alphas\":[0.1,0.5]}",
+              EPOCH(1, 1));
+    CHECK(is_compute_answer(&r));
+    CHECK_REL(jnum(r.json, "curve[1].delta"), 0.12693673750664395, 1e-12);
+    double b1 = jnum(r.json, "tradeoff[0].beta"), b5 = jnum(r.json, "tradeoff[1].beta");
+    /* G_1(0.1) = Phi(Phi^{-1}(0.9) - 1), G_1(0.5) = Phi(-1) (mpmath) */
+    CHECKF(b1 <= 0.61085630835463903 && b1 > 0.6, "beta(0.1) = %.17g", b1);
+    CHECKF(b5 <= 0.15865525393145705 && b5 > 0.155, "beta(0.5) = %.17g", b5);
+    api_reply_free(&r);
+}
+
 const tl_test COMPUTE_TESTS[] = {
     TL_T(delta_epoch_table1),
+    TL_T(shuffle_exact_answers),
     TL_T(delta_epsilons_list_same_delta),
     TL_T(delta_self_composed_count4),
     TL_T(delta_composed_equals_self_composed),

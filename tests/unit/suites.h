@@ -18,6 +18,8 @@ extern const tl_test PNSGD_TESTS[];
 extern const size_t PNSGD_NTESTS;
 extern const tl_test WAL_TESTS[];
 extern const size_t WAL_NTESTS;
+extern const tl_test SHUFFLE_EXACT_TESTS[];
+extern const size_t SHUFFLE_EXACT_NTESTS;
 extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 
