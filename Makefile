@@ -49,9 +49,10 @@ DAEMON     := $(BUILD)/dpbudgetd
 UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
-BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger
+BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
+              $(BUILD)/bench/bench_shuffle_exact
 
-.PHONY: all run test unit api sanitize bench bench-ledger-full check-layers format format-check install \
+.PHONY: all run test test-slow unit api sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps
 all: $(DAEMON)
 
@@ -95,6 +96,8 @@ $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_shuffle_exact: $(BUILD)/bench/bench_shuffle_exact.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
@@ -112,6 +115,15 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON)
 	$(Q)sh tests/run.sh $(BUILD)
 
+# slow numerical sweeps (minutes): not part of make test
+$(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+
+test-slow: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep
+	$(Q)./$(BUILD)/tests/slow_sweep
+
 sanitize: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-san \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
@@ -122,6 +134,7 @@ sanitize: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	$(Q)sh bench/run.sh $(BUILD)
+	$(Q)./$(BUILD)/bench/bench_shuffle_exact
 	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
 
 # The ledger benchmark at the issue's full size: 1e6 clients with 100 rounds each (slow).
@@ -134,7 +147,7 @@ check-layers:
 	    echo "check-layers: core/ must not include HTTP, JSON or curl headers"; exit 1; \
 	else echo "check-layers: core/ is free of HTTP/JSON headers"; fi
 
-FORMAT_SRC = $(wildcard core/*/*.[ch] server/*.[ch] tests/*/*.[ch] bench/*.[ch])
+FORMAT_SRC = $(filter-out tests/unit/ref_%.h,$(wildcard core/*/*.[ch] server/*.[ch] tests/*/*.[ch] bench/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

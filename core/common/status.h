@@ -12,13 +12,13 @@
 
 typedef enum {
     DPB_OK = 0,
-    DPB_EINVAL = 1,        /* an argument is outside its domain (NaN, negative, absurd) */
-    DPB_ENOTCOVERED = 2,   /* a theorem's conditions fail: it certifies nothing here */
-    DPB_EINFEASIBLE = 3,   /* an inversion has no solution for the target */
-    DPB_EUNSUPPORTED = 4,  /* the (event, relation, accountant) combination is not supported */
-    DPB_ENOMEM = 5,        /* allocation failed */
-    DPB_ENUMERIC = 6,      /* a numerical routine failed to converge */
-    DPB_ELIMIT = 7,        /* a request exceeds a configured size limit */
+    DPB_EINVAL = 1,         /* an argument is outside its domain (NaN, negative, absurd) */
+    DPB_ENOTCOVERED = 2,    /* a theorem's conditions fail: it certifies nothing here */
+    DPB_EINFEASIBLE = 3,    /* an inversion has no solution for the target */
+    DPB_EUNSUPPORTED = 4,   /* the (event, relation, accountant) combination is not supported */
+    DPB_ENOMEM = 5,         /* allocation failed */
+    DPB_ENUMERIC = 6,       /* a numerical routine failed to converge */
+    DPB_ELIMIT = 7,         /* a request exceeds a configured size limit */
     DPB_EUNCERTIFIABLE = 8, /* the mechanism cannot be certified at all (e.g. unclipped SGLD) */
     DPB_EIO = 9,            /* a write or sync failed: nothing was made durable */
     DPB_ECORRUPT = 10,      /* stored data is damaged (err names file and offset) */

@@ -13,9 +13,8 @@
 #include "shuffle_exact.h"
 
 static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
-static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exact",
-                                         "rdp",  "pld",   "pnsgd",     "proactive",
-                                         "shuffle_exact"};
+static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exact",    "rdp",
+                                         "pld",  "pnsgd", "proactive", "shuffle_exact"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
@@ -64,11 +63,11 @@ static int leaf_kinds(const dp_event *ev)
     switch (ev->kind) {
     case DP_EV_SHUFFLED_EPOCH:
         /* a parameter left for the solver is solved within the exact accountant's range */
-        return shx_in_range(ev->unknown == DP_PARAM_NOISE_MULTIPLIER
-                                ? 1.0
-                                : ev->u.shuffled.noise_multiplier,
-                            ev->unknown == DP_PARAM_ROUNDS ? 1 : ev->u.shuffled.rounds)
-                   ? HAS_SHUFFLED : HAS_SHUFFLED | HAS_SHUFFLED_BEYOND;
+        return shx_in_range(
+                   ev->unknown == DP_PARAM_NOISE_MULTIPLIER ? 1.0 : ev->u.shuffled.noise_multiplier,
+                   ev->unknown == DP_PARAM_ROUNDS ? 1 : ev->u.shuffled.rounds)
+                   ? HAS_SHUFFLED
+                   : HAS_SHUFFLED | HAS_SHUFFLED_BEYOND;
     case DP_EV_GAUSSIAN:
         return HAS_GAUSSIAN;
     case DP_EV_NO_OP:
@@ -265,7 +264,7 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
                 double e = emin + (emax - emin) * g / GRID;
                 /* eps < 0: the PLD's own curve; for shuffle_exact's one epoch (the larger of
                  * both orders at each eps >= 0) delta_PQ(e) = 1 - e^e + e^e delta_QP(-e) */
-                double d = e >= 0.0  ? dp_profile_delta(&pr, e, NULL, NULL)
+                double d = e >= 0.0   ? dp_profile_delta(&pr, e, NULL, NULL)
                            : pld_like ? pld_max_delta(&pr, e)
                                       : -expm1(e) + exp(e) * dp_profile_delta(&pr, -e, NULL, NULL);
                 for (size_t j = 0; j < n_alpha; j++) {

@@ -31,13 +31,13 @@ typedef enum {
 
 typedef enum {
     DP_ACCT_AUTO = 0,
-    DP_ACCT_THM41 = 1,     /* seed 004 Theorem 4.1, (0, delta) per epoch      upper_bound */
-    DP_ACCT_GDP_CLT = 2,   /* seed 004 Theorem 5.2 asymptotic mu-GDP          estimate */
-    DP_ACCT_GDP_EXACT = 3, /* unsampled Gaussians: exact mu-GDP closed form   upper_bound */
-    DP_ACCT_RDP = 4,       /* Renyi DP with the improved conversion           upper_bound */
-    DP_ACCT_PLD = 5,       /* pessimistic privacy-loss distributions (FFT)    upper_bound */
-    DP_ACCT_PNSGD = 6,     /* seed 000 bounds, epochs by optimal composition  upper_bound */
-    DP_ACCT_PROACTIVE = 7, /* seed 002 closed form next to RDP, the smaller    upper_bound */
+    DP_ACCT_THM41 = 1,        /* seed 004 Theorem 4.1, (0, delta) per epoch      upper_bound */
+    DP_ACCT_GDP_CLT = 2,      /* seed 004 Theorem 5.2 asymptotic mu-GDP          estimate */
+    DP_ACCT_GDP_EXACT = 3,    /* unsampled Gaussians: exact mu-GDP closed form   upper_bound */
+    DP_ACCT_RDP = 4,          /* Renyi DP with the improved conversion           upper_bound */
+    DP_ACCT_PLD = 5,          /* pessimistic privacy-loss distributions (FFT)    upper_bound */
+    DP_ACCT_PNSGD = 6,        /* seed 000 bounds, epochs by optimal composition  upper_bound */
+    DP_ACCT_PROACTIVE = 7,    /* seed 002 closed form next to RDP, the smaller    upper_bound */
     DP_ACCT_SHUFFLE_EXACT = 8 /* seed 004's model computed exactly (pessimistic    upper_bound
                                * discretisation); epochs and mixtures by PLD */
 } dp_accountant;

@@ -187,8 +187,17 @@ static void encode(wbuf *w, const dp_event *ev)
         put_u8(w, (unsigned)p->noise);
         put_u8(w, (unsigned)p->mode);
         put_u8(w, (unsigned)p->order);
-        const double d[] = {p->noise_level, p->lipschitz, p->smoothness, p->strong_convexity,
-                            p->learning_rate, p->diameter, p->lo, p->hi, p->c1, p->c2, p->alpha};
+        const double d[] = {p->noise_level,
+                            p->lipschitz,
+                            p->smoothness,
+                            p->strong_convexity,
+                            p->learning_rate,
+                            p->diameter,
+                            p->lo,
+                            p->hi,
+                            p->c1,
+                            p->c2,
+                            p->alpha};
         for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
             put_f64(w, d[i]);
         put_u64(w, p->n);
@@ -327,8 +336,17 @@ static dp_event *decode_node(rbuf *r, int depth)
         p->noise = (pnsgd_noise)get_u8(r);
         p->mode = (pnsgd_noise_mode)get_u8(r);
         p->order = (pnsgd_order)get_u8(r);
-        double *d[] = {&p->noise_level, &p->lipschitz, &p->smoothness, &p->strong_convexity,
-                       &p->learning_rate, &p->diameter, &p->lo, &p->hi, &p->c1, &p->c2, &p->alpha};
+        double *d[] = {&p->noise_level,
+                       &p->lipschitz,
+                       &p->smoothness,
+                       &p->strong_convexity,
+                       &p->learning_rate,
+                       &p->diameter,
+                       &p->lo,
+                       &p->hi,
+                       &p->c1,
+                       &p->c2,
+                       &p->alpha};
         for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
             *d[i] = get_f64(r);
         p->n = get_u64(r);

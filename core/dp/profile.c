@@ -463,8 +463,7 @@ static dpb_status shx_range_error(const dp_event *ev, dp_relation rel, dpb_error
     return dpb_fail(err, DPB_ENOTCOVERED, "rounds",
                     "the exact shuffled accountant covers 1 to %llu rounds per epoch; got %llu "
                     "(thm41 covers more)",
-                    (unsigned long long)SHX_MAX_ROUNDS,
-                    (unsigned long long)ev->u.shuffled.rounds);
+                    (unsigned long long)SHX_MAX_ROUNDS, (unsigned long long)ev->u.shuffled.rounds);
 }
 
 static dpb_status shx_status(dpb_status st, dpb_error *err)
@@ -474,14 +473,64 @@ static dpb_status shx_status(dpb_status st, dpb_error *err)
     return dpb_fail(err, st, "event", "the shuffled epoch's parameters are outside the range");
 }
 
+/* The PLD's leaf needs delta at every grid point (thousands): delta is evaluated at every
+ * SHX_STRIDE-th point only and joined by chords in x = e^eps, which lie above it because
+ * delta(x) = E[(L - x)+] is convex in x. */
+#define SHX_STRIDE 16
+
+typedef struct {
+    shx_model *m;
+    double H; /* SHX_STRIDE grid steps */
+    size_t n;
+    double *v[2]; /* memo of delta_10, delta_01 at k H (NAN: not yet) */
+} shx_memo;
+
+static double memo_at(shx_memo *c, int dir, size_t k)
+{
+    if (k >= c->n) {
+        size_t n = c->n ? c->n : 256;
+        while (n <= k)
+            n *= 2;
+        for (int d = 0; d < 2; d++) {
+            double *v = realloc(c->v[d], n * sizeof *v);
+            if (v == NULL)
+                return 1.0; /* nothing known: the worst value */
+            for (size_t i = c->n; i < n; i++)
+                v[i] = NAN;
+            c->v[d] = v;
+        }
+        c->n = n;
+    }
+    if (isnan(c->v[dir][k]))
+        c->v[dir][k] =
+            dir ? shx_delta01(c->m, (double)k * c->H) : shx_delta10(c->m, (double)k * c->H);
+    return c->v[dir][k];
+}
+
+static double memo_delta(shx_memo *c, int dir, double eps)
+{
+    double kf = floor(eps / c->H);
+    if (!(kf >= 0.0 && kf < 1e7))
+        return dir ? shx_delta01(c->m, eps) : shx_delta10(c->m, eps);
+    size_t k = (size_t)kf;
+    double a = memo_at(c, dir, k);
+    if (eps == kf * c->H)
+        return a;
+    double b = memo_at(c, dir, k + 1);
+    double xa = exp(kf * c->H), xb = exp((kf + 1.0) * c->H), t = (exp(eps) - xa) / (xb - xa);
+    if (!(t >= 0.0 && t <= 1.0))
+        return dir ? shx_delta01(c->m, eps) : shx_delta10(c->m, eps);
+    return (1.0 - t) * a + t * b;
+}
+
 static double shx10_fn(void *ctx, double eps)
 {
-    return shx_delta10(ctx, eps);
+    return memo_delta(ctx, 0, eps);
 }
 
 static double shx01_fn(void *ctx, double eps)
 {
-    return shx_delta01(ctx, eps);
+    return memo_delta(ctx, 1, eps);
 }
 
 /* Both directions of one epoch's PLD: remove (P = with the record: the shifted model, P1)
@@ -494,12 +543,15 @@ static dpb_status shx_pld_pair(double sigma, uint64_t M, double h, pair *out, dp
     if (st != DPB_OK)
         return shx_status(st, err);
     out->symmetric = 0;
-    st = pld_from_pair_profile(shx10_fn, shx01_fn, m, h, &out->d[PLD_REMOVE]);
+    shx_memo memo = {m, SHX_STRIDE * h, 0, {NULL, NULL}};
+    st = pld_from_pair_profile(shx10_fn, shx01_fn, &memo, h, &out->d[PLD_REMOVE]);
     if (st == DPB_OK) {
-        st = pld_from_pair_profile(shx01_fn, shx10_fn, m, h, &out->d[PLD_ADD]);
+        st = pld_from_pair_profile(shx01_fn, shx10_fn, &memo, h, &out->d[PLD_ADD]);
         if (st != DPB_OK)
             pld_free(&out->d[PLD_REMOVE]);
     }
+    free(memo.v[0]);
+    free(memo.v[1]);
     shx_release(m);
     if (st == DPB_OK)
         dp_report_warn(rep, W_SHX);
@@ -776,8 +828,8 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
     shx_conditions(rep, ev);
     if (!shx_in_range(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds))
         return shx_range_error(ev, rel, err);
-    dpb_status st = shx_acquire(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, 0.0,
-                                &pr->shx);
+    dpb_status st =
+        shx_acquire(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, 0.0, &pr->shx);
     if (st != DPB_OK)
         return shx_status(st, err);
     dp_report_warn(rep, W_SHX);

@@ -34,35 +34,40 @@
 #include "pld.h"
 
 #define U DBL_EPSILON
-#define BLOCK 64 /* nodes per block in the moment generating function's upper bound */
-#define EXACT_NODES 1024 /* nodes below this are taken one by one */
-#define DIRECT_NODES 512 /* delta_01 is summed directly when b has at most this many nodes below */
+/* nodes per block in the moment generating function's upper bound */
+#define BLOCK 64
+/* nodes below this are taken one by one */
+#define EXACT_NODES 1024
+/* the truncation's crude tail allowance, in delta */
+#define YTAIL 1e-13
+/* delta_01 is summed directly when b has at most this many nodes below it */
+#define DIRECT_NODES 512
 
 struct shx_model {
     /* key */
     double sigma, h_scale;
     uint64_t rounds;
     /* the factor */
-    double s, t;       /* 1/sigma, 1/sigma^2 */
-    double h, ymax;    /* grid step, truncation (a node) */
-    double p_tail;     /* P(Y > Ymax) */
-    double e1_tail;    /* E[Y; Y > Ymax] */
-    double n;          /* M - 1 */
+    double s, t;    /* 1/sigma, 1/sigma^2 */
+    double h, ymax; /* grid step, truncation (a node) */
+    double p_tail;  /* P(Y > Ymax) */
+    double e1_tail; /* E[Y; Y > Ymax] */
+    double n;       /* M - 1 */
     /* the sum on the window */
-    int64_t o;         /* first window node */
-    size_t N;          /* window nodes */
-    int64_t k0;        /* floor(M/h) - o */
-    double ptot;       /* total mass on the window (after clamping) */
-    double B, T;       /* first and last window node */
+    int64_t o;                    /* first window node */
+    size_t N;                     /* window nodes */
+    int64_t k0;                   /* floor(M/h) - o */
+    double ptot;                  /* total mass on the window (after clamping) */
+    double B, T;                  /* first and last window node */
     double below, above, above_x; /* Chernoff: P(S < B), P(S > T), E[(S - T)+] */
-    double e_pt;       /* round-off estimate per point of the law */
-    double e_2;        /* round-off estimate of the law's error in 2-norm */
-    double conv_err;   /* round-off of the convolution (absolute, in the sums) */
-    double ccut;       /* the kernel's cut-off value (added to the sums) */
-    double *gC;        /* gC[k - k0] = sum_i p_i C((k - i) h), k0 <= k < kend */
+    double e_pt;                  /* round-off estimate per point of the law */
+    double e_2;                   /* round-off estimate of the law's error in 2-norm */
+    double conv_err;              /* round-off of the convolution (absolute, in the sums) */
+    double ccut;                  /* the kernel's cut-off value (added to the sums) */
+    double *gC;                   /* gC[k - k0] = sum_i p_i C((k - i) h), k0 <= k < kend */
     int64_t kend;
-    double *gP;        /* gP[k] = sum_i p_i P((k + 1 - i) h), 0 <= k <= k0 */
-    double *plow;      /* the law's first nlow window points, for exact sums near B */
+    double *gP;   /* gP[k] = sum_i p_i P((k + 1 - i) h), 0 <= k <= k0 */
+    double *plow; /* the law's first nlow window points, for exact sums near B */
     size_t nlow;
     size_t bytes;
     /* cache */
@@ -165,7 +170,7 @@ static void bin_moments(const shx_model *m, double a, double b, double *mass, do
 
 typedef struct {
     size_t nb;
-    double *lw;       /* ln of each block's mass */
+    double *lw;        /* ln of each block's mass */
     double *ylo, *yhi; /* each block's smallest and largest node */
 } blocks;
 
@@ -332,16 +337,17 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
     size_t N = 0, KY = 0;
     double ymax = 0.0, Bv = 0.0, Tv = 0.0;
     for (int pass = 0; pass < 4; pass++) {
-        /* truncation: the smallest power-of-two multiple of 8 whose tail term is <= 1e-16,
+        /* truncation: the smallest 8 * 2^(k/4) whose crude tail term (n/M)(E[Y; Y > Ymax] +
+         * n P(Y > Ymax)) is <= YTAIL (the terms added per query are usually far smaller),
          * capped so the factor takes at most a quarter of the window */
         ymax = 8.0;
         double cap = (double)(SHX_MAX_WINDOW / 4) * h;
         for (;;) {
             double z = zof(m, ymax);
-            double tail = n * (dp_Q(z - m->s) + n * dp_Q(z));
-            if (tail <= 1e-16 || ymax >= cap)
+            double tail = n / (n + 1.0) * (dp_Q(z - m->s) + n * dp_Q(z));
+            if (tail <= YTAIL || ymax >= cap)
                 break;
-            ymax *= 2.0;
+            ymax *= 1.189207115002721; /* 2^(1/4) */
         }
         if (ymax > cap)
             ymax = cap;
@@ -530,26 +536,19 @@ static void destroy(shx_model *m)
 
 /* ---- queries --------------------------------------------------------------------------- */
 
-double shx_delta10(const shx_model *m, double eps)
+/* An upper bound on E[(S + Y - K)+] over the truncated factors' measure: the window's sum
+ * (chord between grid nodes: the sum is convex in K), the mass outside it, the round-off.
+ * Below the grid's first K (= M) the sum's slope in K is >= -ptot. */
+static double g10(const shx_model *m, double K)
 {
-    if (m->rounds == 1) {
-        double d, ld;
-        dp_gdp_delta(m->s, eps, &d, &ld);
-        return d;
-    }
-    double M = (double)m->rounds, K = M * exp(eps), h = m->h;
-    if (!(eps >= 0.0) || isinf(K))
-        return isinf(K) ? 0.0 : 1.0;
-    /* G(K) = sum_i p_i C(K - s_i) is convex in K: the chord between the two grid nodes
-     * around K lies above it */
-    double main;
+    double h = m->h, main, extra = 0.0;
     double u = K / h - (double)m->o;
-    double kf = floor(u);
-    if (kf < (double)m->k0)
-        kf = (double)m->k0;
-    double fr = u - kf;
-    if (fr < 0.0)
-        fr = 0.0;
+    if (u < (double)m->k0) {
+        extra = m->ptot * ((double)(m->o + m->k0) * h - K);
+        u = (double)m->k0;
+        K = (double)(m->o + m->k0) * h;
+    }
+    double kf = floor(u), fr = u - kf;
     if (kf + 1.0 < (double)m->kend) {
         int64_t k = (int64_t)kf - m->k0;
         main = (1.0 - fr) * m->gC[k] + fr * m->gC[k + 1];
@@ -559,32 +558,60 @@ double shx_delta10(const shx_model *m, double eps)
     double outside = (call(m, K - m->T) * m->above + m->above_x) + call(m, K - m->B) * m->below;
     double sumf = (call_int(m, K - m->T - h) - call_int(m, K - m->B)) / h + call(m, K - m->T);
     double floor_ = fmin(m->e_pt * sumf, m->e_2 * sqrt(call_sq_sum(m, K))) + m->conv_err + m->ccut;
-    double ct = K <= m->ymax ? m->e1_tail - K * m->p_tail : call(m, K);
-    if (ct < 0.0)
-        ct = 0.0;
-    double ytail = m->n * (ct + m->n * m->p_tail);
-    double d = (main + outside + floor_ + ytail) / M;
+    return main + extra + outside + floor_;
+}
+
+/* E[(Y - x)+; Y > Ymax] */
+static double call_tail(const shx_model *m, double x)
+{
+    double v = x <= m->ymax ? m->e1_tail - x * m->p_tail : call(m, x);
+    return v > 0.0 ? v : 0.0;
+}
+
+double shx_delta10(const shx_model *m, double eps)
+{
+    if (m->rounds == 1) {
+        double d, ld;
+        dp_gdp_delta(m->s, eps, &d, &ld);
+        return d;
+    }
+    double M = (double)m->rounds, K = M * exp(eps), n = m->n, p = m->p_tail;
+    if (!(eps >= 0.0) || isinf(K))
+        return isinf(K) ? 0.0 : 1.0;
+    /* some factor j above Ymax (union bound over j): (Y_j + R + Y - K)+ is at most
+     *   (a) (Y_j - K)+ + (R + Y):               n (Ct(K) + n p), or
+     *   (b) (Y_j - c)+ + (R + Y - (K - c))+, c >= Ymax: n (C(c) + p E[(R + Y - K + c)+]),
+     * R the other n - 1 factors, untruncated: their truncated part is bounded by the model
+     * (one more truncated factor only adds, its mass 1 - p is divided out) and the rest by
+     * (a) once more. The smaller of (a) and (b) is used. */
+    double ta = n * (call_tail(m, K) + n * p), g = g10(m, K);
+    /* (b) holds with any split point c >= Ymax in place of Ymax: try c = Ymax 2^k, when (a)
+     * is not already negligible next to the rest */
+    double tb = HUGE_VAL;
+    int tries = ta > 1e-6 * g ? 24 : 0;
+    for (double c = m->ymax; c <= 2.0 * K && tries-- > 0; c *= 2.0) {
+        double x = K - c;
+        double inner = g10(m, x) / (1.0 - p) + (n - 1.0) * (call_tail(m, x) + (n - 1.0) * p);
+        double v = n * (call(m, c) + p * inner);
+        if (v < tb)
+            tb = v;
+    }
+    double d = (g + (ta < tb ? ta : tb)) / M;
     d = dp_round_up(d, 1e-9);
     return d > 1.0 ? 1.0 : d;
 }
 
-double shx_delta01(const shx_model *m, double eps)
+/* An upper bound on E[P(b - S)] over the truncated factors' measure (b <= M). */
+static double g01(const shx_model *m, double b)
 {
-    if (m->rounds == 1)
-        return shx_delta10(m, eps); /* the Gaussian mechanism is symmetric */
-    if (!(eps >= 0.0))
-        return 1.0;
-    double M = (double)m->rounds, b = M * exp(-eps), h = m->h, ee = exp(eps);
-    if (isinf(ee))
-        return 0.0;
-    /* G(b) = sum_i p_i P(b - s_i) is convex in b; gP[k] = G((o + k + 1) h), G(o h) = 0 */
-    double main = 0.0;
+    double h = m->h, main = 0.0;
     double u = b / h - (double)m->o;
     if (u > 0.0 && u <= (double)DIRECT_NODES && (size_t)u < m->nlow) {
         /* few points below b: the sum itself (the chord is loose where G grows fast) */
         for (size_t i = 0; i <= (size_t)u; i++)
             main += m->plow[i] * put(m, b - (double)(m->o + (int64_t)i) * h);
     } else if (u > 0.0) {
+        /* G(b) = sum_i p_i P(b - s_i) is convex in b; gP[k] = G((o + k + 1) h), G(o h) = 0 */
         double kf = floor(u), fr = u - kf;
         if (kf > (double)m->k0) {
             kf = (double)m->k0;
@@ -596,11 +623,34 @@ double shx_delta01(const shx_model *m, double eps)
     }
     double outside = put(m, b) * m->below + put(m, b - m->T) * m->above;
     double sumf = put_int(m, b - m->B + h) / h + put(m, b - m->B);
-    double x = b - m->B + h, sq = x > 0.0 ? (x * put_int(m, x)) / h + put(m, b - m->B) * put(m, b - m->B) : 0.0;
+    double x = b - m->B + h,
+           sq = x > 0.0 ? (x * put_int(m, x)) / h + put(m, b - m->B) * put(m, b - m->B) : 0.0;
     double floor_ = fmin(m->e_pt * sumf, m->e_2 * sqrt(sq)) + m->conv_err + m->ccut;
+    return main + outside + floor_;
+}
+
+double shx_delta01(const shx_model *m, double eps)
+{
+    if (m->rounds == 1)
+        return shx_delta10(m, eps); /* the Gaussian mechanism is symmetric */
+    if (!(eps >= 0.0))
+        return 1.0;
+    double M = (double)m->rounds, b = M * exp(-eps), ee = exp(eps), n = m->n, p = m->p_tail;
+    if (isinf(ee))
+        return 0.0;
+    /* some factor j above Ymax: then S >= Ymax + R (R: the other n - 1, untruncated) and P
+     * increases, so P(b - S) <= P(b - Ymax - R). Either (a) P(y) <= y+, or (b) R's truncated
+     * part is bounded by the model through P(x - r) <= P(x - r - y) + y (one more factor,
+     * slope <= 1, its mass 1 - p divided out) and the rest by P(x - Ymax) <= (x - Ymax)+.
+     * The smaller is used. */
     double over = b - m->ymax;
-    double ytail = over > 0.0 ? m->n * m->p_tail * over : 0.0;
-    double d = ee / M * (main + outside + floor_ + ytail);
+    double ta = over > 0.0 ? n * p * over : 0.0;
+    double tb = 0.0;
+    if (over > 0.0) {
+        double o2 = over - m->ymax;
+        tb = n * p * ((g01(m, over) + 1.0) / (1.0 - p) + (o2 > 0.0 ? (n - 1.0) * p * o2 : 0.0));
+    }
+    double d = ee / M * (g01(m, b) + (ta < tb ? ta : tb));
     d = dp_round_up(d, 1e-9);
     return d > 1.0 ? 1.0 : d;
 }

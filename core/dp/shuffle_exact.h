@@ -46,10 +46,10 @@ typedef struct {
     double ymax;      /* truncation of the M - 1 factors */
     double window_lo; /* the sum's window [window_lo, window_hi] */
     double window_hi;
-    size_t points;    /* window length */
-    double outside;   /* Chernoff bound on the sum's mass outside the window */
-    double roundoff;  /* estimated FFT round-off per grid point of the sum's law */
-    size_t bytes;     /* memory held by the model */
+    size_t points;   /* window length */
+    double outside;  /* Chernoff bound on the sum's mass outside the window */
+    double roundoff; /* estimated FFT round-off per grid point of the sum's law */
+    size_t bytes;    /* memory held by the model */
 } shx_info;
 
 /*

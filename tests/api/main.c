@@ -77,10 +77,9 @@ static int start_daemon(const char *bin)
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
-        char *const args[] = {(char *)bin,   "--listen",    "127.0.0.1", "--port",
-                              "0",           "--port-file", port_path,   "--max-body",
-                              "65536",       "--threads",   "2",         "--data-dir",
-                              data_path,     NULL};
+        char *const args[] = {(char *)bin,   "--listen",   "127.0.0.1",  "--port", "0",
+                              "--port-file", port_path,    "--max-body", "65536",  "--threads",
+                              "2",           "--data-dir", data_path,    NULL};
         execv(bin, args);
         fprintf(stderr, "api_tests: cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);

@@ -64,7 +64,8 @@ static void delta_epoch_table1(void)
 static void delta_epsilons_list_same_delta(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilons\":[0,1,5]}", EPOCH_1);
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilons\":[0,1,5]}",
+              EPOCH_1);
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
     CHECK(json_array_size(jget(o, "results")) == 3);
@@ -88,7 +89,8 @@ static void delta_self_composed_count4(void)
 {
     api_reply r;
     api_postf(&r, "/v1/delta",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":%s},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\","
+              "\"count\":4,\"event\":%s},"
               "\"epsilon\":1}",
               EPOCH_1);
     CHECK(is_compute_answer(&r));
@@ -104,10 +106,12 @@ static void delta_composed_equals_self_composed(void)
 {
     api_reply a, b;
     api_postf(&a, "/v1/delta",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[%s,%s]},\"epsilon\":1}",
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":["
+              "%s,%s]},\"epsilon\":1}",
               EPOCH_1, EPOCH_1);
     api_postf(&b, "/v1/delta",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":2,\"event\":%s},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\","
+              "\"count\":2,\"event\":%s},"
               "\"epsilon\":1}",
               EPOCH_1);
     CHECK(is_compute_answer(&a));
@@ -161,7 +165,8 @@ static void delta_auto_is_shuffle_exact(void)
 static void epsilon_total_variation(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5,0.001]}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5,0.001]}",
+              EPOCH_1);
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
     CHECK(json_array_size(jget(o, "results")) == 2);
@@ -199,7 +204,8 @@ static void calibrate_rounds_table1(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\","
+              "\"noise_multiplier\":1},"
               "\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01},"
               "\"dataset\":{\"clipping_norm\":1,\"max_noise_per_round\":0.1}}");
     CHECK(is_compute_answer(&r));
@@ -233,7 +239,8 @@ static void calibrate_rounds_table1_rows(void)
     for (size_t k = 0; k < sizeof TABLE1 / sizeof TABLE1[0]; k++) {
         api_reply r;
         api_postf(&r, "/v1/calibrate",
-                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
                   "%s},\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01}}",
                   TABLE1[k].sigma);
         CHECKF(is_compute_answer(&r), "sigma %s", TABLE1[k].sigma);
@@ -269,7 +276,8 @@ static void calibrate_rounds_four_epochs(void)
     for (size_t k = 0; k < 2; k++) {
         api_reply r;
         api_postf(&r, "/v1/calibrate",
-                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":{"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\","
+                  "\"count\":4,\"event\":{"
                   "\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1%s}},"
                   "\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01}}",
                   rounds_forms[k]);
@@ -290,7 +298,8 @@ static void calibrate_noise_interval(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\","
+              "\"rounds\":1140369},"
               "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,\"delta\":0.01}}");
     CHECK(is_compute_answer(&r));
     const json_t *o = r.json;
@@ -308,7 +317,8 @@ static void calibrate_noise_interval(void)
     for (size_t k = 0; k < 2; k++) {
         api_reply d;
         api_postf(&d, "/v1/delta",
-                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
+                  "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":"
                   "%.17g,\"rounds\":1140369},\"epsilon\":0}",
                   ends[k]);
         CHECK(is_compute_answer(&d));
@@ -322,7 +332,8 @@ static void calibrate_noise_infeasible(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1000000},"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ShuffledDpSgdEpochDpEvent\","
+              "\"rounds\":1000000},"
               "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":0,\"delta\":0.01}}");
     CHECK(is_problem(&r, 422, "infeasible", "noise_multiplier"));
     CHECK_REL(jnum(r.json, "best_achievable.delta"), 0.010625745913144597, 1e-6);
@@ -336,10 +347,11 @@ static void calibrate_noise_infeasible(void)
 static void calibrate_count(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/calibrate",
-              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":%s},"
-              "\"solve_for\":\"count\",\"target\":{\"epsilon\":0,\"delta\":0.05}}",
-              EPOCH(1, 100000000));
+    api_postf(
+        &r, "/v1/calibrate",
+        "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":%s},"
+        "\"solve_for\":\"count\",\"target\":{\"epsilon\":0,\"delta\":0.05}}",
+        EPOCH(1, 100000000));
     CHECK(is_compute_answer(&r));
     json_t *v = jget(r.json, "value");
     CHECK(json_is_integer(v) && json_integer_value(v) >= 1);

@@ -31,10 +31,12 @@ static const struct {
     {K_EPSILON, "{\"event\":" EPOCH_1 ",\"deltas\":[0.5,0.01,1e-10,1e-300],"
                 "\"accountant\":\"gdp_clt\"}"},
     {K_CALIBRATE, "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
-                  "\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.01},"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1},\"solve_for\":\"rounds\","
+                  "\"target\":{\"epsilon\":0,\"delta\":0.01},"
                   "\"dataset\":{\"clipping_norm\":1,\"max_noise_per_round\":0.1}}"},
     {K_CALIBRATE, "{\"accountant\":\"thm41\",\"event\":{\"class_name\":"
-                  "\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":1,"
+                  "\"ShuffledDpSgdEpochDpEvent\",\"rounds\":1140369},\"solve_for\":\"noise_"
+                  "multiplier\",\"target\":{\"epsilon\":1,"
                   "\"delta\":0.01}}"},
     {K_CALIBRATE, "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":null,\"event\":"
                   "" EPOCH(1, 100000000) "},\"solve_for\":\"count\",\"target\":{\"epsilon\":0,"
@@ -148,14 +150,16 @@ static void contract_compute_answers(void)
 static void contract_scalar_and_list_forms(void)
 {
     api_reply r;
-    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"delta\":0.001}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"delta\":0.001}",
+              EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK(jnum(r.json, "delta") == 0.001);
     CHECK(jstr(r.json, "epsilon") && strcmp(jstr(r.json, "epsilon"), "infinite") == 0);
     CHECK(json_array_size(jget(r.json, "results")) == 1);
     api_reply_free(&r);
 
-    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5]}", EPOCH_1);
+    api_postf(&r, "/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":%s,\"deltas\":[0.5]}",
+              EPOCH_1);
     CHECK(is_compute_answer(&r));
     CHECK(jget(r.json, "delta") == NULL && jget(r.json, "epsilon") == NULL);
     CHECK(json_array_size(jget(r.json, "results")) == 1);
@@ -248,7 +252,8 @@ static void contract_calibrate_event_echo(void)
 {
     api_reply r;
     api_postf(&r, "/v1/calibrate",
-              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":4,\"event\":{"
+              "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"SelfComposedDpEvent\","
+              "\"count\":4,\"event\":{"
               "\"class_name\":\"ShuffledDpSgdEpochDpEvent\",\"noise_multiplier\":1.5}},"
               "\"solve_for\":\"rounds\",\"target\":{\"epsilon\":0,\"delta\":0.02}}");
     CHECK(is_compute_answer(&r));

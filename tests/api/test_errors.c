@@ -292,7 +292,8 @@ static void errors_not_covered(void)
 {
     api_reply r;
     /* condition (1) fails: too few rounds for sigma = 1 */
-    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(1, 1000));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}",
+              EPOCH(1, 1000));
     CHECK(is_problem(&r, 422, "not_covered", NULL));
     CHECK(json_is_array(jget(r.json, "conditions")));
     json_t *c = find_condition(r.json, "conditions", "thm41_validity");
@@ -304,22 +305,26 @@ static void errors_not_covered(void)
     api_reply_free(&r);
 
     static const err_case cases[] = {
-        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 2) ",\"epsilon\":1}", 422, "not_covered", "rounds"},
-        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(0.3, 100) ",\"epsilon\":1}", 422, "not_covered",
-         "noise_multiplier"},
-        {"/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 1000) ",\"delta\":0.5}", 422, "not_covered", NULL},
+        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 2) ",\"epsilon\":1}", 422,
+         "not_covered", "rounds"},
+        {"/v1/delta", "{\"accountant\":\"thm41\",\"event\":" EPOCH(0.3, 100) ",\"epsilon\":1}", 422,
+         "not_covered", "noise_multiplier"},
+        {"/v1/epsilon", "{\"accountant\":\"thm41\",\"event\":" EPOCH(1, 1000) ",\"delta\":0.5}",
+         422, "not_covered", NULL},
         {"/v1/delta",
-         "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[" EPOCH_1
-         "," EPOCH(1, 2) "]},\"epsilon\":1}",
+         "{\"accountant\":\"thm41\",\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":"
+         "[" EPOCH_1 "," EPOCH(1, 2) "]},\"epsilon\":1}",
          422, "not_covered", NULL},
     };
     run_cases(cases, N_OF(cases));
 
-    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(1, 2));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}",
+              EPOCH(1, 2));
     c = find_condition(r.json, "conditions", "rounds_at_least_3");
     CHECK(c != NULL && json_is_false(json_object_get(c, "holds")));
     api_reply_free(&r);
-    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}", EPOCH(0.3, 100));
+    api_postf(&r, "/v1/delta", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilon\":1}",
+              EPOCH(0.3, 100));
     c = find_condition(r.json, "conditions", "sigma_at_least_sqrt_3_over_ln_m");
     CHECK(c != NULL && json_is_false(json_object_get(c, "holds")));
     api_reply_free(&r);

@@ -69,10 +69,10 @@ static void two_and_three_rounds_match_quadrature(void)
                r->rounds, r->eps, d10, r->delta10);
         CHECKF(d01 >= r->delta01, "sigma %g M %u eps %g: delta_01 %.17g < %.17g", r->sigma,
                r->rounds, r->eps, d01, r->delta01);
-        CHECKF(d10 <= r->delta10 * (1.0 + (r->eps < 2.0 ? 2e-4 : 2e-3)) + 1e-12, "sigma %g M %u eps %g: delta_10 %.17g",
-               r->sigma, r->rounds, r->eps, d10);
-        CHECKF(d01 <= r->delta01 * (1.0 + (r->eps < 2.0 ? 2e-3 : 4e-2)) + 1e-12, "sigma %g M %u eps %g: delta_01 %.17g",
-               r->sigma, r->rounds, r->eps, d01);
+        CHECKF(d10 <= r->delta10 * (1.0 + (r->eps < 2.0 ? 2e-4 : 2e-3)) + 1e-12,
+               "sigma %g M %u eps %g: delta_10 %.17g", r->sigma, r->rounds, r->eps, d10);
+        CHECKF(d01 <= r->delta01 * (1.0 + (r->eps < 2.0 ? 2e-3 : 4e-2)) + 1e-12,
+               "sigma %g M %u eps %g: delta_01 %.17g", r->sigma, r->rounds, r->eps, d01);
         shx_release(m);
     }
 }
@@ -184,8 +184,8 @@ static void monotone_in_rounds_and_noise(void)
             return;
         for (size_t k = 0; k < 3; k++) {
             double d = shx_delta(m, eps[k]);
-            CHECKF(d <= prev[k], "M %llu eps %g: %.6g > %.6g", (unsigned long long)Ms[i], eps[k],
-                   d, prev[k]);
+            CHECKF(d <= prev[k], "M %llu eps %g: %.6g > %.6g", (unsigned long long)Ms[i], eps[k], d,
+                   prev[k]);
             prev[k] = d;
         }
         shx_release(m);
@@ -264,8 +264,8 @@ static void calibrate_rounds_never_overshoots(void)
     e->u.shuffled.noise_multiplier = 2.0;
     e->u.shuffled.rounds = (uint64_t)c.value;
     double one = 1.0;
-    CHECK(dp_delta(e, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &one, 1, &at, &ld, &rep,
-                   NULL) == DPB_OK);
+    CHECK(dp_delta(e, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &one, 1, &at, &ld, &rep, NULL) ==
+          DPB_OK);
     e->u.shuffled.rounds = (uint64_t)c.value - 1;
     CHECK(dp_delta(e, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &one, 1, &below, &ld, &rep,
                    NULL) == DPB_OK);
@@ -287,12 +287,12 @@ static void epsilon_round_trips(void)
           DPB_OK);
     for (int k = 0; k < 3; k++) {
         CHECK(isfinite(e[k]) && e[k] > 0.0);
-        CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &e[k], 1, &back, NULL,
-                       &rep, NULL) == DPB_OK);
+        CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &e[k], 1, &back, NULL, &rep,
+                       NULL) == DPB_OK);
         CHECKF(back <= dl[k], "delta %g: eps %.9g gives %.9g", dl[k], e[k], back);
         double less = e[k] * (1.0 - 1e-6);
-        CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &less, 1, &back, NULL,
-                       &rep, NULL) == DPB_OK);
+        CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &less, 1, &back, NULL, &rep,
+                       NULL) == DPB_OK);
         CHECKF(back > dl[k], "delta %g: eps %.9g is not the least", dl[k], e[k]);
     }
     dp_event_free(ev);
