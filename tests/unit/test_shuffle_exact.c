@@ -274,6 +274,26 @@ static void calibrate_rounds_never_overshoots(void)
     dp_event_free(ev);
 }
 
+/* The most epochs for a target: composed through PLDs; one more epoch overshoots. */
+static void calibrate_epochs_is_largest(void)
+{
+    dp_event *ev = dp_event_new(DP_EV_SELF_COMPOSED);
+    ev->u.self.event = epoch(2.0, 100);
+    ev->unknown = DP_PARAM_COUNT;
+    dp_calibration c;
+    dp_report rep;
+    CHECK(dp_calibrate(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_AUTO, 1.0, 1e-5, &c, &rep, NULL) ==
+          DPB_OK);
+    CHECK(strcmp(rep.accountant, "shuffle_exact") == 0);
+    CHECK(c.value >= 2.0 && c.achieved_delta <= 1e-5);
+    double one = 1.0, d;
+    ev->u.self.count = (uint64_t)c.value + 1;
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_SHUFFLE_EXACT, &one, 1, &d, NULL, &rep,
+                   NULL) == DPB_OK);
+    CHECKF(d > 1e-5, "%g epochs: %g", c.value + 1.0, d);
+    dp_event_free(ev);
+}
+
 /* eps(delta) meets its delta: delta(eps(delta)) <= delta, and a little less eps does not. */
 static void epsilon_round_trips(void)
 {
@@ -338,6 +358,7 @@ const tl_test SHUFFLE_EXACT_TESTS[] = {
     TL_T(monotone_in_rounds_and_noise),
     TL_T(accountant_epochs_compose),
     TL_T(calibrate_rounds_never_overshoots),
+    TL_T(calibrate_epochs_is_largest),
     TL_T(epsilon_round_trips),
     TL_T(outside_the_range_is_not_covered),
     TL_T(cache_reuses_models),
