@@ -56,6 +56,28 @@ static double log_erfc(double x)
     return log(erfc(x));
 }
 
+/* ln(e^c - 1) for c > 0 */
+static double log_expm1(double c)
+{
+    return c > 1.0 ? c + log1p(-exp(-c)) : log(expm1(c));
+}
+
+/* ln(A - 1) for integer alpha, summed from positive terms only: with the binomial weights
+ * b_k = C(alpha,k) (1-q)^{alpha-k} q^k (which sum to 1), A - 1 = sum_{k>=2} b_k
+ * (exp((k^2-k)/(2 s^2)) - 1). No cancellation, so ln A = log1p(A - 1) keeps its relative
+ * accuracy when A is within 1e-15 of 1 (tiny q), where ln of the sum itself cannot. */
+static double log_a_minus_1_int(double q, double sigma, int alpha)
+{
+    double inv_2s2 = 1.0 / (2.0 * sigma * sigma), lr0 = log(q) - log1p(-q);
+    double lb = alpha * log1p(-q) + log((double)alpha) + lr0; /* ln b_1 */
+    double acc = -HUGE_VAL;
+    for (int k = 2; k <= alpha; k++) {
+        lb += log((double)(alpha - k + 1) / k) + lr0;
+        acc = log_add(acc, lb + log_expm1(((double)k * k - k) * inv_2s2));
+    }
+    return acc;
+}
+
 static double log_a_int(double q, double sigma, int alpha)
 {
     /* t_k = C(alpha,k) (1-q)^{alpha-k} q^k exp((k^2-k)/(2 s^2)), by the ratio
@@ -135,10 +157,18 @@ double rdp_poisson_gaussian(double q, double sigma, double alpha)
         return alpha / (2.0 * sigma * sigma);
     if (isinf(alpha))
         return HUGE_VAL;
-    double la = alpha == floor(alpha) && alpha <= 1e6 ? log_a_int(q, sigma, (int)alpha)
-                                                      : log_a_frac(q, sigma, alpha);
+    double la;
+    if (alpha == floor(alpha) && alpha <= 4096.0) {
+        double lm1 = log_a_minus_1_int(q, sigma, (int)alpha);
+        la = lm1 < 700.0 ? log1p(exp(lm1)) : lm1 + log1p(exp(-lm1));
+    } else if (alpha == floor(alpha) && alpha <= 1e6) {
+        la = log_a_int(q, sigma, (int)alpha);
+    } else {
+        la = log_a_frac(q, sigma, alpha);
+    }
     double r = la / (alpha - 1.0);
-    return r > 0.0 ? r : 0.0;
+    /* the sums' rounding (a few ulps per term, in relative terms) rounded up */
+    return r > 0.0 ? dp_round_up(r, 1e-12) : 0.0;
 }
 
 static int bad_orders(const double *orders, size_t n)

@@ -12,10 +12,15 @@ int main(int argc, char **argv)
         const tl_test *t;
         size_t n;
     } suites[] = {
-        {NORMAL_TESTS, NORMAL_NTESTS},       {SHUFFLE_TESTS, SHUFFLE_NTESTS},
-        {ACCOUNT_TESTS, ACCOUNT_NTESTS},     {ACCOUNTANT_TESTS, ACCOUNTANT_NTESTS},
-        {PNSGD_TESTS, PNSGD_NTESTS},         {SHUFFLE_EXACT_TESTS, SHUFFLE_EXACT_NTESTS},
-        {PROACTIVE_TESTS, PROACTIVE_NTESTS}, {WAL_TESTS, WAL_NTESTS},
+        {NORMAL_TESTS, NORMAL_NTESTS},
+        {SHUFFLE_TESTS, SHUFFLE_NTESTS},
+        {ACCOUNT_TESTS, ACCOUNT_NTESTS},
+        {ACCOUNTANT_TESTS, ACCOUNTANT_NTESTS},
+        {PNSGD_TESTS, PNSGD_NTESTS},
+        {SHUFFLE_EXACT_TESTS, SHUFFLE_EXACT_NTESTS},
+        {REF_ACCOUNTANT_TESTS, REF_ACCOUNTANT_NTESTS},
+        {PROACTIVE_TESTS, PROACTIVE_NTESTS},
+        {WAL_TESTS, WAL_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
