@@ -68,10 +68,31 @@ static double log_expm1(double c)
  * accuracy when A is within 1e-15 of 1 (tiny q), where ln of the sum itself cannot. */
 static double log_a_minus_1_int(double q, double sigma, int alpha)
 {
-    double inv_2s2 = 1.0 / (2.0 * sigma * sigma), lr0 = log(q) - log1p(-q);
-    double lb = alpha * log1p(-q) + log((double)alpha) + lr0; /* ln b_1 */
-    double acc = -HUGE_VAL;
-    for (int k = 2; k <= alpha; k++) {
+    double inv_2s2 = 1.0 / (2.0 * sigma * sigma), lr0 = log(q) - log1p(-q), r0 = exp(lr0);
+    /* linear space with a running scale e^m while the factors stay representable: b = b_k
+     * e^{-m} by its ratio, S = (sum so far) e^{-m}; one expm1 per term */
+    double m = alpha * log1p(-q) + log((double)alpha) + lr0; /* ln b_1 */
+    double b = 1.0, S = 0.0;
+    int k = 2;
+    for (; k <= alpha; k++) {
+        double c = ((double)k * k - k) * inv_2s2;
+        if (c > 600.0 || b < 1e-250)
+            break;
+        b *= (double)(alpha - k + 1) / k * r0;
+        S += b * expm1(c);
+        if (S > 1e250 || b > 1e250) {
+            double f = S > b ? S : b;
+            m += log(f);
+            S /= f;
+            b /= f;
+        }
+    }
+    double acc = S > 0.0 ? m + log(S) : -HUGE_VAL;
+    if (k > alpha)
+        return acc;
+    /* log space for the rest */
+    double lb = m + log(b);
+    for (; k <= alpha; k++) {
         lb += log((double)(alpha - k + 1) / k) + lr0;
         acc = log_add(acc, lb + log_expm1(((double)k * k - k) * inv_2s2));
     }
@@ -158,11 +179,15 @@ double rdp_poisson_gaussian(double q, double sigma, double alpha)
     if (isinf(alpha))
         return HUGE_VAL;
     double la;
-    if (alpha == floor(alpha) && alpha <= 4096.0) {
-        double lm1 = log_a_minus_1_int(q, sigma, (int)alpha);
-        la = lm1 < 700.0 ? log1p(exp(lm1)) : lm1 + log1p(exp(-lm1));
-    } else if (alpha == floor(alpha) && alpha <= 1e6) {
+    if (alpha == floor(alpha) && alpha <= 1e6) {
+        /* the direct sum loses ~u alpha q / ln A of relative accuracy to cancellation
+         * (ln of a sum near 1 next to alpha ln(1 - q)): where that could exceed ~1e-13, sum
+         * A - 1 from its positive terms instead */
         la = log_a_int(q, sigma, (int)alpha);
+        if (la < 0.05 * alpha * q) {
+            double lm1 = log_a_minus_1_int(q, sigma, (int)alpha);
+            la = lm1 < 700.0 ? log1p(exp(lm1)) : lm1 + log1p(exp(-lm1));
+        }
     } else {
         la = log_a_frac(q, sigma, alpha);
     }
