@@ -528,6 +528,18 @@ void res_curve(const http_request *req, http_response *resp)
         json_array_append_new(curve, json_pack("{s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
                                                codec_real(delta[i])));
     json_object_set_new(o, "curve", curve);
+    if (rep.accountant && strcmp(rep.accountant, "shuffle_exact") == 0) {
+        /* Theorem 4.1 beside the exact curve: one total-variation delta for every eps, and the
+         * trade-off line 1 - alpha - delta */
+        dp_report r41;
+        double zero = 0.0, d41;
+        json_t *t = NULL;
+        if (dp_delta(ev, rel, DP_ACCT_THM41, &zero, 1, &d41, NULL, &r41, NULL) == DPB_OK)
+            t = json_pack("{s:o}", "delta", codec_real(d41));
+        else
+            t = json_pack("{s:s}", "delta", "not_covered");
+        json_object_set_new(o, "theorem_4_1", t);
+    }
     if (na) {
         json_t *tr = json_array();
         for (size_t i = 0; i < na; i++)

@@ -431,6 +431,13 @@ static void shuffle_exact_answers(void)
     /* G_1(0.1) = Phi(Phi^{-1}(0.9) - 1), G_1(0.5) = Phi(-1) (mpmath) */
     CHECKF(b1 <= 0.61085630835463903 && b1 > 0.6, "beta(0.1) = %.17g", b1);
     CHECKF(b5 <= 0.15865525393145705 && b5 > 0.155, "beta(0.5) = %.17g", b5);
+    CHECK(jstr(r.json, "theorem_4_1.delta") &&
+          strcmp(jstr(r.json, "theorem_4_1.delta"), "not_covered") == 0);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/curve", "{\"event\":%s,\"epsilons\":[0,0.1]}", EPOCH_1);
+    CHECK(is_compute_answer(&r));
+    CHECK_REL(jnum(r.json, "theorem_4_1.delta"), DELTA_EPOCH_1, 1e-12);
+    CHECK(jnum(r.json, "curve[0].delta") < DELTA_EPOCH_1 / 10.0);
     api_reply_free(&r);
 }
 
