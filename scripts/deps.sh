@@ -2,15 +2,19 @@
 # deps.sh - install what building, running and testing dpbudget needs on Debian 12, only
 # when something is missing. Uses sudo when not root. Quiet when all is present.
 set -eu
-PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev libfftw3-dev"
+# openssl: the TLS test makes a certificate; python3 + PyYAML: the deployment-manifest check
+PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev libfftw3-dev openssl python3 python3-yaml ca-certificates"
 missing=0
-for c in cc make pkg-config od; do
+for c in cc make pkg-config od openssl python3; do
     command -v "$c" >/dev/null 2>&1 || missing=1
 done
 if [ "$missing" = 0 ]; then
     for m in libmicrohttpd jansson gsl libcurl fftw3; do
         pkg-config --exists "$m" 2>/dev/null || missing=1
     done
+fi
+if [ "$missing" = 0 ]; then
+    python3 -c 'import yaml' >/dev/null 2>&1 || missing=1
 fi
 [ "$missing" = 0 ] && exit 0
 echo "deps: installing $PKGS" >&2

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,10 +11,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "auth.h"
+#include "metrics.h"
 #include "resources.h"
 
 #if MHD_VERSION < 0x00097002
@@ -32,9 +36,47 @@ struct http_server {
 typedef struct {
     char *buf;
     size_t len, cap;
-    int answered;  /* a response was queued at the headers (413 by Content-Length, 415) */
+    int answered;  /* a response was queued at the headers (401/403/429, 413, 415) */
     int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
+    double t0;     /* when the headers arrived */
+    int route;     /* index in ROUTES of the path's route (any method), -1 if none */
+    int status;    /* the status sent */
+    const auth_key *key;
+    char id[72]; /* the request id: the client's X-Request-Id if sane, else generated */
 } req_ctx;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A request id: the client's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], else a fresh
+ * one (process start time, pid and a counter: unique within and across restarts). */
+static void request_id(const char *given, char out[72])
+{
+    static unsigned long long counter;
+    static unsigned long long boot;
+    if (given) {
+        size_t n = strlen(given), i = 0;
+        for (; i < n; i++) {
+            char ch = given[i];
+            if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+                break;
+        }
+        if (n > 0 && n <= 64 && i == n) {
+            memcpy(out, given, n + 1);
+            return;
+        }
+    }
+    if (__atomic_load_n(&boot, __ATOMIC_RELAXED) == 0)
+        __atomic_store_n(&boot, (unsigned long long)time(NULL), __ATOMIC_RELAXED);
+    unsigned long long c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(out, 72, "%llx-%x-%llx", __atomic_load_n(&boot, __ATOMIC_RELAXED), (unsigned)getpid(),
+             c);
+}
 
 void http_reply_json(http_response *resp, int status, json_t *body)
 {
@@ -167,8 +209,10 @@ int http_not_modified(const http_request *req, http_response *resp, const char *
     return 0;
 }
 
-static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp)
+static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, req_ctx *ctx)
 {
+    if (ctx)
+        ctx->status = resp->status;
     struct MHD_Response *r = MHD_create_response_from_buffer(
         resp->body_len, resp->body ? (void *)resp->body : (void *)"",
         resp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -186,16 +230,79 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
     if (resp->extra_name)
         MHD_add_response_header(r, resp->extra_name, resp->extra_value);
+    if (ctx && ctx->id[0])
+        MHD_add_response_header(r, "X-Request-Id", ctx->id);
     MHD_RESULT ret = MHD_queue_response(c, (unsigned)resp->status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p)
+static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p, req_ctx *ctx)
 {
     http_response resp = {0};
     http_reply_problem(&resp, p);
-    return send_response(c, &resp);
+    return send_response(c, &resp, ctx);
+}
+
+/* The index in ROUTES of the first route at this path (any method), or -1. */
+static int route_index(const char *method, const char *path)
+{
+    const char *param;
+    int any = -1;
+    for (int i = 0; ROUTES[i].method; i++)
+        if (route_match(&ROUTES[i], path, &param)) {
+            if (strcmp(ROUTES[i].method, method) == 0)
+                return i;
+            if (any < 0)
+                any = i;
+        }
+    return any;
+}
+
+/* API keys: 0 when the request may proceed, else a problem is queued (401/403/429). */
+static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const route *r,
+                     MHD_RESULT *ret)
+{
+    const auth_table *t = (const auth_table *)s->cfg.auth;
+    if (t == NULL || t->n == 0 || r == NULL || r->scope == SCOPE_NONE ||
+        (r->compute && s->cfg.open_compute))
+        return 0;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    ctx->key = auth_find(t, h);
+    problem p = {0};
+    http_response resp = {0};
+    if (ctx->key == NULL) {
+        problem_set(&p, PB_UNAUTHORIZED, NULL,
+                    h ? "the API key is not valid: send 'Authorization: Bearer <token>' with a "
+                        "configured key"
+                      : "this endpoint needs an API key: send 'Authorization: Bearer <token>'");
+        resp.extra_name = "WWW-Authenticate";
+        resp.extra_value = "Bearer realm=\"dpbudget\"";
+    } else if (!auth_allows(ctx->key, r->scope)) {
+        problem_set(&p, PB_FORBIDDEN, NULL, "the key '%s' lacks the '%s' scope %s %s needs",
+                    auth_name(ctx->key),
+                    r->scope == SCOPE_ADMIN    ? "admin"
+                    : r->scope == SCOPE_CHARGE ? "charge"
+                                               : "read",
+                    r->method, r->path);
+    } else {
+        double wait = 0.0;
+        if (auth_take(t, ctx->key, now_s(), &wait))
+            return 0;
+        problem_set(&p, PB_RATE_LIMITED, NULL,
+                    "the key '%s' is over its limit of %g requests per second: retry after %.0f "
+                    "s",
+                    auth_name(ctx->key), t->rate, ceil(wait));
+        snprintf(resp.extra_buf, sizeof resp.extra_buf, "%.0f",
+                 ceil(wait) < 1.0 ? 1.0 : ceil(wait));
+        resp.extra_name = "Retry-After";
+        resp.extra_value = resp.extra_buf;
+    }
+    metrics_denied(problem_http_status(p.code));
+    ctx->answered = 1;
+    http_reply_problem(&resp, &p);
+    *ret = send_response(c, &resp, ctx);
+    return 1;
 }
 
 /* application/json, optionally with parameters (charset=utf-8); absent is accepted. */
@@ -223,7 +330,13 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (ctx == NULL)
             return MHD_NO;
         *con_cls = ctx;
+        ctx->t0 = now_s();
+        ctx->route = route_index(method, url);
+        request_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), ctx->id);
         const route *r = find_route(method, url);
+        MHD_RESULT ret;
+        if (check_key(s, c, ctx, r, &ret))
+            return ret;
         if (r && r->json_body) {
             problem p = {0};
             const char *cl =
@@ -239,7 +352,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             }
             if (p.code != PB_NONE) {
                 ctx->answered = 1;
-                return send_problem(c, &p);
+                return send_problem(c, &p, ctx);
             }
         }
         return MHD_YES;
@@ -276,23 +389,34 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     if (ctx->too_large) {
         problem p = {0};
         problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", s->cfg.max_body);
-        return send_problem(c, &p);
+        return send_problem(c, &p, ctx);
     }
     /* Final call: the whole body is here. */
     http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c};
     http_response resp = {0};
     http_dispatch(&req, &resp);
-    return send_response(c, &resp);
+    return send_response(c, &resp, ctx);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    http_server *s = cls;
     (void)c;
-    (void)toe;
     req_ctx *ctx = *con_cls;
     if (ctx) {
+        double dt = now_s() - ctx->t0;
+        if (ctx->status)
+            metrics_request(ctx->route, ctx->status, dt);
+        if (s->cfg.log_requests) {
+            const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
+            fprintf(stderr,
+                    "{\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"%s\","
+                    "\"route\":\"%s%s\",\"status\":%d,\"ms\":%.3f,\"key\":\"%s\"%s}\n",
+                    ctx->id, r ? r->path : "unmatched", r && r->prefix ? "{id}" : "", ctx->status,
+                    dt * 1e3, auth_name(ctx->key),
+                    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
+        }
         free(ctx->buf);
         free(ctx);
         *con_cls = NULL;
@@ -328,12 +452,22 @@ http_server *http_start(const http_config *cfg)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
-    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                            cfg->conn_timeout, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    /* TLS (libmicrohttpd's GnuTLS support) when a certificate and key are given */
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (cfg->tls_cert_pem && cfg->tls_key_pem)
+        flags |= MHD_USE_TLS;
+    else
+        tls[0].option = MHD_OPTION_END;
+    s->d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)64 * 1024, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (s->d == NULL) {
         fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");

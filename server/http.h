@@ -24,6 +24,12 @@ typedef struct {
     unsigned conn_timeout;   /* seconds a connection may idle */
     unsigned max_connections;
     void *app; /* handed to every handler as http_request.app */
+    /* API keys (auth.h): when non-NULL with keys, every route with a scope needs a key */
+    const struct auth_table_s *auth;
+    int open_compute; /* compute routes stay open even with keys */
+    int log_requests; /* one JSON log line per request on stderr */
+    /* TLS: PEM certificate chain and key (NULL: plain HTTP) */
+    const char *tls_cert_pem, *tls_key_pem;
 } http_config;
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */
@@ -49,7 +55,8 @@ typedef struct {
     size_t body_len;
     const char *allow;                    /* for 405: static storage */
     char etag[48];                        /* sent as ETag when set */
-    const char *extra_name, *extra_value; /* one more header (static storage) */
+    const char *extra_name, *extra_value; /* one more header (static storage, or extra_buf) */
+    char extra_buf[32];
 } http_response;
 
 /* If the request's If-None-Match equals etag, answer 304 and return 1; else set the ETag on

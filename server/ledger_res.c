@@ -11,6 +11,7 @@
 #include "../core/ledger/ledger.h"
 #include "app.h"
 #include "codec.h"
+#include "metrics.h"
 #include "resources.h"
 
 static ledger *the_ledger(const http_request *req)
@@ -469,6 +470,8 @@ void res_round_post(const http_request *req, http_response *resp)
     if (res.replayed) {
         resp->extra_name = "Idempotent-Replayed";
         resp->extra_value = "true";
+    } else if (!res.dry_run) {
+        metrics_round(res.admitted, res.n - res.admitted);
     }
     http_reply_json(resp, 200, round_json(&res));
     ledger_round_res_free(&res);

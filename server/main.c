@@ -16,6 +16,7 @@
 
 #include "../core/ledger/ledger.h"
 #include "app.h"
+#include "auth.h"
 #include "http.h"
 
 static const char USAGE[] =
@@ -23,22 +24,43 @@ static const char USAGE[] =
     "A privacy-budget service: differential-privacy accounting over HTTP/JSON.\n"
     "\n"
     "Options:\n"
-    "  --listen ADDR        address to listen on, IPv4 or IPv6 (default 127.0.0.1)\n"
+    "  --listen ADDR        address to listen on, IPv4 or IPv6 (default 127.0.0.1); any\n"
+    "                       address but loopback needs --api-keys\n"
     "  --port N             TCP port, 0 for an ephemeral one (default 8080)\n"
     "  --port-file PATH     write the bound port number to PATH once listening\n"
     "  --threads N          worker threads, 0 = one per CPU (default 0)\n"
     "  --max-body BYTES     largest request body accepted, else 413 (default 65536)\n"
-    "  --conn-timeout SECS  close connections idle this long (default 30)\n"
+    "  --conn-timeout SECS  close connections idle this long, slow senders included\n"
+    "                       (default 30)\n"
     "  --max-connections N  concurrent connections (default 1024)\n"
     "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
     "  --no-ledger          serve the compute API only\n"
+    "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
+    "                       a comma list of read, charge, admin (make one with\n"
+    "                       printf %s \"$TOKEN\" | sha256sum); with keys, every endpoint but\n"
+    "                       /healthz, /readyz, /metrics, /openapi.yaml and / needs a key\n"
+    "                       sent as 'Authorization: Bearer TOKEN'\n"
+    "  --open-compute       leave the compute endpoints (/v1/delta, /v1/epsilon,\n"
+    "                       /v1/calibrate, /v1/curve, /v1/proactive, /v1/accountants) open\n"
+    "                       when keys are configured; ledger endpoints never are\n"
+    "  --rate-limit RPS     requests per second per API key, 0 = unlimited (default 0);\n"
+    "                       over it: 429 with Retry-After\n"
+    "  --tls-cert FILE      serve HTTPS with this PEM certificate (chain) ...\n"
+    "  --tls-key FILE       ... and this PEM private key (both or neither)\n"
+    "  --no-request-log     do not log one JSON line per request\n"
+    "  --config FILE        read options from FILE: lines 'name = value' (or 'name' for\n"
+    "                       a switch), names as above without the dashes\n"
     "  --verify DIR         check a ledger data directory offline (on a copy: DIR is not\n"
     "                       modified), print its summary, exit 0 if sound, 1 if damaged\n"
     "  --help               print this help and exit\n"
     "  --version            print the version and exit\n"
+    "\n"
+    "Every option can also be set in the environment as DPBUDGET_NAME (e.g. DPBUDGET_PORT,\n"
+    "DPBUDGET_API_KEYS, DPBUDGET_CONFIG; switches take 1 or 0). Precedence: command line,\n"
+    "then environment, then --config file, then the defaults above.\n"
     "\n"
     "The API is described by openapi.yaml, also served at GET /openapi.yaml.\n";
 
@@ -142,12 +164,217 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long lo,
     return v;
 }
 
+typedef struct {
+    http_config cfg;
+    const char *port_file;
+    ledger_options lo;
+    int use_ledger;
+    const char *api_keys, *tls_cert, *tls_key;
+    double rate;
+} settings;
+
+/* The options that take a value, and the switches (no value). */
+static const char *const VALUED[] = {"listen",          "port",     "port-file",
+                                     "threads",         "max-body", "conn-timeout",
+                                     "max-connections", "data-dir", "default-budget",
+                                     "snapshot-every",  "api-keys", "rate-limit",
+                                     "tls-cert",        "tls-key",  NULL};
+static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
+
+static int listed(const char *const *names, const char *n)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Apply one option (name without dashes); where says where it came from, for messages.
+ * Strings are kept by pointer: the caller keeps them alive. Exits 2 on a bad value. */
+static void apply(settings *st, const char *name, const char *v, const char *where)
+{
+    char opt[96];
+    snprintf(opt, sizeof opt, "--%s (%s)", name, where);
+    if (listed(SWITCHES, name)) {
+        int on = v == NULL || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+                 strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
+        int off = v && (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "no") == 0 ||
+                        strcmp(v, "off") == 0);
+        if (!on && !off) {
+            fprintf(stderr, "dpbudgetd: %s is a switch: give 1 or 0, got '%s'\n", opt, v);
+            exit(2);
+        }
+        if (strcmp(name, "no-ledger") == 0)
+            st->use_ledger = !on;
+        else if (strcmp(name, "open-compute") == 0)
+            st->cfg.open_compute = on;
+        else
+            st->cfg.log_requests = !on;
+        return;
+    }
+    if (v == NULL) {
+        fprintf(stderr, "dpbudgetd: %s needs a value (see --help)\n", opt);
+        exit(2);
+    }
+    if (strcmp(name, "listen") == 0)
+        st->cfg.listen_addr = v;
+    else if (strcmp(name, "port") == 0)
+        st->cfg.port = (unsigned)parse_num(opt, v, 0, 65535);
+    else if (strcmp(name, "port-file") == 0)
+        st->port_file = v;
+    else if (strcmp(name, "threads") == 0)
+        st->cfg.threads = (unsigned)parse_num(opt, v, 0, 256);
+    else if (strcmp(name, "max-body") == 0)
+        st->cfg.max_body = parse_num(opt, v, 64, 64UL * 1024 * 1024);
+    else if (strcmp(name, "conn-timeout") == 0)
+        st->cfg.conn_timeout = (unsigned)parse_num(opt, v, 1, 3600);
+    else if (strcmp(name, "max-connections") == 0)
+        st->cfg.max_connections = (unsigned)parse_num(opt, v, 1, 100000);
+    else if (strcmp(name, "data-dir") == 0)
+        st->lo.dir = v;
+    else if (strcmp(name, "snapshot-every") == 0)
+        st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
+    else if (strcmp(name, "api-keys") == 0)
+        st->api_keys = v;
+    else if (strcmp(name, "tls-cert") == 0)
+        st->tls_cert = v;
+    else if (strcmp(name, "tls-key") == 0)
+        st->tls_key = v;
+    else if (strcmp(name, "rate-limit") == 0) {
+        char *end;
+        st->rate = strtod(v, &end);
+        if (*end != '\0' || end == v || !(st->rate >= 0.0 && st->rate <= 1e6)) {
+            fprintf(stderr, "dpbudgetd: %s needs requests per second in [0, 1e6], got '%s'\n", opt,
+                    v);
+            exit(2);
+        }
+    } else if (strcmp(name, "default-budget") == 0) {
+        char *end;
+        st->lo.default_epsilon = strtod(v, &end);
+        if (*end == ',')
+            st->lo.default_delta = strtod(end + 1, &end);
+        if (*end != '\0' || !(st->lo.default_epsilon >= 0.0) || !(st->lo.default_delta > 0.0) ||
+            !(st->lo.default_delta < 1.0) || st->lo.default_epsilon > 1e6) {
+            fprintf(stderr,
+                    "dpbudgetd: %s needs EPS,DELTA with EPS >= 0 and 0 < DELTA < 1, got '%s'\n",
+                    opt, v);
+            exit(2);
+        }
+        st->lo.default_budget = 1;
+    } else {
+        fprintf(stderr, "dpbudgetd: unknown option '%s' (%s; see --help)\n", name, where);
+        exit(2);
+    }
+}
+
+/* --config FILE: 'name = value' or 'name' lines; '#' comments. The strings are kept for the
+ * life of the process (leaked on purpose). */
+static void apply_file(settings *st, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot read --config %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        char *h = strchr(line, '#');
+        if (h)
+            *h = '\0';
+        char *name = line, *val = strchr(line, '=');
+        if (val)
+            *val++ = '\0';
+        /* trim */
+        while (*name == ' ' || *name == '\t')
+            name++;
+        char *e = name + strlen(name);
+        while (e > name && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+            *--e = '\0';
+        if (val) {
+            while (*val == ' ' || *val == '\t')
+                val++;
+            e = val + strlen(val);
+            while (e > val && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+                *--e = '\0';
+        }
+        if (*name == '\0')
+            continue;
+        if (!listed(VALUED, name) && !listed(SWITCHES, name)) {
+            fprintf(stderr, "dpbudgetd: %s line %d: unknown option '%s'\n", path, n, name);
+            exit(2);
+        }
+        char where[64];
+        snprintf(where, sizeof where, "config line %d", n);
+        apply(st, strdup(name), val ? strdup(val) : NULL, where);
+    }
+    fclose(f);
+}
+
+/* DPBUDGET_NAME for every option. */
+static void apply_env(settings *st)
+{
+    const char *const *lists[] = {VALUED, SWITCHES};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; lists[l][i]; i++) {
+            char env[64] = "DPBUDGET_";
+            size_t k = strlen(env);
+            for (const char *c = lists[l][i]; *c && k + 1 < sizeof env; c++)
+                env[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+            env[k] = '\0';
+            const char *v = getenv(env);
+            if (v)
+                apply(st, lists[l][i], v, env);
+        }
+}
+
+/* 1 for 127.0.0.0/8 and ::1. */
+static int is_loopback(const char *addr)
+{
+    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0;
+}
+
+/* A whole PEM file (malloc'ed, NUL-terminated) or exit 2. */
+static char *read_pem(const char *opt, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    if (f) {
+        int c;
+        while ((c = fgetc(f)) != EOF && len < 1 << 20) {
+            if (len + 2 > cap) {
+                cap = cap ? cap * 2 : 4096;
+                char *nb = realloc(buf, cap);
+                if (nb == NULL)
+                    break;
+                buf = nb;
+            }
+            buf[len++] = (char)c;
+        }
+        fclose(f);
+    }
+    if (f == NULL || buf == NULL ||
+        strstr(buf ? (buf[len] = '\0', buf) : "", "-----BEGIN") == NULL) {
+        fprintf(stderr, "dpbudgetd: %s %s: cannot read a PEM file there\n", opt, path);
+        exit(2);
+    }
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
-    http_config cfg = {"127.0.0.1", 8080, 0, 65536, 30, 1024, NULL};
-    const char *port_file = NULL;
-    ledger_options lo = {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0};
-    int use_ledger = 1;
+    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 1024, NULL, NULL, 0, 1, NULL, NULL},
+                   NULL,
+                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
+                   1,
+                   NULL,
+                   NULL,
+                   NULL,
+                   0.0};
+    /* first pass: help, version, verify, and where the config file is */
+    const char *config = getenv("DPBUDGET_CONFIG");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -160,51 +387,59 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--verify") == 0 && i + 1 < argc)
             return verify(argv[i + 1]);
-        if (strcmp(a, "--no-ledger") == 0) {
-            use_ledger = 0;
+        if (strcmp(a, "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
+    }
+    if (config)
+        apply_file(&st, config);
+    apply_env(&st);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--config") == 0) {
+            i++;
             continue;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "dpbudgetd: unknown option or missing value: '%s' (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (strcmp(a, "--listen") == 0)
-            cfg.listen_addr = v;
-        else if (strcmp(a, "--port") == 0)
-            cfg.port = (unsigned)parse_num(a, v, 0, 65535);
-        else if (strcmp(a, "--port-file") == 0)
-            port_file = v;
-        else if (strcmp(a, "--threads") == 0)
-            cfg.threads = (unsigned)parse_num(a, v, 0, 256);
-        else if (strcmp(a, "--max-body") == 0)
-            cfg.max_body = parse_num(a, v, 64, 64UL * 1024 * 1024);
-        else if (strcmp(a, "--conn-timeout") == 0)
-            cfg.conn_timeout = (unsigned)parse_num(a, v, 1, 3600);
-        else if (strcmp(a, "--max-connections") == 0)
-            cfg.max_connections = (unsigned)parse_num(a, v, 1, 100000);
-        else if (strcmp(a, "--data-dir") == 0)
-            lo.dir = v;
-        else if (strcmp(a, "--snapshot-every") == 0)
-            lo.snapshot_every = parse_num(a, v, 1, 1000000000UL);
-        else if (strcmp(a, "--default-budget") == 0) {
-            char *end;
-            lo.default_epsilon = strtod(v, &end);
-            if (*end == ',')
-                lo.default_delta = strtod(end + 1, &end);
-            if (*end != '\0' || !(lo.default_epsilon >= 0.0) || !(lo.default_delta > 0.0) ||
-                !(lo.default_delta < 1.0) || lo.default_epsilon > 1e6) {
-                fprintf(stderr,
-                        "dpbudgetd: --default-budget needs EPS,DELTA with EPS >= 0 and "
-                        "0 < DELTA < 1, got '%s'\n",
-                        v);
-                return 2;
-            }
-            lo.default_budget = 1;
-        } else {
+        if (strncmp(a, "--", 2) != 0 || (!listed(VALUED, a + 2) && !listed(SWITCHES, a + 2))) {
             fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", a);
             return 2;
         }
+        if (listed(SWITCHES, a + 2)) {
+            apply(&st, a + 2, NULL, "command line");
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "dpbudgetd: %s needs a value (see --help)\n", a);
+            return 2;
+        }
+        apply(&st, a + 2, argv[++i], "command line");
+    }
+    http_config cfg = st.cfg;
+    const char *port_file = st.port_file;
+    ledger_options lo = st.lo;
+    int use_ledger = st.use_ledger;
+    auth_table keys = {NULL, 0, st.rate, st.rate < 1.0 ? 1.0 : st.rate};
+    if (st.api_keys) {
+        char msg[256];
+        if (auth_load(&keys, st.api_keys, msg, sizeof msg) != 0) {
+            fprintf(stderr, "dpbudgetd: %s\n", msg);
+            return 2;
+        }
+        cfg.auth = &keys;
+    } else if (!is_loopback(cfg.listen_addr)) {
+        fprintf(stderr,
+                "dpbudgetd: refusing to listen on %s without API keys: anyone who can reach it "
+                "could spend or read privacy budgets. Give --api-keys FILE, or listen on "
+                "127.0.0.1\n",
+                cfg.listen_addr);
+        return 2;
+    }
+    if ((st.tls_cert == NULL) != (st.tls_key == NULL)) {
+        fprintf(stderr, "dpbudgetd: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    if (st.tls_cert) {
+        cfg.tls_cert_pem = read_pem("--tls-cert", st.tls_cert);
+        cfg.tls_key_pem = read_pem("--tls-key", st.tls_key);
     }
 
     gsl_set_error_handler_off();
@@ -256,5 +491,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", sig);
     http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
     ledger_close(app.ledger);
+    auth_free(&keys);
+    free((char *)cfg.tls_cert_pem);
+    free((char *)cfg.tls_key_pem);
     return 0;
 }

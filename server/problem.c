@@ -36,6 +36,9 @@ static const struct {
     [PB_READ_ONLY] = {503, "read_only", "The ledger is read-only"},
     [PB_NOT_DURABLE] = {503, "not_durable", "The change could not be made durable"},
     [PB_LIMIT_EXCEEDED] = {400, "limit_exceeded", "The computation would exceed a size limit"},
+    [PB_UNAUTHORIZED] = {401, "unauthorized", "A valid API key is required"},
+    [PB_FORBIDDEN] = {403, "forbidden", "The API key lacks the scope this request needs"},
+    [PB_RATE_LIMITED] = {429, "rate_limited", "Too many requests for this API key"},
 };
 
 int problem_http_status(problem_code c)

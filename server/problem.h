@@ -35,6 +35,9 @@ typedef enum {
     PB_CONFLICT,            /* 409 the same round id with another body; immutable fields */
     PB_READ_ONLY,           /* 503 the ledger stopped accepting writes after an I/O failure */
     PB_NOT_DURABLE,         /* 503 this change could not be made durable (not acknowledged) */
+    PB_UNAUTHORIZED,        /* 401 no valid API key */
+    PB_FORBIDDEN,           /* 403 the key lacks the scope */
+    PB_RATE_LIMITED,        /* 429 the key's request rate is exceeded */
     PB_COUNT_
 } problem_code;
 

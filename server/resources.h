@@ -14,6 +14,7 @@ void res_accountants(const http_request *req, http_response *resp);
 
 /* ops.c: operations */
 void res_healthz(const http_request *req, http_response *resp);
+void res_metrics(const http_request *req, http_response *resp);
 void res_openapi(const http_request *req, http_response *resp);
 void res_index(const http_request *req, http_response *resp);
 
@@ -32,6 +33,8 @@ typedef struct {
     http_handler handler;
     int json_body; /* 1: the request must carry a JSON body */
     int prefix;
+    int scope;   /* the API key scope it needs when keys are configured (auth.h) */
+    int compute; /* a stateless computation: open to all with --open-compute */
 } route;
 
 /* The routing table (routes.c), terminated by a NULL method. */

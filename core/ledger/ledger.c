@@ -1368,6 +1368,8 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
     s->read_only = l->read_only;
     s->log_bytes = l->w ? wal_size_bytes(l->w) : 0;
+    if (l->w)
+        wal_sync_stats(l->w, &s->sync_count, &s->sync_seconds, s->sync_hist);
     pthread_rwlock_unlock(&l->lock);
 }
 

@@ -175,6 +175,10 @@ typedef struct {
     uint64_t spend_hist[11]; /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
     int read_only;
     uint64_t log_bytes;
+    /* the log's fdatasync latency (wal_sync_stats) */
+    uint64_t sync_count;
+    double sync_seconds;
+    uint64_t sync_hist[10];
 } ledger_summary;
 
 void ledger_get_summary(ledger *l, ledger_summary *s);

@@ -59,7 +59,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "crc32c.h"
 
@@ -88,6 +90,10 @@ struct wal {
     dpb_error fail; /* detail of the first failure */
     atomic_int failed;
     _Atomic uint64_t size_pub; /* copy of size for wal_size_bytes */
+    /* fdatasync latency (under mu): count, total, and a histogram (WAL_SYNC_BUCKETS) */
+    uint64_t sync_count;
+    double sync_seconds;
+    uint64_t sync_hist[WAL_SYNC_NBUCKETS];
 };
 
 /* ---- little-endian encoding ---- */
@@ -549,10 +555,21 @@ dpb_status wal_sync(wal *w, uint64_t upto)
         uint64_t target_off = w->size;
         int fd = w->fd;
         pthread_mutex_unlock(&w->mu);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = w->fs->fdatasync(w->fs->ctx, fd);
         int e = errno;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         pthread_mutex_lock(&w->mu);
         w->syncing = 0;
+        double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        w->sync_count++;
+        w->sync_seconds += dt;
+        for (int b = 0; b < WAL_SYNC_NBUCKETS; b++)
+            if (dt <= WAL_SYNC_BUCKETS[b]) {
+                w->sync_hist[b]++;
+                break;
+            }
         if (rc != 0) {
             fail_locked(w, "fdatasync", e);
         } else if (!atomic_load(&w->failed)) {
@@ -665,6 +682,18 @@ out:
 }
 
 /* ---- small accessors and close ---- */
+
+const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS] = {1e-4, 5e-4,   1e-3, 2.5e-3, 5e-3,
+                                                    1e-2, 2.5e-2, 0.1,  1.0,    HUGE_VAL};
+
+void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS])
+{
+    pthread_mutex_lock(&w->mu);
+    *count = w->sync_count;
+    *seconds = w->sync_seconds;
+    memcpy(hist, w->sync_hist, sizeof w->sync_hist);
+    pthread_mutex_unlock(&w->mu);
+}
 
 uint64_t wal_size_bytes(const wal *w)
 {

@@ -96,6 +96,12 @@ dpb_status wal_truncate_upto(wal *w, uint64_t upto);
  * wal_truncate_upto): what the caller compares with its snapshot threshold. Lock-free. */
 uint64_t wal_size_bytes(const wal *w);
 
+/* fdatasync latency: how many, their total seconds, and a histogram whose bucket b counts
+ * the syncs that took at most WAL_SYNC_BUCKETS[b] seconds (and more than the one before). */
+#define WAL_SYNC_NBUCKETS 10
+extern const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS];
+void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS]);
+
 /* 1 if the wal is failed (sticky), else 0. Lock-free. */
 int wal_failed(const wal *w);
 

@@ -63,6 +63,23 @@ static void take_header(const char *line, size_t n, const char *name, char *dst,
     dst[len] = '\0';
 }
 
+static char extra_header[256], extra_header2[256], ca_path[256];
+
+void api_set_header(const char *header)
+{
+    snprintf(extra_header, sizeof extra_header, "%s", header ? header : "");
+}
+
+void api_set_header2(const char *header)
+{
+    snprintf(extra_header2, sizeof extra_header2, "%s", header ? header : "");
+}
+
+void api_set_ca(const char *path)
+{
+    snprintf(ca_path, sizeof ca_path, "%s", path ? path : "");
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
 {
     api_reply *r = userdata;
@@ -74,6 +91,9 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
     }
     take_header(data, n, "Content-Type", r->content_type, sizeof r->content_type);
     take_header(data, n, "Allow", r->allow, sizeof r->allow);
+    take_header(data, n, "X-Request-Id", r->request_id, sizeof r->request_id);
+    take_header(data, n, "Retry-After", r->retry_after, sizeof r->retry_after);
+    take_header(data, n, "WWW-Authenticate", r->www_authenticate, sizeof r->www_authenticate);
     return n;
 }
 
@@ -139,6 +159,12 @@ static int call(const char *method, const char *path, const char *content_type, 
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+    if (extra_header[0])
+        hdrs = curl_slist_append(hdrs, extra_header);
+    if (extra_header2[0])
+        hdrs = curl_slist_append(hdrs, extra_header2);
+    if (ca_path[0])
+        curl_easy_setopt(h, CURLOPT_CAINFO, ca_path);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);

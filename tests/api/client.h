@@ -19,12 +19,21 @@ typedef struct {
     char allow[64];         /* the Allow header, "" when absent */
     char *body;             /* malloc'ed, NUL-terminated (never NULL after api_call) */
     size_t body_len;
-    json_t *json;  /* parsed body for JSON content types, else NULL */
-    int curl_code; /* CURLcode of the transfer (0 = CURLE_OK) */
+    json_t *json;              /* parsed body for JSON content types, else NULL */
+    int curl_code;             /* CURLcode of the transfer (0 = CURLE_OK) */
+    char request_id[80];       /* X-Request-Id, "" when absent */
+    char retry_after[16];      /* Retry-After, "" when absent */
+    char www_authenticate[64]; /* WWW-Authenticate, "" when absent */
 } api_reply;
 
 /* Where the daemon listens, e.g. "http://127.0.0.1:40123" (copied). */
 void api_set_base(const char *base_url);
+
+/* Extra request headers sent with every call from now on, e.g. "Authorization: Bearer x"
+ * (copied; NULL clears), and a CA file to trust for https (NULL: none). */
+void api_set_header(const char *header);
+void api_set_header2(const char *header);
+void api_set_ca(const char *path);
 
 /*
  * One request. content_type NULL sends no Content-Type header at all; body may be NULL

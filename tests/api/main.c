@@ -53,9 +53,19 @@ static void dump_log(void)
     fclose(f);
 }
 
-/* Start the daemon and wait up to 5 s for its port file; 0 on success. */
-static int start_daemon(const char *bin)
+static const char *daemon_bin;
+static int have_tmpdir;
+static void cleanup_tmpdir(void);
+
+/* Start the daemon (with extra arguments and environment, NULL-terminated lists, either may
+ * be NULL) and wait up to 5 s for its port file: 0 when listening, the exit status + 1000
+ * when it exited first, -1 otherwise. */
+static int start_daemon_ex(const char *bin, const char *const *extra, const char *const *env,
+                           const char *scheme)
 {
+    if (have_tmpdir)
+        cleanup_tmpdir();
+    have_tmpdir = 1;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/dpb-api-XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
         perror("api_tests: mkdtemp");
@@ -77,10 +87,16 @@ static int start_daemon(const char *bin)
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
-        char *const args[] = {(char *)bin,   "--listen",   "127.0.0.1",  "--port", "0",
-                              "--port-file", port_path,    "--max-body", "65536",  "--threads",
-                              "2",           "--data-dir", data_path,    NULL};
-        execv(bin, args);
+        const char *args[64] = {bin,           "--listen",   "127.0.0.1",  "--port", "0",
+                                "--port-file", port_path,    "--max-body", "65536",  "--threads",
+                                "2",           "--data-dir", data_path};
+        size_t na = 13;
+        for (size_t i = 0; extra && extra[i] && na + 1 < 64; i++)
+            args[na++] = extra[i];
+        args[na] = NULL;
+        for (size_t i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(bin, (char *const *)args);
         fprintf(stderr, "api_tests: cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
@@ -93,17 +109,19 @@ static int start_daemon(const char *bin)
             fclose(f);
             if (ok && port > 0 && port < 65536) {
                 char base[64];
-                snprintf(base, sizeof base, "http://127.0.0.1:%u", port);
+                snprintf(base, sizeof base, "%s://127.0.0.1:%u", scheme, port);
                 api_set_base(base);
                 return 0;
             }
         }
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "api_tests: %s exited before listening (status %d)\n", bin, st);
             daemon_pid = -1;
-            dump_log();
-            return -1;
+            if (extra == NULL) {
+                fprintf(stderr, "api_tests: %s exited before listening (status %d)\n", bin, st);
+                dump_log();
+            }
+            return WIFEXITED(st) ? 1000 + WEXITSTATUS(st) : -1;
         }
         sleep_ms(10);
     }
@@ -136,8 +154,29 @@ static int stop_daemon(void)
     return -1;
 }
 
+static int start_daemon(const char *bin)
+{
+    return start_daemon_ex(bin, NULL, NULL, "http");
+}
+
+int api_daemon_start(const char *const *extra, const char *const *env, const char *scheme)
+{
+    return start_daemon_ex(daemon_bin, extra, env, scheme ? scheme : "http");
+}
+
+int api_daemon_stop(void)
+{
+    return stop_daemon();
+}
+
+const char *api_daemon_log(void)
+{
+    return log_path;
+}
+
 static void cleanup_tmpdir(void)
 {
+    have_tmpdir = 0;
     char tmp[160];
     snprintf(tmp, sizeof tmp, "%s.tmp", port_path);
     unlink(tmp);
@@ -205,6 +244,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "api_tests: curl_global_init failed\n");
         return 1;
     }
+    daemon_bin = bin;
     daemon_started = start_daemon(bin) == 0;
     int rc;
     if (!daemon_started) {
@@ -230,7 +270,10 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
-        all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm); /* always last */
+        all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm);
+        /* then the suites that start their own daemons (auth, TLS) */
+        for (size_t i = 0; i < AUTH_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = AUTH_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

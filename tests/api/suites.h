@@ -23,4 +23,14 @@ extern const size_t PROACTIVE_API_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
 
+extern const tl_test AUTH_TESTS[]; /* test_auth.c: keys, scopes, rate limit, TLS (own daemons) */
+extern const size_t AUTH_NTESTS;
+
+/* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
+ * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,
+ * -1 on timeout. api_daemon_stop: SIGTERM, the wait status (-1: had to SIGKILL). */
+int api_daemon_start(const char *const *extra, const char *const *env, const char *scheme);
+int api_daemon_stop(void);
+const char *api_daemon_log(void);
+
 #endif
