@@ -361,6 +361,12 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         *upload_size = 0; /* discard */
         return MHD_YES;
     }
+    if (*upload_size > 0 && s->cfg.request_timeout &&
+        now_s() - ctx->t0 > (double)s->cfg.request_timeout) {
+        /* a slow sender: drop the connection rather than let it hold resources */
+        ctx->status = 408;
+        return MHD_NO;
+    }
     if (*upload_size > 0) {
         /* libmicrohttpd 0.9.75 cannot queue a response while it hands us upload data: past
          * the cap, discard the rest and answer 413 on the final call. */

@@ -17,11 +17,12 @@
 #include "problem.h"
 
 typedef struct {
-    const char *listen_addr; /* IPv4 or IPv6 literal */
-    unsigned port;           /* 0 = ephemeral */
-    unsigned threads;        /* worker threads (0 = number of CPUs) */
-    size_t max_body;         /* bytes */
-    unsigned conn_timeout;   /* seconds a connection may idle */
+    const char *listen_addr;  /* IPv4 or IPv6 literal */
+    unsigned port;            /* 0 = ephemeral */
+    unsigned threads;         /* worker threads (0 = number of CPUs) */
+    size_t max_body;          /* bytes */
+    unsigned conn_timeout;    /* seconds a connection may idle */
+    unsigned request_timeout; /* seconds a request's body may take to arrive (slow senders) */
     unsigned max_connections;
     void *app; /* handed to every handler as http_request.app */
     /* API keys (auth.h): when non-NULL with keys, every route with a scope needs a key */

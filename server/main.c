@@ -30,8 +30,9 @@ static const char USAGE[] =
     "  --port-file PATH     write the bound port number to PATH once listening\n"
     "  --threads N          worker threads, 0 = one per CPU (default 0)\n"
     "  --max-body BYTES     largest request body accepted, else 413 (default 65536)\n"
-    "  --conn-timeout SECS  close connections idle this long, slow senders included\n"
-    "                       (default 30)\n"
+    "  --conn-timeout SECS  close connections idle this long (default 30)\n"
+    "  --request-timeout SECS  drop a request whose body takes longer than this to arrive\n"
+    "                       (slow senders; default 60)\n"
     "  --max-connections N  concurrent connections (default 1024)\n"
     "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
@@ -174,11 +175,11 @@ typedef struct {
 } settings;
 
 /* The options that take a value, and the switches (no value). */
-static const char *const VALUED[] = {"listen",          "port",     "port-file",
-                                     "threads",         "max-body", "conn-timeout",
-                                     "max-connections", "data-dir", "default-budget",
-                                     "snapshot-every",  "api-keys", "rate-limit",
-                                     "tls-cert",        "tls-key",  NULL};
+static const char *const VALUED[] = {
+    "listen",         "port",           "port-file",       "threads",
+    "max-body",       "conn-timeout",   "max-connections", "data-dir",
+    "default-budget", "snapshot-every", "api-keys",        "rate-limit",
+    "tls-cert",       "tls-key",        "request-timeout", NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
 
 static int listed(const char *const *names, const char *n)
@@ -228,6 +229,8 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->cfg.max_body = parse_num(opt, v, 64, 64UL * 1024 * 1024);
     else if (strcmp(name, "conn-timeout") == 0)
         st->cfg.conn_timeout = (unsigned)parse_num(opt, v, 1, 3600);
+    else if (strcmp(name, "request-timeout") == 0)
+        st->cfg.request_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "max-connections") == 0)
         st->cfg.max_connections = (unsigned)parse_num(opt, v, 1, 100000);
     else if (strcmp(name, "data-dir") == 0)
@@ -267,8 +270,27 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
     }
 }
 
-/* --config FILE: 'name = value' or 'name' lines; '#' comments. The strings are kept for the
- * life of the process (leaked on purpose). */
+/* Strings read from the config file, kept until main returns. */
+static char *kept[256];
+static int nkept;
+
+static const char *keep(const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    if (nkept == (int)(sizeof kept / sizeof kept[0])) {
+        fprintf(stderr, "dpbudgetd: too many lines in the config file\n");
+        exit(2);
+    }
+    char *d = strdup(s);
+    if (d == NULL) {
+        fprintf(stderr, "dpbudgetd: out of memory reading the config file\n");
+        exit(2);
+    }
+    return kept[nkept++] = d;
+}
+
+/* --config FILE: 'name = value' or 'name' lines; '#' comments. */
 static void apply_file(settings *st, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -307,7 +329,7 @@ static void apply_file(settings *st, const char *path)
         }
         char where[64];
         snprintf(where, sizeof where, "config line %d", n);
-        apply(st, strdup(name), val ? strdup(val) : NULL, where);
+        apply(st, keep(name), keep(val), where);
     }
     fclose(f);
 }
@@ -365,7 +387,7 @@ static char *read_pem(const char *opt, const char *path)
 
 int main(int argc, char **argv)
 {
-    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 1024, NULL, NULL, 0, 1, NULL, NULL},
+    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 60, 1024, NULL, NULL, 0, 1, NULL, NULL},
                    NULL,
                    {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
                    1,
@@ -494,5 +516,7 @@ int main(int argc, char **argv)
     auth_free(&keys);
     free((char *)cfg.tls_cert_pem);
     free((char *)cfg.tls_key_pem);
+    for (int i = 0; i < nkept; i++)
+        free(kept[i]);
     return 0;
 }

@@ -65,6 +65,11 @@ static void take_header(const char *line, size_t n, const char *name, char *dst,
 
 static char extra_header[256], extra_header2[256], ca_path[256];
 
+const char *api_get_base(void)
+{
+    return base;
+}
+
 void api_set_header(const char *header)
 {
     snprintf(extra_header, sizeof extra_header, "%s", header ? header : "");

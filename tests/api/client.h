@@ -28,6 +28,7 @@ typedef struct {
 
 /* Where the daemon listens, e.g. "http://127.0.0.1:40123" (copied). */
 void api_set_base(const char *base_url);
+const char *api_get_base(void);
 
 /* Extra request headers sent with every call from now on, e.g. "Authorization: Bearer x"
  * (copied; NULL clears), and a CA file to trust for https (NULL: none). */

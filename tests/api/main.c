@@ -266,6 +266,7 @@ int main(int argc, char **argv)
             {PNSGD_API_TESTS, PNSGD_API_NTESTS},
             {PROACTIVE_API_TESTS, PROACTIVE_API_NTESTS},
             {LEDGER_API_TESTS, LEDGER_API_NTESTS},
+            {HOSTILE_TESTS, HOSTILE_NTESTS},
         };
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)

@@ -23,6 +23,8 @@ extern const size_t PROACTIVE_API_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
 
+extern const tl_test HOSTILE_TESTS[]; /* test_hostile.c: 200+ malformed requests */
+extern const size_t HOSTILE_NTESTS;
 extern const tl_test AUTH_TESTS[]; /* test_auth.c: keys, scopes, rate limit, TLS (own daemons) */
 extern const size_t AUTH_NTESTS;
 

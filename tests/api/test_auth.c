@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -337,11 +342,57 @@ static void tls_round_trip(void)
     teardown();
 }
 
+/* A sender that drips its body slower than --request-timeout is cut off, not answered. */
+static void slow_sender_is_dropped(void)
+{
+    setup();
+    const char *extra[] = {"--request-timeout", "1", NULL};
+    if (!start(extra, NULL)) {
+        teardown();
+        return;
+    }
+    const char *b = strrchr(api_get_base(), ':');
+    int port = b ? atoi(b + 1) : 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int connected = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    CHECK(connected);
+    if (connected) {
+        static const char head[] = "POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                   "application/json\r\nContent-Length: 100\r\n\r\n{\"ev";
+        send(fd, head, sizeof head - 1, MSG_NOSIGNAL);
+        struct timespec ts = {1, 600000000L};
+        nanosleep(&ts, NULL);
+        send(fd, "ent\":", 5, MSG_NOSIGNAL);
+        nanosleep(&ts, NULL);
+        send(fd, " {", 2, MSG_NOSIGNAL);
+        char buf[256];
+        struct timeval tv = {5, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+        int e = errno;
+        /* closed by the daemon (EOF or reset), not merely silent (EAGAIN after 5 s) */
+        CHECKF(n == 0 || (n < 0 && e == ECONNRESET),
+               "a slow sender was not dropped: %zd (%s) %.60s", n, n < 0 ? strerror(e) : "",
+               n > 0 ? (buf[n] = 0, buf) : "");
+    }
+    if (fd >= 0)
+        close(fd);
+    /* and the daemon still serves */
+    api_reply r;
+    api_get("/healthz", &r);
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+    stop();
+    teardown();
+}
+
 const tl_test AUTH_TESTS[] = {
-    TL_T(auth_matrix),
-    TL_T(auth_refuses_open_listening),
-    TL_T(auth_open_compute_and_precedence),
-    TL_T(auth_rate_limit_and_request_ids),
-    TL_T(tls_round_trip),
+    TL_T(slow_sender_is_dropped),          TL_T(auth_matrix),
+    TL_T(auth_refuses_open_listening),     TL_T(auth_open_compute_and_precedence),
+    TL_T(auth_rate_limit_and_request_ids), TL_T(tls_round_trip),
 };
 const size_t AUTH_NTESTS = sizeof AUTH_TESTS / sizeof AUTH_TESTS[0];

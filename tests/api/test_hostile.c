@@ -1,0 +1,181 @@
+/* test_hostile.c - a battery of malformed and hostile requests across every endpoint that
+ * takes a body (bad JSON, wrong types, huge and non-finite numbers, deep nesting, invalid
+ * UTF-8, oversized bodies, unknown methods and paths): every answer is a 4xx
+ * application/problem+json with a stable code, the daemon stays up, and the ledger is
+ * unchanged (its version and log size). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "suites.h"
+
+static const char *const PATHS[] = {"/v1/delta",     "/v1/epsilon", "/v1/calibrate", "/v1/curve",
+                                    "/v1/proactive", "/v1/rounds",  "/v1/clients/x"};
+#define NPATHS (sizeof PATHS / sizeof PATHS[0])
+
+/* Bodies that no endpoint accepts (each is wrong for every schema above). */
+static const char *const BODIES[] = {
+    "",
+    " ",
+    "{",
+    "}",
+    "[]",
+    "null",
+    "true",
+    "42",
+    "\"event\"",
+    "{\"event\":}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":NaN},\"epsilon\":1}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":Infinity},\"epsilon\":1}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":1e999},\"epsilon\":1}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":-1},\"epsilon\":-1}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":\"1\"},\"epsilon\":\"1\"}",
+    "{\"event\":{\"class_name\":\"NoSuchDpEvent\"},\"epsilon\":1,\"budget\":1,\"round_id\":1}",
+    "{\"event\":1,\"event\":2}",
+    "{\"epsilon\":1,\"epsilon\":1,\"budget\":{},\"budget\":{}}",
+    "{\"x\":1}",
+    "{\"\\u0000\":1}",
+    "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":1},\"epsilon\":1,"
+    "\"round_id\":\"r\",\"participants\":\"c\",\"budget\":\"b\",\"procedure\":7}",
+    "{\"a\":\"\xff\xfe\"}",
+    "{\"a\":\"\xc3\x28\"}",
+    "{\"a\":\"\xed\xa0\x80\"}",
+    "{\"a\":1}garbage",
+    "{'a':1}",
+    "{\"a\":01}",
+    "{\"a\":1.}",
+    "{\"a\":.5}",
+    "{\"a\":+1}",
+    "{\"a\":0x10}",
+    "{\"a\":\"\\x41\"}",
+    "{\"a\":\"\\ud800\"}",
+    "{\"a\":99999999999999999999999999999999999999999}",
+    "{\"procedure\":\"plan\",\"noise_multiplier\":1e308,\"epsilon\":1e308,\"delta\":1e-320,"
+    "\"dataset_size\":1e30,\"epochs\":-1,\"batch_size\":0}",
+};
+#define NBODIES (sizeof BODIES / sizeof BODIES[0])
+
+static int ledger_version(unsigned long long *version, unsigned long long *log_bytes)
+{
+    api_reply r;
+    api_get("/v1/summary", &r);
+    int ok = r.status == 200 && r.json;
+    if (ok) {
+        *version = (unsigned long long)jnum(r.json, "version");
+        *log_bytes = (unsigned long long)jnum(r.json, "log_bytes");
+    }
+    api_reply_free(&r);
+    return ok;
+}
+
+static int problem_4xx(const api_reply *r)
+{
+    return r->status >= 400 && r->status < 500 &&
+           strncmp(r->content_type, "application/problem+json", 24) == 0 && r->json &&
+           jstr(r->json, "code") && jstr(r->json, "detail") &&
+           (long)jnum(r->json, "status") == r->status;
+}
+
+static void hostile_battery(void)
+{
+    unsigned long long v0 = 0, l0 = 0, v1 = 0, l1 = 0;
+    CHECK(ledger_version(&v0, &l0));
+    int sent = 0;
+    for (size_t p = 0; p < NPATHS; p++) {
+        const char *method = strncmp(PATHS[p], "/v1/clients/", 12) == 0 ? "PUT" : "POST";
+        for (size_t b = 0; b < NBODIES; b++) {
+            api_reply r;
+            api_call(method, PATHS[p], "application/json", BODIES[b], strlen(BODIES[b]), &r);
+            sent++;
+            CHECKF(problem_4xx(&r), "%s %s body #%zu: %ld %s", method, PATHS[p], b, r.status,
+                   r.body);
+            api_reply_free(&r);
+        }
+        /* deep nesting, a huge body, a wrong content type, a body in pieces */
+        static char deep[40000];
+        size_t n = 0;
+        n += (size_t)snprintf(deep, sizeof deep, "{\"event\":");
+        for (int i = 0; i < 5000; i++)
+            deep[n++] = '[';
+        for (int i = 0; i < 5000; i++)
+            deep[n++] = ']';
+        deep[n++] = '}';
+        deep[n] = '\0';
+        const struct {
+            const char *ct;
+            const char *body;
+            size_t len;
+            int chunked;
+        } odd[] = {
+            {"application/json", deep, n, 0},
+            {"application/json", deep, n, 1},
+            {"text/plain", "{}", 2, 0},
+            {"application/x-www-form-urlencoded", "a=1", 3, 0},
+            {NULL, "{", 1, 1},
+        };
+        for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+            api_reply r;
+            if (odd[k].chunked)
+                api_call_chunked(method, PATHS[p], odd[k].ct, odd[k].body, odd[k].len, &r);
+            else
+                api_call(method, PATHS[p], odd[k].ct, odd[k].body, odd[k].len, &r);
+            sent++;
+            CHECKF(problem_4xx(&r), "%s %s odd #%zu: %ld %s", method, PATHS[p], k, r.status,
+                   r.body);
+            api_reply_free(&r);
+        }
+        size_t big = 70000; /* over the harness's --max-body 65536 */
+        char *huge = malloc(big);
+        if (huge) {
+            memset(huge, ' ', big);
+            huge[0] = '{';
+            huge[big - 1] = '}';
+            for (int chunked = 0; chunked < 2; chunked++) {
+                api_reply r;
+                if (chunked)
+                    api_call_chunked(method, PATHS[p], "application/json", huge, big, &r);
+                else
+                    api_call(method, PATHS[p], "application/json", huge, big, &r);
+                sent++;
+                CHECKF(is_problem(&r, 413, "body_too_large", NULL), "%s %s huge (%s): %ld", method,
+                       PATHS[p], chunked ? "chunked" : "sized", r.status);
+                api_reply_free(&r);
+            }
+            free(huge);
+        }
+    }
+    /* methods and paths nobody routes */
+    static const char *const METHODS[] = {"DELETE", "PATCH", "OPTIONS", "TRACE", "FOO"};
+    for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
+        for (size_t p = 0; p < NPATHS; p++) {
+            api_reply r;
+            api_call(METHODS[m], PATHS[p], NULL, NULL, 0, &r);
+            sent++;
+            CHECKF(problem_4xx(&r), "%s %s: %ld", METHODS[m], PATHS[p], r.status);
+            api_reply_free(&r);
+        }
+    static const char *const BAD_PATHS[] = {"/v1/nothing", "/v1/clients/a/b", "/v1//delta",
+                                            "/../etc/passwd", "/v1/rounds/"};
+    for (size_t p = 0; p < sizeof BAD_PATHS / sizeof BAD_PATHS[0]; p++) {
+        api_reply r;
+        api_call("GET", BAD_PATHS[p], NULL, NULL, 0, &r);
+        sent++;
+        CHECKF(problem_4xx(&r), "GET %s: %ld", BAD_PATHS[p], r.status);
+        api_reply_free(&r);
+    }
+    CHECKF(sent >= 200, "only %d hostile requests", sent);
+    /* still up, and nothing was written */
+    api_reply h;
+    api_get("/healthz", &h);
+    CHECK(h.status == 200);
+    api_reply_free(&h);
+    CHECK(ledger_version(&v1, &l1));
+    CHECKF(v1 == v0 && l1 == l0, "the ledger changed: version %llu -> %llu, log %llu -> %llu", v0,
+           v1, l0, l1);
+}
+
+const tl_test HOSTILE_TESTS[] = {
+    TL_T(hostile_battery),
+};
+const size_t HOSTILE_NTESTS = sizeof HOSTILE_TESTS / sizeof HOSTILE_TESTS[0];
