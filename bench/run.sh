@@ -96,21 +96,32 @@ esac
 echo "   dpbudgetd pid $daemon_pid listening on 127.0.0.1:$port"
 
 cat >"$tmp/delta.json" <<'EOF'
-{"event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0, "rounds": 1140369}, "epsilon": 1.0}
+{"accountant": "thm41", "event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0, "rounds": 1140369}, "epsilon": 1.0}
+EOF
+cat >"$tmp/delta_exact.json" <<'EOF'
+{"event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0, "rounds": 10000}, "epsilon": 1.0}
 EOF
 cat >"$tmp/calibrate.json" <<'EOF'
-{"event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0}, "solve_for": "rounds", "target": {"epsilon": 0, "delta": 0.01}}
+{"accountant": "thm41", "event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0}, "solve_for": "rounds", "target": {"epsilon": 0, "delta": 0.01}}
 EOF
 
 echo
-echo "== http: POST /v1/delta (one epoch of shuffled DP-SGD), 64 connections, 5 s, 2 threads"
+echo "== http: POST /v1/delta (one epoch of shuffled DP-SGD, thm41), 64 connections, 5 s, 2 threads"
+echo "   (the daemon logs one JSON line per request, as in production)"
 if ! "$HTTP_BIN" 127.0.0.1 "$port" POST /v1/delta "$tmp/delta.json" 64 5 2; then
     echo "run.sh: bench_http POST /v1/delta reported an error" >&2
     fail=1
 fi
 
 echo
-echo "== http: POST /v1/calibrate (solve for rounds), 64 connections, 3 s, 2 threads"
+echo "== http: POST /v1/delta (the epoch at M = 1e4, shuffle_exact, model cached), 64 connections, 5 s"
+if ! "$HTTP_BIN" 127.0.0.1 "$port" POST /v1/delta "$tmp/delta_exact.json" 64 5 2; then
+    echo "run.sh: bench_http POST /v1/delta (exact) reported an error" >&2
+    fail=1
+fi
+
+echo
+echo "== http: POST /v1/calibrate (solve for rounds, thm41), 64 connections, 3 s, 2 threads"
 if ! "$HTTP_BIN" 127.0.0.1 "$port" POST /v1/calibrate "$tmp/calibrate.json" 64 3 2; then
     echo "run.sh: bench_http POST /v1/calibrate reported an error" >&2
     fail=1
