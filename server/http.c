@@ -414,8 +414,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         double dt = now_s() - ctx->t0;
         if (ctx->status)
             metrics_request(ctx->route, ctx->status, dt);
-        if (s->cfg.log_requests) {
-            const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
+        const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
+        /* probes and scrapes are counted, not logged (they would fill the log) */
+        int quiet =
+            r && ctx->status == 200 &&
+            (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
+        if (s->cfg.log_requests && !quiet) {
             fprintf(stderr,
                     "{\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"%s\","
                     "\"route\":\"%s%s\",\"status\":%d,\"ms\":%.3f,\"key\":\"%s\"%s}\n",

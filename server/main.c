@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -334,8 +336,18 @@ static void apply_file(settings *st, const char *path)
     fclose(f);
 }
 
-/* DPBUDGET_NAME for every option. */
-static void apply_env(settings *st)
+/* 1 if the command line gives --name (its value then wins, and the environment's is not
+ * even parsed: orchestrators inject variables such as DPBUDGET_PORT=tcp://... by name). */
+static int on_command_line(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* DPBUDGET_NAME for every option not on the command line. */
+static void apply_env(settings *st, int argc, char **argv)
 {
     const char *const *lists[] = {VALUED, SWITCHES};
     for (int l = 0; l < 2; l++)
@@ -346,7 +358,7 @@ static void apply_env(settings *st)
                 env[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
             env[k] = '\0';
             const char *v = getenv(env);
-            if (v)
+            if (v && !on_command_line(argc, argv, lists[l][i]))
                 apply(st, lists[l][i], v, env);
         }
 }
@@ -414,7 +426,7 @@ int main(int argc, char **argv)
     }
     if (config)
         apply_file(&st, config);
-    apply_env(&st);
+    apply_env(&st, argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--config") == 0) {
@@ -474,7 +486,24 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     app_state app = {NULL};
+    int lock_fd = -1;
     if (use_ledger) {
+        /* one daemon per data directory: a second would interleave its log with ours */
+        if (mkdir(lo.dir, 0700) != 0 && errno != EEXIST) {
+            fprintf(stderr, "dpbudgetd: cannot create the data directory %s: %s\n", lo.dir,
+                    strerror(errno));
+            return 1;
+        }
+        char lock_path[PATH_MAX];
+        snprintf(lock_path, sizeof lock_path, "%s/LOCK", lo.dir);
+        lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            fprintf(stderr,
+                    "{\"level\":\"error\",\"msg\":\"the data directory is in use by another "
+                    "dpbudgetd (or cannot be locked)\",\"data_dir\":\"%s\",\"detail\":\"%s\"}\n",
+                    lo.dir, strerror(errno));
+            return 1;
+        }
         dpb_error err = {0};
         if (ledger_open(&lo, &app.ledger, &err) != DPB_OK) {
             fprintf(stderr,
@@ -514,6 +543,8 @@ int main(int argc, char **argv)
     http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
     ledger_close(app.ledger);
     auth_free(&keys);
+    if (lock_fd >= 0)
+        close(lock_fd);
     free((char *)cfg.tls_cert_pem);
     free((char *)cfg.tls_key_pem);
     for (int i = 0; i < nkept; i++)

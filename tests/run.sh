@@ -31,6 +31,7 @@ run() {
 run unit "$build/tests/unit_tests"
 run api "$build/tests/api_tests" "$build/dpbudgetd"
 run persist "$build/tests/persist_tests" "$build/dpbudgetd"
+run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
 echo "tests: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] || status=1
 exit $status

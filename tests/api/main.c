@@ -169,6 +169,11 @@ int api_daemon_stop(void)
     return stop_daemon();
 }
 
+const char *daemon_binary(void)
+{
+    return daemon_bin;
+}
+
 const char *api_daemon_log(void)
 {
     return log_path;

@@ -34,5 +34,6 @@ extern const size_t AUTH_NTESTS;
 int api_daemon_start(const char *const *extra, const char *const *env, const char *scheme);
 int api_daemon_stop(void);
 const char *api_daemon_log(void);
+const char *daemon_binary(void);
 
 #endif

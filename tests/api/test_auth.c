@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -281,8 +282,8 @@ static void auth_rate_limit_and_request_ids(void)
     CHECK(r.status == 200);
     api_reply_free(&r);
     api_set_header2("X-Request-Id: trace-42.a_b");
-    api_get("/healthz", &r);
-    CHECK(strcmp(r.request_id, "trace-42.a_b") == 0);
+    api_get("/v1/summary", &r);
+    CHECK(r.status == 200 && strcmp(r.request_id, "trace-42.a_b") == 0);
     api_reply_free(&r);
     api_set_header2("X-Request-Id: not allowed!");
     api_get("/healthz", &r);
@@ -296,7 +297,8 @@ static void auth_rate_limit_and_request_ids(void)
     char line[1024];
     while (f && fgets(line, sizeof line, f))
         logged += strstr(line, "\"request_id\":\"trace-42.a_b\"") != NULL &&
-                  strstr(line, "\"route\":\"/healthz\"") != NULL;
+                  strstr(line, "\"route\":\"/v1/summary\"") != NULL &&
+                  strstr(line, "\"key\":\"operator\"") != NULL;
     if (f)
         fclose(f);
     CHECKF(logged == 1, "the request's log line: %d found", logged);
@@ -390,9 +392,37 @@ static void slow_sender_is_dropped(void)
     teardown();
 }
 
+/* One daemon per data directory: a second one on the same directory exits 1. */
+static void data_dir_is_locked(void)
+{
+    setup();
+    char data[128];
+    snprintf(data, sizeof data, "%s/data", dir);
+    const char *extra[] = {"--data-dir", data, NULL};
+    if (!start(extra, NULL)) {
+        teardown();
+        return;
+    }
+    /* a second process, directly: the harness's own daemon is still running */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "timeout 5 %s --port 0 --data-dir %s >/dev/null 2>&1",
+             daemon_binary(), data);
+    int rc = system(cmd);
+    CHECKF(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 1,
+           "a second dpbudgetd on the same data directory: status %d", rc);
+    stop();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", data);
+    CHECK(system(cmd) == 0);
+    teardown();
+}
+
 const tl_test AUTH_TESTS[] = {
-    TL_T(slow_sender_is_dropped),          TL_T(auth_matrix),
-    TL_T(auth_refuses_open_listening),     TL_T(auth_open_compute_and_precedence),
-    TL_T(auth_rate_limit_and_request_ids), TL_T(tls_round_trip),
+    TL_T(data_dir_is_locked),
+    TL_T(slow_sender_is_dropped),
+    TL_T(auth_matrix),
+    TL_T(auth_refuses_open_listening),
+    TL_T(auth_open_compute_and_precedence),
+    TL_T(auth_rate_limit_and_request_ids),
+    TL_T(tls_round_trip),
 };
 const size_t AUTH_NTESTS = sizeof AUTH_TESTS / sizeof AUTH_TESTS[0];

@@ -1,0 +1,64 @@
+# Dockerfile - the dpbudgetd container image (issue 8).
+#
+#   docker build -t dpbudget/dpbudgetd:0.2.0 .
+#   docker run -d --name dpbudgetd -p 8080:8080 -v dpbudget-data:/var/lib/dpbudget \
+#       -v "$PWD/api-keys:/etc/dpbudget/api-keys:ro" -e DPBUDGET_API_KEYS=/etc/dpbudget/api-keys \
+#       dpbudget/dpbudgetd:0.2.0
+#
+# The daemon listens on 0.0.0.0 in the container, so it refuses to start without API keys
+# (--api-keys FILE or DPBUDGET_API_KEYS; the file format is in deploy/k8s/secret.yaml).
+# The tag above and the version LABEL below must equal `dpbudgetd --version` (VERSION in
+# the Makefile): tests/deploy/check_deploy.py checks both, and that the deploy/ manifests
+# use the same image.
+
+# ---- build stage: toolchain and -dev packages, installed by the script developers use ----
+FROM debian:12 AS build
+WORKDIR /src
+# deps.sh alone first, so that the apt layer stays cached when only the sources change.
+# It runs apt-get itself when something is missing (as root here: no sudo needed).
+COPY scripts/deps.sh scripts/deps.sh
+RUN sh scripts/deps.sh && rm -rf /var/lib/apt/lists/*
+# .dockerignore keeps any host build/ tree out: make would take its objects (linked against
+# the host's libraries) as up to date.
+COPY . .
+RUN make -j"$(nproc)" all && make install PREFIX=/usr/local DESTDIR=/out
+
+# ---- runtime stage: the shared libraries dpbudgetd links, nothing to compile with ----
+FROM debian:12-slim
+LABEL org.opencontainers.image.title="dpbudgetd" \
+      org.opencontainers.image.description="dpbudget: a differential-privacy budget service" \
+      org.opencontainers.image.version="0.2.0" \
+      org.opencontainers.image.licenses="GPL-3.0-or-later"
+# libgsl27 pulls libgslcblas0 and libmicrohttpd12 pulls libgnutls30; libcurl is for the
+# tests only and is not installed.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 \
+    && rm -rf /var/lib/apt/lists/*
+# A fixed uid/gid (10001, deploy/k8s/statefulset.yaml runs as the same) that owns the data
+# directory. --no-log-init: no sparse /var/log/lastlog entry for a high uid.
+RUN groupadd --gid 10001 dpbudget \
+    && useradd --no-log-init --uid 10001 --gid 10001 --no-create-home \
+        --home-dir /nonexistent --shell /usr/sbin/nologin dpbudget \
+    && install -d -o dpbudget -g dpbudget -m 0700 /var/lib/dpbudget
+COPY --from=build /out/usr/local/ /usr/local/
+# Numeric, so that Kubernetes' runAsNonRoot can verify it without a runAsUser.
+USER 10001:10001
+WORKDIR /var/lib/dpbudget
+# Declared after the chown: a new named volume starts with this directory's owner and mode.
+# (A bind mount keeps the host directory's owner: make it writable by uid 10001.)
+VOLUME /var/lib/dpbudget
+EXPOSE 8080
+# dpbudgetd stops on SIGTERM: it finishes in-flight requests, then writes a snapshot.
+# A large ledger can take longer than docker stop's default 10 s: use `docker stop -t 60`.
+STOPSIGNAL SIGTERM
+# A real GET /healthz without adding curl to the image: bash (Essential in Debian, so
+# present in -slim) opens the TCP connection itself, and the check passes only on status
+# 200. It speaks plain HTTP to the port of CMD below: whoever changes --port or turns TLS
+# on (DPBUDGET_TLS_CERT) changes or disables (docker run --no-healthcheck) this too.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]"]
+ENTRYPOINT ["dpbudgetd"]
+# Flags, so they take precedence over DPBUDGET_* variables and a --config file; everything
+# else (API keys, TLS, tuning) can come from the environment.
+CMD ["--listen", "0.0.0.0", "--port", "8080", "--data-dir", "/var/lib/dpbudget"]

@@ -1,0 +1,834 @@
+#!/usr/bin/env python3
+"""check_deploy.py DPBUDGETD - check the Dockerfile and deploy/ against the daemon itself.
+
+No container runtime or cluster is needed: the files are parsed (every YAML file under deploy/,
+multi-document aware) and cross-checked against facts taken from the real binary (its --help
+flags and defaults, --version, the shared libraries it links) and from server/routes.c:
+- every flag in the Dockerfile CMD, the Kubernetes args, env and config file, the compose
+  environment and the systemd ExecStart/Environment is a flag of `dpbudgetd --help`
+  (an environment variable DPBUDGET_FOO_BAR and a config line `foo-bar = value` stand for
+  --foo-bar);
+- the port given to the daemon is the one exposed, published, probed and scraped;
+- probe, healthcheck and scrape paths are GET routes of server/routes.c;
+- the data directory given to the daemon is the volume / mount / state directory;
+- the image of the manifests is the one the Dockerfile tags, its version is `--version`;
+- the runtime image installs the package of every library the binary links, and no
+  compiler or -dev package; users, keys files and hardening settings are as documented.
+Prints `FAIL ...` per failed check (with -v also `ok ...` per passed one) and one closing
+line `deploy: N passed, M failed`; exits 1 if any check failed.
+"""
+import base64
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY = os.path.join(ROOT, "deploy")
+ROUTES_C = os.path.join(ROOT, "server", "routes.c")
+LOOPBACK = {"::1", "localhost"}  # and 127.0.0.0/8
+# Packages of every Debian image, slim included: a library of theirs needs no apt-get install.
+BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+SCOPES = {"read", "charge", "admin"}
+SWITCH_VALUES = {"1", "0", "true", "false", "yes", "no", "on", "off"}
+
+passed = 0
+failed = 0
+verbose = False
+
+
+def check(ok, what):
+    """Count one check; print it if it failed (or always with -v). Returns ok."""
+    global passed, failed
+    if ok:
+        passed += 1
+        if verbose:
+            print("ok   " + what)
+    else:
+        failed += 1
+        print("FAIL " + what)
+    return bool(ok)
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+# ---------------------------------------------------------------- facts from the daemon
+
+
+class Daemon:
+    """What `dpbudgetd --help` / `--version` say: flags, whether they take a value, defaults."""
+
+    def __init__(self, binary):
+        self.binary = binary
+        self.flags = {}  # "--port" -> "N" (metavar) or None (no value)
+        self.defaults = {}  # "--port" -> "8080"
+        self.version = None
+        help_text = run([binary, "--help"])
+        self.help = help_text or ""
+        check(help_text is not None and "--help" in help_text, "%s --help runs" % binary)
+        self._parse_help(help_text or "")
+        out = run([binary, "--version"]) or ""
+        m = re.match(r"^dpbudgetd (\S+)\s*$", out)
+        check(m, "%s --version prints 'dpbudgetd VERSION' (got %r)" % (binary, out.strip()))
+        self.version = m.group(1) if m else None
+
+    def _parse_help(self, text):
+        last = None
+        for line in text.splitlines():
+            m = re.match(r"^\s{1,4}(--[a-z0-9][a-z0-9-]*)(?:[ =](\S+))?(.*)$", line)
+            if m:
+                last = m.group(1)
+                meta = m.group(2)
+                rest = m.group(3)
+                # a metavar is upper case (ADDR, N, E,D); else it began the description
+                if meta and not re.fullmatch(r"[A-Z][A-Z0-9_,.:=-]*", meta):
+                    rest, meta = meta + rest, None
+                self.flags[last] = meta
+                desc = rest
+            elif last and re.match(r"^\s{8,}\S", line):
+                desc = line  # continuation of the last flag's description
+            else:
+                last = None
+                continue
+            d = re.search(r"\(default:? ([^;)]+)", desc)
+            if d and last not in self.defaults:
+                self.defaults[last] = d.group(1).strip()
+
+    def takes_value(self, flag, next_token):
+        if flag in self.flags:
+            return self.flags[flag] is not None
+        # not in --help (yet): assume a value when one follows
+        return next_token is not None and not next_token.startswith("--")
+
+
+def run(argv):
+    try:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.decode("utf-8", "replace") if r.returncode == 0 else None
+
+
+def get_routes():
+    """GET routes of server/routes.c: {"/healthz", ...}."""
+    try:
+        src = open(ROUTES_C, encoding="utf-8").read()
+    except OSError:
+        check(False, "%s is readable" % rel(ROUTES_C))
+        return set()
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    routes = {p for m, p in re.findall(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"', src) if m == "GET"}
+    check(routes, "%s has GET routes" % rel(ROUTES_C))
+    return routes
+
+
+def linked_packages(binary):
+    """Debian packages of the libraries the binary links directly (NEEDED), or None."""
+    dyn = run(["readelf", "-d", binary]) or run(["objdump", "-p", binary])
+    ldd = run(["ldd", binary])
+    if dyn is None or ldd is None:
+        return None
+    needed = re.findall(r"(?:Shared library: \[|NEEDED\s+)([^\]\s]+)", dyn)
+    where = dict(re.findall(r"^\s*(\S+) => (/\S+)", ldd, flags=re.M))
+    pkgs = {}
+    for soname in needed:
+        pkg = None
+        path = where.get(soname)
+        if path:
+            for p in (path, os.path.realpath(path), re.sub(r"^/usr/", "/", path),
+                      re.sub(r"^/lib", "/usr/lib", path)):
+                out = run(["dpkg", "-S", p])
+                if out:
+                    pkg = out.split(":", 1)[0].strip()
+                    break
+        pkgs[soname] = pkg
+    return pkgs
+
+
+def with_depends(pkgs):
+    """pkgs and what apt-get install brings along with them (Depends, as dpkg knows them here)."""
+    out = set()
+    todo = list(pkgs)
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.add(p)
+        dep = run(["dpkg-query", "-W", "-f", "${Depends}\n${Pre-Depends}", p]) or ""
+        for alt in re.split(r"[,\n]", dep):
+            name = alt.split("|")[0].strip().split(" ")[0].split(":")[0]
+            if name:
+                todo.append(name)
+    return out
+
+
+# ---------------------------------------------------------------- settings of one deployment
+
+
+def parse_args(argv, d, where):
+    """Flags of an argument list -> {flag: value or True}; each flag checked against --help."""
+    out = {}
+    i = 0
+    while i < len(argv):
+        a = str(argv[i])
+        if not a.startswith("--"):
+            check(False, "%s: '%s' is not a flag" % (where, a))
+            i += 1
+            continue
+        val = None
+        if "=" in a:
+            check(False, "%s: '%s': dpbudgetd takes '--flag value', not '--flag=value'" % (where, a))
+            a, val = a.split("=", 1)
+        elif d.takes_value(a, str(argv[i + 1]) if i + 1 < len(argv) else None):
+            val = str(argv[i + 1]) if i + 1 < len(argv) else None
+            check(val is not None, "%s: %s has its value" % (where, a))
+            i += 1
+        check(a in d.flags, "%s: %s is a flag of dpbudgetd --help" % (where, a))
+        out[a] = True if val is None else val
+        i += 1
+    return out
+
+
+def env_flag(name):
+    """DPBUDGET_FOO_BAR -> --foo-bar; None for a variable that is not a setting."""
+    if not name.startswith("DPBUDGET_") or name == "DPBUDGET_":
+        return None
+    return "--" + name[len("DPBUDGET_"):].lower().replace("_", "-")
+
+
+def parse_env(env, d, where):
+    out = {}
+    if any(env_flag(n) for n in env):
+        check("DPBUDGET_" in d.help, "%s: dpbudgetd --help documents DPBUDGET_* variables" % where)
+    for name, value in env.items():
+        flag = env_flag(name)
+        if flag:
+            check(flag in d.flags, "%s: %s is %s, a flag of dpbudgetd --help" % (where, name, flag))
+            value = str(value)
+            if flag in d.flags and d.flags[flag] is None:  # a switch: 1 or 0
+                check(value.lower() in SWITCH_VALUES, "%s: %s is a switch, 1 or 0 (got %r)"
+                      % (where, name, value))
+                if value.lower() in ("0", "false", "no", "off"):
+                    continue
+                value = True
+            out[flag] = value
+    return out
+
+
+def parse_config(text, d, where):
+    """A --config file as server/main.c reads it: `name = value`, or `name` for a switch;
+    '#' starts a comment."""
+    out = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.split("#", 1)[0].strip()
+        if not s:
+            continue
+        m = re.match(r"^([a-z0-9][a-z0-9-]*)\s*(?:=\s*(.*))?$", s)
+        if not check(m, "%s line %d: 'name = value' or 'name' (got %r)" % (where, n, s)):
+            continue
+        flag = "--" + m.group(1)
+        if not check(flag in d.flags, "%s line %d: %s is a flag of dpbudgetd --help"
+                     % (where, n, flag)):
+            continue
+        val = m.group(2)
+        if d.flags[flag] is None:  # a switch: 'name' alone, or 'name = 1|0'
+            check(val is None or val.lower() in SWITCH_VALUES,
+                  "%s line %d: %s is a switch, no value or 1|0 (got %r)" % (where, n, flag, val))
+            if val is not None and val.lower() in ("0", "false", "no", "off"):
+                out.pop(flag, None)
+                continue
+            val = True
+        else:
+            check(val, "%s line %d: %s needs a value" % (where, n, flag))
+        out[flag] = val
+    return out
+
+
+def effective(d, *layers):
+    """Precedence flags > environment > config file > defaults: layers from strongest."""
+    out = {}
+    for layer in reversed(layers):
+        out.update(layer)
+    for flag in ("--listen", "--port", "--data-dir"):
+        out.setdefault(flag, d.defaults.get(flag))
+    return out
+
+
+def check_keys_file(text, where):
+    """An --api-keys file as server/auth.c reads it: '<sha256 hex> <scopes> [name]' lines,
+    '#' comments; the daemon refuses a file with no key."""
+    keys = 0
+    for n, line in enumerate((text or "").splitlines(), 1):
+        toks = line.split("#", 1)[0].split()
+        if not toks:
+            continue
+        keys += 1
+        ok = (len(toks) >= 2 and re.fullmatch(r"[0-9a-fA-F]{64}", toks[0]) is not None
+              and set(toks[1].split(",")) <= SCOPES and "" not in toks[1].split(","))
+        check(ok, "%s line %d: '<sha256 hex of token> <scopes> [name]' with scopes a comma "
+              "list of read,charge,admin (got %r)" % (where, n, line))
+    check(keys, "%s: the API keys file has a key" % where)
+
+
+def check_settings(s, d, where, need_nonloopback=True):
+    """The settings every container deployment needs; returns (port, data_dir)."""
+    if need_nonloopback:
+        check(s.get("--listen") not in LOOPBACK and not str(s.get("--listen")).startswith("127."),
+              "%s: --listen is not loopback in a container (got %s)" % (where, s.get("--listen")))
+    check(("--tls-cert" in s) == ("--tls-key" in s), "%s: --tls-cert and --tls-key go together" % where)
+    port = s.get("--port")
+    check(port and str(port).isdigit() and 0 < int(port) < 65536,
+          "%s: --port is a fixed port (got %s)" % (where, port))
+    data_dir = s.get("--data-dir")
+    check(data_dir and str(data_dir).startswith("/"),
+          "%s: --data-dir is an absolute path (got %s)" % (where, data_dir))
+    return (int(port) if port and str(port).isdigit() else None), data_dir
+
+
+# ---------------------------------------------------------------- YAML
+
+
+def load_yaml_files():
+    """{path: [documents]} of every .yml/.yaml under deploy/, each file checked to parse."""
+    try:
+        import yaml  # python3-yaml
+    except ImportError:
+        check(False, "python3-yaml is installed (import yaml)")
+        return {}
+
+    files = {}
+    for dirpath, _, names in sorted(os.walk(DEPLOY)):
+        for name in sorted(names):
+            if not name.endswith((".yml", ".yaml")):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    docs = [x for x in yaml.safe_load_all(f) if x is not None]
+                check(docs, "%s parses as YAML" % rel(path))
+            except (OSError, yaml.YAMLError) as e:
+                check(False, "%s parses as YAML: %s" % (rel(path), str(e).replace("\n", " ")))
+                docs = []
+            files[path] = docs
+    check(files, "deploy/ has YAML files")
+    return files
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+
+class Dockerfile:
+    def __init__(self, path):
+        self.path = path
+        self.comments = []
+        self.stages = []  # [{"from": str, "name": str|None, "instr": [(INSTR, args)]}]
+        text = open(path, encoding="utf-8").read()
+        cur = ""
+        for line in text.splitlines():
+            s = line.strip()
+            if s.startswith("#"):
+                self.comments.append(s)
+                continue  # comment lines are dropped, even inside a continuation
+            if not s and not cur:
+                continue
+            if s.endswith("\\"):
+                cur += s[:-1] + " "
+                continue
+            self._add(cur + s)
+            cur = ""
+        if cur.strip():
+            self._add(cur)
+
+    def _add(self, line):
+        m = re.match(r"^([A-Za-z]+)\s*(.*)$", line.strip())
+        if not m:
+            return
+        instr, args = m.group(1).upper(), m.group(2).strip()
+        if instr == "FROM":
+            f = re.match(r"^(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", args, re.I)
+            self.stages.append({"from": f.group(1), "name": f.group(2), "instr": []})
+        elif self.stages:
+            self.stages[-1]["instr"].append((instr, args))
+
+    def all(self, instr, stage=None):
+        stages = self.stages if stage is None else [stage]
+        return [a for s in stages for i, a in s["instr"] if i == instr]
+
+    @staticmethod
+    def exec_form(args):
+        try:
+            v = json.loads(args)
+            return v if isinstance(v, list) and all(isinstance(x, str) for x in v) else None
+        except ValueError:
+            return None
+
+    def labels(self, stage):
+        out = {}
+        for a in self.all("LABEL", stage):
+            for tok in shlex.split(a):
+                if "=" in tok:
+                    k, v = tok.split("=", 1)
+                    out[k] = v
+        return out
+
+
+def apt_packages(run_args):
+    """Package names of the apt-get/apt install commands in a RUN line."""
+    pkgs = []
+    for cmd in re.split(r"&&|;|\|\|", run_args):
+        toks = cmd.split()
+        for i, t in enumerate(toks):
+            if t in ("apt-get", "apt") and "install" in toks[i + 1:]:
+                after = toks[toks.index("install", i) + 1:]
+                pkgs += [x for x in after if not x.startswith("-")]
+                break
+    return pkgs
+
+
+def check_dockerfile(d, routes, linked):
+    """Returns (image tag, CMD settings, uid) for the other checks."""
+    path = os.path.join(ROOT, "Dockerfile")
+    if not check(os.path.isfile(path), "Dockerfile exists"):
+        return None, {}, None
+    df = Dockerfile(path)
+    W = "Dockerfile"
+    check(len(df.stages) >= 2, "%s: multi-stage (got %d stages)" % (W, len(df.stages)))
+    if not df.stages:
+        return None, {}, None
+    build, final = df.stages[0], df.stages[-1]
+    check(all(s["from"].startswith("debian:12") for s in df.stages),
+          "%s: every stage is debian:12 (bookworm) (got %s)" % (W, [s["from"] for s in df.stages]))
+    check(final["from"] == "debian:12-slim",
+          "%s: the final stage is debian:12-slim (got %s)" % (W, final["from"]))
+
+    # build stage: deps.sh, make, make install PREFIX=/usr/local DESTDIR=X
+    runs = " && ".join(df.all("RUN", build))
+    check("scripts/deps.sh" in runs,
+          "%s: the build stage installs its packages with scripts/deps.sh" % W)
+    m = re.search(r"make install\b[^&;]*", runs)
+    inst = m.group(0) if m else ""
+    prefix = re.search(r"PREFIX=(\S+)", inst)
+    destdir = re.search(r"DESTDIR=(\S+)", inst)
+    check(prefix and prefix.group(1) == "/usr/local" and destdir,
+          "%s: the build stage runs make install PREFIX=/usr/local DESTDIR=... (got %r)" % (W, inst))
+    if destdir:
+        src = destdir.group(1).rstrip("/") + "/usr/local"
+        copies = [a for a in df.all("COPY", final) if re.search(r"--from=", a)]
+        check(any(src in a and re.search(r"\s/usr/local/?$", a) for a in copies),
+              "%s: the final stage copies %s/ to /usr/local/ (got %s)" % (W, src, copies))
+
+    # final stage: the runtime libraries of the binary, no toolchain
+    final_pkgs = [p for a in df.all("RUN", final) for p in apt_packages(a)]
+    bad = [p for p in final_pkgs if p.endswith("-dev") or p in
+           ("build-essential", "gcc", "cc", "clang", "make", "pkg-config")]
+    check(not bad, "%s: no compiler or -dev package in the final stage (got %s)" % (W, bad))
+    if check(linked, "the libraries %s links are known to dpkg (readelf, ldd, dpkg -S)" % d.binary):
+        present = with_depends(set(final_pkgs) | BASE_PACKAGES)
+        for soname, pkg in sorted(linked.items()):
+            if re.match(r"^lib(a|ub|l|t|hwa)san\.", soname):
+                continue  # a sanitizer build (build-san/): not what the image builds
+            check(pkg in present, "%s: the final stage installs %s (or a package that depends "
+                  "on it), the package of %s that dpbudgetd links" % (W, pkg, soname))
+
+    # user, entrypoint, command
+    users = df.all("USER", final)
+    uid = users[-1].split(":")[0] if users else None
+    check(uid and uid.isdigit() and uid != "0",
+          "%s: USER is a numeric non-root uid (runAsNonRoot can verify it) (got %s)" % (W, uid))
+    ep = df.exec_form((df.all("ENTRYPOINT", final) or [""])[-1])
+    check(ep and os.path.basename(ep[0]) == "dpbudgetd",
+          "%s: ENTRYPOINT is [\"dpbudgetd\"] in exec form (got %s)" % (W, ep))
+    cmd = df.exec_form((df.all("CMD", final) or [""])[-1])
+    check(cmd is not None, "%s: CMD is in exec form" % W)
+    cmd_flags = parse_args(cmd or [], d, W + " CMD")
+    port, data_dir = check_settings(effective(d, cmd_flags), d, W + " CMD")
+
+    exposed = " ".join(df.all("EXPOSE", final)).split()
+    check(port and ("%d" % port in exposed or "%d/tcp" % port in exposed),
+          "%s: EXPOSE %s, the --port of CMD (got %s)" % (W, port, exposed))
+    vols = []
+    for a in df.all("VOLUME", final):
+        vols += df.exec_form(a) or a.split()
+    check(data_dir in vols, "%s: VOLUME %s, the --data-dir of CMD (got %s)" % (W, data_dir, vols))
+    hc = " ".join(df.all("HEALTHCHECK", final))
+    check(hc and "/healthz" in hc, "%s: a HEALTHCHECK requests /healthz" % W)
+    check("/healthz" in routes, "server/routes.c: /healthz (Dockerfile HEALTHCHECK) is a GET route")
+    check(port and re.search(r"[:/]%d\b" % port, hc),
+          "%s: the HEALTHCHECK uses port %s, the --port of CMD" % (W, port))
+    check(not re.search(r"\bcurl\b|\bwget\b", hc) or "curl" in final_pkgs or "wget" in final_pkgs,
+          "%s: the HEALTHCHECK's tool is in the final image" % W)
+
+    # image name and version
+    tags = []
+    for c in df.comments:
+        tags += re.findall(r"docker build\b.*?(?:-t|--tag)[ =](\S+)", c)
+    labels = df.labels(final)
+    if labels.get("org.opencontainers.image.ref.name"):
+        tags.append(labels["org.opencontainers.image.ref.name"])
+    check(len(set(tags)) == 1, "%s: one image tag in a `docker build -t` comment (got %s)" % (W, tags))
+    tag = tags[0] if tags else None
+    if tag:
+        check(":" in tag and tag.rsplit(":", 1)[1] == d.version,
+              "%s: the image tag %s has the daemon's version %s" % (W, tag, d.version))
+    check(labels.get("org.opencontainers.image.version") == d.version,
+          "%s: LABEL org.opencontainers.image.version is the daemon's version %s (got %s)"
+          % (W, d.version, labels.get("org.opencontainers.image.version")))
+    return tag, cmd_flags, uid
+
+
+# ---------------------------------------------------------------- Kubernetes
+
+
+def quantity_cpu(q):
+    q = str(q)
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
+def check_k8s(files, d, routes, image, uid):
+    k8s_dir = os.path.join(DEPLOY, "k8s")
+    docs = [(p, x) for p, ds in files.items() if p.startswith(k8s_dir + os.sep)
+            for x in ds if isinstance(x, dict)]
+    kinds = {}
+    for p, x in docs:
+        kinds.setdefault(x.get("kind"), []).append((p, x))
+    for kind in ("StatefulSet", "Service", "Secret", "ConfigMap"):
+        check(kind in kinds, "deploy/k8s has a %s" % kind)
+
+    def named(kind, name):
+        return next((x for _, x in kinds.get(kind, []) if x["metadata"].get("name") == name), None)
+
+    def path_of(doc):
+        return next((rel(p) for p, x in docs if x is doc), "deploy/k8s")
+
+    for p, sts in kinds.get("StatefulSet", []):
+        W = "%s StatefulSet/%s" % (rel(p), sts["metadata"].get("name"))
+        spec = sts.get("spec", {})
+        check(spec.get("replicas") == 1, "%s: replicas is 1 (one file ledger)" % W)
+        pod = spec.get("template", {}).get("spec", {})
+        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+        psc = pod.get("securityContext", {})
+        vcts = {v["metadata"]["name"] for v in spec.get("volumeClaimTemplates", [])}
+        check(vcts, "%s: has a volumeClaimTemplate" % W)
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        ctrs = [c for c in pod.get("containers", []) if "dpbudgetd" in str(c.get("image"))]
+        if not check(len(ctrs) == 1, "%s: one dpbudgetd container" % W):
+            continue
+        c = ctrs[0]
+        C = "%s container %s" % (W, c.get("name"))
+        check(c.get("image") == image, "%s: image is %s, the Dockerfile's tag (got %s)"
+              % (C, image, c.get("image")))
+        check(not c.get("command"), "%s: no command: the image's ENTRYPOINT runs" % C)
+        args = parse_args(c.get("args", []), d, C + " args")
+        env = {e["name"]: e.get("value", "") for e in c.get("env", []) if "name" in e}
+        for ef in c.get("envFrom", []):
+            cm = ef.get("configMapRef", {}).get("name")
+            if cm and named("ConfigMap", cm):
+                env.update(named("ConfigMap", cm).get("data", {}))
+        envs = parse_env(env, d, C + " env")
+
+        def mounted(path):
+            """(volume, key in it) of the file at path in the container, or (None, None)."""
+            for m in c.get("volumeMounts", []):
+                mp = m["mountPath"].rstrip("/")
+                if m.get("subPath") and path == mp:
+                    return volumes.get(m["name"]), m["subPath"]
+                if not m.get("subPath") and path.startswith(mp + "/"):
+                    return volumes.get(m["name"]), path[len(mp) + 1:]
+            return None, None
+
+        conf = {}
+        cfg_path = args.get("--config") or envs.get("--config")
+        if cfg_path:
+            vol, key = mounted(cfg_path)
+            cm = named("ConfigMap", (vol or {}).get("configMap", {}).get("name"))
+            text = (cm or {}).get("data", {}).get(key)
+            if check(text is not None,
+                     "%s: --config %s is a key of a mounted ConfigMap" % (C, cfg_path)):
+                conf = parse_config(text, d, "%s ConfigMap/%s %s"
+                                    % (path_of(cm), cm["metadata"]["name"], key))
+        s = effective(d, args, envs, conf)
+        port, data_dir = check_settings(s, d, C)
+
+        keys = s.get("--api-keys")
+        if check(keys, "%s: --api-keys is given (a non-loopback daemon needs keys)" % C):
+            vol, key = mounted(keys)
+            sname = (vol or {}).get("secret", {}).get("secretName")
+            sec = named("Secret", sname)
+            text = None
+            if sec is not None:
+                text = (sec.get("stringData") or {}).get(key)
+                if text is None and key in (sec.get("data") or {}):
+                    text = base64.b64decode(sec["data"][key]).decode("utf-8", "replace")
+            if check(text is not None,
+                     "%s: --api-keys %s is a key of a mounted Secret" % (C, keys)):
+                check_keys_file(text, "%s Secret/%s %s" % (path_of(sec), sname, key))
+
+        # ports and probes
+        cports = {x.get("name"): x.get("containerPort") for x in c.get("ports", [])}
+        check(port in cports.values(), "%s: containerPort %s, the --port (got %s)"
+              % (C, port, list(cports.values())))
+
+        def port_of(ref):
+            return cports.get(ref) if isinstance(ref, str) else ref
+
+        tls = "--tls-cert" in s
+        want = {"livenessProbe": ["/healthz"], "readinessProbe": ["/readyz"],
+                "startupProbe": ["/healthz", "/readyz"]}
+        for probe, paths in want.items():
+            pr = c.get(probe, {}).get("httpGet")
+            if not check(pr, "%s: %s is an httpGet probe" % (C, probe)):
+                continue
+            check(pr.get("path") in paths, "%s: %s path is %s (got %s)"
+                  % (C, probe, " or ".join(paths), pr.get("path")))
+            check(pr.get("path") in routes, "server/routes.c: %s (%s %s) is a GET route"
+                  % (pr.get("path"), C, probe))
+            check(port_of(pr.get("port")) == port, "%s: %s port is the --port %s" % (C, probe, port))
+            check(pr.get("scheme", "HTTP") == ("HTTPS" if tls else "HTTP"),
+                  "%s: %s scheme is %s" % (C, probe, "HTTPS with --tls-cert" if tls else "HTTP"))
+
+        # data volume
+        dm = [m for m in c.get("volumeMounts", [])
+              if m["mountPath"].rstrip("/") == str(data_dir).rstrip("/")]
+        check(dm and dm[0]["name"] in vcts and not dm[0].get("readOnly"),
+              "%s: a volumeClaimTemplate is mounted read-write at the --data-dir %s" % (C, data_dir))
+
+        # resources
+        res = c.get("resources", {})
+        for k in ("requests", "limits"):
+            check(all(r in res.get(k, {}) for r in ("cpu", "memory")),
+                  "%s: resources.%s has cpu and memory" % (C, k))
+        threads = s.get("--threads")
+        cpu_limit = res.get("limits", {}).get("cpu")
+        if cpu_limit is not None:
+            most = max(1, round(quantity_cpu(cpu_limit)))
+            check(str(threads).isdigit() and 0 < int(threads) <= most,
+                  "%s: --threads is set, at most the CPU limit %s (0 would count the node's "
+                  "CPUs) (got %s)" % (C, cpu_limit, threads))
+
+        # security
+        csc = c.get("securityContext", {})
+        check(csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True, "%s: runAsNonRoot" % C)
+        ruid = csc.get("runAsUser", psc.get("runAsUser"))
+        check(ruid is None or str(ruid) == str(uid),
+              "%s: runAsUser is the image's uid %s (got %s)" % (C, uid, ruid))
+        check(csc.get("readOnlyRootFilesystem") is True, "%s: readOnlyRootFilesystem" % C)
+        check(csc.get("allowPrivilegeEscalation") is False,
+              "%s: allowPrivilegeEscalation is false" % C)
+        check("ALL" in csc.get("capabilities", {}).get("drop", []), "%s: capabilities drop ALL" % C)
+
+        # services
+        svcs = [x for _, x in kinds.get("Service", [])
+                if x.get("spec", {}).get("selector") and
+                all(labels.get(k) == v for k, v in x["spec"]["selector"].items())]
+        check(svcs, "%s: a Service selects the pod" % W)
+        check(spec.get("serviceName") in [x["metadata"]["name"] for x in svcs],
+              "%s: serviceName is a Service of the pod" % W)
+        for svc in svcs:
+            S = "Service/%s" % svc["metadata"]["name"]
+            sp = svc["spec"].get("ports", [])
+            check(any(x.get("port") == port and port_of(x.get("targetPort", x.get("port"))) == port
+                      for x in sp),
+                  "%s: port and targetPort are the --port %s (got %s)" % (S, port, sp))
+        if pod.get("enableServiceLinks", True) is not False:
+            for _, svc in kinds.get("Service", []):
+                n = svc["metadata"]["name"].upper().replace("-", "_") + "_"
+                check(not n.startswith("DPBUDGET_"), "%s: with service links, Service/%s injects "
+                      "%s* variables, read as settings" % (W, svc["metadata"]["name"], n))
+
+
+# ---------------------------------------------------------------- compose and Prometheus
+
+
+def check_compose(files, d, routes, image, cmd_flags):
+    path = os.path.join(DEPLOY, "compose", "docker-compose.yml")
+    if not check(path in files and files[path], "%s exists" % rel(path)):
+        return
+    W = rel(path)
+    comp = files[path][0]
+    here = os.path.dirname(path)
+    services = comp.get("services", {})
+    dpb = [(n, s) for n, s in services.items() if "dpbudgetd" in str(s.get("image"))]
+    if not check(len(dpb) == 1, "%s: one dpbudgetd service" % W):
+        return
+    name, svc = dpb[0]
+    S = "%s service %s" % (W, name)
+    check(svc.get("image") == image,
+          "%s: image is %s, the Dockerfile's tag (got %s)" % (S, image, svc.get("image")))
+    b = svc.get("build")
+    ctx = b.get("context", ".") if isinstance(b, dict) else b
+    if ctx is not None:
+        check(os.path.normpath(os.path.join(here, ctx)) == ROOT,
+              "%s: build context is the repository root (got %s)" % (S, ctx))
+    check(not svc.get("entrypoint"), "%s: no entrypoint: the image's runs" % S)
+    cmd = svc.get("command")
+    if isinstance(cmd, str):
+        cmd = shlex.split(cmd)
+    args = parse_args(cmd, d, S + " command") if cmd is not None else cmd_flags
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(e.split("=", 1) if "=" in e else (e, "") for e in env)
+    s = effective(d, args, parse_env(env, d, S + " environment"))
+    port, data_dir = check_settings(s, d, S)
+
+    published = []
+    for p in svc.get("ports", []):
+        target = p.get("target") if isinstance(p, dict) else str(p).split("/")[0].split(":")[-1]
+        published.append(int(target))
+    check(port in published,
+          "%s: publishes the container port %s, the --port (got %s)" % (S, port, published))
+    targets = []
+    for v in svc.get("volumes", []):
+        if isinstance(v, dict):
+            targets.append(v.get("target"))
+        else:
+            targets.append((str(v).split(":") + [""])[1] or str(v))
+    check(data_dir in targets,
+          "%s: a volume is mounted at the --data-dir %s (got %s)" % (S, data_dir, targets))
+
+    keys = s.get("--api-keys")
+    if check(keys, "%s: --api-keys is given (a non-loopback daemon needs keys)" % S):
+        m = re.match(r"^/run/secrets/(.+)$", str(keys))
+        sec = (comp.get("secrets") or {}).get(m.group(1)) if m else None
+        f = os.path.join(here, sec["file"]) if sec and "file" in sec else None
+        if check(f and os.path.isfile(f),
+                 "%s: --api-keys %s is a compose secret from a file" % (S, keys)):
+            check_keys_file(open(f, encoding="utf-8").read(), rel(f))
+
+    # Prometheus
+    proms = [(n, x) for n, x in services.items() if "prometheus" in str(x.get("image"))]
+    if not check(proms, "%s: a Prometheus service" % W):
+        return
+    pn, prom = proms[0]
+    P = "%s service %s" % (W, pn)
+    cfg = None
+    for v in prom.get("volumes", []):
+        if isinstance(v, dict):
+            src, dst = v.get("source"), v.get("target")
+        else:
+            src, dst = (str(v).split(":") + [""])[:2]
+        if src and dst and dst.endswith("prometheus.yml"):
+            cfg = os.path.normpath(os.path.join(here, src))
+    if not check(cfg and cfg in files and files[cfg], "%s: mounts a prometheus.yml of deploy/" % P):
+        return
+    pc = files[cfg][0]
+    target = "%s:%s" % (name, port)
+    jobs = [j for j in pc.get("scrape_configs", [])
+            if any(target in sc.get("targets", []) for sc in j.get("static_configs", []))]
+    check(jobs, "%s: a scrape job targets %s, the dpbudgetd service and its --port"
+          % (rel(cfg), target))
+    for j in jobs:
+        mp = j.get("metrics_path", "/metrics")
+        check(mp in routes, "server/routes.c: %s (%s job %s metrics_path) is a GET route"
+              % (mp, rel(cfg), j.get("job_name")))
+        check(j.get("scheme", "http") == ("https" if "--tls-cert" in s else "http"),
+              "%s: job %s scheme matches the daemon's TLS setting" % (rel(cfg), j.get("job_name")))
+
+
+# ---------------------------------------------------------------- systemd
+
+
+def check_systemd(d, prefix):
+    path = os.path.join(DEPLOY, "systemd", "dpbudgetd.service")
+    if not check(os.path.isfile(path), "%s exists" % rel(path)):
+        return
+    W = rel(path)
+    unit = {}
+    section = None
+    cur = ""
+    for line in open(path, encoding="utf-8"):
+        s = line.strip()
+        if s.startswith(("#", ";")) or (not s and not cur):
+            continue
+        if s.endswith("\\"):
+            cur += s[:-1] + " "
+            continue
+        s, cur = cur + s, ""
+        m = re.match(r"^\[(.+)\]$", s)
+        if m:
+            section = m.group(1)
+            continue
+        k, _, v = s.partition("=")
+        unit.setdefault((section, k.strip()), []).append(v.strip())
+
+    def get(key, section="Service"):
+        return unit.get((section, key), [])
+
+    def last(key):
+        v = get(key)
+        return v[-1] if v else None
+
+    execs = get("ExecStart")
+    if not check(len(execs) == 1, "%s: one ExecStart" % W):
+        return
+    argv = shlex.split(re.sub(r"^[-@:+!]+", "", execs[0])) or [""]
+    check(argv[0] == prefix + "/bin/dpbudgetd", "%s: ExecStart runs %s/bin/dpbudgetd, where "
+          "make install puts it (got %s)" % (W, prefix, argv[0]))
+    args = parse_args(argv[1:], d, W + " ExecStart")
+    env = {}
+    for e in get("Environment"):
+        for tok in shlex.split(e):
+            k, _, v = tok.partition("=")
+            env[k] = v
+    s = effective(d, args, parse_env(env, d, W + " Environment"))
+
+    states = " ".join(get("StateDirectory")).split()
+    check(states and s.get("--data-dir") == "/var/lib/" + states[0],
+          "%s: --data-dir is /var/lib/ + StateDirectory (got %s, %s)"
+          % (W, s.get("--data-dir"), states))
+    keys = s.get("--api-keys")
+    listen = str(s.get("--listen"))
+    if listen not in LOOPBACK and not listen.startswith("127."):
+        check(keys, "%s: --api-keys is given (--listen %s is not loopback)" % (W, listen))
+    if keys and str(keys).startswith("%d/"):
+        creds = [c.split(":", 1)[0] for c in get("LoadCredential")]
+        check(keys[3:] in creds, "%s: --api-keys %s is a LoadCredential (got %s)" % (W, keys, creds))
+    check(last("DynamicUser") == "yes" or last("User") not in (None, "", "root", "0"),
+          "%s: runs as DynamicUser=yes or a dedicated User=" % W)
+    check(last("KillSignal") == "SIGTERM", "%s: KillSignal=SIGTERM" % W)
+    check(last("TimeoutStopSec"), "%s: TimeoutStopSec is set" % W)
+    want = {"ProtectSystem": ["strict"], "ProtectHome": ["yes", "true", "read-only", "tmpfs"],
+            "PrivateTmp": ["yes", "true"], "NoNewPrivileges": ["yes", "true"],
+            "MemoryDenyWriteExecute": ["yes", "true"]}
+    for k, ok in want.items():
+        check(last(k) in ok, "%s: %s=%s (got %s)" % (W, k, ok[0], last(k)))
+    fams = set(" ".join(get("RestrictAddressFamilies")).split())
+    check(fams == {"AF_INET", "AF_INET6", "AF_UNIX"},
+          "%s: RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX (got %s)" % (W, sorted(fams)))
+    check("@system-service" in " ".join(get("SystemCallFilter")).split(),
+          "%s: SystemCallFilter=@system-service" % W)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv):
+    global verbose
+    if "-v" in argv:
+        verbose = True
+        argv = [a for a in argv if a != "-v"]
+    if len(argv) != 2:
+        print("usage: check_deploy.py [-v] PATH/TO/dpbudgetd", file=sys.stderr)
+        check(False, "usage: one argument, the dpbudgetd binary")
+    else:
+        binary = os.path.abspath(argv[1])
+        d = Daemon(binary)
+        routes = get_routes()
+        files = load_yaml_files()
+        mk = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
+        pm = re.search(r"^PREFIX\s*\??=\s*(\S+)", mk, re.M)
+        prefix = pm.group(1) if pm else "/usr/local"
+        image, cmd_flags, uid = check_dockerfile(d, routes, linked_packages(binary))
+        if files:
+            check_k8s(files, d, routes, image, uid)
+            check_compose(files, d, routes, image, cmd_flags)
+        check_systemd(d, prefix)
+    print("deploy: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
