@@ -134,10 +134,25 @@ static int decode_labels(json_t *o, char *out, size_t cap, problem *pb)
             keys[j] = keys[j - 1];
             keys[j - 1] = t;
         }
-    size_t len = 0;
+    /* the lines must fit the stored field: measure first, never write past cap */
+    size_t need = 1;
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s=%s\n", keys[i],
-                                json_string_value(json_object_get(o, keys[i])));
+        need += strlen(keys[i]) + 2 + strlen(json_string_value(json_object_get(o, keys[i])));
+    if (need > cap) {
+        problem_set(pb, PB_INVALID_PARAMETER, "labels",
+                    "the labels take %zu bytes as key=value lines; at most %zu fit: use fewer "
+                    "or shorter labels",
+                    need - 1, cap - 1);
+        return -1;
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(out + len, cap - len, "%s=%s\n", keys[i],
+                         json_string_value(json_object_get(o, keys[i])));
+        if (w < 0 || (size_t)w >= cap - len)
+            break; /* cannot happen after the measurement above */
+        len += (size_t)w;
+    }
     return 0;
 }
 

@@ -175,7 +175,32 @@ static void hostile_battery(void)
            v1, l0, l1);
 }
 
+/* Found by fuzzing: 16 labels of the longest keys and values (1568 bytes as key=value lines)
+ * overflowed the client's 512-byte label field. Refused now, and nothing is stored. */
+static void labels_that_do_not_fit_are_refused(void)
+{
+    char body[4096];
+    size_t n = (size_t)snprintf(body, sizeof body,
+                                "{\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"labels\":{");
+    for (int i = 0; i < 16; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n,
+                              "%s\"k%02dxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":\"%064d\"", i ? "," : "",
+                              i, 0);
+    snprintf(body + n, sizeof body - n, "}}");
+    api_reply r;
+    api_call("PUT", "/v1/clients/label-overflow", "application/json", body, strlen(body), &r);
+    CHECKF(is_problem(&r, 400, "invalid_parameter", "labels"), "%ld %s", r.status, r.body);
+    api_reply_free(&r);
+    api_get("/v1/clients/label-overflow", &r);
+    CHECK(r.status == 404);
+    api_reply_free(&r);
+    api_get("/healthz", &r);
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+}
+
 const tl_test HOSTILE_TESTS[] = {
     TL_T(hostile_battery),
+    TL_T(labels_that_do_not_fit_are_refused),
 };
 const size_t HOSTILE_NTESTS = sizeof HOSTILE_TESTS / sizeof HOSTILE_TESTS[0];
