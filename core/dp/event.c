@@ -1,6 +1,7 @@
 /* event.c - mechanism description trees. */
 #include "event.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +277,13 @@ static double get_f64(rbuf *r)
     return d;
 }
 
+/* A decoded number must lie where the JSON codec would have let it: the log is checksummed,
+ * but a record that passes its checksum with an impossible value is refused, not used. */
+static int positive(double x)
+{
+    return x > 0.0 && isfinite(x);
+}
+
 static dp_event *decode_node(rbuf *r, int depth)
 {
     if (depth > 64) {
@@ -296,6 +304,8 @@ static dp_event *decode_node(rbuf *r, int depth)
     case DP_EV_SHUFFLED_EPOCH:
         ev->u.shuffled.noise_multiplier = get_f64(r);
         ev->u.shuffled.rounds = get_u64(r);
+        if (!positive(ev->u.shuffled.noise_multiplier))
+            r->bad = 1;
         break;
     case DP_EV_SELF_COMPOSED:
         ev->u.self.count = get_u64(r);
@@ -319,13 +329,21 @@ static dp_event *decode_node(rbuf *r, int depth)
     case DP_EV_GAUSSIAN:
     case DP_EV_LAPLACE:
         ev->u.noise.noise_multiplier = get_f64(r);
+        if (!positive(ev->u.noise.noise_multiplier))
+            r->bad = 1;
         break;
     case DP_EV_EPSILON_DELTA:
         ev->u.epsdelta.epsilon = get_f64(r);
         ev->u.epsdelta.delta = get_f64(r);
+        if (!(isfinite(ev->u.epsdelta.epsilon) && ev->u.epsdelta.epsilon >= 0.0 &&
+              ev->u.epsdelta.delta >= 0.0 && ev->u.epsdelta.delta <= 1.0))
+            r->bad = 1;
         break;
     case DP_EV_POISSON_SAMPLED:
         ev->u.sampled.sampling_probability = get_f64(r);
+        if (!(ev->u.sampled.sampling_probability >= 0.0 &&
+              ev->u.sampled.sampling_probability <= 1.0))
+            r->bad = 1;
         ev->u.sampled.event = decode_node(r, depth + 1);
         break;
     case DP_EV_NO_OP:
@@ -375,7 +393,13 @@ static dp_event *decode_node(rbuf *r, int depth)
             ev->u.proactive.sigma[i] = get_f64(r);
             ev->u.proactive.batch[i] = get_f64(r);
             ev->u.proactive.rounds[i] = get_f64(r);
+            double rd = ev->u.proactive.rounds[i];
+            if (!positive(ev->u.proactive.sigma[i]) || !positive(ev->u.proactive.batch[i]) ||
+                !(rd >= 1.0 && rd <= 1e15 && rd == floor(rd)))
+                r->bad = 1;
         }
+        if (!positive(ev->u.proactive.dataset_size))
+            r->bad = 1;
         break;
     }
     case DP_EV_SGLD: {

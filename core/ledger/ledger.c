@@ -646,8 +646,8 @@ static int bucket_of(const lclient *c)
 {
     if (!(c->spent < c->eps) || !(c->eps > 0.0))
         return 10;
-    int b = (int)floor(10.0 * c->spent / c->eps);
-    return b < 0 ? 0 : b > 9 ? 9 : b;
+    double f = 10.0 * c->spent / c->eps; /* < 10 here; never cast a value out of int range */
+    return !(f >= 0.0) ? 0 : f >= 9.0 ? 9 : (int)f;
 }
 
 /* Unaccount / account a client in the counters around a change. */
@@ -1590,16 +1590,25 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
             return -1;
         }
         c->ev = c->nev ? malloc(c->nev * sizeof *c->ev) : NULL;
-        if (c->nev && c->ev == NULL)
-            return -1;
-        for (uint32_t k = 0; k < c->nev; k++) {
+        for (uint32_t k = 0; c->ev && k < c->nev; k++) {
             c->ev[k].ev = br_u32(&r);
             c->ev[k].count = br_u64(&r);
             if (c->ev[k].ev >= ne)
                 r.bad = 1;
         }
-        if (r.bad || index_insert(l, &l->cl_index, l->ncl, cl_hash, (uint32_t)l->ncl) != 0)
+        /* a spend is >= 0 (+inf when uncertified); anything else is damage */
+        if (!(c->spent >= 0.0) || !(c->dtv >= 0.0 && c->dtv <= 1.0))
+            r.bad = 1;
+        if ((c->nev && c->ev == NULL) || r.bad ||
+            index_insert(l, &l->cl_index, l->ncl, cl_hash, (uint32_t)l->ncl) != 0) {
+            /* not yet counted in l->ncl: release what this entry holds */
+            free(c->id);
+            free(c->labels);
+            free(c->ev);
+            c->id = c->labels = NULL;
+            c->ev = NULL;
             return -1;
+        }
         l->ncl++;
         counters(l, c, +1);
     }
@@ -1643,6 +1652,11 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
             memcpy(hash, h, 16);
         if (r.bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0,
                                  0) != DPB_OK) {
+            /* the outcomes were not taken over by a stored round: release them */
+            for (uint32_t k = 0; out && k < cnt; k++)
+                if (out[k].owned)
+                    free((char *)out[k].id);
+            free(out);
             free(id);
             return -1;
         }
