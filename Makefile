@@ -112,7 +112,8 @@ unit: $(UNIT_BIN)
 api: $(API_BIN) $(DAEMON)
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON)
+	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON) \
+	    $(FUZZ_REGRESS_BIN)
 	$(Q)sh tests/run.sh $(BUILD)
 
 # slow numerical sweeps (minutes): not part of make test
@@ -126,9 +127,9 @@ test-slow: deps
 
 sanitize: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-san \
-	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    build-san/tests/unit_tests build-san/tests/api_tests build-san/tests/persist_tests \
-	    build-san/dpbudgetd
+	    build-san/dpbudgetd build-san/tests/fuzz_regress_request build-san/tests/fuzz_regress_wal
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san
 
 bench: deps
@@ -164,3 +165,6 @@ clean:
 	rm -rf build build-san
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# libFuzzer targets (make fuzz) and their replay in the test suite (tests/fuzz/)
+include mk/fuzz.mk

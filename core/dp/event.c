@@ -29,16 +29,16 @@ void dp_event_free(dp_event *ev)
     case DP_EV_POISSON_SAMPLED:
         dp_event_free(ev->u.sampled.event);
         break;
-    case DP_EV_SHUFFLED_EPOCH:
-    case DP_EV_GAUSSIAN:
-    case DP_EV_LAPLACE:
-    case DP_EV_EPSILON_DELTA:
-    case DP_EV_NO_OP:
     case DP_EV_PROACTIVE:
         free(ev->u.proactive.sigma);
         free(ev->u.proactive.batch);
         free(ev->u.proactive.rounds);
         break;
+    case DP_EV_SHUFFLED_EPOCH:
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+    case DP_EV_EPSILON_DELTA:
+    case DP_EV_NO_OP:
     case DP_EV_NON_PRIVATE:
     case DP_EV_PNSGD:
     case DP_EV_SGLD:
