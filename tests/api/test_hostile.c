@@ -184,8 +184,8 @@ static void labels_that_do_not_fit_are_refused(void)
                                 "{\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"labels\":{");
     for (int i = 0; i < 16; i++)
         n += (size_t)snprintf(body + n, sizeof body - n,
-                              "%s\"k%02dxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":\"%064d\"", i ? "," : "",
-                              i, 0);
+                              "%s\"k%02dxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\":\"%064d\"", i ? "," : "", i,
+                              0);
     snprintf(body + n, sizeof body - n, "}}");
     api_reply r;
     api_call("PUT", "/v1/clients/label-overflow", "application/json", body, strlen(body), &r);
