@@ -372,6 +372,39 @@ static int feasible(probe *p, double v, double *delta)
     return d <= p->delta_t;
 }
 
+/* The smallest integer in [1, top] that meets the target, when delta does not increase with
+ * the parameter: doubling to bracket it, then bisection. 1 with c->value set; 0 when even
+ * top does not (c->best_* set, *d its delta); -1 on a hard failure. */
+static int smallest_feasible_int(probe *p, double top, dp_calibration *c, double *d)
+{
+    double lo = 0.0, hi = 1.0;
+    int f;
+    while ((f = feasible(p, hi, d)) == 0 && hi < top) {
+        lo = hi;
+        hi = hi * 2.0 < top ? hi * 2.0 : top;
+    }
+    if (f <= 0) {
+        if (f == 0) {
+            c->has_best = 1;
+            c->best_at = hi;
+            c->best_delta = *d;
+        }
+        return f;
+    }
+    while (hi - lo > 1.0) {
+        double mid = floor((lo + hi) / 2.0);
+        if ((f = feasible(p, mid, d)) < 0)
+            return -1;
+        if (f)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    c->value = hi;
+    c->tolerance = 0.0;
+    return 1;
+}
+
 /* Generic calibration by bracketing and bisection, using monotonicity in the parameter:
  * delta(eps_t) is non-increasing in noise, non-decreasing in count and sampling rate. */
 static dpb_status calibrate_generic(probe *p, dp_calibration *c)
@@ -420,33 +453,14 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
     } else if (prm == DP_PARAM_ROUNDS) {
         /* smallest feasible M in [1, SHX_MAX_ROUNDS]: the model's delta does not increase
          * with M (more rounds only hide the record better) */
-        double lo = 0.0, hi = 1.0, top = (double)SHX_MAX_ROUNDS;
-        while ((f = feasible(p, hi, &d)) == 0 && hi < top) {
-            lo = hi;
-            hi = hi * 2.0 < top ? hi * 2.0 : top;
-        }
+        f = smallest_feasible_int(p, (double)SHX_MAX_ROUNDS, c, &d);
         if (f < 0)
             return p->fatal;
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = hi;
-            c->best_delta = d;
+        if (f == 0)
             return dpb_fail(p->err, DPB_EINFEASIBLE, "rounds",
                             "even %g rounds per epoch give delta %.6g > %.6g at epsilon %g "
                             "(the exact accountant's limit; thm41 covers more rounds)",
-                            hi, d, p->delta_t, p->eps_t);
-        }
-        while (hi - lo > 1.0) {
-            double mid = floor((lo + hi) / 2.0);
-            if ((f = feasible(p, mid, &d)) < 0)
-                return p->fatal;
-            if (f)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        c->value = hi;
-        c->tolerance = 0.0;
+                            c->best_at, d, p->delta_t, p->eps_t);
     } else if (prm == DP_PARAM_DATASET_SIZE) {
         /* smallest feasible n in [1, 2^53]: delta decreases with n at a fixed noise */
         const pnsgd_params *pn = &p->node->u.pnsgd;
@@ -454,31 +468,12 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
             return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
                             "dataset_size is solved for a given noise level with the shuffled "
                             "or randomly stopped order (where delta decreases with n)");
-        double lo = 0.0, hi = 1.0;
-        while ((f = feasible(p, hi, &d)) == 0 && hi < 9007199254740992.0) {
-            lo = hi;
-            hi *= 2.0;
-        }
+        f = smallest_feasible_int(p, 9007199254740992.0, c, &d);
         if (f < 0)
             return p->fatal;
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = hi;
-            c->best_delta = d;
+        if (f == 0)
             return dpb_fail(p->err, DPB_EINFEASIBLE, "dataset_size",
-                            "even %g records give delta %.6g > %.6g", hi, d, p->delta_t);
-        }
-        while (hi - lo > 1.0) {
-            double mid = floor((lo + hi) / 2.0);
-            if ((f = feasible(p, mid, &d)) < 0)
-                return p->fatal;
-            if (f)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        c->value = hi;
-        c->tolerance = 0.0;
+                            "even %g records give delta %.6g > %.6g", c->best_at, d, p->delta_t);
     } else if (prm == DP_PARAM_COUNT) {
         /* largest feasible count in [1, 2^53] */
         if ((f = feasible(p, 1.0, &d)) < 0)
