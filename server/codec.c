@@ -1002,3 +1002,72 @@ void codec_put_report(json_t *obj, const dp_report *rep)
         json_array_append_new(w, json_string(rep->warning[i]));
     json_object_set_new(obj, "warnings", w);
 }
+
+/* ---- request schemas shared by the handlers (and the fuzz target) ---------------------- */
+
+const char *const CODEC_DELTA_FIELDS[] = {"event",      "epsilon",
+                                          "epsilons",   "neighboring_relation",
+                                          "accountant", "value_discretization_interval",
+                                          NULL};
+
+const char *const CODEC_EPSILON_FIELDS[] = {"event",      "delta",
+                                            "deltas",     "neighboring_relation",
+                                            "accountant", "value_discretization_interval",
+                                            NULL};
+
+const char *const CODEC_CALIBRATE_FIELDS[] = {"event",
+                                              "solve_for",
+                                              "target",
+                                              "neighboring_relation",
+                                              "accountant",
+                                              "dataset",
+                                              "value_discretization_interval",
+                                              NULL};
+
+const char *const CODEC_CURVE_FIELDS[] = {"event",
+                                          "epsilons",
+                                          "epsilon_range",
+                                          "alphas",
+                                          "tradeoff_points",
+                                          "neighboring_relation",
+                                          "accountant",
+                                          "value_discretization_interval",
+                                          NULL};
+
+const char *const CODEC_PROACTIVE_FIELDS[] = {
+    "procedure", "noise_multiplier", "epsilon", "delta", "dataset_size", "epochs", "batch_size",
+    "theta",     "theorem",          "variant", NULL};
+
+const char *const CODEC_ROUND_FIELDS[] = {
+    "round_id", "event", "participants", "policy", "dry_run", "already_ran", NULL};
+
+int codec_compute_common(json_t *j, const char *const *allowed, dp_relation *rel,
+                         dp_accountant *acct, dp_options *opt, problem *pb)
+{
+    if (codec_only_fields(j, "", allowed, pb) < 0 ||
+        codec_relation_accountant(j, rel, acct, pb) < 0 || codec_options(j, opt, pb) < 0)
+        return -1;
+    return 0;
+}
+
+int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb)
+{
+    static const char *const allowed[] = {"clipping_norm", "max_noise_per_round", NULL};
+    json_t *d = json_object_get(j, "dataset");
+    if (d == NULL)
+        return 0;
+    if (!json_is_object(d)) {
+        problem_set(pb, PB_WRONG_TYPE, "dataset", "'dataset' must be an object");
+        return -1;
+    }
+    if (codec_only_fields(d, "dataset", allowed, pb) < 0 ||
+        codec_number(d, "dataset", "clipping_norm", 1, clip, pb) < 0 ||
+        codec_number(d, "dataset", "max_noise_per_round", 1, ratio, pb) < 0)
+        return -1;
+    if (!(*clip > 0.0) || !(*ratio > 0.0)) {
+        problem_set(pb, PB_INVALID_PARAMETER, "dataset",
+                    "clipping_norm and max_noise_per_round must be positive");
+        return -1;
+    }
+    return 1;
+}

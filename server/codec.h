@@ -55,6 +55,24 @@ dp_event *codec_event(json_t *j, const char *path, dp_param solve_for, problem *
 
 /* Encoders (new references). */
 json_t *codec_encode_event(const dp_event *ev);
+
+/* The top-level fields each request body accepts (NULL-terminated): the one schema the
+ * handlers and the fuzz target share. */
+extern const char *const CODEC_DELTA_FIELDS[];
+extern const char *const CODEC_EPSILON_FIELDS[];
+extern const char *const CODEC_CALIBRATE_FIELDS[];
+extern const char *const CODEC_CURVE_FIELDS[];
+extern const char *const CODEC_PROACTIVE_FIELDS[];
+extern const char *const CODEC_ROUND_FIELDS[];
+
+/* The fields every compute request shares: only the allowed ones, the relation and the
+ * accountant, the options. 0, or -1 with pb set. */
+int codec_compute_common(json_t *j, const char *const *allowed, dp_relation *rel,
+                         dp_accountant *acct, dp_options *opt, problem *pb);
+
+/* The optional {"clipping_norm": C, "max_noise_per_round": r} of a calibration: 1 when
+ * given (both positive), 0 when absent, -1 with pb set. */
+int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb);
 json_t *codec_real(double x); /* "infinite" for +inf */
 json_t *codec_uint_json(uint64_t v);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */

@@ -24,8 +24,7 @@ static json_t *decode_common(const http_request *req, const char *const *allowed
     json_t *j = codec_parse_object(req->body, req->body_len, pb);
     if (j == NULL)
         return NULL;
-    if (codec_only_fields(j, "", allowed, pb) < 0 ||
-        codec_relation_accountant(j, rel, acct, pb) < 0 || codec_options(j, opt, pb) < 0)
+    if (codec_compute_common(j, allowed, rel, acct, opt, pb) < 0)
         goto fail;
     if (want_event) {
         *ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, pb);
@@ -130,10 +129,6 @@ static void put_report(json_t *o, const dp_report *rep, const dp_options *opt, d
 
 void res_delta(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",      "epsilon",
-                                          "epsilons",   "neighboring_relation",
-                                          "accountant", "value_discretization_interval",
-                                          NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
@@ -143,7 +138,7 @@ void res_delta(const http_request *req, http_response *resp)
     dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
+    json_t *j = decode_common(req, CODEC_DELTA_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
     if (j == NULL ||
         codec_number_list(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n, &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
@@ -198,10 +193,6 @@ out:
 
 void res_epsilon(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",      "delta",
-                                          "deltas",     "neighboring_relation",
-                                          "accountant", "value_discretization_interval",
-                                          NULL};
     problem pb = {0};
     dp_event *ev = NULL;
     dp_relation rel;
@@ -211,7 +202,7 @@ void res_epsilon(const http_request *req, http_response *resp)
     dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
+    json_t *j = decode_common(req, CODEC_EPSILON_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
     if (j == NULL ||
         codec_number_list(j, "delta", "deltas", DP_MAX_POINTS, &dl, &n, &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
@@ -261,39 +252,8 @@ out:
     json_decref(j);
 }
 
-/* Optional {"clipping_norm": C, "max_noise_per_round": r} for the seed 004 dataset size. */
-static int decode_dataset(json_t *j, double *clip, double *ratio, problem *pb)
-{
-    static const char *const allowed[] = {"clipping_norm", "max_noise_per_round", NULL};
-    json_t *d = json_object_get(j, "dataset");
-    if (d == NULL)
-        return 0;
-    if (!json_is_object(d)) {
-        problem_set(pb, PB_WRONG_TYPE, "dataset", "'dataset' must be an object");
-        return -1;
-    }
-    if (codec_only_fields(d, "dataset", allowed, pb) < 0 ||
-        codec_number(d, "dataset", "clipping_norm", 1, clip, pb) < 0 ||
-        codec_number(d, "dataset", "max_noise_per_round", 1, ratio, pb) < 0)
-        return -1;
-    if (!(*clip > 0.0) || !(*ratio > 0.0)) {
-        problem_set(pb, PB_INVALID_PARAMETER, "dataset",
-                    "clipping_norm and max_noise_per_round must be positive");
-        return -1;
-    }
-    return 1;
-}
-
 void res_calibrate(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",
-                                          "solve_for",
-                                          "target",
-                                          "neighboring_relation",
-                                          "accountant",
-                                          "dataset",
-                                          "value_discretization_interval",
-                                          NULL};
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
@@ -301,7 +261,7 @@ void res_calibrate(const http_request *req, http_response *resp)
     dp_accountant acct;
     dp_options opt;
     /* the event is decoded once solve_for is known: it names the field left out */
-    json_t *j = decode_common(req, allowed, 0, &ev, &rel, &acct, &opt, &pb);
+    json_t *j = decode_common(req, CODEC_CALIBRATE_FIELDS, 0, &ev, &rel, &acct, &opt, &pb);
     const char *sf;
     dp_param param = DP_PARAM_NONE;
     double eps_t = 0, delta_t = 0, clip = 0, ratio = 0;
@@ -343,7 +303,7 @@ void res_calibrate(const http_request *req, http_response *resp)
         codec_number(t, "target", "epsilon", 1, &eps_t, &pb) < 0 ||
         codec_number(t, "target", "delta", 1, &delta_t, &pb) < 0)
         goto fail;
-    if ((has_dataset = decode_dataset(j, &clip, &ratio, &pb)) < 0)
+    if ((has_dataset = codec_dataset(j, &clip, &ratio, &pb)) < 0)
         goto fail;
     ev = codec_event(json_object_get(j, "event"), "event", param, &pb);
     if (ev == NULL)
@@ -430,15 +390,6 @@ out:
 /* POST /v1/curve: delta over an epsilon grid and trade-off points, for plotting. */
 void res_curve(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event",
-                                          "epsilons",
-                                          "epsilon_range",
-                                          "alphas",
-                                          "tradeoff_points",
-                                          "neighboring_relation",
-                                          "accountant",
-                                          "value_discretization_interval",
-                                          NULL};
     static const char *const range_fields[] = {"min", "max", "points", NULL};
     problem pb = {0};
     dp_event *ev = NULL;
@@ -448,7 +399,7 @@ void res_curve(const http_request *req, http_response *resp)
     double *eps = NULL, *delta = NULL, *alpha = NULL, *beta = NULL;
     size_t n = 0, na = 0;
     int scalar;
-    json_t *j = decode_common(req, allowed, 1, &ev, &rel, &acct, &opt, &pb);
+    json_t *j = decode_common(req, CODEC_CURVE_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
     if (j == NULL)
         goto fail;
     json_t *range = json_object_get(j, "epsilon_range");
@@ -566,15 +517,12 @@ out:
  * delta(eps) of a ProactiveDpSgdDpEvent through /v1/delta). */
 void res_proactive(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"procedure",    "noise_multiplier", "epsilon",    "delta",
-                                          "dataset_size", "epochs",           "batch_size", "theta",
-                                          "theorem",      "variant",          NULL};
     problem pb = {0};
     json_t *o = NULL, *j = codec_parse_object(req->body, req->body_len, &pb);
     const char *proc, *vs = "corrected", *th = "B.4";
     double sigma = 0, eps = 0, delta = 0, theta = 1.0, epochs = 0;
     uint64_t N = 0, s = 0;
-    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+    if (j == NULL || codec_only_fields(j, "", CODEC_PROACTIVE_FIELDS, &pb) < 0 ||
         codec_string(j, "", "procedure", 1, &proc, &pb) < 0 ||
         codec_string(j, "", "variant", 0, &vs, &pb) < 0 ||
         codec_string(j, "", "theorem", 0, &th, &pb) < 0 ||

@@ -394,8 +394,6 @@ static json_t *round_json(const ledger_round_res *r)
 
 void res_round_post(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {
-        "round_id", "event", "participants", "policy", "dry_run", "already_ran", NULL};
     if (no_ledger(req, resp))
         return;
     problem pb = {0};
@@ -405,7 +403,7 @@ void res_round_post(const http_request *req, http_response *resp)
     const char *rid, *pol = "all_or_nothing";
     ledger_round_req rq;
     memset(&rq, 0, sizeof rq);
-    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+    if (j == NULL || codec_only_fields(j, "", CODEC_ROUND_FIELDS, &pb) < 0 ||
         codec_string(j, "", "round_id", 1, &rid, &pb) < 0 ||
         codec_string(j, "", "policy", 0, &pol, &pb) < 0 ||
         codec_bool(j, "", "dry_run", 0, &rq.dry_run, &pb) < 0 ||

@@ -168,33 +168,22 @@ static void events(json_t *j)
 
 /* ---- the handlers' decoding, up to the call into core ----------------------------------- */
 
-/* compute.c: decode_common without the event (decoded by events()). */
+/* The handlers' shared decoding without the event (decoded by events()). */
 static int common(json_t *j, const char *const *allowed, problem *pb)
 {
     dp_relation rel;
     dp_accountant acct;
     dp_options opt;
-    if (codec_only_fields(j, "", allowed, pb) < 0 ||
-        codec_relation_accountant(j, &rel, &acct, pb) < 0 || codec_options(j, &opt, pb) < 0)
-        return -1;
-    return 0;
+    return codec_compute_common(j, allowed, &rel, &acct, &opt, pb);
 }
 
 static void delta_or_epsilon(json_t *j, int is_delta)
 {
-    static const char *const delta_allowed[] = {"event",      "epsilon",
-                                                "epsilons",   "neighboring_relation",
-                                                "accountant", "value_discretization_interval",
-                                                NULL};
-    static const char *const eps_allowed[] = {"event",      "delta",
-                                              "deltas",     "neighboring_relation",
-                                              "accountant", "value_discretization_interval",
-                                              NULL};
     problem pb = {0};
     double *vals = NULL;
     size_t n = 0;
     int scalar = 0;
-    if (common(j, is_delta ? delta_allowed : eps_allowed, &pb) == 0 &&
+    if (common(j, is_delta ? CODEC_DELTA_FIELDS : CODEC_EPSILON_FIELDS, &pb) == 0 &&
         codec_number_list(j, is_delta ? "epsilon" : "delta", is_delta ? "epsilons" : "deltas",
                           DP_MAX_POINTS, &vals, &n, &scalar, &pb) > 0) {
         if (vals == NULL || n == 0 || n > DP_MAX_POINTS || (scalar && n != 1))
@@ -208,40 +197,14 @@ static void delta_or_epsilon(json_t *j, int is_delta)
     problem_release(&pb);
 }
 
-/* compute.c: decode_dataset. */
-static int dataset(json_t *j, problem *pb)
-{
-    static const char *const allowed[] = {"clipping_norm", "max_noise_per_round", NULL};
-    double clip, ratio;
-    json_t *d = json_object_get(j, "dataset");
-    if (d == NULL)
-        return 0;
-    if (!json_is_object(d)) {
-        problem_set(pb, PB_WRONG_TYPE, "dataset", "'dataset' must be an object");
-        return -1;
-    }
-    if (codec_only_fields(d, "dataset", allowed, pb) < 0 ||
-        codec_number(d, "dataset", "clipping_norm", 1, &clip, pb) < 0 ||
-        codec_number(d, "dataset", "max_noise_per_round", 1, &ratio, pb) < 0)
-        return -1;
-    return 1;
-}
-
 static void calibrate(json_t *j)
 {
-    static const char *const allowed[] = {"event",
-                                          "solve_for",
-                                          "target",
-                                          "neighboring_relation",
-                                          "accountant",
-                                          "dataset",
-                                          "value_discretization_interval",
-                                          NULL};
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
     problem pb = {0};
     const char *sf;
     double eps_t, delta_t;
-    if (common(j, allowed, &pb) < 0 || codec_string(j, "", "solve_for", 1, &sf, &pb) < 0)
+    if (common(j, CODEC_CALIBRATE_FIELDS, &pb) < 0 ||
+        codec_string(j, "", "solve_for", 1, &sf, &pb) < 0)
         goto out;
     json_t *t = json_object_get(j, "target");
     if (t == NULL || !json_is_object(t))
@@ -250,28 +213,20 @@ static void calibrate(json_t *j)
         codec_number(t, "target", "epsilon", 1, &eps_t, &pb) < 0 ||
         codec_number(t, "target", "delta", 1, &delta_t, &pb) < 0)
         goto out;
-    (void)dataset(j, &pb);
+    double clip, ratio;
+    (void)codec_dataset(j, &clip, &ratio, &pb);
 out:
     problem_release(&pb);
 }
 
 static void curve(json_t *j)
 {
-    static const char *const allowed[] = {"event",
-                                          "epsilons",
-                                          "epsilon_range",
-                                          "alphas",
-                                          "tradeoff_points",
-                                          "neighboring_relation",
-                                          "accountant",
-                                          "value_discretization_interval",
-                                          NULL};
     static const char *const range_fields[] = {"min", "max", "points", NULL};
     problem pb = {0};
     double *eps = NULL, *alpha = NULL;
     size_t n = 0, na = 0;
     int scalar;
-    if (common(j, allowed, &pb) < 0)
+    if (common(j, CODEC_CURVE_FIELDS, &pb) < 0)
         goto out;
     json_t *range = json_object_get(j, "epsilon_range");
     if (range) {
@@ -305,14 +260,11 @@ out:
 
 static void proactive(json_t *j)
 {
-    static const char *const allowed[] = {"procedure",    "noise_multiplier", "epsilon",    "delta",
-                                          "dataset_size", "epochs",           "batch_size", "theta",
-                                          "theorem",      "variant",          NULL};
     problem pb = {0};
     const char *proc, *vs = "corrected", *th = "B.4";
     double sigma, eps, delta, theta = 1.0, epochs;
     uint64_t N = 0, s;
-    if (codec_only_fields(j, "", allowed, &pb) < 0 ||
+    if (codec_only_fields(j, "", CODEC_PROACTIVE_FIELDS, &pb) < 0 ||
         codec_string(j, "", "procedure", 1, &proc, &pb) < 0 ||
         codec_string(j, "", "variant", 0, &vs, &pb) < 0 ||
         codec_string(j, "", "theorem", 0, &th, &pb) < 0 ||
@@ -340,12 +292,10 @@ out:
 /* ledger_res.c: res_round_post up to ledger_round (the event is decoded by events()). */
 static void round_post(json_t *j)
 {
-    static const char *const allowed[] = {
-        "round_id", "event", "participants", "policy", "dry_run", "already_ran", NULL};
     problem pb = {0};
     const char *rid, *pol = "all_or_nothing";
     int dry = 0, ran = 0;
-    if (codec_only_fields(j, "", allowed, &pb) < 0 ||
+    if (codec_only_fields(j, "", CODEC_ROUND_FIELDS, &pb) < 0 ||
         codec_string(j, "", "round_id", 1, &rid, &pb) < 0 ||
         codec_string(j, "", "policy", 0, &pol, &pb) < 0 ||
         codec_bool(j, "", "dry_run", 0, &dry, &pb) < 0 ||
