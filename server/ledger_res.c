@@ -209,8 +209,8 @@ void res_client_put(const http_request *req, http_response *resp)
         in.mode = LEDGER_PLD;
     else {
         problem_set(&pb, PB_INVALID_PARAMETER, "accounting",
-                    "accounting must be \"rdp\" (valid under adaptive choices) or \"pld\" "
-                    "(tighter; parameters fixed in advance)");
+                    "accounting must be \"rdp\" (RDP composition) or \"pld\" "
+                    "(privacy-loss distributions, tighter)");
         goto fail;
     }
     if (dp_relation_parse(rel, &in.relation) != 0) {

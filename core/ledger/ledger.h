@@ -4,12 +4,16 @@
  * A client has an id, a budget (eps, delta), an accounting mode and a neighbouring relation.
  * Its spend is the composition of every event charged to it, expressed as the eps it has
  * used at its budget's delta:
- *   rdp mode (default): the sum of the events' RDP curves, converted with the improved
- *     conversion; valid when parameters are chosen adaptively (an RDP privacy filter).
+ *   rdp mode (default): the sum of the events' RDP curves (RDP composition, Mironov 2017,
+ *     Proposition 1), converted with the improved conversion.
  *     Shuffled epochs (seed 004, a (0, d) guarantee) add to a total-variation part d_tv,
  *     composed with the RDP part by basic composition: eps is taken at delta - d_tv.
  *   pld mode: the client's whole multiset of events composed by the PLD accountant
- *     (tighter; assumes parameters were not chosen from released outputs).
+ *     (tighter).
+ * Both modes are valid when each round's event (its privacy parameters) and each client's
+ * participation are fixed independently of earlier outputs; the mechanisms themselves may
+ * depend on them. Parameters chosen from released outputs need a privacy filter, which
+ * neither mode is.
  * An uncertifiable event (unclipped SGLD) makes the spend infinite, for good.
  *
  * Guarantees: a round is admitted for a client only if its spend after the round is at most
