@@ -13,6 +13,7 @@
 #include "../core/dp/shuffle.h"
 #include "../core/dp/proactive.h"
 #include "codec.h"
+#include "metrics.h"
 #include "resources.h"
 
 /* Parse the body, check the top-level fields, decode relation + accountant and, when
@@ -159,7 +160,9 @@ void res_delta(const http_request *req, http_response *resp)
         http_reply_problem(resp, &pb);
         goto out;
     }
+    double t0 = metrics_now();
     dpb_status st = dp_delta_ex(ev, rel, acct, &opt, eps, n, delta, ln_delta, aux, &rep, &err);
+    metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         if (strcmp(err.field, "epsilon") == 0 && !scalar)
             strcpy(err.field, "epsilons");
@@ -222,7 +225,9 @@ void res_epsilon(const http_request *req, http_response *resp)
         http_reply_problem(resp, &pb);
         goto out;
     }
+    double t0 = metrics_now();
     dpb_status st = dp_epsilon_ex(ev, rel, acct, &opt, dl, n, eps, aux, &rep, &err);
+    metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         if (strcmp(err.field, "delta") == 0 && !scalar)
             strcpy(err.field, "deltas");
@@ -312,7 +317,9 @@ void res_calibrate(const http_request *req, http_response *resp)
     dp_calibration cal;
     dp_report rep;
     dpb_error err = {0};
+    double t0 = metrics_now();
     dpb_status st = dp_calibrate_ex(ev, rel, acct, &opt, eps_t, delta_t, &cal, &rep, &err);
+    metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         problem_from_error(&pb, &err);
         if (cal.has_best) {
@@ -467,7 +474,9 @@ void res_curve(const http_request *req, http_response *resp)
         goto oom;
     dp_report rep;
     dpb_error err = {0};
+    double t0 = metrics_now();
     dpb_status st = dp_curve(ev, rel, acct, &opt, eps, n, delta, alpha, na, beta, &rep, &err);
+    metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         reply_core_error(resp, &pb, &err, &rep);
         goto out;

@@ -41,6 +41,8 @@ typedef struct {
     double t0;     /* when the headers arrived */
     int route;     /* index in ROUTES of the path's route (any method), -1 if none */
     int status;    /* the status sent */
+    int method;    /* metrics_method() of the method sent */
+    char verb[16]; /* the method sent, for the request log (letters only, cut at 15) */
     const auth_key *key;
     char id[72]; /* the request id: the client's X-Request-Id if sane, else generated */
 } req_ctx;
@@ -332,6 +334,9 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         *con_cls = ctx;
         ctx->t0 = now_s();
         ctx->route = route_index(method, url);
+        ctx->method = metrics_method(method);
+        for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
+            ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
         request_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), ctx->id);
         const route *r = find_route(method, url);
         MHD_RESULT ret;
@@ -404,6 +409,17 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     return send_response(c, &resp, ctx);
 }
 
+/* Now as RFC 3339 in UTC with milliseconds: 2026-01-31T12:00:00.123Z. */
+static void log_timestamp(char *out, size_t n)
+{
+    struct timespec t;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &t);
+    gmtime_r(&t.tv_sec, &tm);
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%03ldZ", t.tv_nsec / 1000000L);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -413,18 +429,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (ctx) {
         double dt = now_s() - ctx->t0;
         if (ctx->status)
-            metrics_request(ctx->route, ctx->status, dt);
+            metrics_request(ctx->route, ctx->method, ctx->status, dt);
         const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
         /* probes and scrapes are counted, not logged (they would fill the log) */
         int quiet =
             r && ctx->status == 200 &&
             (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
         if (s->cfg.log_requests && !quiet) {
+            char ts[40];
+            log_timestamp(ts, sizeof ts);
             fprintf(stderr,
-                    "{\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"%s\","
-                    "\"route\":\"%s%s\",\"status\":%d,\"ms\":%.3f,\"key\":\"%s\"%s}\n",
-                    ctx->id, r ? r->path : "unmatched", r && r->prefix ? "{id}" : "", ctx->status,
-                    dt * 1e3, auth_name(ctx->key),
+                    "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":"
+                    "\"%s\",\"method\":\"%s\",\"route\":\"%s%s\",\"status\":%d,\"ms\":%.3f,"
+                    "\"key\":\"%s\"%s}\n",
+                    ts, ctx->id, ctx->verb, r ? r->path : "unmatched", r && r->prefix ? "{id}" : "",
+                    ctx->status, dt * 1e3, auth_name(ctx->key),
                     toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
         }
         free(ctx->buf);

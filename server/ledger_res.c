@@ -484,7 +484,7 @@ void res_round_post(const http_request *req, http_response *resp)
         resp->extra_name = "Idempotent-Replayed";
         resp->extra_value = "true";
     } else if (!res.dry_run) {
-        metrics_round(res.admitted, res.n - res.admitted);
+        metrics_round(&res);
     }
     http_reply_json(resp, 200, round_json(&res));
     ledger_round_res_free(&res);

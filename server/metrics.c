@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../core/ledger/wal.h"
 #include "resources.h"
@@ -16,12 +21,28 @@ static const int STATUSES[] = {200, 201, 304, 400, 401, 403, 404, 405,
 static const double LE[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                             0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
 #define NLE (sizeof LE / sizeof LE[0])
+static const char *const METHODS[] = {"GET",    "HEAD",  "POST",    "PUT",
+                                      "DELETE", "PATCH", "OPTIONS", "other"};
+#define NMETHOD (int)(sizeof METHODS / sizeof METHODS[0])
+/* compute latency: from a closed form (microseconds) to a long FFT composition */
+static const double CLE[] = {0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                             0.5,    1.0,   2.5,   5.0,  10.0,  30.0, 60.0};
+#define NCLE (sizeof CLE / sizeof CLE[0])
+/* the accountants by dp_accountant value (dp_accountant_name), then "unknown" */
+#define NACCT 10
+_Static_assert(DP_ACCT_SHUFFLE_EXACT == NACCT - 2, "one metrics slot per accountant, then unknown");
+#define NREASON 9 /* ledger_reason values */
+
+_Static_assert(sizeof(((ledger_summary *)0)->sync_hist) / sizeof(uint64_t) == WAL_SYNC_NBUCKETS,
+               "ledger_summary.sync_hist must hold WAL_SYNC_NBUCKETS buckets");
 
 /* index MAX_ROUTES: requests that matched no route */
-static uint64_t requests[MAX_ROUTES + 1][NSTATUS];
-static uint64_t hist[MAX_ROUTES + 1][NLE + 1];
-static uint64_t micros[MAX_ROUTES + 1]; /* latency sum in microseconds */
-static uint64_t admitted_total, refused_total, denied[3];
+static uint64_t requests[MAX_ROUTES + 1][NMETHOD][NSTATUS];
+static uint64_t hist[MAX_ROUTES + 1][NMETHOD][NLE + 1];
+static uint64_t micros[MAX_ROUTES + 1][NMETHOD]; /* latency sum in microseconds */
+static uint64_t admitted_total, refused_total, rounds_total, denied[3];
+static uint64_t refusals[NREASON];
+static uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
 
 static void add(uint64_t *c, uint64_t v)
 {
@@ -33,28 +54,70 @@ static uint64_t get(const uint64_t *c)
     return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
-void metrics_request(int rt, int status, double seconds)
+double metrics_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int metrics_method(const char *method)
+{
+    for (int i = 0; method && i < NMETHOD - 1; i++)
+        if (strcmp(METHODS[i], method) == 0)
+            return i;
+    return NMETHOD - 1;
+}
+
+const char *metrics_method_name(int method)
+{
+    return METHODS[method >= 0 && method < NMETHOD ? method : NMETHOD - 1];
+}
+
+static size_t bucket(const double *le, size_t n, double v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v <= le[i])
+            return i;
+    return n;
+}
+
+void metrics_request(int rt, int method, int status, double seconds)
 {
     int r = rt >= 0 && rt < MAX_ROUTES ? rt : MAX_ROUTES;
+    int m = method >= 0 && method < NMETHOD ? method : NMETHOD - 1;
     size_t s = NSTATUS - 1;
     for (size_t i = 0; i + 1 < NSTATUS; i++)
         if (STATUSES[i] == status)
             s = i;
-    add(&requests[r][s], 1);
-    size_t b = NLE;
-    for (size_t i = 0; i < NLE; i++)
-        if (seconds <= LE[i]) {
-            b = i;
-            break;
-        }
-    add(&hist[r][b], 1);
-    add(&micros[r], (uint64_t)(seconds * 1e6 + 0.5));
+    add(&requests[r][m][s], 1);
+    add(&hist[r][m][bucket(LE, NLE, seconds)], 1);
+    add(&micros[r][m], (uint64_t)(seconds * 1e6 + 0.5));
 }
 
-void metrics_round(uint64_t admitted, uint64_t refused)
+void metrics_round(const ledger_round_res *r)
 {
-    add(&admitted_total, admitted);
-    add(&refused_total, refused);
+    add(&rounds_total, 1);
+    add(&admitted_total, r->admitted);
+    add(&refused_total, r->n - r->admitted);
+    for (size_t i = 0; r->outcomes && i < r->n; i++)
+        if (!r->outcomes[i].admitted && (unsigned)r->outcomes[i].reason < NREASON)
+            add(&refusals[r->outcomes[i].reason], 1);
+}
+
+static const char *acct_name(int a)
+{
+    return a < NACCT - 1 ? dp_accountant_name((dp_accountant)a) : "unknown";
+}
+
+void metrics_compute(const char *accountant, double seconds)
+{
+    int a = NACCT - 1;
+    dp_accountant v;
+    if (accountant && dp_accountant_parse(accountant, &v) == 0 && (int)v < NACCT - 1)
+        a = (int)v;
+    add(&chist[a][bucket(CLE, NCLE, seconds)], 1);
+    add(&cmicros[a], (uint64_t)(seconds * 1e6 + 0.5));
 }
 
 void metrics_denied(int status)
@@ -96,68 +159,227 @@ static void put(sbuf *b, const char *fmt, ...)
     }
 }
 
-static void route_label(int r, char *out, size_t n)
+static void route_label(int r, int m, char *out, size_t n)
 {
-    if (r == MAX_ROUTES || ROUTES[r].method == NULL) {
-        snprintf(out, n, "route=\"unmatched\",method=\"\"");
-        return;
-    }
-    snprintf(out, n, "route=\"%s%s\",method=\"%s\"", ROUTES[r].path, ROUTES[r].prefix ? "{id}" : "",
-             ROUTES[r].method);
+    if (r == MAX_ROUTES || ROUTES[r].method == NULL)
+        snprintf(out, n, "route=\"unmatched\",method=\"%s\"", METHODS[m]);
+    else
+        snprintf(out, n, "route=\"%s%s\",method=\"%s\"", ROUTES[r].path,
+                 ROUTES[r].prefix ? "{id}" : "", METHODS[m]);
 }
 
-char *metrics_render(ledger *l, size_t *len)
+/* The process's own figures from /proc (Linux); each is left out when unreadable. */
+static void render_process(sbuf *b)
 {
-    sbuf b = {malloc(8192), 0, 8192, 0};
-    if (b.buf == NULL)
-        return NULL;
+    double ticks = (double)sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    char st[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(st, 1, sizeof st - 1, f) : 0;
+    if (f)
+        fclose(f);
+    st[n] = '\0';
+    /* fields after the command name (which may hold spaces): state is field 3 */
+    const char *p = strrchr(st, ')');
+    unsigned long long utime = 0, stime = 0, start = 0;
+    long rss = 0;
+    int ok = p && ticks > 0 &&
+             sscanf(p + 2,
+                    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
+                    "%*d %llu %*u %ld",
+                    &utime, &stime, &start, &rss) == 4;
+    if (ok) {
+        put(b,
+            "# HELP process_cpu_seconds_total User and system CPU time spent, in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total %.2f\n"
+            "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+            "# TYPE process_resident_memory_bytes gauge\n"
+            "process_resident_memory_bytes %lld\n",
+            (double)(utime + stime) / ticks, (long long)rss * (long long)page);
+        /* start time: boot time (btime in /proc/stat) plus the start in ticks since boot */
+        FILE *ps = fopen("/proc/stat", "r");
+        char line[256];
+        long long btime = -1;
+        while (ps && fgets(line, sizeof line, ps))
+            if (sscanf(line, "btime %lld", &btime) == 1)
+                break;
+        if (ps)
+            fclose(ps);
+        if (btime >= 0)
+            put(b,
+                "# HELP process_start_time_seconds Start time of the process since the Unix "
+                "epoch, in seconds.\n"
+                "# TYPE process_start_time_seconds gauge\n"
+                "process_start_time_seconds %.2f\n",
+                (double)btime + (double)start / ticks);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long fds = 0;
+        while (readdir(d))
+            fds++;
+        closedir(d);
+        /* minus ".", ".." and the directory's own descriptor */
+        put(b,
+            "# HELP process_open_fds Number of open file descriptors.\n"
+            "# TYPE process_open_fds gauge\n"
+            "process_open_fds %ld\n",
+            fds >= 3 ? fds - 3 : 0);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        put(b,
+            "# HELP process_max_fds Maximum number of open file descriptors.\n"
+            "# TYPE process_max_fds gauge\n"
+            "process_max_fds %llu\n",
+            (unsigned long long)rl.rlim_cur);
+}
+
+static void render_requests(sbuf *b)
+{
     int nroutes = 0;
     while (nroutes < MAX_ROUTES && ROUTES[nroutes].method)
         nroutes++;
     char lab[160];
-    put(&b, "# HELP dpbudget_http_requests_total Requests answered, by route, method and status.\n"
-            "# TYPE dpbudget_http_requests_total counter\n");
+    put(b, "# HELP dpbudget_http_requests_total Requests answered, by route (\"unmatched\" when "
+           "no route has the path), the method sent and status.\n"
+           "# TYPE dpbudget_http_requests_total counter\n");
     for (int r = 0; r <= MAX_ROUTES; r++) {
         if (r >= nroutes && r != MAX_ROUTES)
             continue;
-        route_label(r, lab, sizeof lab);
-        for (size_t s = 0; s < NSTATUS; s++) {
-            uint64_t v = get(&requests[r][s]);
-            if (v == 0)
-                continue;
-            if (STATUSES[s])
-                put(&b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab, STATUSES[s],
-                    (unsigned long long)v);
-            else
-                put(&b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
-                    (unsigned long long)v);
+        for (int m = 0; m < NMETHOD; m++) {
+            route_label(r, m, lab, sizeof lab);
+            for (size_t s = 0; s < NSTATUS; s++) {
+                uint64_t v = get(&requests[r][m][s]);
+                if (v == 0)
+                    continue;
+                if (STATUSES[s])
+                    put(b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab,
+                        STATUSES[s], (unsigned long long)v);
+                else
+                    put(b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
+                        (unsigned long long)v);
+            }
         }
     }
-    put(&b, "# HELP dpbudget_http_request_duration_seconds Time from the last byte of the request "
-            "to the response being queued.\n"
-            "# TYPE dpbudget_http_request_duration_seconds histogram\n");
+    put(b, "# HELP dpbudget_http_request_duration_seconds Time from the last byte of the request "
+           "to the response being queued.\n"
+           "# TYPE dpbudget_http_request_duration_seconds histogram\n");
     for (int r = 0; r <= MAX_ROUTES; r++) {
         if (r >= nroutes && r != MAX_ROUTES)
             continue;
+        for (int m = 0; m < NMETHOD; m++) {
+            uint64_t total = 0;
+            for (size_t i = 0; i <= NLE; i++)
+                total += get(&hist[r][m][i]);
+            if (total == 0)
+                continue;
+            route_label(r, m, lab, sizeof lab);
+            uint64_t cum = 0;
+            for (size_t i = 0; i < NLE; i++) {
+                cum += get(&hist[r][m][i]);
+                put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n", lab,
+                    LE[i], (unsigned long long)cum);
+            }
+            put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
+                (unsigned long long)total);
+            put(b, "dpbudget_http_request_duration_seconds_sum{%s} %.6f\n", lab,
+                (double)get(&micros[r][m]) * 1e-6);
+            put(b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
+                (unsigned long long)total);
+        }
+    }
+}
+
+static void render_compute(sbuf *b)
+{
+    put(b, "# HELP dpbudget_compute_duration_seconds Time the privacy computation took (POST "
+           "/v1/delta, /v1/epsilon, /v1/calibrate, /v1/curve, /v1/proactive), by the accountant "
+           "that answered.\n"
+           "# TYPE dpbudget_compute_duration_seconds histogram\n");
+    for (int a = 0; a < NACCT; a++) {
         uint64_t total = 0;
-        for (size_t i = 0; i <= NLE; i++)
-            total += get(&hist[r][i]);
+        for (size_t i = 0; i <= NCLE; i++)
+            total += get(&chist[a][i]);
         if (total == 0)
             continue;
-        route_label(r, lab, sizeof lab);
         uint64_t cum = 0;
-        for (size_t i = 0; i < NLE; i++) {
-            cum += get(&hist[r][i]);
-            put(&b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n", lab,
-                LE[i], (unsigned long long)cum);
+        for (size_t i = 0; i < NCLE; i++) {
+            cum += get(&chist[a][i]);
+            put(b, "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"%g\"} %llu\n",
+                acct_name(a), CLE[i], (unsigned long long)cum);
         }
-        put(&b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
-            (unsigned long long)total);
-        put(&b, "dpbudget_http_request_duration_seconds_sum{%s} %.6f\n", lab,
-            (double)get(&micros[r]) * 1e-6);
-        put(&b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
-            (unsigned long long)total);
+        put(b,
+            "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"+Inf\"} %llu\n"
+            "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %.6f\n"
+            "dpbudget_compute_duration_seconds_count{accountant=\"%s\"} %llu\n",
+            acct_name(a), (unsigned long long)total, acct_name(a), (double)get(&cmicros[a]) * 1e-6,
+            acct_name(a), (unsigned long long)total);
     }
+}
+
+static void render_ledger(sbuf *b, ledger *l)
+{
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    put(b,
+        "# HELP dpbudget_ledger_clients Clients in the ledger, by status.\n"
+        "# TYPE dpbudget_ledger_clients gauge\n"
+        "dpbudget_ledger_clients{status=\"active\"} %llu\n"
+        "dpbudget_ledger_clients{status=\"exhausted\"} %llu\n"
+        "dpbudget_ledger_clients{status=\"uncertified\"} %llu\n"
+        "# HELP dpbudget_ledger_rounds Rounds stored in the ledger.\n"
+        "# TYPE dpbudget_ledger_rounds gauge\n"
+        "dpbudget_ledger_rounds %llu\n"
+        "# HELP dpbudget_ledger_log_bytes Size of the write-ahead log.\n"
+        "# TYPE dpbudget_ledger_log_bytes gauge\n"
+        "dpbudget_ledger_log_bytes %llu\n"
+        "# HELP dpbudget_ledger_read_only 1 after an I/O failure stopped ledger writes.\n"
+        "# TYPE dpbudget_ledger_read_only gauge\n"
+        "dpbudget_ledger_read_only %d\n",
+        (unsigned long long)s.active, (unsigned long long)s.exhausted,
+        (unsigned long long)s.uncertified, (unsigned long long)s.rounds,
+        (unsigned long long)s.log_bytes, s.read_only);
+    put(b, "# HELP dpbudget_ledger_clients_spent_fraction Clients by the fraction of their "
+           "epsilon budget spent, in bins [from, to) of 0.1; the last bin (from 1) is spent to or "
+           "past the budget.\n"
+           "# TYPE dpbudget_ledger_clients_spent_fraction gauge\n");
+    for (int i = 0; i < 11; i++) {
+        char to[8] = "+Inf";
+        if (i < 10)
+            snprintf(to, sizeof to, "%.1f", (i + 1) / 10.0);
+        put(b, "dpbudget_ledger_clients_spent_fraction{from=\"%.1f\",to=\"%s\"} %llu\n", i / 10.0,
+            to, (unsigned long long)s.spend_hist[i]);
+    }
+    put(b, "# HELP dpbudget_wal_fsync_seconds fdatasync latency of the write-ahead log.\n"
+           "# TYPE dpbudget_wal_fsync_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < WAL_SYNC_NBUCKETS - 1; i++) {
+        cum += s.sync_hist[i];
+        put(b, "dpbudget_wal_fsync_seconds_bucket{le=\"%g\"} %llu\n", WAL_SYNC_BUCKETS[i],
+            (unsigned long long)cum);
+    }
+    put(b,
+        "dpbudget_wal_fsync_seconds_bucket{le=\"+Inf\"} %llu\n"
+        "dpbudget_wal_fsync_seconds_sum %.6f\n"
+        "dpbudget_wal_fsync_seconds_count %llu\n",
+        (unsigned long long)s.sync_count, s.sync_seconds, (unsigned long long)s.sync_count);
+}
+
+char *metrics_render(ledger *l, size_t *len)
+{
+    sbuf b = {malloc(16384), 0, 16384, 0};
+    if (b.buf == NULL)
+        return NULL;
+    put(&b,
+        "# HELP dpbudget_build_info The daemon's version (the value is always 1).\n"
+        "# TYPE dpbudget_build_info gauge\n"
+        "dpbudget_build_info{version=\"%s\"} 1\n",
+        DPB_VERSION);
+    render_process(&b);
+    render_requests(&b);
+    render_compute(&b);
     put(&b,
         "# HELP dpbudget_http_denied_total Requests refused before their handler: no valid key "
         "(401), a key without the scope (403), over the rate limit (429).\n"
@@ -168,47 +390,26 @@ char *metrics_render(ledger *l, size_t *len)
         (unsigned long long)get(&denied[0]), (unsigned long long)get(&denied[1]),
         (unsigned long long)get(&denied[2]));
     put(&b,
+        "# HELP dpbudget_rounds_total Rounds charged since start (dry runs and replays "
+        "excluded).\n"
+        "# TYPE dpbudget_rounds_total counter\n"
+        "dpbudget_rounds_total %llu\n"
         "# HELP dpbudget_round_participants_total Round participants since start (dry runs and "
         "replays excluded), by outcome.\n"
         "# TYPE dpbudget_round_participants_total counter\n"
         "dpbudget_round_participants_total{outcome=\"admitted\"} %llu\n"
         "dpbudget_round_participants_total{outcome=\"refused\"} %llu\n",
-        (unsigned long long)get(&admitted_total), (unsigned long long)get(&refused_total));
-    if (l) {
-        ledger_summary s;
-        ledger_get_summary(l, &s);
-        put(&b,
-            "# HELP dpbudget_ledger_clients Clients in the ledger, by status.\n"
-            "# TYPE dpbudget_ledger_clients gauge\n"
-            "dpbudget_ledger_clients{status=\"active\"} %llu\n"
-            "dpbudget_ledger_clients{status=\"exhausted\"} %llu\n"
-            "dpbudget_ledger_clients{status=\"uncertified\"} %llu\n"
-            "# HELP dpbudget_ledger_rounds Rounds stored in the ledger.\n"
-            "# TYPE dpbudget_ledger_rounds gauge\n"
-            "dpbudget_ledger_rounds %llu\n"
-            "# HELP dpbudget_ledger_log_bytes Size of the write-ahead log.\n"
-            "# TYPE dpbudget_ledger_log_bytes gauge\n"
-            "dpbudget_ledger_log_bytes %llu\n"
-            "# HELP dpbudget_ledger_read_only 1 after an I/O failure stopped ledger writes.\n"
-            "# TYPE dpbudget_ledger_read_only gauge\n"
-            "dpbudget_ledger_read_only %d\n",
-            (unsigned long long)s.active, (unsigned long long)s.exhausted,
-            (unsigned long long)s.uncertified, (unsigned long long)s.rounds,
-            (unsigned long long)s.log_bytes, s.read_only);
-        put(&b, "# HELP dpbudget_wal_fsync_seconds fdatasync latency of the write-ahead log.\n"
-                "# TYPE dpbudget_wal_fsync_seconds histogram\n");
-        uint64_t cum = 0;
-        for (int i = 0; i < WAL_SYNC_NBUCKETS - 1; i++) {
-            cum += s.sync_hist[i];
-            put(&b, "dpbudget_wal_fsync_seconds_bucket{le=\"%g\"} %llu\n", WAL_SYNC_BUCKETS[i],
-                (unsigned long long)cum);
-        }
-        put(&b,
-            "dpbudget_wal_fsync_seconds_bucket{le=\"+Inf\"} %llu\n"
-            "dpbudget_wal_fsync_seconds_sum %.6f\n"
-            "dpbudget_wal_fsync_seconds_count %llu\n",
-            (unsigned long long)s.sync_count, s.sync_seconds, (unsigned long long)s.sync_count);
-    }
+        (unsigned long long)get(&rounds_total), (unsigned long long)get(&admitted_total),
+        (unsigned long long)get(&refused_total));
+    put(&b, "# HELP dpbudget_round_refusals_total Participants refused since start (dry runs and "
+            "replays excluded), by reason.\n"
+            "# TYPE dpbudget_round_refusals_total counter\n");
+    for (int r = 1; r < NREASON; r++)
+        if (r != LEDGER_RECORDED)
+            put(&b, "dpbudget_round_refusals_total{reason=\"%s\"} %llu\n",
+                ledger_reason_name((ledger_reason)r), (unsigned long long)get(&refusals[r]));
+    if (l)
+        render_ledger(&b, l);
     if (b.oom) {
         free(b.buf);
         return NULL;

@@ -1,7 +1,9 @@
 /*
- * metrics.h - Prometheus metrics: requests by route, method and status, latency histograms,
- * rounds admitted and refused; the ledger's gauges and fsync latency are read at scrape
- * time. Counters are lock-free (relaxed atomics).
+ * metrics.h - Prometheus metrics: requests by route, method sent and status, latency
+ * histograms, rounds and refusals by reason, compute latency by accountant, build info and
+ * the process's CPU, memory, descriptors and start time (read from /proc at scrape time);
+ * the ledger's gauges, spend distribution and fsync latency are read at scrape time too.
+ * Counters are lock-free (relaxed atomics). Every label takes values from a bounded set.
  */
 #ifndef HTTP_METRICS_H
 #define HTTP_METRICS_H
@@ -11,14 +13,31 @@
 
 #include "../core/ledger/ledger.h"
 
-/* One answered request: rt is an index into ROUTES, or -1 when no route matched. */
-void metrics_request(int rt, int status, double seconds);
+/* The label index of a request method: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, or
+ * "other" for anything else (the label set stays bounded whatever clients send). */
+int metrics_method(const char *method);
 
-/* A round's outcome (not dry runs, not replays): participants admitted and refused. */
-void metrics_round(uint64_t admitted, uint64_t refused);
+/* The label value of a metrics_method() index (static storage). */
+const char *metrics_method_name(int method);
+
+/* One answered request: rt is an index into ROUTES (the route at that path, whichever
+ * method it routes), or -1 when no route matched (route="unmatched"); method is
+ * metrics_method() of the method the client sent. */
+void metrics_request(int rt, int method, int status, double seconds);
+
+/* A round that was charged (not a dry run, not a replay): counts the round, its admitted
+ * participants and its refusals by reason. */
+void metrics_round(const ledger_round_res *r);
+
+/* One privacy computation's latency, by the accountant that answered (its name from
+ * dp_accountant_name; NULL or an unknown name counts as "unknown"). */
+void metrics_compute(const char *accountant, double seconds);
 
 /* Requests refused for authentication, authorisation or rate (by status). */
 void metrics_denied(int status);
+
+/* A monotonic clock in seconds, for latencies. */
+double metrics_now(void);
 
 /* The exposition text (malloc'ed, NUL-terminated) or NULL when out of memory. l may be NULL. */
 char *metrics_render(ledger *l, size_t *len);

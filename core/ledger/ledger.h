@@ -182,7 +182,7 @@ typedef struct {
     /* the log's fdatasync latency (wal_sync_stats) */
     uint64_t sync_count;
     double sync_seconds;
-    uint64_t sync_hist[10];
+    uint64_t sync_hist[21]; /* WAL_SYNC_NBUCKETS */
 } ledger_summary;
 
 void ledger_get_summary(ledger *l, ledger_summary *s);

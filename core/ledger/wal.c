@@ -683,8 +683,9 @@ out:
 
 /* ---- small accessors and close ---- */
 
-const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS] = {1e-4, 5e-4,   1e-3, 2.5e-3, 5e-3,
-                                                    1e-2, 2.5e-2, 0.1,  1.0,    HUGE_VAL};
+const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS] = {
+    1e-4, 2.5e-4, 5e-4,   1e-3, 2e-3, 3e-3, 5e-3, 7.5e-3, 1e-2, 1.5e-2,  2e-2,
+    3e-2, 5e-2,   7.5e-2, 0.1,  0.25, 0.5,  1.0,  2.5,    5.0,  HUGE_VAL};
 
 void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS])
 {

@@ -98,7 +98,8 @@ uint64_t wal_size_bytes(const wal *w);
 
 /* fdatasync latency: how many, their total seconds, and a histogram whose bucket b counts
  * the syncs that took at most WAL_SYNC_BUCKETS[b] seconds (and more than the one before). */
-#define WAL_SYNC_NBUCKETS 10
+/* 0.1 ms .. 5 s, with ten steps between 1 and 100 ms where a slowing disk shows first */
+#define WAL_SYNC_NBUCKETS 21
 extern const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS];
 void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS]);
 
