@@ -39,7 +39,7 @@ API_SRC    := $(wildcard tests/api/*.c)
 PERSIST_SRC := $(wildcard tests/persist/*.c)
 
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_blob.o
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_blob.o $(BUILD)/gen/ui_blob.o
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o)
 PERSIST_OBJ := $(PERSIST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/api/client.o
@@ -71,6 +71,17 @@ $(BUILD)/gen/openapi_blob.c: openapi.yaml scripts/embed.sh
 	@$(if $(Q),echo "  EMBED   $<")
 	$(Q)sh scripts/embed.sh openapi.yaml dpb_openapi_yaml > $@
 $(BUILD)/gen/openapi_blob.o: $(BUILD)/gen/openapi_blob.c
+	$(Q)$(CC) -std=c11 -c $< -o $@
+
+# the dashboard (served at / and /ui/): embedded the same way, so it works air-gapped
+UI_ASSETS := server/ui/index.html server/ui/app.js server/ui/app.css
+$(BUILD)/gen/ui_blob.c: $(UI_ASSETS) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  EMBED   server/ui/")
+	$(Q){ sh scripts/embed.sh server/ui/index.html dpb_ui_index_html && \
+	  sh scripts/embed.sh server/ui/app.js dpb_ui_app_js && \
+	  sh scripts/embed.sh server/ui/app.css dpb_ui_app_css; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/ui_blob.o: $(BUILD)/gen/ui_blob.c
 	$(Q)$(CC) -std=c11 -c $< -o $@
 
 $(DAEMON): $(BUILD)/server/main.o $(SERVER_OBJ) $(LIBCORE)

@@ -1,4 +1,5 @@
-/* ops.c - operational resources: health, metrics, the OpenAPI document, a landing page. */
+/* ops.c - operational resources: health, metrics, the OpenAPI document (the dashboard at /
+ * is ui.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,16 +39,4 @@ void res_openapi(const http_request *req, http_response *resp)
     (void)req;
     http_reply_bytes(resp, 200, "application/yaml", (const char *)dpb_openapi_yaml,
                      (size_t)dpb_openapi_yaml_len);
-}
-
-void res_index(const http_request *req, http_response *resp)
-{
-    (void)req;
-    static const char page[] =
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>dpbudget</title></head>"
-        "<body><h1>dpbudget " DPB_VERSION "</h1><p>A privacy-budget service. The API is "
-        "described in <a href=\"/openapi.yaml\">/openapi.yaml</a>; supported events and "
-        "accountants are listed at <a href=\"/v1/accountants\">/v1/accountants</a>.</p>"
-        "</body></html>\n";
-    http_reply_bytes(resp, 200, "text/html; charset=utf-8", page, sizeof page - 1);
 }

@@ -16,7 +16,10 @@ void res_accountants(const http_request *req, http_response *resp);
 void res_healthz(const http_request *req, http_response *resp);
 void res_metrics(const http_request *req, http_response *resp);
 void res_openapi(const http_request *req, http_response *resp);
+
+/* ui.c: the dashboard (GET /) and its embedded assets (GET /ui/{asset}) */
 void res_index(const http_request *req, http_response *resp);
+void res_ui_asset(const http_request *req, http_response *resp);
 
 /* ledger.c: clients, rounds, summary */
 void res_client_put(const http_request *req, http_response *resp);

@@ -22,5 +22,6 @@ const route ROUTES[] = {
     {"GET", "/metrics", res_metrics, 0, 0, SCOPE_NONE, 0},
     {"GET", "/openapi.yaml", res_openapi, 0, 0, SCOPE_NONE, 0},
     {"GET", "/", res_index, 0, 0, SCOPE_NONE, 0},
+    {"GET", "/ui/", res_ui_asset, 0, 1, SCOPE_NONE, 0},
     {NULL, NULL, NULL, 0, 0, 0, 0},
 };

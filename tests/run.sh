@@ -32,6 +32,8 @@ run unit "$build/tests/unit_tests"
 run api "$build/tests/api_tests" "$build/dpbudgetd"
 run persist "$build/tests/persist_tests" "$build/dpbudgetd"
 run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
+run monitoring python3 tests/monitoring/check_monitoring.py "$build/dpbudgetd"
+run browser sh tests/browser/run.sh "$build"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes
 run fuzzwal "$build/tests/fuzz_regress_wal" tests/fuzz/corpus/wal tests/fuzz/crashes
 echo "tests: $total_pass passed, $total_fail failed"

@@ -13,7 +13,10 @@ flags and defaults, --version, the shared libraries it links) and from server/ro
 - the data directory given to the daemon is the volume / mount / state directory;
 - the image of the manifests is the one the Dockerfile tags, its version is `--version`;
 - the runtime image installs the package of every library the binary links, and no
-  compiler or -dev package; users, keys files and hardening settings are as documented.
+  compiler or -dev package; users, keys files and hardening settings are as documented;
+- deploy/monitoring: alert rules loaded where compose's Prometheus looks, every alert
+  unit-tested, the Kubernetes scrape job and ServiceMonitor select deploy/k8s's Service and
+  a port it names, the Grafana dashboard is JSON with a query per panel.
 Prints `FAIL ...` per failed check (with -v also `ok ...` per passed one) and one closing
 line `deploy: N passed, M failed`; exits 1 if any check failed.
 """
@@ -728,6 +731,104 @@ def check_compose(files, d, routes, image, cmd_flags):
               "%s: job %s scheme matches the daemon's TLS setting" % (rel(cfg), j.get("job_name")))
 
 
+# ---------------------------------------------------------------- monitoring
+
+
+def check_monitoring(files, routes):
+    """deploy/monitoring: the alert rules are loaded where Prometheus runs (compose mounts
+    them where its rule_files point), the Kubernetes scrape job and ServiceMonitor select the
+    Service of deploy/k8s and a port it names, scrape paths are GET routes, the Grafana
+    dashboard is JSON with a query per panel. (promtool and a live scrape check the rules'
+    and the dashboard's expressions and metric names: tests/monitoring/check_monitoring.py.)"""
+    mon = os.path.join(DEPLOY, "monitoring")
+    alerts = os.path.join(mon, "alerts.yml")
+    if check(alerts in files and files[alerts], "%s exists" % rel(alerts)):
+        rules = [r for g in files[alerts][0].get("groups", []) for r in g.get("rules", [])]
+        names = {r.get("alert") for r in rules}
+        for want in ("DpbudgetLedgerReadOnly", "DpbudgetFsyncSlow", "DpbudgetHigh5xxRate",
+                     "DpbudgetClientsExhaustingFast", "DpbudgetRateLimited"):
+            check(want in names, "%s: an alert %s" % (rel(alerts), want))
+        for r in rules:
+            check(r.get("expr") and (r.get("labels") or {}).get("severity")
+                  and (r.get("annotations") or {}).get("summary"),
+                  "%s: alert %s has an expr, a severity and a summary" % (rel(alerts), r.get("alert")))
+        tests = os.path.join(mon, "alerts_test.yml")
+        t = files.get(tests) or [{}]
+        tested = {a.get("alertname") for x in t[0].get("tests", []) for a in x.get("alert_rule_test", [])}
+        check("alerts.yml" in t[0].get("rule_files", []) and names <= tested,
+              "%s: tests every alert of alerts.yml (untested: %s)"
+              % (rel(tests), sorted(n for n in names - tested if n)))
+
+    # compose: rule_files point at a mount of deploy/monitoring/alerts.yml
+    cpath = os.path.join(DEPLOY, "compose", "docker-compose.yml")
+    comp = (files.get(cpath) or [{}])[0]
+    for n, svc in (comp.get("services") or {}).items():
+        if "prometheus" not in str(svc.get("image")):
+            continue
+        mounts = {}
+        for v in svc.get("volumes", []):
+            src, dst = (str(v).split(":") + [""])[:2] if not isinstance(v, dict) else (
+                v.get("source"), v.get("target"))
+            if src and dst:
+                mounts[dst] = os.path.normpath(os.path.join(os.path.dirname(cpath), src))
+        cfg = mounts.get("/etc/prometheus/prometheus.yml")
+        pc = (files.get(cfg) or [{}])[0]
+        rf = pc.get("rule_files") or []
+        if check(rf, "%s: loads rule files" % rel(cfg or cpath)):
+            for r in rf:
+                check(mounts.get(r) == alerts, "%s: rule file %s is deploy/monitoring/alerts.yml "
+                      "mounted by %s service %s (got %s)" % (rel(cfg), r, rel(cpath), n,
+                                                          mounts.get(r) and rel(mounts[r])))
+
+    # Kubernetes: the Service of deploy/k8s and one of its named ports
+    k8s_dir = os.path.join(DEPLOY, "k8s")
+    services = [x for p, ds in files.items() if p.startswith(k8s_dir + os.sep) for x in ds
+                if isinstance(x, dict) and x.get("kind") == "Service"]
+    svc_ports = {(x["metadata"]["name"], pt.get("name")) for x in services
+                 for pt in x.get("spec", {}).get("ports", [])}
+    kp = os.path.join(mon, "prometheus-k8s.yml")
+    pc = (files.get(kp) or [{}])[0]
+    jobs = [j for j in pc.get("scrape_configs", []) if j.get("kubernetes_sd_configs")]
+    if check(jobs, "%s: a scrape job with Kubernetes service discovery" % rel(kp)):
+        for j in jobs:
+            keep = [r for r in j.get("relabel_configs", []) if r.get("action") == "keep"]
+            sel = {tuple(str(r.get("regex", "")).split(";")) for r in keep if r.get(
+                "source_labels") == ["__meta_kubernetes_service_name",
+                                     "__meta_kubernetes_endpoint_port_name"]}
+            check(sel and sel <= svc_ports, "%s: job %s keeps a Service and port of deploy/k8s "
+                  "(%s; the Services have %s)" % (rel(kp), j.get("job_name"), sorted(sel),
+                                                  sorted(svc_ports)))
+            check(j.get("metrics_path", "/metrics") in routes,
+                  "%s: job %s metrics_path is a GET route" % (rel(kp), j.get("job_name")))
+        check(pc.get("rule_files"), "%s: loads the alert rules" % rel(kp))
+    sm_path = os.path.join(mon, "servicemonitor.yaml")
+    for sm in files.get(sm_path) or []:
+        want = sm.get("spec", {}).get("selector", {}).get("matchLabels", {})
+        hits = [x for x in services
+                if want and all(x["metadata"].get("labels", {}).get(k) == v for k, v in want.items())]
+        if check(hits, "%s: selects a Service of deploy/k8s by its labels" % rel(sm_path)):
+            for ep in sm.get("spec", {}).get("endpoints", []):
+                check((hits[0]["metadata"]["name"], ep.get("port")) in svc_ports,
+                      "%s: endpoint port %s is a named port of Service %s"
+                      % (rel(sm_path), ep.get("port"), hits[0]["metadata"]["name"]))
+                check(ep.get("path", "/metrics") in routes,
+                      "%s: endpoint path %s is a GET route" % (rel(sm_path), ep.get("path")))
+
+    gpath = os.path.join(mon, "grafana-dashboard.json")
+    try:
+        g = json.load(open(gpath, encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        check(False, "%s is valid JSON: %s" % (rel(gpath), e))
+        return
+    panels = [p for p in g.get("panels", []) if p.get("type") != "row"]
+    check(panels and all(any(t.get("expr") for t in p.get("targets", [])) for p in panels),
+          "%s: every panel has a PromQL query" % rel(gpath))
+    var_names = {v.get("name") for v in g.get("templating", {}).get("list", [])}
+    used = set(re.findall(r"\$\{?(\w+)", json.dumps(panels)))
+    check(used <= var_names, "%s: every variable used is defined (undefined: %s)"
+          % (rel(gpath), sorted(used - var_names)))
+
+
 # ---------------------------------------------------------------- systemd
 
 
@@ -825,6 +926,7 @@ def main(argv):
         if files:
             check_k8s(files, d, routes, image, uid)
             check_compose(files, d, routes, image, cmd_flags)
+            check_monitoring(files, routes)
         check_systemd(d, prefix)
     print("deploy: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -1,0 +1,793 @@
+/*
+ * app.js - the dpbudget dashboard. Plain JavaScript, no build step, no dependency: it runs as
+ * served from the daemon and draws its charts as SVG itself. It uses the public API only
+ * (GET /v1/summary, /v1/clients, /v1/clients/{id}, /v1/rounds/{id}, /metrics and POST
+ * /v1/curve, /v1/calibrate). Reads are polled with If-None-Match: a 304 keeps what is shown.
+ * The API key, when the daemon asks for one, lives in sessionStorage (this tab only) and is
+ * sent as 'Authorization: Bearer'; it is never put in a URL.
+ */
+'use strict';
+
+(function () {
+    const KEY_STORE = 'dpbudget.apiKey';
+    const SVGNS = 'http://www.w3.org/2000/svg';
+    const pollParam = Number(new URLSearchParams(location.search).get('poll'));
+    const POLL_MS = pollParam >= 200 && pollParam <= 600000 ? pollParam : 5000;
+
+    const state = {
+        key: sessionStorage.getItem(KEY_STORE) || '',
+        cache: new Map(), /* url -> {etag, data} */
+        timer: null,
+        generation: 0, /* bumps on every navigation: stale answers are dropped */
+        samples: [], /* overview: {t, rounds, refusals, charged} since the page opened */
+        clients: {q: '', status: '', sort: 'id', order: 'asc', limit: 20, cursors: [null]},
+        lookedUp: new Map(), /* client id -> [{round, ...}] rounds looked up on its page */
+    };
+
+    /* ---- numbers for people ---------------------------------------------------------------- */
+
+    /* x to 4 significant digits, rounded in direction dir: 'up' for spends and deltas (never
+     * shown below the truth), 'down' for what remains, 'near' for neutral figures. */
+    function fmt(x, dir) {
+        if (x === null || x === undefined) return '—';
+        if (x === 'infinite') return '∞';
+        if (typeof x !== 'number' || !isFinite(x)) return String(x);
+        if (x === 0) return '0';
+        const e = Math.floor(Math.log10(Math.abs(x)));
+        const p = e - 3;
+        let q = x / Math.pow(10, p);
+        const r = Math.round(q);
+        if (Math.abs(q - r) < 1e-9 * Math.abs(q)) q = r;
+        q = dir === 'up' ? Math.ceil(q) : dir === 'down' ? Math.floor(q) : Math.round(q);
+        const v = q * Math.pow(10, p);
+        if (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6) {
+            const digits = Math.max(0, -p);
+            return String(Number(v.toFixed(Math.min(digits, 20))));
+        }
+        const m = q / 1000;
+        return Number(m.toFixed(3)) + 'e' + (e + (Math.abs(m) >= 10 ? 1 : 0));
+    }
+
+    function fmtInt(n) {
+        return typeof n === 'number' ? n.toLocaleString('en-US') : '—';
+    }
+
+    function fmtBytes(n) {
+        if (typeof n !== 'number') return '—';
+        if (n < 1024) return n + ' B';
+        const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+        let v = n / 1024, i = 0;
+        while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+        return v.toFixed(v < 10 ? 2 : 1) + ' ' + units[i];
+    }
+
+    function fmtSeconds(s) {
+        if (typeof s !== 'number' || !isFinite(s)) return '—';
+        if (s < 1e-3) return fmt(s * 1e6, 'up') + ' µs';
+        if (s < 1) return fmt(s * 1e3, 'up') + ' ms';
+        return fmt(s, 'up') + ' s';
+    }
+
+    /* the spent fraction of a client, as a percentage rounded up */
+    function fraction(c) {
+        const b = c.budget && c.budget.epsilon, s = c.spent && c.spent.epsilon;
+        if (typeof b !== 'number' || typeof s !== 'number' || b <= 0) return null;
+        return s / b;
+    }
+
+    function fmtPct(f) {
+        return f === null ? '—' : fmt(f * 100, 'up') + ' %';
+    }
+
+    /* ---- DOM helpers (textContent only: ids and labels are data, never markup) -------------- */
+
+    function h(tag, attrs, ...kids) {
+        const el = document.createElement(tag);
+        for (const [k, v] of Object.entries(attrs || {})) {
+            if (v === undefined || v === null || v === false) continue;
+            if (k === 'class') el.className = v;
+            else if (k === 'text') el.textContent = v;
+            else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+            else el.setAttribute(k, v === true ? '' : String(v));
+        }
+        for (const kid of kids.flat()) {
+            if (kid === null || kid === undefined || kid === false) continue;
+            el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+        }
+        return el;
+    }
+
+    function s(tag, attrs, ...kids) {
+        const el = document.createElementNS(SVGNS, tag);
+        for (const [k, v] of Object.entries(attrs || {})) {
+            if (v === undefined || v === null) continue;
+            if (k === 'text') el.textContent = v;
+            else el.setAttribute(k, String(v));
+        }
+        for (const kid of kids.flat()) if (kid) el.append(kid);
+        return el;
+    }
+
+    /* a number shown rounded, with the API's exact value in data-raw */
+    function num(id, raw, text, cls) {
+        return h('span', {id: id, class: cls, 'data-raw': raw === null || raw === undefined ? '' : String(raw),
+                          text: text});
+    }
+
+    function card(key, id, raw, text, cls) {
+        return h('div', {class: 'card'}, h('div', {class: 'k', text: key}),
+                 h('div', {class: 'v ' + (cls || '')}, num(id, raw, text)));
+    }
+
+    /* ---- the API ---------------------------------------------------------------------------- */
+
+    class ApiError extends Error {
+        constructor(status, problem) {
+            super((problem && (problem.detail || problem.title)) || 'HTTP ' + status);
+            this.status = status;
+            this.problem = problem || {};
+        }
+    }
+
+    function banner(msg) {
+        const b = document.getElementById('banner');
+        b.textContent = msg || '';
+        b.hidden = !msg;
+    }
+
+    function showKeyForm(show) {
+        document.getElementById('keyform').hidden = !show;
+    }
+
+    function authMessage(status, problem) {
+        if (status === 401)
+            return state.key
+                ? 'The API key was not accepted (401): check it and enter it again above.'
+                : 'This daemon needs an API key (401): enter a key with the read scope above. ' +
+                  'It is kept for this browser tab only.';
+        if (status === 403)
+            return 'The API key lacks the scope this view needs (403): ' +
+                   (problem.detail || 'use a key with the read scope') + '.';
+        return 'Too many requests for this key (429): the dashboard retries at the next refresh.';
+    }
+
+    /* fetch JSON (or text with opts.text). GETs are conditional: a 304 answers from the cache. */
+    async function api(path, opts) {
+        opts = opts || {};
+        const method = opts.method || 'GET';
+        const headers = {Accept: opts.text ? 'text/plain' : 'application/json'};
+        if (state.key) headers.Authorization = 'Bearer ' + state.key;
+        const cached = method === 'GET' ? state.cache.get(path) : undefined;
+        if (cached && cached.etag) headers['If-None-Match'] = cached.etag;
+        let body;
+        if (opts.body !== undefined) {
+            headers['Content-Type'] = 'application/json';
+            body = JSON.stringify(opts.body);
+        }
+        const r = await fetch(path, {method, headers, body, cache: 'no-store',
+                                     credentials: 'omit'});
+        if (r.status === 304 && cached) return {data: cached.data, notModified: true};
+        if (opts.text && r.ok) return {data: await r.text()};
+        let data = null;
+        try { data = await r.json(); } catch (e) { data = null; }
+        if (r.status === 401 || r.status === 403 || r.status === 429) {
+            showKeyForm(true);
+            banner(authMessage(r.status, data || {}));
+            throw new ApiError(r.status, data);
+        }
+        if (!r.ok) throw new ApiError(r.status, data);
+        const etag = r.headers.get('ETag');
+        if (method === 'GET' && etag) state.cache.set(path, {etag, data});
+        return {data};
+    }
+
+    /* The Prometheus text exposition: name{labels} -> value (no timestamps are sent). */
+    function parseMetrics(text) {
+        const out = [];
+        for (const line of text.split('\n')) {
+            if (!line || line[0] === '#') continue;
+            const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$/.exec(line);
+            if (!m) continue;
+            const labels = {};
+            if (m[3]) for (const kv of m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+                labels[kv[1]] = kv[2];
+            out.push({name: m[1], labels, value: Number(m[4])});
+        }
+        return out;
+    }
+
+    function metricSum(ms, name, pred) {
+        return ms.filter(m => m.name === name && (!pred || pred(m.labels)))
+                 .reduce((a, m) => a + m.value, 0);
+    }
+
+    /* ---- charts: plain SVG ----------------------------------------------------------------- */
+
+    function niceTicks(lo, hi, n) {
+        if (!(hi > lo)) hi = lo + 1;
+        const step0 = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
+        const step = [1, 2, 2.5, 5, 10].map(f => f * mag).find(st => st >= step0) || step0;
+        const ticks = [];
+        /* from the first tick at or above lo to the first at or above hi (at most 50) */
+        for (let v = Math.ceil(lo / step - 1e-9) * step; ticks.length < 50; v += step) {
+            ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+            if (v >= hi - step * 1e-9) break;
+        }
+        return ticks;
+    }
+
+    /* bins: [{label, value, cls, attrs}] */
+    function barChart(bins, o) {
+        const W = o.width || 520, H = o.height || 220, L = 44, R = 10, T = 14, B = 40;
+        const max = Math.max(1, ...bins.map(b => b.value));
+        const ticks = niceTicks(0, max, 4);
+        const top = ticks[ticks.length - 1] || max;
+        const bw = (W - L - R) / bins.length;
+        const y = v => T + (H - T - B) * (1 - v / top);
+        const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
+                              'aria-label': o.title || 'bar chart', id: o.id});
+        for (const t of ticks) {
+            svg.append(s('line', {class: 'gridline', x1: L, x2: W - R, y1: y(t), y2: y(t)}));
+            svg.append(s('text', {x: L - 6, y: y(t) + 4, 'text-anchor': 'end', text: fmtInt(t)}));
+        }
+        bins.forEach((b, i) => {
+            const x = L + i * bw + 2, hgt = Math.max(0, y(0) - y(b.value));
+            svg.append(s('rect', Object.assign({class: 'bar ' + (b.cls || ''), x, y: y(b.value),
+                                                width: Math.max(1, bw - 4), height: hgt,
+                                                'data-count': b.value}, b.attrs || {}),
+                         s('title', {text: `${b.label}: ${fmtInt(b.value)}`})));
+            if (b.value > 0)
+                svg.append(s('text', {class: 'barlabel', x: x + (bw - 4) / 2, y: y(b.value) - 3,
+                                      text: fmtInt(b.value)}));
+            svg.append(s('text', {x: x + (bw - 4) / 2, y: H - B + 14, 'text-anchor': 'middle',
+                                  text: b.label}));
+        });
+        svg.append(s('line', {class: 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0)}));
+        if (o.xLabel)
+            svg.append(s('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle',
+                                  text: o.xLabel}));
+        return svg;
+    }
+
+    /* series: [{name, points: [[x, y]], dashed}]; o.logY plots log10(y) (y <= 0 dropped) */
+    function lineChart(series, o) {
+        const W = o.width || 520, H = o.height || 240, L = 58, R = 12, T = 12, B = 52;
+        const tr = p => [p[0], o.logY ? (p[1] > 0 ? Math.log10(p[1]) : null) : p[1]];
+        const pts = series.map(se => se.points.map(tr).filter(p => p[1] !== null && isFinite(p[1])));
+        const all = pts.flat();
+        const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
+                              'aria-label': o.title || 'line chart', id: o.id});
+        if (all.length === 0) {
+            svg.append(s('text', {x: W / 2, y: H / 2, 'text-anchor': 'middle',
+                                  text: o.empty || 'nothing to plot yet'}));
+            return svg;
+        }
+        let x0 = o.xMin !== undefined ? o.xMin : Math.min(...all.map(p => p[0]));
+        let x1 = o.xMax !== undefined ? o.xMax : Math.max(...all.map(p => p[0]));
+        let y0 = o.yMin !== undefined ? o.yMin : Math.min(...all.map(p => p[1]));
+        let y1 = o.yMax !== undefined ? o.yMax : Math.max(...all.map(p => p[1]));
+        if (x1 <= x0) x1 = x0 + 1;
+        if (y1 <= y0) { y1 = y0 + (o.logY ? 1 : Math.max(1, Math.abs(y0) * 0.1)); }
+        if (o.logY) { y0 = Math.floor(y0); y1 = Math.ceil(y1); }
+        const yt = o.logY ? niceTicks(y0, y1, 5).filter(t => Number.isInteger(t)) : niceTicks(y0, y1, 4);
+        y0 = Math.min(y0, yt[0]); y1 = Math.max(y1, yt[yt.length - 1]);
+        const X = v => L + (W - L - R) * (v - x0) / (x1 - x0);
+        const Y = v => T + (H - T - B) * (1 - (v - y0) / (y1 - y0));
+        for (const t of yt) {
+            svg.append(s('line', {class: 'gridline', x1: L, x2: W - R, y1: Y(t), y2: Y(t)}));
+            svg.append(s('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end',
+                                  text: o.logY ? '1e' + t : (o.yFmt || fmt)(t)}));
+        }
+        for (const t of niceTicks(x0, x1, 5)) {
+            svg.append(s('line', {class: 'axis', x1: X(t), x2: X(t), y1: H - B, y2: H - B + 4}));
+            svg.append(s('text', {x: X(t), y: H - B + 16, 'text-anchor': 'middle',
+                                  text: (o.xFmt || fmt)(t)}));
+        }
+        svg.append(s('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
+        svg.append(s('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}));
+        pts.forEach((p, i) => {
+            if (p.length === 0) return;
+            const d = p.map((q, j) => (j ? 'L' : 'M') + X(q[0]).toFixed(1) + ' ' + Y(q[1]).toFixed(1)).join(' ');
+            svg.append(s('path', {class: `line s${i % 4}` + (series[i].dashed ? ' dashed' : ''), d,
+                                  'data-series': series[i].name, 'data-points': p.length}));
+            if (p.length < 40)
+                for (const q of p)
+                    svg.append(s('circle', {class: `dot f${i % 4}`, cx: X(q[0]), cy: Y(q[1]), r: 2.5}));
+        });
+        let lx = L + 4;
+        series.forEach((se, i) => {
+            svg.append(s('line', {class: `line s${i % 4}` + (se.dashed ? ' dashed' : ''), x1: lx,
+                                  x2: lx + 18, y1: H - 12, y2: H - 12}));
+            const t = s('text', {class: 'legend', x: lx + 22, y: H - 8, text: se.name});
+            svg.append(t);
+            lx += 30 + se.name.length * 6.2;
+        });
+        if (o.xLabel)
+            svg.append(s('text', {x: W - R, y: H - B + 30, 'text-anchor': 'end', text: o.xLabel}));
+        if (o.yLabel)
+            svg.append(s('text', {x: L + 4, y: T + 2, text: o.yLabel}));
+        return svg;
+    }
+
+    /* ---- views ------------------------------------------------------------------------------ */
+
+    const view = () => document.getElementById('view');
+
+    /* replace the view's content (null and false parts are left out) */
+    function show(...kids) {
+        view().replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false));
+    }
+
+    function stamp(notModified) {
+        document.getElementById('updated').textContent =
+            (notModified ? 'unchanged at ' : 'updated at ') + new Date().toLocaleTimeString('en-GB');
+    }
+
+    function failed(e) {
+        if (e instanceof ApiError && (e.status === 401 || e.status === 403 || e.status === 429)) {
+            show(h('p', {class: 'err', id: 'auth-needed',
+                                           text: authMessage(e.status, e.problem)}));
+            return;
+        }
+        banner(e instanceof ApiError ? `The daemon answered ${e.status}: ${e.message}`
+                                     : 'The daemon cannot be reached: ' + e.message);
+    }
+
+    /* overview: clients by status, the spent-fraction distribution, rounds and refusals over
+     * time (sampled by this page), ledger health */
+    async function overview(gen) {
+        const [sum, met] = await Promise.all([api('/v1/summary'), api('/metrics', {text: true})]);
+        if (gen !== state.generation) return;
+        const S = sum.data, M = parseMetrics(met.data);
+        banner('');
+        const refusals = metricSum(M, 'dpbudget_round_refusals_total');
+        const charged = metricSum(M, 'dpbudget_rounds_total');
+        state.samples.push({t: Date.now(), rounds: S.rounds, refusals, charged});
+        if (state.samples.length > 720) state.samples.shift();
+        const fsCount = metricSum(M, 'dpbudget_wal_fsync_seconds_count');
+        const fsSum = metricSum(M, 'dpbudget_wal_fsync_seconds_sum');
+        const buckets = M.filter(m => m.name === 'dpbudget_wal_fsync_seconds_bucket' && m.labels.le !== '+Inf')
+                         .map(m => [Number(m.labels.le), m.value]).sort((a, b) => a[0] - b[0]);
+        const p99 = fsCount > 0 ? (buckets.find(b => b[1] >= 0.99 * fsCount) || [Infinity])[0] : null;
+        const st = S.by_status || {};
+        const ro = !!S.read_only;
+        const hist = (S.spent_fraction_histogram || []).map(b => ({
+            label: b.to === 'infinite' ? '≥ 100' : fmt(b.from * 100),
+            value: b.clients, cls: b.to === 'infinite' ? 'full' : '',
+            attrs: {'data-from': b.from}}));
+        const t0 = state.samples[0].t;
+        const rel = x => (x.t - t0) / 1000;
+        show(
+            h('h2', {text: 'Overview'}),
+            h('div', {class: 'grid'},
+              card('clients', 'ov-clients', S.clients, fmtInt(S.clients)),
+              card('active', 'ov-active', st.active, fmtInt(st.active), 'status-active'),
+              card('exhausted', 'ov-exhausted', st.exhausted, fmtInt(st.exhausted), 'status-exhausted'),
+              card('uncertified', 'ov-uncertified', st.uncertified, fmtInt(st.uncertified),
+                   'status-uncertified'),
+              card('rounds in the ledger', 'ov-rounds', S.rounds, fmtInt(S.rounds)),
+              card('refusals since start', 'ov-refusals', refusals, fmtInt(refusals))),
+            h('h3', {text: 'Ledger health'}),
+            h('div', {class: 'grid'},
+              card('writes', 'ov-readonly', ro ? 1 : 0,
+                   ro ? 'READ-ONLY (restart after fixing the disk)' : 'accepted',
+                   'small ' + (ro ? 'bad' : 'ok')),
+              card('log size', 'ov-logbytes', S.log_bytes, fmtBytes(S.log_bytes)),
+              card('fsync, mean', 'ov-fsync-mean', fsCount ? fsSum / fsCount : null,
+                   fsCount ? fmtSeconds(fsSum / fsCount) : 'no syncs yet'),
+              card('fsync, 99 % at most', 'ov-fsync-p99', p99,
+                   p99 === null ? '—' : p99 === Infinity ? '> 5 s' : fmtSeconds(p99)),
+              card('fsyncs', 'ov-fsync-count', fsCount, fmtInt(fsCount))),
+            h('div', {class: 'panels'},
+              h('div', {class: 'panel'}, h('h3', {text: 'Clients by status'}),
+                barChart([{label: 'active', value: st.active || 0, cls: 'active'},
+                          {label: 'exhausted', value: st.exhausted || 0, cls: 'exhausted'},
+                          {label: 'uncertified', value: st.uncertified || 0, cls: 'uncertified'}],
+                         {id: 'chart-status', title: 'clients by status', height: 200})),
+              h('div', {class: 'panel'}, h('h3', {text: 'Spent fraction of the ε budget'}),
+                barChart(hist, {id: 'chart-spent', title: 'clients by spent fraction',
+                                xLabel: '% of the ε budget spent (bins of 10 %, labelled by their start)'}),
+                h('p', {class: 'note', text: 'The last bin holds clients at or past their budget.'})),
+              h('div', {class: 'panel'}, h('h3', {text: 'Rounds and refusals over time'}),
+                lineChart([{name: 'rounds in the ledger', points: state.samples.map(x => [rel(x), x.rounds])},
+                           {name: 'refusals since daemon start', points: state.samples.map(x => [rel(x), x.refusals]),
+                            dashed: true}],
+                          {id: 'chart-rounds', xLabel: 'seconds since this page opened',
+                           yFmt: v => fmtInt(Math.round(v)), xFmt: v => fmt(v),
+                           yMin: 0}),
+                h('p', {class: 'note', text: `Sampled by this page every ${fmt(POLL_MS / 1000)} s ` +
+                        '(the API keeps no history of its own).'}))));
+        stamp(sum.notModified);
+    }
+
+    function clientRow(c) {
+        const f = fraction(c);
+        const bar = s('svg', {class: 'fraction', width: 80, height: 10, viewBox: '0 0 80 10'},
+                      s('rect', {x: 0, y: 0, width: 80, height: 10, fill: '#eceef2'}),
+                      s('rect', {x: 0, y: 0, width: Math.min(80, 80 * (f || 0)), height: 10,
+                                 class: 'bar ' + (f >= 1 ? 'full' : '')}));
+        const labels = Object.entries(c.labels || {}).map(([k, v]) => h('span', {class: 'badge', text: `${k}=${v}`}));
+        return h('tr', {class: 'row', 'data-id': c.id,
+                        onclick: () => { location.hash = '#/client/' + encodeURIComponent(c.id); }},
+                 h('td', {}, h('a', {href: '#/client/' + encodeURIComponent(c.id), text: c.id})),
+                 h('td', {}, labels),
+                 h('td', {class: 'status-' + c.status, text: c.status}),
+                 h('td', {class: 'num'}, num(null, c.budget.epsilon, fmt(c.budget.epsilon, 'near'))),
+                 h('td', {class: 'num'}, num(null, c.spent.epsilon, fmt(c.spent.epsilon, 'up'), 'spent')),
+                 h('td', {class: 'num'}, num(null, c.remaining.epsilon, fmt(c.remaining.epsilon, 'down'))),
+                 h('td', {class: 'num'}, bar, ' ', num(null, f, fmtPct(f), 'frac')),
+                 h('td', {class: 'num', text: fmtInt(c.rounds)}));
+    }
+
+    function clientsQuery() {
+        const c = state.clients, p = new URLSearchParams();
+        if (c.q.includes('=')) p.set('label', c.q);
+        if (c.status) p.set('status', c.status);
+        p.set('sort', c.sort);
+        p.set('order', c.order);
+        p.set('limit', String(c.limit));
+        const cur = c.cursors[c.cursors.length - 1];
+        if (cur) p.set('cursor', cur);
+        return '/v1/clients?' + p.toString();
+    }
+
+    let clientsControls = null;
+
+    function buildClientsControls() {
+        const c = state.clients;
+        const reset = () => { c.cursors = [null]; refresh(true); };
+        const search = h('input', {id: 'cl-search', type: 'search', value: c.q, size: 28,
+                                   placeholder: 'client id, or label key=value'});
+        const go = h('form', {class: 'controls', onsubmit: ev => {
+            ev.preventDefault(); c.q = search.value.trim(); reset(); }},
+            h('label', {}, 'search', search),
+            h('button', {type: 'submit', id: 'cl-go', text: 'Search'}),
+            h('button', {type: 'button', class: 'plain', id: 'cl-clear', text: 'Clear',
+                         onclick: () => { search.value = ''; c.q = ''; reset(); }}),
+            h('label', {}, 'status', h('select', {id: 'cl-status', onchange: ev => { c.status = ev.target.value; reset(); }},
+              ['', 'active', 'exhausted', 'uncertified'].map(v => h('option', {value: v, selected: v === c.status,
+                                                                               text: v || 'any'})))),
+            h('label', {}, 'sort by', h('select', {id: 'cl-sort', onchange: ev => { c.sort = ev.target.value; reset(); }},
+              [['id', 'id'], ['spent', 'spent ε'], ['remaining', 'remaining ε']].map(
+                  ([v, t]) => h('option', {value: v, selected: v === c.sort, text: t})))),
+            h('label', {}, 'order', h('select', {id: 'cl-order', onchange: ev => { c.order = ev.target.value; reset(); }},
+              [['asc', 'ascending'], ['desc', 'descending']].map(
+                  ([v, t]) => h('option', {value: v, selected: v === c.order, text: t})))),
+            h('label', {}, 'per page', h('select', {id: 'cl-limit', onchange: ev => { c.limit = Number(ev.target.value); reset(); }},
+              [10, 20, 50, 100].map(v => h('option', {value: v, selected: v === c.limit, text: String(v)})))));
+        return go;
+    }
+
+    async function clients(gen, force) {
+        const c = state.clients;
+        let rows, total, next = null, note = '';
+        if (c.q && !c.q.includes('=')) {
+            /* an id: the API looks clients up by exact id */
+            try {
+                const r = await api('/v1/clients/' + encodeURIComponent(c.q));
+                rows = [r.data];
+            } catch (e) {
+                if (!(e instanceof ApiError) || e.status !== 404) throw e;
+                rows = [];
+            }
+            total = rows.length;
+            note = 'Searching by id matches the whole id exactly; search key=value for a label.';
+        } else {
+            const r = await api(clientsQuery());
+            if (r.notModified && !force && document.getElementById('cl-table')) {
+                stamp(true);
+                return;
+            }
+            rows = r.data.clients;
+            total = r.data.total;
+            next = r.data.next_cursor;
+            note = c.q ? `Clients with the label ${c.q}.` : '';
+        }
+        if (gen !== state.generation) return;
+        banner('');
+        const page = c.cursors.length - 1;
+        const first = total === 0 ? 0 : page * c.limit + 1;
+        const last = page * c.limit + rows.length;
+        if (!clientsControls || !document.body.contains(clientsControls))
+            clientsControls = buildClientsControls();
+        const table = h('table', {id: 'cl-table'},
+            h('thead', {}, h('tr', {},
+              h('th', {text: 'id'}), h('th', {text: 'labels'}), h('th', {text: 'status'}),
+              h('th', {class: 'num', text: 'budget ε'}), h('th', {class: 'num', text: 'spent ε'}),
+              h('th', {class: 'num', text: 'remaining ε'}), h('th', {class: 'num', text: 'spent fraction'}),
+              h('th', {class: 'num', text: 'rounds'}))),
+            h('tbody', {}, rows.map(clientRow)));
+        const pager = h('div', {class: 'pager'},
+            h('button', {class: 'plain', id: 'cl-prev', text: '← previous', disabled: page === 0,
+                         onclick: () => { c.cursors.pop(); refresh(true); }}),
+            h('span', {id: 'cl-range', 'data-total': total,
+                       text: total === 0 ? 'no clients match' : `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(total)}`}),
+            h('button', {class: 'plain', id: 'cl-next', text: 'next →', disabled: !next,
+                         onclick: () => { c.cursors.push(next); refresh(true); }}));
+        show(h('h2', {text: 'Clients'}), clientsControls,
+                               note ? h('p', {class: 'note', id: 'cl-note', text: note}) : null,
+                               table, pager,
+                               h('p', {class: 'note', text: 'Spent fractions are spent ε / budget ε, ' +
+                                       'rounded up; remaining ε is rounded down.'}));
+        stamp(false);
+    }
+
+    async function client(gen, id, force) {
+        const r = await api('/v1/clients/' + encodeURIComponent(id));
+        if (gen !== state.generation) return;
+        if (r.notModified && !force && document.getElementById('c-id')) {
+            stamp(true);
+            return;
+        }
+        banner('');
+        const c = r.data, f = fraction(c);
+        const looked = state.lookedUp.get(id) || [];
+        const roundInput = h('input', {id: 'c-round-id', size: 24, placeholder: 'round id'});
+        const roundMsg = h('p', {id: 'c-round-msg', class: 'note'});
+        const lookup = h('form', {class: 'stack', onsubmit: async ev => {
+            ev.preventDefault();
+            const rid = roundInput.value.trim();
+            if (!rid) return;
+            try {
+                const rr = await api('/v1/rounds/' + encodeURIComponent(rid));
+                const R = rr.data;
+                const a = (R.admitted || []).find(x => x.client === id);
+                const f2 = (R.refused || []).find(x => x.client === id);
+                if (!a && !f2) {
+                    roundMsg.textContent = R.summarized
+                        ? `Round ${rid} keeps counts only (its per-client answers were evicted).`
+                        : `${id} did not take part in round ${rid}.`;
+                    return;
+                }
+                const entry = {round: rid, admitted: !!a, reason: (a || f2).reason,
+                               before: (a || f2).spent_before,
+                               after: a ? a.spent_after : f2.would_spend};
+                const list = (state.lookedUp.get(id) || []).filter(x => x.round !== rid);
+                list.push(entry);
+                state.lookedUp.set(id, list);
+                refresh(true);
+            } catch (e) {
+                roundMsg.textContent = e instanceof ApiError && e.status === 404
+                    ? `No round ${rid}.` : 'The lookup failed: ' + e.message;
+            }
+        }}, h('label', {}, 'round id', roundInput), h('button', {type: 'submit', id: 'c-round-go', text: 'Look up'}));
+        const sorted = looked.slice().sort((x, y) => (x.before || 0) - (y.before || 0));
+        show(
+            h('h2', {}, 'Client ', h('span', {id: 'c-id', text: c.id}), ' ',
+              h('span', {id: 'c-status', class: 'badge status-' + c.status, text: c.status})),
+            h('div', {class: 'grid'},
+              card('budget ε', 'c-budget-eps', c.budget.epsilon, fmt(c.budget.epsilon, 'near')),
+              card('budget δ', 'c-budget-delta', c.budget.delta, fmt(c.budget.delta, 'near')),
+              card('spent ε', 'c-spent', c.spent.epsilon, fmt(c.spent.epsilon, 'up')),
+              card('remaining ε', 'c-remaining', c.remaining.epsilon, fmt(c.remaining.epsilon, 'down')),
+              card('spent fraction', 'c-fraction', f, fmtPct(f)),
+              card('rounds charged', 'c-rounds', c.rounds, fmtInt(c.rounds)),
+              card('total-variation δ spent', 'c-delta-tv', c.spent.delta_total_variation,
+                   fmt(c.spent.delta_total_variation, 'up'))),
+            h('p', {}, 'Accounting: ', h('b', {text: c.accounting}), ' · relation: ',
+              h('b', {text: c.neighboring_relation}), ' · labels: ',
+              Object.entries(c.labels || {}).map(([k, v]) => h('span', {class: 'badge', text: `${k}=${v}`})),
+              ' · version ', h('span', {text: String(c.version)})),
+            h('div', {class: 'panel'},
+              h('h3', {text: 'ε spent over its rounds'}),
+              h('p', {class: 'note', id: 'c-history-note', text:
+                  'The API does not list a client\'s rounds or the events charged: GET ' +
+                  '/v1/clients/{id} gives the totals above, and GET /v1/rounds/{id} gives one ' +
+                  'round\'s charge to each participant (not its event). Look rounds up by id to ' +
+                  'chart this client\'s spend across them; a charge-history endpoint is planned.'}),
+              lookup, roundMsg,
+              sorted.length ? lineChart([{name: 'spent ε after the round (unchanged when refused)',
+                                           points: sorted.map((x, i) => [i + 1, x.admitted ? x.after : x.before])},
+                                         {name: 'budget ε', points: [[1, c.budget.epsilon], [Math.max(2, sorted.length), c.budget.epsilon]], dashed: true}],
+                                        {id: 'chart-client', xLabel: 'rounds looked up, by spend', yMin: 0,
+                                         xFmt: v => (Math.abs(v - Math.round(v)) < 1e-9 ? fmtInt(Math.round(v)) : '')}) : null,
+              sorted.length ? h('table', {id: 'c-rounds-table'},
+                h('thead', {}, h('tr', {}, h('th', {text: 'round'}), h('th', {text: 'outcome'}),
+                                 h('th', {class: 'num', text: 'spent ε before'}),
+                                 h('th', {class: 'num', text: 'after (or would be)'}))),
+                h('tbody', {}, sorted.map(x => h('tr', {'data-round': x.round},
+                  h('td', {text: x.round}), h('td', {text: (x.admitted ? 'charged: ' : 'refused: ') + x.reason}),
+                  h('td', {class: 'num'}, num(null, x.before, fmt(x.before, 'up'))),
+                  h('td', {class: 'num'}, num(null, x.after, fmt(x.after, 'up'))))))) : null),
+            h('p', {}, h('a', {href: '#/clients', text: '← all clients'})));
+        stamp(r.notModified);
+    }
+
+    /* compute: delta(eps) and trade-off curves of an event, a calibration form, Theorem 4.1
+     * beside the exact shuffled accountant */
+    function eventFields(prefix, withRounds) {
+        const cls = h('select', {id: prefix + '-class'},
+            h('option', {value: 'ShuffledDpSgdEpochDpEvent', text: 'shuffled DP-SGD epoch'}),
+            h('option', {value: 'GaussianDpEvent', text: 'Gaussian'}));
+        const sigma = h('input', {id: prefix + '-sigma', type: 'number', step: 'any', min: 0, value: '1', size: 8});
+        const rounds = h('input', {id: prefix + '-rounds', type: 'number', step: 1, min: 1, value: '10000', size: 10});
+        const acct = h('select', {id: prefix + '-acct'},
+            ['auto', 'shuffle_exact', 'thm41', 'pld', 'rdp', 'gdp_exact'].map(v => h('option', {value: v, text: v})));
+        const labels = [h('label', {}, 'event', cls), h('label', {}, 'noise multiplier σ', sigma)];
+        if (withRounds) labels.push(h('label', {}, 'rounds M (shuffled)', rounds));
+        labels.push(h('label', {}, 'accountant', acct));
+        const event = () => {
+            const e = {class_name: cls.value, noise_multiplier: Number(sigma.value)};
+            if (withRounds && cls.value === 'ShuffledDpSgdEpochDpEvent') e.rounds = Number(rounds.value);
+            return e;
+        };
+        return {labels, event, acct, cls};
+    }
+
+    function problemText(e) {
+        if (!(e instanceof ApiError)) return 'The request failed: ' + e.message;
+        const p = e.problem || {};
+        const conds = (p.conditions || []).filter(c => !c.holds).map(c => c.statement || c.name);
+        return `${e.status} ${p.code || ''}: ${p.detail || e.message}` +
+               (conds.length ? ' (conditions not met: ' + conds.join('; ') + ')' : '');
+    }
+
+    function compute() {
+        const cf = eventFields('cv', true);
+        const epsMax = h('input', {id: 'cv-epsmax', type: 'number', step: 'any', min: 0.1, value: '4', size: 6});
+        const curveOut = h('div', {class: 'result', id: 'cv-out'});
+        const curveForm = h('form', {class: 'stack', id: 'cv-form', onsubmit: async ev => {
+            ev.preventDefault();
+            curveOut.replaceChildren(h('p', {class: 'note', text: 'computing…'}));
+            const body = {event: cf.event(), accountant: cf.acct.value,
+                          epsilon_range: {min: 0, max: Number(epsMax.value), points: 41},
+                          tradeoff_points: 41};
+            try {
+                const r = (await api('/v1/curve', {method: 'POST', body})).data;
+                banner('');
+                curveOut.replaceChildren(curveResult(r));
+            } catch (e) {
+                curveOut.replaceChildren(h('p', {class: 'err', id: 'cv-err', text: problemText(e)}));
+            }
+        }}, cf.labels, h('label', {}, 'ε up to', epsMax), h('button', {type: 'submit', id: 'cv-go', text: 'Plot'}));
+
+        const kf = eventFields('cb', false);
+        const solve = h('select', {id: 'cb-solve'},
+            h('option', {value: 'rounds', text: 'rounds M'}),
+            h('option', {value: 'noise_multiplier', text: 'noise multiplier σ'}));
+        const tEps = h('input', {id: 'cb-eps', type: 'number', step: 'any', min: 0, value: '1', size: 6});
+        const tDelta = h('input', {id: 'cb-delta', type: 'number', step: 'any', min: 0, value: '1e-6', size: 8});
+        const calOut = h('div', {class: 'result', id: 'cb-out'});
+        const calForm = h('form', {class: 'stack', id: 'cb-form', onsubmit: async ev => {
+            ev.preventDefault();
+            calOut.replaceChildren(h('p', {class: 'note', text: 'computing…'}));
+            const e = kf.event();
+            if (solve.value === 'noise_multiplier') delete e.noise_multiplier;
+            if (solve.value === 'noise_multiplier' && e.class_name === 'ShuffledDpSgdEpochDpEvent')
+                e.rounds = 10000;
+            const body = {event: e, accountant: kf.acct.value, solve_for: solve.value,
+                          target: {epsilon: Number(tEps.value), delta: Number(tDelta.value)}};
+            try {
+                const r = (await api('/v1/calibrate', {method: 'POST', body})).data;
+                banner('');
+                calOut.replaceChildren(calibrationResult(r));
+            } catch (err) {
+                calOut.replaceChildren(h('p', {class: 'err', id: 'cb-err', text: problemText(err)}));
+            }
+        }}, kf.labels, h('label', {}, 'solve for', solve), h('label', {}, 'target ε', tEps),
+            h('label', {}, 'target δ', tDelta), h('button', {type: 'submit', id: 'cb-go', text: 'Calibrate'}));
+
+        show(
+            h('h2', {text: 'Compute'}),
+            h('div', {class: 'panel'}, h('h3', {text: 'δ(ε) and the trade-off curve of an event'}),
+              curveForm,
+              h('p', {class: 'note', text: 'For a shuffled epoch the exact shuffled accountant ' +
+                      '(shuffle_exact, the default) answers with Theorem 4.1\'s δ beside it.'}),
+              curveOut),
+            h('div', {class: 'panel'}, h('h3', {text: 'Calibrate'}), calForm,
+              h('p', {class: 'note', text: 'With noise multiplier σ as the unknown, a shuffled epoch ' +
+                      'is taken with M = 10 000 rounds.'}), calOut));
+        stamp(false);
+    }
+
+    function curveResult(r) {
+        const pts = (r.curve || []).map(p => [p.epsilon, p.delta]);
+        const thm = r.theorem_4_1 && typeof r.theorem_4_1.delta === 'number' ? r.theorem_4_1.delta : null;
+        const thmNot = r.theorem_4_1 && thm === null; /* its conditions fail for this event */
+        const series = [{name: `δ(ε), ${r.accountant} (${r.guarantee})`, points: pts}];
+        if (thm !== null)
+            series.push({name: 'Theorem 4.1 (total variation)', dashed: true,
+                         points: pts.map(p => [p[0], thm])});
+        const to = (r.tradeoff || []).map(p => [p.alpha, p.beta]);
+        const toSeries = [{name: `β(α), ${r.accountant}`, points: to},
+                          {name: 'no privacy: 1 − α', dashed: true, points: [[0, 1], [1, 0]]}];
+        if (thm !== null)
+            toSeries.push({name: 'Theorem 4.1: 1 − α − δ', dashed: true,
+                           points: [[0, Math.max(0, 1 - thm)], [Math.max(0, 1 - thm), 0]]});
+        const rows = (r.curve || []).filter((_, i) => i % 4 === 0).map(p => h('tr', {},
+            h('td', {class: 'num', text: fmt(p.epsilon)}),
+            h('td', {class: 'num'}, num(null, p.delta, fmt(p.delta, 'up'), 'cv-delta')),
+            thm !== null ? h('td', {class: 'num'}, num(null, thm, fmt(thm, 'up'), 'cv-thm')) : null));
+        return h('div', {},
+            h('p', {}, 'accountant ', h('b', {id: 'cv-res-acct', text: r.accountant}), ', guarantee ',
+              h('b', {id: 'cv-res-guarantee', text: r.guarantee}),
+              thm !== null ? [' · Theorem 4.1 δ = ', num('cv-thm41', thm, fmt(thm, 'up')),
+                              ' (the same for every ε: a total-variation bound)'] : null,
+              thmNot ? h('span', {id: 'cv-thm41-not', text: ' · Theorem 4.1 does not cover this event ' +
+                                  '(its conditions fail): only the exact accountant answers.'}) : null),
+            (r.warnings || []).length ? h('p', {class: 'note', text: r.warnings.join(' ')}) : null,
+            h('div', {class: 'panels'},
+              h('div', {}, lineChart(series, {id: 'chart-delta', logY: true, xLabel: 'ε',
+                                               yLabel: 'δ (log scale)', empty: 'δ is 0 over this range'})),
+              h('div', {}, lineChart(toSeries, {id: 'chart-tradeoff', xMin: 0, xMax: 1, yMin: 0, yMax: 1,
+                                                 xLabel: 'α (type I error)', yLabel: 'β (type II error)'}))),
+            h('table', {id: 'cv-table'}, h('thead', {}, h('tr', {}, h('th', {class: 'num', text: 'ε'}),
+                h('th', {class: 'num', text: `δ (${r.accountant})`}),
+                thm !== null ? h('th', {class: 'num', text: 'δ (Theorem 4.1)'}) : null)),
+              h('tbody', {}, rows)));
+    }
+
+    function calibrationResult(r) {
+        const d = r.details || {};
+        const v = r.solve_for === 'rounds' ? fmtInt(r.value) : fmt(r.value, 'up');
+        return h('div', {},
+            h('p', {}, `${r.solve_for} = `, num('cb-value', r.value, v), ' by ',
+              h('b', {text: r.accountant}), ` (${r.guarantee}); achieved ε = `,
+              num('cb-ach-eps', r.achieved && r.achieved.epsilon, fmt(r.achieved && r.achieved.epsilon, 'up')),
+              ', δ = ', num('cb-ach-delta', r.achieved && r.achieved.delta, fmt(r.achieved && r.achieved.delta, 'up'))),
+            d.theorem_4_1_value !== undefined
+                ? h('p', {}, 'Theorem 4.1 would need ', num('cb-thm41', d.theorem_4_1_value,
+                        typeof d.theorem_4_1_value === 'number' ? fmtInt(d.theorem_4_1_value) : String(d.theorem_4_1_value)),
+                    ' for the same target.')
+                : null,
+            (r.warnings || []).length ? h('p', {class: 'note', text: r.warnings.join(' ')}) : null);
+    }
+
+    /* ---- navigation and polling ---------------------------------------------------------- */
+
+    function route() {
+        const m = /^#\/([a-z]+)(?:\/(.*))?$/.exec(location.hash || '');
+        return m ? {name: m[1], arg: m[2] !== undefined ? decodeURIComponent(m[2]) : null}
+                 : {name: 'overview', arg: null};
+    }
+
+    async function refresh(force) {
+        const gen = state.generation, r = route();
+        for (const a of document.querySelectorAll('nav a'))
+            a.classList.toggle('active', a.id === 'nav-' + (r.name === 'client' ? 'clients' : r.name));
+        try {
+            if (r.name === 'clients') await clients(gen, force);
+            else if (r.name === 'client' && r.arg) await client(gen, r.arg, force);
+            else if (r.name === 'compute') { if (!document.getElementById('cv-form')) compute(); }
+            else await overview(gen);
+        } catch (e) {
+            if (gen === state.generation) failed(e);
+        }
+    }
+
+    function navigate() {
+        state.generation++;
+        clearInterval(state.timer);
+        show(h('p', {text: 'Loading…'}));
+        refresh(true);
+        if (route().name !== 'compute')
+            state.timer = setInterval(() => refresh(false), POLL_MS);
+    }
+
+    function init() {
+        const form = document.getElementById('keyform'), input = document.getElementById('apikey');
+        if (state.key) showKeyForm(true);
+        form.addEventListener('submit', ev => {
+            ev.preventDefault();
+            state.key = input.value.trim();
+            input.value = '';
+            if (state.key) sessionStorage.setItem(KEY_STORE, state.key);
+            else sessionStorage.removeItem(KEY_STORE);
+            state.cache.clear();
+            banner('');
+            navigate();
+        });
+        document.getElementById('key-forget').addEventListener('click', () => {
+            state.key = '';
+            sessionStorage.removeItem(KEY_STORE);
+            state.cache.clear();
+            navigate();
+        });
+        window.addEventListener('hashchange', navigate);
+        navigate();
+    }
+
+    /* exposed for the browser tests: the formatting the page uses */
+    window.dpbudgetDashboard = {fmt, fmtInt, fmtBytes, fmtPct};
+    init();
+})();

@@ -1,0 +1,423 @@
+/*
+ * dashboard.test.js - the dashboard in a real browser: Debian's headless Chromium
+ * (/usr/bin/chromium, never a downloaded one) driven by puppeteer-core.
+ *
+ *   node tests/browser/dashboard.test.js BUILD/dpbudgetd OUTDIR
+ *
+ * Starts real daemons with a populated ledger (some clients exhausted, several rounds), loads
+ * every view, checks that the numbers shown are the API's, that paging and search work, that
+ * polling revalidates with If-None-Match (304), that a missing, wrong or under-scoped API key
+ * is explained, and saves a screenshot of each view in OUTDIR. Closing line:
+ * "browser: N passed, M failed". Bounded: every wait has a timeout, the run a deadline.
+ */
+'use strict';
+
+const {spawn} = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const puppeteer = require('puppeteer-core');
+
+const DAEMON = path.resolve(process.argv[2] || 'build/dpbudgetd');
+const OUT = path.resolve(process.argv[3] || 'build/browser');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const WAIT = 10000;
+const DEADLINE_MS = 150000;
+
+let passed = 0, failed = 0;
+const daemons = [];
+let browser = null;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpb-browser-'));
+
+function cleanup() {
+    for (const d of daemons) try { d.kill('SIGTERM'); } catch (e) { /* gone */ }
+    try { fs.rmSync(tmp, {recursive: true, force: true}); } catch (e) { /* best effort */ }
+}
+
+const deadline = setTimeout(() => {
+    console.log(`browser: the run passed its ${DEADLINE_MS / 1000} s deadline`);
+    console.log(`browser: ${passed} passed, ${failed + 1} failed`);
+    cleanup();
+    process.exit(1);
+}, DEADLINE_MS);
+
+function assert(cond, msg) {
+    if (!cond) throw new Error(msg);
+}
+
+function eq(got, want, what) {
+    assert(got === want, `${what}: shown ${JSON.stringify(got)}, the API says ${JSON.stringify(want)}`);
+}
+
+/* a number shown for people: at most 4 significant digits, and within 0.1 % of the API's */
+function shownClose(text, raw, what, dir) {
+    const v = Number(text.replace(/[ %,]/g, ''));
+    assert(isFinite(v), `${what}: '${text}' is not a number`);
+    assert(text.replace(/[^0-9]/g, '').replace(/^0+/, '').length <= 6,
+           `${what}: '${text}' shows too many digits`);
+    const tol = Math.abs(raw) * 1e-3 + 1e-12;
+    assert(Math.abs(v - raw) <= tol, `${what}: shown ${text}, the API says ${raw}`);
+    if (dir === 'up') assert(v >= raw, `${what}: ${text} is rounded below the API's ${raw}`);
+    if (dir === 'down') assert(v <= raw, `${what}: ${text} is rounded above the API's ${raw}`);
+}
+
+async function test(name, fn) {
+    try {
+        await fn();
+        passed++;
+        console.log(`ok   ${name}`);
+    } catch (e) {
+        failed++;
+        console.log(`FAIL ${name}: ${e && e.message ? e.message : e}`);
+    }
+}
+
+/* ---- daemons -------------------------------------------------------------------------------- */
+
+async function startDaemon(name, extra) {
+    const dir = path.join(tmp, name);
+    fs.mkdirSync(dir);
+    const portFile = path.join(dir, 'port');
+    const d = spawn(DAEMON, ['--port', '0', '--port-file', portFile, '--data-dir', path.join(dir, 'data'),
+                             '--no-request-log', '--threads', '2', ...extra],
+                    {stdio: ['ignore', 'ignore', fs.openSync(path.join(tmp, name + '.log'), 'w')]});
+    daemons.push(d);
+    for (let i = 0; i < 100; i++) {
+        if (fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim())
+            return 'http://127.0.0.1:' + fs.readFileSync(portFile, 'utf8').trim();
+        await new Promise(r => setTimeout(r, 50));
+    }
+    throw new Error(`${name}: the daemon did not start`);
+}
+
+async function call(base, method, p, body, token) {
+    const headers = {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (token) headers.Authorization = 'Bearer ' + token;
+    const r = await fetch(base + p, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
+    const text = await r.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch (e) { /* not JSON */ }
+    return {status: r.status, json, text, headers: r.headers};
+}
+
+const ID = i => 'c' + String(i).padStart(2, '0');
+const NCLIENTS = 57;
+
+/* 57 clients with labels, eight rounds of overlapping subsets: the busiest exhaust their
+ * budget and later rounds refuse them; one round names an unknown client. */
+async function populate(base, token) {
+    for (let i = 0; i < NCLIENTS; i++) {
+        const r = await call(base, 'PUT', '/v1/clients/' + ID(i),
+                             {budget: {epsilon: i % 7 === 3 ? 4 : 2, delta: 1e-5},
+                              labels: {site: ['a', 'b', 'c'][i % 3], tier: i % 5 === 0 ? 'gold' : 'std'}},
+                             token);
+        assert(r.status === 201, `PUT client ${ID(i)}: ${r.status} ${r.text}`);
+    }
+    for (let k = 0; k < 8; k++) {
+        const parts = [];
+        for (let i = 0; i < NCLIENTS; i++) if (i % (k % 4 + 1) === 0 || i < 4) parts.push(ID(i));
+        if (k === 5) parts.push('ghost');
+        if (k === 4) {
+            /* a round that already ran is recorded even past the budget: c00-c03 exhaust */
+            const r = await call(base, 'POST', '/v1/rounds',
+                                 {round_id: 'ran', already_ran: true, participants: [ID(0), ID(1), ID(2), ID(3)],
+                                  event: {class_name: 'GaussianDpEvent', noise_multiplier: 0.5}}, token);
+            assert(r.status === 200, `round ran: ${r.status} ${r.text}`);
+        }
+        const r = await call(base, 'POST', '/v1/rounds',
+                             {round_id: 'r' + k, policy: 'admit_eligible', participants: parts,
+                              event: {class_name: 'GaussianDpEvent', noise_multiplier: 4}}, token);
+        assert(r.status === 200, `round r${k}: ${r.status} ${r.text}`);
+    }
+}
+
+/* ---- the browser ---------------------------------------------------------------------------- */
+
+async function newPage(ctx, log) {
+    const page = await ctx.newPage();
+    await page.setViewport({width: 1280, height: 900});
+    page.setDefaultTimeout(WAIT);
+    /* script errors and CSP violations; a 404 or 401 the page asked for is not one */
+    page.on('console', m => {
+        if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) log.push(m.text());
+    });
+    page.on('pageerror', e => log.push('page error: ' + e.message));
+    return page;
+}
+
+const text = (page, sel) => page.$eval(sel, el => el.textContent.trim());
+const raw = (page, sel) => page.$eval(sel, el => el.getAttribute('data-raw'));
+
+async function waitText(page, sel, want) {
+    await page.waitForFunction((s, w) => {
+        const el = document.querySelector(s);
+        return el && el.textContent.trim() === w;
+    }, {timeout: WAIT}, sel, want).catch(async () => {
+        const got = await page.$eval(sel, el => el.textContent.trim()).catch(() => '(absent)');
+        throw new Error(`${sel}: waited for '${want}', shows '${got}'`);
+    });
+}
+
+/* nothing shown as null, undefined or NaN, and no 17-digit number */
+async function clean(page, what) {
+    const t = await page.$eval('main', m => m.textContent);
+    const bad = /\bnull\b|undefined|NaN|\d\.\d{9,}/.exec(t);
+    assert(!bad, `${what} shows '${bad && bad[0]}'`);
+}
+
+async function rowIds(page) {
+    return page.$$eval('#cl-table tbody tr', trs => trs.map(t => t.getAttribute('data-id')));
+}
+
+async function main() {
+    fs.mkdirSync(OUT, {recursive: true});
+    assert(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/deps.sh (Debian package chromium)`);
+    const base = await startDaemon('open', []);
+    await populate(base);
+
+    /* a second daemon with API keys (every scope includes read, so no key is refused the
+     * dashboard's reads with 403: the page's 403 message is not reachable here) */
+    const readTok = crypto.randomBytes(16).toString('hex');
+    const adminTok = crypto.randomBytes(16).toString('hex');
+    const sha = t => crypto.createHash('sha256').update(t).digest('hex');
+    const keys = path.join(tmp, 'api-keys');
+    fs.writeFileSync(keys, `${sha(readTok)} read operator\n${sha(adminTok)} admin trainer\n`);
+    const kbase = await startDaemon('keys', ['--api-keys', keys]);
+    await populate(kbase, adminTok);
+
+    browser = await puppeteer.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        userDataDir: path.join(tmp, 'profile'),
+        args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+               '--disable-background-networking', '--disable-component-update', '--disable-sync',
+               '--disable-dev-shm-usage'],
+    });
+    const log = [];
+    const ctx = await browser.createBrowserContext();
+    const page = await newPage(ctx, log);
+    const seen = [];
+    page.on('response', r => seen.push({url: r.url(), status: r.status()}));
+
+    await test('the page and its assets come from the daemon, with a Content-Security-Policy', async () => {
+        const r = await call(base, 'GET', '/');
+        eq(r.status, 200, 'GET /');
+        const csp = r.headers.get('content-security-policy') || '';
+        assert(/script-src 'self'/.test(csp) && /default-src 'none'/.test(csp), `CSP '${csp}'`);
+        assert(!/<script>/.test(r.text) && !/https?:\/\//.test(r.text.replace(/xmlns="[^"]*"/g, '')),
+               'the page has an inline script or an external URL');
+        for (const a of ['/ui/app.js', '/ui/app.css']) {
+            const x = await call(base, 'GET', a);
+            eq(x.status, 200, 'GET ' + a);
+            assert(!/https?:\/\/(?!www\.w3\.org\/2000\/svg)/.test(x.text), `${a} names an external URL`);
+        }
+        eq((await call(base, 'GET', '/ui/nothing.js')).status, 404, 'GET /ui/nothing.js');
+    });
+
+    await test('overview shows the summary\'s numbers', async () => {
+        await page.goto(base + '/?poll=400', {waitUntil: 'load'});
+        await page.waitForSelector('#ov-clients');
+        const S = (await call(base, 'GET', '/v1/summary')).json;
+        eq(Number(await raw(page, '#ov-clients')), S.clients, 'clients');
+        eq(await text(page, '#ov-clients'), String(S.clients), 'clients (text)');
+        eq(await text(page, '#ov-active'), S.by_status.active.toLocaleString('en-US'), 'active');
+        eq(await text(page, '#ov-exhausted'), S.by_status.exhausted.toLocaleString('en-US'), 'exhausted');
+        assert(S.by_status.exhausted > 0, 'the populated ledger has exhausted clients');
+        eq(await text(page, '#ov-uncertified'), String(S.by_status.uncertified), 'uncertified');
+        eq(await text(page, '#ov-rounds'), String(S.rounds), 'rounds');
+        eq(Number(await raw(page, '#ov-logbytes')), S.log_bytes, 'log bytes');
+        eq(await text(page, '#ov-readonly'), S.read_only ? 'READ-ONLY (restart after fixing the disk)' : 'accepted',
+           'read-only');
+        const bins = await page.$$eval('#chart-spent rect[data-from]', rs => rs.map(r => Number(r.getAttribute('data-count'))));
+        eq(JSON.stringify(bins), JSON.stringify(S.spent_fraction_histogram.map(b => b.clients)), 'spent histogram');
+        const fsync = await raw(page, '#ov-fsync-count');
+        assert(Number(fsync) > 0, `fsync count ${fsync}`);
+        const refusals = Number(await raw(page, '#ov-refusals'));
+        assert(refusals > 0, `refusals ${refusals}`);
+        await clean(page, 'overview');
+        await page.screenshot({path: path.join(OUT, 'overview.png'), fullPage: true});
+    });
+
+    await test('polling revalidates with If-None-Match (304) and picks up a change', async () => {
+        const S = (await call(base, 'GET', '/v1/summary')).json;
+        const t0 = Date.now();
+        while (!seen.some(x => x.url.endsWith('/v1/summary') && x.status === 304) && Date.now() - t0 < WAIT)
+            await new Promise(r => setTimeout(r, 100));
+        assert(seen.some(x => x.url.endsWith('/v1/summary') && x.status === 304), 'no 304 for /v1/summary');
+        const r = await call(base, 'POST', '/v1/rounds', {round_id: 'late', participants: [ID(50)],
+                                                          event: {class_name: 'GaussianDpEvent', noise_multiplier: 8}});
+        eq(r.status, 200, 'a late round');
+        await waitText(page, '#ov-rounds', String(S.rounds + 1));
+        const n = await page.$eval('#chart-rounds path[data-series]', p => Number(p.getAttribute('data-points')));
+        assert(n >= 2, `the rounds chart has ${n} samples`);
+    });
+
+    await test('clients: paging follows the API\'s pages', async () => {
+        await page.goto(base + '/?poll=400#/clients', {waitUntil: 'load'});
+        await page.waitForSelector('#cl-table');
+        await page.select('#cl-limit', '10');
+        await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+        const p1 = (await call(base, 'GET', '/v1/clients?sort=id&order=asc&limit=10')).json;
+        eq(JSON.stringify(await rowIds(page)), JSON.stringify(p1.clients.map(c => c.id)), 'page 1');
+        await page.click('#cl-next');
+        await waitText(page, '#cl-range', `11–20 of ${NCLIENTS}`);
+        const p2 = (await call(base, 'GET', '/v1/clients?sort=id&order=asc&limit=10&cursor=' + p1.next_cursor)).json;
+        eq(JSON.stringify(await rowIds(page)), JSON.stringify(p2.clients.map(c => c.id)), 'page 2');
+        await page.click('#cl-prev');
+        await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+        for (let i = 0; i < 5; i++) await page.click('#cl-next').then(() => waitText(page, '#cl-range',
+            i < 4 ? `${(i + 1) * 10 + 1}–${(i + 2) * 10} of ${NCLIENTS}` : `51–${NCLIENTS} of ${NCLIENTS}`));
+        assert(await page.$eval('#cl-next', b => b.disabled), 'next is enabled on the last page');
+    });
+
+    await test('clients: sort by spent, and the numbers shown are the API\'s', async () => {
+        await page.select('#cl-sort', 'spent');
+        await page.select('#cl-order', 'desc');
+        await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+        const L = (await call(base, 'GET', '/v1/clients?sort=spent&order=desc&limit=10')).json;
+        await page.waitForFunction(first => {
+            const tr = document.querySelector('#cl-table tbody tr');
+            return tr && tr.getAttribute('data-id') === first;
+        }, {timeout: WAIT}, L.clients[0].id);
+        eq(JSON.stringify(await rowIds(page)), JSON.stringify(L.clients.map(c => c.id)), 'sorted ids');
+        const spent = await page.$$eval('#cl-table span.spent', ss => ss.map(s => [s.getAttribute('data-raw'), s.textContent]));
+        const fr = await page.$$eval('#cl-table span.frac', ss => ss.map(s => [s.getAttribute('data-raw'), s.textContent]));
+        L.clients.forEach((c, i) => {
+            eq(Number(spent[i][0]), c.spent.epsilon, `spent of ${c.id}`);
+            shownClose(spent[i][1], c.spent.epsilon, `spent of ${c.id}`, 'up');
+            shownClose(fr[i][1], 100 * c.spent.epsilon / c.budget.epsilon, `spent fraction of ${c.id}`, 'up');
+        });
+        await clean(page, 'clients');
+        await page.screenshot({path: path.join(OUT, 'clients.png'), fullPage: true});
+    });
+
+    await test('clients: search by label and by id', async () => {
+        await page.select('#cl-sort', 'id');
+        await page.select('#cl-order', 'asc');
+        const L = (await call(base, 'GET', '/v1/clients?label=site%3Db&limit=10')).json;
+        await page.$eval('#cl-search', el => { el.value = 'site=b'; });
+        await page.click('#cl-go');
+        await waitText(page, '#cl-range', `1–${Math.min(10, L.total)} of ${L.total}`);
+        eq(JSON.stringify(await rowIds(page)), JSON.stringify(L.clients.map(c => c.id)), 'label search');
+        await page.$eval('#cl-search', el => { el.value = 'c07'; });
+        await page.click('#cl-go');
+        await waitText(page, '#cl-range', '1–1 of 1');
+        eq(JSON.stringify(await rowIds(page)), '["c07"]', 'id search');
+        await page.$eval('#cl-search', el => { el.value = 'nobody'; });
+        await page.click('#cl-go');
+        await waitText(page, '#cl-range', 'no clients match');
+        await page.click('#cl-clear');
+        await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+    });
+
+    await test('one client: budget, spent, remaining and a looked-up round', async () => {
+        await page.click('#cl-table tbody tr[data-id="c00"] a');
+        await waitText(page, '#c-id', 'c00');
+        const C = (await call(base, 'GET', '/v1/clients/c00')).json;
+        eq(Number(await raw(page, '#c-budget-eps')), C.budget.epsilon, 'budget');
+        eq(Number(await raw(page, '#c-spent')), C.spent.epsilon, 'spent');
+        shownClose(await text(page, '#c-spent'), C.spent.epsilon, 'spent', 'up');
+        eq(Number(await raw(page, '#c-remaining')), C.remaining.epsilon, 'remaining');
+        shownClose(await text(page, '#c-remaining'), C.remaining.epsilon, 'remaining', 'down');
+        eq(await text(page, '#c-rounds'), String(C.rounds), 'rounds');
+        eq(await text(page, '#c-status'), C.status, 'status');
+        assert((await text(page, '#c-history-note')).includes('does not list'), 'the history note');
+        for (const rid of ['r0', 'r6']) {
+            await page.$eval('#c-round-id', (el, v) => { el.value = v; }, rid);
+            await page.click('#c-round-go');
+            await page.waitForSelector(`#c-rounds-table tr[data-round="${rid}"]`);
+        }
+        const R = (await call(base, 'GET', '/v1/rounds/r0')).json;
+        const mine = R.admitted.find(a => a.client === 'c00');
+        const after = await page.$eval('#c-rounds-table tr[data-round="r0"] td:last-child span', s => s.getAttribute('data-raw'));
+        eq(Number(after), mine.spent_after, 'spent after r0');
+        await page.waitForSelector('#chart-client path[data-series]');
+        await clean(page, 'client');
+        await page.screenshot({path: path.join(OUT, 'client.png'), fullPage: true});
+    });
+
+    await test('compute: curves with Theorem 4.1 beside the exact accountant, and calibration', async () => {
+        await page.goto(base + '/#/compute', {waitUntil: 'load'});
+        await page.waitForSelector('#cv-form');
+        await page.$eval('#cv-rounds', el => { el.value = '10000'; });
+        await page.click('#cv-go');
+        await page.waitForSelector('#cv-thm41', {timeout: 30000});
+        const body = {event: {class_name: 'ShuffledDpSgdEpochDpEvent', noise_multiplier: 1, rounds: 10000},
+                      accountant: 'auto', epsilon_range: {min: 0, max: 4, points: 41}, tradeoff_points: 41};
+        const C = (await call(base, 'POST', '/v1/curve', body)).json;
+        eq(await text(page, '#cv-res-acct'), C.accountant, 'accountant');
+        eq(await text(page, '#cv-res-guarantee'), C.guarantee, 'guarantee');
+        eq(Number(await raw(page, '#cv-thm41')), C.theorem_4_1.delta, 'Theorem 4.1 delta');
+        shownClose(await text(page, '#cv-thm41'), C.theorem_4_1.delta, 'Theorem 4.1 delta', 'up');
+        const deltas = await page.$$eval('#cv-table span.cv-delta', ss => ss.map(s => Number(s.getAttribute('data-raw'))));
+        eq(deltas[0], C.curve[0].delta, 'delta at epsilon 0');
+        const series = await page.$$eval('#chart-delta path[data-series]', ps => ps.map(p => p.getAttribute('data-series')));
+        assert(series.length === 2 && /Theorem 4.1/.test(series[1]), `delta chart series ${series}`);
+        assert(await page.$('#chart-tradeoff path[data-series]'), 'no trade-off curve');
+        await page.click('#cb-go');
+        await page.waitForSelector('#cb-value', {timeout: 30000});
+        const K = (await call(base, 'POST', '/v1/calibrate', {
+            event: {class_name: 'ShuffledDpSgdEpochDpEvent', noise_multiplier: 1}, accountant: 'auto',
+            solve_for: 'rounds', target: {epsilon: 1, delta: 1e-6}})).json;
+        eq(Number(await raw(page, '#cb-value')), K.value, 'calibrated rounds');
+        eq(await text(page, '#cb-value'), K.value.toLocaleString('en-US'), 'calibrated rounds (text)');
+        await clean(page, 'compute');
+        await page.screenshot({path: path.join(OUT, 'compute.png'), fullPage: true});
+    });
+
+    await test('no CSP violation or script error on any view', async () => {
+        assert(log.length === 0, log.join(' | '));
+    });
+
+    /* keys: a fresh browser context (its own sessionStorage) against the daemon with keys */
+    const kctx = await browser.createBrowserContext();
+    const kpage = await newPage(kctx, log);
+    const urls = [];
+    kpage.on('request', r => urls.push(r.url()));
+
+    await test('keys: a missing key is explained and the key field shown', async () => {
+        await kpage.goto(kbase + '/', {waitUntil: 'load'});
+        await kpage.waitForSelector('#auth-needed');
+        assert(/needs an API key \(401\)/.test(await text(kpage, '#banner')), 'banner: ' + await text(kpage, '#banner'));
+        assert(!(await kpage.$eval('#keyform', f => f.hidden)), 'the key field is hidden');
+        await kpage.screenshot({path: path.join(OUT, 'key-missing.png'), fullPage: true});
+    });
+
+    await test('keys: a wrong key is refused with a clear message', async () => {
+        await kpage.type('#apikey', 'not-the-key');
+        await kpage.click('#key-use');
+        await kpage.waitForFunction(() => /not accepted \(401\)/.test(document.getElementById('banner').textContent),
+                                    {timeout: WAIT});
+    });
+
+    await test('keys: the right key shows the overview; kept in sessionStorage, never in a URL', async () => {
+        await kpage.type('#apikey', readTok);
+        await kpage.click('#key-use');
+        await kpage.waitForSelector('#ov-clients');
+        const S = (await call(kbase, 'GET', '/v1/summary', undefined, readTok)).json;
+        eq(await text(kpage, '#ov-clients'), String(S.clients), 'clients with a key');
+        assert(await kpage.$eval('#banner', b => b.hidden), 'the banner is still shown');
+        eq(await kpage.evaluate(() => sessionStorage.getItem('dpbudget.apiKey')), readTok, 'sessionStorage');
+        eq(await kpage.evaluate(() => localStorage.length), 0, 'localStorage entries');
+        for (const t of [readTok, 'not-the-key'])
+            assert(!urls.some(u => u.includes(t)), 'a key appeared in a URL');
+        await kpage.goto(kbase + '/#/clients', {waitUntil: 'load'});
+        await kpage.waitForSelector('#cl-table');
+        await clean(kpage, 'clients with a key');
+        await kpage.screenshot({path: path.join(OUT, 'key-accepted.png'), fullPage: true});
+    });
+}
+
+main().catch(e => {
+    failed++;
+    console.log('FAIL setup: ' + (e && e.stack ? e.stack : e));
+}).finally(async () => {
+    clearTimeout(deadline);
+    if (browser) await browser.close().catch(() => {});
+    cleanup();
+    console.log(`browser: screenshots in ${OUT}`);
+    console.log(`browser: ${passed} passed, ${failed} failed`);
+    process.exit(failed === 0 ? 0 : 1);
+});
