@@ -409,8 +409,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     return send_response(c, &resp, ctx);
 }
 
-/* Now as RFC 3339 in UTC with milliseconds: 2026-01-31T12:00:00.123Z. */
-static void log_timestamp(char *out, size_t n)
+void http_log_time(char *out, size_t n)
 {
     struct timespec t;
     struct tm tm;
@@ -437,7 +436,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
             (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
         if (s->cfg.log_requests && !quiet) {
             char ts[40];
-            log_timestamp(ts, sizeof ts);
+            http_log_time(ts, sizeof ts);
             fprintf(stderr,
                     "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":"
                     "\"%s\",\"method\":\"%s\",\"route\":\"%s%s\",\"status\":%d,\"ms\":%.3f,"

@@ -87,6 +87,10 @@ unsigned http_port(const http_server *s);
 /* Stop accepting, finish in-flight requests, free. */
 void http_stop(http_server *s);
 
+/* Now as RFC 3339 in UTC with milliseconds (2026-01-31T12:00:00.123Z), the "ts" of every
+ * JSON log line; n >= 32. */
+void http_log_time(char *out, size_t n);
+
 /* Dispatch a request through the routing table (exposed for tests and benchmarks). */
 void http_dispatch(const http_request *req, http_response *resp);
 

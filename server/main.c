@@ -44,8 +44,8 @@ static const char USAGE[] =
     "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
     "                       a comma list of read, charge, admin (make one with\n"
     "                       printf %s \"$TOKEN\" | sha256sum); with keys, every endpoint but\n"
-    "                       /healthz, /readyz, /metrics, /openapi.yaml and / needs a key\n"
-    "                       sent as 'Authorization: Bearer TOKEN'\n"
+    "                       /healthz, /readyz, /metrics, /openapi.yaml and the dashboard\n"
+    "                       (/ and /ui/) needs a key sent as 'Authorization: Bearer TOKEN'\n"
     "  --open-compute       leave the compute endpoints (/v1/delta, /v1/epsilon,\n"
     "                       /v1/calibrate, /v1/curve, /v1/proactive, /v1/accountants) open\n"
     "                       when keys are configured; ledger endpoints never are\n"
@@ -486,6 +486,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     app_state app = {NULL};
+    char ts[40]; /* log line timestamps (http_log_time) */
     int lock_fd = -1;
     if (use_ledger) {
         /* one daemon per data directory: a second would interleave its log with ours */
@@ -498,18 +499,21 @@ int main(int argc, char **argv)
         snprintf(lock_path, sizeof lock_path, "%s/LOCK", lo.dir);
         lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            http_log_time(ts, sizeof ts);
             fprintf(stderr,
-                    "{\"level\":\"error\",\"msg\":\"the data directory is in use by another "
-                    "dpbudgetd (or cannot be locked)\",\"data_dir\":\"%s\",\"detail\":\"%s\"}\n",
-                    lo.dir, strerror(errno));
+                    "{\"ts\":\"%s\",\"level\":\"error\",\"msg\":\"the data directory is in use by "
+                    "another dpbudgetd (or cannot be locked)\",\"data_dir\":\"%s\",\"detail\":"
+                    "\"%s\"}\n",
+                    ts, lo.dir, strerror(errno));
             return 1;
         }
         dpb_error err = {0};
         if (ledger_open(&lo, &app.ledger, &err) != DPB_OK) {
+            http_log_time(ts, sizeof ts);
             fprintf(stderr,
-                    "{\"level\":\"error\",\"msg\":\"cannot open the ledger\",\"data_dir\":"
-                    "\"%s\",\"status\":\"%s\",\"detail\":\"%s\"}\n",
-                    lo.dir, dpb_strstatus(err.status), err.detail);
+                    "{\"ts\":\"%s\",\"level\":\"error\",\"msg\":\"cannot open the ledger\","
+                    "\"data_dir\":\"%s\",\"status\":\"%s\",\"detail\":\"%s\"}\n",
+                    ts, lo.dir, dpb_strstatus(err.status), err.detail);
             return 1;
         }
     }
@@ -520,10 +524,11 @@ int main(int argc, char **argv)
         return 1;
     }
     unsigned port = http_port(srv);
+    http_log_time(ts, sizeof ts);
     fprintf(stderr,
-            "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u,"
-            "\"version\":\"%s\"}\n",
-            cfg.listen_addr, port, DPB_VERSION);
+            "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\","
+            "\"port\":%u,\"version\":\"%s\"}\n",
+            ts, cfg.listen_addr, port, DPB_VERSION);
     if (port_file) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
@@ -539,7 +544,9 @@ int main(int argc, char **argv)
     }
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", sig);
+    http_log_time(ts, sizeof ts);
+    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
+            sig);
     http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
     ledger_close(app.ledger);
     auth_free(&keys);

@@ -8,7 +8,8 @@ Starts a real daemon (with a ledger and API keys) on an ephemeral port, drives s
 - the label defects stay fixed: no method="" and a 405 counted under the method sent;
 - `promtool check rules` and `promtool test rules` pass on deploy/monitoring/alerts.yml;
 - every metric name the alert rules and the Grafana dashboard reference exists in the scrape
-  (histogram series by their _bucket/_sum/_count names; `up` is Prometheus's own).
+  (histogram series by their _bucket/_sum/_count names; `up` is Prometheus's own);
+- every line of the daemon's log is JSON with an RFC 3339 "ts", request lines a "method".
 Closing line `monitoring: N passed, M failed`; exit 1 if any check failed. Bounded: every
 request and subprocess has a timeout.
 """
@@ -122,7 +123,24 @@ def main(argv):
         except subprocess.TimeoutExpired:
             d.kill()
         log.close()
+        lines = open(os.path.join(tmp, "log"), encoding="utf-8").read().splitlines()
         shutil.rmtree(tmp, ignore_errors=True)
+    # every log line is JSON with an RFC 3339 UTC timestamp; request lines name the method
+    reqs = 0
+    for line in lines:
+        try:
+            o = json.loads(line)
+        except ValueError:
+            check(False, "a log line is not JSON: %s" % line)
+            continue
+        check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", str(o.get("ts"))),
+              "log line has an RFC 3339 ts: %s" % line)
+        if o.get("msg") == "request":
+            reqs += 1
+            check(o.get("method") in ("GET", "POST", "PUT", "DELETE"),
+                  "request log line names the method: %s" % line)
+    check(reqs >= 10 and any(json.loads(x).get("method") == "DELETE" for x in lines),
+          "the request log has the requests sent (%d lines)" % reqs)
     if not check(st == 200, "GET /metrics answers 200 (got %s)" % st):
         return finish()
 
