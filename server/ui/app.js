@@ -325,8 +325,8 @@
 
     function failed(e) {
         if (e instanceof ApiError && (e.status === 401 || e.status === 403 || e.status === 429)) {
-            show(h('p', {class: 'err', id: 'auth-needed',
-                                           text: authMessage(e.status, e.problem)}));
+            show(h('p', {class: 'note', id: 'auth-needed',
+                         text: 'Nothing to show until the API accepts the key (see above).'}));
             return;
         }
         banner(e instanceof ApiError ? `The daemon answered ${e.status}: ${e.message}`

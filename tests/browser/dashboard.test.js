@@ -252,6 +252,7 @@ async function main() {
         await waitText(page, '#ov-rounds', String(S.rounds + 1));
         const n = await page.$eval('#chart-rounds path[data-series]', p => Number(p.getAttribute('data-points')));
         assert(n >= 2, `the rounds chart has ${n} samples`);
+        await page.screenshot({path: path.join(OUT, 'overview-polled.png'), fullPage: true});
     });
 
     await test('clients: paging follows the API\'s pages', async () => {
