@@ -53,7 +53,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench
               $(BUILD)/bench/bench_shuffle_exact
 
 .PHONY: all run test test-slow unit api sanitize bench bench-ledger-full check-layers format format-check install \
-        uninstall clean deps
+        uninstall clean deps deps-build
 all: $(DAEMON)
 
 $(BUILD)/%.o: %.c
@@ -114,8 +114,10 @@ $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 
 deps:
 	@sh scripts/deps.sh
+deps-build:
+	@sh scripts/deps.sh --build
 
-run: deps
+run: deps-build
 	$(Q)$(MAKE) --no-print-directory all
 	./$(DAEMON) $(ARGS)
 
