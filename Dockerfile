@@ -30,11 +30,12 @@ LABEL org.opencontainers.image.title="dpbudgetd" \
       org.opencontainers.image.description="dpbudget: a differential-privacy budget service" \
       org.opencontainers.image.version="0.2.0" \
       org.opencontainers.image.licenses="GPL-3.0-or-later"
-# libgsl27 pulls libgslcblas0 and libmicrohttpd12 pulls libgnutls30; libcurl is for the
-# tests only and is not installed.
+# libgsl27 pulls libgslcblas0; libgnutls30 (TLS policy, health probe) and libnettle8
+# (SHA-256 of API keys) are linked directly, so named though libmicrohttpd12 pulls them;
+# libcurl is for the tests only and is not installed.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 \
+        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 libgnutls30 libnettle8 \
     && rm -rf /var/lib/apt/lists/*
 # A fixed uid/gid (10001, deploy/k8s/statefulset.yaml runs as the same) that owns the data
 # directory. --no-log-init: no sparse /var/log/lastlog entry for a high uid.
@@ -53,12 +54,12 @@ EXPOSE 8080
 # dpbudgetd stops on SIGTERM: it finishes in-flight requests, then writes a snapshot.
 # A large ledger can take longer than docker stop's default 10 s: use `docker stop -t 60`.
 STOPSIGNAL SIGTERM
-# A real GET /healthz without adding curl to the image: bash (Essential in Debian, so
-# present in -slim) opens the TCP connection itself, and the check passes only on status
-# 200. It speaks plain HTTP to the port of CMD below: whoever changes --port or turns TLS
-# on (DPBUDGET_TLS_CERT) changes or disables (docker run --no-healthcheck) this too.
+# A real GET /healthz by the daemon's own probe (dpbudgetd --healthcheck: no curl in the
+# image). It reads the same DPBUDGET_* environment as the daemon, so it speaks TLS when
+# DPBUDGET_TLS_CERT/DPBUDGET_TLS_KEY turn TLS on (and pins that certificate); the port is
+# the --port of CMD below (flags are not shared with CMD: whoever changes one changes both).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]"]
+    CMD ["dpbudgetd", "--healthcheck", "--port", "8080"]
 ENTRYPOINT ["dpbudgetd"]
 # Flags, so they take precedence over DPBUDGET_* variables and a --config file; everything
 # else (API keys, TLS, tuning) can come from the environment.

@@ -10,7 +10,7 @@ CC      ?= cc
 VERSION := 0.2.0
 
 PKGS_CORE   := gsl fftw3
-PKGS_SERVER := libmicrohttpd jansson
+PKGS_SERVER := libmicrohttpd jansson gnutls nettle
 PKGS_TEST   := libcurl
 
 # Diagnostic paths are truncated on purpose (snprintf); gcc's truncation warning is off.

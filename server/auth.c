@@ -3,21 +3,32 @@
 
 #include <ctype.h>
 #include <stdint.h>
-#include <strings.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "sha256.h"
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
+
+#include "textfile.h"
+
+/* The largest key file read: far above any real one (about 100 bytes a key). */
+#define KEYFILE_CAP ((size_t)4 << 20)
 
 struct auth_key {
-    unsigned char hash[32];
+    unsigned char hash[SHA256_DIGEST_SIZE];
     int scopes;
     char name[64];
+    auth_keyset *set;
     pthread_mutex_t lock; /* the bucket */
     double tokens, last;
+};
+
+struct auth_keyset {
+    unsigned long refs; /* atomic: the table's reference and every request's */
+    size_t n;
+    auth_key *keys;
 };
 
 static int hexval(int c)
@@ -28,92 +39,183 @@ static int hexval(int c)
                                   : -1;
 }
 
-static int parse_scopes(const char *s, int *out)
+/* A comma list of scopes, each known and none empty; NULL, or what is wrong. */
+static const char *parse_scopes(const char *s, int *out)
 {
     *out = 0;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (strcmp(tok, "read") == 0)
+    for (const char *p = s;;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == 4 && strncmp(p, "read", 4) == 0)
             *out |= SCOPE_READ;
-        else if (strcmp(tok, "charge") == 0)
+        else if (n == 6 && strncmp(p, "charge", 6) == 0)
             *out |= SCOPE_CHARGE | SCOPE_READ;
-        else if (strcmp(tok, "admin") == 0)
+        else if (n == 5 && strncmp(p, "admin", 5) == 0)
             *out |= SCOPE_ADMIN | SCOPE_CHARGE | SCOPE_READ;
         else
-            return -1;
+            return n == 0 ? "an empty scope in the list" : "an unknown scope";
+        if (c == NULL)
+            return NULL;
+        p = c + 1;
     }
-    return *out ? 0 : -1;
 }
 
-int auth_load(auth_table *t, const char *path, char *err, size_t errlen)
+static int name_char(int c)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot read the API key file %s: %s", path, strerror(errno));
-        return -1;
+    return isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@' || c == ':' || c == '+';
+}
+
+/* Parse one line (comment already cut) into k; NULL when blank (*blank = 1) or parsed, else
+ * what is wrong. */
+static const char *parse_line(char *line, auth_key *k, int *blank)
+{
+    char *save = NULL;
+    char *hash = strtok_r(line, " \t", &save);
+    *blank = hash == NULL;
+    if (hash == NULL)
+        return NULL;
+    char *scopes = strtok_r(NULL, " \t", &save);
+    char *name = strtok_r(NULL, " \t", &save);
+    char *more = strtok_r(NULL, " \t", &save);
+    if (strlen(hash) != 2 * SHA256_DIGEST_SIZE)
+        return "the hash is not 64 hex digits (sha256 of the token)";
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
+        int hi = hexval(hash[2 * i]), lo = hexval(hash[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return "the hash is not 64 hex digits (sha256 of the token)";
+        k->hash[i] = (unsigned char)(hi * 16 + lo);
     }
-    char line[512];
-    int lineno = 0, rc = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = NULL, *scopes = NULL, *name = NULL, *save = NULL;
-        char *hashmark = strchr(line, '#');
+    if (scopes == NULL)
+        return "no scopes after the hash (read, charge or admin)";
+    const char *why = parse_scopes(scopes, &k->scopes);
+    if (why)
+        return why;
+    if (name) {
+        size_t n = strlen(name);
+        if (n >= sizeof k->name)
+            return "the name is longer than 63 characters";
+        for (size_t i = 0; i < n; i++)
+            if (!name_char((unsigned char)name[i]))
+                return "the name may hold only letters, digits and . _ - @ : +";
+    }
+    if (more)
+        return "more than three fields (a '#' starts a comment)";
+    snprintf(k->name, sizeof k->name, "%s", name ? name : "key");
+    return NULL;
+}
+
+static void set_unref(auth_keyset *s)
+{
+    if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        pthread_mutex_destroy(&s->keys[i].lock);
+    free(s->keys);
+    free(s);
+}
+
+/* Parse a whole key file into a new set (refs 1), or NULL with a message. */
+static auth_keyset *load_set(const char *path, char *err, size_t errlen)
+{
+    textfile f;
+    if (textfile_read(&f, path, KEYFILE_CAP, err, errlen) != 0)
+        return NULL;
+    auth_keyset *s = NULL;
+    if (textfile_lines(&f, path, err, errlen) != 0)
+        goto fail;
+    s = calloc(1, sizeof *s);
+    if (s == NULL || (s->keys = calloc(f.n ? f.n : 1, sizeof *s->keys)) == NULL) {
+        snprintf(err, errlen, "cannot read %s: out of memory", path);
+        goto fail;
+    }
+    const char *why = NULL;
+    size_t lineno = 0;
+    for (size_t i = 0; i < f.n && why == NULL; i++) {
+        lineno = i + 1;
+        char *hashmark = strchr(f.line[i], '#');
         if (hashmark)
             *hashmark = '\0';
-        hash = strtok_r(line, " \t\r\n", &save);
-        if (hash == NULL)
+        auth_key *k = &s->keys[s->n];
+        int blank = 0;
+        why = parse_line(f.line[i], k, &blank);
+        if (why || blank)
             continue;
-        scopes = strtok_r(NULL, " \t\r\n", &save);
-        name = strtok_r(NULL, " \t\r\n", &save);
-        auth_key k;
-        memset(&k, 0, sizeof k);
-        int ok = strlen(hash) == 64 && scopes && parse_scopes(scopes, &k.scopes) == 0;
-        for (int i = 0; ok && i < 32; i++) {
-            int hi = hexval(hash[2 * i]), lo = hexval(hash[2 * i + 1]);
-            ok = hi >= 0 && lo >= 0;
-            k.hash[i] = (unsigned char)(hi * 16 + lo);
-        }
-        if (!ok) {
-            snprintf(err, errlen,
-                     "%s line %d: expected '<64 hex digits of sha256(token)> "
-                     "<read|charge|admin,...> [name]'",
-                     path, lineno);
-            rc = -1;
-            break;
-        }
-        snprintf(k.name, sizeof k.name, "%s", name ? name : "key");
-        auth_key *nk = realloc(t->keys, (t->n + 1) * sizeof *nk);
-        if (nk == NULL) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-            break;
-        }
-        t->keys = nk;
-        t->keys[t->n] = k;
-        pthread_mutex_init(&t->keys[t->n].lock, NULL);
-        t->keys[t->n].tokens = -1.0; /* full on first use */
-        t->n++;
+        for (size_t j = 0; j < s->n && why == NULL; j++)
+            if (memcmp(s->keys[j].hash, k->hash, sizeof k->hash) == 0)
+                why = "this hash is already on an earlier line (one line per key)";
+        if (why == NULL)
+            s->n++;
     }
-    fclose(f);
-    if (rc == 0 && t->n == 0) {
+    if (why)
+        snprintf(err, errlen,
+                 "%s line %zu: %s; expected '<64 hex digits of sha256(token)> "
+                 "<read|charge|admin,...> [name]'",
+                 path, lineno, why);
+    else if (s->n == 0)
         snprintf(err, errlen, "the API key file %s holds no key", path);
-        rc = -1;
+    if (why || s->n == 0)
+        goto fail;
+    textfile_release(&f);
+    s->refs = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        s->keys[i].set = s;
+        s->keys[i].tokens = -1.0; /* full on first use */
+        pthread_mutex_init(&s->keys[i].lock, NULL);
     }
-    return rc;
+    return s;
+fail:
+    if (s)
+        free(s->keys);
+    free(s);
+    textfile_release(&f);
+    return NULL;
+}
+
+void auth_init(auth_table *t, double rate, double burst)
+{
+    memset(t, 0, sizeof *t);
+    t->rate = rate;
+    t->burst = burst;
+    pthread_mutex_init(&t->lock, NULL);
+}
+
+int auth_reload(auth_table *t, const char *path, size_t *nkeys, char *err, size_t errlen)
+{
+    auth_keyset *s = load_set(path, err, errlen);
+    if (s == NULL)
+        return -1;
+    pthread_mutex_lock(&t->lock);
+    auth_keyset *old = t->set;
+    /* a key kept across the reload keeps its bucket (a reload is no way around the limit) */
+    for (size_t i = 0; old && i < s->n; i++)
+        for (size_t j = 0; j < old->n; j++)
+            if (memcmp(s->keys[i].hash, old->keys[j].hash, sizeof s->keys[i].hash) == 0) {
+                pthread_mutex_lock(&old->keys[j].lock);
+                s->keys[i].tokens = old->keys[j].tokens;
+                s->keys[i].last = old->keys[j].last;
+                pthread_mutex_unlock(&old->keys[j].lock);
+            }
+    t->set = s;
+    pthread_mutex_unlock(&t->lock);
+    set_unref(old);
+    if (nkeys)
+        *nkeys = s->n;
+    return 0;
 }
 
 void auth_free(auth_table *t)
 {
-    for (size_t i = 0; i < t->n; i++)
-        pthread_mutex_destroy(&t->keys[i].lock);
-    free(t->keys);
-    t->keys = NULL;
-    t->n = 0;
+    set_unref(t->set);
+    t->set = NULL;
+    pthread_mutex_destroy(&t->lock);
 }
 
-const auth_key *auth_find(const auth_table *t, const char *authorization)
+int auth_enabled(const auth_table *t)
+{
+    return t != NULL && __atomic_load_n(&t->set, __ATOMIC_ACQUIRE) != NULL;
+}
+
+const auth_key *auth_find(auth_table *t, const char *authorization)
 {
     if (authorization == NULL || strncasecmp(authorization, "Bearer ", 7) != 0)
         return NULL;
@@ -125,18 +227,33 @@ const auth_key *auth_find(const auth_table *t, const char *authorization)
         n--;
     if (n == 0 || n > 4096)
         return NULL;
-    unsigned char h[32];
-    sha256(tok, n, h);
+    unsigned char h[SHA256_DIGEST_SIZE];
+    struct sha256_ctx sc;
+    sha256_init(&sc);
+    sha256_update(&sc, n, (const uint8_t *)tok);
+    sha256_digest(&sc, sizeof h, h);
+    pthread_mutex_lock(&t->lock);
+    auth_keyset *s = t->set;
+    if (s)
+        __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&t->lock);
+    if (s == NULL)
+        return NULL;
     const auth_key *found = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        unsigned char diff = 0;
-        for (int j = 0; j < 32; j++)
-            diff |= (unsigned char)(h[j] ^ t->keys[i].hash[j]);
-        /* no early exit: every key is compared */
-        uintptr_t m = (uintptr_t)0 - (uintptr_t)(diff == 0);
-        found = (const auth_key *)(((uintptr_t)found & ~m) | ((uintptr_t)&t->keys[i] & m));
+    for (size_t i = 0; i < s->n; i++) {
+        /* no early exit: every key is compared, and the match selected without a branch */
+        uintptr_t m = (uintptr_t)0 - (uintptr_t)(memeql_sec(h, s->keys[i].hash, sizeof h) != 0);
+        found = (const auth_key *)(((uintptr_t)found & ~m) | ((uintptr_t)&s->keys[i] & m));
     }
+    if (found == NULL)
+        set_unref(s);
     return found;
+}
+
+void auth_key_release(const auth_key *k)
+{
+    if (k)
+        set_unref(k->set);
 }
 
 int auth_allows(const auth_key *k, int scope)

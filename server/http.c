@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "metrics.h"
 #include "resources.h"
+#include "tls.h"
 
 #if MHD_VERSION < 0x00097002
 typedef int MHD_RESULT;
@@ -36,15 +37,15 @@ struct http_server {
 typedef struct {
     char *buf;
     size_t len, cap;
-    int answered;  /* a response was queued at the headers (401/403/429, 413, 415) */
-    int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
-    double t0;     /* when the headers arrived */
-    int route;     /* index in ROUTES of the path's route (any method), -1 if none */
-    int status;    /* the status sent */
-    int method;    /* metrics_method() of the method sent */
-    char verb[16]; /* the method sent, for the request log (letters only, cut at 15) */
-    const auth_key *key;
-    char id[72]; /* the request id: the client's X-Request-Id if sane, else generated */
+    int answered;        /* a response was queued at the headers (401/403/429, 413, 415) */
+    int too_large;       /* the body outgrew the cap: the rest is discarded, 413 at the end */
+    double t0;           /* when the headers arrived */
+    int route;           /* index in ROUTES of the path's route (any method), -1 if none */
+    int status;          /* the status sent */
+    int method;          /* metrics_method() of the method sent */
+    char verb[16];       /* the method sent, for the request log (letters only, cut at 15) */
+    const auth_key *key; /* holds a reference to its key set until on_completed */
+    char id[72];         /* the request id: the client's X-Request-Id if sane, else generated */
 } req_ctx;
 
 static double now_s(void)
@@ -265,8 +266,8 @@ static int route_index(const char *method, const char *path)
 static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const route *r,
                      MHD_RESULT *ret)
 {
-    const auth_table *t = (const auth_table *)s->cfg.auth;
-    if (t == NULL || t->n == 0 || r == NULL || r->scope == SCOPE_NONE ||
+    auth_table *t = s->cfg.auth;
+    if (!auth_enabled(t) || r == NULL || r->scope == SCOPE_NONE ||
         (r->compute && s->cfg.open_compute))
         return 0;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -333,6 +334,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             return MHD_NO;
         *con_cls = ctx;
         ctx->t0 = now_s();
+        tls_request_seen(c); /* the handshake is over: its deadline no longer applies */
         ctx->route = route_index(method, url);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
@@ -445,10 +447,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                     ctx->status, dt * 1e3, auth_name(ctx->key),
                     toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
         }
+        auth_key_release(ctx->key); /* the key set it belongs to may now be freed */
         free(ctx->buf);
         free(ctx);
         *con_cls = NULL;
     }
+}
+
+/* The TLS options (tls.h): priorities, the reloadable certificate, the handshake deadline. */
+static int tls_options(const http_config *cfg, struct MHD_OptionItem *opts)
+{
+    const char *prio = cfg->tls_priorities ? cfg->tls_priorities : TLS_DEFAULT_PRIORITIES;
+    if (tls_start(opts, prio, cfg->tls_handshake_timeout) != 0) {
+        fprintf(stderr, "dpbudgetd: cannot set up TLS (no certificate loaded, or no thread)\n");
+        return -1;
+    }
+    return 0;
 }
 
 http_server *http_start(const http_config *cfg)
@@ -480,16 +494,13 @@ http_server *http_start(const http_config *cfg)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
-    /* TLS (libmicrohttpd's GnuTLS support) when a certificate and key are given */
-    struct MHD_OptionItem tls[] = {
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->tls_cert_pem},
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key_pem},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    if (cfg->tls_cert_pem && cfg->tls_key_pem)
+    struct MHD_OptionItem tls[TLS_NOPTIONS] = {{MHD_OPTION_END, 0, NULL}};
+    if (cfg->tls && tls_options(cfg, tls) != 0) {
+        free(s);
+        return NULL;
+    }
+    if (cfg->tls)
         flags |= MHD_USE_TLS;
-    else
-        tls[0].option = MHD_OPTION_END;
     s->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -499,6 +510,7 @@ http_server *http_start(const http_config *cfg)
     if (s->d == NULL) {
         fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");
+        tls_release();
         free(s);
         return NULL;
     }
@@ -517,5 +529,6 @@ void http_stop(http_server *s)
     if (s == NULL)
         return;
     MHD_stop_daemon(s->d);
+    tls_release();
     free(s);
 }

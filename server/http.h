@@ -25,12 +25,17 @@ typedef struct {
     unsigned request_timeout; /* seconds a request's body may take to arrive (slow senders) */
     unsigned max_connections;
     void *app; /* handed to every handler as http_request.app */
-    /* API keys (auth.h): when non-NULL with keys, every route with a scope needs a key */
-    const struct auth_table_s *auth;
+    /* API keys (auth.h): when non-NULL with keys, every route with a scope needs a key; the
+     * set may be reloaded while serving */
+    struct auth_table_s *auth;
     int open_compute; /* compute routes stay open even with keys */
     int log_requests; /* one JSON log line per request on stderr */
-    /* TLS: PEM certificate chain and key (NULL: plain HTTP) */
-    const char *tls_cert_pem, *tls_key_pem;
+    /* TLS (tls.h): on when tls is 1, with the credential loaded by tls_load_credentials
+     * first; the GnuTLS priority string (NULL: TLS_DEFAULT_PRIORITIES) and the seconds a
+     * connection has to finish its handshake and send its first request's headers */
+    int tls;
+    const char *tls_priorities;
+    unsigned tls_handshake_timeout;
 } http_config;
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */

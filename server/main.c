@@ -1,6 +1,7 @@
 /*
- * main.c - dpbudgetd: configuration from flags, start the HTTP server, wait for SIGINT or
- * SIGTERM, stop gracefully (libmicrohttpd finishes in-flight requests).
+ * main.c - dpbudgetd: configuration from flags, start the HTTP server, wait for signals:
+ * SIGHUP reloads the API keys and the TLS certificate, SIGINT or SIGTERM stop gracefully
+ * (libmicrohttpd finishes in-flight requests). --healthcheck probes a running daemon.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,7 +20,10 @@
 #include "../core/ledger/ledger.h"
 #include "app.h"
 #include "auth.h"
+#include "healthcheck.h"
 #include "http.h"
+#include "textfile.h"
+#include "tls.h"
 
 static const char USAGE[] =
     "Usage: dpbudgetd [OPTIONS]\n"
@@ -45,17 +49,31 @@ static const char USAGE[] =
     "                       a comma list of read, charge, admin (make one with\n"
     "                       printf %s \"$TOKEN\" | sha256sum); with keys, every endpoint but\n"
     "                       /healthz, /readyz, /metrics, /openapi.yaml and the dashboard\n"
-    "                       (/ and /ui/) needs a key sent as 'Authorization: Bearer TOKEN'\n"
+    "                       (/ and /ui/) needs a key sent as 'Authorization: Bearer TOKEN';\n"
+    "                       the whole file must parse or it is refused (at start: exit 2;\n"
+    "                       on SIGHUP: the keys in use stay); SIGHUP reloads it\n"
     "  --open-compute       leave the compute endpoints (/v1/delta, /v1/epsilon,\n"
     "                       /v1/calibrate, /v1/curve, /v1/proactive, /v1/accountants) open\n"
     "                       when keys are configured; ledger endpoints never are\n"
     "  --rate-limit RPS     requests per second per API key, 0 = unlimited (default 0);\n"
     "                       over it: 429 with Retry-After\n"
     "  --tls-cert FILE      serve HTTPS with this PEM certificate (chain) ...\n"
-    "  --tls-key FILE       ... and this PEM private key (both or neither)\n"
+    "  --tls-key FILE       ... and this PEM private key (both or neither); SIGHUP reloads\n"
+    "                       both (new handshakes get the new certificate)\n"
+    "  --tls-priorities STR GnuTLS priority string (default: TLS 1.2 and 1.3 only,\n"
+    "                       ECDHE/DHE key exchange with AES-GCM or ChaCha20-Poly1305, the\n"
+    "                       server's order:\n"
+    "                       " TLS_DEFAULT_PRIORITIES ")\n"
+    "  --tls-handshake-timeout SECS  close a TLS connection that has not finished its\n"
+    "                       handshake and sent its first request's headers within SECS\n"
+    "                       (default 5)\n"
     "  --no-request-log     do not log one JSON line per request\n"
     "  --config FILE        read options from FILE: lines 'name = value' (or 'name' for\n"
     "                       a switch), names as above without the dashes\n"
+    "  --healthcheck        probe the running daemon (the same options, environment and\n"
+    "                       config file: address, port or --port-file, TLS) with GET\n"
+    "                       /healthz; with TLS its certificate must be the --tls-cert file's;\n"
+    "                       exit 0 on 200, else 1 with a one-line reason\n"
     "  --verify DIR         check a ledger data directory offline (on a copy: DIR is not\n"
     "                       modified), print its summary, exit 0 if sound, 1 if damaged\n"
     "  --help               print this help and exit\n"
@@ -63,7 +81,9 @@ static const char USAGE[] =
     "\n"
     "Every option can also be set in the environment as DPBUDGET_NAME (e.g. DPBUDGET_PORT,\n"
     "DPBUDGET_API_KEYS, DPBUDGET_CONFIG; switches take 1 or 0). Precedence: command line,\n"
-    "then environment, then --config file, then the defaults above.\n"
+    "then environment, then --config file, then the defaults above. Files read (keys,\n"
+    "config, PEM) are read whole: no line is too long, CRLF line ends are accepted, a NUL\n"
+    "byte or other control character is refused with the file and line.\n"
     "\n"
     "The API is described by openapi.yaml, also served at GET /openapi.yaml.\n";
 
@@ -176,12 +196,29 @@ typedef struct {
     double rate;
 } settings;
 
+/* The largest PEM and config files read (far above real ones; over it: refused). */
+#define PEM_CAP ((size_t)1 << 20)
+#define CONFIG_CAP ((size_t)1 << 20)
+
 /* The options that take a value, and the switches (no value). */
-static const char *const VALUED[] = {
-    "listen",         "port",           "port-file",       "threads",
-    "max-body",       "conn-timeout",   "max-connections", "data-dir",
-    "default-budget", "snapshot-every", "api-keys",        "rate-limit",
-    "tls-cert",       "tls-key",        "request-timeout", NULL};
+static const char *const VALUED[] = {"listen",
+                                     "port",
+                                     "port-file",
+                                     "threads",
+                                     "max-body",
+                                     "conn-timeout",
+                                     "max-connections",
+                                     "data-dir",
+                                     "default-budget",
+                                     "snapshot-every",
+                                     "api-keys",
+                                     "rate-limit",
+                                     "tls-cert",
+                                     "tls-key",
+                                     "request-timeout",
+                                     "tls-priorities",
+                                     "tls-handshake-timeout",
+                                     NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
 
 static int listed(const char *const *names, const char *n)
@@ -245,6 +282,15 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->tls_cert = v;
     else if (strcmp(name, "tls-key") == 0)
         st->tls_key = v;
+    else if (strcmp(name, "tls-priorities") == 0) {
+        char err[160];
+        if (tls_check_priorities(v, err, sizeof err) != 0) {
+            fprintf(stderr, "dpbudgetd: %s: %s\n", opt, err);
+            exit(2);
+        }
+        st->cfg.tls_priorities = v;
+    } else if (strcmp(name, "tls-handshake-timeout") == 0)
+        st->cfg.tls_handshake_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "rate-limit") == 0) {
         char *end;
         st->rate = strtod(v, &end);
@@ -272,38 +318,22 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
     }
 }
 
-/* Strings read from the config file, kept until main returns. */
-static char *kept[256];
-static int nkept;
+/* The config file, read whole; its lines stay in place until main returns (options point
+ * into them). */
+static textfile config_text;
 
-static const char *keep(const char *s)
-{
-    if (s == NULL)
-        return NULL;
-    if (nkept == (int)(sizeof kept / sizeof kept[0])) {
-        fprintf(stderr, "dpbudgetd: too many lines in the config file\n");
-        exit(2);
-    }
-    char *d = strdup(s);
-    if (d == NULL) {
-        fprintf(stderr, "dpbudgetd: out of memory reading the config file\n");
-        exit(2);
-    }
-    return kept[nkept++] = d;
-}
-
-/* --config FILE: 'name = value' or 'name' lines; '#' comments. */
+/* --config FILE: 'name = value' or 'name' lines; '#' comments (to the end of the line). The
+ * file is read whole (no line is split, however long); any fault exits 2 naming the line. */
 static void apply_file(settings *st, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "dpbudgetd: cannot read --config %s: %s\n", path, strerror(errno));
+    char err[512];
+    if (textfile_read(&config_text, path, CONFIG_CAP, err, sizeof err) != 0 ||
+        textfile_lines(&config_text, path, err, sizeof err) != 0) {
+        fprintf(stderr, "dpbudgetd: --config: %s\n", err);
         exit(2);
     }
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        n++;
+    for (size_t n = 1; n <= config_text.n; n++) {
+        char *line = config_text.line[n - 1];
         char *h = strchr(line, '#');
         if (h)
             *h = '\0';
@@ -314,26 +344,25 @@ static void apply_file(settings *st, const char *path)
         while (*name == ' ' || *name == '\t')
             name++;
         char *e = name + strlen(name);
-        while (e > name && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        while (e > name && (e[-1] == ' ' || e[-1] == '\t'))
             *--e = '\0';
         if (val) {
             while (*val == ' ' || *val == '\t')
                 val++;
             e = val + strlen(val);
-            while (e > val && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+            while (e > val && (e[-1] == ' ' || e[-1] == '\t'))
                 *--e = '\0';
         }
-        if (*name == '\0')
+        if (*name == '\0' && val == NULL)
             continue;
         if (!listed(VALUED, name) && !listed(SWITCHES, name)) {
-            fprintf(stderr, "dpbudgetd: %s line %d: unknown option '%s'\n", path, n, name);
+            fprintf(stderr, "dpbudgetd: %s line %zu: unknown option '%s'\n", path, n, name);
             exit(2);
         }
         char where[64];
-        snprintf(where, sizeof where, "config line %d", n);
-        apply(st, keep(name), keep(val), where);
+        snprintf(where, sizeof where, "config line %zu", n);
+        apply(st, name, val, where);
     }
-    fclose(f);
 }
 
 /* 1 if the command line gives --name (its value then wins, and the environment's is not
@@ -369,37 +398,115 @@ static int is_loopback(const char *addr)
     return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0;
 }
 
-/* A whole PEM file (malloc'ed, NUL-terminated) or exit 2. */
-static char *read_pem(const char *opt, const char *path)
+/* A whole PEM file (malloc'ed, NUL-terminated), or NULL with the reason in err. */
+static char *read_pem(const char *opt, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    if (f) {
-        int c;
-        while ((c = fgetc(f)) != EOF && len < 1 << 20) {
-            if (len + 2 > cap) {
-                cap = cap ? cap * 2 : 4096;
-                char *nb = realloc(buf, cap);
-                if (nb == NULL)
-                    break;
-                buf = nb;
-            }
-            buf[len++] = (char)c;
+    textfile f;
+    char why[384];
+    if (textfile_read(&f, path, PEM_CAP, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", opt, why);
+        return NULL;
+    }
+    if (strlen(f.buf) != f.len || strstr(f.buf, "-----BEGIN") == NULL) {
+        snprintf(err, errlen, "%s %s: not a PEM file (no '-----BEGIN', or a NUL byte)", opt, path);
+        textfile_release(&f);
+        return NULL;
+    }
+    return f.buf; /* f.line is NULL: nothing else to release */
+}
+
+/* Read the TLS certificate and key files and make them the served credential: 0, or -1
+ * with the reason in err (the previous credential stays). */
+static int load_tls(const settings *st, char *err, size_t errlen)
+{
+    char why[384];
+    char *cert = read_pem("--tls-cert", st->tls_cert, err, errlen);
+    char *key = cert ? read_pem("--tls-key", st->tls_key, err, errlen) : NULL;
+    int rc = -1;
+    if (cert && key) {
+        rc = tls_load_credentials(cert, key, why, sizeof why);
+        if (rc != 0)
+            snprintf(err, errlen, "--tls-cert %s, --tls-key %s: %s", st->tls_cert, st->tls_key,
+                     why);
+    }
+    if (key)
+        memset(key, 0, strlen(key)); /* the private key does not linger in freed memory */
+    free(cert);
+    free(key);
+    return rc;
+}
+
+/* One JSON log line: {"ts":..,"level":..,"msg":..,"detail":..}, the detail escaped. */
+static void log_line(const char *level, const char *msg, const char *detail)
+{
+    char ts[40];
+    http_log_time(ts, sizeof ts);
+    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\",\"detail\":\"", ts, level, msg);
+    for (const unsigned char *c = (const unsigned char *)detail; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(stderr, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(stderr, "\\u%04x", *c);
+        else
+            fputc(*c, stderr);
+    }
+    fputs("\"}\n", stderr);
+}
+
+/* SIGHUP: reload the API keys and the TLS credential, each atomically (a failed one keeps
+ * what is in use) with one JSON log line each. */
+static void reload(const settings *st, auth_table *keys, int tls)
+{
+    char err[512], msg[160];
+    if (st->api_keys) {
+        size_t n = 0;
+        if (auth_reload(keys, st->api_keys, &n, err, sizeof err) == 0) {
+            snprintf(msg, sizeof msg, "%zu keys from %s", n, st->api_keys);
+            log_line("info", "API keys reloaded", msg);
+        } else {
+            log_line("error", "API keys not reloaded: the keys in use stay", err);
         }
-        fclose(f);
     }
-    if (f == NULL || buf == NULL ||
-        strstr(buf ? (buf[len] = '\0', buf) : "", "-----BEGIN") == NULL) {
-        fprintf(stderr, "dpbudgetd: %s %s: cannot read a PEM file there\n", opt, path);
-        exit(2);
+    if (tls) {
+        if (load_tls(st, err, sizeof err) == 0)
+            log_line("info", "TLS certificate reloaded", st->tls_cert);
+        else
+            log_line("error", "TLS certificate not reloaded: the one in use stays", err);
     }
-    return buf;
+}
+
+/* --healthcheck: the port from --port, or from --port-file when the port is 0. */
+static int run_healthcheck(const settings *st)
+{
+    unsigned port = st->cfg.port;
+    char why[512];
+    if (port == 0 && st->port_file) {
+        FILE *f = fopen(st->port_file, "r");
+        if (f == NULL || fscanf(f, "%u", &port) != 1 || port == 0 || port > 65535)
+            port = 0;
+        if (f)
+            fclose(f);
+    }
+    if (port == 0) {
+        fprintf(stderr, "dpbudgetd: unhealthy: no port to probe (--port 0 and no readable "
+                        "--port-file)\n");
+        return 1;
+    }
+    if ((st->tls_cert == NULL) != (st->tls_key == NULL)) {
+        fprintf(stderr, "dpbudgetd: unhealthy: --tls-cert and --tls-key go together\n");
+        return 1;
+    }
+    if (healthcheck(st->cfg.listen_addr, port, st->tls_cert, 5.0, why, sizeof why) != 0) {
+        fprintf(stderr, "dpbudgetd: unhealthy: %s\n", why);
+        return 1;
+    }
+    printf("dpbudgetd: healthy: %s\n", why);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 60, 1024, NULL, NULL, 0, 1, NULL, NULL},
+    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 60, 1024, NULL, NULL, 0, 1, 0, NULL, 5},
                    NULL,
                    {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
                    1,
@@ -409,6 +516,7 @@ int main(int argc, char **argv)
                    0.0};
     /* first pass: help, version, verify, and where the config file is */
     const char *config = getenv("DPBUDGET_CONFIG");
+    int probe = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -423,6 +531,8 @@ int main(int argc, char **argv)
             return verify(argv[i + 1]);
         if (strcmp(a, "--config") == 0 && i + 1 < argc)
             config = argv[++i];
+        else if (strcmp(a, "--healthcheck") == 0)
+            probe = 1;
     }
     if (config)
         apply_file(&st, config);
@@ -433,6 +543,8 @@ int main(int argc, char **argv)
             i++;
             continue;
         }
+        if (strcmp(a, "--healthcheck") == 0)
+            continue;
         if (strncmp(a, "--", 2) != 0 || (!listed(VALUED, a + 2) && !listed(SWITCHES, a + 2))) {
             fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", a);
             return 2;
@@ -447,15 +559,21 @@ int main(int argc, char **argv)
         }
         apply(&st, a + 2, argv[++i], "command line");
     }
+    if (probe) {
+        int rc = run_healthcheck(&st);
+        textfile_release(&config_text);
+        return rc;
+    }
     http_config cfg = st.cfg;
     const char *port_file = st.port_file;
     ledger_options lo = st.lo;
     int use_ledger = st.use_ledger;
-    auth_table keys = {NULL, 0, st.rate, st.rate < 1.0 ? 1.0 : st.rate};
+    auth_table keys;
+    auth_init(&keys, st.rate, st.rate < 1.0 ? 1.0 : st.rate);
     if (st.api_keys) {
-        char msg[256];
-        if (auth_load(&keys, st.api_keys, msg, sizeof msg) != 0) {
-            fprintf(stderr, "dpbudgetd: %s\n", msg);
+        char msg[512];
+        if (auth_reload(&keys, st.api_keys, NULL, msg, sizeof msg) != 0) {
+            fprintf(stderr, "dpbudgetd: --api-keys: %s\n", msg);
             return 2;
         }
         cfg.auth = &keys;
@@ -472,8 +590,12 @@ int main(int argc, char **argv)
         return 2;
     }
     if (st.tls_cert) {
-        cfg.tls_cert_pem = read_pem("--tls-cert", st.tls_cert);
-        cfg.tls_key_pem = read_pem("--tls-key", st.tls_key);
+        char msg[512];
+        if (load_tls(&st, msg, sizeof msg) != 0) {
+            fprintf(stderr, "dpbudgetd: %s\n", msg);
+            return 2;
+        }
+        cfg.tls = 1;
     }
 
     gsl_set_error_handler_off();
@@ -482,6 +604,7 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -543,7 +666,8 @@ int main(int argc, char **argv)
         }
     }
     int sig = 0;
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        reload(&st, &keys, cfg.tls);
     http_log_time(ts, sizeof ts);
     fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
             sig);
@@ -552,9 +676,6 @@ int main(int argc, char **argv)
     auth_free(&keys);
     if (lock_fd >= 0)
         close(lock_fd);
-    free((char *)cfg.tls_cert_pem);
-    free((char *)cfg.tls_key_pem);
-    for (int i = 0; i < nkept; i++)
-        free(kept[i]);
+    textfile_release(&config_text);
     return 0;
 }

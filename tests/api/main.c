@@ -169,6 +169,11 @@ int api_daemon_stop(void)
     return stop_daemon();
 }
 
+int api_daemon_pid(void)
+{
+    return (int)daemon_pid;
+}
+
 const char *daemon_binary(void)
 {
     return daemon_bin;
@@ -280,6 +285,8 @@ int main(int argc, char **argv)
         /* then the suites that start their own daemons (auth, TLS) */
         for (size_t i = 0; i < AUTH_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = AUTH_TESTS[i];
+        for (size_t i = 0; i < OPERATOR_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = OPERATOR_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

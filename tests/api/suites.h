@@ -27,12 +27,16 @@ extern const tl_test HOSTILE_TESTS[]; /* test_hostile.c: 200+ malformed requests
 extern const size_t HOSTILE_NTESTS;
 extern const tl_test AUTH_TESTS[]; /* test_auth.c: keys, scopes, rate limit, TLS (own daemons) */
 extern const size_t AUTH_NTESTS;
+extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS
+                                          policy and deadline, --healthcheck (own daemons) */
+extern const size_t OPERATOR_NTESTS;
 
 /* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
  * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,
  * -1 on timeout. api_daemon_stop: SIGTERM, the wait status (-1: had to SIGKILL). */
 int api_daemon_start(const char *const *extra, const char *const *env, const char *scheme);
 int api_daemon_stop(void);
+int api_daemon_pid(void); /* the running daemon's pid (for SIGHUP), -1 when none */
 const char *api_daemon_log(void);
 const char *daemon_binary(void);
 

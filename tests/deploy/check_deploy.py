@@ -457,13 +457,22 @@ def check_dockerfile(d, routes, linked):
     for a in df.all("VOLUME", final):
         vols += df.exec_form(a) or a.split()
     check(data_dir in vols, "%s: VOLUME %s, the --data-dir of CMD (got %s)" % (W, data_dir, vols))
+    # the HEALTHCHECK is the daemon's own probe (GET /healthz over HTTP or TLS, as the
+    # environment configures the daemon), in exec form, on the port of CMD
     hc = " ".join(df.all("HEALTHCHECK", final))
-    check(hc and "/healthz" in hc, "%s: a HEALTHCHECK requests /healthz" % W)
-    check("/healthz" in routes, "server/routes.c: /healthz (Dockerfile HEALTHCHECK) is a GET route")
-    check(port and re.search(r"[:/]%d\b" % port, hc),
-          "%s: the HEALTHCHECK uses port %s, the --port of CMD" % (W, port))
-    check(not re.search(r"\bcurl\b|\bwget\b", hc) or "curl" in final_pkgs or "wget" in final_pkgs,
-          "%s: the HEALTHCHECK's tool is in the final image" % W)
+    hc_cmd = df.exec_form(re.sub(r"^.*?\bCMD\s+", "", hc)) if re.search(r"\bCMD\s", hc) else None
+    check(hc_cmd and os.path.basename(hc_cmd[0]) == "dpbudgetd" and "--healthcheck" in hc_cmd,
+          "%s: the HEALTHCHECK is [\"dpbudgetd\", \"--healthcheck\", ...] in exec form (got %s)"
+          % (W, hc_cmd))
+    check("--healthcheck" in d.help, "%s --help documents --healthcheck" % d.binary)
+    check("/healthz" in routes, "server/routes.c: /healthz (the --healthcheck probe) is a GET route")
+    hc_port = None
+    if hc_cmd and "--port" in hc_cmd[:-1]:
+        hc_port = hc_cmd[hc_cmd.index("--port") + 1]
+    check(port and hc_port == "%d" % port,
+          "%s: the HEALTHCHECK probes --port %s, the --port of CMD (got %s)" % (W, port, hc_port))
+    check(not re.search(r"/dev/tcp|\bcurl\b|\bwget\b", hc),
+          "%s: the HEALTHCHECK needs no shell, curl or wget (it is dpbudgetd --healthcheck)" % W)
 
     # image name and version
     tags = []
