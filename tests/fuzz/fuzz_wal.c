@@ -20,7 +20,8 @@
  *     ledger is closed (which writes a snapshot and truncates the log) and must recover
  *     again to the same clients and summary.
  * DPB_ECORRUPT, DPB_EIO, ... are expected outcomes; crashes, UB, leaks and broken
- * invariants (abort) are not.
+ * invariants (abort) are not. The accountants' answers are memoised (memo.c, linked with
+ * --wrap): recomputing them for the same events was most of each input's time.
  */
 #include <errno.h>
 #include <fcntl.h>
