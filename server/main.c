@@ -458,6 +458,8 @@ static void log_line(const char *level, const char *msg, const char *detail)
 static void reload(const settings *st, auth_table *keys, int tls)
 {
     char err[512], msg[160];
+    if (st->api_keys == NULL && !tls)
+        log_line("info", "SIGHUP: nothing to reload", "no --api-keys and no TLS");
     if (st->api_keys) {
         size_t n = 0;
         if (auth_reload(keys, st->api_keys, &n, err, sizeof err) == 0) {
