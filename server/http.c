@@ -37,15 +37,16 @@ struct http_server {
 typedef struct {
     char *buf;
     size_t len, cap;
-    int answered;        /* a response was queued at the headers (401/403/429, 413, 415) */
-    int too_large;       /* the body outgrew the cap: the rest is discarded, 413 at the end */
-    double t0;           /* when the headers arrived */
-    int route;           /* index in ROUTES of the path's route (any method), -1 if none */
-    int status;          /* the status sent */
-    int method;          /* metrics_method() of the method sent */
-    char verb[16];       /* the method sent, for the request log (letters only, cut at 15) */
-    const auth_key *key; /* holds a reference to its key set until on_completed */
-    char id[72];         /* the request id: the client's X-Request-Id if sane, else generated */
+    int answered;  /* a response was queued at the headers (401/403/429, 413, 415) */
+    int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
+    double t0;     /* when the headers arrived */
+    int route;     /* index in ROUTES of the path's route (any method), -1 if none */
+    int status;    /* the status sent */
+    int method;    /* metrics_method() of the method sent */
+    char verb[16]; /* the method sent, for the request log (letters only, cut at 15) */
+    /* the key: holds a reference to its key set until on_completed */
+    const auth_key *key;
+    char id[72]; /* the request id: the client's X-Request-Id if sane, else generated */
 } req_ctx;
 
 static double now_s(void)
