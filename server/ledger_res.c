@@ -44,6 +44,17 @@ static void reply_ledger_error(http_response *resp, problem *pb, const dpb_error
     http_reply_problem(resp, pb);
 }
 
+/* Every read of a ledger that went read-only after an I/O failure says so: what it shows is
+ * what is durable, and changes are refused until a restart. */
+static void mark_read_only(const http_request *req, http_response *resp)
+{
+    ledger *l = the_ledger(req);
+    if (l && ledger_read_only(l)) {
+        resp->extra_name = "Ledger-Read-Only";
+        resp->extra_value = "true";
+    }
+}
+
 static int no_ledger(const http_request *req, http_response *resp)
 {
     if (the_ledger(req))
@@ -249,6 +260,7 @@ void res_client_get(const http_request *req, http_response *resp)
     }
     char etag[48];
     snprintf(etag, sizeof etag, "\"c%llu\"", (unsigned long long)c.version);
+    mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;
     http_reply_json(resp, 200, client_json(&c));
@@ -340,6 +352,7 @@ void res_clients_list(const http_request *req, http_response *resp)
     ledger_list(the_ledger(req), &q, page, &n, &total, &version);
     char etag[48];
     snprintf(etag, sizeof etag, "\"l%llu\"", (unsigned long long)version);
+    mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag)) {
         free(page);
         return;
@@ -510,6 +523,7 @@ void res_round_get(const http_request *req, http_response *resp)
     }
     char etag[48];
     snprintf(etag, sizeof etag, "\"r%llu\"", (unsigned long long)r.seq);
+    mark_read_only(req, resp);
     if (!http_not_modified(req, resp, etag)) {
         http_reply_json(resp, 200, round_json(&r));
         snprintf(resp->etag, sizeof resp->etag, "%s", etag);
@@ -525,6 +539,7 @@ void res_summary(const http_request *req, http_response *resp)
     ledger_get_summary(the_ledger(req), &s);
     char etag[48];
     snprintf(etag, sizeof etag, "\"s%llu-%d\"", (unsigned long long)s.version, s.read_only);
+    mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;
     json_t *h = json_array();
@@ -552,8 +567,10 @@ void res_readyz(const http_request *req, http_response *resp)
     if (s.read_only) {
         problem pb = {0};
         problem_set(&pb, PB_READ_ONLY, NULL,
-                    "the ledger is read-only after an I/O failure: restart the daemon");
+                    "the ledger is read-only after an I/O failure (reads show what is "
+                    "durable; changes are refused): fix the disk, then restart the daemon");
         http_reply_problem(resp, &pb);
+        mark_read_only(req, resp);
         return;
     }
     http_reply_json(resp, 200, json_pack("{s:s, s:b}", "status", "ready", "ledger", l != NULL));

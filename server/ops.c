@@ -10,10 +10,24 @@
 extern const unsigned char dpb_openapi_yaml[];
 extern const unsigned long dpb_openapi_yaml_len;
 
+/* Liveness: the process answers. A ledger gone read-only after an I/O failure does not fail
+ * it (readiness does): a restart cannot fix the disk, and restarting on a still-broken disk
+ * loops while dropping the reads the read-only ledger still serves. It is reported in the
+ * body ("ledger") and the Ledger-Read-Only header, for alerts and operators. */
 void res_healthz(const http_request *req, http_response *resp)
 {
-    (void)req;
-    http_reply_json(resp, 200, json_pack("{s:s, s:s}", "status", "ok", "version", DPB_VERSION));
+    const app_state *app = req->app;
+    const char *lstate = "none";
+    if (app && app->ledger) {
+        lstate = ledger_read_only(app->ledger) ? "read_only" : "writable";
+        if (lstate[0] == 'r') {
+            resp->extra_name = "Ledger-Read-Only";
+            resp->extra_value = "true";
+        }
+    }
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:s}", "status", "ok", "version", DPB_VERSION, "ledger",
+                              lstate));
 }
 
 void res_metrics(const http_request *req, http_response *resp)

@@ -54,9 +54,26 @@ typedef struct {
     char *labels;                          /* NULL or "k=v\n..." */
     double spent, dtv;
     uint64_t rounds, version;
+    uint64_t seq; /* log seq of the last change (0: recovered, durable) */
     uint32_t nev;
     lcount *ev;
 } lclient;
+
+/* One change applied in memory whose log record (seq) may not be durable yet: what it takes
+ * to withdraw it (see "Durability" below). */
+enum { U_EVENT = 1, U_CLIENT_NEW = 2, U_CLIENT_SET = 3, U_CHARGE = 4, U_ROUND = 5 };
+typedef struct {
+    uint64_t seq;      /* the record the change waits for */
+    uint64_t lversion; /* the ledger's version before the change */
+    uint8_t kind;
+    uint32_t pos; /* event, client or round position */
+    /* U_CLIENT_SET and U_CHARGE: the client as it was */
+    uint8_t mode, rel, uncertified, ev_new;
+    uint32_t ev;
+    double eps, delta, spent, dtv;
+    uint64_t rounds, version, cseq;
+    char *labels; /* U_CLIENT_SET: the old labels (owned) */
+} lundo;
 
 typedef struct {
     const char *id; /* the client's id, or owned (unknown clients) */
@@ -87,9 +104,14 @@ struct ledger {
     wal *w;
     uint64_t last_seq, snap_seq, records_since_snap, version;
     int read_only;
-    /* events */
+    /* changes not known durable yet, in log order (under the write lock) */
+    lundo *undo;
+    size_t nundo, cap_undo;
+    /* events: [0, nevs_logged) are in the log; the rest are a round's scratch, dropped
+     * before the lock is released */
     lev *evs;
-    size_t nevs, cap_evs;
+    size_t nevs, cap_evs, nevs_logged;
+    uint64_t ev_gen; /* bumped when an event index is dropped (keys the spend cache) */
     lindex ev_index;
     /* clients */
     lclient *cl;
@@ -109,7 +131,7 @@ struct ledger {
     int snap_wanted, snap_stop, snap_running, has_thread;
     /* pld spend cache */
     struct pcache {
-        uint64_t key;
+        uint64_t key, gen;
         double delta;
         uint8_t mode, rel, m;
         lcount ms[4]; /* the exact multiset, sorted by event: compared in full */
@@ -222,6 +244,30 @@ static int index_insert(ledger *l, lindex *x, size_t count,
         j = (j + 1) & (x->cap - 1);
     x->slot[j] = pos;
     return 0;
+}
+
+/* Remove position pos (present, hashing to h) from x: linear probing with backward shift, so
+ * every other key stays reachable from its home slot. */
+static void index_delete(lindex *x, uint64_t h, uint32_t pos,
+                         uint64_t (*hash_of)(const ledger *, uint32_t), const ledger *l)
+{
+    size_t m = x->cap - 1, i = (size_t)h & m;
+    while (x->slot[i] != pos) {
+        if (x->slot[i] == UINT32_MAX)
+            return;
+        i = (i + 1) & m;
+    }
+    x->slot[i] = UINT32_MAX;
+    for (size_t j = (i + 1) & m; x->slot[j] != UINT32_MAX; j = (j + 1) & m) {
+        size_t k = (size_t)hash_of(l, x->slot[j]) & m;
+        /* the entry at j may move to the hole at i unless its home k lies in (i, j] */
+        int stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+        if (!stays) {
+            x->slot[i] = x->slot[j];
+            x->slot[j] = UINT32_MAX;
+            i = j;
+        }
+    }
 }
 
 static int cl_eq(const ledger *l, uint32_t pos, const void *key)
@@ -611,7 +657,8 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
         pc = l->pcache[key % 4096];
         pthread_mutex_unlock(&l->pcache_mu);
     }
-    int hit = cacheable && pc.key == key && pc.m == m && pc.delta == c->delta &&
+    int hit = cacheable && pc.key == key && pc.gen == l->ev_gen && pc.m == m &&
+              pc.delta == c->delta &&
               pc.mode == c->mode && pc.rel == c->rel;
     for (size_t i = 0; hit && i < m; i++)
         hit = pc.ms[i].ev == ms[i].ev && pc.ms[i].count == ms[i].count;
@@ -623,8 +670,8 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
     } else {
         spend_compute(l, c->mode, c->delta, c->rel, ms, m, spent, dtv, uncert, unsupported);
         if (cacheable) {
-            struct pcache e = {key,      c->delta, c->mode, c->rel,  (uint8_t)m,
-                               {{0, 0}}, *spent,   *dtv,    *uncert, *unsupported};
+            struct pcache e = {key,     l->ev_gen, c->delta, c->mode, c->rel,      (uint8_t)m,
+                               {{0, 0}}, *spent,   *dtv,     *uncert, *unsupported};
             memcpy(e.ms, ms, m * sizeof *ms);
             pthread_mutex_lock(&l->pcache_mu);
             l->pcache[key % 4096] = e;
@@ -678,6 +725,203 @@ static int add_count(lclient *c, uint32_t ev, uint64_t k)
     c->ev = n;
     c->ev[c->nev++] = (lcount){ev, k};
     return 0;
+}
+
+/* ---- durability: memory never ahead of the log ----------------------------------------------
+ *
+ * A change is applied in memory under the write lock right after its record is appended, so
+ * that the next round's admission already counts it (no overspend between appends and the
+ * group commit). It is shown to nobody before its record is durable: every read, the
+ * idempotent replay, dry runs and snapshots first settle() the seq of what they would show
+ * (wait for, or run, the group commit), and every change whose record may not be durable yet
+ * has an entry in l->undo saying how to take it back. When a write or a sync fails, the log
+ * is cut back to its durable seq (wal.c) and withdraw_locked() undoes, newest first, every
+ * change after it, for all the requests that shared the failed sync: memory then holds
+ * exactly what the log holds, and the ledger is read-only until restart. */
+
+static int ledger_ro(ledger *l)
+{
+    return l->read_only || (l->w != NULL && wal_failed(l->w));
+}
+
+/* Room for k more undo entries, taken before anything is logged (pushing cannot fail). */
+static int reserve_undo(ledger *l, size_t k)
+{
+    return grow((void **)&l->undo, &l->cap_undo, l->nundo + k, sizeof *l->undo);
+}
+
+static void push_undo(ledger *l, const lundo *u)
+{
+    l->undo[l->nundo++] = *u; /* reserved */
+}
+
+/* Forget the entries whose records are durable now (they can no longer be withdrawn). */
+static void prune_undo(ledger *l)
+{
+    uint64_t d = wal_durable_seq(l->w);
+    size_t k = 0;
+    while (k < l->nundo && l->undo[k].seq <= d)
+        free(l->undo[k++].labels);
+    if (k > 0) {
+        memmove(l->undo, l->undo + k, (l->nundo - k) * sizeof *l->undo);
+        l->nundo -= k;
+    }
+}
+
+/* Drop the newest interned event (not referenced by any client or round). */
+static void drop_last_event(ledger *l)
+{
+    lev *e = &l->evs[l->nevs - 1];
+    index_delete(&l->ev_index, e->hash, (uint32_t)(l->nevs - 1), ev_hash, l);
+    dp_event_free(e->ev);
+    free(e->bytes);
+    free(e->rdp);
+    l->nevs--;
+    l->ev_gen++; /* its index may be reused by another event: the spend cache must not hit */
+}
+
+/* Drop the events interned by a round that are not in the log (a dry run, a refused or
+ * failed round): their indices must stay free for the next logged event. */
+static void drop_unlogged_events(ledger *l)
+{
+    while (l->nevs > l->nevs_logged)
+        drop_last_event(l);
+}
+
+static void recount(ledger *l)
+{
+    memset(l->by_status, 0, sizeof l->by_status);
+    memset(l->hist, 0, sizeof l->hist);
+    for (size_t i = 0; i < l->ncl; i++)
+        counters(l, &l->cl[i], +1);
+}
+
+static void undo_one(ledger *l, lundo *u)
+{
+    switch (u->kind) {
+    case U_EVENT:
+        drop_last_event(l);
+        l->nevs_logged--;
+        break;
+    case U_CLIENT_NEW: {
+        lclient *c = &l->cl[u->pos];
+        index_delete(&l->cl_index, str_hash(c->id), u->pos, cl_hash, l);
+        free(c->id);
+        free(c->labels);
+        free(c->ev);
+        l->ncl--;
+        break;
+    }
+    case U_CLIENT_SET:
+    case U_CHARGE: {
+        lclient *c = &l->cl[u->pos];
+        if (u->kind == U_CLIENT_SET) {
+            c->eps = u->eps;
+            c->delta = u->delta;
+            c->mode = u->mode;
+            c->rel = u->rel;
+            free(c->labels);
+            c->labels = u->labels;
+            u->labels = NULL;
+        } else if (u->ev_new) {
+            c->nev--; /* the charge appended it: it is the last one */
+        } else {
+            for (uint32_t i = 0; i < c->nev; i++)
+                if (c->ev[i].ev == u->ev)
+                    c->ev[i].count--;
+        }
+        c->uncertified = u->uncertified;
+        c->spent = u->spent;
+        c->dtv = u->dtv;
+        c->rounds = u->rounds;
+        c->version = u->version;
+        c->seq = u->cseq;
+        break;
+    }
+    case U_ROUND: {
+        lrnd *r = &l->rd[u->pos];
+        index_delete(&l->rd_index, str_hash(r->id), u->pos, rd_hash, l);
+        if (r->out) {
+            for (uint32_t i = 0; i < r->n; i++)
+                if (r->out[i].owned)
+                    free((char *)r->out[i].id);
+            free(r->out);
+            l->kept_outcomes -= r->n;
+        }
+        free(r->id);
+        l->nrd--;
+        if (l->oldest_kept > l->nrd)
+            l->oldest_kept = l->nrd;
+        break;
+    }
+    }
+    l->version = u->lversion;
+    free(u->labels);
+}
+
+/* After the log failed: take back every change whose record is not durable (the log was cut
+ * back to exactly the durable seq), newest first, and turn read-only. Idempotent. Caller
+ * holds the write lock. */
+static void withdraw_locked(ledger *l)
+{
+    if (!wal_failed(l->w))
+        return;
+    uint64_t d = wal_durable_seq(l->w);
+    drop_unlogged_events(l);
+    while (l->nundo > 0 && l->undo[l->nundo - 1].seq > d)
+        undo_one(l, &l->undo[--l->nundo]);
+    if (l->last_seq > d)
+        l->last_seq = d;
+    l->read_only = 1;
+    recount(l);
+}
+
+static void withdraw(ledger *l)
+{
+    pthread_rwlock_wrlock(&l->lock);
+    withdraw_locked(l);
+    pthread_rwlock_unlock(&l->lock);
+}
+
+/* 0 once every record up to seq is durable, -1 if the log failed first (the caller then
+ * withdraws and looks again). Waits for, or runs, the group commit; any lock may be held
+ * (no change can be appended under a read lock, so what it covers stays put). */
+static int settle(ledger *l, uint64_t seq)
+{
+    if (seq <= wal_durable_seq(l->w))
+        return 0;
+    return wal_sync(l->w, seq) == DPB_OK ? 0 : -1;
+}
+
+/* The start of every change, under the write lock: withdraw after a failure someone else
+ * saw, forget what became durable. */
+static void begin_write(ledger *l)
+{
+    withdraw_locked(l);
+    prune_undo(l);
+}
+
+static dpb_status readonly_error(dpb_error *err)
+{
+    return dpb_fail(err, DPB_EREADONLY, NULL,
+                    "the ledger is read-only after an I/O failure (it answers reads with what "
+                    "is durable); fix the disk and restart it");
+}
+
+/* The change whose last record is seq, appended and applied: acknowledge it once durable;
+ * if the log fails first, every change not durable (this one and those sharing its sync) is
+ * withdrawn. Called without the lock. */
+static dpb_status commit(ledger *l, uint64_t seq, dpb_error *err)
+{
+    if (settle(l, seq) == 0)
+        return DPB_OK;
+    withdraw(l);
+    dpb_error why = {0};
+    wal_error(l->w, &why);
+    return dpb_fail(err, DPB_EIO, NULL,
+                    "the ledger could not make its log durable (%s): the change is withdrawn, "
+                    "not applied, and the ledger is read-only until restarted",
+                    why.detail[0] ? why.detail : "I/O error");
 }
 
 /* ---- clients --------------------------------------------------------------------------------- */
@@ -746,7 +990,61 @@ static void client_record(bw *w, const char *id, double eps, double delta, int m
     bw_str(w, labels);
 }
 
-/* Append a record; on failure the ledger turns read-only. Caller holds the write lock. */
+/* Apply a client change whose record (seq) was just appended, keeping what it takes to
+ * withdraw it (an undo entry must be reserved). Caller holds the write lock. */
+static dpb_status apply_logged_client(ledger *l, uint64_t seq, const char *id, double eps,
+                                      double delta, int mode, int rel, const char *labels,
+                                      long *pos_out)
+{
+    long pos = find_client(l, id);
+    lundo u = {0};
+    u.seq = seq;
+    u.lversion = l->version;
+    u.kind = pos < 0 ? U_CLIENT_NEW : U_CLIENT_SET;
+    if (pos >= 0) {
+        lclient *c = &l->cl[pos];
+        u.eps = c->eps;
+        u.delta = c->delta;
+        u.mode = c->mode;
+        u.rel = c->rel;
+        u.uncertified = c->uncertified;
+        u.spent = c->spent;
+        u.dtv = c->dtv;
+        u.rounds = c->rounds;
+        u.version = c->version;
+        u.cseq = c->seq;
+        u.labels = c->labels; /* taken over: apply_client sets fresh labels */
+        c->labels = NULL;
+    }
+    dpb_status st = apply_client(l, id, eps, delta, mode, rel, labels, &pos);
+    if (st != DPB_OK) {
+        if (u.kind == U_CLIENT_SET) {
+            free(l->cl[pos].labels);
+            l->cl[pos].labels = u.labels;
+        }
+        return st;
+    }
+    u.pos = (uint32_t)pos;
+    push_undo(l, &u);
+    l->cl[pos].seq = seq;
+    if (pos_out)
+        *pos_out = pos;
+    return DPB_OK;
+}
+
+/* An appended record that cannot be applied (out of memory): give up on everything not
+ * durable, so the log never holds what memory does not. Caller holds the write lock. */
+static dpb_status abandon(ledger *l, dpb_status st, dpb_error *err)
+{
+    wal_abandon(l->w, "applying a logged change (out of memory)");
+    withdraw_locked(l);
+    return dpb_fail(err, st, NULL,
+                    "out of memory applying a change: it is withdrawn and the ledger is "
+                    "read-only until restarted");
+}
+
+/* Append a record. On failure the caller withdraws (the ledger turns read-only). Caller
+ * holds the write lock. */
 static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
 {
     if (w->oom)
@@ -754,11 +1052,12 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
     uint64_t seq;
     dpb_status st = wal_append(l->w, (uint8_t)type, w->b, w->n, &seq);
     if (st != DPB_OK) {
-        l->read_only = 1;
+        dpb_error why = {0};
+        wal_error(l->w, &why);
         return dpb_fail(err, DPB_EIO, NULL,
-                        "the ledger could not write its log (%s): it is read-only until "
-                        "restarted",
-                        dpb_strstatus(st));
+                        "the ledger could not write its log (%s): the change is withdrawn, not "
+                        "applied, and the ledger is read-only until restarted",
+                        why.detail[0] ? why.detail : dpb_strstatus(st));
     }
     l->last_seq = seq;
     l->records_since_snap++;
@@ -774,19 +1073,6 @@ static void maybe_snapshot(ledger *l)
     l->snap_wanted = 1;
     pthread_cond_signal(&l->snap_cv);
     pthread_mutex_unlock(&l->snap_mu);
-}
-
-static dpb_status durable(ledger *l, uint64_t seq, dpb_error *err)
-{
-    dpb_status st = wal_sync(l->w, seq);
-    if (st != DPB_OK) {
-        l->read_only = 1;
-        return dpb_fail(err, DPB_EIO, NULL,
-                        "the ledger could not make its log durable (fdatasync failed): the "
-                        "change is not acknowledged and the ledger is read-only until "
-                        "restarted");
-    }
-    return DPB_OK;
 }
 
 static int valid_id(const char *id)
@@ -813,11 +1099,11 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
         return dpb_fail(err, DPB_EINVAL, "budget",
                         "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
     pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
     dpb_status st;
     uint64_t seq = 0;
-    if (l->read_only) {
-        st = dpb_fail(err, DPB_EREADONLY, NULL,
-                      "the ledger is read-only after an I/O failure; restart it");
+    if (ledger_ro(l)) {
+        st = readonly_error(err);
         goto out;
     }
     long pos = find_client(l, in->id);
@@ -828,21 +1114,30 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
                       "charged cannot change");
         goto out;
     }
+    if (reserve_undo(l, 1) != 0) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
     bw w = {0};
     client_record(&w, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels);
     st = log_record(l, REC_CLIENT, &w, err);
     free(w.b);
-    if (st != DPB_OK)
+    if (st != DPB_OK) {
+        withdraw_locked(l);
         goto out;
+    }
     seq = l->last_seq;
     *created = pos < 0;
-    st = apply_client(l, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels, &pos);
-    if (st == DPB_OK)
+    st = apply_logged_client(l, seq, in->id, in->epsilon, in->delta, in->mode, in->relation,
+                             in->labels, &pos);
+    if (st != DPB_OK)
+        st = abandon(l, st, err);
+    else
         view_of(&l->cl[pos], out);
 out:
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
-        st = durable(l, seq, err);
+        st = commit(l, seq, err);
         maybe_snapshot(l);
     }
     return st;
@@ -855,33 +1150,42 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
             !(in[i].delta > 0.0 && in[i].delta < 1.0))
             return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
     pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
     dpb_status st = DPB_OK;
-    if (l->read_only)
-        st = dpb_fail(err, DPB_EREADONLY, NULL,
-                      "the ledger is read-only after an I/O failure; restart it");
+    if (ledger_ro(l))
+        st = readonly_error(err);
+    /* all or none: every entry is checked before the first one is logged (the batch itself
+     * never charges, so an earlier entry cannot make a later one conflict) */
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
         long pos = find_client(l, in[i].id);
         if (pos >= 0 && l->cl[pos].rounds > 0 &&
-            (l->cl[pos].mode != in[i].mode || l->cl[pos].rel != in[i].relation)) {
+            (l->cl[pos].mode != in[i].mode || l->cl[pos].rel != in[i].relation))
             st = dpb_fail(err, DPB_ECONFLICT, "accounting",
                           "entry %zu: the accounting mode and relation of a charged client "
                           "cannot change",
                           i);
-            break;
-        }
+    }
+    if (st == DPB_OK && reserve_undo(l, n) != 0)
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
         bw w = {0};
         client_record(&w, in[i].id, in[i].epsilon, in[i].delta, in[i].mode, in[i].relation,
                       in[i].labels);
         st = log_record(l, REC_CLIENT, &w, err);
         free(w.b);
-        if (st == DPB_OK)
-            st = apply_client(l, in[i].id, in[i].epsilon, in[i].delta, in[i].mode, in[i].relation,
-                              in[i].labels, NULL);
+        if (st != DPB_OK) {
+            withdraw_locked(l);
+            break;
+        }
+        st = apply_logged_client(l, l->last_seq, in[i].id, in[i].epsilon, in[i].delta,
+                                 in[i].mode, in[i].relation, in[i].labels, NULL);
+        if (st != DPB_OK)
+            st = abandon(l, st, err);
     }
     uint64_t seq = l->last_seq;
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
-        st = durable(l, seq, err);
+        st = commit(l, seq, err);
         maybe_snapshot(l);
     }
     return st;
@@ -889,12 +1193,36 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
 
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out)
 {
-    pthread_rwlock_rdlock(&l->lock);
-    long pos = find_client(l, id);
-    if (pos >= 0)
-        view_of(&l->cl[pos], out);
-    pthread_rwlock_unlock(&l->lock);
-    return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        long pos = find_client(l, id);
+        if (pos >= 0 && settle(l, l->cl[pos].seq) != 0) {
+            pthread_rwlock_unlock(&l->lock);
+            withdraw(l); /* then look again: only what is durable is shown */
+            continue;
+        }
+        if (pos >= 0)
+            view_of(&l->cl[pos], out);
+        pthread_rwlock_unlock(&l->lock);
+        return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+    }
+}
+
+/* Take the read lock on a state whose every change is durable. */
+static void rdlock_durable(ledger *l)
+{
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        if (settle(l, l->last_seq) == 0)
+            return;
+        pthread_rwlock_unlock(&l->lock);
+        withdraw(l);
+    }
+}
+
+int ledger_read_only(ledger *l)
+{
+    return ledger_ro(l);
 }
 
 static int has_label(const lclient *c, const char *kv)
@@ -938,7 +1266,7 @@ static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no cont
 dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
                        size_t *total, uint64_t *version)
 {
-    pthread_rwlock_rdlock(&l->lock);
+    rdlock_durable(l);
     uint32_t *idx = malloc((l->ncl ? l->ncl : 1) * sizeof *idx);
     if (idx == NULL) {
         pthread_rwlock_unlock(&l->lock);
@@ -1037,8 +1365,9 @@ void ledger_round_res_free(ledger_round_res *r)
     r->outcomes = NULL;
 }
 
-/* Store a round in memory; takes ownership of out. When apply, charges every admitted client
- * the round's event interned for its own relation (evi[rel]) and recomputes its spend. */
+/* Store a round in memory; takes ownership of out. When apply (a live round: undo entries for
+ * the round and each admitted client are reserved), charges every admitted client the
+ * round's event interned for its own relation (evi[rel]) and recomputes its spend. */
 static dpb_status store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                               int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
                               uint32_t n, int apply)
@@ -1060,6 +1389,14 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
         free(r->id);
         return DPB_ENOMEM;
     }
+    if (apply) {
+        lundo u = {0};
+        u.seq = seq;
+        u.lversion = l->version;
+        u.kind = U_ROUND;
+        u.pos = (uint32_t)l->nrd;
+        push_undo(l, &u);
+    }
     l->nrd++;
     for (uint32_t i = 0; i < n; i++) {
         if (!out[i].admitted)
@@ -1072,8 +1409,29 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
             continue;
         lclient *c = &l->cl[pos];
         uint32_t ev = evi[c->rel];
+        lundo u = {0};
+        u.seq = seq;
+        u.lversion = l->version;
+        u.kind = U_CHARGE;
+        u.pos = (uint32_t)pos;
+        u.ev = ev;
+        u.ev_new = 1;
+        for (uint32_t k = 0; k < c->nev; k++)
+            if (c->ev[k].ev == ev)
+                u.ev_new = 0;
+        u.uncertified = c->uncertified;
+        u.spent = c->spent;
+        u.dtv = c->dtv;
+        u.rounds = c->rounds;
+        u.version = c->version;
+        u.cseq = c->seq;
         counters(l, c, -1);
-        add_count(c, ev, 1);
+        if (add_count(c, ev, 1) != 0) {
+            counters(l, c, +1);
+            return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
+        }
+        push_undo(l, &u);
+        c->seq = seq;
         c->rounds++;
         if (l->evs[ev].kind == EV_UNCERTIFIABLE)
             c->uncertified = 1;
@@ -1134,7 +1492,19 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     uint64_t seq = 0;
     uint32_t *seen = NULL;
     pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
     long rpos = find_round(l, req->round_id);
+    /* A stored round is answered (replayed, or a conflict) only once it is durable: one whose
+     * record a failure cut away is withdrawn first, and then this is a new round (refused
+     * below if the ledger is read-only). A round durable before a failure is still
+     * replayed. */
+    while (rpos >= 0 && !req->dry_run && settle(l, l->rd[rpos].seq) != 0) {
+        withdraw_locked(l);
+        rpos = find_round(l, req->round_id);
+    }
+    /* A dry run answers from durable state only. */
+    if (req->dry_run && settle(l, l->last_seq) != 0)
+        withdraw_locked(l);
     if (rpos >= 0 && !req->dry_run) {
         if (memcmp(l->rd[rpos].hash, req->body_hash, 16) != 0) {
             st = dpb_fail(err, DPB_ECONFLICT, "round_id",
@@ -1150,12 +1520,11 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         free(out);
         return st;
     }
-    if (l->read_only && !req->dry_run) {
+    if (ledger_ro(l) && !req->dry_run) {
         pthread_rwlock_unlock(&l->lock);
         free(ebytes);
         free(out);
-        return dpb_fail(err, DPB_EREADONLY, NULL,
-                        "the ledger is read-only after an I/O failure; restart it");
+        return readonly_error(err);
     }
     /* The relation is the client's: intern per relation actually used (at most two). */
     uint32_t evi[2] = {0, 0};
@@ -1266,23 +1635,42 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         res->admitted += (size_t)out[i].admitted;
     }
     if (req->dry_run) {
+        drop_unlogged_events(l); /* a dry run leaves nothing behind, not even an event */
         pthread_rwlock_unlock(&l->lock);
         free(ebytes);
         free(out);
         return DPB_OK;
     }
-    /* Log: new events, new clients, the round; then apply. */
-    for (int r = 0; r < 2; r++)
-        if (fresh[r]) {
-            bw w = {0};
-            bw_u32(&w, evi[r]);
-            bw_u8(&w, (unsigned)r);
-            bw_put(&w, ebytes, elen);
-            st = log_record(l, REC_EVENT, &w, err);
-            free(w.b);
-            if (st != DPB_OK)
-                goto fail;
-        }
+    /* Room to withdraw everything this round changes, before anything is logged: its new
+     * events, its new clients, its charges and the round itself. */
+    size_t changes = (l->nevs - l->nevs_logged) + 1;
+    for (size_t i = 0; i < req->n; i++)
+        changes += out[i].admitted ? 2 : 0;
+    if (reserve_undo(l, changes) != 0) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    /* Log: new events (in index order: replay checks it), new clients, the round; each
+     * applied as it is logged. */
+    (void)fresh;
+    while (l->nevs_logged < l->nevs) {
+        uint32_t idx = (uint32_t)l->nevs_logged;
+        bw w = {0};
+        bw_u32(&w, idx);
+        bw_u8(&w, (unsigned)l->evs[idx].rel);
+        bw_put(&w, l->evs[idx].bytes, l->evs[idx].nbytes);
+        st = log_record(l, REC_EVENT, &w, err);
+        free(w.b);
+        if (st != DPB_OK)
+            goto fail_io;
+        lundo u = {0};
+        u.seq = l->last_seq;
+        u.lversion = l->version;
+        u.kind = U_EVENT;
+        u.pos = idx;
+        push_undo(l, &u);
+        l->nevs_logged++;
+    }
     for (size_t i = 0; i < req->n; i++)
         if (out[i].admitted && find_client(l, out[i].id) < 0) {
             bw w = {0};
@@ -1290,11 +1678,15 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
                           DP_REL_ADD_OR_REMOVE, NULL);
             st = log_record(l, REC_CLIENT, &w, err);
             free(w.b);
-            if (st == DPB_OK)
-                st = apply_client(l, out[i].id, l->opt.default_epsilon, l->opt.default_delta,
-                                  LEDGER_RDP, DP_REL_ADD_OR_REMOVE, NULL, NULL);
             if (st != DPB_OK)
+                goto fail_io;
+            st = apply_logged_client(l, l->last_seq, out[i].id, l->opt.default_epsilon,
+                                     l->opt.default_delta, LEDGER_RDP, DP_REL_ADD_OR_REMOVE,
+                                     NULL, NULL);
+            if (st != DPB_OK) {
+                abandon(l, st, err);
                 goto fail;
+            }
         }
     /* outcome ids must outlive the request: point at the clients' ids, or own a copy */
     for (size_t i = 0; i < req->n; i++) {
@@ -1305,7 +1697,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
             out[i].id = xstrdup(out[i].id);
             out[i].owned = 1;
             if (out[i].id == NULL) {
-                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+                out[i].owned = 0;
+                st = abandon(l, DPB_ENOMEM, err);
                 goto fail;
             }
         }
@@ -1317,29 +1710,35 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     st = log_record(l, REC_ROUND, &w, err);
     free(w.b);
     if (st != DPB_OK)
-        goto fail;
+        goto fail_io;
     seq = l->last_seq;
     res->seq = seq;
+    size_t nrd = l->nrd;
     st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evi, out,
                      (uint32_t)req->n, 1);
-    out = NULL;
+    if (l->nrd > nrd)
+        out = NULL; /* taken over by the stored round (withdrawn with it on failure) */
     if (st != DPB_OK) {
-        l->read_only = 1; /* memory no longer matches the log */
-        st = dpb_fail(err, st, NULL, "out of memory storing the round");
+        abandon(l, st, err);
+        goto fail;
     }
     pthread_rwlock_unlock(&l->lock);
     free(ebytes);
-    if (st == DPB_OK) {
-        st = durable(l, seq, err);
-        maybe_snapshot(l);
-    }
+    st = commit(l, seq, err);
+    maybe_snapshot(l);
     if (st != DPB_OK)
         ledger_round_res_free(res);
     return st;
+fail_io:
+    withdraw_locked(l); /* the log failed: everything not durable goes, this round's too */
 fail:
+    drop_unlogged_events(l);
     pthread_rwlock_unlock(&l->lock);
     free(seen);
     free(ebytes);
+    for (size_t i = 0; out && i < req->n; i++)
+        if (out[i].owned)
+            free((char *)out[i].id);
     free(out);
     ledger_round_res_free(res);
     return st;
@@ -1347,17 +1746,24 @@ fail:
 
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res)
 {
-    pthread_rwlock_rdlock(&l->lock);
-    long pos = find_round(l, round_id);
-    if (pos >= 0)
-        res_of(l, &l->rd[pos], res);
-    pthread_rwlock_unlock(&l->lock);
-    return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        long pos = find_round(l, round_id);
+        if (pos >= 0 && settle(l, l->rd[pos].seq) != 0) {
+            pthread_rwlock_unlock(&l->lock);
+            withdraw(l);
+            continue;
+        }
+        if (pos >= 0)
+            res_of(l, &l->rd[pos], res);
+        pthread_rwlock_unlock(&l->lock);
+        return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
+    }
 }
 
 void ledger_get_summary(ledger *l, ledger_summary *s)
 {
-    pthread_rwlock_rdlock(&l->lock);
+    rdlock_durable(l);
     memset(s, 0, sizeof *s);
     s->clients = l->ncl;
     s->active = l->by_status[LEDGER_ACTIVE];
@@ -1366,7 +1772,7 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->rounds = l->nrd;
     s->version = l->version;
     memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
-    s->read_only = l->read_only;
+    s->read_only = ledger_ro(l);
     s->log_bytes = l->w ? wal_size_bytes(l->w) : 0;
     if (l->w)
         wal_sync_stats(l->w, &s->sync_count, &s->sync_seconds, s->sync_hist);
@@ -1412,7 +1818,10 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
         const unsigned char *h = br_take(&r, 16);
         unsigned policy = br_u8(&r), ran = br_u8(&r);
         uint32_t ev = br_u32(&r), cnt = br_u32(&r);
-        if (r.bad || ev >= l->nevs || cnt > LEDGER_MAX_PARTICIPANTS) {
+        /* a round id is stored once: a second record of it means the snapshot and the log
+         * overlap (a wrong snapshot seq) */
+        if (r.bad || ev >= l->nevs || cnt > LEDGER_MAX_PARTICIPANTS ||
+            (id != NULL && find_round(l, id) >= 0)) {
             free(id);
             return -1;
         }
@@ -1671,6 +2080,12 @@ static dpb_status take_snapshot(ledger *l)
 {
     bw w = {0};
     pthread_rwlock_rdlock(&l->lock);
+    /* a snapshot holds only durable changes (and none after a failure): else a change
+     * refused as not durable could come back from it */
+    if (ledger_ro(l) || settle(l, l->last_seq) != 0) {
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_EREADONLY;
+    }
     uint64_t seq = l->last_seq;
     dpb_status st = serialize(l, &w);
     l->records_since_snap = 0;
@@ -1752,6 +2167,7 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
         goto fail;
     if (next > 0)
         l->last_seq = next - 1;
+    l->nevs_logged = l->nevs;
     /* recompute the spend of every client the log replay touched (the snapshot's spends are
      * those computed before it was written), then the counters */
     memset(l->by_status, 0, sizeof l->by_status);
@@ -1794,7 +2210,7 @@ static void close_ledger(ledger *l, int snapshot)
         pthread_mutex_unlock(&l->snap_mu);
         pthread_join(l->snap_thread, NULL);
     }
-    if (snapshot && l->w && !l->read_only && !wal_failed(l->w) && l->records_since_snap > 0)
+    if (snapshot && l->w && !ledger_ro(l) && l->records_since_snap > 0)
         take_snapshot(l);
     if (l->w)
         wal_close(l->w);
@@ -1820,6 +2236,9 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].ev);
     }
     free(l->cl);
+    for (size_t i = 0; i < l->nundo; i++)
+        free(l->undo[i].labels);
+    free(l->undo);
     free(l->cl_index.slot);
     free(l->rd_index.slot);
     free(l->ev_index.slot);

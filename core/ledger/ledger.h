@@ -187,6 +187,10 @@ typedef struct {
 
 void ledger_get_summary(ledger *l, ledger_summary *s);
 
+/* 1 once an I/O failure (or running out of memory after logging) stopped the ledger's writes:
+ * it answers reads with what is durable, and refuses changes until restarted. */
+int ledger_read_only(ledger *l);
+
 /* 128-bit FNV-1a pair over bytes: for request body hashes. */
 void ledger_hash128(const void *buf, size_t n, unsigned char out[16]);
 

@@ -89,7 +89,8 @@ struct wal {
     size_t cap;
     dpb_error fail; /* detail of the first failure */
     atomic_int failed;
-    _Atomic uint64_t size_pub; /* copy of size for wal_size_bytes */
+    _Atomic uint64_t size_pub;    /* copy of size for wal_size_bytes */
+    _Atomic uint64_t durable_pub; /* copy of durable_seq for wal_durable_seq */
     /* fdatasync latency (under mu): count, total, and a histogram (WAL_SYNC_BUCKETS) */
     uint64_t sync_count;
     double sync_seconds;
@@ -418,8 +419,18 @@ dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_r
         goto out;
 
     uint64_t keep = res.valid_end;
-    if (res.count > 0 && res.last_seq < after_seq)
-        keep = 0; /* all covered by a snapshot that got ahead: restart at after_seq + 1 */
+    if (res.count > 0 && res.last_seq < after_seq) {
+        /* The snapshot claims records the log never held durably. A snapshot covers only
+         * durable records, so this is damage (or a snapshot of an older version of the
+         * daemon written ahead of the log): never cut the log on the strength of it. */
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: the log ends at seq %" PRIu64 " (byte offset %" PRIu64
+                      ") but the snapshot claims to cover up to seq %" PRIu64
+                      ": the snapshot and the log disagree; refusing to start (the files are "
+                      "left as they are)",
+                      w->path, res.last_seq, res.valid_end, after_seq);
+        goto out;
+    }
     if (keep < r.size && fs->ftruncate(fs->ctx, w->fd, (off_t)keep) != 0) {
         st = io_fail(err, w->path, "ftruncate (dropping a torn tail)", errno);
         goto out;
@@ -451,6 +462,7 @@ dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_r
     w->size = keep;
     w->durable_seq = w->next_seq - 1;
     w->durable_off = keep;
+    atomic_init(&w->durable_pub, w->durable_seq);
     atomic_init(&w->failed, 0);
     atomic_init(&w->size_pub, keep);
     *next_seq = w->next_seq;
@@ -573,8 +585,10 @@ dpb_status wal_sync(wal *w, uint64_t upto)
         if (rc != 0) {
             fail_locked(w, "fdatasync", e);
         } else if (!atomic_load(&w->failed)) {
-            if (target_seq > w->durable_seq)
+            if (target_seq > w->durable_seq) {
                 w->durable_seq = target_seq;
+                atomic_store(&w->durable_pub, target_seq);
+            }
             if (target_off > w->durable_off)
                 w->durable_off = target_off;
         }
@@ -664,6 +678,7 @@ dpb_status wal_truncate_upto(wal *w, uint64_t upto)
     w->size -= start;
     w->durable_off = w->size;
     w->durable_seq = w->next_seq - 1; /* the copied records were just fsynced */
+    atomic_store(&w->durable_pub, w->durable_seq);
     atomic_store(&w->size_pub, w->size);
     if (dpb_fs_fsync_dir(w->fs, w->dir) != 0) {
         st = fail_locked(w, "fsync of the directory (truncate)", errno);
@@ -699,6 +714,19 @@ void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_
 uint64_t wal_size_bytes(const wal *w)
 {
     return w == NULL ? 0 : atomic_load(&((wal *)w)->size_pub);
+}
+
+void wal_abandon(wal *w, const char *why)
+{
+    pthread_mutex_lock(&w->mu);
+    fail_locked(w, why, ENOMEM);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+uint64_t wal_durable_seq(const wal *w)
+{
+    return atomic_load(&((wal *)w)->durable_pub);
 }
 
 int wal_failed(const wal *w)

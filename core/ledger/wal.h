@@ -47,9 +47,9 @@ typedef int (*wal_replay_fn)(void *ctx, uint64_t seq, uint8_t type, const void *
  *  - A log whose first record has seq > after_seq + 1 is missing records the snapshot
  *    does not cover: DPB_ECORRUPT (the file is left as it is).
  *  - Records with seq <= after_seq are skipped (covered by the snapshot) but still checked.
- *    If every record is <= after_seq and the last one is < after_seq (the snapshot got
- *    ahead of the log's durable part), the log is emptied (fsynced) so that the next
- *    append, after_seq + 1, stays consecutive.
+ *    If the log is not empty and its last record is < after_seq (the snapshot claims
+ *    records the log does not hold), DPB_ECORRUPT naming the file and offset: the log is
+ *    never cut on the strength of the snapshot's number.
  *  - A leftover DIR/wal.log.tmp (a crashed wal_truncate_upto) is removed.
  * On any error fn may already have been called for a prefix of the records: the caller
  * must throw away what it built. Records are replayed before the tail is truncated.
@@ -102,6 +102,15 @@ uint64_t wal_size_bytes(const wal *w);
 #define WAL_SYNC_NBUCKETS 21
 extern const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS];
 void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS]);
+
+/* Give up on every record not durable yet, for a caller that appended a record it then could
+ * not apply (out of memory): the wal becomes failed as after an I/O error (why names the step,
+ * reported with ENOMEM by wal_error) and the file is cut back to the last durable record. */
+void wal_abandon(wal *w, const char *why);
+
+/* The highest seq known durable (I2): every record up to it survives a crash, and a failure
+ * cuts the log back to exactly it. Only grows. Lock-free. */
+uint64_t wal_durable_seq(const wal *w);
 
 /* 1 if the wal is failed (sticky), else 0. Lock-free. */
 int wal_failed(const wal *w);

@@ -21,6 +21,7 @@ int main(int argc, char **argv)
         {REF_ACCOUNTANT_TESTS, REF_ACCOUNTANT_NTESTS},
         {PROACTIVE_TESTS, PROACTIVE_NTESTS},
         {WAL_TESTS, WAL_NTESTS},
+        {LEDGER_TESTS, LEDGER_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

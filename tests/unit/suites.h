@@ -16,6 +16,8 @@ extern const tl_test ACCOUNTANT_TESTS[];
 extern const size_t ACCOUNTANT_NTESTS;
 extern const tl_test PNSGD_TESTS[];
 extern const size_t PNSGD_NTESTS;
+extern const tl_test LEDGER_TESTS[];
+extern const size_t LEDGER_NTESTS;
 extern const tl_test WAL_TESTS[];
 extern const size_t WAL_NTESTS;
 extern const tl_test SHUFFLE_EXACT_TESTS[];

@@ -1083,31 +1083,37 @@ static void wal_truncate_after_snapshot(void)
     wal_close(w);
     w = NULL;
 
-    /* The snapshot got ahead of the log (it included records whose sync was lost): the
-     * log is emptied so that the next append stays consecutive. */
-    CHECK(reopen(dir, &nosync_fs, 20, &c, &w, &next, &err) == DPB_OK);
-    CHECK(c.n == 0 && next == 21 && file_size(path) == 0);
-    CHECK(wal_append(w, 1, "x", 1, &sseq) == DPB_OK && sseq == 21);
+    /* A snapshot that claims more than the log holds (a damaged seq, or a snapshot written
+     * ahead of the log's durable part): refused, the log is never cut on its word. */
+    before = file_size(path);
+    CHECK(reopen(dir, &nosync_fs, 20, &c, &w, &next, &err) == DPB_ECORRUPT);
+    CHECKF(strstr(err.detail, path) != NULL && strstr(err.detail, "seq 14") != NULL &&
+               strstr(err.detail, "seq 20") != NULL,
+           "%s", err.detail);
+    CHECK(w == NULL && file_size(path) == before);
+    CHECK(reopen(dir, &nosync_fs, 14, &c, &w, &next, &err) == DPB_OK);
+    CHECK(c.n == 0 && next == 15);
+    CHECK(wal_append(w, 1, "x", 1, &sseq) == DPB_OK && sseq == 15);
     wal_close(w);
     w = NULL;
-    CHECK(reopen(dir, &nosync_fs, 20, &c, &w, &next, &err) == DPB_OK);
-    CHECK(c.n == 1 && c.r[0].seq == 21 && next == 22);
+    CHECK(reopen(dir, &nosync_fs, 14, &c, &w, &next, &err) == DPB_OK);
+    CHECK(c.n == 1 && c.r[0].seq == 15 && next == 16);
     wal_close(w);
     w = NULL;
 
     /* A failing truncation (rename fails): DPB_EIO, sticky; the old log is intact. */
     dpb_fs_fault *f = dpb_fs_fault_new(dpb_fs_posix(), DPB_FS_RENAME, 0, EIO, 0);
     if (f != NULL) {
-        CHECK(reopen(dir, dpb_fs_fault_fs(f), 20, &c, &w, &next, &err) == DPB_OK);
+        CHECK(reopen(dir, dpb_fs_fault_fs(f), 14, &c, &w, &next, &err) == DPB_OK);
         CHECK(wal_append(w, 2, "yz", 2, NULL) == DPB_OK);
-        CHECK(wal_sync(w, 22) == DPB_OK);
-        CHECK(wal_truncate_upto(w, 21) == DPB_EIO);
+        CHECK(wal_sync(w, 16) == DPB_OK);
+        CHECK(wal_truncate_upto(w, 15) == DPB_EIO);
         CHECK(wal_failed(w));
         CHECK(!exists(tmp));
         wal_close(w);
         w = NULL;
-        CHECK(reopen(dir, &nosync_fs, 20, &c, &w, &next, &err) == DPB_OK);
-        CHECK(c.n == 2 && next == 23);
+        CHECK(reopen(dir, &nosync_fs, 14, &c, &w, &next, &err) == DPB_OK);
+        CHECK(c.n == 2 && next == 17);
         wal_close(w);
         w = NULL;
         dpb_fs_fault_free(f);

@@ -1,0 +1,497 @@
+/* test_ledger.c - the ledger on the error path: a change whose log record is not durable is
+ * never shown, replayed or kept (a failed fdatasync or write withdraws it, for every request
+ * that shared the failed sync, and the ledger turns read-only), events interned by dry runs
+ * and mixed-relation rounds are logged in replayable order, bulk puts are all or nothing,
+ * and the snapshot: every byte checksummed (v2), v1 still read, and start-up refuses any
+ * disagreement between snapshot and log (every bit of the header flipped, bytes of the body
+ * flipped). Each test works in its own mkdtemp directory under /tmp and removes it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/ledger/crc32c.h"
+#include "../../core/ledger/fs.h"
+#include "../../core/ledger/ledger.h"
+#include "../../core/ledger/snapshot.h"
+#include "suites.h"
+
+/* ---- a file system whose fdatasync and write can be broken at run time ---- */
+
+typedef struct {
+    atomic_int sync_fails;   /* 1: every fdatasync fails with EIO */
+    atomic_long writes_left; /* >= 0: that many more writes succeed, then ENOSPC */
+    atomic_int slow_sync;    /* 1: fdatasync sleeps 2 ms first (to form sync groups) */
+} switch_ctx;
+
+static switch_ctx the_switch;
+
+static int sw_open(void *c, const char *p, int f, int m)
+{
+    (void)c;
+    return dpb_fs_posix()->open(NULL, p, f, m);
+}
+static ssize_t sw_write(void *c, int fd, const void *b, size_t n)
+{
+    switch_ctx *s = c;
+    if (atomic_load(&s->writes_left) >= 0 && atomic_fetch_sub(&s->writes_left, 1) <= 0) {
+        atomic_store(&s->writes_left, 0);
+        errno = ENOSPC;
+        return -1;
+    }
+    return dpb_fs_posix()->write(NULL, fd, b, n);
+}
+static ssize_t sw_pread(void *c, int fd, void *b, size_t n, off_t o)
+{
+    (void)c;
+    return dpb_fs_posix()->pread(NULL, fd, b, n, o);
+}
+static int sw_fdatasync(void *c, int fd)
+{
+    switch_ctx *s = c;
+    (void)fd;
+    if (atomic_load(&s->slow_sync)) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&s->sync_fails)) {
+        errno = EIO;
+        return -1;
+    }
+    return 0; /* the data reaches the page cache; the tests do not cut the power */
+}
+static int sw_fsync(void *c, int fd)
+{
+    (void)c;
+    (void)fd;
+    return 0;
+}
+static int sw_close(void *c, int fd)
+{
+    (void)c;
+    return dpb_fs_posix()->close(NULL, fd);
+}
+static int sw_rename(void *c, const char *a, const char *b)
+{
+    (void)c;
+    return dpb_fs_posix()->rename(NULL, a, b);
+}
+static int sw_unlink(void *c, const char *p)
+{
+    (void)c;
+    return dpb_fs_posix()->unlink(NULL, p);
+}
+static int sw_ftruncate(void *c, int fd, off_t n)
+{
+    (void)c;
+    return dpb_fs_posix()->ftruncate(NULL, fd, n);
+}
+static int sw_fstat_size(void *c, int fd, off_t *n)
+{
+    (void)c;
+    return dpb_fs_posix()->fstat_size(NULL, fd, n);
+}
+
+static const dpb_fs switch_fs = {sw_open,  sw_write,  sw_pread,     sw_fdatasync,
+                                 sw_fsync, sw_close,  sw_rename,    sw_unlink,
+                                 sw_ftruncate, sw_fstat_size, &the_switch};
+
+static void switch_reset(void)
+{
+    atomic_store(&the_switch.sync_fails, 0);
+    atomic_store(&the_switch.writes_left, -1);
+    atomic_store(&the_switch.slow_sync, 0);
+}
+
+/* ---- helpers ---- */
+
+static int make_dir(char *buf, size_t n)
+{
+    snprintf(buf, n, "/tmp/dpb_ledger_XXXXXX");
+    if (mkdtemp(buf) == NULL) {
+        CHECKF(0, "mkdtemp: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static ledger *open_ledger(const char *dir, const dpb_fs *fs, int default_budget,
+                           uint64_t snapshot_every, dpb_error *err)
+{
+    ledger_options o = {dir, fs, default_budget, 10.0, 1e-5, snapshot_every, 0};
+    ledger *l = NULL;
+    memset(err, 0, sizeof *err);
+    if (ledger_open(&o, &l, err) != DPB_OK)
+        return NULL;
+    return l;
+}
+
+static dp_event *gaussian(double s)
+{
+    dp_event *e = dp_event_new(DP_EV_GAUSSIAN);
+    if (e != NULL)
+        e->u.noise.noise_multiplier = s;
+    return e;
+}
+
+static dpb_status put(ledger *l, const char *id, dp_relation rel)
+{
+    ledger_client in, out;
+    memset(&in, 0, sizeof in);
+    snprintf(in.id, sizeof in.id, "%s", id);
+    in.epsilon = 10.0;
+    in.delta = 1e-5;
+    in.relation = rel;
+    int created;
+    dpb_error err = {0};
+    return ledger_put_client(l, &in, &created, &out, &err);
+}
+
+/* One round of event ev over ids; the body hash is that of the round id and sigma. */
+static dpb_status round_of(ledger *l, const char *rid, double sigma, const char *const *ids,
+                           size_t n, int dry, int *replayed)
+{
+    dp_event *ev = gaussian(sigma);
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.dry_run = dry;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    char key[200];
+    snprintf(key, sizeof key, "%s|%.17g", rid, sigma);
+    ledger_hash128(key, strlen(key), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    dpb_status st = ledger_round(l, &rq, &res, &err);
+    if (replayed)
+        *replayed = st == DPB_OK && res.replayed;
+    if (st == DPB_OK)
+        ledger_round_res_free(&res);
+    dp_event_free(ev);
+    return st;
+}
+
+static uint64_t rounds_of(ledger *l, const char *id)
+{
+    ledger_client c;
+    return ledger_get_client(l, id, &c) == DPB_OK ? c.rounds : UINT64_MAX;
+}
+
+static int round_exists(ledger *l, const char *rid)
+{
+    ledger_round_res r;
+    if (ledger_get_round(l, rid, &r) != DPB_OK)
+        return 0;
+    ledger_round_res_free(&r);
+    return 1;
+}
+
+/* ---- memory never ahead of the log ---- */
+
+/* A round whose fdatasync fails is answered DPB_EIO and is gone: not readable, not
+ * replayable, not charged; a retry is refused (read-only); a round durable before the
+ * failure is still replayed; the summary says read-only; a restart agrees. */
+static void ledger_failed_sync_withdraws(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    switch_reset();
+    dpb_error err;
+    ledger *l = open_ledger(dir, &switch_fs, 0, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        goto out;
+    const char *ab[] = {"alice", "bob"}, *a[] = {"alice"};
+    CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put(l, "bob", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(round_of(l, "r1", 3.0, ab, 2, 0, NULL) == DPB_OK);
+    ledger_client before;
+    CHECK(ledger_get_client(l, "alice", &before) == DPB_OK && before.rounds == 1);
+
+    atomic_store(&the_switch.sync_fails, 1);
+    CHECK(round_of(l, "r2", 2.0, a, 1, 0, NULL) == DPB_EIO);
+    atomic_store(&the_switch.sync_fails, 0); /* the disk "recovers": still read-only */
+    CHECK(!round_exists(l, "r2"));
+    ledger_client after;
+    CHECK(ledger_get_client(l, "alice", &after) == DPB_OK);
+    CHECK(after.rounds == 1 && after.spent == before.spent && after.version == before.version);
+    int replayed = 0;
+    CHECK(round_of(l, "r2", 2.0, a, 1, 0, &replayed) == DPB_EREADONLY);
+    CHECK(!round_exists(l, "r2"));
+    CHECK(round_of(l, "r1", 3.0, ab, 2, 0, &replayed) == DPB_OK && replayed);
+    CHECK(put(l, "carol", DP_REL_ADD_OR_REMOVE) == DPB_EREADONLY);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "carol", &c) == DPB_ENOTFOUND);
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    CHECK(s.read_only == 1 && s.rounds == 1 && s.clients == 2);
+    CHECK(ledger_read_only(l));
+    /* a dry run is still answered, from durable state */
+    CHECK(round_of(l, "r3", 2.0, a, 1, 1, NULL) == DPB_OK);
+    ledger_close(l);
+
+    l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l) {
+        CHECK(rounds_of(l, "alice") == 1 && round_exists(l, "r1") && !round_exists(l, "r2"));
+        ledger_get_summary(l, &s);
+        CHECK(s.read_only == 0 && s.rounds == 1 && s.clients == 2);
+        ledger_close(l);
+    }
+out:
+    switch_reset();
+    remove_dir(dir);
+}
+
+/* A write that fails in the middle of a round (after its new event and its new client were
+ * logged and applied): all of it is withdrawn; so is a client update whose write fails. */
+static void ledger_failed_write_withdraws(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    switch_reset();
+    dpb_error err;
+    ledger *l = open_ledger(dir, &switch_fs, 1, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        goto out;
+    const char *a[] = {"alice"}, *ad[] = {"alice", "dave"};
+    CHECK(round_of(l, "r1", 3.0, a, 1, 0, NULL) == DPB_OK); /* creates alice */
+    ledger_summary s0, s;
+    ledger_get_summary(l, &s0);
+    atomic_store(&the_switch.writes_left, 2); /* EVENT and CLIENT(dave) pass, ROUND fails */
+    CHECK(round_of(l, "r2", 2.5, ad, 2, 0, NULL) == DPB_EIO);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "dave", &c) == DPB_ENOTFOUND);
+    CHECK(rounds_of(l, "alice") == 1 && !round_exists(l, "r2"));
+    ledger_get_summary(l, &s);
+    CHECK(s.read_only && s.clients == s0.clients && s.rounds == s0.rounds &&
+          s.version == s0.version && s.active == s0.active);
+    ledger_close(l);
+    switch_reset();
+    l = open_ledger(dir, NULL, 1, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l) {
+        CHECK(ledger_get_client(l, "dave", &c) == DPB_ENOTFOUND && rounds_of(l, "alice") == 1);
+        /* the event's index is free again: a new round with it logs it and replays */
+        CHECK(round_of(l, "r2", 2.5, ad, 2, 0, NULL) == DPB_OK);
+        ledger_close_nosnapshot(l);
+        l = open_ledger(dir, NULL, 1, 1000000, &err);
+        CHECKF(l != NULL, "%s", err.detail);
+        if (l) {
+            CHECK(rounds_of(l, "dave") == 1 && rounds_of(l, "alice") == 2);
+            ledger_close(l);
+        }
+    }
+    /* a client update whose write fails: the old budget stays */
+    l = open_ledger(dir, &switch_fs, 1, 1000000, &err);
+    if (l) {
+        ledger_client in, out;
+        memset(&in, 0, sizeof in);
+        snprintf(in.id, sizeof in.id, "alice");
+        in.epsilon = 99.0;
+        in.delta = 1e-6;
+        int created;
+        atomic_store(&the_switch.sync_fails, 1);
+        CHECK(ledger_put_client(l, &in, &created, &out, &err) == DPB_EIO);
+        CHECK(ledger_get_client(l, "alice", &c) == DPB_OK && c.epsilon == 10.0);
+        ledger_close(l);
+    }
+out:
+    switch_reset();
+    remove_dir(dir);
+}
+
+typedef struct {
+    ledger *l;
+    int t;
+    int acked[64];
+    int refused[64];
+    int n;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    char id[16], rid[32];
+    snprintf(id, sizeof id, "c%d", w->t);
+    const char *ids[] = {id};
+    for (int i = 0; i < 64; i++) {
+        snprintf(rid, sizeof rid, "t%d-%d", w->t, i);
+        dpb_status st = round_of(w->l, rid, 20.0, ids, 1, 0, NULL);
+        w->acked[i] = st == DPB_OK;
+        w->refused[i] = st == DPB_EIO || st == DPB_EREADONLY;
+        w->n = i + 1;
+        if (st != DPB_OK)
+            break;
+    }
+    return NULL;
+}
+
+/* Eight threads share group commits; the sync fails mid-way: every request that shared it
+ * is withdrawn, every acknowledged one stays, in memory and after a restart. */
+static void ledger_failed_group_commit(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    switch_reset();
+    dpb_error err;
+    ledger *l = open_ledger(dir, &switch_fs, 1, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        goto out;
+    atomic_store(&the_switch.slow_sync, 1);
+    worker w[8];
+    pthread_t th[8];
+    for (int t = 0; t < 8; t++) {
+        memset(&w[t], 0, sizeof w[t]);
+        w[t].l = l;
+        w[t].t = t;
+        pthread_create(&th[t], NULL, work, &w[t]);
+    }
+    struct timespec ts = {0, 30000000};
+    nanosleep(&ts, NULL);
+    atomic_store(&the_switch.sync_fails, 1);
+    for (int t = 0; t < 8; t++)
+        pthread_join(th[t], NULL);
+    atomic_store(&the_switch.sync_fails, 0);
+    uint64_t acked_total = 0;
+    int withdrawn_eio = 0;
+    for (int pass = 0; pass < 2 && l != NULL; pass++) {
+        for (int t = 0; t < 8; t++) {
+            char id[16], rid[32];
+            snprintf(id, sizeof id, "c%d", t);
+            uint64_t acked = 0;
+            for (int i = 0; i < w[t].n; i++) {
+                snprintf(rid, sizeof rid, "t%d-%d", t, i);
+                CHECKF(round_exists(l, rid) == w[t].acked[i], "pass %d round %s acked %d", pass,
+                       rid, w[t].acked[i]);
+                CHECK(w[t].acked[i] || w[t].refused[i]);
+                acked += (uint64_t)w[t].acked[i];
+            }
+            uint64_t r = rounds_of(l, id);
+            CHECKF(r == acked || (acked == 0 && r == UINT64_MAX), "pass %d %s: %llu rounds, %llu acked",
+                   pass, id, (unsigned long long)r, (unsigned long long)acked);
+            if (pass == 0) {
+                acked_total += acked;
+                withdrawn_eio += !w[t].acked[w[t].n - 1];
+            }
+        }
+        ledger_summary s;
+        ledger_get_summary(l, &s);
+        CHECK(s.rounds == acked_total);
+        ledger_close(l);
+        l = pass == 0 ? open_ledger(dir, NULL, 1, 1000000, &err) : NULL;
+        CHECKF(pass == 1 || l != NULL, "%s", err.detail);
+    }
+    CHECK(withdrawn_eio == 8);
+out:
+    switch_reset();
+    remove_dir(dir);
+}
+
+/* A dry run with a new event, then a real round with it, then a round with a new event for
+ * clients of both relations (replace_one first): all replay after a restart. */
+static void ledger_events_logged_in_order(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    dpb_error err;
+    ledger *l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        goto out;
+    const char *a[] = {"alice"}, *ra[] = {"rita", "alice"};
+    CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put(l, "rita", DP_REL_REPLACE) == DPB_OK);
+    CHECK(round_of(l, "dry", 4.0, a, 1, 1, NULL) == DPB_OK);
+    CHECK(round_of(l, "r1", 4.0, a, 1, 0, NULL) == DPB_OK);
+    CHECK(round_of(l, "r2", 5.0, ra, 2, 0, NULL) == DPB_OK);
+    ledger_close_nosnapshot(l); /* recovery from the log alone */
+    l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "reopen: %s", err.detail);
+    if (l) {
+        CHECK(rounds_of(l, "alice") == 2 && rounds_of(l, "rita") == 1);
+        CHECK(!round_exists(l, "dry"));
+        ledger_close(l);
+    }
+out:
+    remove_dir(dir);
+}
+
+/* ledger_put_clients is all or nothing: a conflicting entry leaves no earlier entry behind,
+ * in memory or in the log. */
+static void ledger_put_clients_all_or_none(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    dpb_error err;
+    ledger *l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        goto out;
+    const char *a[] = {"alice"};
+    CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(round_of(l, "r1", 4.0, a, 1, 0, NULL) == DPB_OK);
+    ledger_client batch[2];
+    memset(batch, 0, sizeof batch);
+    snprintf(batch[0].id, sizeof batch[0].id, "xavier");
+    snprintf(batch[1].id, sizeof batch[1].id, "alice");
+    batch[0].epsilon = batch[1].epsilon = 1.0;
+    batch[0].delta = batch[1].delta = 1e-5;
+    batch[1].mode = LEDGER_PLD; /* alice was charged: her mode cannot change */
+    CHECK(ledger_put_clients(l, batch, 2, &err) == DPB_ECONFLICT);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "xavier", &c) == DPB_ENOTFOUND);
+    CHECK(put(l, "yves", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    ledger_close_nosnapshot(l);
+    l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l) {
+        CHECK(ledger_get_client(l, "xavier", &c) == DPB_ENOTFOUND);
+        CHECK(ledger_get_client(l, "yves", &c) == DPB_OK);
+        ledger_close(l);
+    }
+out:
+    remove_dir(dir);
+}
+
+const tl_test LEDGER_TESTS[] = {
+    TL_T(ledger_failed_sync_withdraws),  TL_T(ledger_failed_write_withdraws),
+    TL_T(ledger_failed_group_commit),    TL_T(ledger_events_logged_in_order),
+    TL_T(ledger_put_clients_all_or_none),
+};
+const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
