@@ -25,9 +25,9 @@ void res_healthz(const http_request *req, http_response *resp)
             resp->extra_value = "true";
         }
     }
-    http_reply_json(resp, 200,
-                    json_pack("{s:s, s:s, s:s}", "status", "ok", "version", DPB_VERSION, "ledger",
-                              lstate));
+    http_reply_json(
+        resp, 200,
+        json_pack("{s:s, s:s, s:s}", "status", "ok", "version", DPB_VERSION, "ledger", lstate));
 }
 
 void res_metrics(const http_request *req, http_response *resp)

@@ -111,7 +111,8 @@ struct ledger {
      * before the lock is released */
     lev *evs;
     size_t nevs, cap_evs, nevs_logged;
-    uint64_t ev_gen; /* bumped when an event index is dropped (keys the spend cache) */
+    uint64_t ev_gen;    /* bumped when an event index is dropped (keys the spend cache) */
+    uint8_t *cover_bad; /* during open: clients whose covered log record the snapshot lacks */
     lindex ev_index;
     /* clients */
     lclient *cl;
@@ -658,8 +659,7 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
         pthread_mutex_unlock(&l->pcache_mu);
     }
     int hit = cacheable && pc.key == key && pc.gen == l->ev_gen && pc.m == m &&
-              pc.delta == c->delta &&
-              pc.mode == c->mode && pc.rel == c->rel;
+              pc.delta == c->delta && pc.mode == c->mode && pc.rel == c->rel;
     for (size_t i = 0; hit && i < m; i++)
         hit = pc.ms[i].ev == ms[i].ev && pc.ms[i].count == ms[i].count;
     if (hit) {
@@ -670,8 +670,8 @@ static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, 
     } else {
         spend_compute(l, c->mode, c->delta, c->rel, ms, m, spent, dtv, uncert, unsupported);
         if (cacheable) {
-            struct pcache e = {key,     l->ev_gen, c->delta, c->mode, c->rel,      (uint8_t)m,
-                               {{0, 0}}, *spent,   *dtv,     *uncert, *unsupported};
+            struct pcache e = {key,      l->ev_gen, c->delta, c->mode, c->rel,      (uint8_t)m,
+                               {{0, 0}}, *spent,    *dtv,     *uncert, *unsupported};
             memcpy(e.ms, ms, m * sizeof *ms);
             pthread_mutex_lock(&l->pcache_mu);
             l->pcache[key % 4096] = e;
@@ -1177,8 +1177,8 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
             withdraw_locked(l);
             break;
         }
-        st = apply_logged_client(l, l->last_seq, in[i].id, in[i].epsilon, in[i].delta,
-                                 in[i].mode, in[i].relation, in[i].labels, NULL);
+        st = apply_logged_client(l, l->last_seq, in[i].id, in[i].epsilon, in[i].delta, in[i].mode,
+                                 in[i].relation, in[i].labels, NULL);
         if (st != DPB_OK)
             st = abandon(l, st, err);
     }
@@ -1681,8 +1681,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
             if (st != DPB_OK)
                 goto fail_io;
             st = apply_logged_client(l, l->last_seq, out[i].id, l->opt.default_epsilon,
-                                     l->opt.default_delta, LEDGER_RDP, DP_REL_ADD_OR_REMOVE,
-                                     NULL, NULL);
+                                     l->opt.default_delta, LEDGER_RDP, DP_REL_ADD_OR_REMOVE, NULL,
+                                     NULL);
             if (st != DPB_OK) {
                 abandon(l, st, err);
                 goto fail;
@@ -1895,6 +1895,57 @@ static int replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload,
     return apply_record(l, type, payload, len);
 }
 
+/* A log record the snapshot claims to hold (seq <= the snapshot's seq: a crash came between
+ * the snapshot and the log's truncation). It is skipped, but only once the snapshot is seen
+ * to hold it: the same event at the same index, the round with the same id and seq, a client
+ * whose last such record is what the snapshot holds (checked after the scan, cover_bad).
+ * Anything else means the snapshot's seq is wrong (format 1 does not checksum it). */
+static int covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
+{
+    ledger *l = ctx;
+    const unsigned char *p = payload;
+    br r = {p, len, 0, 0};
+    switch (type) {
+    case REC_EVENT: {
+        uint32_t idx = br_u32(&r);
+        unsigned rel = br_u8(&r);
+        if (r.bad || idx >= l->nevs)
+            return -1;
+        const lev *e = &l->evs[idx];
+        return e->rel == rel && e->nbytes == len - r.at &&
+                       memcmp(e->bytes, p + r.at, e->nbytes) == 0
+                   ? 0
+                   : -1;
+    }
+    case REC_CLIENT: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        double eps = br_f64(&r), delta = br_f64(&r);
+        unsigned mode = br_u8(&r), rel = br_u8(&r);
+        char *labels = br_str(&r, LEDGER_LABELS_MAX);
+        long pos = !r.bad && id ? find_client(l, id) : -1;
+        int rc = -1;
+        if (pos >= 0 &&
+            (l->cover_bad != NULL || (l->cover_bad = calloc(l->ncl ? l->ncl : 1, 1)) != NULL)) {
+            const lclient *c = &l->cl[pos];
+            l->cover_bad[pos] =
+                !(c->eps == eps && c->delta == delta && c->mode == mode && c->rel == rel &&
+                  strcmp(c->labels ? c->labels : "", labels ? labels : "") == 0);
+            rc = 0;
+        }
+        free(id);
+        free(labels);
+        return rc;
+    }
+    case REC_ROUND: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        long pos = id ? find_round(l, id) : -1;
+        free(id);
+        return pos >= 0 && l->rd[pos].seq == seq ? 0 : -1;
+    }
+    }
+    return -1;
+}
+
 /* The whole state as one payload. Caller holds at least the read lock. */
 static dpb_status serialize(ledger *l, bw *w)
 {
@@ -1944,30 +1995,30 @@ static dpb_status serialize(ledger *l, bw *w)
     return w->oom ? DPB_ENOMEM : DPB_OK;
 }
 
-static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
+/* Load a snapshot's payload; on failure r->at is where it went wrong. */
+static int load_snapshot(ledger *l, br *r)
 {
-    br r = {p, n, 0, 0};
-    if (br_u32(&r) != LEDGER_FORMAT)
+    if (br_u32(r) != LEDGER_FORMAT)
         return -1;
-    l->version = br_u64(&r);
-    uint64_t ne = br_u64(&r);
-    for (uint64_t i = 0; i < ne && !r.bad; i++) {
-        unsigned rel = br_u8(&r);
-        uint32_t len = br_u32(&r);
-        const unsigned char *b = br_take(&r, len);
+    l->version = br_u64(r);
+    uint64_t ne = br_u64(r);
+    for (uint64_t i = 0; i < ne && !r->bad; i++) {
+        unsigned rel = br_u8(r);
+        uint32_t len = br_u32(r);
+        const unsigned char *b = br_take(r, len);
         uint32_t idx;
         int fresh;
-        if (r.bad || rel > 1 || intern(l, b, len, (dp_relation)rel, &idx, &fresh) != DPB_OK ||
+        if (r->bad || rel > 1 || intern(l, b, len, (dp_relation)rel, &idx, &fresh) != DPB_OK ||
             idx != i)
             return -1;
     }
-    uint64_t nc = br_u64(&r);
-    for (uint64_t i = 0; i < nc && !r.bad; i++) {
-        char *id = br_str(&r, LEDGER_ID_MAX);
-        double eps = br_f64(&r), delta = br_f64(&r);
-        unsigned mode = br_u8(&r), rel = br_u8(&r);
-        char *labels = br_str(&r, LEDGER_LABELS_MAX);
-        if (r.bad || mode > 1 || rel > 1) {
+    uint64_t nc = br_u64(r);
+    for (uint64_t i = 0; i < nc && !r->bad; i++) {
+        char *id = br_str(r, LEDGER_ID_MAX);
+        double eps = br_f64(r), delta = br_f64(r);
+        unsigned mode = br_u8(r), rel = br_u8(r);
+        char *labels = br_str(r, LEDGER_LABELS_MAX);
+        if (r->bad || mode > 1 || rel > 1) {
             free(id);
             free(labels);
             return -1;
@@ -1987,28 +2038,28 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
         c->delta = delta;
         c->mode = (uint8_t)mode;
         c->rel = (uint8_t)rel;
-        c->uncertified = (uint8_t)br_u8(&r);
-        c->rounds = br_u64(&r);
-        c->version = br_u64(&r);
-        c->spent = br_f64(&r);
-        c->dtv = br_f64(&r);
-        c->nev = br_u32(&r);
-        if (r.bad || c->nev > ne) {
+        c->uncertified = (uint8_t)br_u8(r);
+        c->rounds = br_u64(r);
+        c->version = br_u64(r);
+        c->spent = br_f64(r);
+        c->dtv = br_f64(r);
+        c->nev = br_u32(r);
+        if (r->bad || c->nev > ne) {
             free(c->id);
             free(c->labels);
             return -1;
         }
         c->ev = c->nev ? malloc(c->nev * sizeof *c->ev) : NULL;
         for (uint32_t k = 0; c->ev && k < c->nev; k++) {
-            c->ev[k].ev = br_u32(&r);
-            c->ev[k].count = br_u64(&r);
+            c->ev[k].ev = br_u32(r);
+            c->ev[k].count = br_u64(r);
             if (c->ev[k].ev >= ne)
-                r.bad = 1;
+                r->bad = 1;
         }
         /* a spend is >= 0 (+inf when uncertified); anything else is damage */
         if (!(c->spent >= 0.0) || !(c->dtv >= 0.0 && c->dtv <= 1.0))
-            r.bad = 1;
-        if ((c->nev && c->ev == NULL) || r.bad ||
+            r->bad = 1;
+        if ((c->nev && c->ev == NULL) || r->bad ||
             index_insert(l, &l->cl_index, l->ncl, cl_hash, (uint32_t)l->ncl) != 0) {
             /* not yet counted in l->ncl: release what this entry holds */
             free(c->id);
@@ -2021,15 +2072,15 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
         l->ncl++;
         counters(l, c, +1);
     }
-    uint64_t nr = br_u64(&r);
-    for (uint64_t i = 0; i < nr && !r.bad; i++) {
-        char *id = br_str(&r, LEDGER_ID_MAX);
-        const unsigned char *h = br_take(&r, 16);
-        unsigned policy = br_u8(&r), ran = br_u8(&r);
-        uint64_t seq = br_u64(&r);
-        uint32_t cnt = br_u32(&r), adm = br_u32(&r);
-        unsigned has = br_u8(&r);
-        if (r.bad || cnt > LEDGER_MAX_PARTICIPANTS) {
+    uint64_t nr = br_u64(r);
+    for (uint64_t i = 0; i < nr && !r->bad; i++) {
+        char *id = br_str(r, LEDGER_ID_MAX);
+        const unsigned char *h = br_take(r, 16);
+        unsigned policy = br_u8(r), ran = br_u8(r);
+        uint64_t seq = br_u64(r);
+        uint32_t cnt = br_u32(r), adm = br_u32(r);
+        unsigned has = br_u8(r);
+        if (r->bad || cnt > LEDGER_MAX_PARTICIPANTS) {
             free(id);
             return -1;
         }
@@ -2040,12 +2091,12 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
                 free(id);
                 return -1;
             }
-            for (uint32_t k = 0; k < cnt && !r.bad; k++) {
-                char *pid = br_str(&r, LEDGER_ID_MAX);
-                out[k].admitted = (uint8_t)br_u8(&r);
-                out[k].reason = (uint8_t)br_u8(&r);
-                out[k].before = br_f64(&r);
-                out[k].after = br_f64(&r);
+            for (uint32_t k = 0; k < cnt && !r->bad; k++) {
+                char *pid = br_str(r, LEDGER_ID_MAX);
+                out[k].admitted = (uint8_t)br_u8(r);
+                out[k].reason = (uint8_t)br_u8(r);
+                out[k].before = br_f64(r);
+                out[k].after = br_f64(r);
                 long pos = pid ? find_client(l, pid) : -1;
                 if (pos >= 0) {
                     out[k].id = l->cl[pos].id;
@@ -2059,8 +2110,8 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
         unsigned char hash[16] = {0};
         if (h)
             memcpy(hash, h, 16);
-        if (r.bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0,
-                                 0) != DPB_OK) {
+        if (r->bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0,
+                                  0) != DPB_OK) {
             /* the outcomes were not taken over by a stored round: release them */
             for (uint32_t k = 0; out && k < cnt; k++)
                 if (out[k].owned)
@@ -2073,7 +2124,7 @@ static int load_snapshot(ledger *l, const unsigned char *p, size_t n)
         l->rd[l->nrd - 1].admitted = adm;
         free(id);
     }
-    return r.bad || r.at != r.n ? -1 : 0;
+    return r->bad || r->at != r->n ? -1 : 0;
 }
 
 static dpb_status take_snapshot(ledger *l)
@@ -2151,18 +2202,29 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     st = snapshot_read(o->dir, l->fs, &snap_seq, &snap, &snap_len, err);
     if (st != DPB_OK)
         goto fail;
-    if (snap && load_snapshot(l, snap, snap_len) != 0) {
+    br sr = {snap, snap_len, 0, 0};
+    if (snap && load_snapshot(l, &sr) != 0) {
         free(snap);
         st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
-                      "%s/snapshot is damaged (its checksum holds but its contents do not "
-                      "parse): refusing to start rather than guess",
-                      o->dir);
+                      "%s/snapshot is damaged near byte offset %zu (its checksum holds but its "
+                      "contents do not parse): refusing to start rather than guess",
+                      o->dir, sr.at + SNAPSHOT_HEADER_BYTES);
         goto fail;
     }
     free(snap);
     l->snap_seq = l->last_seq = snap_seq;
     uint64_t next;
-    st = wal_open(o->dir, l->fs, snap_seq, replay_fn, l, &l->w, &next, err);
+    size_t ncl_snap = l->ncl;
+    st = wal_open_ex(o->dir, l->fs, snap_seq, replay_fn, covered_fn, l, &l->w, &next, err);
+    for (size_t i = 0; st == DPB_OK && l->cover_bad && i < ncl_snap; i++)
+        if (l->cover_bad[i])
+            st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                          "%s/wal.log holds a change of client '%s' up to seq %llu (byte offsets "
+                          "before the snapshot's seq) that %s/snapshot does not hold: the "
+                          "snapshot and the log disagree; refusing to start",
+                          o->dir, l->cl[i].id, (unsigned long long)snap_seq, o->dir);
+    free(l->cover_bad);
+    l->cover_bad = NULL;
     if (st != DPB_OK)
         goto fail;
     if (next > 0)

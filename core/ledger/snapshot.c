@@ -25,7 +25,9 @@
 
 #define SNAP_NAME "snapshot"
 #define SNAP_TMP_NAME "snapshot.tmp"
-static const char snap_magic[8] = {'D', 'P', 'B', 'S', 'N', 'A', 'P', '1'};
+static const char snap_magic_v1[8] = {'D', 'P', 'B', 'S', 'N', 'A', 'P', '1'};
+static const char snap_magic[8] = {'D', 'P', 'B', 'S', 'N', 'A', 'P', '2'};
+#define CRC_AT 28u /* byte offset of the checksum in the header */
 
 static void put_le(unsigned char *p, uint64_t v, int n)
 {
@@ -80,7 +82,9 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
     put_le(hdr + 8, SNAPSHOT_VERSION, 4);
     put_le(hdr + 12, seq, 8);
     put_le(hdr + 20, (uint64_t)len, 8);
-    put_le(hdr + 28, dpb_crc32c(0, data, len), 4);
+    /* v2: the checksum covers every other byte of the file, the header's seq included */
+    uint32_t crc = dpb_crc32c(0, hdr, CRC_AT);
+    put_le(hdr + CRC_AT, dpb_crc32c(crc, data, len), 4);
 
     fd = fs->open(fs->ctx, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
@@ -167,15 +171,20 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
                       (long long)got, SNAPSHOT_HEADER_BYTES);
         goto out;
     }
-    if (memcmp(hdr, snap_magic, sizeof snap_magic) != 0) {
-        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: not a dpbudget snapshot (bad magic)", path);
+    int v1 = memcmp(hdr, snap_magic_v1, sizeof snap_magic_v1) == 0;
+    if (!v1 && memcmp(hdr, snap_magic, sizeof snap_magic) != 0) {
+        st = dpb_fail(err, DPB_ECORRUPT, NULL,
+                      "%s: not a dpbudget snapshot (bad magic at byte offset 0); refusing to "
+                      "start rather than guess",
+                      path);
         goto out;
     }
     uint64_t version = get_le(hdr + 8, 4);
-    if (version != SNAPSHOT_VERSION) {
+    if (version != (v1 ? 1u : SNAPSHOT_VERSION)) {
         st = dpb_fail(err, DPB_ECORRUPT, NULL,
-                      "%s: snapshot format version %" PRIu64 ", this build reads %u", path, version,
-                      SNAPSHOT_VERSION);
+                      "%s: snapshot format version %" PRIu64
+                      " at byte offset 8 does not match its magic (format %u)",
+                      path, version, v1 ? 1u : SNAPSHOT_VERSION);
         goto out;
     }
     uint64_t s = get_le(hdr + 12, 8);
@@ -184,7 +193,7 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
     uint64_t body = (uint64_t)fsize - SNAPSHOT_HEADER_BYTES;
     if (n != body || n > (uint64_t)SIZE_MAX - 1) {
         st = dpb_fail(err, DPB_ECORRUPT, NULL,
-                      "%s: payload length %" PRIu64 " but the file holds %" PRIu64
+                      "%s: payload length %" PRIu64 " (byte offset 20) but the file holds %" PRIu64
                       " bytes after the header",
                       path, n, body);
         goto out;
@@ -203,9 +212,14 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
         st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says", path);
         goto out;
     }
-    if (dpb_crc32c(0, buf, (size_t)n) != crc) {
+    uint32_t want =
+        v1 ? dpb_crc32c(0, buf, (size_t)n) : dpb_crc32c(dpb_crc32c(0, hdr, CRC_AT), buf, (size_t)n);
+    if (want != crc) {
         st = dpb_fail(err, DPB_ECORRUPT, NULL,
-                      "%s: snapshot checksum mismatch (payload of %" PRIu64 " bytes)", path, n);
+                      "%s: snapshot checksum (byte offset 28) does not match %s (byte offsets "
+                      "%s to %" PRIu64 "): damaged; refusing to start rather than guess",
+                      path, v1 ? "the payload" : "the header and the payload", v1 ? "32" : "0",
+                      n + SNAPSHOT_HEADER_BYTES);
         goto out;
     }
     *seq = s;

@@ -2,9 +2,14 @@
  * snapshot.h - the ledger's snapshot: one file DIR/snapshot holding the whole ledger state
  * as of a log seq, so that recovery replays only the log records after it.
  *
- * File (little-endian, 32-byte header then the payload):
- *     magic "DPBSNAP1" | u32 format version (1) | u64 seq | u64 len | u32 crc32c(payload)
- *     | payload[len]
+ * File, format 2 (little-endian, 32-byte header then the payload):
+ *     magic "DPBSNAP2" | u32 format version (2) | u64 seq | u64 len | u32 crc | payload[len]
+ * crc = crc32c(header bytes 0..27, then the payload): every byte of the file but the
+ * checksum itself is covered, the seq included (a damaged seq would make recovery skip or
+ * replay twice the log records around it). Format 1 (still read, never written) has magic
+ * "DPBSNAP1", version 1 and crc = crc32c(payload) only: its seq is unchecked, so the
+ * ledger checks it against the log (wal_open refuses a snapshot claiming records the log
+ * lacks, or a log with a gap after the snapshot).
  * The file's size must be exactly 32 + len. The payload's meaning belongs to the ledger.
  * Written as DIR/snapshot.tmp -> write -> fsync -> close -> rename -> fsync(DIR), so
  * DIR/snapshot is always either the old or the new complete snapshot.
@@ -19,7 +24,7 @@
 #include "fs.h"
 
 #define SNAPSHOT_HEADER_BYTES 32u
-#define SNAPSHOT_VERSION 1u
+#define SNAPSHOT_VERSION 2u
 
 /* Atomically replace DIR/snapshot with one holding (seq, data[0..len)) (data borrowed; may
  * be NULL when len == 0; DIR must exist). Durable when it returns DPB_OK: the caller may
@@ -32,9 +37,9 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
 /* Read DIR/snapshot (DIR/snapshot.tmp, a crashed write, is ignored). Absent -> DPB_OK with
  * *data NULL, *len 0, *seq 0. Present -> DPB_OK with *seq, *len and *data, malloc'ed and
  * owned by the caller (free it; non-NULL even when *len == 0). Bad magic, version, length
- * (not exactly the file's size minus the header) or CRC -> DPB_ECORRUPT naming the file
- * (and what is wrong); read errors -> DPB_EIO; DPB_ENOMEM; DPB_EINVAL for NULL arguments.
- * On error *data is NULL. err may be NULL. */
+ * (not exactly the file's size minus the header) or CRC -> DPB_ECORRUPT naming the file,
+ * the byte offset of the field and what is wrong; read errors -> DPB_EIO; DPB_ENOMEM; DPB_EINVAL
+ * for NULL arguments. On error *data is NULL. err may be NULL. */
 dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data, size_t *len,
                          dpb_error *err);
 

@@ -306,7 +306,8 @@ typedef struct {
 } scan_result;
 
 static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_seq, wal_replay_fn fn,
-                                  void *ctx, scan_result *res, dpb_error *err)
+                                  wal_replay_fn covered, void *ctx, scan_result *res,
+                                  dpb_error *err)
 {
     uint64_t off = 0;
     res->count = 0;
@@ -348,6 +349,16 @@ static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_se
                                 path, off, why, seq, at);
             break; /* a torn tail: [off, size) goes */
         }
+        if (h.seq <= after_seq && covered != NULL) {
+            int rc = covered(ctx, h.seq, h.type, payload, h.len);
+            if (rc != 0)
+                return dpb_fail(err, DPB_ECORRUPT, NULL,
+                                "%s: the record at byte offset %" PRIu64 " (seq %" PRIu64
+                                ", type %u) is not in the snapshot that claims to cover every "
+                                "record up to seq %" PRIu64
+                                ": the snapshot and the log disagree; refusing to start",
+                                path, off, h.seq, (unsigned)h.type, after_seq);
+        }
         if (h.seq > after_seq && fn != NULL) {
             int rc = fn(ctx, h.seq, h.type, payload, h.len);
             if (rc != 0)
@@ -366,6 +377,13 @@ static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_se
 
 dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_replay_fn fn,
                     void *ctx, wal **out, uint64_t *next_seq, dpb_error *err)
+{
+    return wal_open_ex(dir, fs, after_seq, fn, NULL, ctx, out, next_seq, err);
+}
+
+dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_replay_fn fn,
+                       wal_replay_fn covered, void *ctx, wal **out, uint64_t *next_seq,
+                       dpb_error *err)
 {
     dpb_status st = DPB_OK;
     wal *w = NULL;
@@ -414,7 +432,7 @@ dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_r
     r.fd = w->fd;
     r.size = (uint64_t)fsize;
     scan_result res = {0};
-    st = scan_and_replay(&r, w->path, after_seq, fn, ctx, &res, err);
+    st = scan_and_replay(&r, w->path, after_seq, fn, covered, ctx, &res, err);
     if (st != DPB_OK)
         goto out;
 

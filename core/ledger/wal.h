@@ -61,6 +61,13 @@ typedef int (*wal_replay_fn)(void *ctx, uint64_t seq, uint8_t type, const void *
 dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_replay_fn fn,
                     void *ctx, wal **out, uint64_t *next_seq, dpb_error *err);
 
+/* wal_open, and covered (may be NULL) is called like fn for every record with seq <=
+ * after_seq, the records the caller's snapshot claims to hold: a non-zero return (the
+ * snapshot does not hold it) fails with DPB_ECORRUPT naming the record's offset. */
+dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_replay_fn fn,
+                       wal_replay_fn covered, void *ctx, wal **out, uint64_t *next_seq,
+                       dpb_error *err);
+
 /* Append one record (one write of the whole record, retrying short writes) and return its
  * seq in *seq (may be NULL). Not durable until wal_sync. Thread-safe (internal mutex).
  * payload may be NULL when len == 0.

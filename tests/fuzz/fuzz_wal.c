@@ -625,16 +625,19 @@ static void ledger_from_wal(const uint8_t *data, size_t size)
 
 static void ledger_from_snapshot(const uint8_t *data, size_t size)
 {
-    if (size < SNAPSHOT_HEADER_BYTES || memcmp(data, "DPBSNAP1", 8) != 0)
+    int v1 = size >= SNAPSHOT_HEADER_BYTES && memcmp(data, "DPBSNAP1", 8) == 0;
+    if (size < SNAPSHOT_HEADER_BYTES || (!v1 && memcmp(data, "DPBSNAP2", 8) != 0))
         return;
     unsigned char *b = malloc(size);
     if (b == NULL)
         return;
     memcpy(b, data, size);
     size_t n = size - SNAPSHOT_HEADER_BYTES;
-    put_le(b + 8, SNAPSHOT_VERSION, 4);
+    put_le(b + 8, v1 ? 1u : SNAPSHOT_VERSION, 4);
     put_le(b + 20, n, 8);
-    put_le(b + 28, dpb_crc32c(0, b + SNAPSHOT_HEADER_BYTES, n), 4);
+    /* format 1: the payload's checksum; format 2: the header's first 28 bytes too */
+    uint32_t crc = v1 ? 0 : dpb_crc32c(0, b, 28);
+    put_le(b + 28, dpb_crc32c(crc, b + SNAPSHOT_HEADER_BYTES, n), 4);
     memfs_reset(&the_fs);
     if (memfs_put(&the_fs, snap_path, b, size) == 0)
         ledger_recover();

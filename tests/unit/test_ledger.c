@@ -100,8 +100,8 @@ static int sw_fstat_size(void *c, int fd, off_t *n)
     return dpb_fs_posix()->fstat_size(NULL, fd, n);
 }
 
-static const dpb_fs switch_fs = {sw_open,  sw_write,  sw_pread,     sw_fdatasync,
-                                 sw_fsync, sw_close,  sw_rename,    sw_unlink,
+static const dpb_fs switch_fs = {sw_open,      sw_write,      sw_pread,   sw_fdatasync,
+                                 sw_fsync,     sw_close,      sw_rename,  sw_unlink,
                                  sw_ftruncate, sw_fstat_size, &the_switch};
 
 static void switch_reset(void)
@@ -401,8 +401,9 @@ static void ledger_failed_group_commit(void)
                 acked += (uint64_t)w[t].acked[i];
             }
             uint64_t r = rounds_of(l, id);
-            CHECKF(r == acked || (acked == 0 && r == UINT64_MAX), "pass %d %s: %llu rounds, %llu acked",
-                   pass, id, (unsigned long long)r, (unsigned long long)acked);
+            CHECKF(r == acked || (acked == 0 && r == UINT64_MAX),
+                   "pass %d %s: %llu rounds, %llu acked", pass, id, (unsigned long long)r,
+                   (unsigned long long)acked);
             if (pass == 0) {
                 acked_total += acked;
                 withdrawn_eio += !w[t].acked[w[t].n - 1];
@@ -489,9 +490,173 @@ out:
     remove_dir(dir);
 }
 
+/* ---- snapshot and log: every byte checked, any disagreement refused ---- */
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(sz > 0 ? (size_t)sz : 1);
+    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *n = (size_t)sz;
+    return b;
+}
+
+/* Write b over path in place (same size: no truncation, which makes ext4 flush on close). */
+static int spit(const char *path, const unsigned char *b, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0)
+        return -1;
+    int ok = pwrite(fd, b, n, 0) == (ssize_t)n && ftruncate(fd, (off_t)n) == 0;
+    return close(fd) == 0 && ok ? 0 : -1;
+}
+
+#define FLIP_ROUNDS 20
+
+/* dir holds a snapshot (rounds f0..f9) and a log after it (f10..f19). */
+static int build_flip_dir(const char *dir)
+{
+    dpb_error err;
+    switch_reset();
+    ledger *l = open_ledger(dir, &switch_fs, 0, 1000000, &err);
+    if (l == NULL)
+        return -1;
+    const char *ids[] = {"alice", "bob", "carol"};
+    put(l, "alice", DP_REL_ADD_OR_REMOVE);
+    put(l, "bob", DP_REL_REPLACE);
+    put(l, "carol", DP_REL_ADD_OR_REMOVE);
+    char rid[16];
+    for (int i = 0; i < FLIP_ROUNDS / 2; i++) {
+        snprintf(rid, sizeof rid, "f%d", i);
+        round_of(l, rid, 30.0 + i % 3, ids, 1 + (size_t)(i % 3), 0, NULL);
+    }
+    ledger_close(l); /* final snapshot, log emptied */
+    l = open_ledger(dir, &switch_fs, 0, 1000000, &err);
+    if (l == NULL)
+        return -1;
+    for (int i = FLIP_ROUNDS / 2; i < FLIP_ROUNDS; i++) {
+        snprintf(rid, sizeof rid, "f%d", i);
+        round_of(l, rid, 30.0 + i % 3, ids, 1 + (size_t)(i % 3), 0, NULL);
+    }
+    ledger_close_nosnapshot(l);
+    return 0;
+}
+
+/* Start-up on dir: 1 if it recovered every round f0..f19 with the right charges, 0 if it
+ * refused naming a file and a byte offset, -1 (and a failed check) otherwise. */
+static int recover_all_or_refuse(const char *dir, const char *what, size_t at)
+{
+    dpb_error err;
+    ledger *l = open_ledger(dir, &switch_fs, 0, 1000000, &err);
+    if (l == NULL) {
+        int named =
+            err.status == DPB_ECORRUPT && strstr(err.detail, dir) != NULL &&
+            (strstr(err.detail, "/snapshot") != NULL || strstr(err.detail, "/wal.log") != NULL) &&
+            strstr(err.detail, "offset") != NULL;
+        CHECKF(named, "%s %zu: refused without naming the file and offset: %s", what, at,
+               err.detail);
+        return named ? 0 : -1;
+    }
+    int ok = 1;
+    char rid[16];
+    for (int i = 0; i < FLIP_ROUNDS; i++) {
+        snprintf(rid, sizeof rid, "f%d", i);
+        ok &= round_exists(l, rid);
+    }
+    ok &= rounds_of(l, "alice") == FLIP_ROUNDS && rounds_of(l, "bob") == 13 &&
+          rounds_of(l, "carol") == 6;
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    ok &= s.rounds == FLIP_ROUNDS;
+    ledger_close_nosnapshot(l);
+    CHECKF(ok, "%s %zu: started but lost or changed acknowledged rounds", what, at);
+    return ok ? 1 : -1;
+}
+
+/* Rewrite a format 2 snapshot as format 1 (payload-only checksum, unchecked seq). */
+static void to_v1(unsigned char *b, size_t n)
+{
+    memcpy(b, "DPBSNAP1", 8);
+    b[8] = 1;
+    uint32_t crc = dpb_crc32c(0, b + SNAPSHOT_HEADER_BYTES, n - SNAPSHOT_HEADER_BYTES);
+    for (int i = 0; i < 4; i++)
+        b[28 + i] = (unsigned char)(crc >> (8 * i));
+}
+
+/* Every bit of the snapshot header, in both formats, and a bit of every byte of its body:
+ * start-up recovers everything or refuses naming the file and offset, never drops rounds
+ * (before: a flipped seq bit made start-up skip or cut log records). */
+static void ledger_snapshot_bit_flips(void)
+{
+    char dir[64], snap[96], wal[96];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    snprintf(snap, sizeof snap, "%s/snapshot", dir);
+    snprintf(wal, sizeof wal, "%s/wal.log", dir);
+    size_t sn = 0, wn = 0;
+    unsigned char *s0 = NULL, *w0 = NULL, *b = NULL;
+    CHECK(build_flip_dir(dir) == 0);
+    s0 = slurp(snap, &sn);
+    w0 = slurp(wal, &wn);
+    CHECK(s0 != NULL && w0 != NULL && sn > SNAPSHOT_HEADER_BYTES && wn > 0);
+    if (s0 == NULL || w0 == NULL || sn <= SNAPSHOT_HEADER_BYTES)
+        goto out;
+    CHECK(memcmp(s0, "DPBSNAP2", 8) == 0);
+    CHECK(recover_all_or_refuse(dir, "intact", 0) == 1);
+    b = malloc(sn);
+    if (b == NULL)
+        goto out;
+    for (int v = 2; v >= 1; v--) {
+        unsigned char *base = malloc(sn);
+        if (base == NULL)
+            break;
+        memcpy(base, s0, sn);
+        if (v == 1)
+            to_v1(base, sn);
+        memcpy(b, base, sn);
+        CHECK(spit(snap, b, sn) == 0 && spit(wal, w0, wn) == 0);
+        CHECK(recover_all_or_refuse(dir, v == 1 ? "v1 intact" : "v2 intact", 0) == 1);
+        int refused = 0;
+        for (size_t bit = 0; bit < 8 * SNAPSHOT_HEADER_BYTES; bit++) {
+            memcpy(b, base, sn);
+            b[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+            if (spit(snap, b, sn) != 0 || spit(wal, w0, wn) != 0)
+                break;
+            refused +=
+                recover_all_or_refuse(dir, v == 1 ? "v1 header bit" : "v2 header bit", bit) == 0;
+        }
+        if (v == 2) /* every byte is checksummed: every flip is seen */
+            CHECKF(refused == 8 * SNAPSHOT_HEADER_BYTES, "v2: %d header flips refused", refused);
+        for (size_t at = SNAPSHOT_HEADER_BYTES; at < sn; at++) {
+            memcpy(b, base, sn);
+            b[at] ^= (unsigned char)(1u << (at % 8));
+            if (spit(snap, b, sn) != 0 || spit(wal, w0, wn) != 0)
+                break;
+            CHECKF(recover_all_or_refuse(dir, "body byte", at) == 0,
+                   "format %d: body byte %zu flipped and accepted", v, at);
+        }
+        free(base);
+    }
+out:
+    free(s0);
+    free(w0);
+    free(b);
+    switch_reset();
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
-    TL_T(ledger_failed_sync_withdraws),  TL_T(ledger_failed_write_withdraws),
-    TL_T(ledger_failed_group_commit),    TL_T(ledger_events_logged_in_order),
-    TL_T(ledger_put_clients_all_or_none),
+    TL_T(ledger_failed_sync_withdraws),   TL_T(ledger_failed_write_withdraws),
+    TL_T(ledger_failed_group_commit),     TL_T(ledger_events_logged_in_order),
+    TL_T(ledger_put_clients_all_or_none), TL_T(ledger_snapshot_bit_flips),
 };
 const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
