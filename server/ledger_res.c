@@ -405,6 +405,55 @@ static json_t *round_json(const ledger_round_res *r)
     return o;
 }
 
+/* A copy of v with every number in one spelling per value, so that requests are compared
+ * by meaning: the decoders read an integer and a real of the same value alike (a number as
+ * its double, a whole number from either), so an integer-valued real inside the int64 range
+ * becomes that integer (4.0, 4e0 and 0.40e1 are 4; -0.0 is 0) and any other real keeps its
+ * exact double (printed with 17 digits: one string per double). Distinct doubles never meet;
+ * an integer beyond 2^53 and the real nearest to it stay distinct (a needless conflict at
+ * worst, never a false replay). NULL when out of memory. */
+static json_t *canonical_numbers(json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+            json_t *c = o ? canonical_numbers(x) : NULL;
+            if (c == NULL || json_object_set_new(o, k, c) != 0) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    case JSON_ARRAY: {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            json_t *c = a ? canonical_numbers(x) : NULL;
+            if (c == NULL || json_array_append_new(a, c) != 0) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        if (d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+            return json_integer((json_int_t)d); /* -0.0 too: 0 */
+        return json_real(d);
+    }
+    default:
+        return json_incref(v);
+    }
+}
+
 void res_round_post(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))
@@ -475,12 +524,16 @@ void res_round_post(const http_request *req, http_response *resp)
     if (ev == NULL)
         goto fail;
     rq.event = ev;
-    /* idempotency: the hash of the canonical request (sorted keys, compact, defaults made
-     * explicit so that writing a default out does not change the request) */
+    /* idempotency: the hash of the canonical request (sorted keys, compact, numbers in one
+     * spelling per value, defaults made explicit so that writing a default out does not
+     * change the request) */
     json_object_set_new(j, "policy", json_string(pol));
     json_object_set_new(j, "dry_run", json_boolean(rq.dry_run));
     json_object_set_new(j, "already_ran", json_boolean(rq.already_ran));
-    char *canon = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_t *cj = canonical_numbers(j);
+    char *canon =
+        cj ? json_dumps(cj, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(cj);
     if (canon == NULL) {
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
         goto fail;

@@ -926,6 +926,59 @@ static void ledger_idempotency(void)
     CHECK(strcmp(r.body, r1.body) == 0);
     api_reply_free(&r);
     CHECK(client_rounds(id) == 1);
+    /* the same numbers spelled otherwise: the same request (before: 409 conflict) */
+    static const char *const spellings[] = {"5.0", "5e0", "0.50e1", "500E-2", "5.000"};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        char *b = fmt("{\"round_id\":\"ledger_idempotency-r\",\"event\":{\"class_name\":"
+                      "\"GaussianDpEvent\",\"noise_multiplier\":%s},\"participants\":["
+                      "\"ledger_idempotency-c\"]}",
+                      spellings[i]);
+        hreq("POST", "/v1/rounds", b, NULL, &r, &h);
+        CHECKF(r.status == 200 && h.replayed, "noise_multiplier %s: %ld %.200s", spellings[i],
+               r.status, r.body);
+        CHECK(strcmp(r.body, r1.body) == 0);
+        api_reply_free(&r);
+        free(b);
+    }
+    /* a whole-number field (count) spelled as a real, and a zero spelled -0.0 */
+#define SG_ROUND                                                                                   \
+    "{\"round_id\":\"ledger_idempotency-s\",\"event\":{\"class_name\":"                            \
+    "\"SelfComposedDpEvent\",\"count\":%s,\"event\":{\"class_name\":"                              \
+    "\"EpsilonDeltaDpEvent\",\"epsilon\":0.01,\"delta\":%s}},"                                     \
+    "\"participants\":[\"ledger_idempotency-c\"]}"
+    char *b0 = fmt(SG_ROUND, "3", "0");
+    hreq("POST", "/v1/rounds", b0, NULL, &r, &h);
+    CHECKF(r.status == 200 && !h.has_replayed, "%ld %.300s", r.status, r.body);
+    api_reply_free(&r);
+    free(b0);
+    static const char *const same[][2] = {
+        {"3.0", "0"}, {"3", "-0.0"}, {"30e-1", "0.0"}, {"3", "-0"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        char *b = fmt(SG_ROUND, same[i][0], same[i][1]);
+        hreq("POST", "/v1/rounds", b, NULL, &r, &h);
+        CHECKF(r.status == 200 && h.replayed, "count %s delta %s: %ld %.200s", same[i][0],
+               same[i][1], r.status, r.body);
+        api_reply_free(&r);
+        free(b);
+    }
+    /* values that differ, however little, still conflict */
+    static const char *const differ[][2] = {{"4", "0"}, {"3", "1e-300"}, {"3.0", "5e-324"}};
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        char *b = fmt(SG_ROUND, differ[i][0], differ[i][1]);
+        hreq("POST", "/v1/rounds", b, NULL, &r, &h);
+        CHECKF(is_problem(&r, 409, "conflict", "round_id"), "count %s delta %s: %ld", differ[i][0],
+               differ[i][1], r.status);
+        api_reply_free(&r);
+        free(b);
+    }
+    hreq("POST", "/v1/rounds",
+         "{\"round_id\":\"ledger_idempotency-r\",\"event\":{\"class_name\":"
+         "\"GaussianDpEvent\",\"noise_multiplier\":5.000000000000001},\"participants\":["
+         "\"ledger_idempotency-c\"]}",
+         NULL, &r, &h);
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+    CHECK(client_rounds(id) == 2);
     /* the same id with another body: 409 conflict */
     static const char *const others[] = {
         "{\"round_id\":\"ledger_idempotency-r\",\"event\":" G5
@@ -954,7 +1007,7 @@ static void ledger_idempotency(void)
                 tl_current);
     CHECK(r.status == 409 || (r.status == 200 && h.replayed));
     api_reply_free(&r);
-    CHECK(client_rounds(id) == 1);
+    CHECK(client_rounds(id) == 2);
 
     /* GET /v1/rounds/{id}: the stored answer, with an ETag */
     hreq("GET", "/v1/rounds/ledger_idempotency-r", NULL, NULL, &r, &h);

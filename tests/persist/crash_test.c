@@ -19,6 +19,7 @@
  *   persist_tests [DPBUDGETD] [FILTER]       (or set DPBUDGETD)
  *   CRASH_SEED=N  replays the same kill delays and cohorts (the seed is printed).
  */
+#define _GNU_SOURCE /* unshare, CLONE_NEWNS */
 #define TESTLIB_MAIN
 #include "../../core/ledger/ledger.h"
 #include "../testlib.h"
@@ -35,6 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <strings.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -92,6 +96,7 @@ typedef struct {
 /* ---- state shared by the tests ---- */
 
 static const char *daemon_bin;
+static const char *extra_arg[2]; /* more daemon arguments (NULL: none) */
 static pid_t daemon_pid = -1;
 static int starts;
 static double start_ms[MAX_STARTS];
@@ -196,7 +201,18 @@ typedef struct {
     char *buf;
     size_t len, cap;
     int oom;
+    int read_only; /* the answer carried Ledger-Read-Only: true */
 } conn;
+
+static size_t conn_on_header(char *data, size_t size, size_t nmemb, void *ud)
+{
+    conn *c = ud;
+    size_t n = size * nmemb;
+    static const char h[] = "ledger-read-only: true";
+    if (n >= sizeof h - 1 && strncasecmp(data, h, sizeof h - 1) == 0)
+        c->read_only = 1;
+    return n;
+}
 
 static size_t conn_on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
@@ -234,6 +250,8 @@ static int conn_init(conn *c)
     curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, conn_on_body);
     curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(c->h, CURLOPT_HEADERFUNCTION, conn_on_header);
+    curl_easy_setopt(c->h, CURLOPT_HEADERDATA, c);
     return c->post_hdrs && c->get_hdrs ? 0 : -1;
 }
 
@@ -255,6 +273,7 @@ static int conn_request(conn *c, const char *path, const char *body, long *statu
     snprintf(url, sizeof url, "%s%s", base_url, path);
     c->len = 0;
     c->oom = 0;
+    c->read_only = 0;
     if (c->buf)
         c->buf[0] = '\0';
     curl_easy_setopt(c->h, CURLOPT_URL, url);
@@ -461,9 +480,20 @@ static double start_daemon(void)
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
-        char *const args[] = {
-            (char *)daemon_bin, "--listen",   "127.0.0.1", "--port",           "0",  "--port-file",
-            port_path,          "--data-dir", data_path,   "--snapshot-every", "50", NULL};
+        char *const args[] = {(char *)daemon_bin,
+                              "--listen",
+                              "127.0.0.1",
+                              "--port",
+                              "0",
+                              "--port-file",
+                              port_path,
+                              "--data-dir",
+                              data_path,
+                              "--snapshot-every",
+                              "50",
+                              (char *)extra_arg[0],
+                              (char *)extra_arg[1],
+                              NULL};
         execv(daemon_bin, args);
         fprintf(stderr, "persist_tests: cannot run %s: %s\n", daemon_bin, strerror(errno));
         _exit(127);
@@ -1169,6 +1199,125 @@ static void verify_reports_snapshot_header_damage(void)
     rmdir(dir);
 }
 
+/* ---- a full disk: the ledger goes read-only, and says so ---- */
+
+/* The request's status, 0 if no complete answer; *ro: Ledger-Read-Only was sent. */
+static long req(conn *c, const char *path, const char *body, int *ro)
+{
+    long st = 0;
+    if (conn_request(c, path, body, &st) != 0)
+        st = 0;
+    if (ro)
+        *ro = c->read_only;
+    return st;
+}
+
+/* Fill the file system of dir (a small tmpfs) with a file until no block is left. */
+static int fill(const char *dir)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/filler", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    static char block[4096];
+    for (int i = 0; i < 1 << 20; i++)
+        if (write(fd, block, sizeof block) < (ssize_t)sizeof block)
+            break;
+    close(fd);
+    return 0;
+}
+
+/* The body of full_disk_read_only, in a child process with its own mount namespace (so the
+ * tmpfs vanishes with it). Returns the number of failed checks. */
+static int full_disk_child(void)
+{
+    char dir[] = "/tmp/dpb-full-XXXXXX";
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    int fails0 = tl_failed_checks;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, "size=2m") != 0) {
+        printf("  SKIP full_disk_read_only: cannot mount a tmpfs (%s): needs root\n",
+               strerror(errno));
+        rmdir(dir);
+        return 0;
+    }
+    daemon_pid = -1;
+    snprintf(port_path, sizeof port_path, "%s.port", dir);
+    snprintf(log_path, sizeof log_path, "%s.log", dir);
+    snprintf(data_path, sizeof data_path, "%s/data", dir);
+    extra_arg[0] = "--default-budget";
+    extra_arg[1] = "100,1e-5";
+    conn c;
+    char body[16384];
+    int ro = 0;
+    CHECK(conn_init(&c) == 0 && start_daemon() >= 0);
+    const char *ok_round = "{\"round_id\":\"full-r1\",\"event\":{\"class_name\":"
+                           "\"GaussianDpEvent\",\"noise_multiplier\":5},\"participants\":"
+                           "[\"fa\",\"fb\"]}";
+    CHECK(req(&c, "/v1/rounds", ok_round, &ro) == 200 && !ro);
+    CHECK(req(&c, "/healthz", NULL, &ro) == 200 && !ro && strstr(c.buf, "\"writable\""));
+    CHECK(fill(dir) == 0);
+    /* a round with 200 new clients: their records fill the last free bytes, the rest fails */
+    int n = snprintf(body, sizeof body,
+                     "{\"round_id\":\"full-r2\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+                     "\"noise_multiplier\":7},\"participants\":[\"fa\"");
+    for (int i = 0; i < 200; i++)
+        n += snprintf(body + n, sizeof body - (size_t)n, ",\"new-client-%03d\"", i);
+    snprintf(body + n, sizeof body - (size_t)n, "]}");
+    long st = req(&c, "/v1/rounds", body, &ro);
+    CHECKF(st == 503 && strstr(c.buf, "not_durable"), "full disk: %ld %s", st, c.buf);
+    /* nothing of it is shown, replayed or charged */
+    for (int pass = 0; pass < 2; pass++) {
+        st = req(&c, "/v1/rounds/full-r2", NULL, &ro);
+        CHECKF(st == 404, "pass %d: GET full-r2: %ld", pass, st);
+        CHECKF(req(&c, "/v1/clients/new-client-000", NULL, &ro) == 404, "pass %d: %s", pass, c.buf);
+        CHECK(req(&c, "/v1/clients/fa", NULL, &ro) == 200 && strstr(c.buf, "\"rounds\":1,"));
+        CHECK(pass == 1 || ro);
+        CHECK(req(&c, "/v1/summary", NULL, &ro) == 200 && strstr(c.buf, "\"clients\":2,") &&
+              strstr(c.buf, "\"rounds\":1,"));
+        CHECK(pass == 1 || (ro && strstr(c.buf, "\"read_only\":true")));
+        st = req(&c, "/v1/rounds", body, &ro);
+        if (pass == 0) {
+            /* the retry is refused, not replayed; a round durable before is replayed */
+            CHECKF(st == 503 && strstr(c.buf, "read_only"), "retry: %ld %s", st, c.buf);
+            CHECK(req(&c, "/v1/rounds", ok_round, &ro) == 200);
+            /* liveness stays up (a restart cannot fix the disk), readiness goes down */
+            CHECK(req(&c, "/healthz", NULL, &ro) == 200 && ro && strstr(c.buf, "\"read_only\""));
+            CHECK(req(&c, "/readyz", NULL, &ro) == 503 && ro && strstr(c.buf, "read_only"));
+            CHECK(stop_daemon(SIGTERM, 10000) == 0);
+            CHECKF(start_daemon() >= 0, "restart on the full disk");
+            CHECK(req(&c, "/readyz", NULL, &ro) == 200 && !ro);
+        }
+    }
+    stop_daemon(SIGKILL, 5000);
+    conn_free(&c);
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    unlink(port_path);
+    unlink(log_path);
+    return tl_failed_checks - fails0;
+}
+
+/* A real dpbudgetd whose disk fills up mid-round (a tmpfs in a private mount namespace):
+ * 503 not_durable, and nothing of the round (not even the clients it created) is shown,
+ * replayed or charged, before or after a restart; reads, /healthz and /readyz say the ledger
+ * is read-only. */
+static void full_disk_read_only(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int failed = full_disk_child();
+        fflush(NULL);
+        _exit(failed == 0 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the full-disk checks failed (see above)");
+}
+
 static void daemon_given(void)
 {
     CHECKF(0, "no dpbudgetd: usage: persist_tests DPBUDGETD [FILTER] (or set DPBUDGETD)");
@@ -1206,6 +1355,7 @@ int main(int argc, char **argv)
         TL_T(sigterm_exits_0_and_restart_recovers),
         TL_T(verify_command_reports_damage),
         TL_T(verify_reports_snapshot_header_damage),
+        TL_T(full_disk_read_only),
     };
     int rc = tl_run("persist", all, sizeof all / sizeof all[0], run_argc, run_argv);
     if (daemon_pid > 0)
