@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <gsl/gsl_errno.h>
+#include <jansson.h>
 
 #include "../core/ledger/ledger.h"
 #include "app.h"
@@ -109,6 +110,146 @@ static int copy_if_present(const char *dir, const char *tmp, const char *name)
     if (out && fclose(out) != 0)
         rc = -1;
     return rc;
+}
+
+/* ---- start-up: what is wrong with an unusable data directory ---- */
+
+static const char *errno_name(int e)
+{
+    switch (e) {
+    case EACCES:
+        return "EACCES";
+    case EPERM:
+        return "EPERM";
+    case EROFS:
+        return "EROFS";
+    case ENOTDIR:
+        return "ENOTDIR";
+    case EISDIR:
+        return "EISDIR";
+    case ENOENT:
+        return "ENOENT";
+    case ENOSPC:
+        return "ENOSPC";
+    case EDQUOT:
+        return "EDQUOT";
+    case ELOOP:
+        return "ELOOP";
+    case ENAMETOOLONG:
+        return "ENAMETOOLONG";
+    case EIO:
+        return "EIO";
+    case EWOULDBLOCK:
+        return "EWOULDBLOCK";
+    case ENOLCK:
+        return "ENOLCK";
+    default:
+        return "errno";
+    }
+}
+
+/* What to do about errno e on path (a generic sentence when nothing better is known). */
+static const char *errno_hint(int e)
+{
+    switch (e) {
+    case EACCES:
+    case EPERM:
+        return "the daemon's user may not create or open it: fix the owner or mode of the data "
+               "directory (or run the daemon as its owner)";
+    case EROFS:
+        return "the file system is mounted read-only: mount it read-write, or choose another "
+               "--data-dir";
+    case ENOTDIR:
+        return "a component of the path is a file, not a directory: choose another --data-dir "
+               "or move the file away";
+    case EISDIR:
+        return "a directory is where the daemon keeps a file: remove it (the daemon creates its "
+               "files itself)";
+    case ENOENT:
+        return "a parent directory does not exist (or a symbolic link dangles): create it or fix "
+               "the link";
+    case ENOSPC:
+    case EDQUOT:
+        return "the file system is full: free space, then start again";
+    case ELOOP:
+        return "too many symbolic links: fix the links on the path";
+    default:
+        return "fix the path, or choose another --data-dir";
+    }
+}
+
+/* One start-up error line (JSON): what is wrong, the path, the errno and what to do. */
+static void startup_error(const char *msg, const char *dir, const char *path, int e,
+                          const char *hint)
+{
+    char ts[40];
+    http_log_time(ts, sizeof ts);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg", msg,
+                          "data_dir", dir, "path", path);
+    if (o && e) {
+        json_object_set_new(o, "errno", json_string(errno_name(e)));
+        json_object_set_new(o, "detail", json_string(strerror(e)));
+    }
+    if (o)
+        json_object_set_new(o, "hint", json_string(hint ? hint : errno_hint(e)));
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    fprintf(stderr, "%s\n", line ? line : msg);
+    free(line);
+    json_decref(o);
+}
+
+/* Create (if missing) and lock the data directory. The lock fd (kept open while the daemon
+ * runs: one daemon per directory, a second would interleave its log with ours), or -1 after
+ * saying what is wrong. */
+static int open_data_dir(const char *dir)
+{
+    char lock_path[PATH_MAX];
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        int e = errno;
+        startup_error("cannot create the data directory", dir, dir, e, NULL);
+        return -1;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        int e = errno;
+        char target[PATH_MAX];
+        ssize_t n = readlink(dir, target, sizeof target - 1);
+        if (n >= 0) {
+            target[n] = '\0';
+            char msg[PATH_MAX + 96];
+            snprintf(msg, sizeof msg, "the data directory is a symbolic link to %s, which %s",
+                     target, e == ENOENT ? "does not exist" : "cannot be reached");
+            startup_error(msg, dir, dir, e, "create the link's target, or fix the link");
+        } else {
+            startup_error("cannot reach the data directory", dir, dir, e, NULL);
+        }
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        startup_error("the data directory exists but is not a directory", dir, dir, ENOTDIR,
+                      "choose another --data-dir, or move the file away");
+        return -1;
+    }
+    snprintf(lock_path, sizeof lock_path, "%s/LOCK", dir);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        startup_error("cannot open the lock file of the data directory", dir, lock_path, e, NULL);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK)
+            startup_error("the data directory is in use by another dpbudgetd", dir, lock_path, 0,
+                          "stop the other daemon, or give this one another --data-dir");
+        else
+            startup_error("cannot lock the data directory", dir, lock_path, e,
+                          "the file system may not support locks (flock): use a local file "
+                          "system for --data-dir");
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* --verify DIR: recover a copy of DIR exactly as start-up would, report, leave DIR alone. */
@@ -614,31 +755,25 @@ int main(int argc, char **argv)
     char ts[40]; /* log line timestamps (http_log_time) */
     int lock_fd = -1;
     if (use_ledger) {
-        /* one daemon per data directory: a second would interleave its log with ours */
-        if (mkdir(lo.dir, 0700) != 0 && errno != EEXIST) {
-            fprintf(stderr, "dpbudgetd: cannot create the data directory %s: %s\n", lo.dir,
-                    strerror(errno));
+        lock_fd = open_data_dir(lo.dir);
+        if (lock_fd < 0)
             return 1;
-        }
-        char lock_path[PATH_MAX];
-        snprintf(lock_path, sizeof lock_path, "%s/LOCK", lo.dir);
-        lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            http_log_time(ts, sizeof ts);
-            fprintf(stderr,
-                    "{\"ts\":\"%s\",\"level\":\"error\",\"msg\":\"the data directory is in use by "
-                    "another dpbudgetd (or cannot be locked)\",\"data_dir\":\"%s\",\"detail\":"
-                    "\"%s\"}\n",
-                    ts, lo.dir, strerror(errno));
-            return 1;
-        }
         dpb_error err = {0};
         if (ledger_open(&lo, &app.ledger, &err) != DPB_OK) {
             http_log_time(ts, sizeof ts);
-            fprintf(stderr,
-                    "{\"ts\":\"%s\",\"level\":\"error\",\"msg\":\"cannot open the ledger\","
-                    "\"data_dir\":\"%s\",\"status\":\"%s\",\"detail\":\"%s\"}\n",
-                    ts, lo.dir, dpb_strstatus(err.status), err.detail);
+            json_t *o = json_pack(
+                "{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
+                "cannot open the ledger", "data_dir", lo.dir, "status", dpb_strstatus(err.status),
+                "detail", err.detail, "hint",
+                err.status == DPB_ECORRUPT
+                    ? "the files are left as they are: keep a copy, check them with dpbudgetd "
+                      "--verify, and restore the data directory from a backup"
+                    : "fix the file named in the detail (type, permissions, disk), then start "
+                      "again");
+            char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+            fprintf(stderr, "%s\n", line ? line : err.detail);
+            free(line);
+            json_decref(o);
             return 1;
         }
     }

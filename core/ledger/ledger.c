@@ -2196,6 +2196,18 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
                       strerror(errno));
         goto fail;
     }
+    /* snapshot.tmp must be free for a file: else no snapshot could ever be written and the
+     * log would grow without bound (a leftover regular file is simply overwritten) */
+    struct stat tsb;
+    char tmp_path[4096];
+    snprintf(tmp_path, sizeof tmp_path, "%s/snapshot.tmp", o->dir);
+    if (lstat(tmp_path, &tsb) == 0 && !S_ISREG(tsb.st_mode)) {
+        st = dpb_fail(err, DPB_EIO, "data_dir",
+                      "%s is not a regular file (a directory or link is where the daemon writes "
+                      "its snapshots): remove it",
+                      tmp_path);
+        goto fail;
+    }
     void *snap = NULL;
     size_t snap_len = 0;
     uint64_t snap_seq = 0;

@@ -1199,6 +1199,109 @@ static void verify_reports_snapshot_header_damage(void)
     rmdir(dir);
 }
 
+/* ---- start-up on an unusable data directory: say what is wrong ---- */
+
+/* Start dpbudgetd on data_dir (prefix: words put before it, e.g. setpriv) and let it run at
+ * most 5 s: its exit status (124: still running, killed) and its output into out. */
+static int run_daemon_on(const char *prefix, const char *data_dir, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s timeout 5 '%s' --port 0 --data-dir '%s' 2>&1", prefix, daemon_bin,
+             data_dir);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The daemon refuses data_dir with exit 1, naming path and want (an errno name or text),
+ * and (unless busy) does not blame another daemon. */
+static void refuses(const char *prefix, const char *data_dir, const char *path, const char *want,
+                    int busy)
+{
+    char out[4096];
+    int rc = run_daemon_on(prefix, data_dir, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, path) != NULL && strstr(out, want) != NULL &&
+               (strstr(out, "in use by another") != NULL) == busy && strstr(out, "hint") != NULL,
+           "%s: exit %d, output: %s", data_dir, rc, out);
+}
+
+/* Before: four of these were reported as "in use by another dpbudgetd". */
+static void startup_says_what_is_wrong(void)
+{
+    char dir[] = "/tmp/dpb-startup-XXXXXX", p[256], q[256];
+    CHECK(mkdtemp(dir) != NULL);
+    /* the data directory is a file; a component of its path is a file */
+    snprintf(p, sizeof p, "%s/afile", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL && fclose(f) == 0);
+    refuses("", p, p, "ENOTDIR", 0);
+    snprintf(q, sizeof q, "%s/afile/sub", dir);
+    refuses("", q, q, "ENOTDIR", 0);
+    /* a dangling symbolic link */
+    snprintf(p, sizeof p, "%s/dangling", dir);
+    CHECK(symlink("/nonexistent-dpb/x", p) == 0);
+    refuses("", p, "/nonexistent-dpb/x", "ENOENT", 0);
+    /* LOCK, wal.log, snapshot or snapshot.tmp a directory */
+    static const char *const names[] = {"LOCK", "wal.log", "snapshot", "snapshot.tmp"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/d%zu", dir, i);
+        snprintf(q, sizeof q, "%s/%s", p, names[i]);
+        CHECK(mkdir(p, 0700) == 0 && mkdir(q, 0700) == 0);
+        refuses("", p, q, i == 0 ? "EISDIR" : i == 3 ? "not a regular file" : "Is a directory", 0);
+    }
+    /* a directory the daemon's user may not write (root ignores modes: run as nobody) */
+    snprintf(p, sizeof p, "%s/ro-mode", dir);
+    CHECK(mkdir(p, 0555) == 0 && chmod(p, 0555) == 0 && chmod(dir, 0755) == 0);
+    if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
+        snprintf(q, sizeof q, "%s/LOCK", p);
+        refuses("setpriv --reuid=65534 --regid=65534 --clear-groups", p, q, "EACCES", 0);
+    }
+    /* really in use */
+    snprintf(p, sizeof p, "%s/busy", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        execl(daemon_bin, daemon_bin, "--port", "0", "--data-dir", p, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(q, sizeof q, "%s/LOCK", p);
+    for (int i = 0; i < 500 && access(q, F_OK) != 0; i++)
+        sleep_ms(10);
+    sleep_ms(100);
+    refuses("", p, q, "another --data-dir", 1);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    /* a read-only mount (a tmpfs in a private mount namespace, in a child) */
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        snprintf(p, sizeof p, "%s/rofs", dir);
+        int fails = tl_failed_checks;
+        if (mkdir(p, 0700) == 0 && unshare(CLONE_NEWNS) == 0 &&
+            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+            mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=64k") == 0) {
+            snprintf(q, sizeof q, "%s/LOCK", p);
+            refuses("", p, q, "EROFS", 0);
+            umount2(p, MNT_DETACH);
+        } else {
+            printf("  SKIP startup_says_what_is_wrong (read-only mount): %s\n", strerror(errno));
+        }
+        fflush(NULL);
+        _exit(tl_failed_checks == fails ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    remove_tree(dir);
+}
+
 /* ---- a full disk: the ledger goes read-only, and says so ---- */
 
 /* The request's status, 0 if no complete answer; *ro: Ledger-Read-Only was sent. */
@@ -1356,6 +1459,7 @@ int main(int argc, char **argv)
         TL_T(verify_command_reports_damage),
         TL_T(verify_reports_snapshot_header_damage),
         TL_T(full_disk_read_only),
+        TL_T(startup_says_what_is_wrong),
     };
     int rc = tl_run("persist", all, sizeof all / sizeof all[0], run_argc, run_argv);
     if (daemon_pid > 0)
