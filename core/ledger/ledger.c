@@ -766,6 +766,11 @@ static void prune_undo(ledger *l)
         memmove(l->undo, l->undo + k, (l->nundo - k) * sizeof *l->undo);
         l->nundo -= k;
     }
+    if (l->nundo == 0 && l->cap_undo > 4096) { /* after a huge round: give the memory back */
+        free(l->undo);
+        l->undo = NULL;
+        l->cap_undo = 0;
+    }
 }
 
 /* Drop the newest interned event (not referenced by any client or round). */
@@ -913,8 +918,15 @@ static dpb_status readonly_error(dpb_error *err)
  * withdrawn. Called without the lock. */
 static dpb_status commit(ledger *l, uint64_t seq, dpb_error *err)
 {
-    if (settle(l, seq) == 0)
+    if (settle(l, seq) == 0) {
+        /* forget what is durable now, if nobody else holds the lock (else the next write
+         * does): an idle ledger keeps no undo entries */
+        if (pthread_rwlock_trywrlock(&l->lock) == 0) {
+            prune_undo(l);
+            pthread_rwlock_unlock(&l->lock);
+        }
         return DPB_OK;
+    }
     withdraw(l);
     dpb_error why = {0};
     wal_error(l->w, &why);
@@ -1645,7 +1657,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
      * events, its new clients, its charges and the round itself. */
     size_t changes = (l->nevs - l->nevs_logged) + 1;
     for (size_t i = 0; i < req->n; i++)
-        changes += out[i].admitted ? 2 : 0;
+        if (out[i].admitted)
+            changes += find_client(l, out[i].id) < 0 ? 2 : 1; /* created, charged */
     if (reserve_undo(l, changes) != 0) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
         goto fail;

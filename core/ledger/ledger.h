@@ -21,8 +21,11 @@
  * is charged atomically (all admitted participants or none) under one lock, so concurrent
  * rounds never overspend (linearizable); a round id is idempotent (the same id with the same
  * body hash returns the stored answer; with a different hash it is DPB_ECONFLICT). A charge
- * is acknowledged only once its log record is durable (fdatasync, group commit); a failed
- * write or sync makes the ledger read-only (DPB_EREADONLY) until restart.
+ * is acknowledged only once its log record is durable (fdatasync, group commit), and no
+ * change is shown before that: reads, replays, dry runs and snapshots see durable state
+ * only. A failed write or sync withdraws every change not durable (those of all requests
+ * that shared the failed sync) and makes the ledger read-only (DPB_EREADONLY) until
+ * restart; it still answers reads, and replays rounds that were durable.
  *
  * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
  * Memory: a client is a small struct plus its distinct events and counts; rounds keep their
