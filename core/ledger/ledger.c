@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,7 @@ struct ledger {
     pthread_rwlock_t lock;
     wal *w;
     uint64_t last_seq, snap_seq, records_since_snap, version;
-    int read_only;
+    atomic_int read_only; /* read without the lock (ledger_read_only) */
     /* changes not known durable yet, in log order (under the write lock) */
     lundo *undo;
     size_t nundo, cap_undo;
@@ -741,7 +742,7 @@ static int add_count(lclient *c, uint32_t ev, uint64_t k)
 
 static int ledger_ro(ledger *l)
 {
-    return l->read_only || (l->w != NULL && wal_failed(l->w));
+    return atomic_load(&l->read_only) || (l->w != NULL && wal_failed(l->w));
 }
 
 /* Room for k more undo entries, taken before anything is logged (pushing cannot fail). */
@@ -877,7 +878,7 @@ static void withdraw_locked(ledger *l)
         undo_one(l, &l->undo[--l->nundo]);
     if (l->last_seq > d)
         l->last_seq = d;
-    l->read_only = 1;
+    atomic_store(&l->read_only, 1);
     recount(l);
 }
 
