@@ -47,8 +47,12 @@
  * could continue the log: between the expected seq and the expected seq + (bytes since
  * off) / 17 + 1024). If there is one, the log is damaged before its tail: ECORRUPT naming
  * the path and offset, the file untouched. If there is none, [off, end) is a torn tail:
- * it is cut away and the cut fsynced. The log file is fsynced at the end of wal_open, so
- * every replayed record is durable before anyone acts on it.
+ * it is cut away and the cut fsynced. A log whose last valid record is below after_seq (the
+ * snapshot claims records the log does not hold) is ECORRUPT too: the log is never cut on
+ * the strength of the snapshot's number. Records <= after_seq are shown to the caller's
+ * `covered` check (wal_open_ex), which refuses those its snapshot does not hold. The log
+ * file is fsynced at the end of wal_open, so every replayed record is durable before anyone
+ * acts on it.
  */
 #include "wal.h"
 
