@@ -199,6 +199,20 @@ static dpb_status round_of(ledger *l, const char *rid, double sigma, const char 
     return st;
 }
 
+/* ledger_put_clients of two clients (a, b) with budget (eps, 1e-5); b in mode b_mode. */
+static dpb_status put_two(ledger *l, const char *a, const char *b, double eps, ledger_mode b_mode)
+{
+    ledger_client batch[2];
+    memset(batch, 0, sizeof batch);
+    snprintf(batch[0].id, sizeof batch[0].id, "%s", a);
+    snprintf(batch[1].id, sizeof batch[1].id, "%s", b);
+    batch[0].epsilon = batch[1].epsilon = eps;
+    batch[0].delta = batch[1].delta = 1e-5;
+    batch[1].mode = b_mode;
+    dpb_error err = {0};
+    return ledger_put_clients(l, batch, 2, &err);
+}
+
 static uint64_t rounds_of(ledger *l, const char *id)
 {
     ledger_client c;
@@ -467,14 +481,8 @@ static void ledger_put_clients_all_or_none(void)
     const char *a[] = {"alice"};
     CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
     CHECK(round_of(l, "r1", 4.0, a, 1, 0, NULL) == DPB_OK);
-    ledger_client batch[2];
-    memset(batch, 0, sizeof batch);
-    snprintf(batch[0].id, sizeof batch[0].id, "xavier");
-    snprintf(batch[1].id, sizeof batch[1].id, "alice");
-    batch[0].epsilon = batch[1].epsilon = 1.0;
-    batch[0].delta = batch[1].delta = 1e-5;
-    batch[1].mode = LEDGER_PLD; /* alice was charged: her mode cannot change */
-    CHECK(ledger_put_clients(l, batch, 2, &err) == DPB_ECONFLICT);
+    /* alice was charged: her mode cannot change */
+    CHECK(put_two(l, "xavier", "alice", 1.0, LEDGER_PLD) == DPB_ECONFLICT);
     ledger_client c;
     CHECK(ledger_get_client(l, "xavier", &c) == DPB_ENOTFOUND);
     CHECK(put(l, "yves", DP_REL_ADD_OR_REMOVE) == DPB_OK);
@@ -488,6 +496,111 @@ static void ledger_put_clients_all_or_none(void)
     }
 out:
     remove_dir(dir);
+}
+
+/* ---- every write and every sync failing in turn (the fault-injecting fs) ---- */
+
+#define SWEEP_IDS 8
+static const char *const sweep_ids[SWEEP_IDS] = {"ann", "ben", "cat", "dan",
+                                                 "eve", "fay", "gus", "hal"};
+
+typedef struct {
+    int found;
+    ledger_client c;
+} seen_client;
+
+/* What the ledger shows of the sweep's clients and rounds. */
+static void observe(ledger *l, seen_client cl[SWEEP_IDS], int rd[8])
+{
+    for (int i = 0; i < SWEEP_IDS; i++)
+        cl[i].found = ledger_get_client(l, sweep_ids[i], &cl[i].c) == DPB_OK;
+    for (int i = 0; i < 8; i++) {
+        char rid[16];
+        snprintf(rid, sizeof rid, "s%d", i);
+        rd[i] = round_exists(l, rid);
+    }
+}
+
+/* A fixed script of changes (clients, rounds creating clients, mixed relations, a dry run,
+ * a bulk put); the k-th call of kind op fails (sticky), for every k until none fails. After
+ * each run: what was acknowledged is shown, what was refused is not, and memory equals
+ * what a restart recovers. */
+static void ledger_fault_sweep(void)
+{
+    static const struct {
+        dpb_fs_op op;
+        int err;
+        unsigned flags;
+    } kinds[] = {{DPB_FS_FDATASYNC, EIO, DPB_FS_FAULT_STICKY},
+                 {DPB_FS_WRITE, ENOSPC, DPB_FS_FAULT_STICKY},
+                 {DPB_FS_WRITE, ENOSPC, DPB_FS_FAULT_SHORT | DPB_FS_FAULT_STICKY}};
+    char dir[64];
+    for (size_t kind = 0; kind < sizeof kinds / sizeof kinds[0]; kind++) {
+        int fired_last = 1;
+        for (long k = 0; k < 64 && fired_last; k++) {
+            if (make_dir(dir, sizeof dir) != 0)
+                return;
+            switch_reset(); /* inner fs: the real one, without the cost of syncs */
+            dpb_fs_fault *f =
+                dpb_fs_fault_new(&switch_fs, kinds[kind].op, k, kinds[kind].err, kinds[kind].flags);
+            dpb_error err;
+            ledger *l = f ? open_ledger(dir, dpb_fs_fault_fs(f), 1, 1000000, &err) : NULL;
+            CHECKF(l != NULL, "open: %s", f ? err.detail : "no fault fs");
+            if (l == NULL) {
+                dpb_fs_fault_free(f);
+                remove_dir(dir);
+                return;
+            }
+            int acked[8] = {0};
+            const char *r0[] = {"ann", "ben"}, *r1[] = {"ann", "cat", "dan"},
+                       *r2[] = {"eve", "ann"}, *r3[] = {"fay", "ben", "gus"};
+            put(l, "ann", DP_REL_ADD_OR_REMOVE);
+            put(l, "eve", DP_REL_REPLACE);
+            acked[0] = round_of(l, "s0", 9.0, r0, 2, 0, NULL) == DPB_OK;
+            round_of(l, "dry", 8.0, r1, 3, 1, NULL);
+            acked[1] = round_of(l, "s1", 8.0, r1, 3, 0, NULL) == DPB_OK;
+            acked[2] = round_of(l, "s2", 7.0, r2, 2, 0, NULL) == DPB_OK;
+            int bulk = put_two(l, "hal", "ben", 50.0, LEDGER_RDP) == DPB_OK;
+            acked[3] = round_of(l, "s3", 9.0, r3, 3, 0, NULL) == DPB_OK;
+            acked[4] = round_of(l, "s1", 8.0, r1, 3, 0, NULL) == DPB_OK; /* a replay */
+            fired_last = dpb_fs_fault_fired(f) > 0;
+            seen_client mem[SWEEP_IDS], disk[SWEEP_IDS];
+            int mrd[8], drd[8];
+            observe(l, mem, mrd);
+            for (int i = 0; i < 4; i++)
+                CHECKF(mrd[i] == acked[i], "op %d k %ld: round s%d shown %d, acked %d",
+                       (int)kinds[kind].op, k, i, mrd[i], acked[i]);
+            CHECKF(acked[4] == acked[1], "op %d k %ld: replay of s1 %d, s1 acked %d",
+                   (int)kinds[kind].op, k, acked[4], acked[1]);
+            CHECKF(!bulk || (mem[7].found && mem[7].c.epsilon == 50.0), "op %d k %ld: bulk",
+                   (int)kinds[kind].op, k);
+            CHECKF(bulk || !mem[7].found, "op %d k %ld: refused bulk put shows hal",
+                   (int)kinds[kind].op, k);
+            ledger_close(l);
+            dpb_fs_fault_free(f);
+            l = open_ledger(dir, NULL, 1, 1000000, &err);
+            CHECKF(l != NULL, "op %d k %ld: restart: %s", (int)kinds[kind].op, k, err.detail);
+            if (l) {
+                observe(l, disk, drd);
+                for (int i = 0; i < 8; i++)
+                    CHECKF(drd[i] == mrd[i], "op %d k %ld: round s%d %d in memory, %d on disk",
+                           (int)kinds[kind].op, k, i, mrd[i], drd[i]);
+                for (int i = 0; i < SWEEP_IDS; i++) {
+                    int same = mem[i].found == disk[i].found &&
+                               (!mem[i].found || (mem[i].c.rounds == disk[i].c.rounds &&
+                                                  mem[i].c.spent == disk[i].c.spent &&
+                                                  mem[i].c.epsilon == disk[i].c.epsilon &&
+                                                  mem[i].c.relation == disk[i].c.relation));
+                    CHECKF(same, "op %d k %ld: client %s differs between memory and disk",
+                           (int)kinds[kind].op, k, sweep_ids[i]);
+                }
+                ledger_close(l);
+            }
+            remove_dir(dir);
+        }
+        CHECKF(!fired_last, "op %d: the script was not run to the end without a fault",
+               (int)kinds[kind].op);
+    }
 }
 
 /* ---- snapshot and log: every byte checked, any disagreement refused ---- */
@@ -657,6 +770,7 @@ out:
 const tl_test LEDGER_TESTS[] = {
     TL_T(ledger_failed_sync_withdraws),   TL_T(ledger_failed_write_withdraws),
     TL_T(ledger_failed_group_commit),     TL_T(ledger_events_logged_in_order),
-    TL_T(ledger_put_clients_all_or_none), TL_T(ledger_snapshot_bit_flips),
+    TL_T(ledger_put_clients_all_or_none), TL_T(ledger_fault_sweep),
+    TL_T(ledger_snapshot_bit_flips),
 };
 const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
