@@ -751,6 +751,27 @@ static int reserve_undo(ledger *l, size_t k)
     return grow((void **)&l->undo, &l->cap_undo, l->nundo + k, sizeof *l->undo);
 }
 
+/* An undo entry of a change (seq, kind) to the client at pos, holding what every change of a
+ * client may alter (kind-specific fields are the caller's). */
+static lundo client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos)
+{
+    lundo u = {0};
+    u.seq = seq;
+    u.lversion = l->version;
+    u.kind = kind;
+    u.pos = (uint32_t)pos;
+    if (pos >= 0) {
+        const lclient *c = &l->cl[pos];
+        u.uncertified = c->uncertified;
+        u.spent = c->spent;
+        u.dtv = c->dtv;
+        u.rounds = c->rounds;
+        u.version = c->version;
+        u.cseq = c->seq;
+    }
+    return u;
+}
+
 static void push_undo(ledger *l, const lundo *u)
 {
     l->undo[l->nundo++] = *u; /* reserved */
@@ -1010,22 +1031,13 @@ static dpb_status apply_logged_client(ledger *l, uint64_t seq, const char *id, d
                                       long *pos_out)
 {
     long pos = find_client(l, id);
-    lundo u = {0};
-    u.seq = seq;
-    u.lversion = l->version;
-    u.kind = pos < 0 ? U_CLIENT_NEW : U_CLIENT_SET;
+    lundo u = client_undo(l, seq, pos < 0 ? U_CLIENT_NEW : U_CLIENT_SET, pos);
     if (pos >= 0) {
         lclient *c = &l->cl[pos];
         u.eps = c->eps;
         u.delta = c->delta;
         u.mode = c->mode;
         u.rel = c->rel;
-        u.uncertified = c->uncertified;
-        u.spent = c->spent;
-        u.dtv = c->dtv;
-        u.rounds = c->rounds;
-        u.version = c->version;
-        u.cseq = c->seq;
         u.labels = c->labels; /* taken over: apply_client sets fresh labels */
         c->labels = NULL;
     }
@@ -1422,22 +1434,12 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
             continue;
         lclient *c = &l->cl[pos];
         uint32_t ev = evi[c->rel];
-        lundo u = {0};
-        u.seq = seq;
-        u.lversion = l->version;
-        u.kind = U_CHARGE;
-        u.pos = (uint32_t)pos;
+        lundo u = client_undo(l, seq, U_CHARGE, pos);
         u.ev = ev;
         u.ev_new = 1;
         for (uint32_t k = 0; k < c->nev; k++)
             if (c->ev[k].ev == ev)
                 u.ev_new = 0;
-        u.uncertified = c->uncertified;
-        u.spent = c->spent;
-        u.dtv = c->dtv;
-        u.rounds = c->rounds;
-        u.version = c->version;
-        u.cseq = c->seq;
         counters(l, c, -1);
         if (add_count(c, ev, 1) != 0) {
             counters(l, c, +1);

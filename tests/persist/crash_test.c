@@ -1088,11 +1088,9 @@ static int is_executable(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
 }
 
-/* Run `dpbudgetd --verify dir`: exit status, output (stdout and stderr) into out. */
-static int run_verify(const char *dir, char *out, size_t cap)
+/* Run the shell command cmd: its exit status, its output into out. */
+static int run_capture(const char *cmd, char *out, size_t cap)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' --verify '%s' 2>&1", daemon_bin, dir);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return -1;
@@ -1100,6 +1098,14 @@ static int run_verify(const char *dir, char *out, size_t cap)
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Run `dpbudgetd --verify dir`: exit status, output (stdout and stderr) into out. */
+static int run_verify(const char *dir, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --verify '%s' 2>&1", daemon_bin, dir);
+    return run_capture(cmd, out, cap);
 }
 
 /* The offline check: a sound directory, a torn tail (reported, exit 0) and damage before the
@@ -1208,13 +1214,7 @@ static int run_daemon_on(const char *prefix, const char *data_dir, char *out, si
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s timeout 5 '%s' --port 0 --data-dir '%s' 2>&1", prefix, daemon_bin,
              data_dir);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL)
-        return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_capture(cmd, out, cap);
 }
 
 /* The daemon refuses data_dir with exit 1, naming path and want (an errno name or text),

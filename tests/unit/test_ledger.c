@@ -34,11 +34,6 @@ typedef struct {
 
 static switch_ctx the_switch;
 
-static int sw_open(void *c, const char *p, int f, int m)
-{
-    (void)c;
-    return dpb_fs_posix()->open(NULL, p, f, m);
-}
 static ssize_t sw_write(void *c, int fd, const void *b, size_t n)
 {
     switch_ctx *s = c;
@@ -48,11 +43,6 @@ static ssize_t sw_write(void *c, int fd, const void *b, size_t n)
         return -1;
     }
     return dpb_fs_posix()->write(NULL, fd, b, n);
-}
-static ssize_t sw_pread(void *c, int fd, void *b, size_t n, off_t o)
-{
-    (void)c;
-    return dpb_fs_posix()->pread(NULL, fd, b, n, o);
 }
 static int sw_fdatasync(void *c, int fd)
 {
@@ -74,38 +64,17 @@ static int sw_fsync(void *c, int fd)
     (void)fd;
     return 0;
 }
-static int sw_close(void *c, int fd)
-{
-    (void)c;
-    return dpb_fs_posix()->close(NULL, fd);
-}
-static int sw_rename(void *c, const char *a, const char *b)
-{
-    (void)c;
-    return dpb_fs_posix()->rename(NULL, a, b);
-}
-static int sw_unlink(void *c, const char *p)
-{
-    (void)c;
-    return dpb_fs_posix()->unlink(NULL, p);
-}
-static int sw_ftruncate(void *c, int fd, off_t n)
-{
-    (void)c;
-    return dpb_fs_posix()->ftruncate(NULL, fd, n);
-}
-static int sw_fstat_size(void *c, int fd, off_t *n)
-{
-    (void)c;
-    return dpb_fs_posix()->fstat_size(NULL, fd, n);
-}
 
-static const dpb_fs switch_fs = {sw_open,      sw_write,      sw_pread,   sw_fdatasync,
-                                 sw_fsync,     sw_close,      sw_rename,  sw_unlink,
-                                 sw_ftruncate, sw_fstat_size, &the_switch};
+/* The real file system (whose calls ignore ctx) with these write and syncs. */
+static dpb_fs switch_fs;
 
 static void switch_reset(void)
 {
+    switch_fs = *dpb_fs_posix();
+    switch_fs.write = sw_write;
+    switch_fs.fdatasync = sw_fdatasync;
+    switch_fs.fsync = sw_fsync;
+    switch_fs.ctx = &the_switch;
     atomic_store(&the_switch.sync_fails, 0);
     atomic_store(&the_switch.writes_left, -1);
     atomic_store(&the_switch.slow_sync, 0);
@@ -148,6 +117,21 @@ static ledger *open_ledger(const char *dir, const dpb_fs *fs, int default_budget
     memset(err, 0, sizeof *err);
     if (ledger_open(&o, &l, err) != DPB_OK)
         return NULL;
+    return l;
+}
+
+/* A new directory (into dir) and a ledger on it over fs (the switch reset); NULL (after a
+ * failed check, the directory removed) if either cannot be made. */
+static ledger *fresh(char *dir, size_t n, const dpb_fs *fs, int default_budget)
+{
+    if (make_dir(dir, n) != 0)
+        return NULL;
+    switch_reset();
+    dpb_error err;
+    ledger *l = open_ledger(dir, fs, default_budget, 1000000, &err);
+    CHECKF(l != NULL, "%s", err.detail);
+    if (l == NULL)
+        remove_dir(dir);
     return l;
 }
 
@@ -236,14 +220,10 @@ static int round_exists(ledger *l, const char *rid)
 static void ledger_failed_sync_withdraws(void)
 {
     char dir[64];
-    if (make_dir(dir, sizeof dir) != 0)
-        return;
-    switch_reset();
-    dpb_error err;
-    ledger *l = open_ledger(dir, &switch_fs, 0, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
     if (l == NULL)
-        goto out;
+        return;
+    dpb_error err;
     const char *ab[] = {"alice", "bob"}, *a[] = {"alice"};
     CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
     CHECK(put(l, "bob", DP_REL_ADD_OR_REMOVE) == DPB_OK);
@@ -281,7 +261,6 @@ static void ledger_failed_sync_withdraws(void)
         CHECK(s.read_only == 0 && s.rounds == 1 && s.clients == 2);
         ledger_close(l);
     }
-out:
     switch_reset();
     remove_dir(dir);
 }
@@ -291,14 +270,10 @@ out:
 static void ledger_failed_write_withdraws(void)
 {
     char dir[64];
-    if (make_dir(dir, sizeof dir) != 0)
-        return;
-    switch_reset();
-    dpb_error err;
-    ledger *l = open_ledger(dir, &switch_fs, 1, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 1);
     if (l == NULL)
-        goto out;
+        return;
+    dpb_error err;
     const char *a[] = {"alice"}, *ad[] = {"alice", "dave"};
     CHECK(round_of(l, "r1", 3.0, a, 1, 0, NULL) == DPB_OK); /* creates alice */
     ledger_summary s0, s;
@@ -341,7 +316,6 @@ static void ledger_failed_write_withdraws(void)
         CHECK(ledger_get_client(l, "alice", &c) == DPB_OK && c.epsilon == 10.0);
         ledger_close(l);
     }
-out:
     switch_reset();
     remove_dir(dir);
 }
@@ -377,14 +351,10 @@ static void *work(void *arg)
 static void ledger_failed_group_commit(void)
 {
     char dir[64];
-    if (make_dir(dir, sizeof dir) != 0)
-        return;
-    switch_reset();
-    dpb_error err;
-    ledger *l = open_ledger(dir, &switch_fs, 1, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 1);
     if (l == NULL)
-        goto out;
+        return;
+    dpb_error err;
     atomic_store(&the_switch.slow_sync, 1);
     worker w[8];
     pthread_t th[8];
@@ -431,9 +401,18 @@ static void ledger_failed_group_commit(void)
         CHECKF(pass == 1 || l != NULL, "%s", err.detail);
     }
     CHECK(withdrawn_eio == 8);
-out:
     switch_reset();
     remove_dir(dir);
+}
+
+/* Close l without a snapshot (recovery then replays the log alone) and open dir again. */
+static ledger *restart(ledger *l, const char *dir)
+{
+    dpb_error err;
+    ledger_close_nosnapshot(l);
+    l = open_ledger(dir, NULL, 0, 1000000, &err);
+    CHECKF(l != NULL, "restart: %s", err.detail);
+    return l;
 }
 
 /* A dry run with a new event, then a real round with it, then a round with a new event for
@@ -441,28 +420,21 @@ out:
 static void ledger_events_logged_in_order(void)
 {
     char dir[64];
-    if (make_dir(dir, sizeof dir) != 0)
-        return;
-    dpb_error err;
-    ledger *l = open_ledger(dir, NULL, 0, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    ledger *l = fresh(dir, sizeof dir, NULL, 0);
     if (l == NULL)
-        goto out;
+        return;
     const char *a[] = {"alice"}, *ra[] = {"rita", "alice"};
     CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
     CHECK(put(l, "rita", DP_REL_REPLACE) == DPB_OK);
     CHECK(round_of(l, "dry", 4.0, a, 1, 1, NULL) == DPB_OK);
     CHECK(round_of(l, "r1", 4.0, a, 1, 0, NULL) == DPB_OK);
     CHECK(round_of(l, "r2", 5.0, ra, 2, 0, NULL) == DPB_OK);
-    ledger_close_nosnapshot(l); /* recovery from the log alone */
-    l = open_ledger(dir, NULL, 0, 1000000, &err);
-    CHECKF(l != NULL, "reopen: %s", err.detail);
+    l = restart(l, dir);
     if (l) {
         CHECK(rounds_of(l, "alice") == 2 && rounds_of(l, "rita") == 1);
         CHECK(!round_exists(l, "dry"));
         ledger_close(l);
     }
-out:
     remove_dir(dir);
 }
 
@@ -471,13 +443,9 @@ out:
 static void ledger_put_clients_all_or_none(void)
 {
     char dir[64];
-    if (make_dir(dir, sizeof dir) != 0)
-        return;
-    dpb_error err;
-    ledger *l = open_ledger(dir, NULL, 0, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    ledger *l = fresh(dir, sizeof dir, NULL, 0);
     if (l == NULL)
-        goto out;
+        return;
     const char *a[] = {"alice"};
     CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
     CHECK(round_of(l, "r1", 4.0, a, 1, 0, NULL) == DPB_OK);
@@ -486,15 +454,12 @@ static void ledger_put_clients_all_or_none(void)
     ledger_client c;
     CHECK(ledger_get_client(l, "xavier", &c) == DPB_ENOTFOUND);
     CHECK(put(l, "yves", DP_REL_ADD_OR_REMOVE) == DPB_OK);
-    ledger_close_nosnapshot(l);
-    l = open_ledger(dir, NULL, 0, 1000000, &err);
-    CHECKF(l != NULL, "%s", err.detail);
+    l = restart(l, dir);
     if (l) {
         CHECK(ledger_get_client(l, "xavier", &c) == DPB_ENOTFOUND);
         CHECK(ledger_get_client(l, "yves", &c) == DPB_OK);
         ledger_close(l);
     }
-out:
     remove_dir(dir);
 }
 
