@@ -149,6 +149,14 @@ async function newPage(ctx, log) {
 
 const text = (page, sel) => page.$eval(sel, el => el.textContent.trim());
 const raw = (page, sel) => page.$eval(sel, el => el.getAttribute('data-raw'));
+/* Clicks and selections happen inside the page in one step: the views re-render while they
+ * poll, so an element handle taken first can be detached by the time it is used. */
+const click = (page, sel) => page.$eval(sel, el => el.click());
+const select = (page, sel, value) => page.$eval(sel, (el, v) => {
+    el.value = v;
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+}, value);
 
 async function waitText(page, sel, want) {
     await page.waitForFunction((s, w) => {
@@ -258,24 +266,24 @@ async function main() {
     await test('clients: paging follows the API\'s pages', async () => {
         await page.goto(base + '/?poll=400#/clients', {waitUntil: 'load'});
         await page.waitForSelector('#cl-table');
-        await page.select('#cl-limit', '10');
+        await select(page, '#cl-limit', '10');
         await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
         const p1 = (await call(base, 'GET', '/v1/clients?sort=id&order=asc&limit=10')).json;
         eq(JSON.stringify(await rowIds(page)), JSON.stringify(p1.clients.map(c => c.id)), 'page 1');
-        await page.click('#cl-next');
+        await click(page, '#cl-next');
         await waitText(page, '#cl-range', `11–20 of ${NCLIENTS}`);
         const p2 = (await call(base, 'GET', '/v1/clients?sort=id&order=asc&limit=10&cursor=' + p1.next_cursor)).json;
         eq(JSON.stringify(await rowIds(page)), JSON.stringify(p2.clients.map(c => c.id)), 'page 2');
-        await page.click('#cl-prev');
+        await click(page, '#cl-prev');
         await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
-        for (let i = 0; i < 5; i++) await page.click('#cl-next').then(() => waitText(page, '#cl-range',
+        for (let i = 0; i < 5; i++) await click(page, '#cl-next').then(() => waitText(page, '#cl-range',
             i < 4 ? `${(i + 1) * 10 + 1}–${(i + 2) * 10} of ${NCLIENTS}` : `51–${NCLIENTS} of ${NCLIENTS}`));
         assert(await page.$eval('#cl-next', b => b.disabled), 'next is enabled on the last page');
     });
 
     await test('clients: sort by spent, and the numbers shown are the API\'s', async () => {
-        await page.select('#cl-sort', 'spent');
-        await page.select('#cl-order', 'desc');
+        await select(page, '#cl-sort', 'spent');
+        await select(page, '#cl-order', 'desc');
         await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
         const L = (await call(base, 'GET', '/v1/clients?sort=spent&order=desc&limit=10')).json;
         await page.waitForFunction(first => {
@@ -295,26 +303,26 @@ async function main() {
     });
 
     await test('clients: search by label and by id', async () => {
-        await page.select('#cl-sort', 'id');
-        await page.select('#cl-order', 'asc');
+        await select(page, '#cl-sort', 'id');
+        await select(page, '#cl-order', 'asc');
         const L = (await call(base, 'GET', '/v1/clients?label=site%3Db&limit=10')).json;
         await page.$eval('#cl-search', el => { el.value = 'site=b'; });
-        await page.click('#cl-go');
+        await click(page, '#cl-go');
         await waitText(page, '#cl-range', `1–${Math.min(10, L.total)} of ${L.total}`);
         eq(JSON.stringify(await rowIds(page)), JSON.stringify(L.clients.map(c => c.id)), 'label search');
         await page.$eval('#cl-search', el => { el.value = 'c07'; });
-        await page.click('#cl-go');
+        await click(page, '#cl-go');
         await waitText(page, '#cl-range', '1–1 of 1');
         eq(JSON.stringify(await rowIds(page)), '["c07"]', 'id search');
         await page.$eval('#cl-search', el => { el.value = 'nobody'; });
-        await page.click('#cl-go');
+        await click(page, '#cl-go');
         await waitText(page, '#cl-range', 'no clients match');
-        await page.click('#cl-clear');
+        await click(page, '#cl-clear');
         await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
     });
 
     await test('one client: budget, spent, remaining and a looked-up round', async () => {
-        await page.click('#cl-table tbody tr[data-id="c00"] a');
+        await click(page, '#cl-table tbody tr[data-id="c00"] a');
         await waitText(page, '#c-id', 'c00');
         const C = (await call(base, 'GET', '/v1/clients/c00')).json;
         eq(Number(await raw(page, '#c-budget-eps')), C.budget.epsilon, 'budget');
@@ -327,7 +335,7 @@ async function main() {
         assert((await text(page, '#c-history-note')).includes('does not list'), 'the history note');
         for (const rid of ['r0', 'r6']) {
             await page.$eval('#c-round-id', (el, v) => { el.value = v; }, rid);
-            await page.click('#c-round-go');
+            await click(page, '#c-round-go');
             await page.waitForSelector(`#c-rounds-table tr[data-round="${rid}"]`);
         }
         const R = (await call(base, 'GET', '/v1/rounds/r0')).json;
@@ -343,7 +351,7 @@ async function main() {
         await page.goto(base + '/#/compute', {waitUntil: 'load'});
         await page.waitForSelector('#cv-form');
         await page.$eval('#cv-rounds', el => { el.value = '10000'; });
-        await page.click('#cv-go');
+        await click(page, '#cv-go');
         await page.waitForSelector('#cv-thm41', {timeout: 30000});
         const body = {event: {class_name: 'ShuffledDpSgdEpochDpEvent', noise_multiplier: 1, rounds: 10000},
                       accountant: 'auto', epsilon_range: {min: 0, max: 4, points: 41}, tradeoff_points: 41};
@@ -357,7 +365,7 @@ async function main() {
         const series = await page.$$eval('#chart-delta path[data-series]', ps => ps.map(p => p.getAttribute('data-series')));
         assert(series.length === 2 && /Theorem 4.1/.test(series[1]), `delta chart series ${series}`);
         assert(await page.$('#chart-tradeoff path[data-series]'), 'no trade-off curve');
-        await page.click('#cb-go');
+        await click(page, '#cb-go');
         await page.waitForSelector('#cb-value', {timeout: 30000});
         const K = (await call(base, 'POST', '/v1/calibrate', {
             event: {class_name: 'ShuffledDpSgdEpochDpEvent', noise_multiplier: 1}, accountant: 'auto',
