@@ -51,6 +51,21 @@ json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
     return j;
 }
 
+int codec_id(const char *s, size_t len, const char *field, problem *pb)
+{
+    if (ledger_id_valid(s, len))
+        return 0;
+    /* show the offending id only as far as it is printable ASCII */
+    char shown[48];
+    size_t k = 0;
+    for (size_t i = 0; s && i < len && k + 1 < sizeof shown; i++)
+        shown[k++] = s[i] > 0x20 && s[i] < 0x7f ? s[i] : '?';
+    shown[k] = '\0';
+    problem_set(pb, PB_INVALID_ID, field, "%s '%s%s' is not a valid id: ids are " LEDGER_ID_RULE,
+                field, shown, len > k ? "..." : "");
+    return -1;
+}
+
 int codec_only_fields(json_t *obj, const char *path, const char *const *allowed, problem *pb)
 {
     const char *key;

@@ -15,6 +15,7 @@
 #include "../core/dp/account.h"
 #include "../core/dp/event.h"
 #include "../core/dp/report.h"
+#include "../core/ledger/ledger.h"
 #include "problem.h"
 
 /* Deepest event nesting accepted. */
@@ -73,6 +74,11 @@ int codec_compute_common(json_t *j, const char *const *allowed, dp_relation *rel
 /* The optional {"clipping_norm": C, "max_noise_per_round": r} of a calibration: 1 when
  * given (both positive), 0 when absent, -1 with pb set. */
 int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb);
+/* Identifiers (client ids, round ids): the ledger's one rule (LEDGER_ID_RULE, ledger.h),
+ * checked once where an id enters: a path segment (http_dispatch) or a body field. 0 if s
+ * (len bytes) is a valid id, else -1 with invalid_id naming field. */
+int codec_id(const char *s, size_t len, const char *field, problem *pb);
+
 json_t *codec_real(double x); /* "infinite" for +inf */
 json_t *codec_uint_json(uint64_t v);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */

@@ -17,6 +17,8 @@
 #include <microhttpd.h>
 
 #include "auth.h"
+#include "codec.h"
+#include "edge.h"
 #include "metrics.h"
 #include "resources.h"
 #include "tls.h"
@@ -31,7 +33,15 @@ struct http_server {
     struct MHD_Daemon *d;
     http_config cfg;
     unsigned port;
+    edge *edge; /* head deadlines and checks */
 };
+
+/* libmicrohttpd's memory pool per connection: the request head is read into it, and a head
+ * that does not fit is answered by libmicrohttpd itself (an HTML 431 that is not ours). It is
+ * twice the largest --max-header-bytes, so any head up to that size, and far beyond, reaches
+ * our own check and its problem+json 431. Pages are touched as bytes arrive, but
+ * libmicrohttpd clears the pool between requests: this much per busy connection. */
+#define HTTP_CONNECTION_MEMORY ((size_t)128 * 1024)
 
 /* Per-request state, owned by MHD's *con_cls and freed in on_completed. */
 typedef struct {
@@ -131,10 +141,22 @@ static int route_match(const route *r, const char *path, const char **param)
     return 1;
 }
 
+/* The route serving method at path, *param set for a prefix route: HEAD is served as GET
+ * (libmicrohttpd sends the headers, Content-Length included, without the body). */
+static const route *resolve_route(const char *method, const char *path, const char **param)
+{
+    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
+    for (const route *r = ROUTES; r->method; r++)
+        if (route_match(r, path, param) && strcmp(r->method, m) == 0)
+            return r;
+    return NULL;
+}
+
 /* The Allow header value for a path: every method routed there (static storage). */
 static const char *allowed_methods(const char *path)
 {
-    static const char *const combos[] = {"GET", "POST", "PUT", "GET, PUT", "GET, POST"};
+    static const char *const combos[] = {"GET, HEAD", "POST", "PUT", "GET, HEAD, PUT",
+                                         "GET, HEAD, POST"};
     int get = 0, post = 0, put = 0;
     const char *param;
     for (const route *r = ROUTES; r->method; r++)
@@ -152,21 +174,21 @@ static const char *allowed_methods(const char *path)
 
 void http_dispatch(const http_request *req, http_response *resp)
 {
-    const char *allow = NULL;
-    for (const route *r = ROUTES; r->method; r++) {
-        const char *param = NULL;
-        if (!route_match(r, req->path, &param))
-            continue;
-        if (strcmp(r->method, req->method) == 0 ||
-            (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
-            http_request q = *req;
-            q.param = param;
-            r->handler(&q, resp);
+    const char *param = NULL;
+    const route *r = resolve_route(req->method, req->path, &param);
+    problem p = {0};
+    if (r) {
+        /* the id rule, once, for every {id} segment: no handler sees another */
+        if (r->prefix && !r->free_param && codec_id(param, strlen(param), "id", &p) < 0) {
+            http_reply_problem(resp, &p);
             return;
         }
-        allow = allowed_methods(req->path);
+        http_request q = *req;
+        q.param = param;
+        r->handler(&q, resp);
+        return;
     }
-    problem p = {0};
+    const char *allow = allowed_methods(req->path);
     if (allow) {
         problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s", req->method,
                     req->path, allow);
@@ -176,16 +198,6 @@ void http_dispatch(const http_request *req, http_response *resp)
                     "no resource at this path; see GET /openapi.yaml for the API");
     }
     http_reply_problem(resp, &p);
-}
-
-/* Does this route exist and want a JSON body? */
-static const route *find_route(const char *method, const char *path)
-{
-    const char *param;
-    for (const route *r = ROUTES; r->method; r++)
-        if (route_match(r, path, &param) && strcmp(r->method, method) == 0)
-            return r;
-    return NULL;
 }
 
 const char *http_query(const http_request *req, const char *key)
@@ -234,6 +246,8 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
     if (resp->extra_name)
         MHD_add_response_header(r, resp->extra_name, resp->extra_value);
+    if (resp->close) /* libmicrohttpd closes the connection after a response saying so */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctx && ctx->id[0])
         MHD_add_response_header(r, "X-Request-Id", ctx->id);
     MHD_RESULT ret = MHD_queue_response(c, (unsigned)resp->status, r);
@@ -248,33 +262,56 @@ static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p, req_ctx *ct
     return send_response(c, &resp, ctx);
 }
 
-/* The index in ROUTES of the first route at this path (any method), or -1. */
+/* The index in ROUTES of the route serving this request, else of the first route at this
+ * path (any method), or -1. */
 static int route_index(const char *method, const char *path)
 {
     const char *param;
-    int any = -1;
+    const route *r = resolve_route(method, path, &param);
+    if (r)
+        return (int)(r - ROUTES);
     for (int i = 0; ROUTES[i].method; i++)
-        if (route_match(&ROUTES[i], path, &param)) {
-            if (strcmp(ROUTES[i].method, method) == 0)
-                return i;
-            if (any < 0)
-                any = i;
-        }
-    return any;
+        if (route_match(&ROUTES[i], path, &param))
+            return i;
+    return -1;
+}
+
+static int route_scope(const http_server *s, const route *r)
+{
+    return r->compute && s->cfg.open_compute ? SCOPE_NONE : r->scope;
+}
+
+/* The scope a request needs when keys are configured. Every method and path has one: the
+ * route's (HEAD: GET's); for a method no route at the path takes (405), the weakest scope of
+ * the path's routes; for a path no route matches (404), a valid key of any scope. So no
+ * method or path answers anything, not even 404 or 405, without the key its path asks for,
+ * and every keyed request counts against the key's rate limit. */
+static int required_scope(const http_server *s, const char *method, const char *path)
+{
+    const char *param;
+    const route *r = resolve_route(method, path, &param);
+    if (r)
+        return route_scope(s, r);
+    int scope = -1;
+    for (r = ROUTES; r->method; r++)
+        if (route_match(r, path, &param) && (scope < 0 || route_scope(s, r) < scope))
+            scope = route_scope(s, r);
+    return scope < 0 ? SCOPE_READ : scope;
 }
 
 /* API keys: 0 when the request may proceed, else a problem is queued (401/403/429). */
-static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const route *r,
-                     MHD_RESULT *ret)
+static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const char *method,
+                     const char *url, MHD_RESULT *ret)
 {
     auth_table *t = s->cfg.auth;
-    if (!auth_enabled(t) || r == NULL || r->scope == SCOPE_NONE ||
-        (r->compute && s->cfg.open_compute))
+    int scope = auth_enabled(t) ? required_scope(s, method, url) : SCOPE_NONE;
+    if (scope == SCOPE_NONE)
         return 0;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     ctx->key = auth_find(t, h);
     problem p = {0};
     http_response resp = {0};
+    double wait = 0.0;
     if (ctx->key == NULL) {
         problem_set(&p, PB_UNAUTHORIZED, NULL,
                     h ? "the API key is not valid: send 'Authorization: Bearer <token>' with a "
@@ -282,17 +319,8 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                       : "this endpoint needs an API key: send 'Authorization: Bearer <token>'");
         resp.extra_name = "WWW-Authenticate";
         resp.extra_value = "Bearer realm=\"dpbudget\"";
-    } else if (!auth_allows(ctx->key, r->scope)) {
-        problem_set(&p, PB_FORBIDDEN, NULL, "the key '%s' lacks the '%s' scope %s %s needs",
-                    auth_name(ctx->key),
-                    r->scope == SCOPE_ADMIN    ? "admin"
-                    : r->scope == SCOPE_CHARGE ? "charge"
-                                               : "read",
-                    r->method, r->path);
-    } else {
-        double wait = 0.0;
-        if (auth_take(t, ctx->key, now_s(), &wait))
-            return 0;
+    } else if (!auth_take(t, ctx->key, now_s(), &wait)) {
+        /* before the scope: every request made with a key counts, refused ones too */
         problem_set(&p, PB_RATE_LIMITED, NULL,
                     "the key '%s' is over its limit of %g requests per second: retry after %.0f "
                     "s",
@@ -301,8 +329,32 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                  ceil(wait) < 1.0 ? 1.0 : ceil(wait));
         resp.extra_name = "Retry-After";
         resp.extra_value = resp.extra_buf;
+    } else if (!auth_allows(ctx->key, scope)) {
+        problem_set(&p, PB_FORBIDDEN, NULL, "the key '%s' lacks the '%s' scope %s %.100s needs",
+                    auth_name(ctx->key),
+                    scope == SCOPE_ADMIN    ? "admin"
+                    : scope == SCOPE_CHARGE ? "charge"
+                                            : "read",
+                    method, url);
+    } else {
+        return 0;
     }
     metrics_denied(problem_http_status(p.code));
+    ctx->answered = 1;
+    http_reply_problem(&resp, &p);
+    *ret = send_response(c, &resp, ctx);
+    return 1;
+}
+
+/* The head's own checks (edge.h): 0 when the request may proceed, else a problem is queued
+ * (400/431), with Connection: close when the connection's next bytes cannot be trusted. */
+static int refuse_head(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const char *version,
+                       MHD_RESULT *ret)
+{
+    problem p = {0};
+    http_response resp = {0};
+    if (edge_check_head(s->edge, c, version, s->cfg.max_header_bytes, &p, &resp.close) == PB_NONE)
+        return 0;
     ctx->answered = 1;
     http_reply_problem(&resp, &p);
     *ret = send_response(c, &resp, ctx);
@@ -326,7 +378,6 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
                              size_t *upload_size, void **con_cls)
 {
     http_server *s = cls;
-    (void)version;
     req_ctx *ctx = *con_cls;
     if (ctx == NULL) {
         /* First call: headers only. Decide early what we can. */
@@ -335,16 +386,16 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             return MHD_NO;
         *con_cls = ctx;
         ctx->t0 = now_s();
-        tls_request_seen(c); /* the handshake is over: its deadline no longer applies */
         ctx->route = route_index(method, url);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
             ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
         request_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), ctx->id);
-        const route *r = find_route(method, url);
         MHD_RESULT ret;
-        if (check_key(s, c, ctx, r, &ret))
+        if (refuse_head(s, c, ctx, version, &ret) || check_key(s, c, ctx, method, url, &ret))
             return ret;
+        const char *param;
+        const route *r = resolve_route(method, url, &param);
         if (r && r->json_body) {
             problem p = {0};
             const char *cl =
@@ -426,8 +477,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     http_server *s = cls;
-    (void)c;
     req_ctx *ctx = *con_cls;
+    edge_request_done(s->edge, c);
     if (ctx) {
         double dt = now_s() - ctx->t0;
         if (ctx->status)
@@ -459,8 +510,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static int tls_options(const http_config *cfg, struct MHD_OptionItem *opts)
 {
     const char *prio = cfg->tls_priorities ? cfg->tls_priorities : TLS_DEFAULT_PRIORITIES;
-    if (tls_start(opts, prio, cfg->tls_handshake_timeout) != 0) {
-        fprintf(stderr, "dpbudgetd: cannot set up TLS (no certificate loaded, or no thread)\n");
+    if (tls_start(opts, prio) != 0) {
+        fprintf(stderr, "dpbudgetd: cannot set up TLS (no certificate loaded)\n");
         return -1;
     }
     return 0;
@@ -472,6 +523,14 @@ http_server *http_start(const http_config *cfg)
     if (s == NULL)
         return NULL;
     s->cfg = *cfg;
+    /* the first head's deadline counts from accept: with TLS, the handshake's too */
+    s->edge = edge_start(cfg->tls ? cfg->tls_handshake_timeout : cfg->header_timeout,
+                         cfg->header_timeout, cfg->conn_timeout);
+    if (s->edge == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot start the connection reaper: out of resources\n");
+        free(s);
+        return NULL;
+    }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
@@ -487,6 +546,7 @@ http_server *http_start(const http_config *cfg)
     } else {
         fprintf(stderr, "dpbudgetd: --listen '%s' is not an IPv4 or IPv6 address\n",
                 cfg->listen_addr);
+        edge_stop(s->edge);
         free(s);
         return NULL;
     }
@@ -497,6 +557,7 @@ http_server *http_start(const http_config *cfg)
     }
     struct MHD_OptionItem tls[TLS_NOPTIONS] = {{MHD_OPTION_END, 0, NULL}};
     if (cfg->tls && tls_options(cfg, tls) != 0) {
+        edge_stop(s->edge);
         free(s);
         return NULL;
     }
@@ -507,11 +568,14 @@ http_server *http_start(const http_config *cfg)
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)64 * 1024, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        HTTP_CONNECTION_MEMORY, MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_connections_per_ip,
+        MHD_OPTION_NOTIFY_CONNECTION, edge_on_connection, s->edge, MHD_OPTION_URI_LOG_CALLBACK,
+        edge_on_uri, s->edge, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (s->d == NULL) {
         fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");
         tls_release();
+        edge_stop(s->edge);
         free(s);
         return NULL;
     }
@@ -531,5 +595,6 @@ void http_stop(http_server *s)
         return;
     MHD_stop_daemon(s->d);
     tls_release();
+    edge_stop(s->edge);
     free(s);
 }

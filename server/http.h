@@ -6,6 +6,13 @@
  * collected in a capped buffer owned by the per-request context, which the completion
  * callback frees. A body whose Content-Length exceeds the cap is answered 413 at the
  * headers; a chunked body that outgrows it is discarded and answered 413 at its end.
+ *
+ * Before routing, the head is checked (edge.h: size, framing, Host, %00) and must have
+ * arrived within --header-timeout. Then every request, whatever its method or path, passes
+ * the same API-key check and rate limit: HEAD is GET without a body; a method no route takes
+ * (405) and a path no route matches (404) need a valid key too when keys are configured,
+ * unless the path is one of the open ones. A path's {id} segment obeys the id rule
+ * (codec.h) before any handler sees it.
  */
 #ifndef HTTP_HTTP_H
 #define HTTP_HTTP_H
@@ -24,7 +31,10 @@ typedef struct {
     unsigned conn_timeout;    /* seconds a connection may idle */
     unsigned request_timeout; /* seconds a request's body may take to arrive (slow senders) */
     unsigned max_connections;
-    void *app; /* handed to every handler as http_request.app */
+    unsigned max_connections_per_ip; /* concurrent connections per client address (0: no cap) */
+    unsigned header_timeout;         /* seconds a request head may take to arrive, whole */
+    size_t max_header_bytes;         /* request line and headers, else 431 */
+    void *app;                       /* handed to every handler as http_request.app */
     /* API keys (auth.h): when non-NULL with keys, every route with a scope needs a key; the
      * set may be reloaded while serving */
     struct auth_table_s *auth;
@@ -63,6 +73,7 @@ typedef struct {
     char etag[48];                        /* sent as ETag when set */
     const char *extra_name, *extra_value; /* one more header (static storage, or extra_buf) */
     char extra_buf[32];
+    int close; /* send Connection: close and close the connection after the answer */
 } http_response;
 
 /* If the request's If-None-Match equals etag, answer 304 and return 1; else set the ETag on

@@ -107,6 +107,26 @@ static int label_char_ok(unsigned char ch, int key)
     return ch >= 0x20 && ch != 0x7f;
 }
 
+/* A label filter "key=value" obeys the labels' own rule (decode_labels): anything else could
+ * match nothing by accident or alias another label. */
+static int label_filter_ok(const char *f)
+{
+    const char *eq = strchr(f, '=');
+    if (eq == NULL || eq == f || eq - f > 32 || strlen(eq + 1) > 64)
+        return 0;
+    for (const char *p = f; p < eq; p++)
+        if (!label_char_ok((unsigned char)*p, 1))
+            return 0;
+    const unsigned char *v = (const unsigned char *)eq + 1;
+    for (size_t n = strlen((const char *)v), i = 0; i < n;) {
+        size_t k = utf8_seq_len(v + i, n - i);
+        if (k == 0 || !label_char_ok(v[i], 0))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
 /* {"k": "v", ...} -> "k=v\n" lines sorted by key (jansson iterates in insertion order). */
 static int decode_labels(json_t *o, char *out, size_t cap, problem *pb)
 {
@@ -181,11 +201,7 @@ void res_client_put(const http_request *req, http_response *resp)
     const char *acc = "rdp", *rel = "add_or_remove_one";
     if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0)
         goto fail;
-    if (strlen(req->param) > LEDGER_ID_MAX) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "id", "a client id has at most %d characters",
-                    LEDGER_ID_MAX);
-        goto fail;
-    }
+    /* req->param passed the id rule in http_dispatch */
     snprintf(in.id, sizeof in.id, "%s", req->param);
     json_t *b = json_object_get(j, "budget");
     if (b == NULL) {
@@ -302,8 +318,10 @@ void res_clients_list(const http_request *req, http_response *resp)
         }
     }
     q.label = http_query(req, "label");
-    if (q.label && (strchr(q.label, '=') == NULL || strlen(q.label) > 100)) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "label", "label filters are key=value");
+    if (q.label && !label_filter_ok(q.label)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "label",
+                    "label filters are key=value, the key 1-32 of [A-Za-z0-9_.-], the value at "
+                    "most 64 bytes of printable UTF-8 (the rule of the labels themselves)");
         goto fail;
     }
     if ((s = http_query(req, "sort"))) {
@@ -471,11 +489,8 @@ void res_round_post(const http_request *req, http_response *resp)
         codec_bool(j, "", "dry_run", 0, &rq.dry_run, &pb) < 0 ||
         codec_bool(j, "", "already_ran", 0, &rq.already_ran, &pb) < 0)
         goto fail;
-    if (strlen(rid) > LEDGER_ID_MAX) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "round_id", "a round id has at most %d characters",
-                    LEDGER_ID_MAX);
+    if (codec_id(rid, strlen(rid), "round_id", &pb) < 0)
         goto fail;
-    }
     snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
     if (strcmp(pol, "all_or_nothing") == 0)
         rq.policy = LEDGER_ALL_OR_NOTHING;
@@ -510,13 +525,14 @@ void res_round_post(const http_request *req, http_response *resp)
     }
     for (size_t i = 0; i < rq.n; i++) {
         json_t *v = json_array_get(pa, i);
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            json_string_length(v) > LEDGER_ID_MAX) {
-            char f[48];
-            snprintf(f, sizeof f, "participants[%zu]", i);
+        char f[48];
+        snprintf(f, sizeof f, "participants[%zu]", i);
+        if (!json_is_string(v)) {
             problem_set(&pb, PB_WRONG_TYPE, f, "'%s' must be a client id string", f);
             goto fail;
         }
+        if (codec_id(json_string_value(v), json_string_length(v), f, &pb) < 0)
+            goto fail;
         ids[i] = json_string_value(v);
     }
     rq.participants = ids;

@@ -41,6 +41,15 @@ static const char USAGE[] =
     "  --request-timeout SECS  drop a request whose body takes longer than this to arrive\n"
     "                       (slow senders; default 60)\n"
     "  --max-connections N  concurrent connections (default 1024)\n"
+    "  --max-connections-per-ip N  concurrent connections from one client address, 0 = no\n"
+    "                       cap (default 256); more are refused at once\n"
+    "  --header-timeout SECS  a request's line and headers must arrive whole within this\n"
+    "                       (from the connection, or from the request line on a kept-alive\n"
+    "                       one; with TLS the first request has --tls-handshake-timeout),\n"
+    "                       however steadily they drip; else the connection is closed\n"
+    "                       (slowloris; default 5)\n"
+    "  --max-header-bytes BYTES  largest request line + headers, else 431 (default 16384,\n"
+    "                       at most 65536)\n"
     "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
@@ -359,6 +368,9 @@ static const char *const VALUED[] = {"listen",
                                      "request-timeout",
                                      "tls-priorities",
                                      "tls-handshake-timeout",
+                                     "header-timeout",
+                                     "max-connections-per-ip",
+                                     "max-header-bytes",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
 
@@ -413,6 +425,12 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->cfg.request_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "max-connections") == 0)
         st->cfg.max_connections = (unsigned)parse_num(opt, v, 1, 100000);
+    else if (strcmp(name, "max-connections-per-ip") == 0)
+        st->cfg.max_connections_per_ip = (unsigned)parse_num(opt, v, 0, 100000);
+    else if (strcmp(name, "header-timeout") == 0)
+        st->cfg.header_timeout = (unsigned)parse_num(opt, v, 1, 3600);
+    else if (strcmp(name, "max-header-bytes") == 0)
+        st->cfg.max_header_bytes = parse_num(opt, v, 1024, 65536);
     else if (strcmp(name, "data-dir") == 0)
         st->lo.dir = v;
     else if (strcmp(name, "snapshot-every") == 0)
@@ -649,7 +667,17 @@ static int run_healthcheck(const settings *st)
 
 int main(int argc, char **argv)
 {
-    settings st = {{"127.0.0.1", 8080, 0, 65536, 30, 60, 1024, NULL, NULL, 0, 1, 0, NULL, 5},
+    settings st = {{.listen_addr = "127.0.0.1",
+                    .port = 8080,
+                    .max_body = 65536,
+                    .conn_timeout = 30,
+                    .request_timeout = 60,
+                    .max_connections = 1024,
+                    .max_connections_per_ip = 256,
+                    .header_timeout = 5,
+                    .max_header_bytes = 16384,
+                    .log_requests = 1,
+                    .tls_handshake_timeout = 5},
                    NULL,
                    {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
                    1,

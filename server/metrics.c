@@ -40,7 +40,7 @@ _Static_assert(sizeof(((ledger_summary *)0)->sync_hist) / sizeof(uint64_t) == WA
 static uint64_t requests[MAX_ROUTES + 1][NMETHOD][NSTATUS];
 static uint64_t hist[MAX_ROUTES + 1][NMETHOD][NLE + 1];
 static uint64_t micros[MAX_ROUTES + 1][NMETHOD]; /* latency sum in microseconds */
-static uint64_t admitted_total, refused_total, rounds_total, denied[3];
+static uint64_t admitted_total, refused_total, rounds_total, denied[3], head_timeouts;
 static uint64_t refusals[NREASON];
 static uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
 
@@ -118,6 +118,11 @@ void metrics_compute(const char *accountant, double seconds)
         a = (int)v;
     add(&chist[a][bucket(CLE, NCLE, seconds)], 1);
     add(&cmicros[a], (uint64_t)(seconds * 1e6 + 0.5));
+}
+
+void metrics_head_timeout(void)
+{
+    add(&head_timeouts, 1);
 }
 
 void metrics_denied(int status)
@@ -389,6 +394,12 @@ char *metrics_render(ledger *l, size_t *len)
         "dpbudget_http_denied_total{status=\"429\"} %llu\n",
         (unsigned long long)get(&denied[0]), (unsigned long long)get(&denied[1]),
         (unsigned long long)get(&denied[2]));
+    put(&b,
+        "# HELP dpbudget_http_head_timeouts_total Connections closed because a request head "
+        "was not complete within --header-timeout (slow or stalled clients).\n"
+        "# TYPE dpbudget_http_head_timeouts_total counter\n"
+        "dpbudget_http_head_timeouts_total %llu\n",
+        (unsigned long long)get(&head_timeouts));
     put(&b,
         "# HELP dpbudget_rounds_total Rounds charged since start (dry runs and replays "
         "excluded).\n"

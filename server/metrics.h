@@ -39,6 +39,9 @@ void metrics_denied(int status);
 /* A monotonic clock in seconds, for latencies. */
 double metrics_now(void);
 
+/* A connection closed because its request head was not complete by --header-timeout. */
+void metrics_head_timeout(void);
+
 /* The exposition text (malloc'ed, NUL-terminated) or NULL when out of memory. l may be NULL. */
 char *metrics_render(ledger *l, size_t *len);
 

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static const struct {
     int http;
@@ -39,6 +40,11 @@ static const struct {
     [PB_UNAUTHORIZED] = {401, "unauthorized", "A valid API key is required"},
     [PB_FORBIDDEN] = {403, "forbidden", "The API key lacks the scope this request needs"},
     [PB_RATE_LIMITED] = {429, "rate_limited", "Too many requests for this API key"},
+    [PB_INVALID_ID] = {400, "invalid_id", "An identifier breaks the id rule"},
+    [PB_INVALID_FRAMING] = {400, "invalid_framing",
+                            "The request's length is ambiguous: the connection is closed"},
+    [PB_BAD_REQUEST] = {400, "bad_request", "The request is not valid HTTP/1.1"},
+    [PB_HEADERS_TOO_LARGE] = {431, "headers_too_large", "The request head is too large"},
 };
 
 int problem_http_status(problem_code c)
@@ -88,6 +94,44 @@ problem_code problem_from_status(dpb_status s)
     return PB_INTERNAL;
 }
 
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if none: no overlong
+ * forms, no surrogates, nothing above U+10FFFF. */
+size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (s[0] < 0x80)
+        return 1;
+    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+                 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+/* Make s valid UTF-8 without control characters, in place: whatever a detail echoes (a
+ * path, a header, an id) and wherever the buffer cut it, the answer stays JSON. */
+static void printable_utf8(char *s)
+{
+    unsigned char *u = (unsigned char *)s;
+    for (size_t n = strlen(s), i = 0; i < n;) {
+        size_t k = utf8_seq_len(u + i, n - i);
+        if (k == 0 || u[i] < 0x20 || u[i] == 0x7f) {
+            u[i++] = '?';
+            continue;
+        }
+        i += k;
+    }
+}
+
 void problem_set(problem *p, problem_code c, const char *field, const char *fmt, ...)
 {
     if (p->code != PB_NONE)
@@ -98,6 +142,8 @@ void problem_set(problem *p, problem_code c, const char *field, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(p->detail, sizeof p->detail, fmt, ap);
     va_end(ap);
+    printable_utf8(p->field);
+    printable_utf8(p->detail);
 }
 
 void problem_from_error(problem *p, const dpb_error *err)

@@ -38,6 +38,10 @@ typedef enum {
     PB_UNAUTHORIZED,        /* 401 no valid API key */
     PB_FORBIDDEN,           /* 403 the key lacks the scope */
     PB_RATE_LIMITED,        /* 429 the key's request rate is exceeded */
+    PB_INVALID_ID,          /* 400 a client or round id breaks the id rule (codec.h) */
+    PB_INVALID_FRAMING,     /* 400 ambiguous message framing (Content-Length/Transfer-Encoding) */
+    PB_BAD_REQUEST,         /* 400 the request breaks HTTP/1.1 (no Host, NUL in the URL) */
+    PB_HEADERS_TOO_LARGE,   /* 431 the request head exceeds --max-header-bytes */
     PB_COUNT_
 } problem_code;
 
@@ -56,7 +60,13 @@ const char *problem_title(problem_code c);
 /* The problem code a core status maps to. */
 problem_code problem_from_status(dpb_status s);
 
-/* Record a problem unless one is recorded already (first wins). field may be NULL. */
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if there is none: no
+ * overlong forms, no surrogates, nothing above U+10FFFF. */
+size_t utf8_seq_len(const unsigned char *s, size_t n);
+
+/* Record a problem unless one is recorded already (first wins). field may be NULL. The field
+ * and detail are made printable UTF-8 (any other byte becomes '?'), so that echoing input
+ * never breaks the answer. */
 void problem_set(problem *p, problem_code c, const char *field, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

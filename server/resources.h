@@ -36,8 +36,10 @@ typedef struct {
     http_handler handler;
     int json_body; /* 1: the request must carry a JSON body */
     int prefix;
-    int scope;   /* the API key scope it needs when keys are configured (auth.h) */
-    int compute; /* a stateless computation: open to all with --open-compute */
+    int scope;      /* the API key scope it needs when keys are configured (auth.h) */
+    int compute;    /* a stateless computation: open to all with --open-compute */
+    int free_param; /* 1: the prefix route's segment is not an id (its handler checks it);
+                       0: it obeys the id rule, checked before the handler runs */
 } route;
 
 /* The routing table (routes.c), terminated by a NULL method. */

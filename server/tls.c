@@ -22,30 +22,10 @@ typedef struct cred {
     struct cred *older; /* replaced credentials, kept until tls_release */
 } cred;
 
-/* A connection whose handshake (and first request's headers) is awaited. */
-typedef struct pending {
-    struct pending *prev, *next;
-    int fd;
-    double t0;
-    int reaped; /* shut down already */
-} pending;
-
 static struct {
     pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t wake;
     cred *cur;
-    pending *head;
-    unsigned deadline;
-    int running, stopping;
-    pthread_t reaper;
-} T = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0};
-
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+} T = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
 int tls_check_priorities(const char *priorities, char *err, size_t errlen)
 {
@@ -143,99 +123,13 @@ static int retrieve(gnutls_session_t s, const gnutls_datum_t *req_ca_rdn, int nr
     return 0;
 }
 
-/* MHD_NotifyConnectionCallback: track each connection from accept to its first request. */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    (void)cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *fd =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        pending *p = fd ? calloc(1, sizeof *p) : NULL;
-        if (p == NULL)
-            return; /* untracked: the connection timeout still applies */
-        p->fd = fd->connect_fd;
-        p->t0 = mono_s();
-        pthread_mutex_lock(&T.lock);
-        p->next = T.head;
-        if (T.head)
-            T.head->prev = p;
-        T.head = p;
-        pthread_mutex_unlock(&T.lock);
-        *socket_context = p;
-        return;
-    }
-    /* closed: libmicrohttpd notifies before it closes the socket, so the reaper (under the
-     * same lock) never shuts down a descriptor that was reused */
-    pending *p = *socket_context;
-    if (p == NULL)
-        return;
-    pthread_mutex_lock(&T.lock);
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        T.head = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    pthread_mutex_unlock(&T.lock);
-    free(p);
-    *socket_context = NULL;
-}
-
-void tls_request_seen(struct MHD_Connection *c)
-{
-    if (!T.running)
-        return;
-    const union MHD_ConnectionInfo *i =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    pending *p = i ? i->socket_context : NULL;
-    if (p == NULL || p->t0 == 0.0)
-        return;
-    pthread_mutex_lock(&T.lock);
-    p->t0 = 0.0; /* no more deadline; stays linked until closed */
-    pthread_mutex_unlock(&T.lock);
-}
-
-/* Every quarter second: shut down the connections past the deadline. libmicrohttpd then
- * sees the socket end and closes the connection itself. */
-static void *reaper(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&T.lock);
-    while (!T.stopping) {
-        double now = mono_s();
-        for (pending *p = T.head; p; p = p->next)
-            if (p->t0 > 0.0 && !p->reaped && now - p->t0 > (double)T.deadline) {
-                shutdown(p->fd, SHUT_RDWR);
-                p->reaped = 1;
-            }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 250000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&T.wake, &T.lock, &until);
-    }
-    pthread_mutex_unlock(&T.lock);
-    return NULL;
-}
-
-int tls_start(struct MHD_OptionItem *opts, const char *priorities, unsigned handshake_timeout)
+int tls_start(struct MHD_OptionItem *opts, const char *priorities)
 {
     if (T.cur == NULL)
         return -1;
-    T.deadline = handshake_timeout;
-    T.stopping = 0;
-    if (pthread_create(&T.reaper, NULL, reaper, NULL) != 0)
-        return -1;
-    T.running = 1;
     struct MHD_OptionItem o[TLS_NOPTIONS] = {
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)priorities},
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)retrieve},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
-        {MHD_OPTION_END, 0, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     memcpy(opts, o, sizeof o);
@@ -244,14 +138,6 @@ int tls_start(struct MHD_OptionItem *opts, const char *priorities, unsigned hand
 
 void tls_release(void)
 {
-    if (T.running) {
-        pthread_mutex_lock(&T.lock);
-        T.stopping = 1;
-        pthread_cond_signal(&T.wake);
-        pthread_mutex_unlock(&T.lock);
-        pthread_join(T.reaper, NULL);
-        T.running = 0;
-    }
     pthread_mutex_lock(&T.lock);
     cred *c = T.cur;
     T.cur = NULL;

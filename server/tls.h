@@ -14,8 +14,8 @@
  * reload, a few kilobytes each.
  *
  * Handshake deadline: a TLS connection that has not finished its handshake and sent its
- * first request's headers within the deadline is shut down (a reaper thread; connections
- * are tracked from libmicrohttpd's connection notifications until tls_request_seen).
+ * first request's headers within --tls-handshake-timeout is shut down: the deadline of the
+ * first request head (edge.h) counts from accept, handshake included.
  * State is process-wide: one TLS server per process.
  */
 #ifndef HTTP_TLS_H
@@ -37,15 +37,11 @@ int tls_check_priorities(const char *priorities, char *err, size_t errlen);
 int tls_load_credentials(const char *cert_pem, const char *key_pem, char *err, size_t errlen);
 
 /* Fill opts (room for TLS_NOPTIONS items, the last MHD_OPTION_END) with the TLS options:
- * priorities, the certificate callback, the connection notifications; and start the
- * handshake reaper (deadline in seconds). 0, or -1 (no credential loaded, or no thread). */
-#define TLS_NOPTIONS 5
-int tls_start(struct MHD_OptionItem *opts, const char *priorities, unsigned handshake_timeout);
+ * priorities and the certificate callback. 0, or -1 (no credential loaded). */
+#define TLS_NOPTIONS 3
+int tls_start(struct MHD_OptionItem *opts, const char *priorities);
 
-/* The first request's headers arrived on c: its handshake is over (no more deadline). */
-void tls_request_seen(struct MHD_Connection *c);
-
-/* Stop the reaper, free the credentials (after MHD_stop_daemon). */
+/* Free the credentials (after MHD_stop_daemon). */
 void tls_release(void);
 
 #endif

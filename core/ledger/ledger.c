@@ -1100,26 +1100,29 @@ static void maybe_snapshot(ledger *l)
     pthread_mutex_unlock(&l->snap_mu);
 }
 
-static int valid_id(const char *id)
+int ledger_id_valid(const char *id, size_t len)
 {
-    size_t n = strlen(id);
-    if (n == 0 || n > LEDGER_ID_MAX)
+    if (id == NULL || len == 0 || len > LEDGER_ID_MAX)
         return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)id[i];
-        if (ch < 0x21 || ch == 0x7f || ch == '/')
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)id[i];
+        int alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || c == '\0' || strchr("._~:@+-", c) == NULL))
             return 0;
     }
     return 1;
+}
+
+static int valid_id(const char *id)
+{
+    return ledger_id_valid(id, strlen(id));
 }
 
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err)
 {
     if (!valid_id(in->id))
-        return dpb_fail(err, DPB_EINVAL, "id",
-                        "a client id is 1 to %d printable characters without '/' or spaces",
-                        LEDGER_ID_MAX);
+        return dpb_fail(err, DPB_EINVAL, "id", "a client id is " LEDGER_ID_RULE);
     if (!(isfinite(in->epsilon) && in->epsilon >= 0.0) || !(in->delta > 0.0 && in->delta < 1.0))
         return dpb_fail(err, DPB_EINVAL, "budget",
                         "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
@@ -1482,9 +1485,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
 {
     memset(res, 0, sizeof *res);
     if (!valid_id(req->round_id))
-        return dpb_fail(err, DPB_EINVAL, "round_id",
-                        "a round id is 1 to %d printable characters without '/' or spaces",
-                        LEDGER_ID_MAX);
+        return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
     if (req->n == 0 || req->n > LEDGER_MAX_PARTICIPANTS)
         return dpb_fail(err, DPB_EINVAL, "participants", "between 1 and %d participants",
                         LEDGER_MAX_PARTICIPANTS);

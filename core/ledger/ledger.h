@@ -45,7 +45,13 @@
 
 /* On-disk format version of log records and snapshots. */
 #define LEDGER_FORMAT 1
-#define LEDGER_ID_MAX 128     /* bytes of a client or round id */
+#define LEDGER_ID_MAX 128 /* bytes of a client or round id */
+/* The one id rule (client and round ids), checked where an id enters the service and again
+ * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
+ * '/', '%', spaces, control characters, NUL and non-ASCII bytes never do, so every id is
+ * printable ASCII, valid UTF-8 and one URL path segment. (Logs written before the rule keep
+ * their ids: recovery does not re-check them.) */
+#define LEDGER_ID_RULE "1 to 128 characters of [A-Za-z0-9._~:@+-], the first a letter or digit"
 #define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
 #define LEDGER_MAX_PARTICIPANTS 100000
 
@@ -90,6 +96,9 @@ typedef struct {
     uint64_t version; /* changes with every change of the client (ETag) */
     ledger_status status;
 } ledger_client;
+
+/* 1 if id (len bytes) obeys LEDGER_ID_RULE. */
+int ledger_id_valid(const char *id, size_t len);
 
 /* Create or update a client: budget and labels may change; mode and relation only while no
  * round was charged (else DPB_ECONFLICT). *created says which. Durable on return. */

@@ -277,6 +277,7 @@ int main(int argc, char **argv)
             {PROACTIVE_API_TESTS, PROACTIVE_API_NTESTS},
             {LEDGER_API_TESTS, LEDGER_API_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},
+            {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
         };
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
@@ -287,6 +288,8 @@ int main(int argc, char **argv)
             all[n++] = AUTH_TESTS[i];
         for (size_t i = 0; i < OPERATOR_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = OPERATOR_TESTS[i];
+        for (size_t i = 0; i < EDGE_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = EDGE_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

@@ -199,8 +199,129 @@ static void labels_that_do_not_fit_are_refused(void)
     api_reply_free(&r);
 }
 
+static long long summary_clients(void)
+{
+    api_reply r;
+    api_get("/v1/summary", &r);
+    long long n = r.status == 200 ? (long long)jnum(r.json, "clients") : -1;
+    api_reply_free(&r);
+    return n;
+}
+
+/* Before: PUT /v1/clients/alice%00evil changed alice (the NUL cut the id short), and ids of
+ * invalid UTF-8 (%FFx, %C0%AE%C0%AE) were stored, then answered 503 out_of_memory on every
+ * read and listing, while the summary counted them. Now every id, in the path or a body, and
+ * every label filter obeys one rule at the edge: 400 invalid_id (invalid_parameter for a
+ * filter, bad_request for %00 anywhere in the URL), nothing stored. */
+static void hostile_ids_are_refused_at_the_edge(void)
+{
+    static const char budget[] = "{\"budget\":{\"epsilon\":1,\"delta\":1e-5}}";
+    static const char other[] = "{\"budget\":{\"epsilon\":7,\"delta\":1e-5}}";
+    api_reply r;
+    api_call("PUT", "/v1/clients/hid-alice", "application/json", budget, strlen(budget), &r);
+    CHECK(r.status == 201 || r.status == 200);
+    api_reply_free(&r);
+    long long before = summary_clients();
+    /* NUL aliasing: in the path, the query, with any method */
+    static const char *const nul[] = {"/v1/clients/hid-alice%00evil", "/v1/clients/hid-alice%00",
+                                      "/v1/rounds/r%00x", "/v1/clients?status=active%00x",
+                                      "/v1/clients?label=a%3Db%00c"};
+    for (size_t i = 0; i < sizeof nul / sizeof nul[0]; i++) {
+        api_call(i < 2 ? "PUT" : "GET", nul[i], i < 2 ? "application/json" : NULL,
+                 i < 2 ? other : NULL, i < 2 ? strlen(other) : 0, &r);
+        CHECKF(is_problem(&r, 400, "bad_request", NULL), "%s: %ld %s", nul[i], r.status, r.body);
+        api_reply_free(&r);
+    }
+    api_get("/v1/clients/hid-alice", &r);
+    CHECKF(r.status == 200 && jnum(r.json, "budget.epsilon") == 1.0, "alice changed: %s", r.body);
+    api_reply_free(&r);
+    /* ids that break the rule, in the path (PUT and GET) */
+    static const char *const bad[] = {"%FFx",       "%C0%AE%C0%AE", "a%20b", "-lead",     ".hidden",
+                                      "a%22b",      "a%5Cb",        "a%09b", "%E2%82%AC", "a%25b",
+                                      "a%3Cscript", "a;b",          "a%2Cb", "a!b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/clients/%s", bad[i]);
+        api_call("PUT", path, "application/json", budget, strlen(budget), &r);
+        CHECKF(is_problem(&r, 400, "invalid_id", "id"), "PUT %s: %ld %s", path, r.status, r.body);
+        api_reply_free(&r);
+        api_get(path, &r);
+        CHECKF(is_problem(&r, 400, "invalid_id", "id"), "GET %s: %ld", path, r.status);
+        api_reply_free(&r);
+        snprintf(path, sizeof path, "/v1/rounds/%s", bad[i]);
+        api_get(path, &r);
+        CHECKF(is_problem(&r, 400, "invalid_id", "id"), "GET %s: %ld", path, r.status);
+        api_reply_free(&r);
+    }
+    /* a prefix route whose segment is no id (a dashboard asset) keeps its own answer; input
+     * echoed in a detail (a path, a header) stays JSON whatever its bytes (was 503) */
+    api_get("/ui/app%FF.js", &r);
+    CHECKF(is_problem(&r, 404, "not_found", NULL), "GET /ui/app%%FF.js: %ld", r.status);
+    api_reply_free(&r);
+    api_call("DELETE", "/v1/clients/a%FF%C0", NULL, NULL, 0, &r);
+    CHECKF(is_problem(&r, 405, "method_not_allowed", NULL), "DELETE /v1/clients/a%%FF: %ld",
+           r.status);
+    api_reply_free(&r);
+    api_call("POST", "/v1/rounds", "text/\xff\xfe", "{}", 2, &r);
+    CHECKF(is_problem(&r, 415, "unsupported_media_type", NULL), "Content-Type \\xff: %ld %s",
+           r.status, r.body);
+    api_reply_free(&r);
+    /* ... and in bodies: round_id and every participant */
+    static const char *const rounds[][2] = {
+        {"{\"round_id\":\"r\u00ff\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+         "\"noise_multiplier\":5},\"participants\":[\"hid-alice\"]}",
+         "round_id"},
+        {"{\"round_id\":\"hid-r1\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+         "\"noise_multiplier\":5},\"participants\":[\"hid-alice\",\"x\\ty\"]}",
+         "participants[1]"},
+        {"{\"round_id\":\"hid-r2\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+         "\"noise_multiplier\":5},\"participants\":[\"\u00c0\u00ae\"]}",
+         "participants[0]"},
+        {"{\"round_id\":\"a/b\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+         "\"noise_multiplier\":5},\"participants\":[\"hid-alice\"]}",
+         "round_id"},
+    };
+    for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++) {
+        api_postf(&r, "/v1/rounds", "%s", rounds[i][0]);
+        CHECKF(is_problem(&r, 400, "invalid_id", rounds[i][1]), "round #%zu: %ld %s", i, r.status,
+               r.body);
+        api_reply_free(&r);
+    }
+    /* label filters: the labels' own rule */
+    static const char *const filters[] = {"a%FF=b",  "a=%FF",    "=b",     "a",
+                                          "a%20b=c", "a=%C0%AE", "a=b%0Ac"};
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/clients?label=%s", filters[i]);
+        api_get(path, &r);
+        CHECKF(is_problem(&r, 400, "invalid_parameter", "label"), "%s: %ld", path, r.status);
+        api_reply_free(&r);
+    }
+    api_get("/v1/clients?label=team=%C3%A9t%C3%A9", &r); /* valid UTF-8 is a fine value */
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+    /* nothing was stored; what real coordinators use is accepted */
+    CHECKF(summary_clients() == before, "clients %lld -> %lld", before, summary_clients());
+    static const char *const good[] = {"550e8400-e29b-41d4-a716-446655440000",
+                                       "user+tag@example.com", "site-3:client-12", "A.b_c~d"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/clients/%s", good[i]);
+        api_call("PUT", path, "application/json", budget, strlen(budget), &r);
+        CHECKF(r.status == 201 || r.status == 200, "PUT %s: %ld %s", path, r.status, r.body);
+        api_reply_free(&r);
+    }
+    /* the summary and the listing agree, and the listing answers */
+    api_get("/v1/clients?limit=1000", &r);
+    CHECKF(r.status == 200 && (long long)jnum(r.json, "total") == summary_clients(),
+           "list %ld total %g, summary %lld", r.status, r.json ? jnum(r.json, "total") : -1.0,
+           summary_clients());
+    api_reply_free(&r);
+}
+
 const tl_test HOSTILE_TESTS[] = {
     TL_T(hostile_battery),
     TL_T(labels_that_do_not_fit_are_refused),
+    TL_T(hostile_ids_are_refused_at_the_edge),
 };
 const size_t HOSTILE_NTESTS = sizeof HOSTILE_TESTS / sizeof HOSTILE_TESTS[0];

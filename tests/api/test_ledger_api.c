@@ -591,21 +591,21 @@ static void ledger_client_put_validation(void)
     CHECK(is_problem(&r, 404, "not_found", "id"));
     api_reply_free(&r);
 
-    /* ids: 128 characters are accepted, 129 are not; spaces are refused */
+    /* ids (the one id rule): 128 characters are accepted, 129 are not; spaces are refused */
     char id128[140], id129[140];
     memset(id128, 'i', 128);
     id128[128] = '\0';
     memset(id129, 'j', 129);
     id129[129] = '\0';
     put_client(id129, BUDGET(1, 1e-5), &r, NULL);
-    CHECK(is_problem(&r, 400, "invalid_parameter", "id"));
+    CHECK(is_problem(&r, 400, "invalid_id", "id"));
     api_reply_free(&r);
     put_client(id128, BUDGET(1, 1e-5), &r, NULL);
     CHECKF(r.status == 201, "128-character id: %ld %.200s", r.status, r.body);
     CHECK(str_is(r.json, "id", id128));
     api_reply_free(&r);
     put_client("ledger_client_put_validation%20sp", BUDGET(1, 1e-5), &r, NULL);
-    CHECK(is_problem(&r, 400, "invalid_parameter", "id"));
+    CHECK(is_problem(&r, 400, "invalid_id", "id"));
     api_reply_free(&r);
 
     /* boundaries that are valid: epsilon 0, a 64-character label value, 16 labels */
@@ -1091,17 +1091,17 @@ static void ledger_participants(void)
         {"{\"round_id\":\"ledger_participants-bad\",\"event\":" G5 ",\"participants\":[null]}",
          "wrong_type", "participants[0]"},
         {"{\"round_id\":\"ledger_participants-bad\",\"event\":" G5 ",\"participants\":[\"\"]}",
-         "wrong_type", "participants[0]"},
+         "invalid_id", "participants[0]"},
         {"{\"round_id\":\"ledger_participants-bad\",\"event\":" G5
          ",\"participants\":\"ledger_participants-c\"}",
          "wrong_type", "participants"},
         {"{\"round_id\":\"ledger_participants-bad\",\"event\":" G5 "}", "missing_field",
          "participants"},
         {"{\"round_id\":\"ledger_participants-bad\",\"event\":" G5 ",\"participants\":[\"a b\"]}",
-         "invalid_parameter", "participants"},
+         "invalid_id", "participants[0]"},
         {"{\"round_id\":\"ledger_participants bad\",\"event\":" G5
          ",\"participants\":[\"ledger_participants-c\"]}",
-         "invalid_parameter", "round_id"},
+         "invalid_id", "round_id"},
         {"{\"event\":" G5 ",\"participants\":[\"ledger_participants-c\"]}", "missing_field",
          "round_id"},
         {"{\"round_id\":\"ledger_participants-bad\",\"participants\":[\"ledger_participants-c\"]}",

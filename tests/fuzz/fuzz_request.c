@@ -305,10 +305,12 @@ static void round_post(json_t *j)
     if (!json_is_array(pa) || json_array_size(pa) == 0 ||
         json_array_size(pa) > LEDGER_MAX_PARTICIPANTS)
         goto out;
+    if (codec_id(rid, strlen(rid), "round_id", &pb) < 0)
+        goto out;
     for (size_t i = 0; i < json_array_size(pa); i++) {
         json_t *v = json_array_get(pa, i);
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            json_string_length(v) > LEDGER_ID_MAX)
+        if (!json_is_string(v) ||
+            codec_id(json_string_value(v), json_string_length(v), "participants", &pb) < 0)
             goto out;
     }
     /* the idempotency hash of the canonical request (last: it changes j) */

@@ -112,7 +112,7 @@ def main(argv):
                  {"round_id": "m%d" % k, "policy": "admit_eligible",
                   "participants": ["m0", "m1", "m2", "ghost"],
                   "event": {"class_name": "GaussianDpEvent", "noise_multiplier": 2}}, token)
-        call(base, "GET", "/no/such/path")
+        call(base, "GET", "/no/such/path", token=token)  # without a key: 401
         call(base, "DELETE", "/v1/summary", token=token)
         call(base, "GET", "/v1/summary")  # 401
         st, text = call(base, "GET", "/metrics")

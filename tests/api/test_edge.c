@@ -1,0 +1,536 @@
+/* test_edge.c - the HTTP edge, over raw sockets where curl would not misbehave: every method
+ * on every route (the routing table itself) passes the same key check and rate limit; a
+ * request with ambiguous framing is refused, its connection closed, and what it smuggled
+ * never runs; a slowloris neither starves probes from another address nor keeps a dripping
+ * head alive past --header-timeout; oversized heads and heads without Host are answered
+ * problem+json. EDGE_TESTS start their own daemons; EDGE_SHARED_TESTS use the main one. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../server/auth.h"
+#include "../../server/resources.h"
+#include "check.h"
+#include "suites.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int daemon_port(void)
+{
+    const char *b = strrchr(api_get_base(), ':');
+    return b ? atoi(b + 1) : 0;
+}
+
+/* A TCP connection to the daemon from the loopback address src ("127.0.0.x"), blocking
+ * unless nonblock; -1 on failure. */
+static int dial(const char *src, int nonblock)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    if (src) {
+        inet_pton(AF_INET, src, &sa.sin_addr);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    sa.sin_port = htons((unsigned short)daemon_port());
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Read from fd until the peer closes or timeout seconds pass; returns the bytes read (out
+ * NUL-terminated) and *closed = 1 when the daemon closed the connection. */
+static size_t read_until_close(int fd, char *out, size_t cap, double timeout, int *closed)
+{
+    size_t n = 0;
+    *closed = 0;
+    double end = now_s() + timeout;
+    while (n + 1 < cap) {
+        int left = (int)((end - now_s()) * 1000);
+        if (left <= 0)
+            break;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, left) <= 0)
+            break;
+        ssize_t k = recv(fd, out + n, cap - 1 - n, 0);
+        if (k <= 0) {
+            *closed = k == 0 || errno == ECONNRESET;
+            break;
+        }
+        n += (size_t)k;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* Send req on a fresh connection and collect everything until close (at most timeout s). */
+static size_t exchange(const char *req, size_t len, char *out, size_t cap, double timeout,
+                       int *closed)
+{
+    int fd = dial(NULL, 0);
+    out[0] = '\0';
+    *closed = 0;
+    if (fd < 0)
+        return 0;
+    size_t sent = 0;
+    while (sent < len) {
+        ssize_t k = send(fd, req + sent, len - sent, MSG_NOSIGNAL);
+        if (k <= 0)
+            break;
+        sent += (size_t)k;
+    }
+    size_t n = read_until_close(fd, out, cap, timeout, closed);
+    close(fd);
+    return n;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The status of the first response in raw, 0 if none. */
+static int status_of(const char *raw)
+{
+    return strncmp(raw, "HTTP/1.", 7) == 0 ? atoi(raw + 9) : 0;
+}
+
+static int raw_is_problem(const char *raw, int status, const char *code)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"code\":\"%s\"", code);
+    return status_of(raw) == status &&
+           strstr(raw, "\r\nContent-Type: application/problem+json") != NULL &&
+           strstr(raw, want) != NULL;
+}
+
+/* ---------------------------------------------------------------- keys on every method */
+
+#define READ_TOKEN "reader-token-1"
+static const char KEYS[] =
+    "8ed7a3cb498a69b97157eb5c685b8831eabdc118fce9a4c75425920ab3ddf6e0 read reader\n";
+
+static const char *const METHODS[] = {"GET",   "HEAD",    "POST",  "PUT", "DELETE",
+                                      "PATCH", "OPTIONS", "TRACE", "FOO"};
+#define NMETHODS (sizeof METHODS / sizeof METHODS[0])
+
+/* A path per route of the routing table (an id for prefix routes), and paths no route has. */
+static size_t edge_paths(char paths[][64], size_t cap, int *open)
+{
+    size_t n = 0;
+    for (const route *r = ROUTES; r->method && n < cap; r++, n++) {
+        snprintf(paths[n], 64, "%s%s", r->path, r->prefix ? "x1" : "");
+        open[n] = r->scope == SCOPE_NONE;
+    }
+    const char *unrouted[] = {"/nothing", "/v1/clients/a/b", "/v1/rounds/", "/v1"};
+    for (size_t i = 0; i < sizeof unrouted / sizeof unrouted[0] && n < cap; i++, n++) {
+        snprintf(paths[n], 64, "%s", unrouted[i]);
+        open[n] = 0;
+    }
+    return n;
+}
+
+/* Before: HEAD answered 200 with the ETag (404 for unknown clients) without a key and
+ * outside the rate limit; OPTIONS, unknown methods and unrouted paths answered 405/404
+ * without a key and without counting. Now every route x every method: 401 without a key
+ * (open paths aside), and 429 once the key's bucket is empty. */
+static void every_method_on_every_route_needs_the_key(void)
+{
+    char dir[64], keys[96];
+    snprintf(dir, sizeof dir, "/tmp/dpb-edge-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return;
+    snprintf(keys, sizeof keys, "%s/keys", dir);
+    FILE *f = fopen(keys, "w");
+    if (f) {
+        fputs(KEYS, f);
+        fclose(f);
+    }
+    /* one request per 100 s: the bucket stays empty for the whole test once spent */
+    const char *extra[] = {"--api-keys", keys, "--rate-limit", "0.01", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st == 0) {
+        static char paths[64][64];
+        int open[64];
+        size_t np = edge_paths(paths, 64, open);
+        int checked = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            api_set_header(pass ? "Authorization: Bearer " READ_TOKEN : NULL);
+            if (pass) { /* spend the one token */
+                api_reply r;
+                api_get("/v1/summary", &r);
+                CHECK(r.status == 200);
+                api_reply_free(&r);
+            }
+            for (size_t p = 0; p < np; p++)
+                for (size_t m = 0; m < NMETHODS; m++) {
+                    api_reply r;
+                    api_call(METHODS[m], paths[p], NULL, NULL, 0, &r);
+                    int want = pass ? 429 : 401;
+                    if (open[p])
+                        CHECKF(r.status != 401 && r.status != 429, "%s %s: %ld", METHODS[m],
+                               paths[p], r.status);
+                    else if (strcmp(METHODS[m], "HEAD") == 0)
+                        CHECKF(r.status == want && r.body_len == 0, "HEAD %s: %ld (%zu bytes)",
+                               paths[p], r.status, r.body_len);
+                    else
+                        CHECKF(is_problem(&r, want, pass ? "rate_limited" : "unauthorized", NULL),
+                               "%s %s: %ld %s", METHODS[m], paths[p], r.status, r.body);
+                    checked++;
+                    api_reply_free(&r);
+                }
+        }
+        CHECKF(checked >= 2 * 17 * 9, "only %d requests", checked);
+        api_set_header(NULL);
+        st = api_daemon_stop();
+        CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+    }
+    unlink(keys);
+    rmdir(dir);
+}
+
+/* ---------------------------------------------------------------- framing */
+
+#define SMUGGLED_BODY(id)                                                                          \
+    "{\"round_id\":\"" id "\",\"event\":{\"class_name\":\"GaussianDpEvent\","                      \
+    "\"noise_multiplier\":5},\"participants\":[\"smug-client\"]}"
+
+/* Before: Content-Length + Transfer-Encoding: chunked with a body that ends early answered
+ * 400 and then ran the POST /v1/rounds that followed on the same connection. Now each
+ * ambiguous framing is answered 400 invalid_framing, once, and the connection is closed:
+ * the smuggled round never exists. */
+static void smuggled_request_is_never_executed(void)
+{
+    api_reply r;
+    static const char client[] = "{\"budget\":{\"epsilon\":100,\"delta\":1e-5}}";
+    api_call("PUT", "/v1/clients/smug-client", "application/json", client, strlen(client), &r);
+    CHECKF(r.status == 201 || r.status == 200, "%ld %s", r.status, r.body);
+    api_reply_free(&r);
+    /* the framing of the first request; the smuggled round's id */
+    /* the framing of the first request: headers before and after a Content-Length that
+     * covers the rest of the bytes (cl 1) or none (cl 0); the smuggled round's id */
+    static const struct {
+        const char *before;
+        int cl;
+        const char *after, *body, *round;
+    } cases[] = {
+        {"", 1, "Transfer-Encoding: chunked\r\n", "0\r\n\r\n", "smuggled-1"},
+        {"Transfer-Encoding: chunked\r\n", 1, "", "0\r\n\r\n", "smuggled-2"},
+        {"Content-Length: 2\r\n", 1, "", "{}", "smuggled-3"},
+        {"Transfer-Encoding: chunked\r\n", 0, "Transfer-Encoding: chunked\r\n", "0\r\n\r\n",
+         "smuggled-4"},
+        {"Transfer-Encoding: gzip, chunked\r\n", 0, "", "0\r\n\r\n", "smuggled-5"},
+        {"Transfer-Encoding: identity\r\n", 0, "", "", "smuggled-6"},
+        /* libmicrohttpd reads these as no Transfer-Encoding at all, a proxy may not */
+        {"Transfer-Encoding : chunked\r\n", 0, "", "0\r\n\r\n", "smuggled-7"},
+        {"Transfer-Encoding:\r\n chunked\r\n", 0, "", "0\r\n\r\n", "smuggled-8"},
+        {"X-Pad: 1\r\n", 0, "Transfer-Encoding: x\r\n\tchunked\r\n", "0\r\n\r\n", "smuggled-9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[256], second[512], first[256], req[1024], out[4096];
+        snprintf(body, sizeof body,
+                 "{\"round_id\":\"%s\",\"event\":{\"class_name\":\"GaussianDpEvent\","
+                 "\"noise_multiplier\":5},\"participants\":[\"smug-client\"]}",
+                 cases[i].round);
+        snprintf(second, sizeof second,
+                 "POST /v1/rounds HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\n\r\n%s",
+                 strlen(body), body);
+        char cl[48] = "";
+        if (cases[i].cl)
+            snprintf(cl, sizeof cl, "Content-Length: %zu\r\n",
+                     strlen(cases[i].body) + strlen(second));
+        snprintf(first, sizeof first, "%s%s%s", cases[i].before, cl, cases[i].after);
+        int n = snprintf(req, sizeof req,
+                         "POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         "%s\r\n%s%s",
+                         first, cases[i].body, second);
+        int closed;
+        exchange(req, (size_t)n, out, sizeof out, 3.0, &closed);
+        CHECKF(raw_is_problem(out, 400, "invalid_framing"), "case %zu: %.300s", i, out);
+        CHECKF(count_of(out, "HTTP/1.1 ") == 1 && closed, "case %zu: %d answers, closed %d", i,
+               count_of(out, "HTTP/1.1 "), closed);
+        char path[64];
+        snprintf(path, sizeof path, "/v1/rounds/%s", cases[i].round);
+        api_get(path, &r);
+        CHECKF(r.status == 404, "case %zu: the smuggled round %s exists (%ld)", i, cases[i].round,
+               r.status);
+        api_reply_free(&r);
+    }
+    /* a well-framed pipeline on one connection still works: both answered */
+    char req[1024], out[8192];
+    int n = snprintf(req, sizeof req,
+                     "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "POST /v1/rounds HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     strlen(SMUGGLED_BODY("pipelined-1")), SMUGGLED_BODY("pipelined-1"));
+    int closed;
+    exchange(req, (size_t)n, out, sizeof out, 3.0, &closed);
+    CHECKF(count_of(out, "HTTP/1.1 200") == 2, "a pipeline: %.400s", out);
+    api_get("/v1/rounds/pipelined-1", &r);
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+}
+
+/* Before: libmicrohttpd answered a 100 KB header with its HTML 431 page, and took an
+ * HTTP/1.1 request without Host. Now both are problem+json. */
+static void oversized_and_hostless_heads_are_problems(void)
+{
+    size_t big = 100 * 1024;
+    char *req = malloc(big + 256);
+    static char out[8192];
+    int closed;
+    if (req == NULL)
+        return;
+    for (size_t size = 17 * 1024; size <= big; size = big) {
+        int n = snprintf(req, 256, "GET /v1/summary HTTP/1.1\r\nHost: x\r\nX-Big: ");
+        memset(req + n, 'a', size);
+        memcpy(req + n + size, "\r\n\r\n", 4);
+        exchange(req, (size_t)n + size + 4, out, sizeof out, 3.0, &closed);
+        CHECKF(raw_is_problem(out, 431, "headers_too_large"), "%zu-byte header: %.300s", size, out);
+        if (size == big)
+            break;
+    }
+    free(req);
+    static const char hostless[] = "GET /v1/summary HTTP/1.1\r\n\r\n";
+    exchange(hostless, sizeof hostless - 1, out, sizeof out, 3.0, &closed);
+    CHECKF(raw_is_problem(out, 400, "bad_request"), "no Host: %.300s", out);
+    static const char twohosts[] = "GET /v1/summary HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
+    exchange(twohosts, sizeof twohosts - 1, out, sizeof out, 3.0, &closed);
+    CHECKF(raw_is_problem(out, 400, "bad_request"), "two Hosts: %.300s", out);
+    /* HTTP/1.0 needs no Host */
+    static const char old[] = "GET /healthz HTTP/1.0\r\n\r\n";
+    exchange(old, sizeof old - 1, out, sizeof out, 3.0, &closed);
+    CHECKF(status_of(out) == 200, "HTTP/1.0: %.300s", out);
+    /* libmicrohttpd answers these itself, before the service sees a request, with its own
+     * bodies (README: the residual): they are at least refused and the connection closed */
+    static const char *const theirs[] = {
+        "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n",
+        "POST /v1/delta HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
+        exchange(theirs[i], strlen(theirs[i]), out, sizeof out, 3.0, &closed);
+        int s = status_of(out);
+        CHECKF(s >= 400 && s < 600 && closed, "#%zu: %.200s", i, out);
+    }
+}
+
+/* ---------------------------------------------------------------- slowloris */
+
+#define ATTACKERS 400
+#define DRIP_LINE "X-Drip: 1\r\n"
+
+/* Before: connections that each send a header line now and then hold their slot forever
+ * (every byte restarts --conn-timeout), so enough of them from one address starve every
+ * other client, probes included. Now: at most --max-connections-per-ip from one address,
+ * and a head that is not complete --header-timeout after the connection is cut. */
+static void slowloris_neither_starves_probes_nor_lives_on(void)
+{
+    /* fewer connections than the attack: before the per-address cap it filled them all */
+    const char *extra[] = {"--max-connections", "300", "--max-connections-per-ip", "50",
+                           "--header-timeout",  "2",   "--no-request-log",         NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st != 0)
+        return;
+    static int fds[ATTACKERS];
+    int opened = 0;
+    for (int i = 0; i < ATTACKERS; i++) {
+        fds[i] = dial("127.0.0.1", 1);
+        opened += fds[i] >= 0;
+    }
+    CHECKF(opened >= ATTACKERS / 2, "only %d attacking connections opened", opened);
+    /* one dripping head from its own address, to time the head deadline */
+    int drip = dial("127.0.0.3", 0);
+    CHECK(drip >= 0);
+    double t0 = now_s(), drip_closed_at = 0.0;
+    int probes = 0, answered = 0;
+    double worst = 0.0;
+    for (int tick = 0; tick < 12; tick++) { /* 12 x 0.5 s */
+        for (int i = 0; i < ATTACKERS; i++) {
+            /* a refused or cut connection comes straight back, as an attacker's would */
+            char b[64];
+            ssize_t k = fds[i] >= 0 ? recv(fds[i], b, sizeof b, MSG_DONTWAIT) : 0;
+            int fresh = 0;
+            if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN)) {
+                if (fds[i] >= 0)
+                    close(fds[i]);
+                fds[i] = dial("127.0.0.1", 1);
+                fresh = 1;
+            }
+            const char *line = tick && !fresh ? DRIP_LINE : "GET /healthz HTTP/1.1\r\n";
+            if (fds[i] >= 0)
+                send(fds[i], line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        if (drip >= 0 && drip_closed_at == 0.0) {
+            const char *line = tick ? DRIP_LINE : "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+            send(drip, line, strlen(line), MSG_NOSIGNAL);
+            char b[64];
+            ssize_t k = recv(drip, b, sizeof b, MSG_DONTWAIT);
+            if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+                drip_closed_at = now_s() - t0;
+        }
+        /* a probe from another loopback address, as a kubelet's would come */
+        int p = dial("127.0.0.2", 0);
+        double ps = now_s();
+        if (p >= 0) {
+            static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                        "Connection: close\r\n\r\n";
+            char out[2048];
+            int closed;
+            send(p, probe, sizeof probe - 1, MSG_NOSIGNAL);
+            read_until_close(p, out, sizeof out, 0.45, &closed);
+            close(p);
+            answered += status_of(out) == 200;
+            if (now_s() - ps > worst)
+                worst = now_s() - ps;
+        }
+        probes++;
+        double next = t0 + 0.5 * (tick + 1);
+        while (now_s() < next) {
+            struct timespec ts = {0, 20000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECKF(answered == probes, "%d of %d probes answered during the attack (slowest %.3f s)",
+           answered, probes, worst);
+    CHECKF(drip_closed_at > 1.5 && drip_closed_at < 4.0,
+           "a head dripping for %.1f s: closed at %.2f s (--header-timeout 2)", now_s() - t0,
+           drip_closed_at);
+    for (int i = 0; i < ATTACKERS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (drip >= 0)
+        close(drip);
+    /* the cut heads are counted (asked from another address: 127.0.0.1 may still be full) */
+    static char out[1 << 18];
+    int m = dial("127.0.0.2", 0), closed;
+    static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (m >= 0 && send(m, get, sizeof get - 1, MSG_NOSIGNAL) > 0)
+        read_until_close(m, out, sizeof out, 3.0, &closed);
+    else
+        out[0] = '\0';
+    if (m >= 0)
+        close(m);
+    const char *ht = strstr(out, "\ndpbudget_http_head_timeouts_total ");
+    CHECKF(ht && atoll(ht + 35) >= 1, "head timeouts counted: %.60s", ht ? ht : "(absent)");
+    st = api_daemon_stop();
+    CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+}
+
+/* The head deadline judges the client, not the server: a complete head that waits unread
+ * because the connection's thread is busy with another request (here a PLD computation of
+ * seconds on the only thread) is answered once the thread is free, not cut off. */
+static void a_busy_server_does_not_cut_a_prompt_client(void)
+{
+    const char *extra[] = {"--threads", "1", "--header-timeout", "1", "--no-ledger", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st != 0)
+        return;
+    int b = dial(NULL, 0), a = dial(NULL, 0); /* both accepted while the thread is idle */
+    struct timespec ts = {0, 200000000L};
+    nanosleep(&ts, NULL);
+    static const char slow[] =
+        "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"event\":{\"class_name\":"
+        "\"PoissonSampledDpEvent\",\"sampling_probability\":0.01,\"event\":{\"class_name\":"
+        "\"GaussianDpEvent\",\"noise_multiplier\":1}},\"count\":1000},\"epsilon\":1,"
+        "\"accountant\":\"pld\",\"value_discretization_interval\":2e-6}";
+    char req[1024], out[4096];
+    int n = snprintf(req, sizeof req,
+                     "POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                     strlen(slow), slow);
+    double t0 = now_s();
+    CHECK(a >= 0 && b >= 0 && send(a, req, (size_t)n, MSG_NOSIGNAL) == n);
+    nanosleep(&ts, NULL);
+    static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    CHECK(send(b, probe, sizeof probe - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof probe - 1));
+    int closed;
+    read_until_close(b, out, sizeof out, 20.0, &closed);
+    double waited = now_s() - t0;
+    CHECKF(status_of(out) == 200, "a prompt request behind a %.1f s computation: %.200s", waited,
+           out[0] ? out : "(cut off without an answer)");
+    read_until_close(a, out, sizeof out, 20.0, &closed);
+    CHECKF(status_of(out) == 200, "the computation: %.200s", out);
+    if (a >= 0)
+        close(a);
+    if (b >= 0)
+        close(b);
+    st = api_daemon_stop();
+    CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+}
+
+/* The new limits are options like the others: flags, DPBUDGET_* and config lines. */
+static void edge_limits_are_options(void)
+{
+    const char *env[] = {"DPBUDGET_MAX_HEADER_BYTES=2048", NULL};
+    int st = api_daemon_start(NULL, env, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st == 0) {
+        static char req[4096], out[4096];
+        for (size_t size = 1500; size <= 3000; size += 1500) {
+            int n = snprintf(req, 128, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ");
+            memset(req + n, 'a', size);
+            memcpy(req + n + size, "\r\n\r\n", 4);
+            int closed;
+            exchange(req, (size_t)n + size + 4, out, sizeof out, 2.0, &closed);
+            CHECKF(size < 2048 ? status_of(out) == 200
+                               : raw_is_problem(out, 431, "headers_too_large"),
+                   "%zu-byte header with DPBUDGET_MAX_HEADER_BYTES=2048: %.200s", size, out);
+        }
+        st = api_daemon_stop();
+        CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+    }
+    static const char *const bad[][3] = {{"--header-timeout", "0", NULL},
+                                         {"--max-header-bytes", "100", NULL},
+                                         {"--max-connections-per-ip", "x", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st = api_daemon_start(bad[i], NULL, "http");
+        CHECKF(st == 1002, "%s %s: %d, want exit status 2", bad[i][0], bad[i][1], st);
+        if (st == 0)
+            api_daemon_stop();
+    }
+}
+
+const tl_test EDGE_SHARED_TESTS[] = {
+    TL_T(smuggled_request_is_never_executed),
+    TL_T(oversized_and_hostless_heads_are_problems),
+};
+const size_t EDGE_SHARED_NTESTS = sizeof EDGE_SHARED_TESTS / sizeof EDGE_SHARED_TESTS[0];
+
+const tl_test EDGE_TESTS[] = {
+    TL_T(every_method_on_every_route_needs_the_key),
+    TL_T(slowloris_neither_starves_probes_nor_lives_on),
+    TL_T(a_busy_server_does_not_cut_a_prompt_client),
+    TL_T(edge_limits_are_options),
+};
+const size_t EDGE_NTESTS = sizeof EDGE_TESTS / sizeof EDGE_TESTS[0];
