@@ -549,13 +549,19 @@ void res_round_post(const http_request *req, http_response *resp)
     json_t *cj = canonical_numbers(j);
     char *canon =
         cj ? json_dumps(cj, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    /* the hash versions before 0.3 stored: numbers as spelled */
+    char *legacy = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(cj);
-    if (canon == NULL) {
+    if (canon == NULL || legacy == NULL) {
+        free(canon);
+        free(legacy);
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
         goto fail;
     }
     ledger_hash128(canon, strlen(canon), rq.body_hash);
+    ledger_hash128(legacy, strlen(legacy), rq.legacy_hash);
     free(canon);
+    free(legacy);
     ledger_round_res res;
     dpb_error err = {0};
     if (ledger_round(the_ledger(req), &rq, &res, &err) != DPB_OK) {

@@ -1522,7 +1522,11 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     if (req->dry_run && settle(l, l->last_seq) != 0)
         withdraw_locked(l);
     if (rpos >= 0 && !req->dry_run) {
-        if (memcmp(l->rd[rpos].hash, req->body_hash, 16) != 0) {
+        static const unsigned char none[16];
+        int same = memcmp(l->rd[rpos].hash, req->body_hash, 16) == 0 ||
+                   (memcmp(req->legacy_hash, none, 16) != 0 &&
+                    memcmp(l->rd[rpos].hash, req->legacy_hash, 16) == 0);
+        if (!same) {
             st = dpb_fail(err, DPB_ECONFLICT, "round_id",
                           "round id '%s' was already used with a different request body",
                           req->round_id);

@@ -162,6 +162,9 @@ typedef struct {
     const char *const *participants;
     size_t n;
     unsigned char body_hash[16]; /* of the canonical request, for idempotency */
+    /* the hash an earlier version stored for the same request (numbers as spelled), so a
+     * retry that spans an upgrade is still replayed; all zero: none */
+    unsigned char legacy_hash[16];
 } ledger_round_req;
 
 typedef struct {

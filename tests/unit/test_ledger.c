@@ -732,10 +732,54 @@ out:
     remove_dir(dir);
 }
 
+/* A round stored under the hash of an earlier version (numbers as spelled) is replayed for a
+ * request whose new hash differs but whose legacy hash matches; without a matching legacy
+ * hash the same id with another body is still a conflict. */
+static void ledger_legacy_hash_replays(void)
+{
+    char dir[256];
+    ledger *l = fresh(dir, sizeof dir, NULL, 1);
+    CHECK(l != NULL);
+    if (l == NULL)
+        return;
+    const char *ids[] = {"ann"};
+    int replayed = 0;
+    CHECK(round_of(l, "r-old", 2.0, ids, 1, 0, &replayed) == DPB_OK && !replayed);
+    dp_event *ev = gaussian(2.0);
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", "r-old");
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = 1;
+    const char *newkey = "canonical spelling";
+    ledger_hash128(newkey, strlen(newkey), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    CHECK(ledger_round(l, &rq, &res, &err) == DPB_ECONFLICT); /* no legacy hash given */
+    char oldkey[200];
+    snprintf(oldkey, sizeof oldkey, "%s|%.17g", "r-old", 2.0); /* what round_of stored */
+    ledger_hash128(oldkey, strlen(oldkey), rq.legacy_hash);
+    dpb_error err2 = {0};
+    dpb_status st = ledger_round(l, &rq, &res, &err2);
+    CHECK(st == DPB_OK && res.replayed);
+    if (st == DPB_OK)
+        ledger_round_res_free(&res);
+    CHECK(rounds_of(l, "ann") == 1);
+    const char *other = "another body";
+    ledger_hash128(other, strlen(other), rq.legacy_hash);
+    dpb_error err3 = {0};
+    CHECK(ledger_round(l, &rq, &res, &err3) == DPB_ECONFLICT);
+    dp_event_free(ev);
+    ledger_close(l);
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
     TL_T(ledger_failed_sync_withdraws),   TL_T(ledger_failed_write_withdraws),
     TL_T(ledger_failed_group_commit),     TL_T(ledger_events_logged_in_order),
     TL_T(ledger_put_clients_all_or_none), TL_T(ledger_fault_sweep),
-    TL_T(ledger_snapshot_bit_flips),
+    TL_T(ledger_snapshot_bit_flips),      TL_T(ledger_legacy_hash_replays),
 };
 const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
