@@ -292,14 +292,21 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
 
 /* ---- events ---------------------------------------------------------------------------- */
 
-/* dp_accounting event classes that are known but not yet accounted here. */
+/* dp_accounting event classes that are known but not yet accounted here: 422 unsupported
+ * (an unknown class is 400 unknown_event). */
 static const char *const KNOWN_UNSUPPORTED[] = {"SampledWithoutReplacementDpEvent",
+                                                "SampledWithReplacementDpEvent",
                                                 "SingleEpochTreeAggregationDpEvent",
                                                 "RepeatAndSelectDpEvent",
                                                 "UnsupportedDpEvent",
                                                 "MixtureOfGaussiansDpEvent",
                                                 "ZCDpEvent",
                                                 "TruncatedSubsampledGaussianDpEvent",
+                                                "DiscreteGaussianDpEvent",
+                                                "DiscreteLaplaceDpEvent",
+                                                "ExponentialMechanismDpEvent",
+                                                "PermuteAndFlipDpEvent",
+                                                "RandomizedResponseDpEvent",
                                                 NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */

@@ -407,11 +407,16 @@ static json_t *round_json(const ledger_round_res *r)
                                                  "spent_before", codec_real(o->spent_before),
                                                  "spent_after", codec_real(o->spent_after),
                                                  "reason", ledger_reason_name(o->reason)));
-        else
-            json_array_append_new(ref, json_pack("{s:s, s:s, s:o, s:o}", "client", o->id, "reason",
-                                                 ledger_reason_name(o->reason), "spent_before",
-                                                 codec_real(o->spent_before), "would_spend",
-                                                 codec_real(o->spent_after)));
+        else {
+            /* an unknown client has no spend: its refusal names no figures (never null) */
+            json_t *x =
+                json_pack("{s:s, s:s}", "client", o->id, "reason", ledger_reason_name(o->reason));
+            if (x && !isnan(o->spent_before))
+                json_object_set_new(x, "spent_before", codec_real(o->spent_before));
+            if (x && !isnan(o->spent_after))
+                json_object_set_new(x, "would_spend", codec_real(o->spent_after));
+            json_array_append_new(ref, x);
+        }
     }
     json_t *o = json_pack(
         "{s:s, s:s, s:b, s:b, s:I, s:I, s:o, s:o}", "round_id", r->round_id, "policy",

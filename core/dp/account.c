@@ -5,6 +5,7 @@
 #include "account.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "normal.h"
@@ -359,8 +360,12 @@ static int feasible(probe *p, double v, double *delta)
     dpb_error e = {0};
     double d;
     dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, &scratch, &e);
-    if (st == DPB_ENOTCOVERED || st == DPB_ELIMIT)
-        return 0; /* nothing certified at this value: for the solver, not feasible */
+    if (st == DPB_ENOTCOVERED || st == DPB_ELIMIT) {
+        /* nothing certified at this value: for the solver, not feasible, and no delta */
+        if (delta)
+            *delta = NAN;
+        return 0;
+    }
     if (st != DPB_OK) {
         p->fatal = st;
         if (p->err && p->err->status == DPB_OK)
@@ -370,6 +375,16 @@ static int feasible(probe *p, double v, double *delta)
     if (delta)
         *delta = d;
     return d <= p->delta_t;
+}
+
+/* "gives delta D > T" or, when nothing was certified there, says so (never a stale delta). */
+static const char *gives(double d, double target, char buf[96])
+{
+    if (isnan(d))
+        snprintf(buf, 96, "certifies nothing (the accountant's conditions or size limits fail)");
+    else
+        snprintf(buf, 96, "gives delta %.6g > %.6g", d, target);
+    return buf;
 }
 
 /* The smallest integer in [1, top] that meets the target, when delta does not increase with
@@ -410,6 +425,7 @@ static int smallest_feasible_int(probe *p, double top, dp_calibration *c, double
 static dpb_status calibrate_generic(probe *p, dp_calibration *c)
 {
     dp_param prm = p->node->unknown;
+    char msg[96];
     double tol = p->acct == DP_ACCT_PLD || p->acct == DP_ACCT_SHUFFLE_EXACT ? 1e-4 : 1e-9;
     double d;
     int f;
@@ -425,8 +441,8 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
             c->best_at = hi;
             c->best_delta = d;
             return dpb_fail(p->err, DPB_EINFEASIBLE, "noise_multiplier",
-                            "even noise_multiplier %g gives delta %.6g > %.6g at epsilon %g", hi, d,
-                            p->delta_t, p->eps_t);
+                            "even noise_multiplier %g %s at epsilon %g", hi,
+                            gives(d, p->delta_t, msg), p->eps_t);
         }
         for (lo = hi / 2.0;; lo /= 2.0) {
             if ((f = feasible(p, lo, &d)) < 0)
@@ -458,9 +474,9 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
             return p->fatal;
         if (f == 0)
             return dpb_fail(p->err, DPB_EINFEASIBLE, "rounds",
-                            "even %g rounds per epoch give delta %.6g > %.6g at epsilon %g "
+                            "even %g rounds per epoch: %s at epsilon %g "
                             "(the exact accountant's limit; thm41 covers more rounds)",
-                            c->best_at, d, p->delta_t, p->eps_t);
+                            c->best_at, gives(d, p->delta_t, msg), p->eps_t);
     } else if (prm == DP_PARAM_DATASET_SIZE) {
         /* smallest feasible n in [1, 2^53]: delta decreases with n at a fixed noise */
         const pnsgd_params *pn = &p->node->u.pnsgd;
@@ -472,8 +488,8 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
         if (f < 0)
             return p->fatal;
         if (f == 0)
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "dataset_size",
-                            "even %g records give delta %.6g > %.6g", c->best_at, d, p->delta_t);
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "dataset_size", "even %g records: %s",
+                            c->best_at, gives(d, p->delta_t, msg));
     } else if (prm == DP_PARAM_COUNT) {
         /* largest feasible count in [1, 2^53] */
         if ((f = feasible(p, 1.0, &d)) < 0)
@@ -482,9 +498,8 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
             c->has_best = 1;
             c->best_at = 1.0;
             c->best_delta = d;
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "count",
-                            "even one run gives delta %.6g > %.6g at epsilon %g", d, p->delta_t,
-                            p->eps_t);
+            return dpb_fail(p->err, DPB_EINFEASIBLE, "count", "even one run %s at epsilon %g",
+                            gives(d, p->delta_t, msg), p->eps_t);
         }
         double lo = 1.0, hi = 2.0;
         while ((f = feasible(p, hi, &d)) == 1 && hi < 9007199254740992.0) {
@@ -520,8 +535,7 @@ static dpb_status calibrate_generic(probe *p, dp_calibration *c)
                 c->best_at = lo;
                 c->best_delta = d;
                 return dpb_fail(p->err, DPB_EINFEASIBLE, "sampling_probability",
-                                "even sampling_probability %g gives delta %.6g > %.6g", lo, d,
-                                p->delta_t);
+                                "even sampling_probability %g %s", lo, gives(d, p->delta_t, msg));
             }
             while (hi / lo - 1.0 > tol) {
                 double mid = sqrt(lo * hi);
@@ -720,8 +734,12 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "calibration uses certified accountants only; gdp_clt is an estimate");
     probe p = {tmpl, node, rel, acct, opt, eps_target, delta_target, rep, err, DPB_OK};
-    if (acct == DP_ACCT_THM41)
-        return calibrate_thm41(&p, out);
+    if (acct == DP_ACCT_THM41) {
+        dpb_status st = calibrate_thm41(&p, out);
+        if (out->has_best && isnan(out->best_delta))
+            out->has_best = 0; /* nothing certified there: no delta to report */
+        return st;
+    }
     if (node->unknown == DP_PARAM_ROUNDS && acct != DP_ACCT_SHUFFLE_EXACT && acct != DP_ACCT_PLD)
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "rounds of a shuffled epoch are solved with the shuffle_exact, pld or "
@@ -735,6 +753,9 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
             out->limit_c1 = c1;
     }
     dpb_status st = calibrate_generic(&p, out);
+    /* a "best achievable" point where nothing was certified has no delta to report */
+    if (out->has_best && isnan(out->best_delta))
+        out->has_best = 0;
     if (st == DPB_OK && acct == DP_ACCT_SHUFFLE_EXACT &&
         node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
         /* the model's delta does not increase with sigma: every larger sigma meets it too */

@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 static char base[128] = "http://127.0.0.1:8080";
 
@@ -133,6 +135,51 @@ static int is_json_type(const char *ct)
     return 0;
 }
 
+/* A body as a JSON string, or null when it is not UTF-8 (binary hostile input). */
+static json_t *body_string(const char *p, size_t n)
+{
+    json_t *s = json_stringn(p ? p : "", p ? n : 0);
+    return s ? s : json_null();
+}
+
+void api_record(json_t *line)
+{
+    const char *path = getenv("DPB_CONTRACT_LOG");
+    if (path == NULL || path[0] == '\0' || line == NULL) {
+        json_decref(line);
+        return;
+    }
+    char *s = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(line);
+    if (s == NULL)
+        return;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* replaces the NUL: one write() per line keeps threads' lines whole */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (write(fd, s, n + 1) != (ssize_t)(n + 1))
+            fprintf(stderr, "api client: short write to %s\n", path);
+        close(fd);
+    }
+    free(s);
+}
+
+/* One exchange, for the contract check (tests/contract/validate.mjs). */
+static void record_exchange(const char *method, const char *path, const char *content_type,
+                            const char *body, size_t body_len, const api_reply *r)
+{
+    if (getenv("DPB_CONTRACT_LOG") == NULL || r->status == 0)
+        return;
+    json_t *line = json_pack("{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:s, s:s, s:o}", "kind",
+                             "exchange", "method", method, "path", path, "request_content_type",
+                             content_type ? json_string(content_type) : json_null(), "request_body",
+                             body ? body_string(body, body_len) : json_null(), "status",
+                             (json_int_t)r->status, "content_type", r->content_type, "allow",
+                             r->allow, "retry_after", r->retry_after, "www_authenticate",
+                             r->www_authenticate, "body", body_string(r->body, r->body_len));
+    api_record(line);
+}
+
 static int call(const char *method, const char *path, const char *content_type, const char *body,
                 size_t body_len, int chunked, api_reply *out)
 {
@@ -205,6 +252,7 @@ static int call(const char *method, const char *path, const char *content_type, 
     out->body_len = g.len;
     if (out->body && out->body_len > 0 && is_json_type(out->content_type))
         out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    record_exchange(method, path, content_type, body, body_len, out);
     return rc == CURLE_OK && !g.oom ? 0 : -1;
 }
 

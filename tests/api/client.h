@@ -60,4 +60,10 @@ int api_postf(api_reply *out, const char *path, const char *fmt, ...)
 
 void api_reply_free(api_reply *r);
 
+/* With $DPB_CONTRACT_LOG set, every exchange (method, path, request, status, Content-Type,
+ * Allow, Retry-After, WWW-Authenticate, body) is appended to that file as one JSON line for
+ * the contract check; api_record appends another line of the caller's (consumed; a no-op
+ * without the variable). */
+void api_record(json_t *line);
+
 #endif

@@ -342,6 +342,22 @@ static void calibrate_noise_infeasible(void)
     double at = jnum(r.json, "best_achievable.at");
     CHECKF(at > 0.0 && isfinite(at), "best_achievable.at = %g", at);
     api_reply_free(&r);
+
+    /* Nothing certified even at the best point (the PLD grid would exceed its size limit):
+     * the answer reports no delta there, neither null nor a stale value below the target. */
+    api_postf(&r, "/v1/calibrate",
+              "{\"accountant\":\"pld\",\"value_discretization_interval\":1e-6,\"event\":{"
+              "\"class_name\":\"SelfComposedDpEvent\",\"count\":null,\"event\":{\"class_name\":"
+              "\"GaussianDpEvent\",\"noise_multiplier\":0.01}},\"solve_for\":\"count\","
+              "\"target\":{\"epsilon\":1,\"delta\":1e-5}}");
+    CHECK(is_problem(&r, 422, "infeasible", "count"));
+    json_t *best = jget(r.json, "best_achievable");
+    CHECKF(best == NULL || (json_is_number(json_object_get(best, "delta")) &&
+                            json_number_value(json_object_get(best, "delta")) > 1e-5),
+           "%.300s", r.body);
+    CHECKF(jstr(r.json, "detail") && strstr(jstr(r.json, "detail"), "certifies nothing"), "%.300s",
+           r.body);
+    api_reply_free(&r);
 }
 
 static void calibrate_count(void)

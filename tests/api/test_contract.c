@@ -7,7 +7,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "../../server/auth.h"
+#include "../../server/problem.h"
+#include "../../server/resources.h"
 #include "check.h"
+#include "client.h"
 #include "suites.h"
 
 enum { K_DELTA, K_EPSILON, K_CALIBRATE };
@@ -271,9 +275,37 @@ static void contract_calibrate_event_echo(void)
     api_reply_free(&r);
 }
 
+/* The routing table and the problem table, handed to the contract check (tests/contract/
+ * validate.mjs): it derives from them the security and the statuses every operation of
+ * openapi.yaml must declare, so the document cannot drift from the code. */
+static void contract_tables_recorded(void)
+{
+    json_t *routes = json_array(), *problems = json_array();
+    for (const route *rt = ROUTES; rt->method; rt++) {
+        const char *scope = rt->scope == SCOPE_ADMIN    ? "admin"
+                            : rt->scope == SCOPE_CHARGE ? "charge"
+                            : rt->scope == SCOPE_READ   ? "read"
+                                                        : NULL;
+        CHECKF(rt->scope == SCOPE_NONE || scope != NULL, "route %s %s: scope %d", rt->method,
+               rt->path, rt->scope);
+        json_array_append_new(
+            routes, json_pack("{s:s, s:s+, s:b, s:o, s:b}", "method", rt->method, "path", rt->path,
+                              rt->prefix ? "{id}" : "", "json_body", rt->json_body, "scope",
+                              scope ? json_string(scope) : json_null(), "compute", rt->compute));
+    }
+    for (int c = 1; c < PB_COUNT_; c++)
+        json_array_append_new(problems,
+                              json_pack("{s:s, s:i}", "code", problem_code_name((problem_code)c),
+                                        "status", problem_http_status((problem_code)c)));
+    CHECK(json_array_size(routes) > 0 && json_array_size(problems) > 0);
+    api_record(
+        json_pack("{s:s, s:o, s:o}", "kind", "tables", "routes", routes, "problems", problems));
+}
+
 const tl_test CONTRACT_TESTS[] = {
-    TL_T(contract_compute_answers),    TL_T(contract_scalar_and_list_forms),
-    TL_T(contract_gdp_delta_monotone), TL_T(contract_huge_epsilon_has_no_nan),
-    TL_T(contract_problem_conditions), TL_T(contract_calibrate_event_echo),
+    TL_T(contract_tables_recorded),         TL_T(contract_compute_answers),
+    TL_T(contract_scalar_and_list_forms),   TL_T(contract_gdp_delta_monotone),
+    TL_T(contract_huge_epsilon_has_no_nan), TL_T(contract_problem_conditions),
+    TL_T(contract_calibrate_event_echo),
 };
 const size_t CONTRACT_NTESTS = sizeof CONTRACT_TESTS / sizeof CONTRACT_TESTS[0];

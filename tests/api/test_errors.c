@@ -269,6 +269,19 @@ static void errors_events(void)
          "unsupported", "event.class_name"},
     };
     run_cases(c, N_OF(c));
+    /* every dp_accounting class not accounted yet is 422 unsupported, never 400 unknown */
+    static const char *const dp_accounting[] = {
+        "DiscreteGaussianDpEvent",         "DiscreteLaplaceDpEvent",
+        "ExponentialMechanismDpEvent",     "PermuteAndFlipDpEvent",
+        "RandomizedResponseDpEvent",       "SampledWithReplacementDpEvent",
+        "SampledWithoutReplacementDpEvent"};
+    for (size_t i = 0; i < N_OF(dp_accounting); i++) {
+        api_reply r;
+        api_postf(&r, "/v1/delta", "{\"event\":{\"class_name\":\"%s\"},\"epsilon\":1}",
+                  dp_accounting[i]);
+        CHECKF(is_problem(&r, 422, "unsupported", "event.class_name"), "%s", dp_accounting[i]);
+        api_reply_free(&r);
+    }
 }
 
 static void errors_relation_and_accountant(void)
