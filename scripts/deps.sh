@@ -1,42 +1,69 @@
 #!/bin/sh
-# deps.sh - install what building, running and testing dpbudget needs on Debian 12, only
-# when something is missing. Uses sudo when not root. Quiet when all is present.
+# deps.sh [--build] - install what building, running and testing dpbudget needs on Debian 12,
+# only when something is missing. Uses sudo when not root. Quiet when all is present.
+#   Debian packages: the build and test libraries; libgnutls28-dev, nettle-dev (the
+#   daemon's TLS policy, health probe and SHA-256; GnuTLS and nettle come with
+#   libmicrohttpd anyway); openssl (the TLS tests make certificates); gnutls-bin
+#   (gnutls-cli, the TLS tests' client: versions and suites the policy refuses);
+#   python3 + PyYAML (the deployment-manifest check); prometheus (its
+#   promtool checks /metrics and the alert rules); chromium, nodejs and npm (the dashboard's
+#   browser tests, driven by puppeteer-core from tests/browser/package-lock.json with the
+#   system's chromium; and the contract checks of tests/contract: linters, response
+#   validation, the typed client); clang-format (make format, format-check). A command
+#   already present is left alone (a newer node from elsewhere is kept).
+#   npm packages: `npm ci` in tests/contract when its node_modules is missing or older than
+#   its package-lock.json (the versions pinned there; no install scripts run).
+# `deps.sh --build` installs only what building needs (the container image's build stage).
 set -eu
-# libgnutls28-dev, nettle-dev: the daemon's TLS policy, health probe and SHA-256 (GnuTLS and
-# nettle come with libmicrohttpd anyway); openssl: the TLS tests make certificates;
-# gnutls-bin: gnutls-cli, the TLS tests' client (versions and suites the policy refuses);
-# python3 + PyYAML: the deployment-manifest check;
-# prometheus: its promtool checks /metrics and the alert rules; chromium + nodejs + npm: the
-# dashboard's browser tests (puppeteer-core from tests/browser/package-lock.json drives the
-# system's chromium; no browser is downloaded). `deps.sh --build` installs only what building
-# needs (the container image's build stage).
-PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev libcurl4-openssl-dev libfftw3-dev libgnutls28-dev nettle-dev openssl python3 python3-yaml ca-certificates"
-CMDS="cc make pkg-config od openssl python3"
-if [ "${1:-}" != "--build" ]; then
-    PKGS="$PKGS gnutls-bin prometheus chromium nodejs npm"
-    CMDS="$CMDS gnutls-cli promtool chromium node npm"
-fi
-missing=0
-for c in $CMDS; do
-    command -v "$c" >/dev/null 2>&1 || missing=1
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_only=0
+[ "${1:-}" = "--build" ] && build_only=1
+PKGS=
+need() { PKGS="$PKGS $*"; }
+
+base=0
+for c in cc make pkg-config od openssl python3; do
+    command -v "$c" >/dev/null 2>&1 || base=1
 done
-if [ "$missing" = 0 ]; then
+if [ "$base" = 0 ]; then
     for m in libmicrohttpd jansson gsl libcurl fftw3 gnutls nettle; do
-        pkg-config --exists "$m" 2>/dev/null || missing=1
+        pkg-config --exists "$m" 2>/dev/null || base=1
     done
 fi
-if [ "$missing" = 0 ]; then
-    python3 -c 'import yaml' >/dev/null 2>&1 || missing=1
+if [ "$base" = 0 ]; then
+    python3 -c 'import yaml' >/dev/null 2>&1 || base=1
 fi
-[ "$missing" = 0 ] && exit 0
-echo "deps: installing $PKGS" >&2
-if [ "$(id -u)" = 0 ]; then
-    SUDO=
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=sudo
-else
-    echo "deps: missing packages and neither root nor sudo: install $PKGS" >&2
-    exit 1
+[ "$base" = 0 ] || need build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev \
+    libcurl4-openssl-dev libfftw3-dev libgnutls28-dev nettle-dev openssl python3 python3-yaml \
+    ca-certificates
+if [ "$build_only" = 0 ]; then
+    command -v gnutls-cli >/dev/null 2>&1 || need gnutls-bin
+    command -v promtool >/dev/null 2>&1 || need prometheus
+    command -v chromium >/dev/null 2>&1 || need chromium
+    command -v node >/dev/null 2>&1 || need nodejs
+    command -v npm >/dev/null 2>&1 || need npm
+    command -v clang-format >/dev/null 2>&1 || need clang-format
 fi
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS
+
+if [ -n "$PKGS" ]; then
+    echo "deps: installing$PKGS" >&2
+    if [ "$(id -u)" = 0 ]; then
+        SUDO=
+    elif command -v sudo >/dev/null 2>&1; then
+        SUDO=sudo
+    else
+        echo "deps: missing packages and neither root nor sudo: install$PKGS" >&2
+        exit 1
+    fi
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS
+fi
+[ "$build_only" = 1 ] && exit 0
+
+contract=$root/tests/contract
+if [ ! -f "$contract/node_modules/.package-lock.json" ] ||
+    [ "$contract/package-lock.json" -nt "$contract/node_modules/.package-lock.json" ]; then
+    echo "deps: npm ci in tests/contract (linters, ajv, openapi-typescript, typescript)" >&2
+    (cd "$contract" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+fi

@@ -1,5 +1,6 @@
 #!/bin/sh
-# run.sh BUILD_DIR - run every test binary of a build, then print one closing line
+# run.sh BUILD_DIR - run every test binary of a build and the contract checks (node: make
+# deps installs them), then print one closing line
 # "tests: N passed, M failed" summing the suites' own closing lines. Exit 1 on any failure.
 set -u
 build=${1:-build}
@@ -29,8 +30,18 @@ run() {
     [ "$rc" -eq 0 ] || status=1
 }
 run unit "$build/tests/unit_tests"
+# the API and persistence suites log every exchange; the contract check validates them all
+# against openapi.yaml (tests/contract/validate.mjs)
+mkdir -p "$build/contract"
+DPB_CONTRACT_LOG=$(cd "$build/contract" && pwd)/exchanges.jsonl
+export DPB_CONTRACT_LOG
+: >"$DPB_CONTRACT_LOG"
 run api "$build/tests/api_tests" "$build/dpbudgetd"
 run persist "$build/tests/persist_tests" "$build/dpbudgetd"
+unset DPB_CONTRACT_LOG
+run contract node tests/contract/validate.mjs openapi.yaml "$build/contract/exchanges.jsonl"
+run lint sh tests/contract/lint.sh
+run client sh tests/contract/typed-client.sh "$build/dpbudgetd"
 run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
 run monitoring python3 tests/monitoring/check_monitoring.py "$build/dpbudgetd"
 run browser sh tests/browser/run.sh "$build"

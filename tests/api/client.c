@@ -164,9 +164,8 @@ void api_record(json_t *line)
     free(s);
 }
 
-/* One exchange, for the contract check (tests/contract/validate.mjs). */
-static void record_exchange(const char *method, const char *path, const char *content_type,
-                            const char *body, size_t body_len, const api_reply *r)
+void api_record_exchange(const char *method, const char *path, const char *content_type,
+                         const char *body, size_t body_len, const api_reply *r)
 {
     if (getenv("DPB_CONTRACT_LOG") == NULL || r->status == 0)
         return;
@@ -252,7 +251,7 @@ static int call(const char *method, const char *path, const char *content_type, 
     out->body_len = g.len;
     if (out->body && out->body_len > 0 && is_json_type(out->content_type))
         out->json = json_loadb(out->body, out->body_len, 0, NULL);
-    record_exchange(method, path, content_type, body, body_len, out);
+    api_record_exchange(method, path, content_type, body, body_len, out);
     return rc == CURLE_OK && !g.oom ? 0 : -1;
 }
 

@@ -66,4 +66,8 @@ void api_reply_free(api_reply *r);
  * without the variable). */
 void api_record(json_t *line);
 
+/* Log one exchange made by another client (the same line api_call writes). */
+void api_record_exchange(const char *method, const char *path, const char *content_type,
+                         const char *body, size_t body_len, const api_reply *r);
+
 #endif

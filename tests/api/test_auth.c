@@ -191,6 +191,70 @@ static void auth_matrix(void)
     teardown();
 }
 
+/* Every route that needs a key is rate limited (429 with Retry-After), not only the one the
+ * test above hammers: one bucket per key, so with --rate-limit 1 the first call passes and
+ * the rest of two rounds over the routes are refused. */
+static void auth_rate_limit_every_route(void)
+{
+    setup();
+    const char *extra[] = {"--api-keys", keys_path, "--rate-limit", "1", NULL};
+    if (!start(extra, NULL)) {
+        teardown();
+        return;
+    }
+    as(ADMIN_TOKEN);
+    size_t n = sizeof ENDPOINTS / sizeof ENDPOINTS[0];
+    int limited[sizeof ENDPOINTS / sizeof ENDPOINTS[0]] = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            api_reply r;
+            call(&ENDPOINTS[i], &r);
+            if (ENDPOINTS[i].scope == 0) {
+                CHECKF(r.status == 200, "%s %s (open): %ld", ENDPOINTS[i].method, ENDPOINTS[i].path,
+                       r.status);
+            } else if (r.status == 429) {
+                limited[i]++;
+                CHECK(is_problem(&r, 429, "rate_limited", NULL));
+                CHECKF(atoi(r.retry_after) >= 1, "Retry-After '%s'", r.retry_after);
+            }
+            api_reply_free(&r);
+        }
+    for (size_t i = 0; i < n; i++)
+        if (ENDPOINTS[i].scope > 0)
+            CHECKF(limited[i] >= 1, "%s %s was never rate limited", ENDPOINTS[i].method,
+                   ENDPOINTS[i].path);
+    stop();
+    teardown();
+}
+
+/* --no-ledger: every ledger route answers 503 read_only; computing and probes still work. */
+static void ledger_off_answers_503(void)
+{
+    setup();
+    const char *extra[] = {"--no-ledger", NULL};
+    as(NULL);
+    if (!start(extra, NULL)) {
+        teardown();
+        return;
+    }
+    for (size_t i = 0; i < sizeof ENDPOINTS / sizeof ENDPOINTS[0]; i++) {
+        const endpoint *e = &ENDPOINTS[i];
+        api_reply r;
+        call(e, &r);
+        if (strncmp(e->path, "/v1/clients", 11) == 0 || strncmp(e->path, "/v1/rounds", 10) == 0 ||
+            strcmp(e->path, "/v1/summary") == 0)
+            CHECKF(is_problem(&r, 503, "read_only", NULL), "%s %s: %ld", e->method, e->path,
+                   r.status);
+        else
+            CHECKF(r.status == 200, "%s %s: %ld %.200s", e->method, e->path, r.status, r.body);
+        if (strcmp(e->path, "/readyz") == 0)
+            CHECK(json_is_false(jget(r.json, "ledger")));
+        api_reply_free(&r);
+    }
+    stop();
+    teardown();
+}
+
 /* Without keys the daemon listens on loopback only; a broken key file stops it too. */
 static void auth_refuses_open_listening(void)
 {
@@ -423,6 +487,8 @@ const tl_test AUTH_TESTS[] = {
     TL_T(auth_refuses_open_listening),
     TL_T(auth_open_compute_and_precedence),
     TL_T(auth_rate_limit_and_request_ids),
+    TL_T(auth_rate_limit_every_route),
+    TL_T(ledger_off_answers_503),
     TL_T(tls_round_trip),
 };
 const size_t AUTH_NTESTS = sizeof AUTH_TESTS / sizeof AUTH_TESTS[0];

@@ -275,6 +275,22 @@ static void contract_calibrate_event_echo(void)
     api_reply_free(&r);
 }
 
+/* Statuses the other suites do not reach, so that the contract check sees them too: 422
+ * from /v1/curve and from POST /v1/rounds (a whole-round refusal, before any client). */
+static void contract_more_statuses(void)
+{
+    api_reply r;
+    api_postf(&r, "/v1/curve", "{\"accountant\":\"thm41\",\"event\":%s,\"epsilons\":[1]}",
+              EPOCH(1, 10));
+    CHECK(is_problem(&r, 422, "not_covered", NULL));
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"contract-422\",\"event\":{\"class_name\":\"ZCDpEvent\"},"
+              "\"participants\":[\"nobody\"]}");
+    CHECK(is_problem(&r, 422, "unsupported", "event.class_name"));
+    api_reply_free(&r);
+}
+
 /* The routing table and the problem table, handed to the contract check (tests/contract/
  * validate.mjs): it derives from them the security and the statuses every operation of
  * openapi.yaml must declare, so the document cannot drift from the code. */
@@ -303,9 +319,9 @@ static void contract_tables_recorded(void)
 }
 
 const tl_test CONTRACT_TESTS[] = {
-    TL_T(contract_tables_recorded),         TL_T(contract_compute_answers),
-    TL_T(contract_scalar_and_list_forms),   TL_T(contract_gdp_delta_monotone),
-    TL_T(contract_huge_epsilon_has_no_nan), TL_T(contract_problem_conditions),
-    TL_T(contract_calibrate_event_echo),
+    TL_T(contract_tables_recorded),    TL_T(contract_more_statuses),
+    TL_T(contract_compute_answers),    TL_T(contract_scalar_and_list_forms),
+    TL_T(contract_gdp_delta_monotone), TL_T(contract_huge_epsilon_has_no_nan),
+    TL_T(contract_problem_conditions), TL_T(contract_calibrate_event_echo),
 };
 const size_t CONTRACT_NTESTS = sizeof CONTRACT_TESTS / sizeof CONTRACT_TESTS[0];

@@ -248,6 +248,8 @@ static int hreq(const char *method, const char *path, const char *body, const ch
     out->body_len = g.len;
     if (g.len > 0 && is_json_ct(out->content_type))
         out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    api_record_exchange(method, path, body ? "application/json" : NULL, body,
+                        body ? strlen(body) : 0, out);
     return rc == CURLE_OK && !g.oom ? 0 : -1;
 }
 
