@@ -53,7 +53,7 @@ async function run(): Promise<void> {
   if (noise.data) {
     const sigma: number = noise.data.value;
     check(sigma > 3 && sigma < 6, `calibrated noise_multiplier ${sigma}`);
-    check(noise.data.achieved.delta !== undefined && noise.data.achieved.delta <= 1e-5, 'achieved delta');
+    check(noise.data.achieved.delta <= 1e-5, 'achieved delta');
   } else {
     check(false, `calibrate noise: ${JSON.stringify(noise.error)}`);
   }
