@@ -275,8 +275,9 @@ static void contract_calibrate_event_echo(void)
     api_reply_free(&r);
 }
 
-/* Statuses the other suites do not reach, so that the contract check sees them too: 422
- * from /v1/curve and from POST /v1/rounds (a whole-round refusal, before any client). */
+/* Answers the other suites do not reach, so that the contract check sees them too: 422 from
+ * /v1/curve and from POST /v1/rounds (a whole-round refusal, before any client), and a
+ * PNSGD event refused for a missing index. */
 static void contract_more_statuses(void)
 {
     api_reply r;
@@ -288,6 +289,15 @@ static void contract_more_statuses(void)
               "{\"round_id\":\"contract-422\",\"event\":{\"class_name\":\"ZCDpEvent\"},"
               "\"participants\":[\"nobody\"]}");
     CHECK(is_problem(&r, 422, "unsupported", "event.class_name"));
+    api_reply_free(&r);
+    /* fixed_index needs its index: refused here, and by the schema (the contract check
+     * fails when a request refused for its structure is valid by the schema) */
+    api_postf(&r, "/v1/delta",
+              "{\"event\":{\"class_name\":\"ProjectedNoisySgdDpEvent\",\"noise\":\"gaussian\","
+              "\"noise_std\":4,\"lipschitz\":1,\"smoothness\":1,\"strong_convexity\":0,"
+              "\"learning_rate\":0.1,\"diameter\":1,\"dataset_size\":100,"
+              "\"order\":\"fixed_index\"},\"epsilon\":1}");
+    CHECK(is_problem(&r, 400, "missing_field", "event.index"));
     api_reply_free(&r);
 }
 

@@ -10,7 +10,9 @@
 //     status, content type or a body that does not match its schema fails; so do a 401
 //     without WWW-Authenticate, a 429 without Retry-After and a 405 whose Allow header does
 //     not name exactly the path's operations. A request answered 2xx must be valid by the
-//     request schema (the schema may not be stricter than the server);
+//     request schema (the schema may not be stricter than the server), and one refused 400
+//     for its structure (missing_field, unknown_field, wrong_type, too_many_values) invalid
+//     by it (nor looser);
 //   - the routing table: every route has its operation and every operation its route, with
 //     the security its scope implies (open routes: security []) and exactly the statuses
 //     the table implies (scoped: 401, 429; charge or admin: 403; JSON body: 400, 413, 415);
@@ -160,7 +162,32 @@ function validateExchange(ex) {
     if (hh.required && name.toLowerCase() in captured)
       check(captured[name.toLowerCase()] !== '', `${where}: required header ${name} is missing`);
   }
-  // 2xx: the request was accepted, so it must be valid by the request schema
+  // 2xx: the request was accepted, so it must be valid by the request schema; a 400 for
+  // the request's structure (a missing, unknown or mistyped field, a list too long) must
+  // come with a request the schema refuses too (the schema may not be looser than the server)
+  const structural = ['missing_field', 'unknown_field', 'wrong_type', 'too_many_values'];
+  let problemCode = null;
+  if (ex.status === 400) {
+    try {
+      problemCode = JSON.parse(ex.body).code;
+    } catch {
+      problemCode = null;
+    }
+  }
+  if (ex.status === 400 && structural.includes(problemCode) && op.requestBody && ex.request_body !== null) {
+    const rb = resolve(op.requestBody);
+    const media = rb.content?.[bareType(ex.request_content_type) || 'application/json'];
+    let req;
+    try {
+      req = JSON.parse(ex.request_body);
+    } catch {
+      req = undefined;
+    }
+    if (media?.schema && req !== undefined) {
+      const v = validator(media.schema);
+      check(!v(req), `${where}: the server refused a request (${problemCode}) that its schema accepts (request ${ex.request_body.slice(0, 160)})`);
+    }
+  }
   if (ex.status >= 200 && ex.status < 300 && op.requestBody && ex.request_body !== null) {
     const rb = resolve(op.requestBody);
     const media = rb.content?.[bareType(ex.request_content_type) || 'application/json'];
