@@ -11,8 +11,9 @@
 #   system's chromium; and the contract checks of tests/contract: linters, response
 #   validation, the typed client); clang-format (make format, format-check). A command
 #   already present is left alone (a newer node from elsewhere is kept).
-#   npm packages: `npm ci` in tests/contract when its node_modules is missing or older than
-#   its package-lock.json (the versions pinned there; no install scripts run).
+#   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
+#   installed from another package-lock.json (the versions pinned there; no install
+#   scripts run).
 # `deps.sh --build` installs only what building needs (the container image's build stage).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,8 +63,12 @@ fi
 [ "$build_only" = 1 ] && exit 0
 
 contract=$root/tests/contract
-if [ ! -f "$contract/node_modules/.package-lock.json" ] ||
-    [ "$contract/package-lock.json" -nt "$contract/node_modules/.package-lock.json" ]; then
+# node_modules records the hash of the lock file it was installed from: npm ci again only
+# when the lock file changed (not merely its time stamp)
+want=$(sha256sum <"$contract/package-lock.json" | cut -d' ' -f1)
+have=$(cat "$contract/node_modules/.installed-from-lock" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
     echo "deps: npm ci in tests/contract (linters, ajv, openapi-typescript, typescript)" >&2
     (cd "$contract" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    echo "$want" >"$contract/node_modules/.installed-from-lock"
 fi
