@@ -10,7 +10,8 @@
 //     status, content type or a body that does not match its schema fails; so do a 401
 //     without WWW-Authenticate, a 429 without Retry-After and a 405 whose Allow header does
 //     not name exactly the path's operations. A request answered 2xx must be valid by the
-//     request schema (the schema may not be stricter than the server), and one refused 400
+//     request's schemas (path and query parameters, body: the schema may not be stricter
+//     than the server), and one refused 400
 //     for its structure (missing_field, unknown_field, wrong_type, too_many_values) invalid
 //     by it (nor looser);
 //   - the routing table: every route has its operation and every operation its route, with
@@ -118,6 +119,51 @@ function cover(key, status) {
   m.set(status, (m.get(status) || 0) + 1);
 }
 
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+// What is wrong with an exchange's request by the operation's schemas: the path and query
+// parameters (query values are strings: numbers are compared as numbers) and the JSON body.
+// Returns {errors: [...], body} (body undefined when there is none to check).
+function requestErrors(entry, op, ex) {
+  const errors = [];
+  const [urlPath, query = ''] = ex.path.split('?');
+  const segs = urlPath.split('/');
+  const tsegs = entry.tmpl.split('/');
+  const params = [...(entry.item.parameters || []), ...(op.parameters || [])].map(resolve);
+  const q = new URLSearchParams(query);
+  for (const prm of params) {
+    let value;
+    if (prm.in === 'path') {
+      const i = tsegs.indexOf(`{${prm.name}}`);
+      value = i >= 0 ? decodeURIComponent(segs[i]) : undefined;
+    } else if (prm.in === 'query' && q.has(prm.name)) {
+      value = q.get(prm.name);
+      const t = prm.schema?.type;
+      if ((t === 'integer' || t === 'number') && value.trim() !== '' && !Number.isNaN(Number(value))) value = Number(value);
+    } else {
+      continue;
+    }
+    if (value === undefined || !prm.schema) continue;
+    const v = validator(prm.schema);
+    if (!v(value)) errors.push(`${prm.in} parameter ${prm.name} = ${JSON.stringify(value)}: ${errorsText(v)}`);
+  }
+  let body;
+  const rb = op.requestBody ? resolve(op.requestBody) : undefined;
+  const media = rb?.content?.[bareType(ex.request_content_type) || 'application/json'];
+  if (media?.schema && ex.request_body !== null) body = parseJson(ex.request_body);
+  if (body !== undefined) {
+    const v = validator(media.schema);
+    if (!v(body)) errors.push(`${errorsText(v)} (request ${ex.request_body.slice(0, 160)})`);
+  }
+  return { errors, body };
+}
+
 function checkProblemBody(where, ex, body) {
   const v = validator({ $ref: '#/components/schemas/Problem' });
   return check(v(body), `${where}: problem body does not match Problem: ${errorsText(v)}`) &&
@@ -126,7 +172,6 @@ function checkProblemBody(where, ex, body) {
 
 function validateExchange(ex) {
   const urlPath = ex.path.split('?')[0];
-  const where0 = `${ex.method} ${urlPath} -> ${ex.status}`;
   const entry = findPath(urlPath);
   if (!entry) {
     // no operation at this path: the documented answer is 404 not_found
@@ -162,48 +207,16 @@ function validateExchange(ex) {
     if (hh.required && name.toLowerCase() in captured)
       check(captured[name.toLowerCase()] !== '', `${where}: required header ${name} is missing`);
   }
-  // 2xx: the request was accepted, so it must be valid by the request schema; a 400 for
-  // the request's structure (a missing, unknown or mistyped field, a list too long) must
-  // come with a request the schema refuses too (the schema may not be looser than the server)
-  const structural = ['missing_field', 'unknown_field', 'wrong_type', 'too_many_values'];
-  let problemCode = null;
-  if (ex.status === 400) {
-    try {
-      problemCode = JSON.parse(ex.body).code;
-    } catch {
-      problemCode = null;
-    }
-  }
-  if (ex.status === 400 && structural.includes(problemCode) && op.requestBody && ex.request_body !== null) {
-    const rb = resolve(op.requestBody);
-    const media = rb.content?.[bareType(ex.request_content_type) || 'application/json'];
-    let req;
-    try {
-      req = JSON.parse(ex.request_body);
-    } catch {
-      req = undefined;
-    }
-    if (media?.schema && req !== undefined) {
-      const v = validator(media.schema);
-      check(!v(req), `${where}: the server refused a request (${problemCode}) that its schema accepts (request ${ex.request_body.slice(0, 160)})`);
-    }
-  }
-  if (ex.status >= 200 && ex.status < 300 && op.requestBody && ex.request_body !== null) {
-    const rb = resolve(op.requestBody);
-    const media = rb.content?.[bareType(ex.request_content_type) || 'application/json'];
-    if (media?.schema) {
-      let req;
-      try {
-        req = JSON.parse(ex.request_body);
-      } catch {
-        req = undefined;
-      }
-      if (req !== undefined) {
-        const v = validator(media.schema);
-        check(v(req), `${where}: the server accepted a request its schema refuses: ${errorsText(v)} (request ${ex.request_body.slice(0, 160)})`);
-      }
-    }
-  }
+  // The request against its schemas: answered 2xx, it must be valid (the schema may not be
+  // stricter than the server); refused 400 for its structure (a missing, unknown or
+  // mistyped field, a list too long), it must be invalid too (nor looser).
+  const problemCode = ex.status === 400 ? parseJson(ex.body)?.code : undefined;
+  const structural = ['missing_field', 'unknown_field', 'wrong_type', 'too_many_values'].includes(problemCode);
+  const req = requestErrors(entry, op, ex);
+  if (ex.status >= 200 && ex.status < 300)
+    for (const e of req.errors) fail(`${where}: the server accepted a request its schema refuses: ${e}`);
+  if (structural && req.body !== undefined)
+    check(req.errors.length > 0, `${where}: the server refused a request (${problemCode}) that its schema accepts (request ${ex.request_body.slice(0, 160)})`);
   if (ex.method === 'HEAD' || !resp.content) {
     check(ex.body === '' || ex.body === null, `${where}: a body where the document defines none`);
     return;
@@ -215,13 +228,8 @@ function validateExchange(ex) {
     passed++;
     return;
   }
-  let body;
-  try {
-    body = JSON.parse(ex.body);
-  } catch (e) {
-    fail(`${where}: the body is not JSON: ${e.message}`);
-    return;
-  }
+  const body = parseJson(ex.body);
+  if (!check(body !== undefined, `${where}: the body is not JSON`)) return;
   const v = validator(media.schema);
   if (!check(v(body), `${where}: body does not match its schema: ${errorsText(v)} (body ${ex.body.slice(0, 200)})`)) return;
   if (ct === 'application/problem+json') checkProblemBody(where, ex, body);
