@@ -16,7 +16,8 @@
 //     by it (nor looser);
 //   - the routing table: every route has its operation and every operation its route, with
 //     the security its scope implies (open routes: security []) and exactly the statuses
-//     the table implies (scoped: 401, 429; charge or admin: 403; JSON body: 400, 413, 415);
+//     the table implies (scoped: 401, 429; charge or admin: 403; JSON body: 413, 415; every
+//     route: 400 and 431 from the checks before routing);
 //   - the problem table: the Problem schema's code enum lists exactly the server's codes, and
 //     each operation's problem responses name only codes of their status;
 //   - every example in the document validates against its schema.
@@ -120,6 +121,15 @@ function cover(key, status) {
   m.set(status, (m.get(status) || 0) + 1);
 }
 
+// A path segment percent-decoded; bytes that are not UTF-8 stay escaped.
+function decodeSegment(seg) {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    return seg;
+  }
+}
+
 function parseJson(text) {
   try {
     return JSON.parse(text);
@@ -142,7 +152,7 @@ function requestErrors(entry, op, ex) {
     let value;
     if (prm.in === 'path') {
       const i = tsegs.indexOf(`{${prm.name}}`);
-      value = i >= 0 ? decodeURIComponent(segs[i]) : undefined;
+      value = i >= 0 ? decodeSegment(segs[i]) : undefined;
     } else if (prm.in === 'query' && q.has(prm.name)) {
       value = q.get(prm.name);
       const t = prm.schema?.type;
@@ -165,6 +175,18 @@ function requestErrors(entry, op, ex) {
   return { errors, body };
 }
 
+// An answer to a path or method the document does not list: a problem, with the headers
+// its status promises.
+function checkUnroutedProblem(where, ex) {
+  if (ex.status === 401) check(ex.www_authenticate !== '', `${where}: no WWW-Authenticate`);
+  if (ex.status === 429) check(ex.retry_after !== '', `${where}: no Retry-After`);
+  if (ex.method === 'HEAD') return;
+  if (check(bareType(ex.content_type) === 'application/problem+json', `${where}: content type ${ex.content_type}`)) {
+    const body = parseJson(ex.body);
+    if (check(body !== undefined, `${where}: the body is not JSON`)) checkProblemBody(where, ex, body);
+  }
+}
+
 function checkProblemBody(where, ex, body) {
   const v = validator({ $ref: '#/components/schemas/Problem' });
   return check(v(body), `${where}: problem body does not match Problem: ${errorsText(v)}`) &&
@@ -175,11 +197,12 @@ function validateExchange(ex) {
   const urlPath = ex.path.split('?')[0];
   const entry = findPath(urlPath);
   if (!entry) {
-    // no operation at this path: the documented answer is 404 not_found
+    // no operation at this path (info.description): 404 not_found, after the key check
+    // (401, 429) and the checks before routing (400, 431)
     cover('(no path)', ex.status);
     const where = `${ex.method} (undocumented path) -> ${ex.status}`;
-    if (!check(ex.status === 404 && bareType(ex.content_type) === 'application/problem+json', `${where}: only 404 problem+json is documented for paths without operations`)) return;
-    checkProblemBody(where, ex, JSON.parse(ex.body));
+    if (!check([404, 401, 429, 400, 431].includes(ex.status), `${where}: a path without operations gets 404 (or 401, 429, 400, 431)`)) return;
+    checkUnroutedProblem(where, ex);
     return;
   }
   const m = ex.method.toLowerCase();
@@ -188,11 +211,14 @@ function validateExchange(ex) {
     // a method the path does not have: 405 with Allow naming the path's methods
     cover(`${ex.method} ${entry.tmpl} (no operation)`, ex.status);
     const where = `${ex.method} ${entry.tmpl} (no such operation) -> ${ex.status}`;
-    const allow = opsOf(entry.item).map((x) => x.toUpperCase()).sort().join(', ');
-    if (!check(ex.status === 405, `${where}: a method without an operation must get 405`)) return;
-    check(ex.allow.split(',').map((s) => s.trim()).sort().join(', ') === allow, `${where}: Allow '${ex.allow}', the document has ${allow}`);
-    if (check(bareType(ex.content_type) === 'application/problem+json', `${where}: content type ${ex.content_type}`))
-      checkProblemBody(where, ex, JSON.parse(ex.body));
+    // the path's methods, and HEAD wherever GET is
+    const methods = opsOf(entry.item).map((x) => x.toUpperCase());
+    if (methods.includes('GET')) methods.push('HEAD');
+    const allow = methods.sort().join(', ');
+    if (!check([405, 401, 403, 429, 400, 431].includes(ex.status), `${where}: a method without an operation gets 405 (or 401, 403, 429, 400, 431)`)) return;
+    if (ex.status === 405)
+      check(ex.allow.split(',').map((s) => s.trim()).sort().join(', ') === allow, `${where}: Allow '${ex.allow}', the document has ${allow}`);
+    checkUnroutedProblem(where, ex);
     return;
   }
   const op = entry.item[opMethod];
@@ -260,8 +286,9 @@ if (check(tables !== null, 'no routing table was recorded (tests/api/test_contra
     const want = r.scope ? [{ bearer: [r.scope] }] : [];
     check(JSON.stringify(op.security) === JSON.stringify(want), `${name}: security ${JSON.stringify(op.security)}, the routing table implies ${JSON.stringify(want)}`);
     // what the table implies, both ways: a key is needed (401, 429), a key may lack the
-    // scope (403: every valid key has read, so only charge and admin), a JSON body (400,
-    // 413, 415); without them the status cannot occur and is not documented
+    // scope (403: every valid key has read, so only charge and admin), a JSON body (413,
+    // 415); without them the status cannot occur and is not documented. Every route can
+    // get the answers given before routing (400 bad_request / invalid_framing, 431).
     const implied = {
       401: r.scope !== null,
       429: r.scope !== null,
@@ -269,7 +296,7 @@ if (check(tables !== null, 'no routing table was recorded (tests/api/test_contra
       413: r.json_body,
       415: r.json_body,
     };
-    if (r.json_body) check(op.responses?.['400'] !== undefined, `${name}: status 400 is not documented (the routing table implies it)`);
+    for (const st of ['400', '431']) check(op.responses?.[st] !== undefined, `${name}: status ${st} is not documented (every request is checked before routing)`);
     for (const [s, yes] of Object.entries(implied))
       check((op.responses?.[s] !== undefined) === yes, yes ? `${name}: status ${s} is not documented (the routing table implies it)` : `${name}: status ${s} is documented but cannot occur (routing table: scope ${r.scope}, JSON body ${r.json_body})`);
   }
