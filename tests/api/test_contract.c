@@ -276,8 +276,8 @@ static void contract_calibrate_event_echo(void)
 }
 
 /* Answers the other suites do not reach, so that the contract check sees them too: 422 from
- * /v1/curve and from POST /v1/rounds (a whole-round refusal, before any client), and a
- * PNSGD event refused for a missing index. */
+ * /v1/curve and from POST /v1/rounds (a whole-round refusal, before any client), a PNSGD
+ * event refused for a missing index, and the checks before routing through libcurl. */
 static void contract_more_statuses(void)
 {
     api_reply r;
@@ -298,6 +298,23 @@ static void contract_more_statuses(void)
               "\"learning_rate\":0.1,\"diameter\":1,\"dataset_size\":100,"
               "\"order\":\"fixed_index\"},\"epsilon\":1}");
     CHECK(is_problem(&r, 400, "missing_field", "event.index"));
+    api_reply_free(&r);
+    /* the checks before routing, on an open and on a computing operation: a head over
+     * --max-header-bytes (431) and %00 in the URL (400 bad_request) */
+    static char pad[20100];
+    int n = snprintf(pad, sizeof pad, "X-Pad: ");
+    memset(pad + n, 'a', 20000);
+    pad[n + 20000] = '\0';
+    api_set_header2(pad);
+    api_get("/healthz", &r);
+    CHECK(is_problem(&r, 431, "headers_too_large", NULL));
+    api_reply_free(&r);
+    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1}", EPOCH_1);
+    CHECK(is_problem(&r, 431, "headers_too_large", NULL));
+    api_reply_free(&r);
+    api_set_header2(NULL);
+    api_get("/healthz?x=%00", &r);
+    CHECK(is_problem(&r, 400, "bad_request", NULL));
     api_reply_free(&r);
 }
 
