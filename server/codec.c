@@ -277,7 +277,7 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
 
 int codec_options(json_t *obj, dp_options *opt, problem *pb)
 {
-    opt->pld_h = 0.0;
+    memset(opt, 0, sizeof *opt);
     int r = codec_number(obj, "", "value_discretization_interval", 0, &opt->pld_h, pb);
     if (r < 0)
         return -1;

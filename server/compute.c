@@ -12,6 +12,7 @@
 #include "../core/dp/sgld.h"
 #include "../core/dp/shuffle.h"
 #include "../core/dp/proactive.h"
+#include "../core/dp/shuffle_exact.h"
 #include "codec.h"
 #include "metrics.h"
 #include "resources.h"
@@ -22,11 +23,13 @@ static json_t *decode_common(const http_request *req, const char *const *allowed
                              dp_event **ev, dp_relation *rel, dp_accountant *acct, dp_options *opt,
                              problem *pb)
 {
+    memset(opt, 0, sizeof *opt);
     json_t *j = codec_parse_object(req->body, req->body_len, pb);
     if (j == NULL)
         return NULL;
     if (codec_compute_common(j, allowed, rel, acct, opt, pb) < 0)
         goto fail;
+    opt->cancel = req->cancel; /* the request's compute deadline */
     if (want_event) {
         *ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, pb);
         if (*ev == NULL)
@@ -38,11 +41,64 @@ fail:
     return NULL;
 }
 
-/* A refusal from core, with the conditions that were checked when there are any. */
-static void reply_core_error(http_response *resp, problem *pb, const dpb_error *err,
-                             const dp_report *rep)
+/* The computations that are cheap whatever their parameters: closed forms and Renyi DP
+ * (microseconds per event node). */
+static int light_accountant(const char *a)
 {
+    static const char *const names[] = {"thm41", "gdp_clt", "gdp_exact", "rdp", NULL};
+    for (int i = 0; a && names[i]; i++)
+        if (strcmp(a, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int res_compute_light(const http_request *req)
+{
+    if (strcmp(req->path, "/v1/delta") != 0 && strcmp(req->path, "/v1/epsilon") != 0 &&
+        strcmp(req->path, "/v1/curve") != 0 && strcmp(req->path, "/v1/calibrate") != 0)
+        return 0;
+    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return 0; /* the handler will say what is wrong, on the pool */
+    }
+    const char *a = json_string_value(json_object_get(j, "accountant"));
+    int light = light_accountant(a);
+    if (!light && strcmp(req->path, "/v1/calibrate") != 0 &&
+        (a == NULL || strcmp(a, "auto") == 0 || strcmp(a, "shuffle_exact") == 0)) {
+        /* one shuffled epoch: thm41 outside the exact range, else the exact model, cheap
+         * once cached */
+        json_t *ev = json_object_get(j, "event");
+        const char *cls = json_string_value(json_object_get(ev, "class_name"));
+        json_t *sg = json_object_get(ev, "noise_multiplier"), *m = json_object_get(ev, "rounds");
+        if (cls && strcmp(cls, "ShuffledDpSgdEpochDpEvent") == 0 && json_is_number(sg) &&
+            json_is_integer(m) && json_integer_value(m) >= 1) {
+            double sigma = json_number_value(sg);
+            uint64_t rounds = (uint64_t)json_integer_value(m);
+            light = !shx_in_range(sigma, rounds) || shx_cached(sigma, rounds, 0.0);
+        }
+    }
+    json_decref(j);
+    return light;
+}
+
+/* A core error as a problem; a computation stopped at its deadline says which deadline. */
+static void core_problem(const http_request *req, problem *pb, const dpb_error *err)
+{
+    if (err->status == DPB_ECANCELLED)
+        problem_set(pb, PB_COMPUTE_DEADLINE, NULL,
+                    "the computation ran past the server's compute deadline (%g s) and was "
+                    "stopped: ask for less work (a coarser value_discretization_interval, fewer "
+                    "compositions or points)",
+                    req->deadline_s);
     problem_from_error(pb, err);
+}
+
+/* A refusal from core, with the conditions that were checked when there are any. */
+static void reply_core_error(const http_request *req, http_response *resp, problem *pb,
+                             const dpb_error *err, const dp_report *rep)
+{
+    core_problem(req, pb, err);
     if (rep->accountant)
         problem_extra(pb, "accountant", json_string(rep->accountant));
     if (rep->ncond > 0)
@@ -166,7 +222,7 @@ void res_delta(const http_request *req, http_response *resp)
     if (st != DPB_OK) {
         if (strcmp(err.field, "epsilon") == 0 && !scalar)
             strcpy(err.field, "epsilons");
-        reply_core_error(resp, &pb, &err, &rep);
+        reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
     json_t *o = json_object();
@@ -231,7 +287,7 @@ void res_epsilon(const http_request *req, http_response *resp)
     if (st != DPB_OK) {
         if (strcmp(err.field, "delta") == 0 && !scalar)
             strcpy(err.field, "deltas");
-        reply_core_error(resp, &pb, &err, &rep);
+        reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
     json_t *o = json_object();
@@ -321,7 +377,7 @@ void res_calibrate(const http_request *req, http_response *resp)
     dpb_status st = dp_calibrate_ex(ev, rel, acct, &opt, eps_t, delta_t, &cal, &rep, &err);
     metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
-        problem_from_error(&pb, &err);
+        core_problem(req, &pb, &err);
         if (cal.has_best) {
             json_t *best =
                 json_pack("{s:o, s:s, s:o}", "delta", codec_real(cal.best_delta), "parameter",
@@ -478,7 +534,7 @@ void res_curve(const http_request *req, http_response *resp)
     dpb_status st = dp_curve(ev, rel, acct, &opt, eps, n, delta, alpha, na, beta, &rep, &err);
     metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
-        reply_core_error(resp, &pb, &err, &rep);
+        reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
     json_t *o = json_object();

@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "resources.h"
 #include "tls.h"
+#include "workpool.h"
 
 #if MHD_VERSION < 0x00097002
 typedef int MHD_RESULT;
@@ -33,7 +34,8 @@ struct http_server {
     struct MHD_Daemon *d;
     http_config cfg;
     unsigned port;
-    edge *edge; /* head deadlines and checks */
+    edge *edge;     /* head deadlines and checks */
+    workpool *pool; /* the compute requests' threads */
 };
 
 /* libmicrohttpd's memory pool per connection: the request head is read into it, and a head
@@ -42,6 +44,15 @@ struct http_server {
  * our own check and its problem+json 431. Pages are touched as bytes arrive, but
  * libmicrohttpd clears the pool between requests: this much per busy connection. */
 #define HTTP_CONNECTION_MEMORY ((size_t)128 * 1024)
+
+/* A compute request handed to the pool; its connection stays suspended until it is done. */
+typedef struct {
+    http_request req;   /* borrows the context's body and MHD's method and path */
+    http_response resp; /* filled on the pool thread, sent by the HTTP worker */
+    dpb_cancel cancel;
+    struct MHD_Connection *conn;
+    double deadline_s;
+} compute_job;
 
 /* Per-request state, owned by MHD's *con_cls and freed in on_completed. */
 typedef struct {
@@ -56,7 +67,8 @@ typedef struct {
     char verb[16]; /* the method sent, for the request log (letters only, cut at 15) */
     /* the key: holds a reference to its key set until on_completed */
     const auth_key *key;
-    char id[72]; /* the request id: the client's X-Request-Id if sane, else generated */
+    char id[72];      /* the request id: the client's X-Request-Id if sane, else generated */
+    compute_job *job; /* a compute request on the pool (its connection suspended), or done */
 } req_ctx;
 
 static double now_s(void)
@@ -234,6 +246,7 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
         resp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (r == NULL) {
         free(resp->body);
+        resp->body = NULL;
         return MHD_NO;
     }
     resp->body = NULL;
@@ -373,6 +386,71 @@ static int json_content_type(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+/* Does this request go to the compute pool? The POST compute routes, unless the handlers
+ * can tell cheaply that it is light (closed forms, a cached model). */
+static int wants_pool(const char *method, const char *url, const http_request *req)
+{
+    const char *param;
+    const route *r = resolve_route(method, url, &param);
+    return r && r->compute && r->json_body && !res_compute_light(req);
+}
+
+/* On a pool thread: run the handler under the job's deadline and the pool's stop flag, then
+ * hand the connection back to its HTTP worker (the last touch of the job). */
+static void run_compute(void *arg, const int *stop)
+{
+    compute_job *j = arg;
+    j->cancel.flag = stop;
+    j->cancel.deadline = j->deadline_s > 0.0 ? dpb_cancel_now() + j->deadline_s : 0.0;
+    j->req.cancel = &j->cancel;
+    j->req.deadline_s = j->deadline_s;
+    if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+        problem p = {0};
+        problem_set(&p, PB_OVERLOADED, NULL, "the server is stopping: retry on another instance");
+        http_reply_problem(&j->resp, &p);
+    } else {
+        http_dispatch(&j->req, &j->resp);
+    }
+    MHD_resume_connection(j->conn);
+}
+
+/* Take a place on the pool and suspend the connection until the job is done, or answer 503
+ * overloaded with Retry-After when every place is taken. */
+static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
+                                const http_request *req)
+{
+    compute_job *j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        problem p = {0};
+        problem_set(&p, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return send_problem(c, &p, ctx);
+    }
+    if (workpool_reserve(s->pool) != 0) {
+        free(j);
+        unsigned busy = 0, cap = 0, after = workpool_retry_after(s->pool);
+        workpool_load(s->pool, &busy, &cap);
+        problem p = {0};
+        problem_set(&p, PB_OVERLOADED, NULL,
+                    "all %u places for computations are taken (--compute-threads running, "
+                    "--compute-queue waiting): retry after %u s",
+                    cap, after);
+        http_response resp = {0};
+        http_reply_problem(&resp, &p);
+        snprintf(resp.extra_buf, sizeof resp.extra_buf, "%u", after);
+        resp.extra_name = "Retry-After";
+        resp.extra_value = resp.extra_buf;
+        metrics_denied(503);
+        return send_response(c, &resp, ctx);
+    }
+    j->req = *req;
+    j->conn = c;
+    j->deadline_s = s->cfg.compute_deadline;
+    ctx->job = j;
+    MHD_suspend_connection(c); /* before the push: the job's resume must follow it */
+    workpool_push(s->pool, run_compute, j);
+    return MHD_YES;
+}
+
 static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls)
@@ -457,7 +535,12 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return send_problem(c, &p, ctx);
     }
     /* Final call: the whole body is here. */
-    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c};
+    if (ctx->job) /* called again after the pool resumed the connection */
+        return send_response(c, &ctx->job->resp, ctx);
+    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c,
+                        NULL,   0.0};
+    if (s->pool && wants_pool(method, url, &req))
+        return start_compute(s, c, ctx, &req);
     http_response resp = {0};
     http_dispatch(&req, &resp);
     return send_response(c, &resp, ctx);
@@ -500,6 +583,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                     toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
         }
         auth_key_release(ctx->key); /* the key set it belongs to may now be freed */
+        if (ctx->job) {
+            free(ctx->job->resp.body); /* NULL once sent */
+            free(ctx->job);
+        }
         free(ctx->buf);
         free(ctx);
         *con_cls = NULL;
@@ -512,6 +599,22 @@ static int tls_options(const http_config *cfg, struct MHD_OptionItem *opts)
     const char *prio = cfg->tls_priorities ? cfg->tls_priorities : TLS_DEFAULT_PRIORITIES;
     if (tls_start(opts, prio) != 0) {
         fprintf(stderr, "dpbudgetd: cannot set up TLS (no certificate loaded)\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The compute pool: its threads run below the HTTP workers' priority (nice + 10). */
+static int start_pool(http_server *s)
+{
+    unsigned n = s->cfg.compute_threads;
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (unsigned)c : 1;
+    }
+    s->pool = workpool_create(n, s->cfg.compute_queue, 10);
+    if (s->pool == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot start %u compute threads\n", n);
         return -1;
     }
     return 0;
@@ -533,7 +636,8 @@ http_server *http_start(const http_config *cfg)
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME;
     struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, cfg->listen_addr, &v4->sin_addr) == 1) {
@@ -579,6 +683,13 @@ http_server *http_start(const http_config *cfg)
         free(s);
         return NULL;
     }
+    if (start_pool(s) != 0) {
+        MHD_stop_daemon(s->d);
+        tls_release();
+        edge_stop(s->edge);
+        free(s);
+        return NULL;
+    }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : cfg->port;
     return s;
@@ -593,8 +704,12 @@ void http_stop(http_server *s)
 {
     if (s == NULL)
         return;
+    /* the compute jobs first: they stop early and resume their connections, which libmicrohttpd
+     * needs before it stops; requests that come meanwhile are refused (503) */
+    workpool_stop(s->pool);
     MHD_stop_daemon(s->d);
     tls_release();
     edge_stop(s->edge);
+    workpool_free(s->pool);
     free(s);
 }

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "../core/common/cancel.h"
 #include "problem.h"
 
 typedef struct {
@@ -46,6 +47,13 @@ typedef struct {
     int tls;
     const char *tls_priorities;
     unsigned tls_handshake_timeout;
+    /* Compute requests (the POST compute routes that res_compute_light does not vouch for)
+     * run on their own pool (workpool.h), never on the HTTP workers: compute_threads
+     * threads (0 = one per CPU), compute_queue more waiting; beyond that 503 overloaded
+     * with Retry-After. compute_deadline: seconds a computation may run before it is
+     * stopped (422 compute_deadline_exceeded). */
+    unsigned compute_threads, compute_queue;
+    double compute_deadline;
 } http_config;
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */
@@ -57,6 +65,10 @@ typedef struct {
     const char *param; /* the path segment after a prefix route ("/v1/clients/{id}") */
     void *app;         /* http_config.app */
     void *conn;        /* the connection (for http_query / http_header); may be NULL */
+    /* compute requests: stops the computation past its deadline (NULL: never), and that
+     * deadline in seconds for messages */
+    const dpb_cancel *cancel;
+    double deadline_s;
 } http_request;
 
 /* A query-string argument or a request header (NULL when absent). */

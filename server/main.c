@@ -35,7 +35,8 @@ static const char USAGE[] =
     "                       address but loopback needs --api-keys\n"
     "  --port N             TCP port, 0 for an ephemeral one (default 8080)\n"
     "  --port-file PATH     write the bound port number to PATH once listening\n"
-    "  --threads N          worker threads, 0 = one per CPU (default 0)\n"
+    "  --threads N          HTTP worker threads (probes, ledger, light computations),\n"
+    "                       0 = one per CPU (default 0)\n"
     "  --max-body BYTES     largest request body accepted, else 413 (default 65536)\n"
     "  --conn-timeout SECS  close connections idle this long (default 30)\n"
     "  --request-timeout SECS  drop a request whose body takes longer than this to arrive\n"
@@ -50,6 +51,15 @@ static const char USAGE[] =
     "                       (slowloris; default 5)\n"
     "  --max-header-bytes BYTES  largest request line + headers, else 431 (default 16384,\n"
     "                       at most 65536)\n"
+    "  --compute-threads N  threads for the computations (/v1/delta, /v1/epsilon,\n"
+    "                       /v1/calibrate, /v1/curve, /v1/proactive), apart from the\n"
+    "                       --threads that serve probes and the ledger; 0 = one per CPU\n"
+    "                       (default 0). Closed-form answers (thm41, gdp_exact, gdp_clt,\n"
+    "                       rdp, a cached shuffled-epoch model) skip the pool\n"
+    "  --compute-queue N    computations that may wait for a compute thread (default 16);\n"
+    "                       beyond that: 503 overloaded with Retry-After\n"
+    "  --compute-deadline SECS  stop a computation that runs longer than this: 422\n"
+    "                       compute_deadline_exceeded (default 30; decimals allowed)\n"
     "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
@@ -371,6 +381,9 @@ static const char *const VALUED[] = {"listen",
                                      "header-timeout",
                                      "max-connections-per-ip",
                                      "max-header-bytes",
+                                     "compute-threads",
+                                     "compute-queue",
+                                     "compute-deadline",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
 
@@ -423,7 +436,19 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->cfg.conn_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "request-timeout") == 0)
         st->cfg.request_timeout = (unsigned)parse_num(opt, v, 1, 3600);
-    else if (strcmp(name, "max-connections") == 0)
+    else if (strcmp(name, "compute-threads") == 0)
+        st->cfg.compute_threads = (unsigned)parse_num(opt, v, 0, 256);
+    else if (strcmp(name, "compute-queue") == 0)
+        st->cfg.compute_queue = (unsigned)parse_num(opt, v, 0, 100000);
+    else if (strcmp(name, "compute-deadline") == 0) {
+        char *end;
+        st->cfg.compute_deadline = strtod(v, &end);
+        if (*end != '\0' || end == v ||
+            !(st->cfg.compute_deadline >= 0.01 && st->cfg.compute_deadline <= 3600.0)) {
+            fprintf(stderr, "dpbudgetd: %s needs seconds in [0.01, 3600], got '%s'\n", opt, v);
+            exit(2);
+        }
+    } else if (strcmp(name, "max-connections") == 0)
         st->cfg.max_connections = (unsigned)parse_num(opt, v, 1, 100000);
     else if (strcmp(name, "max-connections-per-ip") == 0)
         st->cfg.max_connections_per_ip = (unsigned)parse_num(opt, v, 0, 100000);
@@ -677,7 +702,9 @@ int main(int argc, char **argv)
                     .header_timeout = 5,
                     .max_header_bytes = 16384,
                     .log_requests = 1,
-                    .tls_handshake_timeout = 5},
+                    .tls_handshake_timeout = 5,
+                    .compute_queue = 16,
+                    .compute_deadline = 30.0},
                    NULL,
                    {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
                    1,

@@ -45,6 +45,10 @@ static const struct {
                             "The request's length is ambiguous: the connection is closed"},
     [PB_BAD_REQUEST] = {400, "bad_request", "The request is not valid HTTP/1.1"},
     [PB_HEADERS_TOO_LARGE] = {431, "headers_too_large", "The request head is too large"},
+    [PB_OVERLOADED] = {503, "overloaded",
+                       "The server is at capacity for computations: retry later"},
+    [PB_COMPUTE_DEADLINE] = {422, "compute_deadline_exceeded",
+                             "The computation ran past its deadline and was stopped"},
 };
 
 int problem_http_status(problem_code c)
@@ -83,6 +87,8 @@ problem_code problem_from_status(dpb_status s)
         return PB_LIMIT_EXCEEDED;
     case DPB_EUNCERTIFIABLE:
         return PB_UNCERTIFIABLE;
+    case DPB_ECANCELLED:
+        return PB_COMPUTE_DEADLINE;
     case DPB_EIO:
     case DPB_EREADONLY:
     case DPB_ECORRUPT:

@@ -42,6 +42,8 @@ typedef enum {
     PB_INVALID_FRAMING,     /* 400 ambiguous message framing (Content-Length/Transfer-Encoding) */
     PB_BAD_REQUEST,         /* 400 the request breaks HTTP/1.1 (no Host, NUL in the URL) */
     PB_HEADERS_TOO_LARGE,   /* 431 the request head exceeds --max-header-bytes */
+    PB_OVERLOADED,          /* 503 every place for computations is taken: Retry-After */
+    PB_COMPUTE_DEADLINE,    /* 422 a computation ran past --compute-deadline and was stopped */
     PB_COUNT_
 } problem_code;
 

@@ -11,6 +11,9 @@ void res_calibrate(const http_request *req, http_response *resp);
 void res_curve(const http_request *req, http_response *resp);
 void res_proactive(const http_request *req, http_response *resp);
 void res_accountants(const http_request *req, http_response *resp);
+/* 1 when a compute request is cheap whatever its size (closed-form accountants, a cached
+ * exact model): it runs on the HTTP worker instead of queueing for the compute pool. */
+int res_compute_light(const http_request *req);
 
 /* ops.c: operations */
 void res_healthz(const http_request *req, http_response *resp);

@@ -38,6 +38,8 @@ const char *dpb_strstatus(dpb_status s)
         return "read_only";
     case DPB_EBUDGET:
         return "budget_exceeded";
+    case DPB_ECANCELLED:
+        return "cancelled";
     }
     return "unknown_status";
 }

@@ -25,7 +25,8 @@ typedef enum {
     DPB_ENOTFOUND = 11,     /* no such client or round */
     DPB_ECONFLICT = 12,     /* the same id with a different body */
     DPB_EREADONLY = 13,     /* the ledger stopped accepting writes after an I/O failure */
-    DPB_EBUDGET = 14        /* a charge would exceed a client's budget */
+    DPB_EBUDGET = 14,       /* a charge would exceed a client's budget */
+    DPB_ECANCELLED = 15     /* stopped by its caller's deadline or flag (cancel.h) */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */

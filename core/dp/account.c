@@ -122,6 +122,14 @@ static dp_accountant resolve_auto(const dp_event *ev)
     return DP_ACCT_PLD;
 }
 
+/* The computation was stopped by the caller's cancellation (dp_options.cancel). */
+static dpb_status cancelled(dpb_error *err)
+{
+    return dpb_fail(err, DPB_ECANCELLED, NULL,
+                    "the computation was stopped before it finished: it ran past the deadline "
+                    "set for it");
+}
+
 static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                         const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
@@ -134,10 +142,12 @@ static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                         "value_discretization_interval must lie in [1e-6, 0.1]");
     if (acct == DP_ACCT_AUTO)
         acct = resolve_auto(ev);
+    if (dpb_cancelled())
+        return cancelled(err);
     dpb_status st = dp_profile_build(ev, rel, acct, opt, pr, rep, err);
     if (st != DPB_OK)
         dp_profile_release(pr);
-    return st;
+    return st == DPB_ECANCELLED ? cancelled(err) : st;
 }
 
 static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_error *err)
@@ -157,9 +167,9 @@ static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_erro
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
-dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                       const dp_options *opt, const double *eps, size_t n, double *delta,
-                       double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err)
+static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                            const dp_options *opt, const double *eps, size_t n, double *delta,
+                            double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err)
 {
     dpb_status st = check_points(eps, n, 0, err);
     if (st != DPB_OK) {
@@ -169,11 +179,21 @@ dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
     dp_profile pr;
     if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && !dpb_cancelled(); i++)
         delta[i] =
             dp_profile_delta(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
     dp_profile_release(&pr);
-    return DPB_OK;
+    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+}
+
+dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                       const dp_options *opt, const double *eps, size_t n, double *delta,
+                       double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err)
+{
+    const dpb_cancel *prev = dpb_cancel_enter(opt ? opt->cancel : NULL);
+    dpb_status st = delta_run(ev, rel, acct, opt, eps, n, delta, ln_delta, aux, rep, err);
+    dpb_cancel_leave(prev);
+    return st;
 }
 
 dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *eps,
@@ -182,9 +202,9 @@ dpb_status dp_delta(const dp_event *ev, dp_relation rel, dp_accountant acct, con
     return dp_delta_ex(ev, rel, acct, NULL, eps, n, delta, ln_delta, NULL, rep, err);
 }
 
-dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                         const dp_options *opt, const double *delta, size_t n, double *eps,
-                         dp_point_extra *aux, dp_report *rep, dpb_error *err)
+static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                              const dp_options *opt, const double *delta, size_t n, double *eps,
+                              dp_point_extra *aux, dp_report *rep, dpb_error *err)
 {
     dpb_status st = check_points(delta, n, 1, err);
     if (st != DPB_OK) {
@@ -194,10 +214,20 @@ dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct
     dp_profile pr;
     if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && !dpb_cancelled(); i++)
         eps[i] = dp_profile_epsilon(&pr, delta[i], aux ? &aux[i] : NULL);
     dp_profile_release(&pr);
-    return DPB_OK;
+    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+}
+
+dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                         const dp_options *opt, const double *delta, size_t n, double *eps,
+                         dp_point_extra *aux, dp_report *rep, dpb_error *err)
+{
+    const dpb_cancel *prev = dpb_cancel_enter(opt ? opt->cancel : NULL);
+    dpb_status st = epsilon_run(ev, rel, acct, opt, delta, n, eps, aux, rep, err);
+    dpb_cancel_leave(prev);
+    return st;
 }
 
 dpb_status dp_epsilon(const dp_event *ev, dp_relation rel, dp_accountant acct, const double *delta,
@@ -218,9 +248,10 @@ static double pld_max_delta(const dp_profile *pr, double eps)
     return d;
 }
 
-dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
-                    const double *eps, size_t n_eps, double *delta, const double *alpha,
-                    size_t n_alpha, double *beta, dp_report *rep, dpb_error *err)
+static dpb_status curve_run(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                            const dp_options *opt, const double *eps, size_t n_eps, double *delta,
+                            const double *alpha, size_t n_alpha, double *beta, dp_report *rep,
+                            dpb_error *err)
 {
     dpb_status st = check_points(eps, n_eps, 0, err);
     for (size_t j = 0; st == DPB_OK && j < n_alpha; j++)
@@ -235,7 +266,7 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
     dp_profile pr;
     if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n_eps; i++)
+    for (size_t i = 0; i < n_eps && !dpb_cancelled(); i++)
         delta[i] = dp_profile_delta(&pr, eps[i], NULL, NULL);
     if (n_alpha > 0) {
         if (pr.acct == DP_ACCT_GDP_EXACT || pr.acct == DP_ACCT_GDP_CLT) {
@@ -261,7 +292,7 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
             double emin = pld_like || pr.shx ? -emax : 0.0;
             for (size_t j = 0; j < n_alpha; j++)
                 beta[j] = 0.0;
-            for (int g = 0; g <= GRID; g++) {
+            for (int g = 0; g <= GRID && !dpb_cancelled(); g++) {
                 double e = emin + (emax - emin) * g / GRID;
                 /* eps < 0: the PLD's own curve; for shuffle_exact's one epoch (the larger of
                  * both orders at each eps >= 0) delta_PQ(e) = 1 - e^e + e^e delta_QP(-e) */
@@ -277,7 +308,18 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
         }
     }
     dp_profile_release(&pr);
-    return DPB_OK;
+    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+}
+
+dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
+                    const double *eps, size_t n_eps, double *delta, const double *alpha,
+                    size_t n_alpha, double *beta, dp_report *rep, dpb_error *err)
+{
+    const dpb_cancel *prev = dpb_cancel_enter(opt ? opt->cancel : NULL);
+    dpb_status st =
+        curve_run(ev, rel, acct, opt, eps, n_eps, delta, alpha, n_alpha, beta, rep, err);
+    dpb_cancel_leave(prev);
+    return st;
 }
 
 /* ---- calibration ------------------------------------------------------------------------- */
@@ -712,9 +754,9 @@ static void thm41_alongside(dp_event *tmpl, dp_relation rel, double eps_t, doubl
         out->thm41_value = HUGE_VAL;
 }
 
-dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
-                           const dp_options *opt, double eps_target, double delta_target,
-                           dp_calibration *out, dp_report *rep, dpb_error *err)
+static dpb_status calibrate_run(dp_event *tmpl, dp_relation rel, dp_accountant acct,
+                                const dp_options *opt, double eps_target, double delta_target,
+                                dp_calibration *out, dp_report *rep, dpb_error *err)
 {
     int nunk;
     dp_event *node = tmpl ? dp_event_find_unknown(tmpl, &nunk) : NULL;
@@ -763,6 +805,16 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
         out->lo = out->value;
         out->hi = HUGE_VAL;
     }
+    return st;
+}
+
+dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
+                           const dp_options *opt, double eps_target, double delta_target,
+                           dp_calibration *out, dp_report *rep, dpb_error *err)
+{
+    const dpb_cancel *prev = dpb_cancel_enter(opt ? opt->cancel : NULL);
+    dpb_status st = calibrate_run(tmpl, rel, acct, opt, eps_target, delta_target, out, rep, err);
+    dpb_cancel_leave(prev);
     return st;
 }
 

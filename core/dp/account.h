@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 
+#include "../common/cancel.h"
 #include "../common/status.h"
 #include "event.h"
 #include "report.h"
@@ -55,6 +56,8 @@ typedef struct {
 /* Accountant options; a zeroed struct (or NULL) means the defaults. */
 typedef struct {
     double pld_h; /* PLD loss grid (value_discretization_interval); 0: PLD_DEFAULT_H */
+    /* borrowed: stops the computation with DPB_ECANCELLED when it fires (NULL: never) */
+    const dpb_cancel *cancel;
 } dp_options;
 
 /* Most points one query may ask for. */

@@ -23,6 +23,7 @@
 
 #include <fftw3.h>
 
+#include "../common/cancel.h"
 #include "normal.h"
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -272,6 +273,10 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
         xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
         interval_masses(m, &t, li + h, &mp, &mq);
         split_interval(&out->p[i], &out->p[i + 1], xi, li, h, mp, mq);
+        if ((i & 4095) == 4095 && dpb_cancelled()) {
+            pld_free(out);
+            return DPB_ECANCELLED;
+        }
     }
     /* Above the top knot: interpolate between it and +infinity (x = inf): the knot gets
      * x_n Q(L > l_n), infinity the rest of P(L > l_n). */
@@ -413,6 +418,10 @@ dpb_status pld_from_pair_profile(pld_profile_fn f, pld_profile_fn g_rev, void *c
     /* eps >= 0: the bound, made non-increasing */
     double run = 1.0;
     for (int64_t k = 0; k <= K; k++) {
+        if ((k & 1023) == 1023 && dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto out;
+        }
         double v = f(ctx, (double)k * h);
         if (!(v >= 0.0))
             v = 1.0; /* not a number: nothing is known */
@@ -425,6 +434,10 @@ dpb_status pld_from_pair_profile(pld_profile_fn f, pld_profile_fn g_rev, void *c
     run = 1.0;
     for (int64_t k = 1; k <= K; k++) {
         double e = -(double)k * h;
+        if ((k & 1023) == 1023 && dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto out;
+        }
         double v = g_rev == f ? g[K + k] : g_rev(ctx, (double)k * h);
         if (!(v >= 0.0))
             v = 1.0;
@@ -528,13 +541,26 @@ static dpb_status fft_power(const double *in, size_t n_in, size_t N, uint64_t co
         st = DPB_ENOMEM;
         goto out;
     }
+    /* an FFT runs to its end once started: look before each one */
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto out;
+    }
     memset(buf, 0, N * sizeof *buf);
     memcpy(buf, in, n_in * sizeof *in);
     fftw_execute(fwd);
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto out;
+    }
     /* <complex.h> precedes <fftw3.h>, so fftw_complex is the C99 double complex */
     if (count > 1)
         for (size_t k = 0; k < nc; k++)
             X[k] = cpow(X[k], (double)count);
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto out;
+    }
     fftw_execute(inv);
     for (size_t j = 0; j < N; j++)
         out[j] = buf[j] / (double)N;
@@ -578,6 +604,10 @@ dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, 
     pthread_mutex_unlock(&plan_lock);
     if (pa == NULL || pb == NULL || inv == NULL) {
         st = DPB_ENOMEM;
+        goto out;
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
         goto out;
     }
     memset(buf, 0, N * sizeof *buf);
@@ -659,6 +689,8 @@ dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)
         return pld_identity(a->h, out);
     if (count == 1)
         return pld_copy(a, out);
+    if (dpb_cancelled())
+        return DPB_ECANCELLED;
     double T = (double)count, h = a->h;
     /* Natural support of the T-fold sum, in grid indices. */
     double nat_lo = T * (double)a->lo, nat_hi = T * (double)(a->lo + (int64_t)a->n - 1);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cancel.h"
 #include "normal.h"
 #include "shuffle.h"
 #include "shuffle_exact.h"
@@ -424,6 +425,8 @@ static dpb_status pld_status(dpb_status st, dpb_error *err, double h)
                         PLD_MAX_POINTS, h);
     if (st == DPB_ENOMEM)
         return dpb_fail(err, st, NULL, "out of memory building the privacy-loss distribution");
+    if (st == DPB_ECANCELLED)
+        return st; /* the caller words it (account.c) */
     if (st != DPB_OK)
         return dpb_fail(err, st, "event", "a parameter is outside its domain");
     return st;
@@ -470,6 +473,8 @@ static dpb_status shx_status(dpb_status st, dpb_error *err)
 {
     if (st == DPB_ENOMEM)
         return dpb_fail(err, st, NULL, "out of memory computing the shuffled epoch");
+    if (st == DPB_ECANCELLED)
+        return st; /* the caller words it (account.c) */
     return dpb_fail(err, st, "event", "the shuffled epoch's parameters are outside the range");
 }
 
@@ -563,6 +568,8 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
 {
     memset(out, 0, sizeof *out);
     out->symmetric = 1;
+    if (dpb_cancelled())
+        return DPB_ECANCELLED;
     dpb_status st;
     switch (ev->kind) {
     case DP_EV_NO_OP:

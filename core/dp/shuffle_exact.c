@@ -30,6 +30,7 @@
 
 #include <fftw3.h>
 
+#include "../common/cancel.h"
 #include "normal.h"
 #include "pld.h"
 
@@ -421,6 +422,10 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
     m->above = chernoff(&bl, n, m->T, 0, lmax);
     m->above_x = chernoff(&bl, n, m->T, 1, lmax);
 
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
+    }
     st = sum_law(y, KY + 1, n, m->o, N, p, &m->e_pt, &m->e_2);
     if (st != DPB_OK)
         goto fail;
@@ -469,6 +474,10 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
             for (; j < nk; j++)
                 ker[j] = 0.0;
         }
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
     }
     st = pld_convolve(p, N, ker, nk, conv);
     if (st != DPB_OK)
@@ -758,6 +767,18 @@ dpb_status shx_acquire(double sigma, uint64_t rounds, double h_scale, shx_model 
     pthread_mutex_unlock(&cache_lock);
     *out = m;
     return DPB_OK;
+}
+
+int shx_cached(double sigma, uint64_t rounds, double h_scale)
+{
+    if (h_scale == 0.0)
+        h_scale = 1.0;
+    int found = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (shx_model *m = cache_head; m && !found; m = m->next)
+        found = m->sigma == sigma && m->rounds == rounds && m->h_scale == h_scale;
+    pthread_mutex_unlock(&cache_lock);
+    return found;
 }
 
 void shx_release(shx_model *m)

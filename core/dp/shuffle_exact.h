@@ -70,6 +70,10 @@ double shx_delta(const shx_model *m, double eps);
 
 void shx_get_info(const shx_model *m, shx_info *info);
 
+/* 1 if the model for (sigma, rounds, h_scale) is in the cache now (shx_acquire would not
+ * build it), else 0. */
+int shx_cached(double sigma, uint64_t rounds, double h_scale);
+
 /* Drop every cached model not in use (tests, memory pressure). */
 void shx_cache_clear(void);
 

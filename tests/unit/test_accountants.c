@@ -301,7 +301,7 @@ static void pld_grid_refinement(void)
     double prev = HUGE_VAL;
     const double hs[] = {1e-2, 3e-3, 1e-3, 3e-4};
     for (size_t i = 0; i < N(hs); i++) {
-        dp_options opt = {hs[i]};
+        dp_options opt = {hs[i], NULL};
         double e = 1.0, d;
         dp_report rep;
         CHECK(dp_delta_ex(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &opt, &e, 1, &d, NULL, NULL, &rep,
