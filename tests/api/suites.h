@@ -29,6 +29,8 @@ extern const tl_test EDGE_SHARED_TESTS[]; /* test_edge.c: framing, head size, Ho
 extern const size_t EDGE_SHARED_NTESTS;
 extern const tl_test EDGE_TESTS[]; /* test_edge.c: keys on every method, slowloris (own) */
 extern const size_t EDGE_NTESTS;
+extern const tl_test OVERLOAD_TESTS[]; /* test_overload.c: compute saturation (own daemons) */
+extern const size_t OVERLOAD_NTESTS;
 extern const tl_test AUTH_TESTS[]; /* test_auth.c: keys, scopes, rate limit, TLS (own daemons) */
 extern const size_t AUTH_NTESTS;
 extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS

@@ -1,0 +1,277 @@
+/* test_overload.c - heavy computations must not starve the ledger: with the compute
+ * endpoints saturated by expensive PLD requests, /healthz, a ledger read and a 100-participant
+ * POST /v1/rounds are answered while every computation is still running; a full compute pool
+ * answers 503 overloaded with Retry-After at once; a computation past --compute-deadline is
+ * stopped (422 compute_deadline_exceeded) on every compute route. Each test starts its own
+ * dpbudgetd (after the main suite's daemon has stopped). Latency bounds are generous (1 s):
+ * what is asserted is the order of events, not a speed. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "suites.h"
+
+/* About 1.5 s of PLD work on one core (a 3e-6 grid, 1000 compositions of a sampled
+ * Gaussian); MEDIUM about 1 s, LIGHTER about 0.6 s. */
+#define PLD_EVENT                                                                                  \
+    "\"accountant\": \"pld\", \"value_discretization_interval\": %s, \"event\": "                  \
+    "{\"class_name\": \"SelfComposedDpEvent\", \"count\": 1000, \"event\": "                       \
+    "{\"class_name\": \"PoissonSampledDpEvent\", \"sampling_probability\": 0.01, \"event\": "      \
+    "{\"class_name\": \"GaussianDpEvent\", \"noise_multiplier\": 0.8}}}"
+#define HEAVY_H "3e-6"
+#define MEDIUM_H "5e-6"
+#define LIGHTER_H "1e-5"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    pthread_t tid;
+    const char *h;
+    long status;
+    char code[48];
+    char retry_after[16];
+    double done_at;
+} heavy;
+
+static void *heavy_run(void *arg)
+{
+    heavy *x = arg;
+    api_reply r;
+    char body[1024];
+    snprintf(body, sizeof body, "{" PLD_EVENT ", \"epsilon\": 1.0}", x->h);
+    api_call("POST", "/v1/delta", "application/json", body, strlen(body), &r);
+    x->status = r.status;
+    const char *code = json_string_value(json_object_get(r.json, "code"));
+    snprintf(x->code, sizeof x->code, "%s", code ? code : "");
+    snprintf(x->retry_after, sizeof x->retry_after, "%s", r.retry_after);
+    x->done_at = now_s();
+    api_reply_free(&r);
+    return NULL;
+}
+
+static int start(const char *const *extra)
+{
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    return st == 0;
+}
+
+/* One probe: the status, and when it was answered (*done). */
+static long probe(const char *method, const char *path, const char *body, double *took,
+                  double *done)
+{
+    api_reply r;
+    double t0 = now_s();
+    api_call(method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, &r);
+    *done = now_s();
+    *took = *done - t0;
+    long st = r.status;
+    if (st != 200)
+        fprintf(stderr, "  %s %s: %ld %s\n", method, path, st, r.body);
+    api_reply_free(&r);
+    return st;
+}
+
+/* A round of 100 participants (clients made on first use by --default-budget). */
+static char *round_body(const char *id)
+{
+    size_t cap = 4096;
+    char *b = malloc(cap);
+    if (b == NULL)
+        return NULL;
+    int n = snprintf(b, cap, "{\"round_id\": \"%s\", \"participants\": [", id);
+    for (int i = 0; i < 100; i++)
+        n += snprintf(b + n, cap - (size_t)n, "%s\"p%d\"", i ? ", " : "", i);
+    snprintf(b + n, cap - (size_t)n,
+             "], \"event\": {\"class_name\": \"GaussianDpEvent\", \"noise_multiplier\": 20}}");
+    return b;
+}
+
+/* While every compute request is running, probes, a ledger read and a charge are answered,
+ * each well before the first computation ends. */
+static void check_probes_while_busy(heavy *hv, int nh, const char *round_id)
+{
+    const struct {
+        const char *method, *path;
+    } P[] = {{"GET", "/healthz"},
+             {"GET", "/v1/summary"},
+             {"POST", "/v1/rounds"},
+             {"GET", "/readyz"},
+             {"GET", "/v1/clients/p7"}};
+    char *rb = round_body(round_id);
+    double last_done = 0.0;
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+        double took = 0, done = 0;
+        int post = strcmp(P[i].method, "POST") == 0;
+        long st = probe(P[i].method, P[i].path, post ? rb : NULL, &took, &done);
+        CHECKF(st == 200, "%s %s while compute is saturated: %ld", P[i].method, P[i].path, st);
+        CHECKF(took < 1.0, "%s %s took %.3f s while compute is saturated (want < 1 s)", P[i].method,
+               P[i].path, took);
+        if (done > last_done)
+            last_done = done;
+    }
+    free(rb);
+    /* the structural property: all of it was answered while the computations still ran */
+    for (int i = 0; i < nh; i++) {
+        pthread_join(hv[i].tid, NULL);
+        if (hv[i].status == 200)
+            CHECKF(hv[i].done_at > last_done,
+                   "computation %d ended before the probes were answered: they waited for it", i);
+    }
+}
+
+/* With the default pool (one compute thread per CPU, 16 waiting) and only two HTTP workers,
+ * two concurrent expensive computations leave the probes and the ledger answering (before
+ * the pool they held both workers: the probes waited for a computation to end). */
+static void compute_saturation_leaves_ledger_fast(void)
+{
+    const char *extra[] = {"--default-budget", "1000,0.5", "--compute-deadline", "20", NULL};
+    if (!start(extra))
+        return;
+    heavy hv[2];
+    memset(hv, 0, sizeof hv);
+    /* one after another, so that each finds an idle HTTP worker (before the pool each
+     * worker then sat in its computation: nothing was left for the probes) */
+    struct timespec gap = {0, 80 * 1000000L};
+    for (int i = 0; i < 2; i++) {
+        hv[i].h = MEDIUM_H;
+        pthread_create(&hv[i].tid, NULL, heavy_run, &hv[i]);
+        nanosleep(&gap, NULL);
+    }
+    check_probes_while_busy(hv, 2, "busy-1");
+    for (int i = 0; i < 2; i++)
+        CHECKF(hv[i].status == 200 || hv[i].status == 503 ||
+                   strcmp(hv[i].code, "compute_deadline_exceeded") == 0,
+               "computation %d: %ld %s", i, hv[i].status, hv[i].code);
+    api_daemon_stop();
+}
+
+/* One compute thread and one place waiting: of four concurrent computations two are refused
+ * at once with 503 overloaded and a Retry-After, and the ledger is served meanwhile. */
+static void full_compute_pool_is_503_with_retry_after(void)
+{
+    const char *extra[] = {"--default-budget",
+                           "1000,0.5",
+                           "--compute-threads",
+                           "1",
+                           "--compute-queue",
+                           "1",
+                           "--compute-deadline",
+                           "20",
+                           NULL};
+    if (!start(extra))
+        return;
+    heavy hv[4];
+    memset(hv, 0, sizeof hv);
+    double t0 = now_s();
+    for (int i = 0; i < 4; i++) {
+        hv[i].h = LIGHTER_H;
+        pthread_create(&hv[i].tid, NULL, heavy_run, &hv[i]);
+    }
+    struct timespec ts = {0, 150 * 1000000L};
+    nanosleep(&ts, NULL);
+    check_probes_while_busy(hv, 4, "busy-2");
+    int refused = 0, served = 0;
+    for (int i = 0; i < 4; i++) {
+        if (hv[i].status == 503) {
+            refused++;
+            CHECKF(strcmp(hv[i].code, "overloaded") == 0, "503 with code '%s'", hv[i].code);
+            CHECKF(atoi(hv[i].retry_after) >= 1, "503 overloaded with Retry-After '%s'",
+                   hv[i].retry_after);
+            CHECKF(hv[i].done_at - t0 < 1.0, "the refusal took %.3f s: it must not queue",
+                   hv[i].done_at - t0);
+        } else {
+            served += hv[i].status == 200;
+        }
+    }
+    CHECKF(refused == 2 && served == 2, "%d refused and %d served of 4, want 2 and 2", refused,
+           served);
+    /* the pool frees up: the next computation is served */
+    heavy again = {.h = LIGHTER_H};
+    heavy_run(&again);
+    CHECKF(again.status == 200, "after the load: %ld %s", again.status, again.code);
+    api_daemon_stop();
+}
+
+/* A computation that runs past --compute-deadline is stopped on every compute route, and
+ * answered 422 compute_deadline_exceeded well before it would have finished. */
+static void computation_past_deadline_is_stopped(void)
+{
+    const char *extra[] = {"--compute-deadline", "0.2", NULL};
+    if (!start(extra))
+        return;
+    static const char *const tails[][2] = {
+        {"/v1/delta", "\"epsilon\": 1.0"},
+        {"/v1/epsilon", "\"delta\": 1e-5"},
+        {"/v1/curve", "\"epsilons\": [0.5, 1.0]"},
+    };
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        char body[1024];
+        snprintf(body, sizeof body, "{" PLD_EVENT ", %s}", HEAVY_H, tails[i][1]);
+        api_reply r;
+        double t0 = now_s();
+        api_call("POST", tails[i][0], "application/json", body, strlen(body), &r);
+        double took = now_s() - t0;
+        const char *code = json_string_value(json_object_get(r.json, "code"));
+        CHECKF(r.status == 422 && code && strcmp(code, "compute_deadline_exceeded") == 0,
+               "%s past the deadline: %ld %s", tails[i][0], r.status, r.body);
+        CHECKF(strstr(r.body, "0.2 s") != NULL, "the detail names the deadline: %s", r.body);
+        CHECKF(took < 1.0, "%s: stopped after %.3f s (deadline 0.2 s)", tails[i][0], took);
+        api_reply_free(&r);
+    }
+    /* a calibration: every probe of its search is stopped */
+    api_reply r;
+    double t0 = now_s();
+    api_postf(&r, "/v1/calibrate",
+              "{\"accountant\": \"pld\", \"value_discretization_interval\": 3e-6, \"event\": "
+              "{\"class_name\": \"SelfComposedDpEvent\", \"count\": 1000, \"event\": "
+              "{\"class_name\": \"PoissonSampledDpEvent\", \"sampling_probability\": 0.01, "
+              "\"event\": {\"class_name\": \"GaussianDpEvent\"}}}, \"solve_for\": "
+              "\"noise_multiplier\", \"target\": {\"epsilon\": 1.0, \"delta\": 1e-5}}");
+    double took = now_s() - t0;
+    const char *code = json_string_value(json_object_get(r.json, "code"));
+    CHECKF(r.status == 422 && code && strcmp(code, "compute_deadline_exceeded") == 0,
+           "/v1/calibrate past the deadline: %ld %s", r.status, r.body);
+    CHECKF(took < 1.0, "/v1/calibrate: stopped after %.3f s (deadline 0.2 s)", took);
+    api_reply_free(&r);
+    /* light work is untouched by the deadline */
+    api_postf(&r, "/v1/delta",
+              "{\"accountant\": \"pld\", \"event\": {\"class_name\": \"GaussianDpEvent\", "
+              "\"noise_multiplier\": 1.0}, \"epsilon\": 1.0}");
+    CHECKF(r.status == 200, "a small PLD under the deadline: %ld %s", r.status, r.body);
+    api_reply_free(&r);
+    api_daemon_stop();
+}
+
+/* The options are checked at start-up. */
+static void compute_options_are_checked(void)
+{
+    const char *bad[][3] = {
+        {"--compute-deadline", "0", NULL},
+        {"--compute-deadline", "abc", NULL},
+        {"--compute-threads", "-1", NULL},
+        {"--compute-queue", "x", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int st = api_daemon_start(bad[i], NULL, "http");
+        CHECKF(st == 1002, "%s %s: %d, want exit status 2", bad[i][0], bad[i][1], st);
+        if (st == 0)
+            api_daemon_stop();
+    }
+}
+
+const tl_test OVERLOAD_TESTS[] = {
+    TL_T(compute_saturation_leaves_ledger_fast),
+    TL_T(full_compute_pool_is_503_with_retry_after),
+    TL_T(computation_past_deadline_is_stopped),
+    TL_T(compute_options_are_checked),
+};
+const size_t OVERLOAD_NTESTS = sizeof OVERLOAD_TESTS / sizeof OVERLOAD_TESTS[0];
