@@ -50,7 +50,7 @@ UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
-              $(BUILD)/bench/bench_shuffle_exact
+              $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation
 
 .PHONY: all run test test-slow unit api sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -110,6 +110,8 @@ $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 $(BUILD)/bench/bench_shuffle_exact: $(BUILD)/bench/bench_shuffle_exact.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+$(BUILD)/bench/bench_isolation: $(BUILD)/bench/bench_isolation.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 deps:

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh - dpbudget benchmarks: core throughput (bench_core), then HTTP load against a
-# freshly started dpbudgetd (bench_http) for a delta query and a calibration request.
+# freshly started dpbudgetd (bench_http) for a delta query and a calibration request, then
+# the ledger's latency while the compute endpoints are saturated (bench_isolation).
 # Prints figures only; timings are never asserted. Exits non-zero if a benchmark reports
 # an error (e.g. a non-2xx answer) or the daemon cannot be started.
 #
@@ -10,9 +11,10 @@ set -u
 BUILD=${1:-build}
 CORE_BIN=$BUILD/bench/bench_core
 HTTP_BIN=$BUILD/bench/bench_http
+ISO_BIN=$BUILD/bench/bench_isolation
 DAEMON=$BUILD/dpbudgetd
 
-for f in "$CORE_BIN" "$HTTP_BIN" "$DAEMON"; do
+for f in "$CORE_BIN" "$HTTP_BIN" "$ISO_BIN" "$DAEMON"; do
     if [ ! -x "$f" ]; then
         echo "run.sh: $f is missing (make $f)" >&2
         exit 1
@@ -67,33 +69,38 @@ if ! "$CORE_BIN"; then
 fi
 
 echo
-echo "== http: starting $DAEMON on 127.0.0.1 (ephemeral port)"
-"$DAEMON" --listen 127.0.0.1 --port 0 --port-file "$tmp/port" 2>"$tmp/daemon.err" &
-daemon_pid=$!
+# start_daemon ARGS...: dpbudgetd on 127.0.0.1 at an ephemeral port, plus ARGS; sets port
+start_daemon() {
+    rm -f "$tmp/port"
+    "$DAEMON" --listen 127.0.0.1 --port 0 --port-file "$tmp/port" "$@" 2>"$tmp/daemon.err" &
+    daemon_pid=$!
+    # wait up to 5 s for the port file
+    i=0
+    while [ ! -s "$tmp/port" ] && [ "$i" -lt 50 ]; do
+        if ! kill -0 "$daemon_pid" 2>/dev/null; then
+            break
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    port=
+    if [ -s "$tmp/port" ]; then
+        port=$(tr -d ' \r\n' <"$tmp/port")
+    fi
+    case $port in
+    '' | *[!0-9]*)
+        echo "run.sh: dpbudgetd did not report a port within 5 s" >&2
+        if [ -s "$tmp/daemon.err" ]; then
+            sed 's/^/  dpbudgetd: /' "$tmp/daemon.err" >&2
+        fi
+        exit 1
+        ;;
+    esac
+    echo "   dpbudgetd pid $daemon_pid listening on 127.0.0.1:$port"
+}
 
-# wait up to 5 s for the port file
-i=0
-while [ ! -s "$tmp/port" ] && [ "$i" -lt 50 ]; do
-    if ! kill -0 "$daemon_pid" 2>/dev/null; then
-        break
-    fi
-    sleep 0.1
-    i=$((i + 1))
-done
-port=
-if [ -s "$tmp/port" ]; then
-    port=$(tr -d ' \r\n' <"$tmp/port")
-fi
-case $port in
-'' | *[!0-9]*)
-    echo "run.sh: dpbudgetd did not report a port within 5 s" >&2
-    if [ -s "$tmp/daemon.err" ]; then
-        sed 's/^/  dpbudgetd: /' "$tmp/daemon.err" >&2
-    fi
-    exit 1
-    ;;
-esac
-echo "   dpbudgetd pid $daemon_pid listening on 127.0.0.1:$port"
+echo "== http: starting $DAEMON on 127.0.0.1 (ephemeral port)"
+start_daemon --data-dir "$tmp/data"
 
 cat >"$tmp/delta.json" <<'EOF'
 {"accountant": "thm41", "event": {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": 1.0, "rounds": 1140369}, "epsilon": 1.0}
@@ -137,6 +144,23 @@ if [ "$daemon_status" -ne 0 ]; then
 fi
 if [ -s "$tmp/daemon.err" ]; then
     sed 's/^/  dpbudgetd: /' "$tmp/daemon.err"
+fi
+
+echo
+echo "== http: heavy computations vs. the ledger (bench_isolation): POST /v1/rounds with 100"
+echo "   participants and GET /healthz, paced at 100/s each, idle and then while 24 loaders keep"
+echo "   POST /v1/delta saturated with PLD requests of about 1.5 s each (default threads: one"
+echo "   per CPU for HTTP and for computations, 16 computations waiting, the rest 503)"
+start_daemon --data-dir "$tmp/iso-data" --default-budget 1000000,0.5 --no-request-log
+if ! "$ISO_BIN" 127.0.0.1 "$port" "${BENCH_ISO_SECONDS:-5}" 24; then
+    echo "run.sh: bench_isolation reported an error" >&2
+    fail=1
+fi
+daemon_status=0
+stop_daemon
+if [ "$daemon_status" -ne 0 ]; then
+    echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
+    fail=1
 fi
 
 exit "$fail"

@@ -1,0 +1,312 @@
+/*
+ * bench_isolation.c - do heavy computations starve the ledger? Latency of POST /v1/rounds
+ * (100 participants, a fresh round id each time) and of GET /healthz, first with the daemon
+ * otherwise idle, then while LOADERS threads keep the compute endpoints saturated with
+ * expensive PLD requests (POST /v1/delta, about 1-2 s of work each).
+ *
+ *   bench_isolation HOST PORT SECONDS LOADERS
+ *
+ * The daemon must create clients on first use (--default-budget). The probes are paced: one
+ * round and one /healthz every 10 ms, each on its own keep-alive connection; a loader sends
+ * its next computation as soon as the last is answered (after a 503 overloaded it waits
+ * 50 ms). Prints p50, p99 and max of each probe in each phase, the p99 ratio saturated/idle,
+ * and what the loaders got (200, 503 overloaded, 422 deadline). Exit status 1 if a probe was
+ * not answered 200, or the setup fails. Timings are printed, never asserted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SAMPLES 200000
+#define RESP_CAP (1u << 20)
+
+static struct sockaddr_in addr;
+
+static const char HEAVY[] =
+    "{\"accountant\": \"pld\", \"value_discretization_interval\": 3e-6, \"event\": "
+    "{\"class_name\": \"SelfComposedDpEvent\", \"count\": 1000, \"event\": "
+    "{\"class_name\": \"PoissonSampledDpEvent\", \"sampling_probability\": 0.01, \"event\": "
+    "{\"class_name\": \"GaussianDpEvent\", \"noise_multiplier\": 0.8}}}, \"epsilon\": 1.0}";
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+/* Case-insensitive strstr. */
+static const char *find_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return hay;
+    return NULL;
+}
+
+static int dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {120, 0}; /* a request that hangs this long is a failure */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One request on *fd (dialled when -1; closed and reset to -1 on an error or when the server
+ * closes). Returns the status, or -1. */
+static int request(int *fd, const char *method, const char *path, const char *body, char *buf)
+{
+    if (*fd < 0 && (*fd = dial()) < 0)
+        return -1;
+    size_t blen = body ? strlen(body) : 0;
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      method, path, blen);
+    if (send(*fd, head, (size_t)hn, MSG_NOSIGNAL) != hn ||
+        (blen && send(*fd, body, blen, MSG_NOSIGNAL) != (ssize_t)blen))
+        goto fail;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = recv(*fd, buf + len, RESP_CAP - 1 - len, 0);
+        if (n <= 0)
+            goto fail;
+        len += (size_t)n;
+        buf[len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        if (end == NULL)
+            continue;
+        const char *cl = find_ci(buf, "\r\nContent-Length:");
+        size_t want = cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
+        if (len >= (size_t)(end + 4 - buf) + want)
+            break;
+        if (len >= RESP_CAP - 1)
+            goto fail;
+    }
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        goto fail;
+    if (find_ci(buf, "\r\nConnection: close") != NULL) {
+        close(*fd);
+        *fd = -1;
+    }
+    return status;
+fail:
+    close(*fd);
+    *fd = -1;
+    return -1;
+}
+
+typedef struct {
+    double *v;
+    size_t n;
+} samples;
+
+static void add(samples *s, double x)
+{
+    if (s->n < MAX_SAMPLES)
+        s->v[s->n++] = x;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(samples *s, double p)
+{
+    if (s->n == 0)
+        return 0.0;
+    qsort(s->v, s->n, sizeof *s->v, cmp);
+    size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
+    return s->v[i];
+}
+
+/* ---- loaders ---- */
+
+static volatile int loading;
+static unsigned long got200, got503, got422, gotother;
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *loader(void *arg)
+{
+    (void)arg;
+    char *buf = malloc(RESP_CAP);
+    int fd = -1;
+    while (buf && __atomic_load_n(&loading, __ATOMIC_RELAXED)) {
+        int st = request(&fd, "POST", "/v1/delta", HEAVY, buf);
+        pthread_mutex_lock(&count_lock);
+        if (st == 200)
+            got200++;
+        else if (st == 503)
+            got503++;
+        else if (st == 422)
+            got422++;
+        else
+            gotother++;
+        pthread_mutex_unlock(&count_lock);
+        if (st == 503 || st < 0)
+            sleep_s(0.05);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return NULL;
+}
+
+/* ---- probes ---- */
+
+static char *round_body(const char *phase, unsigned long n)
+{
+    char *b = malloc(4096);
+    if (b == NULL)
+        return NULL;
+    int k = snprintf(b, 4096, "{\"round_id\": \"bench-%s-%lu-%d\", \"participants\": [", phase, n,
+                     (int)getpid());
+    for (int i = 0; i < 100; i++)
+        k += snprintf(b + k, 4096 - (size_t)k, "%s\"bench-%d\"", i ? ", " : "", i);
+    snprintf(b + k, 4096 - (size_t)k,
+             "], \"event\": {\"class_name\": \"GaussianDpEvent\", \"noise_multiplier\": 50}}");
+    return b;
+}
+
+/* Probe for seconds; 0, or -1 when a probe failed. */
+static int probe_phase(const char *phase, double seconds, samples *rounds, samples *health)
+{
+    char *buf = malloc(RESP_CAP);
+    if (buf == NULL)
+        return -1;
+    int fr = -1, fh = -1, bad = 0;
+    unsigned long n = 0;
+    double t_end = now_s() + seconds, next = now_s();
+    while (now_s() < t_end) {
+        char *rb = round_body(phase, n++);
+        double t0 = now_s();
+        int st = request(&fr, "POST", "/v1/rounds", rb, buf);
+        double t1 = now_s();
+        free(rb);
+        if (st != 200) {
+            if (bad++ < 3)
+                fprintf(stderr, "bench_isolation: POST /v1/rounds answered %d: %.200s\n", st, buf);
+        } else {
+            add(rounds, t1 - t0);
+        }
+        t0 = now_s();
+        st = request(&fh, "GET", "/healthz", NULL, buf);
+        t1 = now_s();
+        if (st != 200) {
+            if (bad++ < 3)
+                fprintf(stderr, "bench_isolation: GET /healthz answered %d\n", st);
+        } else {
+            add(health, t1 - t0);
+        }
+        next += 0.01;
+        double wait = next - now_s();
+        if (wait > 0)
+            sleep_s(wait);
+        else
+            next = now_s();
+    }
+    if (fr >= 0)
+        close(fr);
+    if (fh >= 0)
+        close(fh);
+    free(buf);
+    return bad ? -1 : 0;
+}
+
+static void report(const char *name, samples *idle, samples *busy)
+{
+    double i50 = pct(idle, 0.5) * 1e3, i99 = pct(idle, 0.99) * 1e3, imax = pct(idle, 1.0) * 1e3;
+    double b50 = pct(busy, 0.5) * 1e3, b99 = pct(busy, 0.99) * 1e3, bmax = pct(busy, 1.0) * 1e3;
+    printf("  %-28s idle: n %5zu  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms\n", name, idle->n, i50,
+           i99, imax);
+    printf("  %-28s busy: n %5zu  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms   p99 busy/idle "
+           "%.2fx (target <= 5x and < 20 ms)\n",
+           "", busy->n, b50, b99, bmax, i99 > 0 ? b99 / i99 : 0.0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s HOST PORT SECONDS LOADERS\n", argv[0]);
+        return 1;
+    }
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)atoi(argv[2]));
+    double seconds = atof(argv[3]);
+    int nload = atoi(argv[4]);
+    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1 || !(seconds > 0 && seconds <= 600) ||
+        nload < 1 || nload > 256) {
+        fprintf(stderr, "bench_isolation: bad arguments\n");
+        return 1;
+    }
+    samples r_idle = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    samples h_idle = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    samples r_busy = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    samples h_busy = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    if (!r_idle.v || !h_idle.v || !r_busy.v || !h_busy.v)
+        return 1;
+    int fail = 0;
+    /* warm-up (clients created, pages touched), then idle */
+    samples scratch_r = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    samples scratch_h = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    if (probe_phase("warm", 0.5, &scratch_r, &scratch_h) != 0)
+        fail = 1;
+    free(scratch_r.v);
+    free(scratch_h.v);
+    if (probe_phase("idle", seconds, &r_idle, &h_idle) != 0)
+        fail = 1;
+    /* saturate the compute endpoints, give them 1.5 s to fill, then probe */
+    loading = 1;
+    pthread_t *t = calloc((size_t)nload, sizeof *t);
+    int started = 0;
+    for (; t && started < nload; started++)
+        if (pthread_create(&t[started], NULL, loader, NULL) != 0)
+            break;
+    sleep_s(1.5);
+    if (probe_phase("busy", seconds, &r_busy, &h_busy) != 0)
+        fail = 1;
+    __atomic_store_n(&loading, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    printf("  loaders (%d, POST /v1/delta PLD 3e-6 x 1000): %lu answered 200, %lu 503 "
+           "overloaded, %lu 422, %lu other\n",
+           started, got200, got503, got422, gotother);
+    report("POST /v1/rounds (100 ids)", &r_idle, &r_busy);
+    report("GET /healthz", &h_idle, &h_busy);
+    free(r_idle.v);
+    free(h_idle.v);
+    free(r_busy.v);
+    free(h_busy.v);
+    return fail;
+}
