@@ -411,6 +411,7 @@ static void run_compute(void *arg, const int *stop)
     } else {
         http_dispatch(&j->req, &j->resp);
     }
+    metrics_compute_busy(-1);
     MHD_resume_connection(j->conn);
 }
 
@@ -439,13 +440,14 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
         snprintf(resp.extra_buf, sizeof resp.extra_buf, "%u", after);
         resp.extra_name = "Retry-After";
         resp.extra_value = resp.extra_buf;
-        metrics_denied(503);
+        metrics_compute_refused();
         return send_response(c, &resp, ctx);
     }
     j->req = *req;
     j->conn = c;
     j->deadline_s = s->cfg.compute_deadline;
     ctx->job = j;
+    metrics_compute_busy(1);
     MHD_suspend_connection(c); /* before the push: the job's resume must follow it */
     workpool_push(s->pool, run_compute, j);
     return MHD_YES;
@@ -617,6 +619,7 @@ static int start_pool(http_server *s)
         fprintf(stderr, "dpbudgetd: cannot start %u compute threads\n", n);
         return -1;
     }
+    metrics_compute_capacity(n + s->cfg.compute_queue);
     return 0;
 }
 

@@ -43,6 +43,7 @@ static uint64_t micros[MAX_ROUTES + 1][NMETHOD]; /* latency sum in microseconds 
 static uint64_t admitted_total, refused_total, rounds_total, denied[3], head_timeouts;
 static uint64_t refusals[NREASON];
 static uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
+static uint64_t compute_busy, compute_refused, compute_places;
 
 static void add(uint64_t *c, uint64_t v)
 {
@@ -123,6 +124,24 @@ void metrics_compute(const char *accountant, double seconds)
 void metrics_head_timeout(void)
 {
     add(&head_timeouts, 1);
+}
+
+void metrics_compute_busy(int delta)
+{
+    if (delta >= 0)
+        add(&compute_busy, (uint64_t)delta);
+    else
+        __atomic_fetch_sub(&compute_busy, (uint64_t)-delta, __ATOMIC_RELAXED);
+}
+
+void metrics_compute_refused(void)
+{
+    add(&compute_refused, 1);
+}
+
+void metrics_compute_capacity(unsigned places)
+{
+    __atomic_store_n(&compute_places, (uint64_t)places, __ATOMIC_RELAXED);
 }
 
 void metrics_denied(int status)
@@ -400,6 +419,20 @@ char *metrics_render(ledger *l, size_t *len)
         "# TYPE dpbudget_http_head_timeouts_total counter\n"
         "dpbudget_http_head_timeouts_total %llu\n",
         (unsigned long long)get(&head_timeouts));
+    put(&b,
+        "# HELP dpbudget_compute_busy Computations running or waiting on the compute pool.\n"
+        "# TYPE dpbudget_compute_busy gauge\n"
+        "dpbudget_compute_busy %llu\n"
+        "# HELP dpbudget_compute_places Places on the compute pool (--compute-threads + "
+        "--compute-queue).\n"
+        "# TYPE dpbudget_compute_places gauge\n"
+        "dpbudget_compute_places %llu\n"
+        "# HELP dpbudget_compute_refused_total Computations refused with 503 overloaded (every "
+        "place taken).\n"
+        "# TYPE dpbudget_compute_refused_total counter\n"
+        "dpbudget_compute_refused_total %llu\n",
+        (unsigned long long)get(&compute_busy), (unsigned long long)get(&compute_places),
+        (unsigned long long)get(&compute_refused));
     put(&b,
         "# HELP dpbudget_rounds_total Rounds charged since start (dry runs and replays "
         "excluded).\n"

@@ -42,6 +42,12 @@ double metrics_now(void);
 /* A connection closed because its request head was not complete by --header-timeout. */
 void metrics_head_timeout(void);
 
+/* The compute pool: a computation taken on (+1) or finished (-1); one refused with 503
+ * overloaded; the pool's places (threads + queue), set once. */
+void metrics_compute_busy(int delta);
+void metrics_compute_refused(void);
+void metrics_compute_capacity(unsigned places);
+
 /* The exposition text (malloc'ed, NUL-terminated) or NULL when out of memory. l may be NULL. */
 char *metrics_render(ledger *l, size_t *len);
 

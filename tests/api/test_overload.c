@@ -178,6 +178,12 @@ static void full_compute_pool_is_503_with_retry_after(void)
     }
     struct timespec ts = {0, 150 * 1000000L};
     nanosleep(&ts, NULL);
+    api_reply m;
+    api_get("/metrics", &m);
+    CHECKF(m.status == 200 && strstr(m.body, "\ndpbudget_compute_busy 2\n") &&
+               strstr(m.body, "\ndpbudget_compute_places 2\n"),
+           "/metrics while the pool is full: %ld, busy/places lines missing", m.status);
+    api_reply_free(&m);
     check_probes_while_busy(hv, 4, "busy-2");
     int refused = 0, served = 0;
     for (int i = 0; i < 4; i++) {
@@ -194,6 +200,11 @@ static void full_compute_pool_is_503_with_retry_after(void)
     }
     CHECKF(refused == 2 && served == 2, "%d refused and %d served of 4, want 2 and 2", refused,
            served);
+    api_get("/metrics", &m);
+    CHECKF(strstr(m.body, "\ndpbudget_compute_refused_total 2\n") &&
+               strstr(m.body, "\ndpbudget_compute_busy 0\n"),
+           "/metrics after the load: refused 2 and busy 0 expected");
+    api_reply_free(&m);
     /* the pool frees up: the next computation is served */
     heavy again = {.h = LIGHTER_H};
     heavy_run(&again);
