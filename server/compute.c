@@ -85,6 +85,11 @@ int res_compute_light(const http_request *req)
 /* A core error as a problem; a computation stopped at its deadline says which deadline. */
 static void core_problem(const http_request *req, problem *pb, const dpb_error *err)
 {
+    const dpb_cancel *c = req->cancel;
+    if (err->status == DPB_ECANCELLED && c && c->flag && __atomic_load_n(c->flag, __ATOMIC_RELAXED))
+        problem_set(pb, PB_OVERLOADED, NULL,
+                    "the server is stopping: the computation was abandoned; retry (on another "
+                    "instance)");
     if (err->status == DPB_ECANCELLED)
         problem_set(pb, PB_COMPUTE_DEADLINE, NULL,
                     "the computation ran past the server's compute deadline (%g s) and was "

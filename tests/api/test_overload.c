@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "check.h"
@@ -262,6 +263,33 @@ static void computation_past_deadline_is_stopped(void)
     api_daemon_stop();
 }
 
+/* SIGTERM while computations run: they are abandoned (503 overloaded, or the connection
+ * closed), the daemon exits 0 at once instead of computing on. */
+static void sigterm_abandons_running_computations(void)
+{
+    const char *extra[] = {"--compute-threads", "1", "--compute-queue", "2", NULL};
+    if (!start(extra))
+        return;
+    heavy hv[3];
+    memset(hv, 0, sizeof hv);
+    for (int i = 0; i < 3; i++) {
+        hv[i].h = HEAVY_H;
+        pthread_create(&hv[i].tid, NULL, heavy_run, &hv[i]);
+    }
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    double t0 = now_s();
+    int st = api_daemon_stop();
+    double took = now_s() - t0;
+    CHECKF(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    CHECKF(took < 2.0, "stopping took %.3f s with computations running", took);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(hv[i].tid, NULL);
+        CHECKF(hv[i].status == 0 || (hv[i].status == 503 && strcmp(hv[i].code, "overloaded") == 0),
+               "computation %d at shutdown: %ld %s", i, hv[i].status, hv[i].code);
+    }
+}
+
 /* The options are checked at start-up. */
 static void compute_options_are_checked(void)
 {
@@ -280,9 +308,8 @@ static void compute_options_are_checked(void)
 }
 
 const tl_test OVERLOAD_TESTS[] = {
-    TL_T(compute_saturation_leaves_ledger_fast),
-    TL_T(full_compute_pool_is_503_with_retry_after),
-    TL_T(computation_past_deadline_is_stopped),
+    TL_T(compute_saturation_leaves_ledger_fast), TL_T(full_compute_pool_is_503_with_retry_after),
+    TL_T(computation_past_deadline_is_stopped),  TL_T(sigterm_abandons_running_computations),
     TL_T(compute_options_are_checked),
 };
 const size_t OVERLOAD_NTESTS = sizeof OVERLOAD_TESTS / sizeof OVERLOAD_TESTS[0];
