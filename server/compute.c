@@ -54,6 +54,10 @@ static int light_accountant(const char *a)
 
 int res_compute_light(const http_request *req)
 {
+    /* a large body is work to parse and to walk whatever the accountant (--max-body may be
+     * raised to megabytes): the pool takes it */
+    if (req->body_len > 16384)
+        return 0;
     if (strcmp(req->path, "/v1/delta") != 0 && strcmp(req->path, "/v1/epsilon") != 0 &&
         strcmp(req->path, "/v1/curve") != 0 && strcmp(req->path, "/v1/calibrate") != 0)
         return 0;

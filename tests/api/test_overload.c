@@ -185,6 +185,16 @@ static void full_compute_pool_is_503_with_retry_after(void)
                strstr(m.body, "\ndpbudget_compute_places 2\n"),
            "/metrics while the pool is full: %ld, busy/places lines missing", m.status);
     api_reply_free(&m);
+    /* a closed form does not queue for the pool: answered while it is full */
+    api_reply r;
+    double t1 = now_s();
+    api_postf(&r, "/v1/delta",
+              "{\"accountant\": \"thm41\", \"event\": {\"class_name\": "
+              "\"ShuffledDpSgdEpochDpEvent\", \"noise_multiplier\": 1.0, \"rounds\": 1140369}, "
+              "\"epsilon\": 1.0}");
+    CHECKF(r.status == 200 && now_s() - t1 < 1.0, "thm41 while the pool is full: %ld in %.3f s",
+           r.status, now_s() - t1);
+    api_reply_free(&r);
     check_probes_while_busy(hv, 4, "busy-2");
     int refused = 0, served = 0;
     for (int i = 0; i < 4; i++) {
