@@ -87,16 +87,17 @@ static json_t *labels_json(const char *labels)
 
 static json_t *client_json(const ledger_client *c)
 {
-    return json_pack("{s:s, s:{s:o, s:o}, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, s:I, s:s, "
-                     "s:I}",
+    return json_pack("{s:s, s:{s:o, s:o}, s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, "
+                     "s:I, s:s, s:I}",
                      "id", c->id, "budget", "epsilon", codec_real(c->epsilon), "delta",
-                     codec_real(c->delta), "accounting", c->mode == LEDGER_PLD ? "pld" : "rdp",
-                     "neighboring_relation", dp_relation_name(c->relation), "labels",
-                     labels_json(c->labels), "spent", "epsilon", codec_real(c->spent), "delta",
-                     codec_real(c->delta), "delta_total_variation", codec_real(c->delta_tv),
-                     "remaining", "epsilon", codec_real(c->remaining), "rounds",
-                     (json_int_t)c->rounds, "status", ledger_status_name(c->status), "version",
-                     (json_int_t)c->version);
+                     codec_real(c->delta), "accounting", ledger_mode_name(c->mode),
+                     "guarantee_kind", ledger_guarantee_name(c->guarantee), "guarantee_reference",
+                     ledger_guarantee_reference(c->mode), "neighboring_relation",
+                     dp_relation_name(c->relation), "labels", labels_json(c->labels), "spent",
+                     "epsilon", codec_real(c->spent), "delta", codec_real(c->delta),
+                     "delta_total_variation", codec_real(c->delta_tv), "remaining", "epsilon",
+                     codec_real(c->remaining), "rounds", (json_int_t)c->rounds, "status",
+                     ledger_status_name(c->status), "version", (json_int_t)c->version);
 }
 
 static int label_char_ok(unsigned char ch, int key)
@@ -230,14 +231,13 @@ void res_client_put(const http_request *req, http_response *resp)
                     "budget.delta must lie strictly between 0 and 1");
         goto fail;
     }
-    if (strcmp(acc, "rdp") == 0)
-        in.mode = LEDGER_RDP;
-    else if (strcmp(acc, "pld") == 0)
-        in.mode = LEDGER_PLD;
-    else {
+    if (ledger_mode_parse(acc, &in.mode) != 0) {
         problem_set(&pb, PB_INVALID_PARAMETER, "accounting",
                     "accounting must be \"rdp\" (RDP composition) or \"pld\" "
-                    "(privacy-loss distributions, tighter)");
+                    "(privacy-loss distributions, tighter), both for rounds whose privacy "
+                    "parameters and participation are fixed in advance, or \"rdp_filter\" or "
+                    "\"gdp_filter\" (privacy filters: valid when they are chosen from earlier "
+                    "outputs)");
         goto fail;
     }
     if (dp_relation_parse(rel, &in.relation) != 0) {
@@ -403,10 +403,12 @@ static json_t *round_json(const ledger_round_res *r)
     for (size_t i = 0; r->outcomes && i < r->n; i++) {
         const ledger_outcome *o = &r->outcomes[i];
         if (o->admitted)
-            json_array_append_new(adm, json_pack("{s:s, s:o, s:o, s:s}", "client", o->id,
-                                                 "spent_before", codec_real(o->spent_before),
-                                                 "spent_after", codec_real(o->spent_after),
-                                                 "reason", ledger_reason_name(o->reason)));
+            json_array_append_new(
+                adm, json_pack("{s:s, s:o, s:o, s:s, s:s, s:s}", "client", o->id, "spent_before",
+                               codec_real(o->spent_before), "spent_after",
+                               codec_real(o->spent_after), "reason", ledger_reason_name(o->reason),
+                               "accounting", o->mode >= 0 ? ledger_mode_name(o->mode) : "unknown",
+                               "guarantee_kind", ledger_guarantee_name(o->guarantee)));
         else {
             /* an unknown client has no spend: its refusal names no figures (never null) */
             json_t *x =

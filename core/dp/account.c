@@ -839,6 +839,18 @@ dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_
     return DPB_OK;
 }
 
+dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_error *err)
+{
+    dp_profile pr;
+    dp_report rep;
+    dpb_status st = build(ev, rel, DP_ACCT_GDP_EXACT, NULL, &pr, &rep, err);
+    if (st != DPB_OK)
+        return st;
+    *mu2 = pr.mu2;
+    dp_profile_release(&pr);
+    return DPB_OK;
+}
+
 dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err)
 {
     dp_profile pr;

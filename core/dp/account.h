@@ -155,6 +155,11 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
  * epochs, (eps, delta) with delta > 0, PNSGD), DPB_EUNCERTIFIABLE for unclipped SGLD. */
 dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
 
+/* For the ledger's gdp_filter: mu^2 of ev when it is a composition of unsampled Gaussians
+ * (exactly mu-GDP, Dong, Roth, Su 2019), summed as gdp_exact sums it (+inf for a non-private
+ * event). DPB_EUNSUPPORTED for any other event. */
+dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_error *err);
+
 /* For the ledger: ln(1 - delta) of ev's (0, delta) total-variation guarantee, for events that
  * thm41 accounts (shuffled epochs and their compositions). */
 dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err);

@@ -864,6 +864,7 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         if (acct == DP_ACCT_GDP_CLT)
             dp_report_warn(rep, W_ESTIMATE);
         st = walk_scalar(ev, rel, acct, 1.0, &acc, rep, err);
+        pr->mu2 = acc;
         pr->mu = sqrt(acc);
         return st;
     case DP_ACCT_RDP:

@@ -13,6 +13,7 @@ typedef struct {
     dp_accountant acct;
     double tv_delta; /* thm41: the (0, delta) total-variation bound of the whole tree */
     double mu;       /* gdp_exact, gdp_clt: the composed Gaussian-DP parameter (may be inf) */
+    double mu2;      /* its square as summed by the walk (mu = sqrt(mu2)) */
     double rdp[RDP_NORDERS]; /* rdp: the composed curve at RDP_DEFAULT_ORDERS */
     /* rdp: fractional orders of Poisson-sampled Gaussians are costly and evaluated lazily,
      * only where a lower bound does not already rule the order out (profile.c) */

@@ -40,6 +40,8 @@ typedef struct {
     int kind;
     double *rdp; /* RDP_NORDERS, kind EV_RDP */
     double tvlog;
+    double mu2; /* gdp_ok: mu^2 of a composition of unsampled Gaussians (gdp_filter) */
+    int gdp_ok;
     char why[200]; /* for EV_PLD_ONLY / EV_NOT_COVERED */
 } lev;
 
@@ -428,7 +430,8 @@ static char *br_str(br *r, size_t max)
 
 static void classify(lev *e)
 {
-    dpb_error err = {0};
+    dpb_error err = {0}, eg = {0};
+    e->gdp_ok = dp_gdp_mu2_of(e->ev, e->rel, &e->mu2, &eg) == DPB_OK && e->mu2 >= 0.0;
     e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
     dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
     if (st == DPB_OK) {
@@ -536,6 +539,31 @@ static double rdp_convert(ledger *l, const double *r, double delta)
     return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
 }
 
+const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
+    1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 63, 128, 256, 512, 1024};
+/* their positions in RDP_DEFAULT_ORDERS (checked by the unit tests) */
+const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
+    4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
+
+/* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
+ * conversion eps_a(r_a, delta / k) = r_a + log1p(-1/a) - log(a delta / k) / (a - 1) (the
+ * union bound gives each order delta / k), and nothing else: no total-variation shortcut, no
+ * other order. A round is admitted iff the level after it is <= eps, i.e. iff some order
+ * still has r_a <= B_a. Rounded up. */
+static double filter_level(const double *r, double delta)
+{
+    double dk = delta / (double)LEDGER_FILTER_NORDERS, best = HUGE_VAL;
+    for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
+        double a = LEDGER_FILTER_ORDERS[i], rk = r[LEDGER_FILTER_ORDER_INDEX[i]];
+        if (!isfinite(rk))
+            continue;
+        double e = rk + log1p(-1.0 / a) - log(dk * a) / (a - 1.0);
+        if (e < best)
+            best = e;
+    }
+    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+}
+
 /* The spend of a multiset of (event, count) for a client's mode, budget delta and relation,
  * computed (no cache). */
 static void spend_compute(ledger *l, int mode, double delta, int rel, const lcount *ms, size_t m,
@@ -578,6 +606,35 @@ static void spend_compute(ledger *l, int mode, double delta, int rel, const lcou
             return;
         }
         *spent = rdp_convert(l, r, d < 1.0 ? d : 0.999999999);
+        return;
+    }
+    if (mode == LEDGER_RDP_FILTER || mode == LEDGER_GDP_FILTER) {
+        double r[RDP_NORDERS] = {0}, mu2 = 0.0;
+        for (size_t i = 0; i < m; i++) {
+            const lev *v = &l->evs[ms[i].ev];
+            double cnt = (double)ms[i].count;
+            if (mode == LEDGER_RDP_FILTER ? v->kind != EV_RDP : !v->gdp_ok) {
+                *unsupported = 1;
+                *spent = HUGE_VAL;
+                return;
+            }
+            if (mode == LEDGER_GDP_FILTER)
+                mu2 += cnt * v->mu2;
+            else
+                for (size_t k = 0; k < RDP_NORDERS; k++)
+                    r[k] += cnt * v->rdp[k];
+        }
+        if (mode == LEDGER_RDP_FILTER) {
+            *spent = m == 0 ? 0.0 : filter_level(r, delta);
+            return;
+        }
+        double e = HUGE_VAL;
+        if (mu2 == 0.0)
+            e = 0.0;
+        else if (isfinite(mu2) &&
+                 dp_gdp_epsilon(sqrt(dp_round_up(mu2, 1e-12)), delta, &e) != DPB_OK)
+            e = HUGE_VAL;
+        *spent = e;
         return;
     }
     /* pld: compose the whole multiset */
@@ -960,6 +1017,65 @@ static dpb_status commit(ledger *l, uint64_t seq, dpb_error *err)
 
 /* ---- clients --------------------------------------------------------------------------------- */
 
+static const char *const MODE_NAMES[LEDGER_NMODES] = {"rdp", "pld", "rdp_filter", "gdp_filter"};
+
+const char *ledger_mode_name(ledger_mode m)
+{
+    return (unsigned)m < LEDGER_NMODES ? MODE_NAMES[m] : "unknown";
+}
+
+int ledger_mode_parse(const char *s, ledger_mode *m)
+{
+    for (int i = 0; i < LEDGER_NMODES; i++)
+        if (strcmp(s, MODE_NAMES[i]) == 0) {
+            *m = (ledger_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+int ledger_mode_is_filter(ledger_mode m)
+{
+    return m == LEDGER_RDP_FILTER || m == LEDGER_GDP_FILTER;
+}
+
+const char *ledger_guarantee_name(ledger_guarantee g)
+{
+    static const char *const names[] = {"fixed_sequence_composition", "adaptive_filter", "none"};
+    return (unsigned)g < 3 ? names[g] : "unknown";
+}
+
+const char *ledger_guarantee_reference(ledger_mode m)
+{
+    switch (m) {
+    case LEDGER_RDP:
+        return "RDP composition (Mironov 2017, Proposition 1) with the improved conversion "
+               "(Canonne, Kamath, Steinke 2020): valid when every round's event and the client's "
+               "participation are fixed independently of earlier outputs";
+    case LEDGER_PLD:
+        return "composition of pessimistic privacy-loss distributions (Koskela et al. 2020; "
+               "Doroshenko et al. 2022): valid when every round's event and the client's "
+               "participation are fixed independently of earlier outputs";
+    case LEDGER_RDP_FILTER:
+        return "Renyi filters (Feldman & Zrnic 2021) at 21 orders committed in advance, delta "
+               "split over the orders by a union bound, each with the improved conversion "
+               "(Canonne, Kamath, Steinke 2020): (epsilon, delta)-DP for the budget under fully "
+               "adaptive choices (docs/FILTERS.md)";
+    case LEDGER_GDP_FILTER:
+        return "Gaussian-DP filter (Smith & Thakurta 2022, fully adaptive composition for GDP): "
+               "the summed mu^2 stays within the mu-GDP that meets the budget, (epsilon, "
+               "delta)-DP under fully adaptive choices (docs/FILTERS.md)";
+    }
+    return "unknown";
+}
+
+ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, int uncertified)
+{
+    if (!ledger_mode_is_filter(m))
+        return LEDGER_FIXED_SEQUENCE;
+    return !uncertified && spent <= eps ? LEDGER_ADAPTIVE_FILTER : LEDGER_NO_GUARANTEE;
+}
+
 static void view_of(const lclient *c, ledger_client *v)
 {
     memset(v, 0, sizeof *v);
@@ -975,6 +1091,7 @@ static void view_of(const lclient *c, ledger_client *v)
     v->rounds = c->rounds;
     v->version = c->version;
     v->status = status_of(c);
+    v->guarantee = ledger_guarantee_of(v->mode, c->spent, c->eps, c->uncertified);
 }
 
 /* Insert or update a client in memory (no logging). */
@@ -1118,6 +1235,19 @@ static int valid_id(const char *id)
     return ledger_id_valid(id, strlen(id));
 }
 
+/* A filter's target (eps, delta) is fixed before its first charge: one raised after seeing
+ * outputs voids the guarantee, and one lowered is not what the filter ran against. */
+static const char FILTER_BUDGET_FIXED[] =
+    "the budget of a privacy-filter client that was charged cannot change: the filter's "
+    "guarantee is for the (epsilon, delta) fixed before its first charge (register a new client "
+    "for a new budget)";
+
+static int filter_budget_changes(const lclient *c, const ledger_client *in)
+{
+    return c->rounds > 0 && ledger_mode_is_filter((ledger_mode)c->mode) &&
+           (c->eps != in->epsilon || c->delta != in->delta);
+}
+
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err)
 {
@@ -1126,6 +1256,8 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
     if (!(isfinite(in->epsilon) && in->epsilon >= 0.0) || !(in->delta > 0.0 && in->delta < 1.0))
         return dpb_fail(err, DPB_EINVAL, "budget",
                         "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
+    if ((unsigned)in->mode >= LEDGER_NMODES || (unsigned)in->relation > 1)
+        return dpb_fail(err, DPB_EINVAL, "accounting", "unknown accounting mode or relation");
     pthread_rwlock_wrlock(&l->lock);
     begin_write(l);
     dpb_status st;
@@ -1140,6 +1272,10 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
         st = dpb_fail(err, DPB_ECONFLICT, "accounting",
                       "the accounting mode and neighbouring relation of a client that was "
                       "charged cannot change");
+        goto out;
+    }
+    if (pos >= 0 && filter_budget_changes(&l->cl[pos], in)) {
+        st = dpb_fail(err, DPB_ECONFLICT, "budget", "%s", FILTER_BUDGET_FIXED);
         goto out;
     }
     if (reserve_undo(l, 1) != 0) {
@@ -1175,7 +1311,8 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
 {
     for (size_t i = 0; i < n; i++)
         if (!valid_id(in[i].id) || !(isfinite(in[i].epsilon) && in[i].epsilon >= 0.0) ||
-            !(in[i].delta > 0.0 && in[i].delta < 1.0))
+            !(in[i].delta > 0.0 && in[i].delta < 1.0) || (unsigned)in[i].mode >= LEDGER_NMODES ||
+            (unsigned)in[i].relation > 1)
             return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
     pthread_rwlock_wrlock(&l->lock);
     begin_write(l);
@@ -1192,6 +1329,8 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
                           "entry %zu: the accounting mode and relation of a charged client "
                           "cannot change",
                           i);
+        else if (pos >= 0 && filter_budget_changes(&l->cl[pos], &in[i]))
+            st = dpb_fail(err, DPB_ECONFLICT, "clients", "entry %zu: %s", i, FILTER_BUDGET_FIXED);
     }
     if (st == DPB_OK && reserve_undo(l, n) != 0)
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
@@ -1329,9 +1468,10 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
 
 const char *ledger_reason_name(ledger_reason r)
 {
-    static const char *const names[] = {"admitted",      "over_budget", "unknown_client",
-                                        "uncertifiable", "unsupported", "all_or_nothing",
-                                        "duplicate",     "exhausted",   "recorded_past_budget"};
+    static const char *const names[] = {"admitted",          "over_budget", "unknown_client",
+                                        "uncertifiable",     "unsupported", "all_or_nothing",
+                                        "duplicate",         "exhausted",   "recorded_past_budget",
+                                        "filter_unsupported"};
     return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
 }
 
@@ -1358,10 +1498,11 @@ static void evict_outcomes(ledger *l)
     }
 }
 
+static void outcome_guarantee(const ledger *l, ledger_outcome *o, int creating);
+
 static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
 {
     memset(res, 0, sizeof *res);
-    (void)l;
     snprintf(res->round_id, sizeof res->round_id, "%s", r->id);
     res->policy = (ledger_policy)r->policy;
     res->already_ran = r->already_ran;
@@ -1384,6 +1525,7 @@ static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
         o->reason = (ledger_reason)r->out[i].reason;
         o->spent_before = r->out[i].before;
         o->spent_after = r->out[i].after;
+        outcome_guarantee(l, o, 0);
     }
 }
 
@@ -1480,6 +1622,37 @@ static void round_record(bw *w, const char *id, const unsigned char hash[16], in
     }
 }
 
+/* Why client id's accounting mode cannot account the event v. */
+static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode, const lev *v)
+{
+    if (mode == LEDGER_GDP_FILTER)
+        snprintf(why, cap,
+                 "client '%.128s' uses gdp_filter accounting, which accounts compositions of "
+                 "unsampled Gaussian mechanisms only (use rdp_filter for sampled events)",
+                 id);
+    else if (mode == LEDGER_RDP_FILTER)
+        snprintf(
+            why, cap,
+            "client '%.128s' uses rdp_filter accounting: a privacy filter needs the event's "
+            "RDP curve, and this event has none (shuffled epochs' total-variation bound, "
+            "(epsilon, delta) events with delta > 0 and PNSGD passes cannot be filtered)%s%.150s",
+            id, v->why[0] ? ": " : "", v->why);
+    else
+        snprintf(why, cap,
+                 "client '%.128s' uses %s accounting, which cannot account this event%s%.200s", id,
+                 ledger_mode_name(mode), v->why[0] ? ": " : "", v->why);
+}
+
+/* The accounting mode and, for an admitted charge, the guarantee of an outcome. */
+static void outcome_guarantee(const ledger *l, ledger_outcome *o, int creating)
+{
+    long pos = find_client(l, o->id);
+    o->mode = pos >= 0 ? l->cl[pos].mode : creating && l->opt.default_budget ? LEDGER_RDP : -1;
+    double eps = pos >= 0 ? l->cl[pos].eps : l->opt.default_epsilon;
+    o->guarantee = o->mode < 0 ? LEDGER_NO_GUARANTEE
+                               : ledger_guarantee_of((ledger_mode)o->mode, o->spent_after, eps, 0);
+}
+
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err)
 {
@@ -1507,6 +1680,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     }
     uint64_t seq = 0;
     uint32_t *seen = NULL;
+    char why[400] = "";
     pthread_rwlock_wrlock(&l->lock);
     begin_write(l);
     long rpos = find_round(l, req->round_id);
@@ -1606,6 +1780,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         o->after = after;
         if (v->kind == EV_UNCERTIFIABLE || uncert)
             o->reason = LEDGER_UNCERTIFIABLE;
+        else if (unsup && ledger_mode_is_filter((ledger_mode)c->mode))
+            o->reason = LEDGER_FILTER_UNSUPPORTED;
         else if (unsup || v->kind == EV_NOT_COVERED ||
                  (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
             o->reason = LEDGER_UNSUPPORTED;
@@ -1618,14 +1794,26 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         /* After the fact, every known participant is recorded, even past its budget (an
          * uncertifiable round makes the spend infinite); unsupported events still are not. */
         if (req->already_ran && o->reason != LEDGER_OK && o->reason != LEDGER_UNSUPPORTED &&
-            o->reason != LEDGER_UNKNOWN_CLIENT)
+            o->reason != LEDGER_FILTER_UNSUPPORTED && o->reason != LEDGER_UNKNOWN_CLIENT)
             o->reason = LEDGER_RECORDED;
         o->admitted = o->reason == LEDGER_OK || o->reason == LEDGER_RECORDED;
         if (!o->admitted)
             refused++;
+        if ((o->reason == LEDGER_UNSUPPORTED || o->reason == LEDGER_FILTER_UNSUPPORTED) &&
+            why[0] == '\0')
+            unsupported_why(why, sizeof why, o->id, (ledger_mode)c->mode, v);
     }
     free(seen);
     seen = NULL;
+    /* an event that no participant's accounting can account is a bad request, not a round:
+     * nothing is stored, and the answer says why */
+    size_t nunsup = 0;
+    for (size_t i = 0; i < req->n; i++)
+        nunsup += out[i].reason == LEDGER_UNSUPPORTED || out[i].reason == LEDGER_FILTER_UNSUPPORTED;
+    if (nunsup == req->n) {
+        st = dpb_fail(err, DPB_EUNSUPPORTED, "event", "%s", why);
+        goto fail;
+    }
     /* all_or_nothing voids the round, except after the fact: a round that ran is recorded
      * for every known participant */
     if (req->policy == LEDGER_ALL_OR_NOTHING && refused > 0 && !req->already_ran)
@@ -1652,6 +1840,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         o->reason = out[i].admitted && out[i].reason == LEDGER_OK ? LEDGER_OK : out[i].reason;
         o->spent_before = out[i].before;
         o->spent_after = out[i].after;
+        outcome_guarantee(l, o, 1);
         res->admitted += (size_t)out[i].admitted;
     }
     if (req->dry_run) {
@@ -1828,7 +2017,7 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
         double eps = br_f64(&r), delta = br_f64(&r);
         unsigned mode = br_u8(&r), rel = br_u8(&r);
         char *labels = br_str(&r, LEDGER_LABELS_MAX);
-        int bad = r.bad || mode > 1 || rel > 1 ||
+        int bad = r.bad || mode >= LEDGER_NMODES || rel > 1 ||
                   apply_client(l, id, eps, delta, (int)mode, (int)rel, labels, NULL) != DPB_OK;
         free(id);
         free(labels);
@@ -2039,7 +2228,7 @@ static int load_snapshot(ledger *l, br *r)
         double eps = br_f64(r), delta = br_f64(r);
         unsigned mode = br_u8(r), rel = br_u8(r);
         char *labels = br_str(r, LEDGER_LABELS_MAX);
-        if (r->bad || mode > 1 || rel > 1) {
+        if (r->bad || mode >= LEDGER_NMODES || rel > 1) {
             free(id);
             free(labels);
             return -1;

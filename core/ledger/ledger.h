@@ -12,8 +12,20 @@
  *     (tighter).
  * Both modes are valid when each round's event (its privacy parameters) and each client's
  * participation are fixed independently of earlier outputs; the mechanisms themselves may
- * depend on them. Parameters chosen from released outputs need a privacy filter, which
- * neither mode is.
+ * depend on them (guarantee "fixed_sequence_composition"). Parameters chosen from released
+ * outputs need a privacy filter, which neither mode is; the filter modes are
+ * (docs/FILTERS.md, guarantee "adaptive_filter"):
+ *   rdp_filter: a round is admitted only if, after it, some order a of LEDGER_FILTER_ORDERS
+ *     (committed in advance, k = LEDGER_FILTER_NORDERS of them) has its summed RDP r_a with
+ *     eps_a(r_a, delta / k) <= eps, eps_a the improved conversion (Canonne, Kamath, Steinke
+ *     2020): a Renyi filter at every order (Feldman & Zrnic 2021) with delta split over the
+ *     orders by a union bound. The spend is min_a eps_a(r_a, delta / k): the filter's level,
+ *     not an (eps, delta) guarantee of the history by itself (that would be an odometer).
+ *   gdp_filter: unsampled Gaussians only; a round is admitted only if the summed mu^2 stays
+ *     within mu*^2, mu* the mu-GDP meeting (eps, delta) (Smith & Thakurta 2022). The spend is
+ *     eps(delta) of sqrt(sum mu^2)-GDP.
+ *   Events a filter cannot account are refused (LEDGER_FILTER_UNSUPPORTED); the budget of a
+ *   charged filter client cannot change (the filter's target is fixed in advance).
  * An uncertifiable event (unclipped SGLD) makes the spend infinite, for good.
  *
  * Guarantees: a round is admitted for a client only if its spend after the round is at most
@@ -55,7 +67,39 @@
 #define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
 #define LEDGER_MAX_PARTICIPANTS 100000
 
-typedef enum { LEDGER_RDP = 0, LEDGER_PLD = 1 } ledger_mode;
+typedef enum {
+    LEDGER_RDP = 0,        /* fixed-sequence RDP composition */
+    LEDGER_PLD = 1,        /* fixed-sequence PLD composition */
+    LEDGER_RDP_FILTER = 2, /* Renyi filter over the default orders (fully adaptive) */
+    LEDGER_GDP_FILTER = 3  /* Gaussian-DP filter (fully adaptive, unsampled Gaussians) */
+} ledger_mode;
+#define LEDGER_NMODES 4
+
+/* The rdp_filter's orders, committed in advance (a subset of RDP_DEFAULT_ORDERS: fewer
+ * orders cost less of delta, docs/FILTERS.md), and their positions in RDP_DEFAULT_ORDERS. */
+#define LEDGER_FILTER_NORDERS 21
+extern const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS];
+extern const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS];
+
+/* Which guarantee a client's spend carries. */
+typedef enum {
+    LEDGER_FIXED_SEQUENCE = 0,  /* rdp, pld: composition of a sequence fixed in advance */
+    LEDGER_ADAPTIVE_FILTER = 1, /* rdp_filter, gdp_filter: (eps, delta)-DP for the budget,
+                                 * whatever the coordinator adapts */
+    LEDGER_NO_GUARANTEE = 2     /* a filter client recorded past its budget (already_ran) or
+                                 * charged an uncertifiable event: the filter's guarantee is void */
+} ledger_guarantee;
+
+/* "rdp", "pld", "rdp_filter", "gdp_filter"; parse returns 0 on success. */
+const char *ledger_mode_name(ledger_mode m);
+int ledger_mode_parse(const char *s, ledger_mode *m);
+int ledger_mode_is_filter(ledger_mode m);
+/* "fixed_sequence_composition", "adaptive_filter", "none" */
+const char *ledger_guarantee_name(ledger_guarantee g);
+/* The theorem the guarantee of a client in mode m rests on (a sentence). */
+const char *ledger_guarantee_reference(ledger_mode m);
+/* The guarantee of a client in mode m with this spend, budget eps and uncertified flag. */
+ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, int uncertified);
 typedef enum {
     LEDGER_ACTIVE = 0,     /* spend below the budget */
     LEDGER_EXHAUSTED = 1,  /* spend at or above the budget's eps */
@@ -95,13 +139,15 @@ typedef struct {
     uint64_t rounds;  /* rounds charged */
     uint64_t version; /* changes with every change of the client (ETag) */
     ledger_status status;
+    ledger_guarantee guarantee;
 } ledger_client;
 
 /* 1 if id (len bytes) obeys LEDGER_ID_RULE. */
 int ledger_id_valid(const char *id, size_t len);
 
 /* Create or update a client: budget and labels may change; mode and relation only while no
- * round was charged (else DPB_ECONFLICT). *created says which. Durable on return. */
+ * round was charged (else DPB_ECONFLICT), and so does the budget of a filter client. *created says
+ * which. Durable on return. */
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err);
 
@@ -139,7 +185,8 @@ typedef enum {
     LEDGER_POLICY = 5,            /* all_or_nothing: another participant was refused */
     LEDGER_DUPLICATE = 6,         /* listed twice in the round */
     LEDGER_EXHAUSTED_ALREADY = 7, /* the client is uncertified or exhausted already */
-    LEDGER_RECORDED = 8           /* already_ran: charged though past the budget */
+    LEDGER_RECORDED = 8,          /* already_ran: charged though past the budget */
+    LEDGER_FILTER_UNSUPPORTED = 9 /* the client's privacy filter cannot account the event */
 } ledger_reason;
 
 const char *ledger_reason_name(ledger_reason r);
@@ -150,6 +197,8 @@ typedef struct {
     int admitted;
     ledger_reason reason;
     double spent_before, spent_after; /* spent_after: the spend the round would leave */
+    int mode;                         /* the client's ledger_mode; -1 when unknown */
+    ledger_guarantee guarantee;       /* of an admitted charge (see ledger_guarantee_of) */
 } ledger_outcome;
 
 typedef struct {
@@ -178,7 +227,9 @@ typedef struct {
     ledger_outcome *outcomes; /* owned; NULL when summarized */
 } ledger_round_res;
 
-/* Admit and charge one round. DPB_ECONFLICT: the id was used with another body;
+/* Admit and charge one round. DPB_EUNSUPPORTED (nothing stored): every participant was
+ * refused because its accounting mode cannot account the event; DPB_ECONFLICT: the id was
+ * used with another body;
  * DPB_EREADONLY: the ledger stopped accepting writes; DPB_EIO: this charge could not be
  * made durable (the ledger is now read-only). */
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,

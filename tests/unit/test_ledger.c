@@ -776,10 +776,395 @@ static void ledger_legacy_hash_replays(void)
     remove_dir(dir);
 }
 
+/* ---- privacy filters (docs/FILTERS.md) ---- */
+
+#include "../../core/dp/rdp.h"
+#include "ref_filters.h"
+
+static dpb_status put_mode(ledger *l, const char *id, double eps, double delta, ledger_mode m,
+                           dp_relation rel)
+{
+    ledger_client in, out;
+    memset(&in, 0, sizeof in);
+    snprintf(in.id, sizeof in.id, "%s", id);
+    in.epsilon = eps;
+    in.delta = delta;
+    in.mode = m;
+    in.relation = rel;
+    int created;
+    dpb_error err = {0};
+    return ledger_put_client(l, &in, &created, &out, &err);
+}
+
+/* One admit_eligible round of ev (borrowed) over ids; the answer in *res (caller frees). */
+static dpb_status charge(ledger *l, const char *rid, const dp_event *ev, const char *const *ids,
+                         size_t n, int already_ran, ledger_round_res *res)
+{
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.already_ran = already_ran;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    dpb_error err = {0};
+    return ledger_round(l, &rq, res, &err);
+}
+
+static dp_event *sampled_steps(double q, double sigma, uint64_t steps)
+{
+    dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED), *ps = dp_event_new(DP_EV_POISSON_SAMPLED);
+    if (sc == NULL || ps == NULL) {
+        dp_event_free(sc);
+        dp_event_free(ps);
+        return NULL;
+    }
+    ps->u.sampled.sampling_probability = q;
+    ps->u.sampled.event = gaussian(sigma);
+    sc->u.self.event = ps;
+    sc->u.self.count = steps;
+    return sc;
+}
+
+static const ledger_outcome *outcome(const ledger_round_res *r, const char *id)
+{
+    for (size_t i = 0; r->outcomes && i < r->n; i++)
+        if (strcmp(r->outcomes[i].id, id) == 0)
+            return &r->outcomes[i];
+    return NULL;
+}
+
+/* The rdp_filter's orders are committed in advance and are default orders (their RDP is the
+ * one the ledger keeps). */
+static void filter_orders_committed(void)
+{
+    for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++)
+        CHECKF(RDP_DEFAULT_ORDERS[LEDGER_FILTER_ORDER_INDEX[i]] == LEDGER_FILTER_ORDERS[i],
+               "order %zu", i);
+    ledger_mode m;
+    const char *names[] = {"rdp", "pld", "rdp_filter", "gdp_filter"};
+    for (int i = 0; i < 4; i++)
+        CHECK(ledger_mode_parse(names[i], &m) == 0 && (int)m == i &&
+              strcmp(ledger_mode_name(m), names[i]) == 0);
+    CHECK(ledger_mode_parse("filter", &m) != 0);
+}
+
+/* Unsampled Gaussians at a fixed sigma: the rdp_filter, fixed-sequence rdp and the gdp_filter
+ * admit exactly the rounds mpmath computes (tests/ref/gen_ref_filters.py), then halt. */
+static void filter_halts_at_references(void)
+{
+    size_t ncase = sizeof REF_FILTER_CASES / sizeof REF_FILTER_CASES[0];
+    for (size_t k = 0; k < ncase; k++) {
+        const ref_filter_case *c = &REF_FILTER_CASES[k];
+        char dir[64];
+        ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+        if (l == NULL)
+            return;
+        dp_relation rel = c->replace ? DP_REL_REPLACE : DP_REL_ADD_OR_REMOVE;
+        const char *ids[] = {"f", "r", "g"};
+        const ledger_mode modes[] = {LEDGER_RDP_FILTER, LEDGER_RDP, LEDGER_GDP_FILTER};
+        const long want[] = {c->rdp_filter, c->rdp_fixed, c->gdp_filter};
+        for (int i = 0; i < 3; i++)
+            CHECK(put_mode(l, ids[i], c->eps, c->delta, modes[i], rel) == DPB_OK);
+        dp_event *ev = gaussian(c->sigma);
+        long limit = c->gdp_filter + 3; /* the gdp_filter admits the most */
+        for (long t = 0; t < limit; t++) {
+            char rid[32];
+            snprintf(rid, sizeof rid, "r%ld", t);
+            ledger_round_res res;
+            if (charge(l, rid, ev, ids, 3, 0, &res) != DPB_OK) {
+                CHECKF(0, "case %zu round %ld failed", k, t);
+                break;
+            }
+            size_t adm = res.admitted;
+            for (int i = 0; i < 3; i++) {
+                const ledger_outcome *o = outcome(&res, ids[i]);
+                CHECK(o != NULL && o->mode == (int)modes[i]);
+                if (o && o->admitted)
+                    CHECK(o->guarantee ==
+                          (i == 1 ? LEDGER_FIXED_SEQUENCE : LEDGER_ADAPTIVE_FILTER));
+                else if (o)
+                    CHECK(o->reason == LEDGER_OVER_BUDGET);
+            }
+            ledger_round_res_free(&res);
+            if (adm == 0)
+                break;
+        }
+        dp_event_free(ev);
+        for (int i = 0; i < 3; i++) {
+            ledger_client cl;
+            CHECK(ledger_get_client(l, ids[i], &cl) == DPB_OK);
+            CHECKF((long)cl.rounds == want[i],
+                   "sigma %g eps %g delta %g %s: %llu rounds, mpmath says %ld", c->sigma, c->eps,
+                   c->delta, ids[i], (unsigned long long)cl.rounds, want[i]);
+            CHECK(cl.spent <= c->eps);
+            CHECK(cl.guarantee == (i == 1 ? LEDGER_FIXED_SEQUENCE : LEDGER_ADAPTIVE_FILTER));
+        }
+        ledger_close(l);
+        remove_dir(dir);
+    }
+}
+
+/* Properties over a DP-SGD schedule (rounds of 50 Poisson-sampled steps) and a mixed sequence:
+ * a charge never lowers the spend; the halt point never decreases as the budget grows; with
+ * the events fixed, the rdp_filter admits no more rounds than fixed-sequence rdp. */
+static void filter_properties(void)
+{
+    char dir[64];
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+    if (l == NULL)
+        return;
+    static const double eps[] = {0.25, 0.5, 1, 1.5, 2, 3, 4};
+    enum { NE = sizeof eps / sizeof eps[0] };
+    char names[2 * NE][16];
+    const char *ids[2 * NE];
+    for (int i = 0; i < 2 * NE; i++) {
+        snprintf(names[i], sizeof names[i], "%s%d", i < NE ? "f" : "r", i % NE);
+        ids[i] = names[i];
+        CHECK(put_mode(l, ids[i], eps[i % NE], 1e-5, i < NE ? LEDGER_RDP_FILTER : LEDGER_RDP,
+                       DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    }
+    dp_event *ev = sampled_steps(0.01, 1.0, 50);
+    for (int t = 0; t < 400; t++) {
+        char rid[32];
+        snprintf(rid, sizeof rid, "p%d", t);
+        ledger_round_res res;
+        if (charge(l, rid, ev, ids, 2 * NE, 0, &res) != DPB_OK)
+            break;
+        for (size_t i = 0; i < res.n; i++)
+            if (res.outcomes[i].admitted)
+                CHECK(res.outcomes[i].spent_after >= res.outcomes[i].spent_before);
+        size_t adm = res.admitted;
+        ledger_round_res_free(&res);
+        if (adm == 0)
+            break;
+    }
+    dp_event_free(ev);
+    uint64_t prev_f = 0, prev_r = 0;
+    for (int i = 0; i < NE; i++) {
+        uint64_t f = rounds_of(l, ids[i]), r = rounds_of(l, ids[NE + i]);
+        CHECKF(f <= r, "eps %g: rdp_filter %llu > rdp %llu", eps[i], (unsigned long long)f,
+               (unsigned long long)r);
+        CHECKF(f >= prev_f && r >= prev_r, "eps %g: halt point decreased", eps[i]);
+        prev_f = f;
+        prev_r = r;
+    }
+    CHECK(prev_f > 0);
+    /* a mixed sequence: never a lower spend after a charge, for either filter */
+    CHECK(put_mode(l, "mg", 3.0, 1e-5, LEDGER_GDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_mode(l, "mf", 3.0, 1e-5, LEDGER_RDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    const char *mix[] = {"mg", "mf"};
+    static const double sig[] = {3, 10, 0, 7, 25, 4};
+    for (int t = 0; t < 60; t++) {
+        double s = sig[t % 6];
+        dp_event *e = s > 0 ? gaussian(s) : dp_event_new(DP_EV_NO_OP);
+        char rid[32];
+        snprintf(rid, sizeof rid, "m%d", t);
+        ledger_client before[2], after[2];
+        for (int i = 0; i < 2; i++)
+            CHECK(ledger_get_client(l, mix[i], &before[i]) == DPB_OK);
+        ledger_round_res res;
+        if (e && charge(l, rid, e, mix, 2, 0, &res) == DPB_OK)
+            ledger_round_res_free(&res);
+        for (int i = 0; i < 2; i++) {
+            CHECK(ledger_get_client(l, mix[i], &after[i]) == DPB_OK);
+            CHECK(after[i].spent >= before[i].spent && after[i].spent <= 3.0);
+        }
+        dp_event_free(e);
+    }
+    ledger_close(l);
+    remove_dir(dir);
+}
+
+/* The filters' conditions computed here from their theorems, independently of the ledger's
+ * code: rdp_filter, some committed order a has sum r_a <= B_a; gdp_filter, sum mu^2 <= mu*^2
+ * (mu* by mpmath). slack > 0 asks for the condition to fail by that much instead. */
+static int rdp_filter_fits(const double *sum, double eps, double delta, double slack)
+{
+    for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
+        double a = LEDGER_FILTER_ORDERS[i];
+        double b = eps - log1p(-1.0 / a) + log(a * delta / LEDGER_FILTER_NORDERS) / (a - 1.0);
+        if (slack == 0.0 ? sum[i] <= b : sum[i] <= b + slack * fabs(b))
+            return 1;
+    }
+    return 0;
+}
+
+/* A coordinator that adapts: each round's sigma is chosen from the previous answers (the
+ * spends shown and a simulated model output that depends on them). Each filter client is
+ * charged only while its theorem's condition holds for the realised sequence, every refusal
+ * is one the condition forces (the charge would break it at every order), smaller charges
+ * are still admitted after a refusal, and a restart (log replay, then a snapshot) recovers
+ * the same clients. */
+static void filter_adaptive_rounds(void)
+{
+    char dir[64];
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+    if (l == NULL)
+        return;
+    const double eps = 2.0, delta = 1e-5, mu_star = 0.50155168916965662; /* mpmath */
+    CHECK(put_mode(l, "fa", eps, delta, LEDGER_RDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_mode(l, "ga", eps, delta, LEDGER_GDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    double rsum[LEDGER_FILTER_NORDERS] = {0}, mu2 = 0.0;
+    unsigned long long y = 88172645463325252ULL; /* the "model output" */
+    int refused_f = 0, refused_g = 0, admitted_after_refusal = 0;
+    double last_spent = 0.0;
+    int last_refused = 0, last_tiny = 0;
+    for (int t = 0; t < 1000; t++) {
+        /* adaptive: sigma from the last answer's spend and the output so far */
+        y ^= y << 13;
+        y ^= y >> 7;
+        y ^= y << 17;
+        y += (unsigned long long)(last_spent * 1e6);
+        double sigma = 6.0 + (double)(y % 1000) / 20.0; /* 6 .. 56 */
+        if (last_spent > 0.8 * eps)
+            sigma *= 2.0; /* near the end: smaller charges */
+        int tiny = last_refused && !last_tiny;
+        if (tiny)
+            sigma = 1000.0 + (double)(y % 1000); /* refused: try a much smaller charge */
+        last_tiny = tiny;
+        dp_event *ev = gaussian(sigma);
+        char rid[32];
+        snprintf(rid, sizeof rid, "a%d", t);
+        const char *both[] = {"fa", "ga"};
+        ledger_round_res res;
+        if (ev == NULL || charge(l, rid, ev, both, 2, 0, &res) != DPB_OK) {
+            CHECKF(0, "round %d failed", t);
+            dp_event_free(ev);
+            break;
+        }
+        dp_event_free(ev);
+        const ledger_outcome *of = outcome(&res, "fa"), *og = outcome(&res, "ga");
+        double step[LEDGER_FILTER_NORDERS];
+        for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++)
+            step[i] = rsum[i] + LEDGER_FILTER_ORDERS[i] / (2.0 * sigma * sigma);
+        if (of && of->admitted) {
+            memcpy(rsum, step, sizeof rsum);
+            CHECKF(rdp_filter_fits(rsum, eps, delta, 0.0), "round %d: rdp_filter past its bound",
+                   t);
+            admitted_after_refusal += refused_f > 0;
+        } else if (of) {
+            refused_f++;
+            CHECK(of->reason == LEDGER_OVER_BUDGET);
+            CHECKF(!rdp_filter_fits(step, eps, delta, -1e-9), "round %d: refused though it fits",
+                   t);
+        }
+        double g2 = mu2 + 1.0 / (sigma * sigma);
+        if (og && og->admitted) {
+            mu2 = g2;
+            CHECKF(mu2 <= mu_star * mu_star * (1 + 1e-12), "round %d: gdp_filter past mu*", t);
+        } else if (og) {
+            refused_g++;
+            CHECKF(g2 > mu_star * mu_star * (1 - 1e-9), "round %d: gdp refused though it fits", t);
+        }
+        last_spent = of ? of->spent_after : 0.0;
+        last_refused = of && !of->admitted;
+        ledger_round_res_free(&res);
+    }
+    CHECKF(refused_f > 0 && refused_g > 0 && admitted_after_refusal > 0, "%d %d %d", refused_f,
+           refused_g, admitted_after_refusal);
+    ledger_client f0, g0, f1, g1;
+    CHECK(ledger_get_client(l, "fa", &f0) == DPB_OK && ledger_get_client(l, "ga", &g0) == DPB_OK);
+    CHECK(f0.spent <= eps && g0.spent <= eps && f0.guarantee == LEDGER_ADAPTIVE_FILTER &&
+          g0.guarantee == LEDGER_ADAPTIVE_FILTER);
+    for (int pass = 0; pass < 2 && l != NULL; pass++) {
+        if (pass == 0) {
+            l = restart(l, dir); /* the log replayed */
+        } else {
+            ledger_close(l); /* a snapshot written, then read */
+            dpb_error err;
+            l = open_ledger(dir, NULL, 0, 1000000, &err);
+        }
+        if (l == NULL)
+            break;
+        CHECK(ledger_get_client(l, "fa", &f1) == DPB_OK &&
+              ledger_get_client(l, "ga", &g1) == DPB_OK);
+        CHECK(f1.mode == LEDGER_RDP_FILTER && g1.mode == LEDGER_GDP_FILTER);
+        CHECK(f1.spent == f0.spent && g1.spent == g0.spent && f1.rounds == f0.rounds &&
+              g1.rounds == g0.rounds && f1.guarantee == LEDGER_ADAPTIVE_FILTER);
+    }
+    if (l)
+        ledger_close(l);
+    remove_dir(dir);
+}
+
+/* What a filter refuses and keeps: events it cannot account (alone: the whole round is
+ * DPB_EUNSUPPORTED and nothing is stored; mixed: the filter client is refused), a budget
+ * change once charged, and a round recorded past the budget voids the guarantee. */
+static void filter_rules(void)
+{
+    char dir[64];
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+    if (l == NULL)
+        return;
+    CHECK(put_mode(l, "f", 1.0, 1e-5, LEDGER_RDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_mode(l, "g", 1.0, 1e-5, LEDGER_GDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_mode(l, "r", 1.0, 1e-5, LEDGER_RDP, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    dp_event *epoch = dp_event_new(DP_EV_SHUFFLED_EPOCH);
+    if (epoch) {
+        epoch->u.shuffled.noise_multiplier = 1.0;
+        epoch->u.shuffled.rounds = 1140369;
+    }
+    ledger_round_res res;
+    const char *f[] = {"f"}, *fr[] = {"f", "r"}, *g[] = {"g"}, *all[] = {"f", "g", "r"};
+    CHECK(charge(l, "e1", epoch, f, 1, 0, &res) == DPB_EUNSUPPORTED);
+    CHECK(charge(l, "e1", epoch, f, 1, 1, &res) == DPB_EUNSUPPORTED); /* already_ran too */
+    CHECK(!round_exists(l, "e1"));
+    if (charge(l, "e2", epoch, fr, 2, 0, &res) == DPB_OK) {
+        CHECK(outcome(&res, "f")->reason == LEDGER_FILTER_UNSUPPORTED);
+        CHECK(outcome(&res, "r")->reason == LEDGER_OVER_BUDGET); /* accounted: its TV is 0.01 */
+        ledger_round_res_free(&res);
+    } else {
+        CHECK(0);
+    }
+    dp_event_free(epoch);
+    dp_event *ps = sampled_steps(0.01, 1.0, 10), *ga = gaussian(10.0);
+    CHECK(charge(l, "s1", ps, g, 1, 0, &res) == DPB_EUNSUPPORTED);
+    CHECK(charge(l, "g1", ga, all, 3, 0, &res) == DPB_OK);
+    if (res.outcomes)
+        for (size_t i = 0; i < res.n; i++)
+            CHECK(res.outcomes[i].admitted);
+    ledger_round_res_free(&res);
+    /* the budget of a charged filter client is fixed; its labels are not */
+    CHECK(put_mode(l, "f", 2.0, 1e-5, LEDGER_RDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_ECONFLICT);
+    CHECK(put_mode(l, "g", 1.0, 1e-6, LEDGER_GDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_ECONFLICT);
+    CHECK(put_mode(l, "f", 1.0, 1e-5, LEDGER_RDP_FILTER, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_mode(l, "r", 2.0, 1e-5, LEDGER_RDP, DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    CHECK(put_two(l, "x", "f", 5.0, LEDGER_RDP_FILTER) == DPB_ECONFLICT);
+    /* a round recorded after the fact past the budget: the filter's guarantee is void */
+    dp_event *big = gaussian(0.5);
+    CHECK(charge(l, "late", big, f, 1, 1, &res) == DPB_OK);
+    if (res.outcomes) {
+        CHECK(res.outcomes[0].reason == LEDGER_RECORDED);
+        CHECK(res.outcomes[0].guarantee == LEDGER_NO_GUARANTEE);
+    }
+    ledger_round_res_free(&res);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "f", &c) == DPB_OK && c.guarantee == LEDGER_NO_GUARANTEE &&
+          c.spent > c.epsilon);
+    CHECK(ledger_get_client(l, "r", &c) == DPB_OK && c.guarantee == LEDGER_FIXED_SEQUENCE);
+    dp_event_free(big);
+    dp_event_free(ps);
+    dp_event_free(ga);
+    ledger_close(l);
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
-    TL_T(ledger_failed_sync_withdraws),   TL_T(ledger_failed_write_withdraws),
-    TL_T(ledger_failed_group_commit),     TL_T(ledger_events_logged_in_order),
-    TL_T(ledger_put_clients_all_or_none), TL_T(ledger_fault_sweep),
-    TL_T(ledger_snapshot_bit_flips),      TL_T(ledger_legacy_hash_replays),
+    TL_T(ledger_failed_sync_withdraws),
+    TL_T(ledger_failed_write_withdraws),
+    TL_T(ledger_failed_group_commit),
+    TL_T(ledger_events_logged_in_order),
+    TL_T(ledger_put_clients_all_or_none),
+    TL_T(ledger_fault_sweep),
+    TL_T(ledger_snapshot_bit_flips),
+    TL_T(ledger_legacy_hash_replays),
+    TL_T(filter_orders_committed),
+    TL_T(filter_halts_at_references),
+    TL_T(filter_properties),
+    TL_T(filter_adaptive_rounds),
+    TL_T(filter_rules),
 };
 const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
