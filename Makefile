@@ -3,6 +3,7 @@
 #   make run        start dpbudgetd on its embedded defaults (127.0.0.1:8080)
 #   make test       unit + API tests;   make sanitize: the same under ASan+UBSan
 #   make bench      benchmarks (print figures);  make check-layers, format-check, install
+#   make schedule-table  README's rounds-per-client table (rdp, pld, rdp_filter)
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
@@ -52,7 +53,7 @@ PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation
 
-.PHONY: all run test test-slow unit api sanitize bench bench-ledger-full check-layers format format-check install \
+.PHONY: all run test test-slow schedule-table unit api sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
 all: $(DAEMON)
 
@@ -139,6 +140,15 @@ $(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)
 test-slow: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep
 	$(Q)./$(BUILD)/tests/slow_sweep
+
+# README's table of rounds per client under rdp, pld and rdp_filter (about a minute)
+$(BUILD)/tests/schedule_table: $(BUILD)/tests/tables/schedule_table.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+
+schedule-table: deps-build
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/schedule_table
+	$(Q)./$(BUILD)/tests/schedule_table
 
 sanitize: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-san \

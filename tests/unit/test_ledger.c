@@ -778,6 +778,7 @@ static void ledger_legacy_hash_replays(void)
 
 /* ---- privacy filters (docs/FILTERS.md) ---- */
 
+#include "../../core/dp/account.h"
 #include "../../core/dp/rdp.h"
 #include "ref_filters.h"
 
@@ -1152,6 +1153,72 @@ static void filter_rules(void)
     remove_dir(dir);
 }
 
+/* README's table (make schedule-table): rounds of 50 Poisson-sampled steps (q = 0.01,
+ * sigma = 1) a client gets at delta = 1e-5. rdp and rdp_filter through the ledger; pld by its
+ * halt condition, the spend the ledger computes (the PLD of the client's multiset) at n and
+ * n + 1 rounds. */
+static const double README_EPS[3] = {1, 4, 8};
+static const uint64_t README_RDP[3] = {0, 77, 272}, README_PLD[3] = {5, 91, 311},
+                      README_RDP_FILTER[3] = {0, 55, 214};
+
+static double pld_spend(const dp_event *round, uint64_t n)
+{
+    dp_event *root = dp_event_new(DP_EV_COMPOSED), *sc = dp_event_new(DP_EV_SELF_COMPOSED);
+    double e = NAN, d = 1e-5;
+    if (root && sc && (root->u.composed.events = calloc(1, sizeof(dp_event *))) != NULL) {
+        sc->u.self.event = (dp_event *)round; /* borrowed: detached before free */
+        sc->u.self.count = n;
+        root->u.composed.events[root->u.composed.n++] = sc;
+        sc = NULL;
+        dp_report rep;
+        if (dp_epsilon_ex(root, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, NULL, &d, 1, &e, NULL, &rep,
+                          NULL) != DPB_OK)
+            e = NAN;
+        root->u.composed.events[0]->u.self.event = NULL;
+    }
+    dp_event_free(sc);
+    dp_event_free(root);
+    return e;
+}
+
+static void filter_schedule_table(void)
+{
+    char dir[64];
+    ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+    if (l == NULL)
+        return;
+    const char *ids[6] = {"r1", "r4", "r8", "f1", "f4", "f8"};
+    for (int i = 0; i < 6; i++)
+        CHECK(put_mode(l, ids[i], README_EPS[i % 3], 1e-5, i < 3 ? LEDGER_RDP : LEDGER_RDP_FILTER,
+                       DP_REL_ADD_OR_REMOVE) == DPB_OK);
+    dp_event *ev = sampled_steps(0.01, 1.0, 50);
+    for (int t = 0; t < 400; t++) {
+        char rid[32];
+        snprintf(rid, sizeof rid, "s%d", t);
+        ledger_round_res res;
+        if (charge(l, rid, ev, ids, 6, 0, &res) != DPB_OK)
+            break;
+        size_t adm = res.admitted;
+        ledger_round_res_free(&res);
+        if (adm == 0)
+            break;
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECKF(rounds_of(l, ids[i]) == README_RDP[i], "rdp eps %g: %llu", README_EPS[i],
+               (unsigned long long)rounds_of(l, ids[i]));
+        CHECKF(rounds_of(l, ids[3 + i]) == README_RDP_FILTER[i], "rdp_filter eps %g: %llu",
+               README_EPS[i], (unsigned long long)rounds_of(l, ids[3 + i]));
+        if (ev == NULL)
+            continue;
+        double at = pld_spend(ev, README_PLD[i]), past = pld_spend(ev, README_PLD[i] + 1);
+        CHECKF(at <= README_EPS[i] && past > README_EPS[i], "pld eps %g: %.17g at %llu, %.17g",
+               README_EPS[i], at, (unsigned long long)README_PLD[i], past);
+    }
+    dp_event_free(ev);
+    ledger_close(l);
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
     TL_T(ledger_failed_sync_withdraws),
     TL_T(ledger_failed_write_withdraws),
@@ -1166,5 +1233,6 @@ const tl_test LEDGER_TESTS[] = {
     TL_T(filter_properties),
     TL_T(filter_adaptive_rounds),
     TL_T(filter_rules),
+    TL_T(filter_schedule_table),
 };
 const size_t LEDGER_NTESTS = sizeof LEDGER_TESTS / sizeof LEDGER_TESTS[0];
