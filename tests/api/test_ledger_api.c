@@ -1829,6 +1829,115 @@ static void ledger_concurrency(void)
         }
 }
 
+/* ---- privacy filters: a coordinator that adapts ------------------------------------------- */
+
+/* Clients in rdp_filter and gdp_filter mode say which guarantee holds; a coordinator picks each
+ * round's noise from the previous answer (the spend it was shown); every admitted charge keeps
+ * the filter's theorem true for the realised sequence (checked here from the sigmas sent) and
+ * the clients halt before their budget; an event no filter can account is 422, a budget change
+ * 409; the README's rdp_filter figure (55 rounds of 50 sampled steps at eps 4) is the daemon's. */
+static void ledger_filter_adaptive(void)
+{
+    const char *f = "ledger_filter_adaptive-f", *g = "ledger_filter_adaptive-g",
+               *r = "ledger_filter_adaptive-r", *t4 = "ledger_filter_adaptive-t4";
+    api_reply rp;
+    put_client(f, "{\"budget\":{\"epsilon\":2,\"delta\":1e-5},\"accounting\":\"rdp_filter\"}", &rp,
+               NULL);
+    CHECKF(rp.status == 201 && str_is(rp.json, "accounting", "rdp_filter") &&
+               str_is(rp.json, "guarantee_kind", "adaptive_filter") &&
+               jstr(rp.json, "guarantee_reference") != NULL,
+           "%.400s", rp.body);
+    api_reply_free(&rp);
+    mk_client(g, "{\"budget\":{\"epsilon\":2,\"delta\":1e-5},\"accounting\":\"gdp_filter\"}");
+    mk_client(r, BUDGET(2, 1e-5));
+    get_client(r, NULL, &rp, NULL);
+    CHECK(str_is(rp.json, "guarantee_kind", "fixed_sequence_composition"));
+    api_reply_free(&rp);
+    put_client(f, "{\"budget\":{\"epsilon\":2,\"delta\":1e-5},\"accounting\":\"filter\"}", &rp,
+               NULL);
+    CHECK(is_problem(&rp, 400, "invalid_parameter", "accounting"));
+    api_reply_free(&rp);
+    /* an event a filter cannot account: 422 alone, a refusal next to an rdp client */
+    post_round(&rp, NULL,
+               "{\"round_id\":\"ledger_filter_adaptive-e\",\"event\":" EPOCH_1
+               ",\"participants\":[\"%s\",\"%s\"]}",
+               f, g);
+    CHECKF(is_problem(&rp, 422, "unsupported", "event"), "%.300s", rp.body);
+    api_reply_free(&rp);
+    post_round(&rp, NULL,
+               "{\"round_id\":\"ledger_filter_adaptive-e2\",\"event\":" EPOCH_1
+               ",\"participants\":[\"%s\",\"%s\"],\"policy\":\"admit_eligible\"}",
+               f, r);
+    CHECKF(rp.status == 200 && strcmp(refusal(rp.json, f), "filter_unsupported") == 0, "%.300s",
+           rp.body);
+    api_reply_free(&rp);
+    /* the adaptive coordinator; the rdp_filter's committed orders as docs/FILTERS.md lists them */
+    static const double orders[] = {1.5, 2,  2.5, 3,  4,  5,  6,   8,   10,  12,  16,
+                                    20,  24, 32,  40, 48, 63, 128, 256, 512, 1024};
+    enum { K = sizeof orders / sizeof orders[0] };
+    double sum[K] = {0}, mu2 = 0.0, shown = 0.0;
+    const double mu_star = 0.50155168916965662; /* mpmath: delta_mu(2) = 1e-5 */
+    int halted_f = 0, halted_g = 0;
+    for (int t = 0; t < 300 && !(halted_f && halted_g); t++) {
+        /* the noise from the last answer: more noise as the spend shown grows */
+        double sigma = 8.0 + 8.0 * shown + (t % 3);
+        post_round(&rp, NULL,
+                   "{\"round_id\":\"ledger_filter_adaptive-a%d\",\"policy\":\"admit_eligible\","
+                   "\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":%.17g},"
+                   "\"participants\":[\"%s\",\"%s\"]}",
+                   t, sigma, f, g);
+        if (rp.status != 200) {
+            CHECKF(0, "round %d: %ld %.300s", t, rp.status, rp.body);
+            api_reply_free(&rp);
+            break;
+        }
+        json_t *ef = entry(rp.json, "admitted", f), *eg = entry(rp.json, "admitted", g);
+        if (ef) {
+            CHECK(str_is(ef, "guarantee_kind", "adaptive_filter") &&
+                  str_is(ef, "accounting", "rdp_filter"));
+            int fits = 0;
+            for (size_t i = 0; i < K; i++) {
+                double a = orders[i];
+                sum[i] += a / (2.0 * sigma * sigma);
+                fits |= sum[i] <= 2.0 - log1p(-1.0 / a) + log(a * 1e-5 / K) / (a - 1.0);
+            }
+            CHECKF(fits, "round %d: the rdp_filter admitted past every order's budget", t);
+            shown = jnum(ef, "spent_after");
+            CHECK(shown <= 2.0);
+        } else {
+            halted_f = strcmp(refusal(rp.json, f), "over_budget") == 0;
+        }
+        if (eg) {
+            CHECK(str_is(eg, "guarantee_kind", "adaptive_filter"));
+            mu2 += 1.0 / (sigma * sigma);
+            CHECKF(mu2 <= mu_star * mu_star * (1 + 1e-12), "round %d: past mu*", t);
+        } else {
+            halted_g = strcmp(refusal(rp.json, g), "over_budget") == 0;
+        }
+        api_reply_free(&rp);
+    }
+    CHECKF(halted_f && halted_g, "%d %d", halted_f, halted_g);
+    CHECK(client_num(f, "spent.epsilon") <= 2.0 && client_num(g, "spent.epsilon") <= 2.0);
+    /* the budget of a charged filter client is fixed */
+    put_client(f, "{\"budget\":{\"epsilon\":3,\"delta\":1e-5},\"accounting\":\"rdp_filter\"}", &rp,
+               NULL);
+    CHECK(is_problem(&rp, 409, "conflict", "budget"));
+    api_reply_free(&rp);
+    /* README: 50 Poisson-sampled steps per round, eps 4: 55 rounds under rdp_filter */
+    mk_client(t4, "{\"budget\":{\"epsilon\":4,\"delta\":1e-5},\"accounting\":\"rdp_filter\"}");
+    for (int t = 0; t < 60; t++) {
+        post_round(&rp, NULL,
+                   "{\"round_id\":\"ledger_filter_adaptive-s%d\",\"event\":" SG_STEPS(
+                       50) ",\"participants\":[\"%s\"]}",
+                   t, t4);
+        int charged = rp.status == 200 && jnum(rp.json, "charged") == 1.0;
+        api_reply_free(&rp);
+        if (!charged)
+            break;
+    }
+    CHECKF(client_rounds(t4) == 55, "%lld rounds", client_rounds(t4));
+}
+
 const tl_test LEDGER_API_TESTS[] = {
     TL_T(ledger_client_put_get_etag),
     TL_T(ledger_client_put_validation),
@@ -1850,5 +1959,6 @@ const tl_test LEDGER_API_TESTS[] = {
     TL_T(ledger_readyz),
     TL_T(ledger_mixed_relations),
     TL_T(ledger_concurrency),
+    TL_T(ledger_filter_adaptive),
 };
 const size_t LEDGER_API_NTESTS = sizeof LEDGER_API_TESTS / sizeof LEDGER_API_TESTS[0];
