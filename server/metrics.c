@@ -31,7 +31,7 @@ static const double CLE[] = {0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 /* the accountants by dp_accountant value (dp_accountant_name), then "unknown" */
 #define NACCT 10
 _Static_assert(DP_ACCT_SHUFFLE_EXACT == NACCT - 2, "one metrics slot per accountant, then unknown");
-#define NREASON 9 /* ledger_reason values */
+#define NREASON 10 /* ledger_reason values */
 
 _Static_assert(sizeof(((ledger_summary *)0)->sync_hist) / sizeof(uint64_t) == WAL_SYNC_NBUCKETS,
                "ledger_summary.sync_hist must hold WAL_SYNC_NBUCKETS buckets");

@@ -178,6 +178,7 @@ static void metrics_complete(void)
     CHECK(metric(b, "dpbudget_rounds_total") >= 0);
     CHECK(metric(b, "dpbudget_round_refusals_total{reason=\"over_budget\"}") >= 0);
     CHECK(metric(b, "dpbudget_round_refusals_total{reason=\"unknown_client\"}") >= 0);
+    CHECK(metric(b, "dpbudget_round_refusals_total{reason=\"filter_unsupported\"}") >= 0);
     CHECK(metric(b, "dpbudget_ledger_clients_spent_fraction{from=\"0.0\",to=\"0.1\"}") >= 0);
     CHECK(metric(b, "dpbudget_ledger_clients_spent_fraction{from=\"1.0\",to=\"+Inf\"}") >= 0);
     CHECK(metric(b, "dpbudget_compute_duration_seconds_count{accountant=\"shuffle_exact\"}") >= 1);
