@@ -53,7 +53,7 @@ PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation
 
-.PHONY: all run test test-slow schedule-table unit api sanitize bench bench-ledger-full check-layers format format-check install \
+.PHONY: all run test test-slow schedule-table unit api check-readme sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
 all: $(DAEMON)
 
@@ -131,6 +131,10 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON) \
 	    $(FUZZ_REGRESS_BIN)
 	$(Q)sh tests/run.sh $(BUILD)
+
+# the README's examples against a fresh daemon (also part of make test)
+check-readme: $(DAEMON)
+	$(Q)python3 tests/readme/check_readme.py $(DAEMON)
 
 # slow numerical sweeps (minutes): not part of make test
 $(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)
