@@ -1,4 +1,4 @@
-# dpbudget - plain Makefile (STYLE.md). Quiet unless V=1.
+# dpbudget - plain Makefile. Quiet unless V=1.
 #   make            build build/dpbudgetd and build/libdpcore.a
 #   make run        start dpbudgetd on its embedded defaults (127.0.0.1:8080)
 #   make test       unit + API tests;   make sanitize: the same under ASan+UBSan
@@ -53,7 +53,7 @@ PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation
 
-.PHONY: all run test test-slow schedule-table unit api check-readme sanitize bench bench-ledger-full check-layers format format-check install \
+.PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
 all: $(DAEMON)
 
@@ -135,6 +135,10 @@ test: deps
 # the README's examples against a fresh daemon (also part of make test)
 check-readme: $(DAEMON)
 	$(Q)python3 tests/readme/check_readme.py $(DAEMON)
+
+# nothing tracked points outside the repository; docs links resolve (also part of make test)
+check-docs:
+	$(Q)python3 tests/docs/check_refs.py
 
 # slow numerical sweeps (minutes): not part of make test
 $(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)

@@ -227,7 +227,7 @@ static int report(const char *name, const run_stats *rs, double target_ns, const
     return rs->errors ? 1 : 0;
 }
 
-/* ---- issue 3: the standard accountants on the reference run (MATH.md section 6) ---- */
+/* ---- issue 3: the standard accountants on the reference run (docs/MATH.md section 6) ---- */
 
 static dp_event *reference_run(dp_event **gauss_out)
 {

@@ -140,7 +140,7 @@ static json_t *result_entry(json_t *o, const dp_point_extra *x, int is_delta)
     return o;
 }
 
-/* For each SgldDpEvent in the tree, the DP-SGD it was accounted as (MATH.md section 5). */
+/* For each SgldDpEvent in the tree, the DP-SGD it was accounted as (docs/MATH.md section 5). */
 static void put_mappings(json_t *arr, const dp_event *ev)
 {
     switch (ev->kind) {
@@ -587,7 +587,7 @@ out:
     json_decref(j);
 }
 
-/* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of MATH.md section 4; D is
+/* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of docs/MATH.md section 4; D is
  * delta(eps) of a ProactiveDpSgdDpEvent through /v1/delta). */
 void res_proactive(const http_request *req, http_response *resp)
 {
@@ -680,9 +680,10 @@ void res_proactive(const http_request *req, http_response *resp)
     json_object_set_new(o, "variant", json_string(vs));
     json_object_set_new(o, "guarantee", json_string(v == PRO_PAPER ? "estimate" : "upper_bound"));
     json_object_set_new(o, "conditions", codec_conditions(&rep));
-    json_object_set_new(o, "reference",
-                        json_string("seed 002 (proactive DP), Theorem B.4 (and 3.1 when asked), "
-                                    "with MATH.md's corrected F unless variant is paper"));
+    json_object_set_new(
+        o, "reference",
+        json_string("seed 002 (proactive DP), Theorem B.4 (and 3.1 when asked), "
+                    "with the corrected F of docs/MATH.md section 4 unless variant is paper"));
     if (v == PRO_PAPER)
         json_object_set_new(o, "warnings",
                             json_pack("[s]", "variant paper reproduces the paper's tables with "
@@ -762,7 +763,8 @@ void res_accountants(const http_request *req, http_response *resp)
          "accountant picked"},
         {"shuffle_exact", "upper_bound",
          "seed 004's shuffled model computed numerically with a pessimistic discretisation "
-         "(MATH.md 2.1): noise_multiplier 0.5 to 1000, up to 1e7 rounds per epoch; epochs and "
+         "(docs/MATH.md section 2.1): noise_multiplier 0.5 to 1000, up to 1e7 rounds per epoch; "
+         "epochs and "
          "mixtures composed as PLDs; every answer also shows Theorem 4.1's (theorem_4_1)"},
         {"gdp_exact", "upper_bound", "compositions of unsampled Gaussians are exactly mu-GDP"},
         {"rdp", "upper_bound",

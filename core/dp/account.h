@@ -3,7 +3,7 @@
  * solve one parameter of an event for a target (eps, delta). This is the one entry point
  * the server uses for compute requests; each accountant lives in its own module.
  *
- * Accountants (ARCHITECTURE.md):
+ * Accountants (docs/MATH.md, "What every number carries"):
  *   thm41     seed 004 Theorem 4.1 composed by the exact f_{0,delta} rule  -> upper_bound
  *   gdp_clt   seed 004 Theorem 5.2 asymptotic Gaussian-DP coefficient      -> estimate
  *   gdp_exact compositions of unsampled Gaussians: exactly mu-GDP           -> upper_bound
@@ -120,7 +120,7 @@ typedef struct {
     double best_delta, best_at;
     /* the stated tolerance: the result is the best value within it (relative; 0 = exact) */
     double tolerance;
-    /* thm41 specifics (MATH.md section 2) */
+    /* thm41 specifics (docs/MATH.md section 2) */
     double per_epoch_delta;  /* per-epoch target from the f_{0,delta} composition */
     double rounds_eq3;       /* closed form (3), real */
     double rounds_eq4;       /* closed form (4), real */

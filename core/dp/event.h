@@ -1,6 +1,6 @@
 /*
  * event.h - mechanism descriptions ("events"), in the vocabulary of Google's dp_accounting
- * (ARCHITECTURE.md): a tree of leaves (mechanisms) and combinators (composition).
+ * (docs/ARCHITECTURE.md): a tree of leaves (mechanisms) and combinators (composition).
  *
  * Ownership: a tree is owned by its root; dp_event_free frees the whole tree. Children are
  * owned by their parent. For calibration one leaf field of a template may be marked

@@ -1,5 +1,5 @@
 /*
- * normal.h - standard normal tails and Gaussian differential privacy (MATH.md section 1).
+ * normal.h - standard normal tails and Gaussian differential privacy (docs/MATH.md section 1).
  *
  * All functions are pure, thread-safe and allocation-free. Accuracy targets (checked by
  * tests/unit against 40-digit mpmath values in tests/unit/ref_values.h): a few ulp for
@@ -41,7 +41,7 @@ double dp_Phi_inv(double p);
 double dp_Q_inv(double q);
 
 /*
- * delta(eps) of mu-GDP, MATH.md section 1:
+ * delta(eps) of mu-GDP, docs/MATH.md section 1:
  *   delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2),
  * evaluated in the overflow-free Mills form delta = phi(a) [m(-a) - m(-b)],
  * a = -eps/mu + mu/2, b = a - mu. Requires mu > 0, eps >= 0, both finite.

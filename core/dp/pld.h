@@ -1,5 +1,5 @@
 /*
- * pld.h - privacy-loss distributions (MATH.md section 6; Koskela et al., Doroshenko et al.):
+ * pld.h - privacy-loss distributions (docs/MATH.md section 6; Koskela et al., Doroshenko et al.):
  * the law of the privacy loss L = ln(P/Q) under P for a dominating pair (P, Q), on a grid
  * of step h, discretised pessimistically, so every delta derived from it is an upper bound.
  *

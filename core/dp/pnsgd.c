@@ -1,5 +1,5 @@
 /*
- * pnsgd.c - projected noisy SGD accounting (seed 000; MATH.md section 3).
+ * pnsgd.c - projected noisy SGD accounting (seed 000; docs/MATH.md section 3).
  *
  * Conservative rounding: delta grows with A and with B, so A is rounded up and b = 1 - B
  * rounded down; the final delta is rounded up by PNSGD_REL_ROUND (above the accumulated

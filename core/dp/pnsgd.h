@@ -1,6 +1,6 @@
 /*
- * pnsgd.h - projected noisy SGD (seed 000, Ye et al.; MATH.md section 3), accounted by the
- * contraction of the hockey-stick divergence (Asoodeh et al. 2020, Theorem 1 of seed 000).
+ * pnsgd.h - projected noisy SGD (seed 000, Sordello, Bu & Dong; docs/MATH.md section 3), accounted
+ * by the contraction of the hockey-stick divergence (Asoodeh et al. 2020, Theorem 1 of seed 000).
  *
  *   theta_gamma(r) = Q(ln(gamma)/r - r/2) - gamma Q(ln(gamma)/r + r/2)   (1.3)
  *   contraction    = sqrt(1 - 2 eta beta rho / (beta + rho))              (1 when rho = 0)
@@ -47,7 +47,7 @@ typedef struct {
     double alpha;   /* online: > 1 */
 } pnsgd_params;
 
-/* Validate the parameters (domains of MATH.md section 3). DPB_EINVAL names the field. */
+/* Validate the parameters (domains of docs/MATH.md section 3). DPB_EINVAL names the field. */
 dpb_status pnsgd_check(const pnsgd_params *p, dpb_error *err);
 
 /* The contraction constant sqrt(1 - 2 eta beta rho/(beta + rho)). */
@@ -76,7 +76,7 @@ dpb_status pnsgd_schedule_c1(pnsgd_noise noise, double eps, double delta_star, d
 dpb_status pnsgd_online_limit(const pnsgd_params *p, double eps, double *lower, double *upper);
 
 /* Optimal composition of E runs of an (eps0, delta0)-DP mechanism (Kairouz, Oh,
- * Viswanath; MATH.md section 1): delta'(eps'). Rounded up. */
+ * Viswanath; docs/MATH.md section 1): delta'(eps'). Rounded up. */
 double pnsgd_kov_delta(double eps0, double delta0, uint64_t E, double eps_total);
 
 /* delta of E passes at eps_total: the KOV composition minimised over the per-pass eps0

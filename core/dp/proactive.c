@@ -1,5 +1,5 @@
 /*
- * proactive.c - the closed forms and the DP calculator of seed 002 (MATH.md section 4).
+ * proactive.c - the closed forms and the DP calculator of seed 002 (docs/MATH.md section 4).
  *
  * gamma: phi(gamma) = gamma - F(sigma, eps/(gamma k)) increases with gamma (F decreases as
  * its argument a = eps/(gamma k) shrinks), so the smallest gamma with phi >= 0 is found by

@@ -1,5 +1,5 @@
 /*
- * proactive.h - proactive DP (seed 002, van Dijk et al.; MATH.md section 4): a closed-form
+ * proactive.h - proactive DP (seed 002, van Dijk et al.; docs/MATH.md section 4): a closed-form
  * (eps, delta) for a client running DP-SGD locally (Algorithm 1: T rounds, round i samples
  * s_i of N records by Poisson sampling, Gaussian noise with multiplier sigma), and the "DP
  * calculator" that plans batch size and rounds for a target before training.
@@ -10,7 +10,7 @@
  *   (33) eps <= gamma h(sigma) k,
  *   (32) s_max <= N g(sigma_eps),
  * gamma the smallest root of gamma = F(sigma, eps/(gamma k)). F is the corrected Fc of
- * MATH.md (the paper's (39) has sigma/(1 - sqrt a)^2 where the exact substitution gives
+ * docs/MATH.md (the paper's (39) has sigma/(1 - sqrt a)^2 where the exact substitution gives
  * sigma/(1 - a - 2 sqrt a)); the paper's F and its two-step gamma are a named variant for
  * reproducing its tables only.
  */

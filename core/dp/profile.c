@@ -3,7 +3,7 @@
  *
  *   thm41     (0, delta) per shuffled epoch (seed 004 Thm 4.1), composed exactly:
  *             s = sum ln(1 - delta_i), delta = 1 - e^s.
- *   gdp_exact unsampled Gaussians: mu^2 = sum count / sigma_i^2 (MATH.md section 1).
+ *   gdp_exact unsampled Gaussians: mu^2 = sum count / sigma_i^2 (docs/MATH.md section 1).
  *   gdp_clt   shuffled epochs as mu_i-GDP, mu_i^2 = (e^{1/sigma^2} - 1)/(M - 1) (estimate).
  *   rdp       the sum of the leaves' RDP curves at the default orders.
  *   pld       pessimistic PLDs composed by FFT; a shuffled epoch enters as the (0, delta)
@@ -788,18 +788,21 @@ static const char REF_GDP_EXACT[] = "Gaussian DP (Dong, Roth, Su 2019): a compos
 static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at "
                               "dp_accounting's default orders, converted by Canonne, Kamath, "
                               "Steinke 2020 Prop. 12";
-static const char REF_PNSGD[] = "seed 000 (Ye et al.): Theorems 1-6 (Asoodeh et al. 2020 "
-                                "contraction bounds), with MATH.md section 3's corrections";
-static const char REF_PROACTIVE[] = "seed 002 (proactive DP), Theorem B.4 with MATH.md's "
-                                    "corrected F and Appendix E's rule for histories, next to "
-                                    "RDP (Mironov, Talwar, Zhang 2019)";
+static const char REF_PNSGD[] =
+    "seed 000 (Sordello, Bu & Dong): Theorems 1-6 (Asoodeh et al. 2020 "
+    "contraction bounds), with the corrections of docs/MATH.md section 3";
+static const char REF_PROACTIVE[] =
+    "seed 002 (proactive DP), Theorem B.4 with the "
+    "corrected F of docs/MATH.md section 4 and Appendix E's rule for histories, next to "
+    "RDP (Mironov, Talwar, Zhang 2019)";
 static const char REF_PLD[] = "pessimistic privacy-loss distributions (Koskela et al. 2020; "
                               "Doroshenko et al. 2022), composed by FFT; losses rounded up";
 
-static const char REF_SHX[] = "seed 004's model (Appendix B) computed numerically: MATH.md "
-                              "section 2.1 (convex-order pessimistic discretisation, FFT, "
-                              "Chernoff-bounded window); epochs and mixtures composed as "
-                              "pessimistic privacy-loss distributions";
+static const char REF_SHX[] =
+    "seed 004's model (Appendix B) computed numerically: "
+    "docs/MATH.md section 2.1 (convex-order pessimistic discretisation, FFT, "
+    "Chernoff-bounded window); epochs and mixtures composed as "
+    "pessimistic privacy-loss distributions";
 
 /* Theorem 4.1's total-variation delta for the same event (+inf where it certifies nothing),
  * shown next to the exact accountant's answers. */

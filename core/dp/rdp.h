@@ -1,5 +1,5 @@
 /*
- * rdp.h - Renyi differential privacy (MATH.md section 6): RDP curves of the Gaussian, the
+ * rdp.h - Renyi differential privacy (docs/MATH.md section 6): RDP curves of the Gaussian, the
  * Laplace and the Poisson-subsampled Gaussian mechanisms at a set of orders, composition by
  * addition, and the improved conversions to (eps, delta).
  *

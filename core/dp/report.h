@@ -1,6 +1,6 @@
 /*
  * report.h - what every privacy number carries: its guarantee kind and the conditions
- * that were checked to produce it (ARCHITECTURE.md, "Mechanisms, events, accountants").
+ * that were checked to produce it (docs/MATH.md, "What every number carries").
  */
 #ifndef DP_REPORT_H
 #define DP_REPORT_H

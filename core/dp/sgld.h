@@ -1,5 +1,5 @@
 /*
- * sgld.h - stochastic gradient Langevin dynamics (seed 003; MATH.md section 5).
+ * sgld.h - stochastic gradient Langevin dynamics (seed 003; docs/MATH.md section 5).
  *
  * Theorem IV.1 of seed 003 is an impossibility result: SGLD's iterates between the first
  * steps and convergence cannot be certified (eps, delta)-DP for any eps. Policy: unclipped

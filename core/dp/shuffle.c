@@ -1,6 +1,6 @@
 /*
  * shuffle.c - seed 004 (DP-SGD with random shuffling): Theorem 4.1, its inversions, and
- * the asymptotic coefficient of Theorem 5.2. Formulas exactly as in MATH.md section 2.
+ * the asymptotic coefficient of Theorem 5.2. Formulas exactly as in docs/MATH.md section 2.
  *
  * Numerics: t = 1/sigma^2 is bounded by the precondition sigma^2 ln M >= 3 (t <= ln M / 3
  * <= 14.8 for M < 2^64), which is checked before any exponential is taken, so every

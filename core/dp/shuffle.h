@@ -1,13 +1,13 @@
 /*
  * shuffle.h - DP-SGD with random shuffling, one epoch of M rounds with noise multiplier
- * sigma (seed 004, van Dijk & Ertan; MATH.md section 2).
+ * sigma (seed 004, van Dijk & Ertan; docs/MATH.md section 2).
  *
  * Theorem 4.1 bounds the trade-off function by f(a) >= 1 - a - delta, a total-variation
  * bound: (0, delta)-DP, the same delta for every eps >= 0. It is proved for the add/remove
  * (zero-out) relation with sensitivity 1. E epochs compose exactly as
  * f_{0,d1} (x) f_{0,d2} = f_{0, 1-(1-d1)(1-d2)}.
  *
- * Conventions (MATH.md section 0): `rounds` is the paper's M, `be_const` its B.
+ * Conventions (docs/MATH.md section 0): `rounds` is the paper's M, `be_const` its B.
  */
 #ifndef DP_SHUFFLE_H
 #define DP_SHUFFLE_H
@@ -32,7 +32,7 @@ typedef struct {
     /* inputs */
     double sigma;
     uint64_t rounds;
-    /* preconditions, checked first (MATH.md section 2) */
+    /* preconditions, checked first (docs/MATH.md section 2) */
     int rounds_ok;    /* M >= 3 (T6's denominator changes sign near M = 2.3) */
     int sigma_ok;     /* sigma >= sqrt(3 / ln M), i.e. sigma^2 ln M >= 3 */
     double sigma_min; /* sqrt(3 / ln M) (0 when M < 3) */
@@ -56,7 +56,7 @@ typedef struct {
 dpb_status dp_thm41_eval(double sigma, uint64_t rounds, dp_thm41 *out);
 
 /* Closed form (3): the two-term approximation's M for per-epoch delta, as a real number
- * (MATH.md section 2). Not a guarantee; used for orientation and reported next to the
+ * (docs/MATH.md section 2). Not a guarantee; used for orientation and reported next to the
  * exact solve. Returns +inf on overflow, NaN on a domain error. */
 double dp_thm41_rounds_eq3(double sigma, double delta);
 

@@ -1,6 +1,6 @@
 /*
  * shuffle_exact.c - certified delta(eps) for one epoch of seed 004's shuffled model
- * (MATH.md section 2.1). See shuffle_exact.h for the method; the notation here:
+ * (docs/MATH.md section 2.1). See shuffle_exact.h for the method; the notation here:
  *
  *   Y = exp(s Z - s^2/2), s = 1/sigma (mean 1), z(x) = (ln x + s^2/2)/s, so
  *   P(Y > x) = Q(z), E[Y; Y > x] = Q(z - s), E[Y^2; Y > x] = e^{s^2} Q(z - 2s);

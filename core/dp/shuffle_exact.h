@@ -1,6 +1,6 @@
 /*
  * shuffle_exact.h - the exact accountant for one epoch of shuffled DP-SGD in seed 004's
- * model (Appendix B; MATH.md section 2.1): under P0, x ~ N(0, I_M); under P1 one uniformly
+ * model (Appendix B; docs/MATH.md section 2.1): under P0, x ~ N(0, I_M); under P1 one uniformly
  * placed coordinate has mean 1/sigma. The likelihood ratio is L = (Y + S)/M with Y the last
  * coordinate's lognormal factor and S the sum of the other M - 1, so
  *

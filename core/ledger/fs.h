@@ -1,6 +1,6 @@
 /*
- * fs.h - the one small file-I/O interface of the ledger's persistence layer (STYLE.md,
- * "Durability"). The write-ahead log and the snapshot code do every open, write, read,
+ * fs.h - the one small file-I/O interface of the ledger's persistence layer (docs/ARCHITECTURE.md,
+ * "core/ledger"). The write-ahead log and the snapshot code do every open, write, read,
  * sync, rename and truncate through a dpb_fs, so that tests can count calls and inject
  * EIO, ENOSPC, short writes and crashes without touching the real disk's behaviour.
  *

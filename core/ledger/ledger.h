@@ -1,5 +1,6 @@
 /*
- * ledger.h - per-client privacy budgets across federated rounds (ARCHITECTURE.md, "Ledger").
+ * ledger.h - per-client privacy budgets across federated rounds (docs/ARCHITECTURE.md, "The
+ * ledger").
  *
  * A client has an id, a budget (eps, delta), an accounting mode and a neighbouring relation.
  * Its spend is the composition of every event charged to it, expressed as the eps it has

@@ -1,7 +1,7 @@
 /*
  * snapshot.c - snapshot files (snapshot.h).
  *
- * Durability protocol of snapshot_write (ARCHITECTURE.md, "Ledger"):
+ * Durability protocol of snapshot_write (docs/ARCHITECTURE.md, "Snapshots"):
  *   1. open DIR/snapshot.tmp (O_CREAT | O_TRUNC: a leftover of a crash is overwritten)
  *   2. write header + payload, retrying short writes
  *   3. fsync snapshot.tmp      -> its bytes are on disk

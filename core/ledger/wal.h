@@ -1,6 +1,7 @@
 /*
  * wal.h - the ledger's write-ahead log: one append-only file DIR/wal.log of checksummed,
- * sequence-numbered records, made durable by group commit (ARCHITECTURE.md, "Ledger").
+ * sequence-numbered records, made durable by group commit (docs/ARCHITECTURE.md, "The write-ahead
+ * log").
  *
  * Record on disk (little-endian, no padding, no file header):
  *     u32 len | u32 crc32c(seq..payload) | u64 seq | u8 type | payload[len]

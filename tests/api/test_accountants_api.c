@@ -1,6 +1,6 @@
 /*
  * test_accountants_api.c - the standard accountants over HTTP (issue 3): auto picks and
- * names its accountant, RDP/PLD/exact-GDP values against MATH.md section 6, curves,
+ * names its accountant, RDP/PLD/exact-GDP values against docs/MATH.md section 6, curves,
  * calibration of sigma / count / sampling rate, refusals; and the contract file naming
  * every route and problem code the server has.
  */

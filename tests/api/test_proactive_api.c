@@ -1,6 +1,6 @@
 /*
  * test_proactive_api.c - seed 002's DP calculator and histories, and seed 003's SGLD
- * policy, over HTTP, against MATH.md section 4's test vectors (LIBSVM setting: sigma =
+ * policy, over HTTP, against docs/MATH.md section 4's test vectors (LIBSVM setting: sigma =
  * 19.29962, N = 1e4, delta = 1e-4, k = 5 -> eps 0.049721747, gamma 3.13103484, T_min
  * 1574.27837, s_max 31.7605837) and section 5's mapping.
  */

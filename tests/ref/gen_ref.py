@@ -6,7 +6,7 @@ used by tests/unit: erfcx, the normal CDF Phi and Q = 1 - Phi, Phi^{-1},
 the Gaussian-DP delta(eps; mu), the seed-004 Theorem 4.1 bound and its validity
 condition (1), the seed-004 Table 1 / in-text M solves, delta_max / sigma_max,
 feasible sigma intervals, and the Theorem 5.2 asymptotic GDP coefficient.
-See /work/shared/design/MATH.md sections 1 and 2 for the formulas.
+See docs/MATH.md sections 1 and 2 for the formulas.
 
 Every input is first rounded to the nearest IEEE double and the reference
 value is computed at exactly that double (so a C test can evaluate at the
@@ -22,7 +22,7 @@ import mpmath as mp
 from mpmath import mpf
 
 mp.mp.dps = 50
-B = mpf('0.4748')  # Shevtsova's proven Berry-Esseen upper bound (MATH.md section 2)
+B = mpf('0.4748')  # Shevtsova's proven Berry-Esseen upper bound (docs/MATH.md section 2)
 
 
 def D(x):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference values for the exact shuffled accountant (MATH.md section 2.1).
+"""Independent reference values for the exact shuffled accountant (docs/MATH.md section 2.1).
 
 Seed 004's model: under P0, x ~ N(0, I_M); under P1 one uniformly placed coordinate has
 mean 1/sigma. With Y_j = exp(x_j/sigma - t/2), t = 1/sigma^2, the likelihood ratio is

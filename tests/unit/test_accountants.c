@@ -1,4 +1,4 @@
-/* test_accountants.c - RDP, PLD and exact Gaussian DP: MATH.md section 6's public values,
+/* test_accountants.c - RDP, PLD and exact Gaussian DP: docs/MATH.md section 6's public values,
  * closed forms, cross-checks between accountants, properties and calibration. */
 #include <math.h>
 #include <stdlib.h>
@@ -61,7 +61,7 @@ static double delta_of(const dp_event *ev, dp_accountant a, double eps)
     return d;
 }
 
-/* MATH.md section 6, public reference values. */
+/* docs/MATH.md section 6, public reference values. */
 static void public_reference_values(void)
 {
     dp_event *ev = times(poisson(0.01, gauss(1.0)), 1000);
@@ -73,7 +73,7 @@ static void public_reference_values(void)
     CHECK(pld <= rdp);
     dp_event_free(ev);
 
-    /* MATH.md's 7.32911117144 is dp_accounting's value, whose fractional-order series is
+    /* docs/MATH.md's 7.32911117144 is dp_accounting's value, whose fractional-order series is
      * truncated slightly low; the exact RDP eps is 7.32911117148417 (mpmath, two methods:
      * tests/ref/gen_ref_proactive.py). Ours bounds the truncation: never below the exact. */
     ev = times(poisson(0.04, gauss(1.5)), 2250);

@@ -112,7 +112,7 @@ static void gdp_properties(void)
     dp_gdp_delta(1.0, 1.0, &a, NULL);
     dp_gdp_delta(1.1, 1.0, &b, NULL);
     CHECK(b > a);
-    /* MATH.md: sigma = 4.530877117 (unsampled) is (1, 1e-6)-DP. Exactly (mpmath), its
+    /* docs/MATH.md: sigma = 4.530877117 (unsampled) is (1, 1e-6)-DP. Exactly (mpmath), its
      * delta(1) is 2.15866776622241677e-7 <= 1e-6, so its eps(1e-6) is below 1. */
     double e, d1;
     dp_gdp_delta(1.0 / 4.530877117, 1.0, &d1, NULL);

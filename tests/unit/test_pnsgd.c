@@ -33,7 +33,7 @@ static void theta_matches_reference(void)
         const struct ref_pnsgd_theta *r = &REF_PNSGD_THETA[i];
         check_bound(pnsgd_theta(r->eps, r->r), r->theta, 1e-11, "theta", i);
         CHECK_REL(pnsgd_one_minus_theta(r->eps, r->r), r->one_minus_theta, 1e-13);
-        /* the per-step factor is the Gaussian-DP delta of mu = r (MATH.md section 1) */
+        /* the per-step factor is the Gaussian-DP delta of mu = r (docs/MATH.md section 1) */
         double d;
         dp_gdp_delta(r->r, r->eps, &d, NULL);
         CHECK(pnsgd_theta(r->eps, r->r) == d);

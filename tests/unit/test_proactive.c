@@ -1,5 +1,5 @@
 /* test_proactive.c - seed 002 (proactive DP) and seed 003 (SGLD) against 50-digit mpmath
- * values (tests/ref/gen_ref_proactive.py -> ref_proactive.h): MATH.md section 4's vectors,
+ * values (tests/ref/gen_ref_proactive.py -> ref_proactive.h): docs/MATH.md section 4's vectors,
  * h, g, F (corrected and paper), gamma, the paper's Tables 9-11 with its variant, T_max,
  * histories next to RDP, the corrected Gaussian Renyi divergence, the SGLD mapping. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* test_shuffle_exact.c - the exact accountant for seed 004's shuffled model (MATH.md 2.1):
+/* test_shuffle_exact.c - the exact accountant for seed 004's shuffled model (docs/MATH.md 2.1):
  * M = 1 against the Gaussian mechanism's closed form, M = 2 and 3 against independent
  * quadrature (tests/ref/gen_ref_shuffle_exact.py), grid refinement (monotone, O(h^2)), a
  * seeded Monte Carlo, Theorem 4.1 as an upper bound on it, monotonicity in M and sigma,
