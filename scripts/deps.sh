@@ -9,7 +9,8 @@
 #   promtool checks /metrics and the alert rules); chromium, nodejs and npm (the dashboard's
 #   browser tests, driven by puppeteer-core from tests/browser/package-lock.json with the
 #   system's chromium; and the contract checks of tests/contract: linters, response
-#   validation, the typed client); clang-format (make format, format-check). A command
+#   validation, the typed client); clang-format (make format, format-check); curl (the
+#   README's examples, run by tests/readme/check_readme.py). A command
 #   already present is left alone (a newer node from elsewhere is kept).
 #   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
 #   installed from another package-lock.json (the versions pinned there; no install
@@ -44,6 +45,7 @@ if [ "$build_only" = 0 ]; then
     command -v node >/dev/null 2>&1 || need nodejs
     command -v npm >/dev/null 2>&1 || need npm
     command -v clang-format >/dev/null 2>&1 || need clang-format
+    command -v curl >/dev/null 2>&1 || need curl
 fi
 
 if [ -n "$PKGS" ]; then
