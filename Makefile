@@ -137,8 +137,8 @@ check-readme: $(DAEMON)
 	$(Q)python3 tests/readme/check_readme.py $(DAEMON)
 
 # nothing tracked points outside the repository; docs links resolve (also part of make test)
-check-docs:
-	$(Q)python3 tests/docs/check_refs.py
+check-docs: $(DAEMON)
+	$(Q)python3 tests/docs/check_refs.py --daemon $(DAEMON)
 
 # slow numerical sweeps (minutes): not part of make test
 $(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)

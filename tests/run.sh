@@ -46,7 +46,7 @@ run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
 run monitoring python3 tests/monitoring/check_monitoring.py "$build/dpbudgetd"
 run browser sh tests/browser/run.sh "$build"
 run readme python3 tests/readme/check_readme.py "$build/dpbudgetd"
-run docs python3 tests/docs/check_refs.py
+run docs python3 tests/docs/check_refs.py --daemon "$build/dpbudgetd"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes
 run fuzzwal "$build/tests/fuzz_regress_wal" tests/fuzz/corpus/wal tests/fuzz/crashes
 echo "tests: $total_pass passed, $total_fail failed"

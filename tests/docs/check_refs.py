@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_refs.py [ROOT] - the repository stands alone: nothing it tracks points outside it.
+"""check_refs.py [--daemon DPBUDGETD] [ROOT] - the repository stands alone: nothing it tracks points outside it.
 
 Checks every file `git ls-files` lists (text files; binary files are skipped):
 - no path outside the repository: `../shared`, `shared/design`, `shared/seeds`, absolute
@@ -12,7 +12,10 @@ Checks every file `git ls-files` lists (text files; binary files are skipped):
   slugs: lower case, punctuation dropped, spaces as hyphens); `#anchor` alone refers to
   the file itself;
 - the documents the README points to exist (docs/MATH.md, docs/ARCHITECTURE.md,
-  docs/OPERATIONS.md).
+  docs/OPERATIONS.md);
+- with --daemon: the operator's guide and the binary agree on the options: every option
+  `DPBUDGETD --help` lists is described in docs/OPERATIONS.md, and every option of the
+  guide's table (rows starting with `--name`) is one the binary has.
 Prints `FAIL file:line: ...` per problem and one closing line `docs: N passed, M failed`
 (one check per file, plus one per link); exits 1 on any failure.
 """
@@ -63,10 +66,38 @@ def anchors(path):
     return out
 
 
+def check_options(root, daemon):
+    """docs/OPERATIONS.md and `daemon --help` name the same options."""
+    global passed
+    helptext = subprocess.run([daemon, "--help"], capture_output=True, text=True).stdout
+    have = set(re.findall(r"^\s+(--[a-z][a-z0-9-]*)", helptext, re.M))
+    if not have:
+        fail("%s --help lists no options" % daemon)
+        return
+    with open(os.path.join(root, "docs", "OPERATIONS.md"), encoding="utf-8") as f:
+        guide = f.read()
+    mentioned = set(re.findall(r"(--[a-z][a-z0-9-]*)", guide))
+    table = set(re.findall(r"^\|\s*`(--[a-z][a-z0-9-]*)", guide, re.M))
+    for opt in sorted(have):
+        if opt in mentioned:
+            passed += 1
+        else:
+            fail("docs/OPERATIONS.md: option %s of dpbudgetd --help is not described" % opt)
+    for opt in sorted(table - have):
+        fail("docs/OPERATIONS.md: the table describes %s, which dpbudgetd --help does not list" % opt)
+
+
 def main():
     global passed
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+    args = sys.argv[1:]
+    daemon = None
+    if len(args) >= 2 and args[0] == "--daemon":
+        daemon = args[1]
+        args = args[2:]
+    root = os.path.abspath(args[0] if args else
                            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    if daemon:
+        check_options(root, daemon)
     files = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True,
                            check=True).stdout.split("\n")
     files = [f for f in files if f]
