@@ -51,7 +51,7 @@ UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
-              $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation
+              $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -114,6 +114,9 @@ $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 $(BUILD)/bench/bench_isolation: $(BUILD)/bench/bench_isolation.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+# the floor of the HTTP figures: bare libmicrohttpd with the daemon's threading
+$(BUILD)/bench/floor: $(BUILD)/bench/floor.o
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 deps:
 	@sh scripts/deps.sh
@@ -166,6 +169,7 @@ sanitize: deps
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san
 
 bench: deps
+	$(Q)sh scripts/deps.sh --bench
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	$(Q)sh bench/run.sh $(BUILD)
 	$(Q)./$(BUILD)/bench/bench_shuffle_exact

@@ -15,13 +15,30 @@
 #   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
 #   installed from another package-lock.json (the versions pinned there; no install
 #   scripts run).
-# `deps.sh --build` installs only what building needs (the container image's build stage).
+# `deps.sh --build` installs only what building needs (the container image's build stage);
+# `deps.sh --bench` only what `make bench` adds: wrk, the load generator of bench/floor.sh.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_only=0
 [ "${1:-}" = "--build" ] && build_only=1
 PKGS=
 need() { PKGS="$PKGS $*"; }
+
+if [ "${1:-}" = "--bench" ]; then
+    command -v wrk >/dev/null 2>&1 && exit 0
+    echo "deps: installing wrk" >&2
+    if [ "$(id -u)" = 0 ]; then
+        SUDO=
+    elif command -v sudo >/dev/null 2>&1; then
+        SUDO=sudo
+    else
+        echo "deps: wrk is missing and neither root nor sudo: install wrk" >&2
+        exit 1
+    fi
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk
+    exit 0
+fi
 
 base=0
 for c in cc make pkg-config od openssl python3; do

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/common/numfmt.h"
+
 /* Largest integer a double holds exactly: counts beyond it cannot be honest. */
 #define MAX_EXACT_INT 9007199254740992.0
 
@@ -142,9 +144,10 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
     } else if (json_is_real(v)) {
         double x = json_real_value(v);
         if (!(x >= 0.0 && x <= MAX_EXACT_INT) || x != floor(x)) {
+            char num[DPB_NUM_MAX];
             problem_set(pb, PB_INVALID_PARAMETER, f,
-                        "'%s' must be a whole number between %llu and %llu (got %.17g)", f,
-                        (unsigned long long)min, (unsigned long long)max, x);
+                        "'%s' must be a whole number between %llu and %llu (got %s)", f,
+                        (unsigned long long)min, (unsigned long long)max, dpb_num_str(x, num));
             return -1;
         }
         u = (uint64_t)x;
@@ -282,9 +285,10 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
     if (r < 0)
         return -1;
     if (r > 0 && !(opt->pld_h >= 1e-6 && opt->pld_h <= 0.1)) {
+        char num[DPB_NUM_MAX];
         problem_set(pb, PB_INVALID_PARAMETER, "value_discretization_interval",
-                    "value_discretization_interval must lie in [1e-6, 0.1] (got %.17g)",
-                    opt->pld_h);
+                    "value_discretization_interval must lie in [1e-6, 0.1] (got %s)",
+                    dpb_num_str(opt->pld_h, num));
         return -1;
     }
     return 0;
@@ -343,8 +347,9 @@ static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_even
     if (!(s > 0.0 && s <= 1e6)) {
         char f[96];
         join(f, sizeof f, path, "noise_multiplier");
+        char num[DPB_NUM_MAX];
         problem_set(pb, PB_INVALID_PARAMETER, f,
-                    "'%s' must be greater than 0 and at most 1e6 (got %.17g)", f, s);
+                    "'%s' must be greater than 0 and at most 1e6 (got %s)", f, dpb_num_str(s, num));
         return -1;
     }
     *slot = s;
@@ -464,12 +469,16 @@ static dp_event *decode_eps_delta(json_t *j, const char *path, problem *pb)
     char f[96];
     if (!(e >= 0.0 && e <= 1e4)) {
         join(f, sizeof f, path, "epsilon");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1e4] (got %.17g)", f, e);
+        char num[DPB_NUM_MAX];
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1e4] (got %s)", f,
+                    dpb_num_str(e, num));
         return NULL;
     }
     if (!(d >= 0.0 && d <= 1.0)) {
         join(f, sizeof f, path, "delta");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f, d);
+        char num[DPB_NUM_MAX];
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
+                    dpb_num_str(d, num));
         return NULL;
     }
     dp_event *ev = new_event(DP_EV_EPSILON_DELTA, pb);
@@ -497,7 +506,9 @@ static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for,
             goto fail;
         if (!(q >= 0.0 && q <= 1.0)) {
             join(f, sizeof f, path, "sampling_probability");
-            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %.17g)", f, q);
+            char num[DPB_NUM_MAX];
+            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
+                        dpb_num_str(q, num));
             goto fail;
         }
         ev->u.sampled.sampling_probability = q;
@@ -524,8 +535,9 @@ static int positive(json_t *j, const char *path, const char *key, double *out, i
     if (allow_zero ? !(*out >= 0.0) : !(*out > 0.0)) {
         char f[96];
         join(f, sizeof f, path, key);
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s (got %.17g)", f,
-                    allow_zero ? ">= 0" : "> 0", *out);
+        char num[DPB_NUM_MAX];
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s (got %s)", f,
+                    allow_zero ? ">= 0" : "> 0", dpb_num_str(*out, num));
         return -1;
     }
     return 0;

@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "codec.h"
 #include "edge.h"
+#include "jsonout.h"
 #include "metrics.h"
 #include "resources.h"
 #include "tls.h"
@@ -106,7 +107,8 @@ static void request_id(const char *given, char out[72])
 
 void http_reply_json(http_response *resp, int status, json_t *body)
 {
-    char *s = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    size_t n = 0;
+    char *s = body ? jsonout_dump(body, &n) : NULL;
     json_decref(body);
     if (s == NULL) {
         static const char oom[] = "{\"type\":\"urn:dpbudget:problem:out_of_memory\",\"title\":"
@@ -118,8 +120,8 @@ void http_reply_json(http_response *resp, int status, json_t *body)
     free(resp->body);
     resp->status = status;
     resp->content_type = status >= 400 ? "application/problem+json" : "application/json";
-    resp->body = s;
-    resp->body_len = strlen(s);
+    resp->body = s; /* the one buffer: libmicrohttpd sends and frees it */
+    resp->body_len = n;
 }
 
 void http_reply_problem(http_response *resp, problem *p)

@@ -276,6 +276,7 @@ int main(int argc, char **argv)
             {PNSGD_API_TESTS, PNSGD_API_NTESTS},
             {PROACTIVE_API_TESTS, PROACTIVE_API_NTESTS},
             {LEDGER_API_TESTS, LEDGER_API_NTESTS},
+            {NUMBER_TESTS, NUMBER_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},
             {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
         };

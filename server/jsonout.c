@@ -1,0 +1,201 @@
+/* jsonout.c - compact JSON text of a jansson tree (see jsonout.h). */
+#include "jsonout.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/common/numfmt.h"
+
+#define MAX_DEPTH 2048
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int fail;
+} out_buf;
+
+static int reserve(out_buf *o, size_t n)
+{
+    if (o->fail)
+        return -1;
+    if (o->cap - o->len > n)
+        return 0;
+    size_t ncap = o->cap ? o->cap : 2048;
+    while (ncap - o->len <= n) {
+        if (ncap > ((size_t)-1) / 2) {
+            o->fail = 1;
+            return -1;
+        }
+        ncap *= 2;
+    }
+    char *nb = realloc(o->buf, ncap);
+    if (nb == NULL) {
+        o->fail = 1;
+        return -1;
+    }
+    o->buf = nb;
+    o->cap = ncap;
+    return 0;
+}
+
+static void put(out_buf *o, const char *s, size_t n)
+{
+    if (reserve(o, n) == 0) {
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+    }
+}
+
+static void put_char(out_buf *o, char ch)
+{
+    if (reserve(o, 1) == 0)
+        o->buf[o->len++] = ch;
+}
+
+/* A string as jansson escapes it (its strings hold valid UTF-8): '"', '\\' and the control
+ * characters, the others written as they are. */
+static void put_string(out_buf *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    put_char(o, '"');
+    size_t run = 0; /* bytes of s[run..i) not yet written */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        put(o, s + run, i - run);
+        run = i + 1;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t k = 2;
+        switch (ch) {
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[ch >> 4];
+            esc[5] = hex[ch & 15];
+            k = 6;
+        }
+        put(o, esc, k);
+    }
+    put(o, s + run, n - run);
+    put_char(o, '"');
+}
+
+size_t jsonout_real(double x, char *out)
+{
+    size_t n = dpb_num(x, out);
+    if (strpbrk(out, ".e") == NULL && isfinite(x)) {
+        memcpy(out + n, ".0", 3);
+        n += 2;
+    }
+    return n;
+}
+
+static void put_value(out_buf *o, const json_t *j, int depth)
+{
+    if (depth > MAX_DEPTH || j == NULL) {
+        o->fail = 1;
+        return;
+    }
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *v;
+        int first = 1;
+        put_char(o, '{');
+        json_object_foreach((json_t *)j, key, v)
+        {
+            if (!first)
+                put_char(o, ',');
+            first = 0;
+            put_string(o, key, strlen(key));
+            put_char(o, ':');
+            put_value(o, v, depth + 1);
+        }
+        put_char(o, '}');
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t n = json_array_size(j);
+        put_char(o, '[');
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                put_char(o, ',');
+            put_value(o, json_array_get(j, i), depth + 1);
+        }
+        put_char(o, ']');
+        break;
+    }
+    case JSON_STRING:
+        put_string(o, json_string_value(j), json_string_length(j));
+        break;
+    case JSON_INTEGER: {
+        char b[DPB_NUM_MAX];
+        json_int_t v = json_integer_value(j);
+        /* digits of |v| without overflow at the most negative value */
+        unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+        size_t k = sizeof b;
+        do {
+            b[--k] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v < 0)
+            b[--k] = '-';
+        put(o, b + k, sizeof b - k);
+        break;
+    }
+    case JSON_REAL: {
+        double x = json_real_value(j);
+        if (!isfinite(x)) {
+            o->fail = 1;
+            return;
+        }
+        char b[DPB_NUM_MAX + 2];
+        put(o, b, jsonout_real(x, b));
+        break;
+    }
+    case JSON_TRUE:
+        put(o, "true", 4);
+        break;
+    case JSON_FALSE:
+        put(o, "false", 5);
+        break;
+    case JSON_NULL:
+        put(o, "null", 4);
+        break;
+    }
+}
+
+char *jsonout_dump(const json_t *j, size_t *len)
+{
+    out_buf o = {NULL, 0, 0, 0};
+    put_value(&o, j, 0);
+    if (reserve(&o, 1) != 0) {
+        free(o.buf);
+        return NULL;
+    }
+    o.buf[o.len] = '\0';
+    *len = o.len;
+    return o.buf;
+}
