@@ -87,12 +87,12 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    /* dpbudgetd's flags and limits (server/http.c), without its handlers */
+    /* dpbudgetd's flags, thread pool and limits (server/http.c); libmicrohttpd's default
+     * memory per connection (a bare server's) */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO, 0, NULL, NULL, on_request,
         NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1024u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)128 * 1024, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, "floor: cannot start libmicrohttpd\n");
         return 1;

@@ -74,19 +74,24 @@ if [ -z "$dport" ]; then
 fi
 base=http://127.0.0.1:$dport
 
-# the ledger: CLIENTS clients, made by one round (unknown clients get the default budget)
-python3 - "$CLIENTS" >"$tmp/round.json" <<'PY'
+# the ledger: CLIENTS clients, made by rounds of 2000 (unknown clients get the default budget)
+python3 - "$CLIENTS" "$tmp" <<'PY'
 import json, sys
-n = int(sys.argv[1])
-print(json.dumps({"round_id": "bench-fill", "participants": ["c%05d" % i for i in range(n)],
-                  "event": {"class_name": "GaussianDpEvent", "noise_multiplier": 5}}))
+n, tmp = int(sys.argv[1]), sys.argv[2]
+for k, lo in enumerate(range(0, n, 2000)):
+    with open("%s/round%d.json" % (tmp, k), "w") as f:
+        json.dump({"round_id": "bench-fill-%d" % k,
+                   "participants": ["c%05d" % i for i in range(lo, min(n, lo + 2000))],
+                   "event": {"class_name": "GaussianDpEvent", "noise_multiplier": 5}}, f)
 PY
-code=$(curl -s -o "$tmp/round.out" -w '%{http_code}' -H 'Content-Type: application/json' \
-    --data-binary @"$tmp/round.json" "$base/v1/rounds")
-if [ "$code" != 200 ]; then
-    echo "floor.sh: filling the ledger answered $code: $(head -c 300 "$tmp/round.out")" >&2
-    exit 1
-fi
+for f in "$tmp"/round*.json; do
+    code=$(curl -s -o "$tmp/round.out" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary @"$f" "$base/v1/rounds")
+    if [ "$code" != 200 ]; then
+        echo "floor.sh: filling the ledger answered $code: $(head -c 300 "$tmp/round.out")" >&2
+        exit 1
+    fi
+done
 
 # the requests: name, method, path, body (empty for GET)
 cat >"$tmp/cases" <<'EOF2'

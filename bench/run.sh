@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh - dpbudget benchmarks: core throughput (bench_core), then HTTP load against a
 # freshly started dpbudgetd (bench_http) for a delta query and a calibration request, then
-# the ledger's latency while the compute endpoints are saturated (bench_isolation).
+# the ledger's latency while the compute endpoints are saturated (bench_isolation), then
+# dpbudgetd against its floor, bare libmicrohttpd (bench/floor.sh, with wrk).
 # Prints figures only; timings are never asserted. Exits non-zero if a benchmark reports
 # an error (e.g. a non-2xx answer) or the daemon cannot be started.
 #
@@ -184,6 +185,12 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     daemon_status=0
     stop_daemon
     rm -rf "$shm"
+fi
+
+echo
+if ! sh bench/floor.sh "$BUILD"; then
+    echo "run.sh: bench/floor.sh reported an error" >&2
+    fail=1
 fi
 
 exit "$fail"
