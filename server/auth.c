@@ -21,8 +21,10 @@ struct auth_key {
     int scopes;
     char name[64];
     auth_keyset *set;
-    pthread_mutex_t lock; /* the bucket */
-    double tokens, last;
+    /* the token bucket, lock-free: the time at which it will be full again (atomic; GCRA,
+     * an equivalent form of the bucket: tokens = burst - (full_at - now) * rate, capped at
+     * burst when full_at <= now; taking one token moves full_at on by 1/rate) */
+    double full_at;
 };
 
 struct auth_keyset {
@@ -108,8 +110,6 @@ static void set_unref(auth_keyset *s)
 {
     if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    for (size_t i = 0; i < s->n; i++)
-        pthread_mutex_destroy(&s->keys[i].lock);
     free(s->keys);
     free(s);
 }
@@ -159,8 +159,7 @@ static auth_keyset *load_set(const char *path, char *err, size_t errlen)
     s->refs = 1;
     for (size_t i = 0; i < s->n; i++) {
         s->keys[i].set = s;
-        s->keys[i].tokens = -1.0; /* full on first use */
-        pthread_mutex_init(&s->keys[i].lock, NULL);
+        s->keys[i].full_at = 0.0; /* full on first use */
     }
     return s;
 fail:
@@ -190,10 +189,9 @@ int auth_reload(auth_table *t, const char *path, size_t *nkeys, char *err, size_
     for (size_t i = 0; old && i < s->n; i++)
         for (size_t j = 0; j < old->n; j++)
             if (memcmp(s->keys[i].hash, old->keys[j].hash, sizeof s->keys[i].hash) == 0) {
-                pthread_mutex_lock(&old->keys[j].lock);
-                s->keys[i].tokens = old->keys[j].tokens;
-                s->keys[i].last = old->keys[j].last;
-                pthread_mutex_unlock(&old->keys[j].lock);
+                double f;
+                __atomic_load(&old->keys[j].full_at, &f, __ATOMIC_ACQUIRE);
+                __atomic_store(&s->keys[i].full_at, &f, __ATOMIC_RELEASE);
             }
     t->set = s;
     pthread_mutex_unlock(&t->lock);
@@ -271,20 +269,18 @@ int auth_take(const auth_table *t, const auth_key *k, double now, double *retry_
     if (t->rate <= 0.0 || k == NULL)
         return 1;
     auth_key *m = (auth_key *)k;
-    pthread_mutex_lock(&m->lock);
-    if (m->tokens < 0.0) {
-        m->tokens = t->burst;
-        m->last = now;
+    double period = 1.0 / t->rate, slack = (t->burst - 1.0) * period;
+    double full_at, next;
+    __atomic_load(&m->full_at, &full_at, __ATOMIC_ACQUIRE);
+    for (;;) {
+        double from = full_at > now ? full_at : now; /* a full bucket holds burst tokens */
+        if (from - now > slack) {                    /* fewer than one token left */
+            *retry_after = from - now - slack;
+            return 0;
+        }
+        next = from + period;
+        if (__atomic_compare_exchange(&m->full_at, &full_at, &next, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+            return 1;
     }
-    m->tokens += (now - m->last) * t->rate;
-    if (m->tokens > t->burst)
-        m->tokens = t->burst;
-    m->last = now;
-    int ok = m->tokens >= 1.0;
-    if (ok)
-        m->tokens -= 1.0;
-    else
-        *retry_after = (1.0 - m->tokens) / t->rate;
-    pthread_mutex_unlock(&m->lock);
-    return ok;
 }

@@ -24,7 +24,8 @@ static json_t *decode_common(const http_request *req, const char *const *allowed
                              problem *pb)
 {
     memset(opt, 0, sizeof *opt);
-    json_t *j = codec_parse_object(req->body, req->body_len, pb);
+    json_t *j =
+        req->parsed ? json_incref(req->parsed) : codec_parse_object(req->body, req->body_len, pb);
     if (j == NULL)
         return NULL;
     if (codec_compute_common(j, allowed, rel, acct, opt, pb) < 0)
@@ -52,8 +53,9 @@ static int light_accountant(const char *a)
     return 0;
 }
 
-int res_compute_light(const http_request *req)
+int res_compute_light(const http_request *req, json_t **parsed)
 {
+    *parsed = NULL;
     /* a large body is work to parse and to walk whatever the accountant (--max-body may be
      * raised to megabytes): the pool takes it */
     if (req->body_len > 16384)
@@ -82,7 +84,7 @@ int res_compute_light(const http_request *req)
             light = !shx_in_range(sigma, rounds) || shx_cached(sigma, rounds, 0.0);
         }
     }
-    json_decref(j);
+    *parsed = j; /* the handler's own parse, done once */
     return light;
 }
 
@@ -592,7 +594,8 @@ out:
 void res_proactive(const http_request *req, http_response *resp)
 {
     problem pb = {0};
-    json_t *o = NULL, *j = codec_parse_object(req->body, req->body_len, &pb);
+    json_t *o = NULL, *j = req->parsed ? json_incref(req->parsed)
+                                       : codec_parse_object(req->body, req->body_len, &pb);
     const char *proc, *vs = "corrected", *th = "B.4";
     double sigma = 0, eps = 0, delta = 0, theta = 1.0, epochs = 0;
     uint64_t N = 0, s = 0;

@@ -12,14 +12,29 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* One connection, from accept to close, linked in the registry. */
+/* One connection, from accept to close, linked in the registry (under the lock: only
+ * connections opening and closing take it). deadline is the one field the reaper shares
+ * with the connection's own thread: an atomic, so no request takes the lock; answered and
+ * nul_in_url belong to that thread alone (a connection is served by one thread). */
 typedef struct conn {
     struct conn *prev, *next;
     int fd;
-    double deadline; /* the head must be complete by then; 0: no head is awaited */
+    double deadline; /* atomic: the head must be complete by then; 0: no head is awaited */
     int answered;    /* requests answered on this connection */
     int nul_in_url;  /* the raw request line held %00 */
 } conn;
+
+static double deadline_of(conn *c)
+{
+    double d;
+    __atomic_load(&c->deadline, &d, __ATOMIC_ACQUIRE);
+    return d;
+}
+
+static void set_deadline(conn *c, double d)
+{
+    __atomic_store(&c->deadline, &d, __ATOMIC_RELEASE);
+}
 
 struct edge {
     pthread_mutex_t lock;
@@ -54,7 +69,8 @@ static void *reaper_main(void *arg)
         /* under the lock: libmicrohttpd reports a connection closed (and waits for this
          * lock) before it closes the socket, so every fd here is still the connection's */
         for (conn *c = e->head; c; c = c->next) {
-            if (!(c->deadline > 0.0 && now > c->deadline))
+            double d = deadline_of(c);
+            if (!(d > 0.0 && now > d))
                 continue;
             /* bytes the client sent that no thread has read yet: the server is behind (its
              * thread busy), not the client; libmicrohttpd reads whatever arrives as soon as
@@ -62,8 +78,13 @@ static void *reaper_main(void *arg)
             int unread = 0;
             if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)
                 continue;
+            /* only if the deadline is still the one that passed: a head completed (deadline
+             * 0) or a new request's deadline set meanwhile wins */
+            double none = 0.0;
+            if (!__atomic_compare_exchange(&c->deadline, &d, &none, 0, __ATOMIC_ACQ_REL,
+                                           __ATOMIC_ACQUIRE))
+                continue;
             shutdown(c->fd, SHUT_RDWR);
-            c->deadline = 0.0;
             metrics_head_timeout();
         }
     }
@@ -165,11 +186,9 @@ void *edge_on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
     int nul = 0;
     for (const char *p = strchr(uri, '%'); p && !nul; p = strchr(p + 1, '%'))
         nul = p[1] == '0' && p[2] == '0';
-    pthread_mutex_lock(&e->lock);
     c->nul_in_url = nul;
     if (c->answered > 0) /* a kept-alive connection: this request's head starts now */
-        c->deadline = mono() + e->header_timeout;
-    pthread_mutex_unlock(&e->lock);
+        set_deadline(c, mono() + e->header_timeout);
     return NULL; /* the request's context is made by the access handler */
 }
 
@@ -178,10 +197,8 @@ void edge_request_done(edge *e, struct MHD_Connection *mc)
     conn *c = conn_of(mc);
     if (c == NULL)
         return;
-    pthread_mutex_lock(&e->lock);
     c->answered++;
-    c->deadline = mono() + e->idle_timeout;
-    pthread_mutex_unlock(&e->lock);
+    set_deadline(c, mono() + e->idle_timeout);
 }
 
 /* What the head says about its framing and Host. */
@@ -218,13 +235,11 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 problem_code edge_check_head(edge *e, struct MHD_Connection *mc, const char *version,
                              size_t max_header_bytes, problem *p, int *close)
 {
+    (void)e; /* the connection's own fields: no lock */
     conn *c = conn_of(mc);
     *close = 0;
-    if (c) {
-        pthread_mutex_lock(&e->lock);
-        c->deadline = 0.0; /* the head is in: the body and the answer have their own limits */
-        pthread_mutex_unlock(&e->lock);
-    }
+    if (c)
+        set_deadline(c, 0.0); /* the head is in: the body and the answer have their own limits */
     const union MHD_ConnectionInfo *hs =
         MHD_get_connection_info(mc, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     if (hs && hs->header_size > max_header_bytes) {
@@ -264,10 +279,8 @@ problem_code edge_check_head(edge *e, struct MHD_Connection *mc, const char *ver
     }
     int nul = 0;
     if (c) {
-        pthread_mutex_lock(&e->lock);
         nul = c->nul_in_url;
         c->nul_in_url = 0;
-        pthread_mutex_unlock(&e->lock);
     }
     if (nul)
         problem_set(p, PB_BAD_REQUEST, NULL,

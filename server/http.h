@@ -69,6 +69,9 @@ typedef struct {
      * deadline in seconds for messages */
     const dpb_cancel *cancel;
     double deadline_s;
+    /* the body already parsed as one JSON object (borrowed; NULL: not parsed yet): a handler
+     * takes a reference instead of parsing the body again */
+    json_t *parsed;
 } http_request;
 
 /* A query-string argument or a request header (NULL when absent). */

@@ -12,8 +12,11 @@ void res_curve(const http_request *req, http_response *resp);
 void res_proactive(const http_request *req, http_response *resp);
 void res_accountants(const http_request *req, http_response *resp);
 /* 1 when a compute request is cheap whatever its size (closed-form accountants, a cached
- * exact model): it runs on the HTTP worker instead of queueing for the compute pool. */
-int res_compute_light(const http_request *req);
+ * exact model): it runs on the HTTP worker instead of queueing for the compute pool. The
+ * body, when it is a JSON object, is parsed once here: *parsed receives it (a new reference
+ * for the caller, to hand on as http_request.parsed so the handler does not parse it again),
+ * else NULL. */
+int res_compute_light(const http_request *req, json_t **parsed);
 
 /* ops.c: operations */
 void res_healthz(const http_request *req, http_response *resp);

@@ -26,6 +26,54 @@ static size_t write_int(uint64_t u, int neg, char *out)
     return k;
 }
 
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* x as m / 10^k with m a whole number below 2^53 and the fewest decimals k that read back to
+ * x, written in plain notation; 0 when there is none (x needs more digits, or lies outside
+ * 1e-4 <= |x| < 1e15, where %g writes an exponent). m and 10^k (k <= 22) are exact doubles,
+ * so m / 10^k is correctly rounded, as strtod of the same text is: the check is exact. The
+ * fewest decimals at a fixed magnitude are the fewest significant digits: the shortest. */
+static size_t short_decimal(double x, char out[DPB_NUM_MAX])
+{
+    double a = fabs(x);
+    if (!(a >= 1e-4 && a < 1e15))
+        return 0;
+    for (int k = 1; k <= 22; k++) {
+        double m = nearbyint(a * POW10[k]);
+        if (m >= 9007199254740992.0)
+            return 0;
+        if (m / POW10[k] != a)
+            continue;
+        /* the digits of m, then the point inserted k places from the right */
+        char d[24];
+        size_t n = write_int((uint64_t)m, 0, d);
+        size_t o = 0;
+        if (x < 0)
+            out[o++] = '-';
+        if (n <= (size_t)k) {
+            out[o++] = '0';
+            out[o++] = '.';
+            for (size_t z = n; z < (size_t)k; z++)
+                out[o++] = '0';
+            memcpy(out + o, d, n);
+            o += n;
+        } else {
+            memcpy(out + o, d, n - (size_t)k);
+            o += n - (size_t)k;
+            out[o++] = '.';
+            memcpy(out + o, d + n - k, (size_t)k);
+            o += (size_t)k;
+        }
+        while (out[o - 1] == '0') /* m may end in zeros when a*10^k rounded up to them */
+            o--;
+        out[o] = '\0';
+        return o;
+    }
+    return 0;
+}
+
 /* Drop the exponent's '+' and its leading zeros: "1e+07" -> "1e7", "1e-05" -> "1e-5". */
 static size_t trim_exponent(char *s, size_t len)
 {
@@ -64,11 +112,18 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
      * number is a double, in plain digits (1140369, not 1.140369e6) */
     if (fabs(x) < 9007199254740992.0 && x == floor(x))
         return write_int((uint64_t)fabs(x), x < 0, out);
+    /* the common case among fractions: a short decimal in plain notation (%g's range for it,
+     * 1e-4 <= |x| < 1e15) */
+    size_t k = short_decimal(x, out);
+    if (k)
+        return k;
+    int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
     /* 15 significant digits always read back as written (DBL_DIG), so from 15 on the first
      * precision whose text reads back to x is the shortest (%g drops trailing zeros). Below
-     * DBL_MIN (subnormals) fewer bits are kept and fewer digits may do: try them all. */
+     * DBL_MIN (subnormals) fewer bits are kept and fewer digits may do: try them all. In
+     * short_decimal's range, any 15 digits would have been found there: start at 16. */
     int n = 0;
-    for (int prec = fabs(x) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
+    for (int prec = fabs(x) < DBL_MIN ? 1 : in_range ? 16 : 15; prec <= 17; prec++) {
         n = snprintf(out, DPB_NUM_MAX, "%.*g", prec, x);
         if (prec == 17 || strtod(out, NULL) == x)
             break;
