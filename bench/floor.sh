@@ -101,8 +101,15 @@ client_get GET /v1/clients/c04242 -
 summary GET /v1/summary -
 EOF2
 
-# wrk once: prints "req/s p99_ms non2xx", bounded by timeout
-run_wrk() { # url lua
+cpu_ticks() { # pid: user + system clock ticks so far
+    awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+TICK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# wrk once against the server with this pid: prints "req/s p99_ms non2xx cpu_us_per_request"
+# (the server's own CPU time per request: less swayed by other load than req/s), bounded
+run_wrk() { # url lua pid
+    t0=$(cpu_ticks "$3")
     timeout $((SECS + 20)) wrk -t2 -c64 -d"${SECS}s" --timeout 2s --latency -s "$2" "$1" \
         >"$tmp/wrk.out" 2>&1
     awk '
@@ -110,9 +117,10 @@ run_wrk() { # url lua
         /^ +99%/ { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
                    p99 = (u == "us") ? v / 1000 : (u == "s") ? v * 1000 : v }
         /Non-2xx or 3xx responses:/ { bad += $NF }
-        /Socket errors:/ { bad += 0 }
-        END { printf "%s %s %d\n", (rps == "" ? 0 : rps), (p99 == "" ? "nan" : p99), bad }
-    ' "$tmp/wrk.out"
+        / requests in / { n = $1 }
+        END { printf "%s %s %d %.1f\n", (rps == "" ? 0 : rps), (p99 == "" ? "nan" : p99), bad,
+                     (n > 0 ? (t1 - t0) * 1e6 / tick / n : 0) }
+    ' t0="$t0" t1="$(cpu_ticks "$3")" tick="$TICK" "$tmp/wrk.out"
 }
 
 median() { # numbers on stdin
@@ -151,14 +159,18 @@ while read -r name method path body; do
     : >"$tmp/f.p99"
     : >"$tmp/d.rps"
     : >"$tmp/d.p99"
+    : >"$tmp/f.cpu"
+    : >"$tmp/d.cpu"
     r=0
     while [ "$r" -lt "$REPS" ]; do
-        set -- $(run_wrk "http://127.0.0.1:$fport$path" "$lua")
+        set -- $(run_wrk "http://127.0.0.1:$fport$path" "$lua" "$floor_pid")
         echo "$1" >>"$tmp/f.rps"
         echo "$2" >>"$tmp/f.p99"
-        set -- $(run_wrk "$base$path" "$lua")
+        echo "$4" >>"$tmp/f.cpu"
+        set -- $(run_wrk "$base$path" "$lua" "$daemon_pid")
         echo "$1" >>"$tmp/d.rps"
         echo "$2" >>"$tmp/d.p99"
+        echo "$4" >>"$tmp/d.cpu"
         if [ "$3" -ne 0 ]; then
             echo "floor.sh: dpbudgetd answered $3 non-2xx to $method $path" >&2
             fail=1
@@ -172,7 +184,11 @@ while read -r name method path body; do
     printf '   %-16s %6s %12.0f %8.2fms %12.0f %8.2fms %7.0f%%\n' "$name" "$size" "$frps" \
         "$(median <"$tmp/f.p99")" "$drps" "$(median <"$tmp/d.p99")" \
         "$(awk -v d="$drps" -v f="$frps" 'BEGIN { print (f > 0 ? 100 * d / f : 0) }')"
+    fcpu=$(median <"$tmp/f.cpu")
+    dcpu=$(median <"$tmp/d.cpu")
     echo "      runs (req/s): floor $(tr '\n' ' ' <"$tmp/f.rps")| dpbudgetd $(tr '\n' ' ' <"$tmp/d.rps")"
+    echo "      server CPU per request: floor $fcpu us, dpbudgetd $dcpu us (floor/dpbudgetd" \
+        "$(awk -v d="$dcpu" -v f="$fcpu" 'BEGIN { printf "%.0f%%", (d > 0 ? 100 * f / d : 0) }'))"
 done <"$tmp/cases"
 echo "   targets: delta_thm41 >= 60% with p99 < 5 ms; client_get and summary >= 50%"
 echo "   (the load generator shares the machine's CPUs with the server: both sides alike)"

@@ -87,6 +87,7 @@ static void request_id(const char *given, char out[72])
 {
     static unsigned long long counter;
     static unsigned long long boot;
+    static unsigned pid;
     if (given) {
         size_t n = strlen(given), i = 0;
         for (; i < n; i++) {
@@ -100,11 +101,14 @@ static void request_id(const char *given, char out[72])
             return;
         }
     }
-    if (__atomic_load_n(&boot, __ATOMIC_RELAXED) == 0)
-        __atomic_store_n(&boot, (unsigned long long)time(NULL), __ATOMIC_RELAXED);
+    if (__atomic_load_n(&boot, __ATOMIC_RELAXED) == 0) {
+        __atomic_store_n(&pid, (unsigned)getpid(), __ATOMIC_RELAXED);
+        __atomic_store_n(&boot, (unsigned long long)time(NULL), __ATOMIC_RELEASE);
+    }
+    /* lock-free: one atomic increment; the pid is read once, not asked of the kernel */
     unsigned long long c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(out, 72, "%llx-%x-%llx", __atomic_load_n(&boot, __ATOMIC_RELAXED), (unsigned)getpid(),
-             c);
+    snprintf(out, 72, "%llx-%x-%llx", __atomic_load_n(&boot, __ATOMIC_ACQUIRE),
+             __atomic_load_n(&pid, __ATOMIC_RELAXED), c);
 }
 
 void http_reply_json(http_response *resp, int status, json_t *body)
