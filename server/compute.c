@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "metrics.h"
 #include "resources.h"
+#include "../core/common/numfmt.h"
 
 /* Parse the body, check the top-level fields, decode relation + accountant and, when
  * want_event, the event. */
@@ -96,12 +97,13 @@ static void core_problem(const http_request *req, problem *pb, const dpb_error *
         problem_set(pb, PB_OVERLOADED, NULL,
                     "the server is stopping: the computation was abandoned; retry (on another "
                     "instance)");
+    char secs[DPB_NUM_MAX];
     if (err->status == DPB_ECANCELLED)
         problem_set(pb, PB_COMPUTE_DEADLINE, NULL,
-                    "the computation ran past the server's compute deadline (%g s) and was "
+                    "the computation ran past the server's compute deadline (%s s) and was "
                     "stopped: ask for less work (a coarser value_discretization_interval, fewer "
                     "compositions or points)",
-                    req->deadline_s);
+                    dpb_num_str(req->deadline_s, secs));
     problem_from_error(pb, err);
 }
 

@@ -342,10 +342,11 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
         resp.extra_value = "Bearer realm=\"dpbudget\"";
     } else if (!auth_take(t, ctx->key, now_s(), &wait)) {
         /* before the scope: every request made with a key counts, refused ones too */
+        char rate[DPB_NUM_MAX];
         problem_set(&p, PB_RATE_LIMITED, NULL,
-                    "the key '%s' is over its limit of %g requests per second: retry after %.0f "
+                    "the key '%s' is over its limit of %s requests per second: retry after %.0f "
                     "s",
-                    auth_name(ctx->key), t->rate, ceil(wait));
+                    auth_name(ctx->key), dpb_num_str(t->rate, rate), ceil(wait));
         snprintf(resp.extra_buf, sizeof resp.extra_buf, "%.0f",
                  ceil(wait) < 1.0 ? 1.0 : ceil(wait));
         resp.extra_name = "Retry-After";

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../core/ledger/wal.h"
+#include "../core/common/numfmt.h"
 #include "resources.h"
 
 #define MAX_ROUTES 64
@@ -308,8 +309,9 @@ static void render_requests(sbuf *b)
             }
             put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
                 (unsigned long long)total);
-            put(b, "dpbudget_http_request_duration_seconds_sum{%s} %.6f\n", lab,
-                (double)get(&micros[r][m]) * 1e-6);
+            char sum[DPB_NUM_MAX];
+            put(b, "dpbudget_http_request_duration_seconds_sum{%s} %s\n", lab,
+                dpb_num_str((double)get(&micros[r][m]) / 1e6, sum));
             put(b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
                 (unsigned long long)total);
         }
@@ -334,12 +336,14 @@ static void render_compute(sbuf *b)
             put(b, "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"%g\"} %llu\n",
                 acct_name(a), CLE[i], (unsigned long long)cum);
         }
+        char sum[DPB_NUM_MAX];
         put(b,
             "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"+Inf\"} %llu\n"
-            "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %.6f\n"
+            "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %s\n"
             "dpbudget_compute_duration_seconds_count{accountant=\"%s\"} %llu\n",
-            acct_name(a), (unsigned long long)total, acct_name(a), (double)get(&cmicros[a]) * 1e-6,
-            acct_name(a), (unsigned long long)total);
+            acct_name(a), (unsigned long long)total, acct_name(a),
+            dpb_num_str((double)get(&cmicros[a]) / 1e6, sum), acct_name(a),
+            (unsigned long long)total);
     }
 }
 
@@ -384,11 +388,13 @@ static void render_ledger(sbuf *b, ledger *l)
         put(b, "dpbudget_wal_fsync_seconds_bucket{le=\"%g\"} %llu\n", WAL_SYNC_BUCKETS[i],
             (unsigned long long)cum);
     }
+    char sum[DPB_NUM_MAX];
     put(b,
         "dpbudget_wal_fsync_seconds_bucket{le=\"+Inf\"} %llu\n"
-        "dpbudget_wal_fsync_seconds_sum %.6f\n"
+        "dpbudget_wal_fsync_seconds_sum %s\n"
         "dpbudget_wal_fsync_seconds_count %llu\n",
-        (unsigned long long)s.sync_count, s.sync_seconds, (unsigned long long)s.sync_count);
+        (unsigned long long)s.sync_count, dpb_num_str(s.sync_seconds, sum),
+        (unsigned long long)s.sync_count);
 }
 
 char *metrics_render(ledger *l, size_t *len)
