@@ -282,9 +282,48 @@ static void problem_details_say_what_was_sent(void)
     api_reply_free(&r);
 }
 
+/* /metrics: every _sum is written shortest (before: %.6f, "0.500000"). */
+static void metrics_sums_are_shortest(void)
+{
+    api_reply r;
+    api_get("/healthz", &r); /* at least one request counted */
+    api_reply_free(&r);
+    api_get("/metrics", &r);
+    CHECK(r.status == 200);
+    int sums = 0, bad = 0;
+    for (const char *l = r.body; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (*l == '#')
+            continue;
+        const char *end = strchr(l, '\n');
+        size_t n = end ? (size_t)(end - l) : strlen(l);
+        const char *sp = memchr(l, ' ', n);
+        const char *name_end = memchr(l, '{', n);
+        if (sp == NULL || (name_end == NULL || name_end > sp ? sp : name_end) - l < 4)
+            continue;
+        size_t name_len = (size_t)((name_end && name_end < sp ? name_end : sp) - l);
+        if (strncmp(l + name_len - 4, "_sum", 4) != 0)
+            continue;
+        char v[64], w[DPB_NUM_MAX];
+        size_t vn = n - (size_t)(sp + 1 - l);
+        if (vn >= sizeof v)
+            continue;
+        memcpy(v, sp + 1, vn);
+        v[vn] = '\0';
+        sums++;
+        if (strcmp(v, dpb_num_str(strtod(v, NULL), w)) != 0 && bad++ < 3)
+            CHECKF(0, "%.*s: '%s', shortest '%s'", (int)n, l, v, w);
+    }
+    CHECKF(sums >= 2 && bad == 0, "%d sums, %d not shortest", sums, bad);
+    api_reply_free(&r);
+}
+
 const tl_test NUMBER_TESTS[] = {
-    TL_T(shortest_round_trip_random_bits), TL_T(shortest_round_trip_special_values),
-    TL_T(jsonout_matches_jansson),         TL_T(jsonout_reals),
-    TL_T(answers_say_what_was_asked),      TL_T(problem_details_say_what_was_sent),
+    TL_T(metrics_sums_are_shortest),
+    TL_T(shortest_round_trip_random_bits),
+    TL_T(shortest_round_trip_special_values),
+    TL_T(jsonout_matches_jansson),
+    TL_T(jsonout_reals),
+    TL_T(answers_say_what_was_asked),
+    TL_T(problem_details_say_what_was_sent),
 };
 const size_t NUMBER_NTESTS = sizeof NUMBER_TESTS / sizeof NUMBER_TESTS[0];
