@@ -30,21 +30,37 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+#define TWO53 9007199254740992.0
+
 /* x as m / 10^k with m a whole number below 2^53 and the fewest decimals k that read back to
  * x, written in plain notation; 0 when there is none (x needs more digits, or lies outside
  * 1e-4 <= |x| < 1e15, where %g writes an exponent). m and 10^k (k <= 22) are exact doubles,
  * so m / 10^k is correctly rounded, as strtod of the same text is: the check is exact. The
- * fewest decimals at a fixed magnitude are the fewest significant digits: the shortest. */
-static size_t short_decimal(double x, char out[DPB_NUM_MAX])
+ * fewest decimals at a fixed magnitude are the fewest significant digits: the shortest.
+ * a * 10^k is off the exact product by at most half a unit below 2^53, and any m that reads
+ * back lies within one unit of the exact product: m is nearbyint(a * 10^k) or a neighbour.
+ * When none is found, *try16 says whether a 16-digit form with m >= 2^53 (which this cannot
+ * check) remains possible; every other form with 16 digits or fewer has been ruled out. */
+static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
 {
     double a = fabs(x);
+    *try16 = 1;
     if (!(a >= 1e-4 && a < 1e15))
         return 0;
     for (int k = 1; k <= 22; k++) {
-        double m = nearbyint(a * POW10[k]);
-        if (m >= 9007199254740992.0)
+        double p = nearbyint(a * POW10[k]), m = -1.0;
+        if (p >= TWO53) {
+            /* the last k held m < 2^53: 16 digits there already checked, or 16 digits here */
+            *try16 = p <= 1e16; /* 1e16 itself may be 9999999999999999 rounded up */
             return 0;
-        if (m / POW10[k] != a)
+        }
+        if (p / POW10[k] == a)
+            m = p;
+        else if (p >= 1.0 && (p - 1.0) / POW10[k] == a)
+            m = p - 1.0;
+        else if (p + 1.0 < TWO53 && (p + 1.0) / POW10[k] == a)
+            m = p + 1.0;
+        if (m < 0.0)
             continue;
         /* the digits of m, then the point inserted k places from the right */
         char d[24];
@@ -114,16 +130,18 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
         return write_int((uint64_t)fabs(x), x < 0, out);
     /* the common case among fractions: a short decimal in plain notation (%g's range for it,
      * 1e-4 <= |x| < 1e15) */
-    size_t k = short_decimal(x, out);
+    int try16;
+    size_t k = short_decimal(x, out, &try16);
     if (k)
         return k;
     int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
     /* 15 significant digits always read back as written (DBL_DIG), so from 15 on the first
      * precision whose text reads back to x is the shortest (%g drops trailing zeros). Below
      * DBL_MIN (subnormals) fewer bits are kept and fewer digits may do: try them all. In
-     * short_decimal's range, any 15 digits would have been found there: start at 16. */
+     * short_decimal's range, any 15 digits would have been found there: start at 16, or at
+     * 17 when it ruled out 16 as well. */
     int n = 0;
-    for (int prec = fabs(x) < DBL_MIN ? 1 : in_range ? 16 : 15; prec <= 17; prec++) {
+    for (int prec = fabs(x) < DBL_MIN ? 1 : !in_range ? 15 : try16 ? 16 : 17; prec <= 17; prec++) {
         n = snprintf(out, DPB_NUM_MAX, "%.*g", prec, x);
         if (prec == 17 || strtod(out, NULL) == x)
             break;
