@@ -577,12 +577,32 @@ static void log_write(const char *line, size_t n)
 
 void http_log_time(char *out, size_t n)
 {
+    /* the date and time to the second, formatted once a second per thread */
+    static _Thread_local time_t sec = (time_t)-1;
+    static _Thread_local char day[32];
+    static _Thread_local size_t day_len;
     struct timespec t;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &t);
-    gmtime_r(&t.tv_sec, &tm);
-    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + k, n - k, ".%03ldZ", t.tv_nsec / 1000000L);
+    if (t.tv_sec != sec) {
+        struct tm tm;
+        gmtime_r(&t.tv_sec, &tm);
+        day_len = strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+        sec = t.tv_sec;
+    }
+    if (n < day_len + 6) {
+        if (n)
+            out[0] = '\0';
+        return;
+    }
+    memcpy(out, day, day_len);
+    long ms = t.tv_nsec / 1000000L;
+    char *p = out + day_len;
+    p[0] = '.';
+    p[1] = (char)('0' + ms / 100);
+    p[2] = (char)('0' + ms / 10 % 10);
+    p[3] = (char)('0' + ms % 10);
+    p[4] = 'Z';
+    p[5] = '\0';
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
