@@ -521,61 +521,6 @@ static void trim_tails(pld_pmf *d)
     d->n = top - bot;
 }
 
-/* Circular self-convolution power: out[j] = (a^{*count})[j mod N], input zero-padded to N. */
-static dpb_status fft_power(const double *in, size_t n_in, size_t N, uint64_t count, double *out)
-{
-    size_t nc = N / 2 + 1;
-    double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc(nc * sizeof *X);
-    if (buf == NULL || X == NULL) {
-        fftw_free(buf);
-        fftw_free(X);
-        return DPB_ENOMEM;
-    }
-    pthread_mutex_lock(&plan_lock);
-    fftw_plan fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
-    fftw_plan inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
-    pthread_mutex_unlock(&plan_lock);
-    dpb_status st = DPB_OK;
-    if (fwd == NULL || inv == NULL) {
-        st = DPB_ENOMEM;
-        goto out;
-    }
-    /* an FFT runs to its end once started: look before each one */
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    memset(buf, 0, N * sizeof *buf);
-    memcpy(buf, in, n_in * sizeof *in);
-    fftw_execute(fwd);
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    /* <complex.h> precedes <fftw3.h>, so fftw_complex is the C99 double complex */
-    if (count > 1)
-        for (size_t k = 0; k < nc; k++)
-            X[k] = cpow(X[k], (double)count);
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    fftw_execute(inv);
-    for (size_t j = 0; j < N; j++)
-        out[j] = buf[j] / (double)N;
-out:
-    pthread_mutex_lock(&plan_lock);
-    if (fwd)
-        fftw_destroy_plan(fwd);
-    if (inv)
-        fftw_destroy_plan(inv);
-    pthread_mutex_unlock(&plan_lock);
-    fftw_free(buf);
-    fftw_free(X);
-    return st;
-}
-
 /* Linear convolution of a and b into c (length na + nb - 1): direct for small inputs, FFT
  * otherwise (the product of two transforms of the zero-padded inputs). */
 dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
@@ -683,91 +628,266 @@ static double log_mgf(const pld_pmf *d, double t)
     return th * (double)(d->lo + (int64_t)top) + log(s);
 }
 
+/* The Chernoff bound on one side of the composed sum S = sum_i (count_i copies of term i):
+ * for t > 0, P(S > u) <= exp(F(t) - t u) with F(t) = sum_i count_i ln E e^{t L_i}, so the
+ * level u(t) = (F(t) - ln tail) / t is exceeded with probability <= tail (for the lower side
+ * F(-t) and P(S < v) <= exp(F(-t) + t v)). The bound holds for every t, so any t gives a
+ * valid window; t is chosen to make it narrow: a scan over powers of 2 (the optimum can be
+ * anywhere from 1e-3 to 1e5: one sampled term with a rare large loss needs a small t, a
+ * narrow one a large t), refined by golden section in ln t. Returns +-HUGE_VAL when no finite
+ * bound is found (empty finite part). */
+static double term_F(const pld_term *terms, size_t k, double t)
+{
+    double F = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double c = log_mgf(terms[i].d, t);
+        if (c == -HUGE_VAL)
+            continue; /* no finite mass: contributes no finite loss */
+        F += (double)terms[i].count * c;
+    }
+    return F;
+}
+
+static double chernoff_level(const pld_term *terms, size_t k, int upper, double ltail)
+{
+    double sg = upper ? 1.0 : -1.0, best = HUGE_VAL, best_lt = 0.0;
+#define LEVEL(lt) ((term_F(terms, k, sg * exp(lt)) - ltail) / exp(lt))
+    /* LEVEL is u(t) above and -v(t) below: minimised on both sides */
+    for (int j = -12; j <= 18; j++) {
+        double lt = (double)j * M_LN2, v = LEVEL(lt);
+        if (v < best) {
+            best = v;
+            best_lt = lt;
+        }
+    }
+    if (!isfinite(best))
+        return sg * HUGE_VAL;
+    double a = best_lt - M_LN2, b = best_lt + M_LN2;
+    const double g = 0.5 * (3.0 - sqrt(5.0));
+    double x1 = a + g * (b - a), x2 = b - g * (b - a), f1 = LEVEL(x1), f2 = LEVEL(x2);
+    for (int it = 0; it < 16; it++) {
+        if (f1 < f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = a + g * (b - a);
+            f1 = LEVEL(x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = b - g * (b - a);
+            f2 = LEVEL(x2);
+        }
+    }
+#undef LEVEL
+    if (f1 < best)
+        best = f1;
+    if (f2 < best)
+        best = f2;
+    return sg * best;
+}
+
+/* ---- FFT plans, cached per size ------------------------------------------------------------
+ * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create: the same sizes recur across
+ * requests (good_size rounds to a few thousand sizes in all), so a pair (r2c, c2r) is kept
+ * per size, created under plan_lock and never destroyed while the process runs (at most
+ * PLAN_CACHE pairs; beyond that a plan is made and destroyed per call). Cached plans are
+ * executed with the new-array interface on fftw_malloc'ed (so SIMD-aligned) buffers, which
+ * FFTW documents as thread-safe for distinct arrays. */
+#define PLAN_CACHE 64
+
+typedef struct {
+    size_t n;
+    fftw_plan fwd, inv;
+} plan_pair;
+
+static plan_pair plan_cache[PLAN_CACHE];
+static size_t plan_count;
+
+/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1). */
+static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
+{
+    dpb_status st = DPB_ENOMEM;
+    pthread_mutex_lock(&plan_lock);
+    for (size_t i = 0; i < plan_count; i++)
+        if (plan_cache[i].n == N) {
+            *fwd = plan_cache[i].fwd;
+            *inv = plan_cache[i].inv;
+            *owned = 0;
+            pthread_mutex_unlock(&plan_lock);
+            return DPB_OK;
+        }
+    double *buf = fftw_malloc(N * sizeof *buf);
+    fftw_complex *X = fftw_malloc((N / 2 + 1) * sizeof *X);
+    *fwd = *inv = NULL;
+    if (buf != NULL && X != NULL) {
+        *fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
+        *inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
+    }
+    if (*fwd != NULL && *inv != NULL) {
+        st = DPB_OK;
+        *owned = plan_count >= PLAN_CACHE;
+        if (!*owned)
+            plan_cache[plan_count++] = (plan_pair){N, *fwd, *inv};
+    } else {
+        if (*fwd)
+            fftw_destroy_plan(*fwd);
+        if (*inv)
+            fftw_destroy_plan(*inv);
+    }
+    pthread_mutex_unlock(&plan_lock);
+    fftw_free(buf);
+    fftw_free(X);
+    return st;
+}
+
+static void plans_put(fftw_plan fwd, fftw_plan inv, int owned)
+{
+    if (!owned)
+        return;
+    pthread_mutex_lock(&plan_lock);
+    fftw_destroy_plan(fwd);
+    fftw_destroy_plan(inv);
+    pthread_mutex_unlock(&plan_lock);
+}
+
+/* x^c for a complex x and an integer c >= 1: by repeated squaring up to 2^12 (relative
+ * error about c u, like cpow's, and far cheaper), by cpow beyond. */
+static double complex cpow_int(double complex x, uint64_t c)
+{
+    if (c > 4096)
+        return cpow(x, (double)c);
+    double complex r = 1.0;
+    while (c) {
+        if (c & 1)
+            r *= x;
+        c >>= 1;
+        if (c)
+            x *= x;
+    }
+    return r;
+}
+
+/*
+ * All terms at once in the Fourier domain: one forward FFT per term on the final size N,
+ * the product of the powers, one inverse FFT. The composed index c sits at position
+ * (c - sum_i count_i lo_i) mod N (a term wider than N is folded modulo N first, which the
+ * circular product does anyway). The window [w_lo, w_hi] is the Chernoff window of the
+ * whole composition; mass outside it aliases into it: the part from above (at most
+ * PLD_TAIL) goes to +infinity, the part from below lands higher than it belongs, which only
+ * overstates losses (its bound is added to +infinity too, as the per-piece code did).
+ */
+dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
+{
+    if (k == 0)
+        return DPB_EINVAL;
+    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0;
+    size_t nmax = 1;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        double c = (double)terms[i].count;
+        if (d->h != h || terms[i].count == 0)
+            return DPB_EINVAL;
+        nat_lo += c * (double)d->lo;
+        nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
+        log_fin += c * log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
+        if (d->n > nmax)
+            nmax = d->n;
+    }
+    double ltail = log(PLD_TAIL), w_lo = nat_lo, w_hi = nat_hi, bound_up = 0.0, bound_lo = 0.0;
+    if (nat_hi > nat_lo) {
+        double u = chernoff_level(terms, k, 1, ltail), v = chernoff_level(terms, k, 0, ltail);
+        if (isfinite(u) && ceil(u / h) < w_hi) {
+            w_hi = ceil(u / h);
+            bound_up = PLD_TAIL;
+        }
+        if (isfinite(v) && floor(v / h) > w_lo) {
+            w_lo = floor(v / h);
+            bound_lo = PLD_TAIL;
+        }
+        if (w_hi < w_lo) /* both bounds cut through a narrow law: keep one point */
+            w_hi = w_lo;
+    }
+    double width = w_hi - w_lo + 1.0;
+    if (!(width >= 1.0) || width > (double)PLD_MAX_POINTS)
+        return DPB_ELIMIT;
+    size_t n_out = (size_t)width;
+    size_t N = good_size(n_out);
+    if (N > 2 * PLD_MAX_POINTS)
+        return DPB_ELIMIT;
+    size_t nc = N / 2 + 1;
+    double *buf = fftw_malloc(N * sizeof *buf);
+    fftw_complex *X = fftw_malloc(nc * sizeof *X), *Y = fftw_malloc(nc * sizeof *Y);
+    fftw_plan fwd = NULL, inv = NULL;
+    int owned = 0;
+    dpb_status st = DPB_ENOMEM;
+    if (buf == NULL || X == NULL || Y == NULL)
+        goto fail;
+    if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
+        goto fail;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        /* an FFT runs to its end once started: look before each one */
+        if (dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto fail;
+        }
+        memset(buf, 0, N * sizeof *buf);
+        for (size_t j = 0, pos = 0; j < d->n; j++) {
+            buf[pos] += d->p[j];
+            if (++pos == N)
+                pos = 0;
+        }
+        fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        uint64_t c = terms[i].count;
+        if (i == 0) {
+            if (c > 1)
+                for (size_t f = 0; f < nc; f++)
+                    Y[f] = cpow_int(Y[f], c);
+        } else {
+            for (size_t f = 0; f < nc; f++)
+                Y[f] *= c > 1 ? cpow_int(X[f], c) : X[f];
+        }
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
+    }
+    fftw_execute_dft_c2r(inv, Y, buf);
+    if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
+        goto fail;
+    /* nat_lo is an integer (a sum of integers) exactly representable below 2^53 */
+    int64_t base = (int64_t)w_lo - (int64_t)nat_lo;
+    int64_t pos = base % (int64_t)N;
+    if (pos < 0)
+        pos += (int64_t)N;
+    for (size_t j = 0; j < n_out; j++) {
+        double v = buf[pos] / (double)N;
+        out->p[j] = v > 0.0 ? v : 0.0;
+        if (++pos == (int64_t)N)
+            pos = 0;
+    }
+    out->inf_mass = -expm1(log_fin) + bound_up + bound_lo;
+    if (out->inf_mass > 1.0)
+        out->inf_mass = 1.0;
+    trim_tails(out);
+fail:
+    plans_put(fwd, inv, owned);
+    fftw_free(buf);
+    fftw_free(X);
+    fftw_free(Y);
+    return st;
+}
+
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)
 {
     if (count == 0)
         return pld_identity(a->h, out);
     if (count == 1)
         return pld_copy(a, out);
-    if (dpb_cancelled())
-        return DPB_ECANCELLED;
-    double T = (double)count, h = a->h;
-    /* Natural support of the T-fold sum, in grid indices. */
-    double nat_lo = T * (double)a->lo, nat_hi = T * (double)(a->lo + (int64_t)a->n - 1);
-    /* Chernoff window: P(S > U) <= exp(T K(t) - t U), P(S < V) <= exp(T K(-t) + t V). */
-    double mass = 0.0, mean = 0.0, var = 0.0;
-    for (size_t i = 0; i < a->n; i++) {
-        double l = (double)(a->lo + (int64_t)i) * h;
-        mass += a->p[i];
-        mean += a->p[i] * l;
-    }
-    if (mass > 0.0) {
-        mean /= mass;
-        for (size_t i = 0; i < a->n; i++) {
-            double dl = (double)(a->lo + (int64_t)i) * h - mean;
-            var += a->p[i] * dl * dl;
-        }
-        var /= mass;
-    }
-    double w_lo = nat_lo, w_hi = nat_hi, bound_up = 0.0, bound_lo = 0.0;
-    if (var > 0.0) {
-        double ltail = log(PLD_TAIL);
-        double t0 = sqrt(-2.0 * ltail / T) / sqrt(var);
-        double best_u = HUGE_VAL, best_v = -HUGE_VAL;
-        static const double mult[] = {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0};
-        for (size_t j = 0; j < sizeof mult / sizeof mult[0]; j++) {
-            double t = t0 * mult[j];
-            double u = (T * log_mgf(a, t) - ltail) / t;
-            double v = (ltail - T * log_mgf(a, -t)) / t;
-            if (u < best_u)
-                best_u = u;
-            if (v > best_v)
-                best_v = v;
-        }
-        if (isfinite(best_u) && best_u / h < w_hi) {
-            w_hi = ceil(best_u / h);
-            bound_up = PLD_TAIL;
-        }
-        if (isfinite(best_v) && best_v / h > w_lo) {
-            w_lo = floor(best_v / h);
-            bound_lo = PLD_TAIL;
-        }
-    }
-    double width = w_hi - w_lo + 1.0;
-    if (!(width >= 1.0) || width > (double)PLD_MAX_POINTS)
-        return DPB_ELIMIT;
-    size_t n_out = (size_t)width;
-    size_t N = good_size(n_out > a->n ? n_out : a->n);
-    if (N > 2 * PLD_MAX_POINTS)
-        return DPB_ELIMIT;
-    double *circ = malloc(N * sizeof *circ);
-    if (circ == NULL)
-        return DPB_ENOMEM;
-    dpb_status st = fft_power(a->p, a->n, N, count, circ);
-    if (st == DPB_OK)
-        st = pmf_alloc(out, h, (int64_t)w_lo, n_out);
-    if (st != DPB_OK) {
-        free(circ);
-        return st;
-    }
-    /* composed index c sits at (c - T lo) mod N */
-    int64_t base = (int64_t)w_lo - (int64_t)(T * (double)a->lo);
-    for (size_t j = 0; j < n_out; j++) {
-        int64_t pos = (base + (int64_t)j) % (int64_t)N;
-        if (pos < 0)
-            pos += (int64_t)N;
-        out->p[j] = circ[pos];
-    }
-    free(circ);
-    clamp_negative(out->p, n_out);
-    /* Mass outside the window aliased into it: bounded by the Chernoff tails; the upper part
-     * belongs above the window, so its bound goes to +infinity (the lower part wrapped to
-     * the top of the window, which only overstates losses). */
-    out->inf_mass = -expm1(T * log1p(-a->inf_mass)) + bound_up + bound_lo;
-    if (out->inf_mass > 1.0)
-        out->inf_mass = 1.0;
-    trim_tails(out);
-    return DPB_OK;
+    pld_term t = {a, count};
+    return pld_compose_many(&t, 1, out);
 }
 
 /* ---- delta and epsilon ------------------------------------------------------------------- */

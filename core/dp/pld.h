@@ -84,6 +84,18 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 /* out = a composed with itself count times (count >= 1), by one FFT power. */
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out);
 
+/* One term of a composition: count (>= 1) copies of d. */
+typedef struct {
+    const pld_pmf *d;
+    uint64_t count;
+} pld_term;
+
+/* out = the composition of all k >= 1 terms (same grid step), at once in the Fourier
+ * domain: one forward FFT per term on one size, chosen from the Chernoff window of the whole
+ * composition (not of each piece), the product of the powers, one inverse FFT. The mass
+ * outside the window (at most PLD_TAIL a side) is added to +infinity. */
+dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
+
 /* delta(eps) for any real eps (an upper bound for the mechanism, by construction). */
 double pld_delta(const pld_pmf *d, double eps);
 
