@@ -608,23 +608,28 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
 }
 
 /* ln sum_i p_i e^{t l_i} over the finite part (l_i = (lo + i) h), shifted by the largest
- * exponent so nothing overflows; the powers e^{-|t| h k} are built by recursion from the end
- * where the exponent is largest (recomputed exactly every 256 steps). -HUGE_VAL if empty. */
+ * exponent among the nonzero masses so nothing overflows and the leading term cannot
+ * underflow; the powers e^{-|t| h k} are built by recursion from that end (recomputed exactly
+ * every 256 steps). -HUGE_VAL if the finite part is empty. */
 static double log_mgf(const pld_pmf *d, double t)
 {
-    size_t n = d->n;
+    size_t n = d->n, lo = 0, hi = n;
+    while (lo < hi && !(d->p[lo] > 0.0))
+        lo++;
+    while (hi > lo && !(d->p[hi - 1] > 0.0))
+        hi--;
+    if (lo == hi)
+        return -HUGE_VAL;
     double th = t * d->h, s = 0.0, w = 1.0, step = exp(-fabs(th));
     int down = t > 0.0; /* the largest exponent is at the top for t > 0 */
-    size_t top = down ? n - 1 : 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t i = down ? n - 1 - k : k;
+    size_t top = down ? hi - 1 : lo, m = hi - lo;
+    for (size_t k = 0; k < m; k++) {
+        size_t i = down ? hi - 1 - k : lo + k;
         if ((k & 255) == 0)
             w = exp(-fabs(th) * (double)k);
         s += d->p[i] * w;
         w *= step;
     }
-    if (!(s > 0.0))
-        return -HUGE_VAL;
     return th * (double)(d->lo + (int64_t)top) + log(s);
 }
 
