@@ -172,8 +172,9 @@ static double model_eval(const loss_model *m, double l, int which)
     return which <= F_P ? vp : vq;
 }
 
-/* The smallest l (to within h) with S_P(l) <= tail (upper = 1) or the largest with
- * F_P(l) <= tail (upper = 0), searching outward from 0. */
+/* The smallest l (to within h) with S_P(l) <= PLD_LEAF_TAIL (upper = 1) or the largest with
+ * F_P(l) <= PLD_TAIL (upper = 0: the mass below is moved up onto the lowest knot, not to
+ * +infinity), searching outward from 0. */
 static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut)
 {
     double bound = upper ? m->lmax : m->lmin;
@@ -183,7 +184,8 @@ static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut
     }
     int which = upper ? S_P : F_P;
     double sgn = upper ? 1.0 : -1.0, inner = 0.0, outer = 1.0;
-    while (model_eval(m, sgn * outer, which) > PLD_TAIL) {
+    double tail = upper ? PLD_LEAF_TAIL : PLD_TAIL;
+    while (model_eval(m, sgn * outer, which) > tail) {
         inner = outer;
         outer *= 2.0;
         if (outer > h * (double)PLD_MAX_POINTS)
@@ -191,7 +193,7 @@ static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut
     }
     while (outer - inner > h) {
         double mid = 0.5 * (inner + outer);
-        if (model_eval(m, sgn * mid, which) > PLD_TAIL)
+        if (model_eval(m, sgn * mid, which) > tail)
             inner = mid;
         else
             outer = mid;
@@ -637,7 +639,7 @@ static double log_mgf(const pld_pmf *d, double t)
  * for t > 0, P(S > u) <= exp(F(t) - t u) with F(t) = sum_i count_i ln E e^{t L_i}, so the
  * level u(t) = (F(t) - ln tail) / t is exceeded with probability <= tail (for the lower side
  * F(-t) and P(S < v) <= exp(F(-t) + t v)). The bound holds for every t, so any t gives a
- * valid window; t is chosen to make it narrow: a scan over powers of 2 (the optimum can be
+ * valid window; t is chosen to make it narrow: a scan over powers of 4 (the optimum can be
  * anywhere from 1e-3 to 1e5: one sampled term with a rare large loss needs a small t, a
  * narrow one a large t), refined by golden section in ln t. Returns +-HUGE_VAL when no finite
  * bound is found (empty finite part). */
@@ -658,8 +660,8 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
     double sg = upper ? 1.0 : -1.0, best = HUGE_VAL, best_lt = 0.0;
 #define LEVEL(lt) ((term_F(terms, k, sg * exp(lt)) - ltail) / exp(lt))
     /* LEVEL is u(t) above and -v(t) below: minimised on both sides */
-    for (int j = -12; j <= 18; j++) {
-        double lt = (double)j * M_LN2, v = LEVEL(lt);
+    for (int j = -6; j <= 9; j++) {
+        double lt = (double)j * 2.0 * M_LN2, v = LEVEL(lt);
         if (v < best) {
             best = v;
             best_lt = lt;
@@ -667,10 +669,10 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
     }
     if (!isfinite(best))
         return sg * HUGE_VAL;
-    double a = best_lt - M_LN2, b = best_lt + M_LN2;
+    double a = best_lt - 2.0 * M_LN2, b = best_lt + 2.0 * M_LN2;
     const double g = 0.5 * (3.0 - sqrt(5.0));
     double x1 = a + g * (b - a), x2 = b - g * (b - a), f1 = LEVEL(x1), f2 = LEVEL(x2);
-    for (int it = 0; it < 16; it++) {
+    for (int it = 0; it < 12; it++) {
         if (f1 < f2) {
             b = x2;
             x2 = x1;
@@ -757,21 +759,50 @@ static void plans_put(fftw_plan fwd, fftw_plan inv, int owned)
     pthread_mutex_unlock(&plan_lock);
 }
 
-/* x^c for a complex x and an integer c >= 1: by repeated squaring up to 2^12 (relative
- * error about c u, like cpow's, and far cheaper), by cpow beyond. */
-static double complex cpow_int(double complex x, uint64_t c)
+/* a b, without C's checks for infinite parts (operands here are finite, |.| <= ~1) */
+static inline double complex cmul(double complex a, double complex b)
 {
-    if (c > 4096)
-        return cpow(x, (double)c);
-    double complex r = 1.0;
-    while (c) {
-        if (c & 1)
-            r *= x;
-        c >>= 1;
-        if (c)
-            x *= x;
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
+/* y[f] *= x[f]^c (acc = 1) or y[f] = x[f]^c (acc = 0) for f < n, c >= 1: by repeated
+ * squaring up to c = 2^16 (relative error about c u, like cpow's, and far cheaper), a block of
+ * frequencies at a time so the loops vectorise; by cpow beyond. */
+#define POW_BLOCK 256
+static void cpow_array(double complex *y, const double complex *x, size_t n, uint64_t c, int acc)
+{
+    if (c > 65536) {
+        for (size_t f = 0; f < n; f++) {
+            double complex v = cpow(x[f], (double)c);
+            y[f] = acc ? cmul(y[f], v) : v;
+        }
+        return;
     }
-    return r;
+    double complex b[POW_BLOCK], r[POW_BLOCK];
+    for (size_t f0 = 0; f0 < n; f0 += POW_BLOCK) {
+        size_t m = n - f0 < POW_BLOCK ? n - f0 : POW_BLOCK;
+        memcpy(b, x + f0, m * sizeof *b);
+        int first = 1;
+        for (uint64_t e = c; e; e >>= 1) {
+            if (e & 1) {
+                if (first)
+                    memcpy(r, b, m * sizeof *r);
+                else
+                    for (size_t j = 0; j < m; j++)
+                        r[j] = cmul(r[j], b[j]);
+                first = 0;
+            }
+            if (e > 1)
+                for (size_t j = 0; j < m; j++)
+                    b[j] = cmul(b[j], b[j]);
+        }
+        if (acc)
+            for (size_t j = 0; j < m; j++)
+                y[f0 + j] = cmul(y[f0 + j], r[j]);
+        else
+            memcpy(y + f0, r, m * sizeof *r);
+    }
 }
 
 /*
@@ -846,14 +877,10 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         }
         fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
         uint64_t c = terms[i].count;
-        if (i == 0) {
-            if (c > 1)
-                for (size_t f = 0; f < nc; f++)
-                    Y[f] = cpow_int(Y[f], c);
-        } else {
-            for (size_t f = 0; f < nc; f++)
-                Y[f] *= c > 1 ? cpow_int(X[f], c) : X[f];
-        }
+        if (i == 0 && c > 1)
+            cpow_array(Y, Y, nc, c, 0);
+        else if (i > 0)
+            cpow_array(Y, X, nc, c, 1);
     }
     if (dpb_cancelled()) {
         st = DPB_ECANCELLED;

@@ -24,6 +24,10 @@
 /* Defaults: dp_accounting's PLD grid, and the tail mass moved per operation. */
 #define PLD_DEFAULT_H 1e-4
 #define PLD_TAIL 1e-15
+/* A leaf's mass above its top grid point goes (mostly) to +infinity, and a leaf composed T
+ * times contributes T times that: leaves are cut where the upper tail is 1e-22 (about
+ * dp_accounting's e^-50), so 10^5 steps add 1e-17 to delta, not 1e-10. */
+#define PLD_LEAF_TAIL 1e-22
 /* Largest grid a distribution may have (memory bound: 8 bytes a point, twice for FFT). */
 #define PLD_MAX_POINTS ((size_t)1 << 23)
 
