@@ -841,6 +841,37 @@ static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, i
     return DPB_OK;
 }
 
+/* A requested grid too fine for the composition (more than PLD_MAX_POINTS points) is
+ * coarsened by factors of 2, at most PLD_COARSEN times and never past 0.1, rather than
+ * refused: every grid gives an upper bound, a coarser one a less tight one. The answer says
+ * so (condition pld_grid: lhs the grid used, rhs the one requested). */
+#define PLD_COARSEN 4
+static const char W_COARSE[] = "the requested value_discretization_interval needs more than 2^23 "
+                               "grid points for this composition: the answer is computed on a "
+                               "coarser grid (condition pld_grid: lhs the grid used, rhs the one "
+                               "requested); it is still an upper bound, a less tight one";
+
+static dpb_status walk_pld_adaptive(const dp_event *ev, dp_relation rel, double h, int strict,
+                                    pair *out, dp_report *rep, dpb_error *err)
+{
+    double hh = h;
+    for (int i = 0;; i++) {
+        dpb_status st = walk_pld(ev, rel, hh, strict, out, rep, err);
+        if (st == DPB_ELIMIT && i < PLD_COARSEN && 2.0 * hh <= 0.1) {
+            hh *= 2.0;
+            continue;
+        }
+        if (st == DPB_OK && hh != h) {
+            dp_report_condition(rep, "pld_grid",
+                                "value_discretization_interval used (lhs), coarsened from the "
+                                "requested one (rhs) so the distribution fits 2^23 grid points",
+                                1, hh, h);
+            dp_report_warn(rep, W_COARSE);
+        }
+        return st;
+    }
+}
+
 /* ---- pnsgd -------------------------------------------------------------------------------- */
 
 static double pnsgd_profile_fn(void *ctx, double eps)
@@ -966,7 +997,7 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
         /* epochs and mixtures: pessimistic PLDs with the exact epoch as the leaf */
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
         pair p;
-        dpb_status st = walk_pld(ev, rel, h, 1, &p, rep, err);
+        dpb_status st = walk_pld_adaptive(ev, rel, h, 1, &p, rep, err);
         if (st != DPB_OK)
             return st;
         pr->dir[0] = p.d[0];
@@ -1022,7 +1053,7 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         rep->reference = REF_PLD;
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
         pair p;
-        st = walk_pld(ev, rel, h, acct == DP_ACCT_SHUFFLE_EXACT, &p, rep, err);
+        st = walk_pld_adaptive(ev, rel, h, acct == DP_ACCT_SHUFFLE_EXACT, &p, rep, err);
         if (st == DPB_OK) {
             pr->dir[0] = p.d[0];
             pr->dir[1] = p.d[1];

@@ -412,6 +412,35 @@ static void pld_fourier_composition(void)
     dp_event_free(two);
 }
 
+/* A grid too fine for the distribution is coarsened (by 2, at most 16x), not refused: the
+ * answer stays an upper bound and says which grid it used. Laplace b = 0.01 spans losses
+ * -100..100: 2e7 points at 1e-5, 5e6 at 4e-5. Exact: delta(eps) = 1 - e^{(eps - 1/b)/2}. */
+static void pld_grid_coarsened(void)
+{
+    dp_event *ev = laplace(0.01);
+    dp_options opt = {1e-5, NULL};
+    double e = 99.0, d, exact = -expm1(-0.5);
+    dp_report rep = {0};
+    dpb_error err = {0};
+    CHECKF(dp_delta_ex(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &opt, &e, 1, &d, NULL, NULL, &rep,
+                       &err) == DPB_OK,
+           "%s", err.detail);
+    CHECKF(d >= exact && d <= exact * 1.001, "delta %.17g exact %.17g", d, exact);
+    int found = 0;
+    for (int i = 0; i < rep.ncond; i++)
+        if (strcmp(rep.cond[i].name, "pld_grid") == 0) {
+            found = 1;
+            CHECK(rep.cond[i].holds && rep.cond[i].lhs == 4e-5 && rep.cond[i].rhs == 1e-5);
+        }
+    CHECK(found);
+    CHECK(rep.nwarn >= 1);
+    /* at the default grid nothing is coarsened and no condition is added */
+    dp_report r2 = {0};
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &e, 1, &d, NULL, &r2, NULL) == DPB_OK);
+    CHECK(r2.ncond == 0);
+    dp_event_free(ev);
+}
+
 const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(public_reference_values),
     TL_T(closed_forms_and_edges),
@@ -421,5 +450,6 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(calibration_best_within_tolerance),
     TL_T(pld_grid_refinement),
     TL_T(pld_fourier_composition),
+    TL_T(pld_grid_coarsened),
 };
 const size_t ACCOUNTANT_NTESTS = N(ACCOUNTANT_TESTS);
