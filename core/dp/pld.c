@@ -714,11 +714,15 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
 /* ---- FFT plans, cached per size ------------------------------------------------------------
  * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create: the same sizes recur across
  * requests (good_size rounds to a few thousand sizes in all), so a pair (r2c, c2r) is kept
- * per size, created under plan_lock and never destroyed while the process runs (at most
- * PLAN_CACHE pairs; beyond that a plan is made and destroyed per call). Cached plans are
+ * per size, created under plan_lock and never destroyed while the process runs: at most
+ * PLAN_CACHE pairs, of sizes up to PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a plan
+ * holds O(N) twiddle factors: at most ~64 MiB); other plans are made and destroyed per call
+ * (large transforms take far longer than their planning anyway). Cached plans are
  * executed with the new-array interface on fftw_malloc'ed (so SIMD-aligned) buffers, which
  * FFTW documents as thread-safe for distinct arrays. */
 #define PLAN_CACHE 64
+#define PLAN_CACHE_MAX_N ((size_t)1 << 20)
+#define PLAN_CACHE_POINTS ((size_t)1 << 22)
 
 typedef struct {
     size_t n;
@@ -726,7 +730,7 @@ typedef struct {
 } plan_pair;
 
 static plan_pair plan_cache[PLAN_CACHE];
-static size_t plan_count;
+static size_t plan_count, plan_points;
 
 /* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1). */
 static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
@@ -750,9 +754,12 @@ static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned
     }
     if (*fwd != NULL && *inv != NULL) {
         st = DPB_OK;
-        *owned = plan_count >= PLAN_CACHE;
-        if (!*owned)
+        *owned =
+            plan_count >= PLAN_CACHE || N > PLAN_CACHE_MAX_N || plan_points + N > PLAN_CACHE_POINTS;
+        if (!*owned) {
             plan_cache[plan_count++] = (plan_pair){N, *fwd, *inv};
+            plan_points += N;
+        }
     } else {
         if (*fwd)
             fftw_destroy_plan(*fwd);
