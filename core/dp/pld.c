@@ -235,12 +235,12 @@ static void interval_masses(const loss_model *m, tails *t, double b, double *mp,
  * = (mp - e^{l_i} mq)/(1 - e^{-h}), the lower knot the rest. P-mass is conserved and the
  * resulting delta(eps) interpolates the true one at every knot and lies above it between
  * knots (delta is convex in e^eps), so the discrete pair dominates the true pair. */
-static void split_interval(double *lower, double *upper, double xi, double li, double h, double mp,
-                           double mq)
+static void split_interval(double *lower, double *upper, double xi, double li, double omh,
+                           double mp, double mq)
 {
-    /* x_i mq, with x_i = e^{l_i} passed in while it is representable */
+    /* x_i mq, with x_i = e^{l_i} passed in while it is representable; omh = 1 - e^{-h} */
     double xq = mq > 0.0 ? (isfinite(xi) ? xi * mq : exp(li + log(mq))) : 0.0;
-    double up = (mp - xq) / -expm1(-h);
+    double up = (mp - xq) / omh;
     if (!(up > 0.0))
         up = 0.0;
     if (up > mp)
@@ -268,13 +268,13 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
     model_eval2(m, l0, 0, &t.Sp, &t.Sq);
     model_eval2(m, l0, 1, &t.Fp, &t.Fq);
     out->p[0] = t.Fp; /* all P-mass at or below the lowest knot: rounded up onto it */
-    double eh = exp(h), xi = 0.0;
+    double eh = exp(h), xi = 0.0, omh = -expm1(-h);
     for (size_t i = 0; i + 1 < out->n; i++) {
         double li = (double)(klo + (int64_t)i) * h, mp, mq;
         /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
         xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
         interval_masses(m, &t, li + h, &mp, &mq);
-        split_interval(&out->p[i], &out->p[i + 1], xi, li, h, mp, mq);
+        split_interval(&out->p[i], &out->p[i + 1], xi, li, omh, mp, mq);
         if ((i & 4095) == 4095 && dpb_cancelled()) {
             pld_free(out);
             return DPB_ECANCELLED;
@@ -359,7 +359,7 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
             out->p[(size_t)((int64_t)ceil(l / h) - k0)] += atom_p[a];
             continue;
         }
-        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, h, atom_p[a],
+        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, -expm1(-h), atom_p[a],
                        atom_p[a] * exp(-l));
     }
     out->inf_mass = delta;
