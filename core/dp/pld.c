@@ -912,9 +912,11 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     fftw_execute_dft_c2r(inv, Y, buf);
     if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
         goto fail;
-    /* nat_lo is an integer (a sum of integers) exactly representable below 2^53 */
-    int64_t base = (int64_t)w_lo - (int64_t)nat_lo;
-    int64_t pos = base % (int64_t)N;
+    /* (w_lo - sum_i count_i lo_i) mod N in exact integer arithmetic (the sum can pass 2^53) */
+    __int128 acc = (__int128)(int64_t)w_lo;
+    for (size_t i = 0; i < k; i++)
+        acc -= ((__int128)(terms[i].count % N) * (__int128)terms[i].d->lo) % (__int128)N;
+    int64_t pos = (int64_t)(acc % (__int128)N);
     if (pos < 0)
         pos += (int64_t)N;
     for (size_t j = 0; j < n_out; j++) {

@@ -670,8 +670,14 @@ typedef struct {
 typedef struct {
     pld_item *it;
     size_t n, cap;
+    size_t points;    /* grid points held by the items */
     double gauss_mu2; /* sum of count / sigma^2 over the unsampled Gaussians */
 } pld_items;
+
+/* Leaves held at once before they are composed: past this many grid points (128 MiB) the
+ * items so far are composed into one, so a composition of many distinct mechanisms needs
+ * bounded memory. */
+#define PLD_TERMS_POINTS ((size_t)1 << 24)
 
 static void items_free(pld_items *L)
 {
@@ -679,7 +685,7 @@ static void items_free(pld_items *L)
         pair_free(&L->it[i].leaf);
     free(L->it);
     L->it = NULL;
-    L->n = L->cap = 0;
+    L->n = L->cap = L->points = 0;
 }
 
 static dpb_status items_push(pld_items *L, pld_item *x)
@@ -693,6 +699,43 @@ static dpb_status items_push(pld_items *L, pld_item *x)
         L->cap = cap;
     }
     L->it[L->n++] = *x;
+    L->points += x->leaf.d[0].n + (x->leaf.symmetric ? 0 : x->leaf.d[1].n);
+    return DPB_OK;
+}
+
+/* Compose the items of L (at least one) into out; L's items are consumed (freed) either way. */
+static dpb_status compose_items(pld_items *L, double h, pair *out, dpb_error *err)
+{
+    dpb_status st = DPB_OK;
+    memset(out, 0, sizeof *out);
+    out->symmetric = 1;
+    for (size_t i = 0; i < L->n; i++)
+        if (!L->it[i].leaf.symmetric)
+            out->symmetric = 0;
+    if (L->n == 1 && L->it[0].count == 1) { /* one leaf once: it is the answer */
+        *out = L->it[0].leaf;
+        L->n = 0;
+        items_free(L);
+        return DPB_OK;
+    }
+    pld_term *t = malloc(L->n * sizeof *t);
+    if (t == NULL) {
+        items_free(L);
+        return pld_status(DPB_ENOMEM, err, h);
+    }
+    for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
+        for (size_t i = 0; i < L->n; i++)
+            t[i] = (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
+        st = pld_compose_many(t, L->n, &out->d[dir]);
+    }
+    free(t);
+    items_free(L);
+    if (st != DPB_OK) {
+        if (!out->symmetric && out->d[0].p != NULL)
+            pld_free(&out->d[0]);
+        memset(out, 0, sizeof *out);
+        return pld_status(st, err, h);
+    }
     return DPB_OK;
 }
 
@@ -784,6 +827,15 @@ static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, i
         pair_free(&x.leaf);
         return pld_status(st, err, h);
     }
+    if (L->points > PLD_TERMS_POINTS && L->n > 1) {
+        pld_item merged = {.count = 1};
+        if ((st = compose_items(L, h, &merged.leaf, err)) != DPB_OK)
+            return st;
+        if ((st = items_push(L, &merged)) != DPB_OK) {
+            pair_free(&merged.leaf);
+            return pld_status(st, err, h);
+        }
+    }
     return DPB_OK;
 }
 
@@ -805,40 +857,13 @@ static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, i
         items_free(&L);
         return st;
     }
-    memset(out, 0, sizeof *out);
-    out->symmetric = 1;
     if (L.n == 0) {
         items_free(&L);
+        memset(out, 0, sizeof *out);
+        out->symmetric = 1;
         return pld_status(pld_identity(h, &out->d[0]), err, h);
     }
-    for (size_t i = 0; i < L.n; i++)
-        if (!L.it[i].leaf.symmetric)
-            out->symmetric = 0;
-    if (L.n == 1 && L.it[0].count == 1) { /* one leaf once: it is the answer */
-        *out = L.it[0].leaf;
-        L.n = 0;
-        items_free(&L);
-        return DPB_OK;
-    }
-    pld_term *t = malloc(L.n * sizeof *t);
-    if (t == NULL) {
-        items_free(&L);
-        return pld_status(DPB_ENOMEM, err, h);
-    }
-    for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
-        for (size_t i = 0; i < L.n; i++)
-            t[i] = (pld_term){&L.it[i].leaf.d[L.it[i].leaf.symmetric ? 0 : dir], L.it[i].count};
-        st = pld_compose_many(t, L.n, &out->d[dir]);
-    }
-    free(t);
-    items_free(&L);
-    if (st != DPB_OK) {
-        if (!out->symmetric && out->d[0].p != NULL)
-            pld_free(&out->d[0]);
-        memset(out, 0, sizeof *out);
-        return pld_status(st, err, h);
-    }
-    return DPB_OK;
+    return compose_items(&L, h, out, err);
 }
 
 /* A requested grid too fine for the composition (more than PLD_MAX_POINTS points) is
