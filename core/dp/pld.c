@@ -58,6 +58,7 @@ static dpb_status pmf_alloc(pld_pmf *d, double h, int64_t lo, size_t n)
     d->lo = lo;
     d->n = n;
     d->inf_mass = 0.0;
+    d->roundoff = 0.0;
     return DPB_OK;
 }
 
@@ -68,6 +69,7 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
         return st;
     memcpy(dst->p, src->p, src->n * sizeof *src->p);
     dst->inf_mass = src->inf_mass;
+    dst->roundoff = src->roundoff;
     return DPB_OK;
 }
 
@@ -523,12 +525,29 @@ static void trim_tails(pld_pmf *d)
     d->n = top - bot;
 }
 
+/* 8 u (log2 N + 2): a radix-2 FFT's butterfly stage adds at most about (sqrt 2 + 4) u
+ * relative to the 1-norm it carries (Higham, Accuracy and Stability of Numerical
+ * Algorithms, 2nd ed., section 24.1: eta = mu + gamma_4 (sqrt 2 + mu) a stage, the stages'
+ * moduli product |A_L|...|A_1| all ones), so log2 N stages give < 6 u log2 N; FFTW's other
+ * radices and codelets are covered by the margin (8 and the + 2). The same constant bounds
+ * the normwise error ||y^ - y||_2 <= eta ||y||_2 (Higham's Theorem 24.2). */
+double pld_fft_eta(size_t N)
+{
+    return 8.0 * DBL_EPSILON * (log2((double)(N > 1 ? N : 1)) + 2.0);
+}
+
+/* pld_convolve sums directly below this many products */
+static int convolve_direct(size_t na, size_t nb)
+{
+    return (double)na * (double)nb <= 4e6;
+}
+
 /* Linear convolution of a and b into c (length na + nb - 1): direct for small inputs, FFT
  * otherwise (the product of two transforms of the zero-padded inputs). */
 dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
 {
     size_t nc = na + nb - 1;
-    if ((double)na * (double)nb <= 4e6) {
+    if (convolve_direct(na, nb)) {
         memset(c, 0, nc * sizeof *c);
         for (size_t i = 0; i < na; i++)
             for (size_t j = 0; j < nb; j++)
@@ -590,6 +609,47 @@ static void clamp_negative(double *p, size_t n)
             p[i] = 0.0;
 }
 
+static double sum_mass(const pld_pmf *d)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < d->n; i++)
+        s += d->p[i];
+    return s * (1.0 + (double)d->n * DBL_EPSILON);
+}
+
+/*
+ * Round-off of c = a * b (pld_convolve), as a bound on sum_j |c^_j - c_j| (the 1-norm over
+ * the output, which bounds the error of every delta(eps) = sum (1 - e^{eps - l}) p_l, the
+ * weights lying in [0, 1]). sa, sb >= the inputs' 1-norms; u = DBL_EPSILON (generous: the
+ * unit round-off is u / 2).
+ *   - direct sums: each c_j sums at most m = min(na, nb) products, so
+ *     |c^_j - c_j| <= gamma_{m+1} sum |a_i b_{j-i}| and the 1-norm <= gamma_{m+1} sa sb;
+ *   - FFT of size N (eta = pld_fft_eta(N)): |A^_f - A_f| <= eta sa =: ea (componentwise),
+ *     likewise eb, |A_f| <= sa, so the product's error at f is at most
+ *     b = ea (sb + eb) + sa eb + 4 u (sa + ea)(sb + eb), |Z^_f| <= zmax = (sa + ea)(sb + eb);
+ *     the inverse maps the spectrum's error to the output's 2-norm with the factor
+ *     1/sqrt N, i.e. at most b, and adds eta ||z^||_2 <= eta zmax (normwise), the division
+ *     by N u zmax; the 1-norm over the nc points read is <= sqrt(nc) times the 2-norm.
+ * The inputs' own errors ra, rb add ra (sb + rb) + sa rb (||a^ * b^ - a * b||_1).
+ */
+static double convolve_roundoff(const pld_pmf *a, const pld_pmf *b)
+{
+    const double u = DBL_EPSILON;
+    double sa = sum_mass(a), sb = sum_mass(b), r;
+    size_t nc = a->n + b->n - 1;
+    if (convolve_direct(a->n, b->n)) {
+        double m = (double)(a->n < b->n ? a->n : b->n) + 1.0;
+        r = m * u / (1.0 - m * u) * sa * sb;
+    } else {
+        double eta = pld_fft_eta(good_size(nc)), ea = eta * sa, eb = eta * sb;
+        double zmax = (sa + ea) * (sb + eb);
+        double bf = ea * (sb + eb) + sa * eb + 4.0 * u * zmax;
+        r = sqrt((double)nc) * (bf + (eta + u) * zmax);
+    }
+    r += a->roundoff * (sb + b->roundoff) + sa * b->roundoff;
+    return r * (1.0 + 1e-6);
+}
+
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
 {
     if (a->h != b->h)
@@ -603,7 +663,8 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
         pld_free(out);
         return st;
     }
-    clamp_negative(out->p, n);
+    clamp_negative(out->p, n); /* each clamped value only moves closer to the exact one */
+    out->roundoff = convolve_roundoff(a, b);
     out->inf_mass = 1.0 - (1.0 - a->inf_mass) * (1.0 - b->inf_mass);
     trim_tails(out);
     return DPB_OK;
@@ -829,6 +890,30 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
 }
 
 /*
+ * Round-off of pld_compose_many, as a bound R on sum_j |p^_j - p_j| over the window (which
+ * bounds the error of every delta(eps), its weights lying in [0, 1]; pld_delta adds R).
+ * u = DBL_EPSILON (twice the unit round-off), eta = pld_fft_eta(N), s_i >= term i's 1-norm,
+ * X_i its transform, c_i its count, a_i = |X^_i[f]|.
+ *   - forward: |X^_i[f] - X_i[f]| <= e_i = (eta + (folds - 1) u) s_i componentwise (the
+ *     folding of a term wider than N adds folds - 1 roundings);
+ *   - powers: |x^c - y^c| <= c |x - y| max(|x|, |y|)^{c-1} and every |X_j| <= s_j <= 1, so
+ *     the exact inputs' error reaches the product as at most c_i e_i (a_i + e_i)^{c_i - 1}
+ *     times G = prod_j (1 + e_j)^{c_j} (the other factors' moduli, each <= 1 + e_j);
+ *     computing x^c by squaring (or cpow's exp(c log x) beyond 2^16) is good to about
+ *     c u (1 + pi + |ln |x||) relative, counted 8 times; the k - 1 products 4 u k |Z|;
+ *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f|;
+ *   - inverse (1/N F*): per point, (1/N) sum_f |dZ_f| + eta (1/N) sum_f |Z^_f| + u |p^_j|
+ *     (sums over the full spectrum: half-spectrum weights 2 off 0 and N/2); in 2-norm,
+ *     sqrt(sum_f |dZ_f|^2 / N) + (eta + u) ||p^||_2 (normwise stability);
+ *   - R_fft = min(n e_pt, sqrt(n) e_2) over the n window points (per point, or
+ *     Cauchy-Schwarz), as shuffle_exact does; clamping negatives only moves values closer;
+ *   - the terms' own errors r_i: ||prod a^_i - prod a_i||_1 <= prod (1 + r_i)^{c_i} - 1
+ *     (masses <= 1), so R = (1 + R_fft) prod (1 + r_i)^{c_i} - 1, rounded up.
+ * The floor is about eta (sum_i c_i) times the spectrum's weight over sqrt(n): ~1e-9 for
+ * 1000 steps, so it matters only at very small delta or very many steps.
+ */
+
+/*
  * All terms at once in the Fourier domain: one forward FFT per term on the final size N,
  * the product of the powers, one inverse FFT. The composed index c sits at position
  * (c - sum_i count_i lo_i) mod N (a term wider than N is folded modulo N first, which the
@@ -841,7 +926,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
 {
     if (k == 0)
         return DPB_EINVAL;
-    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0;
+    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_in = 0.0;
     size_t nmax = 1;
     for (size_t i = 0; i < k; i++) {
         const pld_pmf *d = terms[i].d;
@@ -851,6 +936,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         nat_lo += c * (double)d->lo;
         nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
         log_fin += c * log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
+        log_in += c * log1p(d->roundoff);
         if (d->n > nmax)
             nmax = d->n;
     }
@@ -878,10 +964,13 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     size_t nc = N / 2 + 1;
     double *buf = fftw_malloc(N * sizeof *buf);
     fftw_complex *X = fftw_malloc(nc * sizeof *X), *Y = fftw_malloc(nc * sizeof *Y);
+    double *dz = calloc(nc, sizeof *dz); /* the product's error bound per frequency, / G */
     fftw_plan fwd = NULL, inv = NULL;
     int owned = 0;
     dpb_status st = DPB_ENOMEM;
-    if (buf == NULL || X == NULL || Y == NULL)
+    const double u = DBL_EPSILON, eta = pld_fft_eta(N);
+    double log_g = 0.0;
+    if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
         goto fail;
     if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
         goto fail;
@@ -900,6 +989,16 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         }
         fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
         uint64_t c = terms[i].count;
+        double si = sum_mass(d), cd = (double)c;
+        double ei = (eta + (double)((d->n - 1) / N) * u) * si;
+        log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0)); /* |X_i| <= s_i */
+        const fftw_complex *Z = i == 0 ? Y : X;
+        for (size_t f = 0; f < nc; f++) {
+            double a = cabs(Z[f]), ae = a + ei;
+            double pw = c == 1 ? 1.0 : exp((cd - 1.0) * log(ae)); /* (a + e)^{c-1} */
+            double la = a > 0.0 ? fabs(log(a)) : 0.0;
+            dz[f] += cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
+        }
         if (i == 0 && c > 1)
             cpow_array(Y, Y, nc, c, 0);
         else if (i > 0)
@@ -909,9 +1008,28 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         st = DPB_ECANCELLED;
         goto fail;
     }
+    double g = exp(log_g), s1 = 0.0, s2 = 0.0, sz = 0.0;
+    for (size_t f = 0; f < nc; f++) {
+        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
+        double b = g * dz[f] + 4.0 * u * (double)k * az;
+        s1 += w * b;
+        s2 += w * b * b;
+        sz += w * az;
+    }
     fftw_execute_dft_c2r(inv, Y, buf);
+    double pmax = 0.0, p2 = 0.0;
+    for (size_t j = 0; j < N; j++) {
+        double v = fabs(buf[j]) / (double)N;
+        pmax = v > pmax ? v : pmax;
+        p2 += v * v;
+    }
+    double e_pt = (s1 + eta * sz) / (double)N + u * pmax;
+    double e_2 = sqrt(s2 / (double)N) + (eta + u) * sqrt(p2);
+    double r_pt = (double)n_out * e_pt, r_2 = sqrt((double)n_out) * e_2;
+    double r_fft = (r_pt < r_2 ? r_pt : r_2) * (1.0 + 1e-6);
     if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
         goto fail;
+    out->roundoff = expm1(log1p(r_fft) + log_in) * (1.0 + 1e-6);
     /* (w_lo - sum_i count_i lo_i) mod N in exact integer arithmetic (the sum can pass 2^53) */
     __int128 acc = (__int128)(int64_t)w_lo;
     for (size_t i = 0; i < k; i++)
@@ -931,6 +1049,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     trim_tails(out);
 fail:
     plans_put(fwd, inv, owned);
+    free(dz);
     fftw_free(buf);
     fftw_free(X);
     fftw_free(Y);
@@ -958,19 +1077,19 @@ double pld_delta(const pld_pmf *d, double eps)
             break;
         s += d->p[i] * -expm1(eps - l);
     }
-    double delta = dp_round_up(d->inf_mass + s, 1e-12);
+    double delta = dp_round_up(d->inf_mass + d->roundoff + s, 1e-12);
     return delta > 1.0 ? 1.0 : delta;
 }
 
 double pld_epsilon(const pld_pmf *d, double delta)
 {
-    if (d->inf_mass > delta)
+    if (d->inf_mass + d->roundoff > delta)
         return HUGE_VAL;
     if (pld_delta(d, 0.0) <= delta)
         return 0.0;
     /* For eps in [l_{i-1}, l_i): delta(eps) = A_i - e^eps B_i with A_i = inf + sum_{k>=i} p_k
      * and B_i = sum_{k>=i} p_k e^{-l_k}. Walk down until the root falls in the interval. */
-    double A = d->inf_mass, B = 0.0, eps = 0.0;
+    double A = d->inf_mass + d->roundoff, B = 0.0, eps = 0.0;
     for (size_t i = d->n; i-- > 0;) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
         if (l <= 0.0)

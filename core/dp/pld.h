@@ -37,6 +37,7 @@ typedef struct {
     size_t n;        /* number of grid points (>= 1) */
     double *p;       /* owned */
     double inf_mass; /* P(L = +infinity) */
+    double roundoff; /* bound on sum_i |p[i] - exact p[i]| from FFT round-off (0 for leaves) */
 } pld_pmf;
 
 enum { PLD_REMOVE = 0, PLD_ADD = 1 };
@@ -100,11 +101,17 @@ typedef struct {
  * outside the window (at most PLD_TAIL a side) is added to +infinity. */
 dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
 
-/* delta(eps) for any real eps (an upper bound for the mechanism, by construction). */
+/* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
+ * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times
+ * u (log2 N + 1); shared by every FFT round-off bound (PLD composition, shuffle_exact). */
+double pld_fft_eta(size_t N);
+
+/* delta(eps) for any real eps (an upper bound for the mechanism, by construction): the
+ * discrete sum plus the FFT round-off bound d->roundoff. */
 double pld_delta(const pld_pmf *d, double eps);
 
 /* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when
- * the mass at infinity exceeds delta. */
+ * the mass at infinity plus the round-off bound exceeds delta. */
 double pld_epsilon(const pld_pmf *d, double delta);
 
 #endif
