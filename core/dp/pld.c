@@ -890,8 +890,9 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
 }
 
 /*
- * Round-off of pld_compose_many, as a bound R on sum_j |p^_j - p_j| over the window (which
- * bounds the error of every delta(eps), its weights lying in [0, 1]; pld_delta adds R).
+ * Round-off of pld_compose_many (docs/MATH.md section 6), as a bound R on sum_j |p^_j - p_j|
+ * over the window (which bounds the error of every delta(eps), its weights lying in [0, 1];
+ * pld_delta adds R).
  * u = DBL_EPSILON (twice the unit round-off), eta = pld_fft_eta(N), s_i >= term i's 1-norm,
  * X_i its transform, c_i its count, a_i = |X^_i[f]|.
  *   - forward: |X^_i[f] - X_i[f]| <= e_i = (eta + (folds - 1) u) s_i componentwise (the
