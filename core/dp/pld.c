@@ -665,6 +665,8 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
     }
     clamp_negative(out->p, n); /* each clamped value only moves closer to the exact one */
     out->roundoff = convolve_roundoff(a, b);
+    if (!(out->roundoff <= 1.0))
+        out->roundoff = 1.0;
     out->inf_mass = 1.0 - (1.0 - a->inf_mass) * (1.0 - b->inf_mass);
     trim_tails(out);
     return DPB_OK;
@@ -996,8 +998,14 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         const fftw_complex *Z = i == 0 ? Y : X;
         for (size_t f = 0; f < nc; f++) {
             double a = cabs(Z[f]), ae = a + ei;
-            double pw = c == 1 ? 1.0 : exp((cd - 1.0) * log(ae)); /* (a + e)^{c-1} */
-            double la = a > 0.0 ? fabs(log(a)) : 0.0;
+            if (ae == 0.0)
+                continue; /* no mass (e = 0) and no error */
+            double lae = log(ae);
+            double pw = c == 1 ? 1.0 : exp((cd - 1.0) * lae); /* (a + e)^{c-1} */
+            if (pw == 0.0 && ae < 1.0)
+                continue; /* (a + e)^c underflows too: both terms are 0 */
+            /* |ln a| <= |ln(a + e)| + 2 e / (a + e) when a >= (a + e) / 2 (one log fewer) */
+            double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
             dz[f] += cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
         }
         if (i == 0 && c > 1)
@@ -1031,6 +1039,8 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
         goto fail;
     out->roundoff = expm1(log1p(r_fft) + log_in) * (1.0 + 1e-6);
+    if (!(out->roundoff <= 1.0)) /* also NaN: certify nothing rather than something */
+        out->roundoff = 1.0;
     /* (w_lo - sum_i count_i lo_i) mod N in exact integer arithmetic (the sum can pass 2^53) */
     __int128 acc = (__int128)(int64_t)w_lo;
     for (size_t i = 0; i < k; i++)
