@@ -51,9 +51,10 @@ UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
-              $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor
+              $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
+              $(BUILD)/bench/bench_pld_sweep
 
-.PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-ledger-full check-layers format format-check install \
+.PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
 all: $(DAEMON)
 
@@ -109,6 +110,8 @@ $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
 $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_shuffle_exact: $(BUILD)/bench/bench_shuffle_exact.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_pld_sweep: $(BUILD)/bench/bench_pld_sweep.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
@@ -174,6 +177,12 @@ bench: deps
 	$(Q)sh bench/run.sh $(BUILD)
 	$(Q)./$(BUILD)/bench/bench_shuffle_exact
 	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
+	$(Q)sh bench/pld_sweep.sh $(BUILD)
+
+# The PLD regime sweep with every scenario timed against dp_accounting (DP_ACCOUNTING_PATH).
+bench-pld-full: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/bench_pld_sweep
+	$(Q)PLD_SWEEP_COMPARE=all PLD_SWEEP_SECONDS=3600 sh bench/pld_sweep.sh $(BUILD)
 
 # The ledger benchmark at the issue's full size: 1e6 clients with 100 rounds each (slow).
 bench-ledger-full: deps

@@ -58,6 +58,7 @@ static dpb_status pmf_alloc(pld_pmf *d, double h, int64_t lo, size_t n)
     d->lo = lo;
     d->n = n;
     d->inf_mass = 0.0;
+    d->roundoff = 0.0;
     return DPB_OK;
 }
 
@@ -68,6 +69,7 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
         return st;
     memcpy(dst->p, src->p, src->n * sizeof *src->p);
     dst->inf_mass = src->inf_mass;
+    dst->roundoff = src->roundoff;
     return DPB_OK;
 }
 
@@ -172,8 +174,9 @@ static double model_eval(const loss_model *m, double l, int which)
     return which <= F_P ? vp : vq;
 }
 
-/* The smallest l (to within h) with S_P(l) <= tail (upper = 1) or the largest with
- * F_P(l) <= tail (upper = 0), searching outward from 0. */
+/* The smallest l (to within h) with S_P(l) <= PLD_LEAF_TAIL (upper = 1) or the largest with
+ * F_P(l) <= PLD_TAIL (upper = 0: the mass below is moved up onto the lowest knot, not to
+ * +infinity), searching outward from 0. */
 static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut)
 {
     double bound = upper ? m->lmax : m->lmin;
@@ -183,7 +186,8 @@ static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut
     }
     int which = upper ? S_P : F_P;
     double sgn = upper ? 1.0 : -1.0, inner = 0.0, outer = 1.0;
-    while (model_eval(m, sgn * outer, which) > PLD_TAIL) {
+    double tail = upper ? PLD_LEAF_TAIL : PLD_TAIL;
+    while (model_eval(m, sgn * outer, which) > tail) {
         inner = outer;
         outer *= 2.0;
         if (outer > h * (double)PLD_MAX_POINTS)
@@ -191,7 +195,7 @@ static dpb_status find_cut(const loss_model *m, int upper, double h, double *cut
     }
     while (outer - inner > h) {
         double mid = 0.5 * (inner + outer);
-        if (model_eval(m, sgn * mid, which) > PLD_TAIL)
+        if (model_eval(m, sgn * mid, which) > tail)
             inner = mid;
         else
             outer = mid;
@@ -233,12 +237,12 @@ static void interval_masses(const loss_model *m, tails *t, double b, double *mp,
  * = (mp - e^{l_i} mq)/(1 - e^{-h}), the lower knot the rest. P-mass is conserved and the
  * resulting delta(eps) interpolates the true one at every knot and lies above it between
  * knots (delta is convex in e^eps), so the discrete pair dominates the true pair. */
-static void split_interval(double *lower, double *upper, double xi, double li, double h, double mp,
-                           double mq)
+static void split_interval(double *lower, double *upper, double xi, double li, double omh,
+                           double mp, double mq)
 {
-    /* x_i mq, with x_i = e^{l_i} passed in while it is representable */
+    /* x_i mq, with x_i = e^{l_i} passed in while it is representable; omh = 1 - e^{-h} */
     double xq = mq > 0.0 ? (isfinite(xi) ? xi * mq : exp(li + log(mq))) : 0.0;
-    double up = (mp - xq) / -expm1(-h);
+    double up = (mp - xq) / omh;
     if (!(up > 0.0))
         up = 0.0;
     if (up > mp)
@@ -266,13 +270,13 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
     model_eval2(m, l0, 0, &t.Sp, &t.Sq);
     model_eval2(m, l0, 1, &t.Fp, &t.Fq);
     out->p[0] = t.Fp; /* all P-mass at or below the lowest knot: rounded up onto it */
-    double eh = exp(h), xi = 0.0;
+    double eh = exp(h), xi = 0.0, omh = -expm1(-h);
     for (size_t i = 0; i + 1 < out->n; i++) {
         double li = (double)(klo + (int64_t)i) * h, mp, mq;
         /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
         xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
         interval_masses(m, &t, li + h, &mp, &mq);
-        split_interval(&out->p[i], &out->p[i + 1], xi, li, h, mp, mq);
+        split_interval(&out->p[i], &out->p[i + 1], xi, li, omh, mp, mq);
         if ((i & 4095) == 4095 && dpb_cancelled()) {
             pld_free(out);
             return DPB_ECANCELLED;
@@ -357,7 +361,7 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
             out->p[(size_t)((int64_t)ceil(l / h) - k0)] += atom_p[a];
             continue;
         }
-        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, h, atom_p[a],
+        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, -expm1(-h), atom_p[a],
                        atom_p[a] * exp(-l));
     }
     out->inf_mass = delta;
@@ -521,59 +525,21 @@ static void trim_tails(pld_pmf *d)
     d->n = top - bot;
 }
 
-/* Circular self-convolution power: out[j] = (a^{*count})[j mod N], input zero-padded to N. */
-static dpb_status fft_power(const double *in, size_t n_in, size_t N, uint64_t count, double *out)
+/* 8 u (log2 N + 2): a radix-2 FFT's butterfly stage adds at most about (sqrt 2 + 4) u
+ * relative to the 1-norm it carries (Higham, Accuracy and Stability of Numerical
+ * Algorithms, 2nd ed., section 24.1: eta = mu + gamma_4 (sqrt 2 + mu) a stage, the stages'
+ * moduli product |A_L|...|A_1| all ones), so log2 N stages give < 6 u log2 N; FFTW's other
+ * radices and codelets are covered by the margin (8 and the + 2). The same constant bounds
+ * the normwise error ||y^ - y||_2 <= eta ||y||_2 (Higham's Theorem 24.2). */
+double pld_fft_eta(size_t N)
 {
-    size_t nc = N / 2 + 1;
-    double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc(nc * sizeof *X);
-    if (buf == NULL || X == NULL) {
-        fftw_free(buf);
-        fftw_free(X);
-        return DPB_ENOMEM;
-    }
-    pthread_mutex_lock(&plan_lock);
-    fftw_plan fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
-    fftw_plan inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
-    pthread_mutex_unlock(&plan_lock);
-    dpb_status st = DPB_OK;
-    if (fwd == NULL || inv == NULL) {
-        st = DPB_ENOMEM;
-        goto out;
-    }
-    /* an FFT runs to its end once started: look before each one */
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    memset(buf, 0, N * sizeof *buf);
-    memcpy(buf, in, n_in * sizeof *in);
-    fftw_execute(fwd);
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    /* <complex.h> precedes <fftw3.h>, so fftw_complex is the C99 double complex */
-    if (count > 1)
-        for (size_t k = 0; k < nc; k++)
-            X[k] = cpow(X[k], (double)count);
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto out;
-    }
-    fftw_execute(inv);
-    for (size_t j = 0; j < N; j++)
-        out[j] = buf[j] / (double)N;
-out:
-    pthread_mutex_lock(&plan_lock);
-    if (fwd)
-        fftw_destroy_plan(fwd);
-    if (inv)
-        fftw_destroy_plan(inv);
-    pthread_mutex_unlock(&plan_lock);
-    fftw_free(buf);
-    fftw_free(X);
-    return st;
+    return 8.0 * DBL_EPSILON * (log2((double)(N > 1 ? N : 1)) + 2.0);
+}
+
+/* pld_convolve sums directly below this many products */
+static int convolve_direct(size_t na, size_t nb)
+{
+    return (double)na * (double)nb <= 4e6;
 }
 
 /* Linear convolution of a and b into c (length na + nb - 1): direct for small inputs, FFT
@@ -581,7 +547,7 @@ out:
 dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
 {
     size_t nc = na + nb - 1;
-    if ((double)na * (double)nb <= 4e6) {
+    if (convolve_direct(na, nb)) {
         memset(c, 0, nc * sizeof *c);
         for (size_t i = 0; i < na; i++)
             for (size_t j = 0; j < nb; j++)
@@ -643,6 +609,47 @@ static void clamp_negative(double *p, size_t n)
             p[i] = 0.0;
 }
 
+static double sum_mass(const pld_pmf *d)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < d->n; i++)
+        s += d->p[i];
+    return s * (1.0 + (double)d->n * DBL_EPSILON);
+}
+
+/*
+ * Round-off of c = a * b (pld_convolve), as a bound on sum_j |c^_j - c_j| (the 1-norm over
+ * the output, which bounds the error of every delta(eps) = sum (1 - e^{eps - l}) p_l, the
+ * weights lying in [0, 1]). sa, sb >= the inputs' 1-norms; u = DBL_EPSILON (generous: the
+ * unit round-off is u / 2).
+ *   - direct sums: each c_j sums at most m = min(na, nb) products, so
+ *     |c^_j - c_j| <= gamma_{m+1} sum |a_i b_{j-i}| and the 1-norm <= gamma_{m+1} sa sb;
+ *   - FFT of size N (eta = pld_fft_eta(N)): |A^_f - A_f| <= eta sa =: ea (componentwise),
+ *     likewise eb, |A_f| <= sa, so the product's error at f is at most
+ *     b = ea (sb + eb) + sa eb + 4 u (sa + ea)(sb + eb), |Z^_f| <= zmax = (sa + ea)(sb + eb);
+ *     the inverse maps the spectrum's error to the output's 2-norm with the factor
+ *     1/sqrt N, i.e. at most b, and adds eta ||z^||_2 <= eta zmax (normwise), the division
+ *     by N u zmax; the 1-norm over the nc points read is <= sqrt(nc) times the 2-norm.
+ * The inputs' own errors ra, rb add ra (sb + rb) + sa rb (||a^ * b^ - a * b||_1).
+ */
+static double convolve_roundoff(const pld_pmf *a, const pld_pmf *b)
+{
+    const double u = DBL_EPSILON;
+    double sa = sum_mass(a), sb = sum_mass(b), r;
+    size_t nc = a->n + b->n - 1;
+    if (convolve_direct(a->n, b->n)) {
+        double m = (double)(a->n < b->n ? a->n : b->n) + 1.0;
+        r = m * u / (1.0 - m * u) * sa * sb;
+    } else {
+        double eta = pld_fft_eta(good_size(nc)), ea = eta * sa, eb = eta * sb;
+        double zmax = (sa + ea) * (sb + eb);
+        double bf = ea * (sb + eb) + sa * eb + 4.0 * u * zmax;
+        r = sqrt((double)nc) * (bf + (eta + u) * zmax);
+    }
+    r += a->roundoff * (sb + b->roundoff) + sa * b->roundoff;
+    return r * (1.0 + 1e-6);
+}
+
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
 {
     if (a->h != b->h)
@@ -656,31 +663,408 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
         pld_free(out);
         return st;
     }
-    clamp_negative(out->p, n);
+    clamp_negative(out->p, n); /* each clamped value only moves closer to the exact one */
+    out->roundoff = convolve_roundoff(a, b);
+    if (!(out->roundoff <= 1.0))
+        out->roundoff = 1.0;
     out->inf_mass = 1.0 - (1.0 - a->inf_mass) * (1.0 - b->inf_mass);
     trim_tails(out);
     return DPB_OK;
 }
 
 /* ln sum_i p_i e^{t l_i} over the finite part (l_i = (lo + i) h), shifted by the largest
- * exponent so nothing overflows; the powers e^{-|t| h k} are built by recursion from the end
- * where the exponent is largest (recomputed exactly every 256 steps). -HUGE_VAL if empty. */
+ * exponent among the nonzero masses so nothing overflows and the leading term cannot
+ * underflow; the powers e^{-|t| h k} are built by recursion from that end (recomputed exactly
+ * every 256 steps, in four interleaved streams). -HUGE_VAL if the finite part is empty. */
 static double log_mgf(const pld_pmf *d, double t)
 {
-    size_t n = d->n;
-    double th = t * d->h, s = 0.0, w = 1.0, step = exp(-fabs(th));
-    int down = t > 0.0; /* the largest exponent is at the top for t > 0 */
-    size_t top = down ? n - 1 : 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t i = down ? n - 1 - k : k;
-        if ((k & 255) == 0)
-            w = exp(-fabs(th) * (double)k);
-        s += d->p[i] * w;
-        w *= step;
-    }
-    if (!(s > 0.0))
+    size_t n = d->n, lo = 0, hi = n;
+    while (lo < hi && !(d->p[lo] > 0.0))
+        lo++;
+    while (hi > lo && !(d->p[hi - 1] > 0.0))
+        hi--;
+    if (lo == hi)
         return -HUGE_VAL;
+    double th = t * d->h, a = fabs(th);
+    int down = t > 0.0; /* the largest exponent is at the top for t > 0 */
+    size_t top = down ? hi - 1 : lo, m = hi - lo;
+    /* four interleaved streams (k = 4j + r), so the recursions do not wait on each other */
+    double s4[4] = {0.0, 0.0, 0.0, 0.0}, w4[4], step = exp(-4.0 * a);
+    for (size_t k0 = 0; k0 < m; k0 += 256) {
+        size_t k1 = m - k0 < 256 ? m : k0 + 256;
+        for (int r = 0; r < 4; r++)
+            w4[r] = exp(-a * (double)(k0 + (size_t)r));
+        size_t k = k0;
+        if (down)
+            for (; k + 4 <= k1; k += 4)
+                for (int r = 0; r < 4; r++) {
+                    s4[r] += d->p[hi - 1 - k - (size_t)r] * w4[r];
+                    w4[r] *= step;
+                }
+        else
+            for (; k + 4 <= k1; k += 4)
+                for (int r = 0; r < 4; r++) {
+                    s4[r] += d->p[lo + k + (size_t)r] * w4[r];
+                    w4[r] *= step;
+                }
+        for (int r = 0; k < k1; k++, r++)
+            s4[0] += d->p[down ? hi - 1 - k : lo + k] * w4[r];
+    }
+    double s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     return th * (double)(d->lo + (int64_t)top) + log(s);
+}
+
+/* The Chernoff bound on one side of the composed sum S = sum_i (count_i copies of term i):
+ * for t > 0, P(S > u) <= exp(F(t) - t u) with F(t) = sum_i count_i ln E e^{t L_i}, so the
+ * level u(t) = (F(t) - ln tail) / t is exceeded with probability <= tail (for the lower side
+ * F(-t) and P(S < v) <= exp(F(-t) + t v)). The bound holds for every t, so any t gives a
+ * valid window; t is chosen to make it narrow, by golden section in ln t over [2^-12, 2^18]
+ * (the optimum can be anywhere from 1e-3 to 1e5: one sampled term with a rare large loss
+ * needs a small t, a narrow one a large t). The level is quasi-convex in t: its derivative
+ * has the sign of g(t) = t F'(t) - F(t) + ln tail, and g' = t F'' >= 0 (F is convex), so
+ * golden section finds its minimum (17 evaluations a side). Returns +-HUGE_VAL when no
+ * finite bound is found (empty finite part). */
+static double term_F(const pld_term *terms, size_t k, double t)
+{
+    double F = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double c = log_mgf(terms[i].d, t);
+        if (c == -HUGE_VAL)
+            continue; /* no finite mass: contributes no finite loss */
+        F += (double)terms[i].count * c;
+    }
+    return F;
+}
+
+static double level_at(const pld_term *terms, size_t k, double t, double ltail)
+{
+    double v = (term_F(terms, k, t) - ltail) / fabs(t);
+    return v == v ? v : HUGE_VAL;
+}
+
+static double chernoff_level(const pld_term *terms, size_t k, int upper, double ltail)
+{
+    double sg = upper ? 1.0 : -1.0;
+    /* LEVEL is u(t) above and -v(t) below, minimised on both sides (NaN counts as +inf) */
+#define LEVEL(lt) level_at(terms, k, sg *exp(lt), ltail)
+    double a = -12.0 * M_LN2, b = 18.0 * M_LN2;
+    const double g = 0.5 * (3.0 - sqrt(5.0));
+    double x1 = a + g * (b - a), x2 = b - g * (b - a), f1 = LEVEL(x1), f2 = LEVEL(x2);
+    double best = f1 < f2 ? f1 : f2;
+    for (int it = 0; it < 15; it++) {
+        if (f1 < f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = a + g * (b - a);
+            f1 = LEVEL(x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = b - g * (b - a);
+            f2 = LEVEL(x2);
+        }
+        if (f1 < best)
+            best = f1;
+        if (f2 < best)
+            best = f2;
+    }
+#undef LEVEL
+    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+}
+
+/* ---- FFT plans, cached per size ------------------------------------------------------------
+ * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create: the same sizes recur across
+ * requests (good_size rounds to a few thousand sizes in all), so a pair (r2c, c2r) is kept
+ * per size, created under plan_lock and never destroyed while the process runs: at most
+ * PLAN_CACHE pairs, of sizes up to PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a plan
+ * holds O(N) twiddle factors: at most ~64 MiB); other plans are made and destroyed per call
+ * (large transforms take far longer than their planning anyway). Cached plans are
+ * executed with the new-array interface on fftw_malloc'ed (so SIMD-aligned) buffers, which
+ * FFTW documents as thread-safe for distinct arrays. */
+#define PLAN_CACHE 64
+#define PLAN_CACHE_MAX_N ((size_t)1 << 20)
+#define PLAN_CACHE_POINTS ((size_t)1 << 22)
+
+typedef struct {
+    size_t n;
+    fftw_plan fwd, inv;
+} plan_pair;
+
+static plan_pair plan_cache[PLAN_CACHE];
+static size_t plan_count, plan_points;
+
+/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1). */
+static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
+{
+    dpb_status st = DPB_ENOMEM;
+    pthread_mutex_lock(&plan_lock);
+    for (size_t i = 0; i < plan_count; i++)
+        if (plan_cache[i].n == N) {
+            *fwd = plan_cache[i].fwd;
+            *inv = plan_cache[i].inv;
+            *owned = 0;
+            pthread_mutex_unlock(&plan_lock);
+            return DPB_OK;
+        }
+    double *buf = fftw_malloc(N * sizeof *buf);
+    fftw_complex *X = fftw_malloc((N / 2 + 1) * sizeof *X);
+    *fwd = *inv = NULL;
+    if (buf != NULL && X != NULL) {
+        *fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
+        *inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
+    }
+    if (*fwd != NULL && *inv != NULL) {
+        st = DPB_OK;
+        *owned =
+            plan_count >= PLAN_CACHE || N > PLAN_CACHE_MAX_N || plan_points + N > PLAN_CACHE_POINTS;
+        if (!*owned) {
+            plan_cache[plan_count++] = (plan_pair){N, *fwd, *inv};
+            plan_points += N;
+        }
+    } else {
+        if (*fwd)
+            fftw_destroy_plan(*fwd);
+        if (*inv)
+            fftw_destroy_plan(*inv);
+    }
+    pthread_mutex_unlock(&plan_lock);
+    fftw_free(buf);
+    fftw_free(X);
+    return st;
+}
+
+static void plans_put(fftw_plan fwd, fftw_plan inv, int owned)
+{
+    if (!owned)
+        return;
+    pthread_mutex_lock(&plan_lock);
+    fftw_destroy_plan(fwd);
+    fftw_destroy_plan(inv);
+    pthread_mutex_unlock(&plan_lock);
+}
+
+/* a b, without C's checks for infinite parts (operands here are finite, |.| <= ~1) */
+static inline double complex cmul(double complex a, double complex b)
+{
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
+/* y[f] *= x[f]^c (acc = 1) or y[f] = x[f]^c (acc = 0) for f < n, c >= 1: by repeated
+ * squaring up to c = 2^16 (relative error about c u, like cpow's, and far cheaper), a block of
+ * frequencies at a time so the loops vectorise; by cpow beyond. */
+#define POW_BLOCK 256
+static void cpow_array(double complex *y, const double complex *x, size_t n, uint64_t c, int acc)
+{
+    if (c > 65536) {
+        for (size_t f = 0; f < n; f++) {
+            double complex v = cpow(x[f], (double)c);
+            y[f] = acc ? cmul(y[f], v) : v;
+        }
+        return;
+    }
+    double complex b[POW_BLOCK], r[POW_BLOCK];
+    for (size_t f0 = 0; f0 < n; f0 += POW_BLOCK) {
+        size_t m = n - f0 < POW_BLOCK ? n - f0 : POW_BLOCK;
+        memcpy(b, x + f0, m * sizeof *b);
+        int first = 1;
+        for (uint64_t e = c; e; e >>= 1) {
+            if (e & 1) {
+                if (first)
+                    memcpy(r, b, m * sizeof *r);
+                else
+                    for (size_t j = 0; j < m; j++)
+                        r[j] = cmul(r[j], b[j]);
+                first = 0;
+            }
+            if (e > 1)
+                for (size_t j = 0; j < m; j++)
+                    b[j] = cmul(b[j], b[j]);
+        }
+        if (acc)
+            for (size_t j = 0; j < m; j++)
+                y[f0 + j] = cmul(y[f0 + j], r[j]);
+        else
+            memcpy(y + f0, r, m * sizeof *r);
+    }
+}
+
+/*
+ * Round-off of pld_compose_many (docs/MATH.md section 6), as a bound R on sum_j |p^_j - p_j|
+ * over the window (which bounds the error of every delta(eps), its weights lying in [0, 1];
+ * pld_delta adds R).
+ * u = DBL_EPSILON (twice the unit round-off), eta = pld_fft_eta(N), s_i >= term i's 1-norm,
+ * X_i its transform, c_i its count, a_i = |X^_i[f]|.
+ *   - forward: |X^_i[f] - X_i[f]| <= e_i = (eta + (folds - 1) u) s_i componentwise (the
+ *     folding of a term wider than N adds folds - 1 roundings);
+ *   - powers: |x^c - y^c| <= c |x - y| max(|x|, |y|)^{c-1} and every |X_j| <= s_j <= 1, so
+ *     the exact inputs' error reaches the product as at most c_i e_i (a_i + e_i)^{c_i - 1}
+ *     times G = prod_j (1 + e_j)^{c_j} (the other factors' moduli, each <= 1 + e_j);
+ *     computing x^c by squaring (or cpow's exp(c log x) beyond 2^16) is good to about
+ *     c u (1 + pi + |ln |x||) relative, counted 8 times; the k - 1 products 4 u k |Z|;
+ *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f|;
+ *   - inverse (1/N F*): per point, (1/N) sum_f |dZ_f| + eta (1/N) sum_f |Z^_f| + u |p^_j|
+ *     (sums over the full spectrum: half-spectrum weights 2 off 0 and N/2); in 2-norm,
+ *     sqrt(sum_f |dZ_f|^2 / N) + (eta + u) ||p^||_2 (normwise stability);
+ *   - R_fft = min(n e_pt, sqrt(n) e_2) over the n window points (per point, or
+ *     Cauchy-Schwarz), as shuffle_exact does; clamping negatives only moves values closer;
+ *   - the terms' own errors r_i: ||prod a^_i - prod a_i||_1 <= prod (1 + r_i)^{c_i} - 1
+ *     (masses <= 1), so R = (1 + R_fft) prod (1 + r_i)^{c_i} - 1, rounded up.
+ * The floor is about eta (sum_i c_i) times the spectrum's weight over sqrt(n): ~1e-9 for
+ * 1000 steps, so it matters only at very small delta or very many steps.
+ */
+
+/*
+ * All terms at once in the Fourier domain: one forward FFT per term on the final size N,
+ * the product of the powers, one inverse FFT. The composed index c sits at position
+ * (c - sum_i count_i lo_i) mod N (a term wider than N is folded modulo N first, which the
+ * circular product does anyway). The window [w_lo, w_hi] is the Chernoff window of the
+ * whole composition; mass outside it aliases into it: the part from above (at most
+ * PLD_TAIL) goes to +infinity, the part from below lands higher than it belongs, which only
+ * overstates losses (its bound is added to +infinity too, as the per-piece code did).
+ */
+dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
+{
+    if (k == 0)
+        return DPB_EINVAL;
+    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_in = 0.0;
+    size_t nmax = 1;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        double c = (double)terms[i].count;
+        if (d->h != h || terms[i].count == 0)
+            return DPB_EINVAL;
+        nat_lo += c * (double)d->lo;
+        nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
+        log_fin += c * log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
+        log_in += c * log1p(d->roundoff);
+        if (d->n > nmax)
+            nmax = d->n;
+    }
+    double ltail = log(PLD_TAIL), w_lo = nat_lo, w_hi = nat_hi, bound_up = 0.0, bound_lo = 0.0;
+    if (nat_hi > nat_lo) {
+        double u = chernoff_level(terms, k, 1, ltail), v = chernoff_level(terms, k, 0, ltail);
+        if (isfinite(u) && ceil(u / h) < w_hi) {
+            w_hi = ceil(u / h);
+            bound_up = PLD_TAIL;
+        }
+        if (isfinite(v) && floor(v / h) > w_lo) {
+            w_lo = floor(v / h);
+            bound_lo = PLD_TAIL;
+        }
+        if (w_hi < w_lo) /* both bounds cut through a narrow law: keep one point */
+            w_hi = w_lo;
+    }
+    double width = w_hi - w_lo + 1.0;
+    if (!(width >= 1.0) || width > (double)PLD_MAX_POINTS)
+        return DPB_ELIMIT;
+    size_t n_out = (size_t)width;
+    size_t N = good_size(n_out);
+    if (N > 2 * PLD_MAX_POINTS)
+        return DPB_ELIMIT;
+    size_t nc = N / 2 + 1;
+    double *buf = fftw_malloc(N * sizeof *buf);
+    fftw_complex *X = fftw_malloc(nc * sizeof *X), *Y = fftw_malloc(nc * sizeof *Y);
+    double *dz = calloc(nc, sizeof *dz); /* the product's error bound per frequency, / G */
+    fftw_plan fwd = NULL, inv = NULL;
+    int owned = 0;
+    dpb_status st = DPB_ENOMEM;
+    const double u = DBL_EPSILON, eta = pld_fft_eta(N);
+    double log_g = 0.0;
+    if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
+        goto fail;
+    if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
+        goto fail;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        /* an FFT runs to its end once started: look before each one */
+        if (dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto fail;
+        }
+        memset(buf, 0, N * sizeof *buf);
+        for (size_t j = 0, pos = 0; j < d->n; j++) {
+            buf[pos] += d->p[j];
+            if (++pos == N)
+                pos = 0;
+        }
+        fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        uint64_t c = terms[i].count;
+        double si = sum_mass(d), cd = (double)c;
+        double ei = (eta + (double)((d->n - 1) / N) * u) * si;
+        log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0)); /* |X_i| <= s_i */
+        const fftw_complex *Z = i == 0 ? Y : X;
+        for (size_t f = 0; f < nc; f++) {
+            double a = cabs(Z[f]), ae = a + ei;
+            if (ae == 0.0)
+                continue; /* no mass (e = 0) and no error */
+            double lae = log(ae);
+            double pw = c == 1 ? 1.0 : exp((cd - 1.0) * lae); /* (a + e)^{c-1} */
+            if (pw == 0.0 && ae < 1.0)
+                continue; /* (a + e)^c underflows too: both terms are 0 */
+            /* |ln a| <= |ln(a + e)| + 2 e / (a + e) when a >= (a + e) / 2 (one log fewer) */
+            double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
+            dz[f] += cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
+        }
+        if (i == 0 && c > 1)
+            cpow_array(Y, Y, nc, c, 0);
+        else if (i > 0)
+            cpow_array(Y, X, nc, c, 1);
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
+    }
+    double g = exp(log_g), s1 = 0.0, s2 = 0.0, sz = 0.0;
+    for (size_t f = 0; f < nc; f++) {
+        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
+        double b = g * dz[f] + 4.0 * u * (double)k * az;
+        s1 += w * b;
+        s2 += w * b * b;
+        sz += w * az;
+    }
+    fftw_execute_dft_c2r(inv, Y, buf);
+    double pmax = 0.0, p2 = 0.0;
+    for (size_t j = 0; j < N; j++) {
+        double v = fabs(buf[j]) / (double)N;
+        pmax = v > pmax ? v : pmax;
+        p2 += v * v;
+    }
+    double e_pt = (s1 + eta * sz) / (double)N + u * pmax;
+    double e_2 = sqrt(s2 / (double)N) + (eta + u) * sqrt(p2);
+    double r_pt = (double)n_out * e_pt, r_2 = sqrt((double)n_out) * e_2;
+    double r_fft = (r_pt < r_2 ? r_pt : r_2) * (1.0 + 1e-6);
+    if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
+        goto fail;
+    out->roundoff = expm1(log1p(r_fft) + log_in) * (1.0 + 1e-6);
+    if (!(out->roundoff <= 1.0)) /* also NaN: certify nothing rather than something */
+        out->roundoff = 1.0;
+    /* (w_lo - sum_i count_i lo_i) mod N in exact integer arithmetic (the sum can pass 2^53) */
+    __int128 acc = (__int128)(int64_t)w_lo;
+    for (size_t i = 0; i < k; i++)
+        acc -= ((__int128)(terms[i].count % N) * (__int128)terms[i].d->lo) % (__int128)N;
+    int64_t pos = (int64_t)(acc % (__int128)N);
+    if (pos < 0)
+        pos += (int64_t)N;
+    for (size_t j = 0; j < n_out; j++) {
+        double v = buf[pos] / (double)N;
+        out->p[j] = v > 0.0 ? v : 0.0;
+        if (++pos == (int64_t)N)
+            pos = 0;
+    }
+    out->inf_mass = -expm1(log_fin) + bound_up + bound_lo;
+    if (out->inf_mass > 1.0)
+        out->inf_mass = 1.0;
+    trim_tails(out);
+fail:
+    plans_put(fwd, inv, owned);
+    free(dz);
+    fftw_free(buf);
+    fftw_free(X);
+    fftw_free(Y);
+    return st;
 }
 
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)
@@ -689,85 +1073,8 @@ dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)
         return pld_identity(a->h, out);
     if (count == 1)
         return pld_copy(a, out);
-    if (dpb_cancelled())
-        return DPB_ECANCELLED;
-    double T = (double)count, h = a->h;
-    /* Natural support of the T-fold sum, in grid indices. */
-    double nat_lo = T * (double)a->lo, nat_hi = T * (double)(a->lo + (int64_t)a->n - 1);
-    /* Chernoff window: P(S > U) <= exp(T K(t) - t U), P(S < V) <= exp(T K(-t) + t V). */
-    double mass = 0.0, mean = 0.0, var = 0.0;
-    for (size_t i = 0; i < a->n; i++) {
-        double l = (double)(a->lo + (int64_t)i) * h;
-        mass += a->p[i];
-        mean += a->p[i] * l;
-    }
-    if (mass > 0.0) {
-        mean /= mass;
-        for (size_t i = 0; i < a->n; i++) {
-            double dl = (double)(a->lo + (int64_t)i) * h - mean;
-            var += a->p[i] * dl * dl;
-        }
-        var /= mass;
-    }
-    double w_lo = nat_lo, w_hi = nat_hi, bound_up = 0.0, bound_lo = 0.0;
-    if (var > 0.0) {
-        double ltail = log(PLD_TAIL);
-        double t0 = sqrt(-2.0 * ltail / T) / sqrt(var);
-        double best_u = HUGE_VAL, best_v = -HUGE_VAL;
-        static const double mult[] = {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0};
-        for (size_t j = 0; j < sizeof mult / sizeof mult[0]; j++) {
-            double t = t0 * mult[j];
-            double u = (T * log_mgf(a, t) - ltail) / t;
-            double v = (ltail - T * log_mgf(a, -t)) / t;
-            if (u < best_u)
-                best_u = u;
-            if (v > best_v)
-                best_v = v;
-        }
-        if (isfinite(best_u) && best_u / h < w_hi) {
-            w_hi = ceil(best_u / h);
-            bound_up = PLD_TAIL;
-        }
-        if (isfinite(best_v) && best_v / h > w_lo) {
-            w_lo = floor(best_v / h);
-            bound_lo = PLD_TAIL;
-        }
-    }
-    double width = w_hi - w_lo + 1.0;
-    if (!(width >= 1.0) || width > (double)PLD_MAX_POINTS)
-        return DPB_ELIMIT;
-    size_t n_out = (size_t)width;
-    size_t N = good_size(n_out > a->n ? n_out : a->n);
-    if (N > 2 * PLD_MAX_POINTS)
-        return DPB_ELIMIT;
-    double *circ = malloc(N * sizeof *circ);
-    if (circ == NULL)
-        return DPB_ENOMEM;
-    dpb_status st = fft_power(a->p, a->n, N, count, circ);
-    if (st == DPB_OK)
-        st = pmf_alloc(out, h, (int64_t)w_lo, n_out);
-    if (st != DPB_OK) {
-        free(circ);
-        return st;
-    }
-    /* composed index c sits at (c - T lo) mod N */
-    int64_t base = (int64_t)w_lo - (int64_t)(T * (double)a->lo);
-    for (size_t j = 0; j < n_out; j++) {
-        int64_t pos = (base + (int64_t)j) % (int64_t)N;
-        if (pos < 0)
-            pos += (int64_t)N;
-        out->p[j] = circ[pos];
-    }
-    free(circ);
-    clamp_negative(out->p, n_out);
-    /* Mass outside the window aliased into it: bounded by the Chernoff tails; the upper part
-     * belongs above the window, so its bound goes to +infinity (the lower part wrapped to
-     * the top of the window, which only overstates losses). */
-    out->inf_mass = -expm1(T * log1p(-a->inf_mass)) + bound_up + bound_lo;
-    if (out->inf_mass > 1.0)
-        out->inf_mass = 1.0;
-    trim_tails(out);
-    return DPB_OK;
+    pld_term t = {a, count};
+    return pld_compose_many(&t, 1, out);
 }
 
 /* ---- delta and epsilon ------------------------------------------------------------------- */
@@ -781,19 +1088,19 @@ double pld_delta(const pld_pmf *d, double eps)
             break;
         s += d->p[i] * -expm1(eps - l);
     }
-    double delta = dp_round_up(d->inf_mass + s, 1e-12);
+    double delta = dp_round_up(d->inf_mass + d->roundoff + s, 1e-12);
     return delta > 1.0 ? 1.0 : delta;
 }
 
 double pld_epsilon(const pld_pmf *d, double delta)
 {
-    if (d->inf_mass > delta)
+    if (d->inf_mass + d->roundoff > delta)
         return HUGE_VAL;
     if (pld_delta(d, 0.0) <= delta)
         return 0.0;
     /* For eps in [l_{i-1}, l_i): delta(eps) = A_i - e^eps B_i with A_i = inf + sum_{k>=i} p_k
      * and B_i = sum_{k>=i} p_k e^{-l_k}. Walk down until the root falls in the interval. */
-    double A = d->inf_mass, B = 0.0, eps = 0.0;
+    double A = d->inf_mass + d->roundoff, B = 0.0, eps = 0.0;
     for (size_t i = d->n; i-- > 0;) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
         if (l <= 0.0)

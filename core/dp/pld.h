@@ -24,6 +24,10 @@
 /* Defaults: dp_accounting's PLD grid, and the tail mass moved per operation. */
 #define PLD_DEFAULT_H 1e-4
 #define PLD_TAIL 1e-15
+/* A leaf's mass above its top grid point goes (mostly) to +infinity, and a leaf composed T
+ * times contributes T times that: leaves are cut where the upper tail is 1e-22 (about
+ * dp_accounting's e^-50), so 10^5 steps add 1e-17 to delta, not 1e-10. */
+#define PLD_LEAF_TAIL 1e-22
 /* Largest grid a distribution may have (memory bound: 8 bytes a point, twice for FFT). */
 #define PLD_MAX_POINTS ((size_t)1 << 23)
 
@@ -33,6 +37,7 @@ typedef struct {
     size_t n;        /* number of grid points (>= 1) */
     double *p;       /* owned */
     double inf_mass; /* P(L = +infinity) */
+    double roundoff; /* bound on sum_i |p[i] - exact p[i]| from FFT round-off (0 for leaves) */
 } pld_pmf;
 
 enum { PLD_REMOVE = 0, PLD_ADD = 1 };
@@ -84,11 +89,29 @@ dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 /* out = a composed with itself count times (count >= 1), by one FFT power. */
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out);
 
-/* delta(eps) for any real eps (an upper bound for the mechanism, by construction). */
+/* One term of a composition: count (>= 1) copies of d. */
+typedef struct {
+    const pld_pmf *d;
+    uint64_t count;
+} pld_term;
+
+/* out = the composition of all k >= 1 terms (same grid step), at once in the Fourier
+ * domain: one forward FFT per term on one size, chosen from the Chernoff window of the whole
+ * composition (not of each piece), the product of the powers, one inverse FFT. The mass
+ * outside the window (at most PLD_TAIL a side) is added to +infinity. */
+dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
+
+/* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
+ * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times
+ * u (log2 N + 1); shared by every FFT round-off bound (PLD composition, shuffle_exact). */
+double pld_fft_eta(size_t N);
+
+/* delta(eps) for any real eps (an upper bound for the mechanism, by construction): the
+ * discrete sum plus the FFT round-off bound d->roundoff. */
 double pld_delta(const pld_pmf *d, double eps);
 
 /* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when
- * the mass at infinity exceeds delta. */
+ * the mass at infinity plus the round-off bound exceeds delta. */
 double pld_epsilon(const pld_pmf *d, double delta);
 
 #endif

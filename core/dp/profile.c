@@ -406,16 +406,6 @@ static void pair_free(pair *p)
         pld_free(&p->d[1]);
 }
 
-static dpb_status pair_expand(pair *p)
-{
-    if (!p->symmetric)
-        return DPB_OK;
-    dpb_status st = pld_copy(&p->d[0], &p->d[1]);
-    if (st == DPB_OK)
-        p->symmetric = 0;
-    return st;
-}
-
 static dpb_status pld_status(dpb_status st, dpb_error *err, double h)
 {
     if (st == DPB_ELIMIT)
@@ -563,6 +553,9 @@ static dpb_status shx_pld_pair(double sigma, uint64_t M, double h, pair *out, dp
     return st == DPB_OK ? st : pld_status(st, err, h);
 }
 
+static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, int strict,
+                                pair *out, dp_report *rep, dpb_error *err);
+
 static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int strict, pair *out,
                            dp_report *rep, dpb_error *err)
 {
@@ -650,53 +643,258 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
         }
         return DPB_OK;
     }
-    case DP_EV_SELF_COMPOSED: {
-        pair in;
-        st = walk_pld(ev->u.self.event, rel, h, strict, &in, rep, err);
-        if (st != DPB_OK)
-            return st;
-        out->symmetric = in.symmetric;
-        for (int dir = 0; dir < (in.symmetric ? 1 : 2) && st == DPB_OK; dir++)
-            st = pld_self_compose(&in.d[dir], ev->u.self.count, &out->d[dir]);
-        pair_free(&in);
-        if (st != DPB_OK) {
-            pld_free(&out->d[0]);
-            return pld_status(st, err, h);
-        }
-        return DPB_OK;
-    }
-    case DP_EV_COMPOSED: {
-        st = walk_pld(ev->u.composed.events[0], rel, h, strict, out, rep, err);
-        for (size_t i = 1; i < ev->u.composed.n && st == DPB_OK; i++) {
-            pair next, acc = *out;
-            st = walk_pld(ev->u.composed.events[i], rel, h, strict, &next, rep, err);
-            if (st != DPB_OK)
-                break;
-            if (acc.symmetric != next.symmetric) {
-                if ((st = pair_expand(&acc)) != DPB_OK || (st = pair_expand(&next)) != DPB_OK) {
-                    *out = acc;
-                    pair_free(&next);
-                    st = pld_status(st, err, h);
-                    break;
-                }
-            }
-            memset(out, 0, sizeof *out);
-            out->symmetric = acc.symmetric;
-            for (int dir = 0; dir < (acc.symmetric ? 1 : 2) && st == DPB_OK; dir++)
-                st = pld_compose(&acc.d[dir], &next.d[dir], &out->d[dir]);
-            pair_free(&acc);
-            pair_free(&next);
-            if (st != DPB_OK) {
-                pair_free(out);
-                return pld_status(st, err, h);
-            }
-        }
-        if (st != DPB_OK)
-            pair_free(out); /* holds the composition so far (or nothing) */
-        return st;
-    }
+    case DP_EV_SELF_COMPOSED:
+    case DP_EV_COMPOSED:
+        return compose_terms(ev, rel, h, strict, out, rep, err);
     }
     return unsupported(err, kind_name(ev->kind), "pld");
+}
+
+/*
+ * Compositions are flattened into terms (a leaf pair and how often it occurs) and composed
+ * all at once in the Fourier domain (pld_compose_many): one FFT per distinct leaf on one
+ * size, from the Chernoff window of the whole composition. Unsampled Gaussians are not
+ * discretised one by one: Gaussian mechanisms of multipliers sigma_i compose exactly to the
+ * Gaussian mechanism of multiplier (sum_i count_i / sigma_i^2)^{-1/2} (their privacy losses
+ * are N(mu_i^2/2, mu_i^2), whose convolution is N(mu^2/2, mu^2)), so they enter as that one
+ * leaf (dp_accounting does the same within a self-composition), which is tighter than
+ * composing their discretisations and never below the exact value.
+ */
+typedef struct {
+    pair leaf;
+    uint64_t count;
+    int kind;    /* the Poisson-sampled leaf's inner kind (for merging equal leaves), or 0 */
+    double q, s; /* its rate and multiplier */
+} pld_item;
+
+typedef struct {
+    pld_item *it;
+    size_t n, cap;
+    size_t points;    /* grid points held by the items */
+    double gauss_mu2; /* sum of count / sigma^2 over the unsampled Gaussians */
+} pld_items;
+
+/* Leaves held at once before they are composed: past this many grid points (128 MiB) the
+ * items so far are composed into one, so a composition of many distinct mechanisms needs
+ * bounded memory. */
+#define PLD_TERMS_POINTS ((size_t)1 << 24)
+
+static void items_free(pld_items *L)
+{
+    for (size_t i = 0; i < L->n; i++)
+        pair_free(&L->it[i].leaf);
+    free(L->it);
+    L->it = NULL;
+    L->n = L->cap = L->points = 0;
+}
+
+static dpb_status items_push(pld_items *L, pld_item *x)
+{
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 8;
+        pld_item *v = realloc(L->it, cap * sizeof *v);
+        if (v == NULL)
+            return DPB_ENOMEM;
+        L->it = v;
+        L->cap = cap;
+    }
+    L->it[L->n++] = *x;
+    L->points += x->leaf.d[0].n + (x->leaf.symmetric ? 0 : x->leaf.d[1].n);
+    return DPB_OK;
+}
+
+/* Compose the items of L (at least one) into out; L's items are consumed (freed) either way. */
+static dpb_status compose_items(pld_items *L, double h, pair *out, dpb_error *err)
+{
+    dpb_status st = DPB_OK;
+    memset(out, 0, sizeof *out);
+    out->symmetric = 1;
+    for (size_t i = 0; i < L->n; i++)
+        if (!L->it[i].leaf.symmetric)
+            out->symmetric = 0;
+    if (L->n == 1 && L->it[0].count == 1) { /* one leaf once: it is the answer */
+        *out = L->it[0].leaf;
+        L->n = 0;
+        items_free(L);
+        return DPB_OK;
+    }
+    pld_term *t = malloc(L->n * sizeof *t);
+    if (t == NULL) {
+        items_free(L);
+        return pld_status(DPB_ENOMEM, err, h);
+    }
+    for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
+        for (size_t i = 0; i < L->n; i++)
+            t[i] = (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
+        st = pld_compose_many(t, L->n, &out->d[dir]);
+    }
+    free(t);
+    items_free(L);
+    if (st != DPB_OK) {
+        if (!out->symmetric && out->d[0].p != NULL)
+            pld_free(&out->d[0]);
+        memset(out, 0, sizeof *out);
+        return pld_status(st, err, h);
+    }
+    return DPB_OK;
+}
+
+static dpb_status count_overflow(dpb_error *err)
+{
+    return dpb_fail(err, DPB_ELIMIT, "count",
+                    "the composition repeats a mechanism more than 2^63 times");
+}
+
+static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, int strict,
+                                uint64_t mult, pld_items *L, dp_report *rep, dpb_error *err)
+{
+    if (dpb_cancelled())
+        return DPB_ECANCELLED;
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED: {
+        uint64_t m;
+        if (ev->u.self.count == 0)
+            return DPB_OK;
+        if (__builtin_mul_overflow(mult, ev->u.self.count, &m) || m > ((uint64_t)1 << 63))
+            return count_overflow(err);
+        return collect_terms(ev->u.self.event, rel, h, strict, m, L, rep, err);
+    }
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            dpb_status st =
+                collect_terms(ev->u.composed.events[i], rel, h, strict, mult, L, rep, err);
+            if (st != DPB_OK)
+                return st;
+        }
+        return DPB_OK;
+    case DP_EV_NO_OP:
+        return DPB_OK;
+    case DP_EV_GAUSSIAN: {
+        double s = sens1(ev->u.noise.noise_multiplier, rel);
+        if (!(s > 0.0) || !isfinite(s))
+            return pld_status(DPB_EINVAL, err, h);
+        L->gauss_mu2 += (double)mult / (s * s);
+        return DPB_OK;
+    }
+    case DP_EV_SGLD:
+    case DP_EV_PROACTIVE: {
+        dpb_status st;
+        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
+        if (m == NULL)
+            return st;
+        st = collect_terms(m, rel, h, strict, mult, L, rep, err);
+        dp_event_free(m);
+        return st;
+    }
+    case DP_EV_POISSON_SAMPLED: {
+        const dp_event *in = ev->u.sampled.event;
+        double q = ev->u.sampled.sampling_probability;
+        if (rel == DP_REL_ADD_OR_REMOVE && q == 1.0)
+            return collect_terms(in, rel, h, strict, mult, L, rep, err);
+        /* an equal sampled leaf met before: count it again */
+        if (rel == DP_REL_ADD_OR_REMOVE && q > 0.0 && q < 1.0 &&
+            (in->kind == DP_EV_GAUSSIAN || in->kind == DP_EV_LAPLACE))
+            for (size_t i = 0; i < L->n; i++)
+                if (L->it[i].kind == (int)in->kind && L->it[i].q == q &&
+                    L->it[i].s == in->u.noise.noise_multiplier) {
+                    if (__builtin_add_overflow(L->it[i].count, mult, &L->it[i].count) ||
+                        L->it[i].count > ((uint64_t)1 << 63))
+                        return count_overflow(err);
+                    return DPB_OK;
+                }
+        break;
+    }
+    default:
+        break;
+    }
+    /* a leaf */
+    pld_item x = {.count = mult};
+    dpb_status st = walk_pld(ev, rel, h, strict, &x.leaf, rep, err);
+    if (st != DPB_OK)
+        return st;
+    if (ev->kind == DP_EV_POISSON_SAMPLED && !x.leaf.symmetric) {
+        x.kind = (int)ev->u.sampled.event->kind;
+        x.q = ev->u.sampled.sampling_probability;
+        x.s = ev->u.sampled.event->u.noise.noise_multiplier;
+    }
+    if (x.leaf.symmetric && x.leaf.d[0].n == 1 && x.leaf.d[0].lo == 0 && x.leaf.d[0].p[0] == 1.0 &&
+        x.leaf.d[0].inf_mass == 0.0) { /* the identity: nothing to compose */
+        pair_free(&x.leaf);
+        return DPB_OK;
+    }
+    st = items_push(L, &x);
+    if (st != DPB_OK) {
+        pair_free(&x.leaf);
+        return pld_status(st, err, h);
+    }
+    if (L->points > PLD_TERMS_POINTS && L->n > 1) {
+        pld_item merged = {.count = 1};
+        if ((st = compose_items(L, h, &merged.leaf, err)) != DPB_OK)
+            return st;
+        if ((st = items_push(L, &merged)) != DPB_OK) {
+            pair_free(&merged.leaf);
+            return pld_status(st, err, h);
+        }
+    }
+    return DPB_OK;
+}
+
+static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, int strict,
+                                pair *out, dp_report *rep, dpb_error *err)
+{
+    pld_items L = {0};
+    dpb_status st = collect_terms(ev, rel, h, strict, 1, &L, rep, err);
+    if (st == DPB_OK && L.gauss_mu2 > 0.0) {
+        pld_item g = {.count = 1};
+        g.leaf.symmetric = 1;
+        st = pld_gaussian(1.0 / sqrt(L.gauss_mu2), h, &g.leaf.d[0]);
+        if (st == DPB_OK && (st = items_push(&L, &g)) != DPB_OK)
+            pld_free(&g.leaf.d[0]);
+        if (st != DPB_OK)
+            st = pld_status(st, err, h);
+    }
+    if (st != DPB_OK) {
+        items_free(&L);
+        return st;
+    }
+    if (L.n == 0) {
+        items_free(&L);
+        memset(out, 0, sizeof *out);
+        out->symmetric = 1;
+        return pld_status(pld_identity(h, &out->d[0]), err, h);
+    }
+    return compose_items(&L, h, out, err);
+}
+
+/* A requested grid too fine for the composition (more than PLD_MAX_POINTS points) is
+ * coarsened by factors of 2, at most PLD_COARSEN times and never past 0.1, rather than
+ * refused: every grid gives an upper bound, a coarser one a less tight one. The answer says
+ * so (condition pld_grid: lhs the grid used, rhs the one requested). */
+#define PLD_COARSEN 4
+static const char W_COARSE[] = "the requested value_discretization_interval needs more than 2^23 "
+                               "grid points for this composition: the answer is computed on a "
+                               "coarser grid (condition pld_grid: lhs the grid used, rhs the one "
+                               "requested); it is still an upper bound, a less tight one";
+
+static dpb_status walk_pld_adaptive(const dp_event *ev, dp_relation rel, double h, int strict,
+                                    pair *out, dp_report *rep, dpb_error *err)
+{
+    double hh = h;
+    for (int i = 0;; i++) {
+        dpb_status st = walk_pld(ev, rel, hh, strict, out, rep, err);
+        if (st == DPB_ELIMIT && i < PLD_COARSEN && 2.0 * hh <= 0.1) {
+            hh *= 2.0;
+            continue;
+        }
+        if (st == DPB_OK && hh != h) {
+            dp_report_condition(rep, "pld_grid",
+                                "value_discretization_interval used (lhs), coarsened from the "
+                                "requested one (rhs) so the distribution fits 2^23 grid points",
+                                1, hh, h);
+            dp_report_warn(rep, W_COARSE);
+        }
+        return st;
+    }
 }
 
 /* ---- pnsgd -------------------------------------------------------------------------------- */
@@ -824,7 +1022,7 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
         /* epochs and mixtures: pessimistic PLDs with the exact epoch as the leaf */
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
         pair p;
-        dpb_status st = walk_pld(ev, rel, h, 1, &p, rep, err);
+        dpb_status st = walk_pld_adaptive(ev, rel, h, 1, &p, rep, err);
         if (st != DPB_OK)
             return st;
         pr->dir[0] = p.d[0];
@@ -880,7 +1078,7 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         rep->reference = REF_PLD;
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
         pair p;
-        st = walk_pld(ev, rel, h, acct == DP_ACCT_SHUFFLE_EXACT, &p, rep, err);
+        st = walk_pld_adaptive(ev, rel, h, acct == DP_ACCT_SHUFFLE_EXACT, &p, rep, err);
         if (st == DPB_OK) {
             pr->dir[0] = p.d[0];
             pr->dir[1] = p.d[1];

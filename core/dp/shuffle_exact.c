@@ -292,7 +292,7 @@ static dpb_status sum_law(const double *y, size_t ny, double n, int64_t o, size_
             neg = -out[j];
     }
     double lg = log2((double)N) + 1.0;
-    double e = 4.0 * U * lg * acc / (double)N;
+    double e = pld_fft_eta(N) * acc / (double)N;
     *err = e > 2.0 * neg ? e : 2.0 * neg;
     /* the 2-norm of the error (normwise FFT stability; each transform component is off
      * by at most ~lg u since the input sums to <= 1, and the power multiplies that by

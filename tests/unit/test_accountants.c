@@ -292,14 +292,18 @@ static void calibration_best_within_tolerance(void)
     dp_event_free(cmp);
 }
 
-/* The PLD grid: refining it moves delta down towards the exact value and never below it. */
+/* The PLD grid: refining it moves delta down towards the exact value and never below it.
+ * The grids are nested (each step divides the previous one): the ten Gaussians compose
+ * exactly to one Gaussian, whose connect-the-dots delta is the chord interpolant of a convex
+ * curve in e^eps, and more knots give a lower interpolant; on grids that are not nested
+ * (1e-3 then 3e-4) a point between knots may move either way. */
 static void pld_grid_refinement(void)
 {
     dp_event *ev = times(gauss(2.0), 10);
     double mu = sqrt(10.0) / 2.0, exact;
     dp_gdp_delta(mu, 1.0, &exact, NULL);
     double prev = HUGE_VAL;
-    const double hs[] = {1e-2, 3e-3, 1e-3, 3e-4};
+    const double hs[] = {1e-2, 5e-3, 1e-3, 5e-4};
     for (size_t i = 0; i < N(hs); i++) {
         dp_options opt = {hs[i], NULL};
         double e = 1.0, d;
@@ -314,6 +318,174 @@ static void pld_grid_refinement(void)
     dp_event_free(ev);
 }
 
+/* t = t (x) u, replacing t */
+static void compose_into(pld_pmf *t, const pld_pmf *u)
+{
+    pld_pmf r;
+    CHECK(pld_compose(t, u, &r) == DPB_OK);
+    pld_free(t);
+    *t = r;
+}
+
+/* d^count by repeated squaring with pld_compose (linear convolutions, piece by piece) */
+static void power_by_convolution(const pld_pmf *d, uint64_t count, pld_pmf *out)
+{
+    pld_pmf sq;
+    CHECK(pld_copy(d, &sq) == DPB_OK);
+    CHECK(pld_identity(d->h, out) == DPB_OK);
+    while (count) {
+        if (count & 1)
+            compose_into(out, &sq);
+        count >>= 1;
+        if (count)
+            compose_into(&sq, &sq);
+    }
+    pld_free(&sq);
+}
+
+/* All terms at once in the Fourier domain equals convolution by convolution (to round-off
+ * and the two ways' tail allowances), on both directions of sampled
+ * Gaussians, with a Laplace and a Gaussian term, including the regime where a term's lowest
+ * grid points carry no mass (q = 0.675, sigma = 9.48: its Chernoff level underflowed and the
+ * window lost 0.3 of the lower tail, which wrapped to the top: eps 1.496 instead of 0.319). */
+static void pld_fourier_composition(void)
+{
+    const double h = 1e-4;
+    struct {
+        double q, s;
+        uint64_t count;
+        int kind; /* 0 sampled Gaussian, 1 Laplace, 2 Gaussian */
+    } cases[][3] = {
+        {{0.675, 9.48, 6, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+        {{2e-4, 0.836, 527, 0}, {0, 21.0, 5, 1}, {0, 10.9, 31, 2}},
+        {{0.05, 0.8, 60, 0}, {0.3, 5.0, 7, 0}, {0, 2.0, 3, 1}},
+    };
+    for (size_t c = 0; c < N(cases); c++)
+        for (int dir = 0; dir < 2; dir++) {
+            pld_pmf leaf[3], seq, all;
+            pld_term terms[3];
+            size_t k = 0;
+            CHECK(pld_identity(h, &seq) == DPB_OK);
+            for (size_t j = 0; j < 3 && cases[c][j].count > 0; j++, k++) {
+                double q = cases[c][j].q, s = cases[c][j].s;
+                int kind = cases[c][j].kind;
+                CHECK((kind == 0   ? pld_sampled_gaussian(q, s, dir, h, &leaf[k])
+                       : kind == 1 ? pld_laplace(s, h, &leaf[k])
+                                   : pld_gaussian(s, h, &leaf[k])) == DPB_OK);
+                terms[k] = (pld_term){&leaf[k], cases[c][j].count};
+                pld_pmf pw;
+                power_by_convolution(&leaf[k], cases[c][j].count, &pw);
+                compose_into(&seq, &pw);
+                pld_free(&pw);
+            }
+            CHECK(pld_compose_many(terms, k, &all) == DPB_OK);
+            for (double eps = 0.0; eps <= 4.0; eps += 0.25) {
+                double a = pld_delta(&all, eps), b = pld_delta(&seq, eps);
+                /* both include their FFT round-off bounds (the chain's, from ~20
+                 * convolutions bounded one by one, is the larger): each is an upper bound,
+                 * and they agree up to those bounds */
+                CHECKF(a >= all.roundoff && b >= seq.roundoff, "case %zu dir %d", c, dir);
+                CHECKF(fabs(a - b) <= 1e-6 * b + all.roundoff + seq.roundoff + 5e-12,
+                       "case %zu dir %d eps %g: all at once %.17g, one by one %.17g", c, dir, eps,
+                       a, b);
+            }
+            for (size_t j = 0; j < k; j++)
+                pld_free(&leaf[j]);
+            pld_free(&seq);
+            pld_free(&all);
+        }
+    /* through the accountant: dp_accounting's PLDAccountant gives 0.3190919 (its grid 1e-4) */
+    dp_event *ev = times(poisson(0.675, gauss(9.48)), 6);
+    double e = eps_of(ev, DP_ACCT_PLD, 0.0029);
+    CHECKF(e > 0.31 && e < 0.3191 * 1.001, "eps %.9g", e);
+    dp_event_free(ev);
+    /* many steps at a small delta: each leaf's cut tail goes to +infinity once per step, so
+     * a cut at 1e-15 made 13806 steps certify nothing at delta = 1e-12 (eps = inf); the
+     * leaves are cut at 1e-22 now. dp_accounting: 1.8897; RDP: 2.67. Without a round-off
+     * bound this read 1.788, 5% below dp_accounting: the FFT round-off bound of 13806 +
+     * 1479 steps (about 2e-9) exceeds 1e-12, so nothing is certified there (inf); at
+     * delta = 1e-6 the bound is negligible and the answer stays below RDP's. */
+    dp_event *two = dp_event_new(DP_EV_COMPOSED);
+    two->u.composed.events = calloc(2, sizeof(dp_event *));
+    two->u.composed.events[0] = times(poisson(0.000812, gauss(0.89)), 13806);
+    two->u.composed.events[1] = times(poisson(0.00168, gauss(15.5)), 1479);
+    two->u.composed.n = 2;
+    double p = eps_of(two, DP_ACCT_PLD, 1e-12), r = eps_of(two, DP_ACCT_RDP, 1e-12);
+    CHECKF(p >= 1.8897, "pld %.9g (inf: not certified) rdp %.9g", p, r);
+    p = eps_of(two, DP_ACCT_PLD, 1e-6), r = eps_of(two, DP_ACCT_RDP, 1e-6);
+    CHECKF(isfinite(p) && p > 0.5 && p < r, "pld %.9g rdp %.9g", p, r);
+    dp_event_free(two);
+}
+
+/* Every PLD delta includes a bound on its FFT composition's round-off (pld_pmf.roundoff):
+ * delta(eps) >= that bound at every eps, no eps is certified for a delta below it (inf), the
+ * inversion meets the target with the bound counted, the bound grows along a chain of
+ * convolutions, and it is negligible at ordinary delta (1000 steps of q = 0.01, sigma = 1:
+ * about 1e-10). Before the bound, delta at eps = 50 read 3e-15 (the tails' allowance only),
+ * below the composition's round-off. */
+static void pld_roundoff_bound(void)
+{
+    for (int dir = 0; dir < 2; dir++) {
+        pld_pmf leaf, all, two;
+        CHECK(pld_sampled_gaussian(0.01, 1.0, dir, 1e-4, &leaf) == DPB_OK);
+        CHECK(leaf.roundoff == 0.0);
+        CHECK(pld_self_compose(&leaf, 1000, &all) == DPB_OK);
+        double floor = all.inf_mass + all.roundoff;
+        CHECKF(all.roundoff > 1e-12 && all.roundoff < 1e-9, "dir %d roundoff %g", dir,
+               all.roundoff);
+        for (double eps = 0.0; eps <= 60.0; eps += 2.5)
+            CHECKF(pld_delta(&all, eps) >= floor, "dir %d eps %g", dir, eps);
+        CHECK(isinf(pld_epsilon(&all, 0.5 * floor)));
+        const double targets[] = {1e-5, 1e-8, 10.0 * floor};
+        for (size_t i = 0; i < N(targets); i++) {
+            double e = pld_epsilon(&all, targets[i]);
+            CHECKF(isfinite(e) && pld_delta(&all, e) <= targets[i], "dir %d delta %g eps %g", dir,
+                   targets[i], e);
+        }
+        /* a pairwise convolution adds its own bound to both inputs' */
+        CHECK(pld_compose(&all, &all, &two) == DPB_OK);
+        CHECKF(two.roundoff >= 2.0 * all.roundoff, "%g %g", two.roundoff, all.roundoff);
+        CHECK(pld_delta(&two, 100.0) >= two.roundoff);
+        pld_free(&leaf);
+        pld_free(&all);
+        pld_free(&two);
+    }
+    dp_event *ev = times(poisson(0.01, gauss(1.0)), 1000);
+    double d = delta_of(ev, DP_ACCT_PLD, 50.0);
+    CHECKF(d >= 1e-11 && d < 1e-9, "delta %g", d);
+    CHECK(isinf(eps_of(ev, DP_ACCT_PLD, 1e-12)));
+    dp_event_free(ev);
+}
+
+/* A grid too fine for the distribution is coarsened (by 2, at most 16x), not refused: the
+ * answer stays an upper bound and says which grid it used. Laplace b = 0.01 spans losses
+ * -100..100: 2e7 points at 1e-5, 5e6 at 4e-5. Exact: delta(eps) = 1 - e^{(eps - 1/b)/2}. */
+static void pld_grid_coarsened(void)
+{
+    dp_event *ev = laplace(0.01);
+    dp_options opt = {1e-5, NULL};
+    double e = 99.0, d, exact = -expm1(-0.5);
+    dp_report rep = {0};
+    dpb_error err = {0};
+    CHECKF(dp_delta_ex(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &opt, &e, 1, &d, NULL, NULL, &rep,
+                       &err) == DPB_OK,
+           "%s", err.detail);
+    CHECKF(d >= exact && d <= exact * 1.001, "delta %.17g exact %.17g", d, exact);
+    int found = 0;
+    for (int i = 0; i < rep.ncond; i++)
+        if (strcmp(rep.cond[i].name, "pld_grid") == 0) {
+            found = 1;
+            CHECK(rep.cond[i].holds && rep.cond[i].lhs == 4e-5 && rep.cond[i].rhs == 1e-5);
+        }
+    CHECK(found);
+    CHECK(rep.nwarn >= 1);
+    /* at the default grid nothing is coarsened and no condition is added */
+    dp_report r2 = {0};
+    CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &e, 1, &d, NULL, &r2, NULL) == DPB_OK);
+    CHECK(r2.ncond == 0);
+    dp_event_free(ev);
+}
+
 const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(public_reference_values),
     TL_T(closed_forms_and_edges),
@@ -322,5 +494,8 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(monotonicity),
     TL_T(calibration_best_within_tolerance),
     TL_T(pld_grid_refinement),
+    TL_T(pld_fourier_composition),
+    TL_T(pld_roundoff_bound),
+    TL_T(pld_grid_coarsened),
 };
 const size_t ACCOUNTANT_NTESTS = N(ACCOUNTANT_TESTS);
