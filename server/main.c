@@ -620,21 +620,40 @@ static int load_tls(const settings *st, char *err, size_t errlen)
     return rc;
 }
 
-/* One JSON log line: {"ts":..,"level":..,"msg":..,"detail":..}, the detail escaped. */
+/* One JSON log line: {"ts":..,"level":..,"msg":..,"detail":..}, the detail escaped, written
+ * with one write so that it never interleaves with the request threads' lines (stderr is
+ * unbuffered: piecewise writes could be split by another thread's line). */
 static void log_line(const char *level, const char *msg, const char *detail)
 {
-    char ts[40];
+    char ts[40], line[2048];
     http_log_time(ts, sizeof ts);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\",\"detail\":\"", ts, level, msg);
-    for (const unsigned char *c = (const unsigned char *)detail; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(stderr, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(stderr, "\\u%04x", *c);
-        else
-            fputc(*c, stderr);
+    int n =
+        snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\",\"detail\":\"",
+                 ts, level, msg);
+    size_t at = n > 0 && (size_t)n < sizeof line ? (size_t)n : 0;
+    const size_t room = sizeof line - 4; /* the closing "}\n and the NUL */
+    const size_t head = at;
+    const unsigned char *c = (const unsigned char *)detail;
+    for (; *c && at + 6 <= room; c++) {
+        if (*c == '"' || *c == '\\') {
+            line[at++] = '\\';
+            line[at++] = (char)*c;
+        } else if (*c < 0x20) {
+            at += (size_t)snprintf(line + at, 7, "\\u%04x", *c);
+        } else {
+            line[at++] = (char)*c;
+        }
     }
-    fputs("\"}\n", stderr);
+    if (*c) { /* cut short: do not leave half a UTF-8 sequence behind */
+        while (at > head && ((unsigned char)line[at - 1] & 0xC0) == 0x80)
+            at--;
+        if (at > head && (unsigned char)line[at - 1] >= 0xC0)
+            at--;
+    }
+    memcpy(line + at, "\"}\n", 3);
+    at += 3;
+    ssize_t w = write(STDERR_FILENO, line, at);
+    (void)w; /* nowhere to report a failed log write */
 }
 
 /* SIGHUP: reload the API keys and the TLS credential, each atomically (a failed one keeps

@@ -111,7 +111,7 @@ static int hup_and_wait(const char *want, int nth)
 {
     if (api_daemon_pid() <= 0 || kill(api_daemon_pid(), SIGHUP) != 0)
         return 0;
-    for (int waited = 0; waited < 3000; waited += 20) {
+    for (int waited = 0; waited < 10000; waited += 20) { /* generous: CI machines are loaded */
         FILE *f = fopen(api_daemon_log(), "r");
         char line[1024];
         int seen = 0;
