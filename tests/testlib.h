@@ -8,10 +8,13 @@
 #ifndef DPB_TESTLIB_H
 #define DPB_TESTLIB_H
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Defined once, in the file that defines TESTLIB_MAIN before including this header. */
 extern int tl_failed_checks;
@@ -57,6 +60,36 @@ typedef struct {
     {                                                                                              \
 #fn, fn                                                                                    \
     }
+
+/* A fresh temporary directory /tmp/<prefix>XXXXXX into buf (a failed check and -1 if it
+ * cannot be made), and the removal of such a directory with the files directly in it (1 if
+ * the directory itself is gone). */
+static inline int tl_make_dir(char *buf, size_t n, const char *prefix)
+{
+    snprintf(buf, n, "/tmp/%sXXXXXX", prefix);
+    if (mkdtemp(buf) == NULL) {
+        CHECKF(0, "mkdtemp: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static inline int tl_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    return rmdir(dir) == 0;
+}
 
 static inline int tl_run(const char *suite, const tl_test *tests, size_t n, int argc, char **argv)
 {

@@ -84,29 +84,12 @@ static void switch_reset(void)
 
 static int make_dir(char *buf, size_t n)
 {
-    snprintf(buf, n, "/tmp/dpb_ledger_XXXXXX");
-    if (mkdtemp(buf) == NULL) {
-        CHECKF(0, "mkdtemp: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+    return tl_make_dir(buf, n, "dpb_ledger_");
 }
 
 static void remove_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    tl_remove_dir(dir);
 }
 
 static ledger *open_ledger(const char *dir, const dpb_fs *fs, int default_budget,

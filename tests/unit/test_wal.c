@@ -32,29 +32,12 @@
 
 static int make_dir(char *buf, size_t n)
 {
-    snprintf(buf, n, "/tmp/dpb_wal_XXXXXX");
-    if (mkdtemp(buf) == NULL) {
-        CHECKF(0, "mkdtemp: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+    return tl_make_dir(buf, n, "dpb_wal_");
 }
 
 static void remove_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    CHECK(rmdir(dir) == 0);
+    CHECK(tl_remove_dir(dir));
 }
 
 static void path_in(char *buf, size_t n, const char *dir, const char *name)
