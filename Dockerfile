@@ -17,7 +17,7 @@ WORKDIR /src
 # deps.sh alone first, so that the apt layer stays cached when only the sources change.
 # It runs apt-get itself when something is missing (as root here: no sudo needed); --build
 # leaves out the test tools (browser, promtool).
-COPY scripts/deps.sh scripts/deps.sh
+COPY scripts/deps.sh scripts/apt-install.sh scripts/
 RUN sh scripts/deps.sh --build && rm -rf /var/lib/apt/lists/*
 # .dockerignore keeps any host build/ tree out: make would take its objects (linked against
 # the host's libraries) as up to date.

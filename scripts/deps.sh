@@ -25,18 +25,7 @@ PKGS=
 need() { PKGS="$PKGS $*"; }
 
 if [ "${1:-}" = "--bench" ]; then
-    command -v wrk >/dev/null 2>&1 && exit 0
-    echo "deps: installing wrk" >&2
-    if [ "$(id -u)" = 0 ]; then
-        SUDO=
-    elif command -v sudo >/dev/null 2>&1; then
-        SUDO=sudo
-    else
-        echo "deps: wrk is missing and neither root nor sudo: install wrk" >&2
-        exit 1
-    fi
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk
+    command -v wrk >/dev/null 2>&1 || sh "$root/scripts/apt-install.sh" deps wrk
     exit 0
 fi
 
@@ -66,18 +55,8 @@ if [ "$build_only" = 0 ]; then
 fi
 
 if [ -n "$PKGS" ]; then
-    echo "deps: installing$PKGS" >&2
-    if [ "$(id -u)" = 0 ]; then
-        SUDO=
-    elif command -v sudo >/dev/null 2>&1; then
-        SUDO=sudo
-    else
-        echo "deps: missing packages and neither root nor sudo: install$PKGS" >&2
-        exit 1
-    fi
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     # shellcheck disable=SC2086
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS
+    sh "$root/scripts/apt-install.sh" deps $PKGS
 fi
 [ "$build_only" = 1 ] && exit 0
 

@@ -2,7 +2,7 @@
 # fuzz-deps.sh [CC] - install what `make fuzz` needs on Debian 12 (clang with the libFuzzer,
 # ASan and UBSan runtimes, and llvm-symbolizer for readable stacks), only when something is
 # missing: CC (default clang) must link a -fsanitize=fuzzer,address,undefined program.
-# Uses sudo when not root. Quiet when all is present. Modeled on deps.sh.
+# Uses sudo when not root (scripts/apt-install.sh). Quiet when all is present.
 set -eu
 CC=${1:-clang}
 PKGS="clang libclang-rt-dev llvm"
@@ -20,17 +20,8 @@ works() {
     return $rc
 }
 works && exit 0
-echo "fuzz-deps: installing $PKGS" >&2
-if [ "$(id -u)" = 0 ]; then
-    SUDO=
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=sudo
-else
-    echo "fuzz-deps: missing packages and neither root nor sudo: install $PKGS" >&2
-    exit 1
-fi
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS
+# shellcheck disable=SC2086
+sh "$(dirname "$0")/apt-install.sh" fuzz-deps $PKGS
 if ! works; then
     echo "fuzz-deps: $CC still cannot link a libFuzzer target (-fsanitize=fuzzer)" >&2
     exit 1

@@ -412,6 +412,13 @@ def check_dockerfile(d, routes, linked):
     runs = " && ".join(df.all("RUN", build))
     check("scripts/deps.sh" in runs,
           "%s: the build stage installs its packages with scripts/deps.sh" % W)
+    # the scripts deps.sh runs are copied with it (it runs before the rest is copied)
+    deps_copy = [c for c in df.all("COPY", build) if "scripts/deps.sh" in c]
+    with open(os.path.join(ROOT, "scripts/deps.sh")) as f:
+        helpers = sorted(set(re.findall(r"scripts/([\w.-]+\.sh)", f.read())) - {"deps.sh"})
+    for helper in helpers:
+        check(any("scripts/" + helper in c for c in deps_copy),
+              "%s: scripts/%s, which deps.sh runs, is copied with it (%s)" % (W, helper, deps_copy))
     m = re.search(r"make install\b[^&;]*", runs)
     inst = m.group(0) if m else ""
     prefix = re.search(r"PREFIX=(\S+)", inst)
