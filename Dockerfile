@@ -1,9 +1,9 @@
 # Dockerfile - the dpbudgetd container image (issue 8).
 #
-#   docker build -t dpbudget/dpbudgetd:0.2.0 .
+#   docker build -t dpbudget/dpbudgetd:0.3.0 .
 #   docker run -d --name dpbudgetd -p 8080:8080 -v dpbudget-data:/var/lib/dpbudget \
 #       -v "$PWD/api-keys:/etc/dpbudget/api-keys:ro" -e DPBUDGET_API_KEYS=/etc/dpbudget/api-keys \
-#       dpbudget/dpbudgetd:0.2.0
+#       dpbudget/dpbudgetd:0.3.0
 #
 # The daemon listens on 0.0.0.0 in the container, so it refuses to start without API keys
 # (--api-keys FILE or DPBUDGET_API_KEYS; the file format is in deploy/k8s/secret.yaml).
@@ -28,7 +28,7 @@ RUN make -j"$(nproc)" all && make install PREFIX=/usr/local DESTDIR=/out
 FROM debian:12-slim
 LABEL org.opencontainers.image.title="dpbudgetd" \
       org.opencontainers.image.description="dpbudget: a differential-privacy budget service" \
-      org.opencontainers.image.version="0.2.0" \
+      org.opencontainers.image.version="0.3.0" \
       org.opencontainers.image.licenses="GPL-3.0-or-later"
 # libgsl27 pulls libgslcblas0; libgnutls30 (TLS policy, health probe) and libnettle8
 # (SHA-256 of API keys) are linked directly, so named though libmicrohttpd12 pulls them;

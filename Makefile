@@ -8,7 +8,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-VERSION := 0.2.0
+VERSION := 0.3.0
 
 PKGS_CORE   := gsl fftw3
 PKGS_SERVER := libmicrohttpd jansson gnutls nettle
