@@ -58,7 +58,8 @@ BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench
         uninstall clean deps deps-build
 all: $(DAEMON)
 
-$(BUILD)/%.o: %.c
+# objects depend on the Makefile: flags and VERSION (-DDPB_VERSION) live here
+$(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(CFLAGS_DEPS) -c $< -o $@
