@@ -150,7 +150,9 @@ if [ "$daemon_status" -ne 0 ]; then
     fail=1
 fi
 if [ -s "$tmp/daemon.err" ]; then
-    sed 's/^/  dpbudgetd: /' "$tmp/daemon.err"
+    # the daemon's own lines, not its request log (one line per request sent above)
+    grep -v '"msg":"request"' "$tmp/daemon.err" | sed 's/^/  dpbudgetd: /'
+    echo "  dpbudgetd: $(grep -c '"msg":"request"' "$tmp/daemon.err") request log lines"
 fi
 
 echo
@@ -158,17 +160,21 @@ echo "== http: heavy computations vs. the ledger (bench_isolation): POST /v1/rou
 echo "   participants and GET /healthz, paced at 100/s each, idle and then while 24 loaders keep"
 echo "   POST /v1/delta saturated with PLD requests of about 1.5 s each (default threads: one"
 echo "   per CPU for HTTP and for computations, 16 computations waiting, the rest 503)"
-start_daemon --data-dir "$tmp/iso-data" --default-budget 1000000,0.5 --no-request-log
-if ! "$ISO_BIN" 127.0.0.1 "$port" "${BENCH_ISO_SECONDS:-5}" 24; then
-    echo "run.sh: bench_isolation reported an error" >&2
-    fail=1
-fi
-daemon_status=0
-stop_daemon
-if [ "$daemon_status" -ne 0 ]; then
-    echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
-    fail=1
-fi
+# one bench_isolation run against a fresh daemon whose data directory is $1
+isolation() {
+    start_daemon --data-dir "$1" --default-budget 1000000,0.5 --no-request-log
+    if ! "$ISO_BIN" 127.0.0.1 "$port" "${BENCH_ISO_SECONDS:-5}" 24; then
+        echo "run.sh: bench_isolation reported an error ($1)" >&2
+        fail=1
+    fi
+    daemon_status=0
+    stop_daemon
+    if [ "$daemon_status" -ne 0 ]; then
+        echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
+        fail=1
+    fi
+}
+isolation "$tmp/iso-data"
 
 # The same with the data directory in memory (/dev/shm: fdatasync costs nothing), which
 # separates the CPU isolation from the disk: on a shared or slow disk the rounds' p99 above
@@ -177,13 +183,7 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     shm=$(mktemp -d /dev/shm/dpb-bench.XXXXXX)
     echo
     echo "== http: the same, data directory in memory (/dev/shm): CPU isolation without the disk"
-    start_daemon --data-dir "$shm/iso-data" --default-budget 1000000,0.5 --no-request-log
-    if ! "$ISO_BIN" 127.0.0.1 "$port" "${BENCH_ISO_SECONDS:-5}" 24; then
-        echo "run.sh: bench_isolation (memory) reported an error" >&2
-        fail=1
-    fi
-    daemon_status=0
-    stop_daemon
+    isolation "$shm/iso-data"
     rm -rf "$shm"
 fi
 
