@@ -52,7 +52,7 @@ API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
-              $(BUILD)/bench/bench_pld_sweep
+              $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -113,6 +113,8 @@ $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 $(BUILD)/bench/bench_shuffle_exact: $(BUILD)/bench/bench_shuffle_exact.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_pld_sweep: $(BUILD)/bench/bench_pld_sweep.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_pld_ledger: $(BUILD)/bench/bench_pld_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
@@ -178,6 +180,7 @@ bench: deps
 	$(Q)sh bench/run.sh $(BUILD)
 	$(Q)./$(BUILD)/bench/bench_shuffle_exact
 	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
+	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 
 # The PLD regime sweep with every scenario timed against dp_accounting (DP_ACCOUNTING_PATH).

@@ -87,17 +87,23 @@ static json_t *labels_json(const char *labels)
 
 static json_t *client_json(const ledger_client *c)
 {
-    return json_pack("{s:s, s:{s:o, s:o}, s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, "
-                     "s:I, s:s, s:I}",
-                     "id", c->id, "budget", "epsilon", codec_real(c->epsilon), "delta",
-                     codec_real(c->delta), "accounting", ledger_mode_name(c->mode),
-                     "guarantee_kind", ledger_guarantee_name(c->guarantee), "guarantee_reference",
-                     ledger_guarantee_reference(c->mode), "neighboring_relation",
-                     dp_relation_name(c->relation), "labels", labels_json(c->labels), "spent",
-                     "epsilon", codec_real(c->spent), "delta", codec_real(c->delta),
-                     "delta_total_variation", codec_real(c->delta_tv), "remaining", "epsilon",
-                     codec_real(c->remaining), "rounds", (json_int_t)c->rounds, "status",
-                     ledger_status_name(c->status), "version", (json_int_t)c->version);
+    json_t *o = json_pack(
+        "{s:s, s:{s:o, s:o}, s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, "
+        "s:I, s:s, s:I}",
+        "id", c->id, "budget", "epsilon", codec_real(c->epsilon), "delta", codec_real(c->delta),
+        "accounting", ledger_mode_name(c->mode), "guarantee_kind",
+        ledger_guarantee_name(c->guarantee), "guarantee_reference",
+        ledger_guarantee_reference(c->mode), "neighboring_relation", dp_relation_name(c->relation),
+        "labels", labels_json(c->labels), "spent", "epsilon", codec_real(c->spent), "delta",
+        codec_real(c->delta), "delta_total_variation", codec_real(c->delta_tv), "remaining",
+        "epsilon", codec_real(c->remaining), "rounds", (json_int_t)c->rounds, "status",
+        ledger_status_name(c->status), "version", (json_int_t)c->version);
+    /* the accountant whose value for the client's composition the spend is */
+    json_t *sp = o ? json_object_get(o, "spent") : NULL;
+    if (sp && c->spent_accountant > 0)
+        json_object_set_new(sp, "accountant",
+                            json_string(dp_accountant_name((dp_accountant)c->spent_accountant)));
+    return o;
 }
 
 static int label_char_ok(unsigned char ch, int key)
@@ -402,14 +408,19 @@ static json_t *round_json(const ledger_round_res *r)
     json_t *adm = json_array(), *ref = json_array();
     for (size_t i = 0; r->outcomes && i < r->n; i++) {
         const ledger_outcome *o = &r->outcomes[i];
-        if (o->admitted)
-            json_array_append_new(
-                adm, json_pack("{s:s, s:o, s:o, s:s, s:s, s:s}", "client", o->id, "spent_before",
-                               codec_real(o->spent_before), "spent_after",
-                               codec_real(o->spent_after), "reason", ledger_reason_name(o->reason),
-                               "accounting", o->mode >= 0 ? ledger_mode_name(o->mode) : "unknown",
-                               "guarantee_kind", ledger_guarantee_name(o->guarantee)));
-        else {
+        if (o->admitted) {
+            json_t *x =
+                json_pack("{s:s, s:o, s:o, s:s, s:s, s:s}", "client", o->id, "spent_before",
+                          codec_real(o->spent_before), "spent_after", codec_real(o->spent_after),
+                          "reason", ledger_reason_name(o->reason), "accounting",
+                          o->mode >= 0 ? ledger_mode_name(o->mode) : "unknown", "guarantee_kind",
+                          ledger_guarantee_name(o->guarantee));
+            if (x && o->after_accountant > 0)
+                json_object_set_new(
+                    x, "spent_after_accountant",
+                    json_string(dp_accountant_name((dp_accountant)o->after_accountant)));
+            json_array_append_new(adm, x);
+        } else {
             /* an unknown client has no spend: its refusal names no figures (never null) */
             json_t *x =
                 json_pack("{s:s, s:s}", "client", o->id, "reason", ledger_reason_name(o->reason));

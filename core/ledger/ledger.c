@@ -26,10 +26,17 @@
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
 #include "snapshot.h"
+#include "spend.h"
 #include "wal.h"
 
 enum { REC_EVENT = 1, REC_CLIENT = 2, REC_ROUND = 3 };
-enum { EV_RDP = 0, EV_TV = 1, EV_UNCERTIFIABLE = 2, EV_PLD_ONLY = 3, EV_NOT_COVERED = 4 };
+enum {
+    EV_RDP = SPEND_RDP,
+    EV_TV = SPEND_TV,
+    EV_UNCERTIFIABLE = SPEND_UNCERTIFIABLE,
+    EV_PLD_ONLY = SPEND_PLD_ONLY,
+    EV_NOT_COVERED = SPEND_NOT_COVERED
+};
 
 typedef struct {
     dp_event *ev;
@@ -42,7 +49,8 @@ typedef struct {
     double tvlog;
     double mu2; /* gdp_ok: mu^2 of a composition of unsampled Gaussians (gdp_filter) */
     int gdp_ok;
-    char why[200]; /* for EV_PLD_ONLY / EV_NOT_COVERED */
+    char why[200];   /* for EV_PLD_ONLY / EV_NOT_COVERED */
+    spend_event *se; /* the same event in the spend engine (a reference) */
 } lev;
 
 typedef struct {
@@ -54,6 +62,7 @@ typedef struct {
     char *id;
     double eps, delta;
     uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
+    int8_t sacct;                          /* the accountant the spend is (dp_accountant), -1 */
     char *labels;                          /* NULL or "k=v\n..." */
     double spent, dtv;
     uint64_t rounds, version;
@@ -72,6 +81,7 @@ typedef struct {
     uint32_t pos; /* event, client or round position */
     /* U_CLIENT_SET and U_CHARGE: the client as it was */
     uint8_t mode, rel, uncertified, ev_new;
+    int8_t sacct;
     uint32_t ev;
     double eps, delta, spent, dtv;
     uint64_t rounds, version, cseq;
@@ -81,6 +91,7 @@ typedef struct {
 typedef struct {
     const char *id; /* the client's id, or owned (unknown clients) */
     uint8_t owned, admitted, reason;
+    int8_t acct; /* the accountant `after` is; -1: not known (recovered from the log) */
     double before, after;
 } lout;
 
@@ -114,7 +125,6 @@ struct ledger {
      * before the lock is released */
     lev *evs;
     size_t nevs, cap_evs, nevs_logged;
-    uint64_t ev_gen;    /* bumped when an event index is dropped (keys the spend cache) */
     uint8_t *cover_bad; /* during open: clients whose covered log record the snapshot lacks */
     lindex ev_index;
     /* clients */
@@ -133,23 +143,7 @@ struct ledger {
     pthread_mutex_t snap_mu;
     pthread_cond_t snap_cv;
     int snap_wanted, snap_stop, snap_running, has_thread;
-    /* pld spend cache */
-    struct pcache {
-        uint64_t key, gen;
-        double delta;
-        uint8_t mode, rel, m;
-        lcount ms[4]; /* the exact multiset, sorted by event: compared in full */
-        double spent, dtv;
-        int uncert, unsup;
-    } pcache[4096];
-    pthread_mutex_t pcache_mu;
-    /* rdp conversion constants for recent deltas (guarded by pcache_mu) */
-    struct conv {
-        double delta;
-        double l1[RDP_NORDERS], q[RDP_NORDERS];
-        int valid;
-    } conv[4];
-    unsigned conv_next;
+    spend_engine *sp; /* spends: events by content, the PLD value cache */
 };
 
 /* ---- small utilities ------------------------------------------------------------------------- */
@@ -428,36 +422,22 @@ static char *br_str(br *r, size_t max)
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-static void classify(lev *e)
+/* The event's classification, from the spend engine (which computed it once for all). */
+static dpb_status classify(lev *e)
 {
-    dpb_error err = {0}, eg = {0};
-    e->gdp_ok = dp_gdp_mu2_of(e->ev, e->rel, &e->mu2, &eg) == DPB_OK && e->mu2 >= 0.0;
-    e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
-    dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
-    if (st == DPB_OK) {
-        e->kind = EV_RDP;
-        return;
+    const spend_class *c = spend_event_class(e->se);
+    e->kind = c->kind;
+    e->tvlog = c->tvlog;
+    e->mu2 = c->mu2;
+    e->gdp_ok = c->gdp_ok;
+    snprintf(e->why, sizeof e->why, "%s", c->why);
+    if (c->rdp != NULL) {
+        e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+        if (e->rdp == NULL)
+            return DPB_ENOMEM;
+        memcpy(e->rdp, c->rdp, RDP_NORDERS * sizeof *e->rdp);
     }
-    free(e->rdp);
-    e->rdp = NULL;
-    if (st == DPB_EUNCERTIFIABLE) {
-        e->kind = EV_UNCERTIFIABLE;
-        snprintf(e->why, sizeof e->why, "%s", err.detail);
-        return;
-    }
-    dpb_error e2 = {0};
-    st = dp_tv_log1m_of(e->ev, e->rel, &e->tvlog, &e2);
-    if (st == DPB_OK) {
-        e->kind = EV_TV;
-        return;
-    }
-    if (st == DPB_ENOTCOVERED) {
-        e->kind = EV_NOT_COVERED;
-        snprintf(e->why, sizeof e->why, "%s", e2.detail);
-        return;
-    }
-    e->kind = EV_PLD_ONLY;
-    snprintf(e->why, sizeof e->why, "%s", err.detail);
+    return DPB_OK;
 }
 
 /* Intern (ev, rel); *idx receives its index and *fresh whether it is new (to be logged).
@@ -477,8 +457,12 @@ static dpb_status intern(ledger *l, const unsigned char *bytes, size_t n, dp_rel
         return DPB_ENOMEM;
     lev *e = &l->evs[l->nevs];
     memset(e, 0, sizeof *e);
+    dpb_status st = spend_event_get(l->sp, bytes, n, rel, &e->se);
+    if (st != DPB_OK)
+        return st;
     e->bytes = malloc(n ? n : 1);
     if (e->bytes == NULL || dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
+        spend_event_put(l->sp, e->se);
         free(e->bytes);
         return e->bytes ? DPB_ECORRUPT : DPB_ENOMEM;
     }
@@ -486,9 +470,10 @@ static dpb_status intern(ledger *l, const unsigned char *bytes, size_t n, dp_rel
     e->nbytes = n;
     e->hash = h;
     e->rel = rel;
-    classify(e);
     *idx = (uint32_t)l->nevs;
-    if (index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
+    if (classify(e) != DPB_OK ||
+        index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
+        spend_event_put(l->sp, e->se);
         dp_event_free(e->ev);
         free(e->bytes);
         free(e->rdp);
@@ -499,45 +484,7 @@ static dpb_status intern(ledger *l, const unsigned char *bytes, size_t n, dp_rel
     return DPB_OK;
 }
 
-/* ---- spend ----------------------------------------------------------------------------------- */
-
-/* min over orders of rdp_eps_at(a, r, delta), bit for bit the same arithmetic, with the
- * per-order logarithms computed once per delta: eps = (r + log1p(-1/a)) - log(delta a)/(a-1),
- * and 0 where delta^2 + expm1(-r) > 0 (only possible for r < 2 delta^2). Rounded up. */
-static double rdp_convert(ledger *l, const double *r, double delta)
-{
-    struct conv *cv = NULL;
-    pthread_mutex_lock(&l->pcache_mu);
-    for (unsigned i = 0; i < 4; i++)
-        if (l->conv[i].valid && l->conv[i].delta == delta)
-            cv = &l->conv[i];
-    if (cv == NULL) {
-        cv = &l->conv[l->conv_next++ % 4];
-        cv->delta = delta;
-        for (size_t k = 0; k < RDP_NORDERS; k++) {
-            double a = RDP_DEFAULT_ORDERS[k];
-            cv->l1[k] = log1p(-1.0 / a);
-            cv->q[k] = log(delta * a) / (a - 1.0);
-        }
-        cv->valid = 1;
-    }
-    double best = HUGE_VAL;
-    for (size_t k = 0; k < RDP_NORDERS; k++) {
-        double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
-        if (isinf(rk))
-            e = HUGE_VAL;
-        else if (rk < 2.0 * delta * delta + 1e-300 && delta * delta + expm1(-rk) > 0.0)
-            e = 0.0;
-        else if (a > 1.01)
-            e = rk + cv->l1[k] - cv->q[k];
-        else
-            e = HUGE_VAL;
-        if (e < best)
-            best = e;
-    }
-    pthread_mutex_unlock(&l->pcache_mu);
-    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
-}
+/* ---- spend (spend.c computes it) ------------------------------------------------------------ */
 
 const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
     1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 63, 128, 256, 512, 1024};
@@ -545,199 +492,37 @@ const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
 const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
     4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
 
-/* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
- * conversion eps_a(r_a, delta / k) = r_a + log1p(-1/a) - log(a delta / k) / (a - 1) (the
- * union bound gives each order delta / k), and nothing else: no total-variation shortcut, no
- * other order. A round is admitted iff the level after it is <= eps, i.e. iff some order
- * still has r_a <= B_a. Rounded up. */
-static double filter_level(const double *r, double delta)
-{
-    double dk = delta / (double)LEDGER_FILTER_NORDERS, best = HUGE_VAL;
-    for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
-        double a = LEDGER_FILTER_ORDERS[i], rk = r[LEDGER_FILTER_ORDER_INDEX[i]];
-        if (!isfinite(rk))
-            continue;
-        double e = rk + log1p(-1.0 / a) - log(dk * a) / (a - 1.0);
-        if (e < best)
-            best = e;
-    }
-    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
-}
-
-/* The spend of a multiset of (event, count) for a client's mode, budget delta and relation,
- * computed (no cache). */
-static void spend_compute(ledger *l, int mode, double delta, int rel, const lcount *ms, size_t m,
-                          double *spent, double *dtv, int *uncert, int *unsupported)
-{
-    *uncert = *unsupported = 0;
-    *dtv = 0.0;
-    for (size_t i = 0; i < m; i++)
-        if (l->evs[ms[i].ev].kind == EV_UNCERTIFIABLE) {
-            *uncert = 1;
-            *spent = HUGE_VAL;
-            return;
-        }
-    if (mode == LEDGER_RDP) {
-        double r[RDP_NORDERS] = {0}, tv = 0.0;
-        int any_rdp = 0;
-        for (size_t i = 0; i < m; i++) {
-            const lev *v = &l->evs[ms[i].ev];
-            double cnt = (double)ms[i].count;
-            if (v->kind == EV_RDP) {
-                any_rdp = 1;
-                for (size_t k = 0; k < RDP_NORDERS; k++)
-                    r[k] += cnt * v->rdp[k];
-            } else if (v->kind == EV_TV) {
-                tv += cnt * v->tvlog;
-            } else {
-                *unsupported = 1;
-                *spent = HUGE_VAL;
-                return;
-            }
-        }
-        *dtv = tv < 0.0 ? dp_round_up(-expm1(tv), 1e-14) : 0.0;
-        double d = delta - *dtv;
-        if (!(d > 0.0)) {
-            *spent = HUGE_VAL;
-            return;
-        }
-        if (!any_rdp) {
-            *spent = 0.0;
-            return;
-        }
-        *spent = rdp_convert(l, r, d < 1.0 ? d : 0.999999999);
-        return;
-    }
-    if (mode == LEDGER_RDP_FILTER || mode == LEDGER_GDP_FILTER) {
-        double r[RDP_NORDERS] = {0}, mu2 = 0.0;
-        for (size_t i = 0; i < m; i++) {
-            const lev *v = &l->evs[ms[i].ev];
-            double cnt = (double)ms[i].count;
-            if (mode == LEDGER_RDP_FILTER ? v->kind != EV_RDP : !v->gdp_ok) {
-                *unsupported = 1;
-                *spent = HUGE_VAL;
-                return;
-            }
-            if (mode == LEDGER_GDP_FILTER)
-                mu2 += cnt * v->mu2;
-            else
-                for (size_t k = 0; k < RDP_NORDERS; k++)
-                    r[k] += cnt * v->rdp[k];
-        }
-        if (mode == LEDGER_RDP_FILTER) {
-            *spent = m == 0 ? 0.0 : filter_level(r, delta);
-            return;
-        }
-        double e = HUGE_VAL;
-        if (mu2 == 0.0)
-            e = 0.0;
-        else if (isfinite(mu2) &&
-                 dp_gdp_epsilon(sqrt(dp_round_up(mu2, 1e-12)), delta, &e) != DPB_OK)
-            e = HUGE_VAL;
-        *spent = e;
-        return;
-    }
-    /* pld: compose the whole multiset */
-    double result = HUGE_VAL;
-    if (m == 0) {
-        *spent = 0.0;
-        return;
-    }
-    dp_event *root = dp_event_new(DP_EV_COMPOSED);
-    if (root && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
-        for (size_t i = 0; i < m; i++) {
-            dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED);
-            if (sc == NULL)
-                break;
-            sc->u.self.event = l->evs[ms[i].ev].ev; /* borrowed: detached before free */
-            sc->u.self.count = ms[i].count;
-            root->u.composed.events[root->u.composed.n++] = sc;
-        }
-        dp_report rep;
-        double dl = delta;
-        if (root->u.composed.n == m && dp_epsilon_ex(root, (dp_relation)rel, DP_ACCT_PLD, NULL, &dl,
-                                                     1, &result, NULL, &rep, NULL) != DPB_OK)
-            result = HUGE_VAL;
-        for (size_t i = 0; i < root->u.composed.n; i++)
-            root->u.composed.events[i]->u.self.event = NULL;
-    }
-    dp_event_free(root);
-    *spent = result;
-}
-
-/* The client's spend with `extra` more of event `xev` (extra 0: as it is). Cached by the
- * exact multiset, budget delta, mode and relation: clients of a cohort share histories. */
-static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, double *spent,
-                     double *dtv, int *uncert, int *unsupported)
+/* The client's spend with `extra` more of event `xev` (extra 0: as it is). */
+static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
 {
     if (c->uncertified) {
-        *uncert = 1;
-        *unsupported = 0;
-        *dtv = 0.0;
-        *spent = HUGE_VAL;
+        memset(out, 0, sizeof *out);
+        out->uncertified = 1;
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
         return;
     }
     size_t n = c->nev, m = n;
-    lcount stack[8], *ms = n + 1 <= 8 ? stack : malloc((n + 1) * sizeof *ms);
-    if (ms == NULL) {
-        *uncert = *unsupported = 0;
-        *dtv = 0.0;
-        *spent = HUGE_VAL;
+    spend_term stack[8], *t = n + 1 <= 8 ? stack : malloc((n + 1) * sizeof *t);
+    if (t == NULL) {
+        memset(out, 0, sizeof *out);
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
         return;
     }
     int found = 0;
     for (size_t i = 0; i < n; i++) {
-        ms[i] = c->ev[i];
-        if (ms[i].ev == xev && extra) {
-            ms[i].count += extra;
+        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+        if (c->ev[i].ev == xev && extra) {
+            t[i].count += extra;
             found = 1;
         }
     }
     if (extra && !found)
-        ms[m++] = (lcount){xev, extra};
-    /* sort by event (insertion order differs between clients), then key the exact multiset */
-    for (size_t i = 1; i < m; i++)
-        for (size_t j = i; j > 0 && ms[j - 1].ev > ms[j].ev; j--) {
-            lcount t = ms[j];
-            ms[j] = ms[j - 1];
-            ms[j - 1] = t;
-        }
-    uint64_t key = fnv64(&c->delta, sizeof c->delta, 14695981039346656037ULL);
-    key = fnv64(&c->mode, 1, key);
-    key = fnv64(&c->rel, 1, key);
-    for (size_t i = 0; i < m; i++) {
-        key = fnv64(&ms[i].ev, sizeof ms[i].ev, key);
-        key = fnv64(&ms[i].count, sizeof ms[i].count, key);
-    }
-    int cacheable = m <= 4;
-    struct pcache pc = {0};
-    if (cacheable) {
-        pthread_mutex_lock(&l->pcache_mu);
-        pc = l->pcache[key % 4096];
-        pthread_mutex_unlock(&l->pcache_mu);
-    }
-    int hit = cacheable && pc.key == key && pc.gen == l->ev_gen && pc.m == m &&
-              pc.delta == c->delta && pc.mode == c->mode && pc.rel == c->rel;
-    for (size_t i = 0; hit && i < m; i++)
-        hit = pc.ms[i].ev == ms[i].ev && pc.ms[i].count == ms[i].count;
-    if (hit) {
-        *spent = pc.spent;
-        *dtv = pc.dtv;
-        *uncert = pc.uncert;
-        *unsupported = pc.unsup;
-    } else {
-        spend_compute(l, c->mode, c->delta, c->rel, ms, m, spent, dtv, uncert, unsupported);
-        if (cacheable) {
-            struct pcache e = {key,      l->ev_gen, c->delta, c->mode, c->rel,      (uint8_t)m,
-                               {{0, 0}}, *spent,    *dtv,     *uncert, *unsupported};
-            memcpy(e.ms, ms, m * sizeof *ms);
-            pthread_mutex_lock(&l->pcache_mu);
-            l->pcache[key % 4096] = e;
-            pthread_mutex_unlock(&l->pcache_mu);
-        }
-    }
-    if (ms != stack)
-        free(ms);
+        t[m++] = (spend_term){l->evs[xev].se, extra};
+    spend_eval(l->sp, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, m, out);
+    if (t != stack)
+        free(t);
 }
 
 static ledger_status status_of(const lclient *c)
@@ -764,10 +549,30 @@ static void counters(ledger *l, const lclient *c, int sign)
 
 static void recompute(ledger *l, lclient *c)
 {
-    int u, un;
-    spend_of(l, c, 0, 0, &c->spent, &c->dtv, &u, &un);
-    if (u)
+    spend_result r;
+    spend_of(l, c, 0, 0, &r);
+    c->spent = r.spent;
+    c->dtv = r.dtv;
+    c->sacct = (int8_t)r.accountant;
+    if (r.uncertified)
         c->uncertified = 1;
+}
+
+/* The accountant of a spend recovered from a snapshot (which stores the value only). */
+static void name_spend(ledger *l, lclient *c)
+{
+    spend_term stack[8], *t = c->nev <= 8 ? stack : malloc(c->nev * sizeof *t);
+    c->sacct = -1;
+    if (t == NULL || c->uncertified) {
+        if (t != stack)
+            free(t);
+        return;
+    }
+    for (uint32_t i = 0; i < c->nev; i++)
+        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+    c->sacct = (int8_t)spend_accountant_of(l->sp, c->mode, c->eps, c->delta, t, c->nev, c->spent);
+    if (t != stack)
+        free(t);
 }
 
 static int add_count(lclient *c, uint32_t ev, uint64_t k)
@@ -820,6 +625,7 @@ static lundo client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos)
     if (pos >= 0) {
         const lclient *c = &l->cl[pos];
         u.uncertified = c->uncertified;
+        u.sacct = c->sacct;
         u.spent = c->spent;
         u.dtv = c->dtv;
         u.rounds = c->rounds;
@@ -860,8 +666,8 @@ static void drop_last_event(ledger *l)
     dp_event_free(e->ev);
     free(e->bytes);
     free(e->rdp);
+    spend_event_put(l->sp, e->se);
     l->nevs--;
-    l->ev_gen++; /* its index may be reused by another event: the spend cache must not hit */
 }
 
 /* Drop the events interned by a round that are not in the log (a dry run, a refused or
@@ -916,6 +722,7 @@ static void undo_one(ledger *l, lundo *u)
         }
         c->uncertified = u->uncertified;
         c->spent = u->spent;
+        c->sacct = u->sacct;
         c->dtv = u->dtv;
         c->rounds = u->rounds;
         c->version = u->version;
@@ -1092,6 +899,7 @@ static void view_of(const lclient *c, ledger_client *v)
     v->version = c->version;
     v->status = status_of(c);
     v->guarantee = ledger_guarantee_of(v->mode, c->spent, c->eps, c->uncertified);
+    v->spent_accountant = c->sacct;
 }
 
 /* Insert or update a client in memory (no logging). */
@@ -1525,6 +1333,7 @@ static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
         o->reason = (ledger_reason)r->out[i].reason;
         o->spent_before = r->out[i].before;
         o->spent_after = r->out[i].after;
+        o->after_accountant = r->out[i].acct;
         outcome_guarantee(l, o, 0);
     }
 }
@@ -1653,8 +1462,107 @@ static void outcome_guarantee(const ledger *l, ledger_outcome *o, int creating)
                                : ledger_guarantee_of((ledger_mode)o->mode, o->spent_after, eps, 0);
 }
 
+/* ---- the spends a round needs, computed before its lock ---------------------------------------
+ *
+ * A pld client's spend may need its PLD (spend.c: when the rdp bound is past the budget),
+ * which takes from milliseconds to seconds. It is computed here, before the round takes the
+ * write lock, from a copy of each participant's counts taken under the read lock, and kept in
+ * spend.c's cache by content; the admission under the write lock then evaluates the same
+ * multiset and finds it. Should a participant's counts have changed in between (a concurrent
+ * round charged it), the admission computes its own value: still exact, only slower. The
+ * round's event is registered in spend.c here too (its RDP curve), and held until the round
+ * ends so that intern() finds it. */
+static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event *pre[2])
+{
+    unsigned char *eb = NULL;
+    size_t elen = 0, ecap = 0, nt = 0, cap_t = 0, ns = 0;
+    struct pclient {
+        double eps, delta;
+        uint8_t rel;
+        size_t off, m;
+    } *sn = malloc(req->n * sizeof *sn);
+    spend_term *t = NULL;
+    int rels[2] = {0, 0}, ok = 1;
+    if (sn == NULL || dp_event_encode(req->event, &eb, &elen, &ecap) != DPB_OK) {
+        free(sn);
+        free(eb);
+        return;
+    }
+    pthread_rwlock_rdlock(&l->lock);
+    if (find_round(l, req->round_id) >= 0)
+        ok = 0; /* a retry: answered from the stored round */
+    for (size_t i = 0; i < req->n && ok; i++) {
+        long pos = find_client(l, req->participants[i]);
+        if (pos < 0) {
+            rels[DP_REL_ADD_OR_REMOVE] = 1; /* a default client would be created so */
+            continue;
+        }
+        const lclient *c = &l->cl[pos];
+        rels[c->rel] = 1;
+        if (c->mode != LEDGER_PLD || c->uncertified)
+            continue;
+        if (grow((void **)&t, &cap_t, nt + c->nev + 1, sizeof *t) != 0) {
+            ok = 0;
+            break;
+        }
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, nt, c->nev};
+        for (uint32_t k = 0; k < c->nev; k++) {
+            spend_event *se = l->evs[c->ev[k].ev].se;
+            spend_event_ref(l->sp, se); /* a withdrawn charge could drop it meanwhile */
+            t[nt++] = (spend_term){se, c->ev[k].count};
+        }
+        nt++; /* room for the round's event */
+        ns++;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    for (int r = 0; r < 2 && ok; r++)
+        if (rels[r] && spend_event_get(l->sp, eb, elen, (dp_relation)r, &pre[r]) != DPB_OK)
+            pre[r] = NULL;
+    for (size_t i = 0; i < ns && ok; i++) {
+        spend_term *ct = t + sn[i].off;
+        size_t m = sn[i].m, k;
+        spend_event *x = pre[sn[i].rel];
+        if (x == NULL)
+            continue;
+        for (k = 0; k < m && ct[k].ev != x; k++)
+            ;
+        spend_term *w = malloc((m + 1) * sizeof *w); /* spend_eval reorders its terms */
+        if (w == NULL)
+            break;
+        memcpy(w, ct, m * sizeof *w);
+        if (k < m)
+            w[k].count++;
+        else
+            w[m++] = (spend_term){x, 1};
+        spend_result res;
+        spend_eval(l->sp, LEDGER_PLD, sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, w, m, &res);
+        free(w);
+    }
+    for (size_t i = 0; i < ns; i++)
+        for (size_t k = 0; k < sn[i].m; k++)
+            spend_event_put(l->sp, t[sn[i].off + k].ev);
+    free(t);
+    free(sn);
+    free(eb);
+}
+
+static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_round_res *res,
+                              dpb_error *err);
+
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err)
+{
+    spend_event *pre[2] = {NULL, NULL};
+    if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
+        prefetch_spends(l, req, pre);
+    dpb_status st = round_apply(l, req, res, err);
+    spend_event_put(l->sp, pre[0]);
+    spend_event_put(l->sp, pre[1]);
+    return st;
+}
+
+static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_round_res *res,
+                              dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!valid_id(req->round_id))
@@ -1737,6 +1645,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     for (size_t i = 0; i < req->n; i++) {
         lout *o = &out[i];
         o->id = req->participants[i];
+        o->acct = -1;
         long pos = find_client(l, o->id);
         size_t h = (size_t)str_hash(o->id) & (scap - 1);
         while (seen[h] != UINT32_MAX && strcmp(req->participants[seen[h]], o->id) != 0)
@@ -1773,11 +1682,13 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
             tmp.delta = l->opt.default_delta;
             c = &tmp;
         }
-        double after, dtv;
-        int uncert, unsup;
+        spend_result sr;
         o->before = pos >= 0 ? c->spent : 0.0;
-        spend_of(l, c, evi[rel], 1, &after, &dtv, &uncert, &unsup);
+        spend_of(l, c, evi[rel], 1, &sr);
+        double after = sr.spent;
+        int uncert = sr.uncertified, unsup = sr.unsupported;
         o->after = after;
+        o->acct = (int8_t)sr.accountant;
         if (v->kind == EV_UNCERTIFIABLE || uncert)
             o->reason = LEDGER_UNCERTIFIABLE;
         else if (unsup && ledger_mode_is_filter((ledger_mode)c->mode))
@@ -1840,6 +1751,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         o->reason = out[i].admitted && out[i].reason == LEDGER_OK ? LEDGER_OK : out[i].reason;
         o->spent_before = out[i].before;
         o->spent_after = out[i].after;
+        o->after_accountant = out[i].acct;
         outcome_guarantee(l, o, 1);
         res->admitted += (size_t)out[i].admitted;
     }
@@ -2046,6 +1958,7 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
             out[i].reason = (uint8_t)br_u8(&r);
             out[i].before = br_f64(&r);
             out[i].after = br_f64(&r);
+            out[i].acct = -1;
             long pos = pid ? find_client(l, pid) : -1;
             if (pos >= 0) {
                 out[i].id = l->cl[pos].id;
@@ -2307,6 +2220,7 @@ static int load_snapshot(ledger *l, br *r)
                 out[k].reason = (uint8_t)br_u8(r);
                 out[k].before = br_f64(r);
                 out[k].after = br_f64(r);
+                out[k].acct = -1;
                 long pos = pid ? find_client(l, pid) : -1;
                 if (pos >= 0) {
                     out[k].id = l->cl[pos].id;
@@ -2394,9 +2308,9 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     pthread_rwlock_init(&l->lock, NULL);
     pthread_mutex_init(&l->snap_mu, NULL);
     pthread_cond_init(&l->snap_cv, NULL);
-    pthread_mutex_init(&l->pcache_mu, NULL);
+    l->sp = spend_engine_new(0);
     dpb_status st = DPB_ENOMEM;
-    if (l->dir == NULL || index_init(&l->cl_index, 1024) != 0 ||
+    if (l->dir == NULL || l->sp == NULL || index_init(&l->cl_index, 1024) != 0 ||
         index_init(&l->rd_index, 1024) != 0 || index_init(&l->ev_index, 64) != 0) {
         dpb_fail(err, st, NULL, "out of memory");
         goto fail;
@@ -2459,6 +2373,8 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     for (size_t i = 0; i < l->ncl; i++) {
         if (l->cl[i].dirty)
             recompute(l, &l->cl[i]);
+        else
+            name_spend(l, &l->cl[i]);
         l->cl[i].dirty = 0;
         counters(l, &l->cl[i], +1);
     }
@@ -2529,7 +2445,7 @@ static void close_ledger(ledger *l, int snapshot)
     pthread_rwlock_destroy(&l->lock);
     pthread_mutex_destroy(&l->snap_mu);
     pthread_cond_destroy(&l->snap_cv);
-    pthread_mutex_destroy(&l->pcache_mu);
+    spend_engine_free(l->sp); /* after the events that referred to it */
     free(l->dir);
     free(l);
 }

@@ -141,6 +141,9 @@ typedef struct {
     uint64_t version; /* changes with every change of the client (ETag) */
     ledger_status status;
     ledger_guarantee guarantee;
+    int spent_accountant; /* the dp_accountant whose value for the client's composition (at
+                           * the budget's delta) `spent` is, or -1 (a filter's level, a
+                           * total-variation part, nothing certified) */
 } ledger_client;
 
 /* 1 if id (len bytes) obeys LEDGER_ID_RULE. */
@@ -200,6 +203,8 @@ typedef struct {
     double spent_before, spent_after; /* spent_after: the spend the round would leave */
     int mode;                         /* the client's ledger_mode; -1 when unknown */
     ledger_guarantee guarantee;       /* of an admitted charge (see ledger_guarantee_of) */
+    int after_accountant; /* the dp_accountant spent_after is (as ledger_client's), -1: not
+                           * known (none, or an answer recovered from the log) */
 } ledger_outcome;
 
 typedef struct {

@@ -1289,37 +1289,74 @@ static void ledger_already_ran_with_unknown(void)
 
 /* ---- 9. pld accounting ----------------------------------------------------------------------- */
 
+/* A client's spend agrees with POST /v1/epsilon, with the accountant the client's answer
+ * names, on the client's composition (JSON of a ComposedDpEvent). */
+static void spend_matches_compute(const char *id, const char *composition, const char *want_acct)
+{
+    api_reply r;
+    get_client(id, NULL, &r, NULL);
+    CHECKF(r.status == 200, "GET %s: %ld", id, r.status);
+    const char *acct = jstr(r.json, "spent.accountant");
+    double sp = jnum(r.json, "spent.epsilon"), delta = jnum(r.json, "budget.delta");
+    CHECKF(acct != NULL && (want_acct == NULL || strcmp(acct, want_acct) == 0),
+           "%s: spent.accountant %s, want %s", id, acct ? acct : "(none)",
+           want_acct ? want_acct : "any");
+    if (acct != NULL) {
+        char what[200];
+        snprintf(what, sizeof what, "%s spent vs /v1/epsilon %s", id, acct);
+        same_value(what, sp, eps_of(acct, composition, delta));
+    }
+    api_reply_free(&r);
+}
+
+#define COMPOSED2(a, b) "{\"class_name\":\"ComposedDpEvent\",\"events\":[" a "," b "]}"
+#define SELF(count, ev)                                                                            \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":" #count ",\"event\":" ev "}"
+
 static void ledger_pld_mode(void)
 {
-    const char *pld = "ledger_pld_mode-pld", *rdp = "ledger_pld_mode-rdp";
+    const char *pld = "ledger_pld_mode-pld", *rdp = "ledger_pld_mode-rdp",
+               *near = "ledger_pld_mode-near";
     mk_client(pld, "{\"budget\":{\"epsilon\":10,\"delta\":1e-5},\"accounting\":\"pld\"}");
     mk_client(rdp, BUDGET(10, 1e-5));
+    /* E100: rdp ~1.214, pld ~0.718 at 1e-5 */
+    mk_client(near, "{\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"accounting\":\"pld\"}");
     double want_pld = eps_of("pld", E100, 1e-5), want_rdp = eps_of("rdp", E100, 1e-5);
-    double want_pld2 = eps_of("pld",
-                              "{\"class_name\":\"SelfComposedDpEvent\",\"count\":2,"
-                              "\"event\":" E100 "}",
-                              1e-5);
+    double want_pld2 = eps_of("pld", SELF(2, E100), 1e-5),
+           want_rdp2 = eps_of("rdp", SELF(2, E100), 1e-5);
+    CHECKF(want_rdp > 1.0 && want_pld < 1.0 && want_pld2 < 1.0, "%g %g %g", want_rdp, want_pld,
+           want_pld2);
     api_reply r;
     post_round(&r, NULL,
                "{\"round_id\":\"ledger_pld_mode-r1\",\"event\":" E100
-               ",\"participants\":[\"%s\",\"%s\"]}",
-               pld, rdp);
-    CHECKF(r.status == 200 && jint_is(r.json, "charged", 2), "%.300s", r.body);
-    double sp = jnum(entry(r.json, "admitted", pld), "spent_after");
-    double sr = jnum(entry(r.json, "admitted", rdp), "spent_after");
-    same_value("pld spent_after vs /v1/epsilon pld", sp, want_pld);
-    same_value("rdp spent_after vs /v1/epsilon rdp", sr, want_rdp);
-    CHECKF(sp <= sr, "pld %.17g > rdp %.17g", sp, sr);
+               ",\"participants\":[\"%s\",\"%s\",\"%s\"]}",
+               pld, rdp, near);
+    CHECKF(r.status == 200 && jint_is(r.json, "charged", 3), "%.300s", r.body);
+    /* far from its budget a pld client is charged on the rdp bound, and says so */
+    const json_t *ep = entry(r.json, "admitted", pld), *en = entry(r.json, "admitted", near);
+    same_value("pld (far) spent_after vs /v1/epsilon rdp", jnum(ep, "spent_after"), want_rdp);
+    CHECK(str_is(ep, "spent_after_accountant", "rdp"));
+    same_value("rdp spent_after vs /v1/epsilon rdp",
+               jnum(entry(r.json, "admitted", rdp), "spent_after"), want_rdp);
+    /* near it (rdp past the budget) the PLD decides, and is the spend */
+    same_value("pld (near) spent_after vs /v1/epsilon pld", jnum(en, "spent_after"), want_pld);
+    CHECK(str_is(en, "spent_after_accountant", "pld"));
     api_reply_free(&r);
     post_round(&r, NULL,
-               "{\"round_id\":\"ledger_pld_mode-r2\",\"event\":" E100 ",\"participants\":[\"%s\"]}",
-               pld);
-    CHECK(r.status == 200 && jint_is(r.json, "charged", 1));
-    same_value("pld spend after two rounds", jnum(r.json, "admitted[0].spent_after"), want_pld2);
+               "{\"round_id\":\"ledger_pld_mode-r2\",\"event\":" E100
+               ",\"participants\":[\"%s\",\"%s\"]}",
+               pld, near);
+    CHECK(r.status == 200 && jint_is(r.json, "charged", 2));
+    same_value("near: pld spend after two rounds",
+               jnum(entry(r.json, "admitted", near), "spent_after"), want_pld2);
     api_reply_free(&r);
+    spend_matches_compute(
+        near, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, E100) "]}", "pld");
+    spend_matches_compute(
+        pld, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, E100) "]}", "rdp");
     get_client(pld, NULL, &r, NULL);
     CHECK(str_is(r.json, "accounting", "pld") && jint_is(r.json, "rounds", 2));
-    same_value("GET pld spent", jnum(r.json, "spent.epsilon"), want_pld2);
+    same_value("GET pld spent", jnum(r.json, "spent.epsilon"), want_rdp2);
     api_reply_free(&r);
     /* the mode of a charged client cannot change; its budget can */
     put_client(pld, "{\"budget\":{\"epsilon\":10,\"delta\":1e-5},\"accounting\":\"rdp\"}", &r,
@@ -1332,11 +1369,53 @@ static void ledger_pld_mode(void)
                &r, NULL);
     CHECK(is_problem(&r, 409, "conflict", NULL));
     api_reply_free(&r);
-    put_client(pld, "{\"budget\":{\"epsilon\":12,\"delta\":1e-5},\"accounting\":\"pld\"}", &r,
+    /* a budget below the rdp bound: the spend becomes the PLD's, and says so */
+    put_client(pld, "{\"budget\":{\"epsilon\":1.2,\"delta\":1e-5},\"accounting\":\"pld\"}", &r,
                NULL);
-    CHECK(r.status == 200 && jnum(r.json, "budget.epsilon") == 12.0);
+    CHECK(r.status == 200 && jnum(r.json, "budget.epsilon") == 1.2);
     same_value("pld spent after a budget change", jnum(r.json, "spent.epsilon"), want_pld2);
+    CHECK(str_is(r.json, "spent.accountant", "pld"));
     api_reply_free(&r);
+}
+
+/* Schedules and mixed cohorts: each client's spend, in either regime, is the compute API's
+ * answer for its own composition with the accountant it names. */
+static void ledger_pld_schedule_matches_compute(void)
+{
+#define SGS(sigma)                                                                                 \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":50,\"event\":{\"class_name\":"              \
+    "\"PoissonSampledDpEvent\",\"sampling_probability\":0.01,\"event\":{\"class_name\":"           \
+    "\"GaussianDpEvent\",\"noise_multiplier\":" #sigma "}}}"
+    const char *a = "ledger_pld_schedule-a", *b = "ledger_pld_schedule-b",
+               *c = "ledger_pld_schedule-c";
+    /* a: far (rdp decides), b and c: near (the PLD decides) */
+    mk_client(a, "{\"budget\":{\"epsilon\":50,\"delta\":1e-5},\"accounting\":\"pld\"}");
+    mk_client(b, "{\"budget\":{\"epsilon\":2.0,\"delta\":1e-5},\"accounting\":\"pld\"}");
+    mk_client(c, "{\"budget\":{\"epsilon\":2.2,\"delta\":1e-6},\"accounting\":\"pld\"}");
+    api_reply r;
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_schedule-r1\",\"event\":" SGS(
+                   0.81) ",\"participants\":[\"%s\",\"%s\",\"%s\"],\"policy\":\"admit_eligible\"}",
+               a, b, c);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_schedule-r2\",\"event\":" SGS(
+                   0.82) ",\"participants\":[\"%s\",\"%s\"],\"policy\":\"admit_eligible\"}",
+               a, b);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_schedule-r3\",\"event\":" SGS(
+                   0.81) ",\"participants\":[\"%s\",\"%s\",\"%s\"],\"policy\":\"admit_eligible\"}",
+               a, b, c);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    spend_matches_compute(a, COMPOSED2(SELF(2, SGS(0.81)), SELF(1, SGS(0.82))), "rdp");
+    spend_matches_compute(b, COMPOSED2(SELF(2, SGS(0.81)), SELF(1, SGS(0.82))), "pld");
+    spend_matches_compute(
+        c, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, SGS(0.81)) "]}", "pld");
+#undef SGS
 }
 
 /* ---- 10. shuffled epochs in rdp mode --------------------------------------------------------- */
@@ -1952,6 +2031,7 @@ const tl_test LEDGER_API_TESTS[] = {
     TL_T(ledger_already_ran),
     TL_T(ledger_already_ran_with_unknown),
     TL_T(ledger_pld_mode),
+    TL_T(ledger_pld_schedule_matches_compute),
     TL_T(ledger_shuffled_epochs),
     TL_T(ledger_shuffled_tv_reported),
     TL_T(ledger_list_clients),

@@ -1,0 +1,294 @@
+/*
+ * bench_pld_ledger.c - the ledger in pld mode at federated scale: round latency as the
+ * clients' histories grow, and how long reads wait meanwhile. Prints figures; asserts nothing
+ * about time.
+ *
+ * Workload (a DP-SGD schedule): round k charges SelfComposed(PoissonSampled(q = 0.01,
+ * Gaussian(sigma = 0.8 + 0.01 k)), 50) to P participants out of C pld clients (budget
+ * eps = E, delta = 1e-5), a different cohort each round.
+ *   1. C = 100, P = 10: the issue's reproduction (latency of the first rounds)
+ *   2. C = 1000, P = 100, up to R rounds (BENCH_PLD_ROUNDS, default 1000): p50/p99 round
+ *      latency per block of rounds, sustained rounds/s, and the latency of
+ *      ledger_get_summary (what GET /v1/summary and /readyz call) from a reader thread
+ *      polling every 2 ms while the rounds run.   targets: p99 <= 50 ms at round 1000,
+ *      >= 100 rounds/s, reads never wait for a charge's computation
+ *   3. resident memory per pld client for BENCH_PLD_MEM_CLIENTS clients (default 100000)
+ *      with a few rounds each                       target <= 4 KiB a client
+ * Each phase stops at its deadline (BENCH_PLD_SECONDS a phase, default 60) and says how far
+ * it got.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/ledger/ledger.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_pld_ledger: could not clean %s\n", dir);
+}
+
+static ledger *open_fresh(const char *dir)
+{
+    rm_dir(dir);
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 0, 0};
+    ledger *l;
+    dpb_error err = {0};
+    if (ledger_open(&o, &l, &err) != DPB_OK) {
+        fprintf(stderr, "bench_pld_ledger: %s\n", err.detail);
+        exit(1);
+    }
+    return l;
+}
+
+static char (*ids)[16];
+
+static void make_clients(ledger *l, size_t n, double eps)
+{
+    ids = realloc(ids, n * sizeof *ids);
+    ledger_client *batch = calloc(10000, sizeof *batch);
+    if (ids == NULL || batch == NULL)
+        exit(1);
+    for (size_t start = 0; start < n; start += 10000) {
+        size_t m = n - start < 10000 ? n - start : 10000;
+        for (size_t i = 0; i < m; i++) {
+            snprintf(ids[start + i], sizeof ids[0], "c%zu", start + i);
+            memset(&batch[i], 0, sizeof batch[i]);
+            snprintf(batch[i].id, sizeof batch[i].id, "%s", ids[start + i]);
+            batch[i].epsilon = eps;
+            batch[i].delta = 1e-5;
+            batch[i].mode = LEDGER_PLD;
+        }
+        if (ledger_put_clients(l, batch, m, NULL) != DPB_OK)
+            exit(1);
+    }
+    free(batch);
+}
+
+/* SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps) */
+static dp_event *dpsgd(double sigma, double q, uint64_t steps)
+{
+    dp_event *g = dp_event_new(DP_EV_GAUSSIAN), *s = dp_event_new(DP_EV_POISSON_SAMPLED),
+             *c = dp_event_new(DP_EV_SELF_COMPOSED);
+    if (g == NULL || s == NULL || c == NULL)
+        exit(1);
+    g->u.noise.noise_multiplier = sigma;
+    s->u.sampled.sampling_probability = q;
+    s->u.sampled.event = g;
+    c->u.self.event = s;
+    c->u.self.count = steps;
+    return c;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    ledger *l;
+    atomic_int stop;
+    double lat[200000];
+    size_t n;
+} reader;
+
+static void *reader_main(void *arg)
+{
+    reader *r = arg;
+    while (!atomic_load(&r->stop) && r->n < 200000) {
+        ledger_summary s;
+        double t0 = now_s();
+        ledger_get_summary(r->l, &s);
+        r->lat[r->n++] = (now_s() - t0) * 1e3;
+        usleep(2000);
+    }
+    return NULL;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i];
+}
+
+/* Rounds 1..R over C clients, P participants each; prints latency per block. */
+static void schedule(const char *dir, size_t C, size_t P, int R, int block, double eps, double secs,
+                     int with_reader)
+{
+    ledger *l = open_fresh(dir);
+    make_clients(l, C, eps);
+    const char **part = malloc(P * sizeof *part);
+    double *lat = malloc((size_t)R * sizeof *lat), *blk = malloc((size_t)block * sizeof *blk);
+    if (part == NULL || lat == NULL || blk == NULL)
+        exit(1);
+    reader *rd = NULL;
+    pthread_t rt;
+    if (with_reader) {
+        rd = calloc(1, sizeof *rd);
+        if (rd == NULL)
+            exit(1);
+        rd->l = l;
+        pthread_create(&rt, NULL, reader_main, rd);
+    }
+    double t_start = now_s(), deadline = t_start + secs;
+    int k, refused = 0, admitted = 0;
+    unsigned seed = 7u;
+    for (k = 1; k <= R && now_s() < deadline; k++) {
+        dp_event *ev = dpsgd(0.8 + 0.01 * k, 0.01, 50);
+        /* a random cohort of P distinct clients (a partial Fisher-Yates over a stride) */
+        size_t start = (size_t)rand_r(&seed) % C, step = 1 + (size_t)rand_r(&seed) % 7;
+        while (C % step == 0 && step > 1)
+            step--;
+        for (size_t i = 0; i < P; i++)
+            part[i] = ids[(start + i * step) % C];
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "r%d", k);
+        rq.participants = part;
+        rq.n = P;
+        rq.event = ev;
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+        ledger_round_res res;
+        dpb_error err = {0};
+        double t0 = now_s();
+        if (ledger_round(l, &rq, &res, &err) != DPB_OK) {
+            fprintf(stderr, "bench_pld_ledger: round %d failed: %s\n", k, err.detail);
+            exit(1);
+        }
+        lat[k - 1] = (now_s() - t0) * 1e3;
+        admitted += (int)res.admitted;
+        refused += (int)(res.n - res.admitted);
+        ledger_round_res_free(&res);
+        dp_event_free(ev);
+        if (k % block == 0 || k <= 12) {
+            int b0 = k % block == 0 ? k - block : k - 1;
+            size_t nb = (size_t)(k - b0);
+            memcpy(blk, lat + b0, nb * sizeof *blk);
+            double p50 = pct(blk, nb, 0.5), p99 = pct(blk, nb, 0.99);
+            printf("   rounds %4d..%-4d  p50 %8.2f ms  p99 %8.2f ms\n", b0 + 1, k, p50, p99);
+            fflush(stdout);
+        }
+    }
+    k--;
+    double el = now_s() - t_start;
+    printf("   %d rounds in %.1f s: %.1f rounds/s sustained%s; %d charges admitted, %d refused\n",
+           k, el, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
+    if (rd) {
+        atomic_store(&rd->stop, 1);
+        pthread_join(rt, NULL);
+        double mx = 0.0;
+        for (size_t i = 0; i < rd->n; i++)
+            mx = rd->lat[i] > mx ? rd->lat[i] : mx;
+        printf("   ledger_get_summary while the rounds ran: %zu reads, p50 %.3f ms, p99 %.3f ms, "
+               "max %.3f ms\n",
+               rd->n, pct(rd->lat, rd->n, 0.5), pct(rd->lat, rd->n, 0.99), mx);
+        free(rd);
+    }
+    free(part);
+    free(lat);
+    free(blk);
+    ledger_close_nosnapshot(l);
+    rm_dir(dir);
+}
+
+static void memory(const char *dir, size_t C)
+{
+    long r0 = rss_kib();
+    ledger *l = open_fresh(dir);
+    make_clients(l, C, 100.0);
+    /* five rounds of 10000 participants, a different event each (distinct histories) */
+    const char **part = malloc(10000 * sizeof *part);
+    if (part == NULL)
+        exit(1);
+    for (int k = 0; k < 5; k++) {
+        dp_event *ev = dpsgd(1.0 + 0.1 * k, 0.01, 50);
+        for (size_t b = 0; b < C; b += 10000) {
+            size_t n = C - b < 10000 ? C - b : 10000;
+            for (size_t i = 0; i < n; i++)
+                part[i] = ids[(b + i * 7 + (size_t)k) % C];
+            ledger_round_req rq;
+            memset(&rq, 0, sizeof rq);
+            snprintf(rq.round_id, sizeof rq.round_id, "m%d-%zu", k, b);
+            rq.participants = part;
+            rq.n = n;
+            rq.event = ev;
+            rq.policy = LEDGER_ADMIT_ELIGIBLE;
+            ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+            ledger_round_res res;
+            if (ledger_round(l, &rq, &res, NULL) != DPB_OK)
+                exit(1);
+            ledger_round_res_free(&res);
+        }
+        dp_event_free(ev);
+    }
+    long r1 = rss_kib();
+    printf("   %zu pld clients, 5 rounds each: resident %.1f MiB more, %.2f KiB a client\n", C,
+           (double)(r1 - r0) / 1024.0, (double)(r1 - r0) / (double)C);
+    free(part);
+    ledger_close_nosnapshot(l);
+    rm_dir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    const char *build = argc > 1 ? argv[1] : "build";
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/bench-pld-ledger.tmp", build);
+    const char *s = getenv("BENCH_PLD_SECONDS");
+    double secs = s ? atof(s) : 60.0;
+    s = getenv("BENCH_PLD_ROUNDS");
+    int R = s ? atoi(s) : 1000;
+    s = getenv("BENCH_PLD_MEM_CLIENTS");
+    size_t mem_clients = s ? (size_t)atol(s) : 100000;
+    s = getenv("BENCH_PLD_PHASES");
+    const char *phases = s ? s : "123";
+
+    printf("== ledger, pld mode: DP-SGD schedule sigma = 0.8 + 0.01 k, 50 steps of q = 0.01 "
+           "(bench_pld_ledger)\n");
+    if (strchr(phases, '1')) {
+        printf("1. 100 clients, 10 participants a round, budget eps 10\n");
+        schedule(dir, 100, 10, 12, 100, 10.0, secs, 0);
+    }
+    if (strchr(phases, '2')) {
+        printf("2. 1000 clients, 100 participants a round, budget eps 10, up to %d rounds, "
+               "a reader polling the summary\n",
+               R);
+        schedule(dir, 1000, 100, R, 100, 10.0, secs, 1);
+    }
+    if (strchr(phases, '3')) {
+        printf("3. memory\n");
+        memory(dir, mem_clients);
+    }
+    return 0;
+}

@@ -1,0 +1,647 @@
+/*
+ * spend.c - the spend of a multiset of charged events (see spend.h): the event registry, the
+ * per-mode computations, and the cache of PLD values.
+ *
+ * Locks: one mutex for the registry and the rdp conversion constants, one for the cache;
+ * neither is held while an accountant runs.
+ */
+#include "spend.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dp/normal.h"
+#include "../dp/rdp.h"
+#include "ledger.h"
+
+struct spend_event {
+    uint32_t sid; /* registration order; never reused */
+    uint32_t refs;
+    uint64_t hash;
+    dp_relation rel;
+    unsigned char *bytes;
+    size_t nbytes;
+    dp_event *ev;
+    spend_class cls;
+    double *rdp;
+    char why[200];
+    spend_event *next; /* hash chain */
+};
+
+/* A cached PLD value: the pld accountant's eps for (relation, delta, multiset). */
+typedef struct centry {
+    struct centry *next, *lru_prev, *lru_next;
+    uint64_t key;
+    double delta;
+    uint8_t rel;
+    double pld; /* +inf: none certified (or the accountant failed) */
+    size_t m, bytes;
+    struct {
+        uint32_t sid;
+        uint64_t count;
+    } t[]; /* sorted by sid */
+} centry;
+
+struct spend_engine {
+    pthread_mutex_t mu; /* registry, conversion constants */
+    spend_event **reg;
+    size_t reg_cap, reg_n;
+    uint32_t next_sid;
+    struct conv {
+        double delta;
+        double l1[RDP_NORDERS], q[RDP_NORDERS];
+        int valid;
+    } conv[4];
+    unsigned conv_next;
+    pthread_mutex_t cmu; /* the cache */
+    centry **cb;
+    size_t cb_cap, c_bytes, c_cap, c_n;
+    centry *lru_head, *lru_tail; /* most recently used first */
+    uint64_t hits, misses, plds;
+};
+
+static uint64_t fnv64(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+spend_engine *spend_engine_new(size_t cache_bytes)
+{
+    spend_engine *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return NULL;
+    g->reg_cap = 256;
+    g->cb_cap = 4096;
+    g->reg = calloc(g->reg_cap, sizeof *g->reg);
+    g->cb = calloc(g->cb_cap, sizeof *g->cb);
+    if (g->reg == NULL || g->cb == NULL) {
+        free(g->reg);
+        free(g->cb);
+        free(g);
+        return NULL;
+    }
+    g->c_cap = cache_bytes ? cache_bytes : SPEND_CACHE_BYTES;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_mutex_init(&g->cmu, NULL);
+    return g;
+}
+
+static void event_free(spend_event *e)
+{
+    dp_event_free(e->ev);
+    free(e->bytes);
+    free(e->rdp);
+    free(e);
+}
+
+void spend_engine_free(spend_engine *g)
+{
+    if (g == NULL)
+        return;
+    for (size_t i = 0; i < g->reg_cap; i++)
+        for (spend_event *e = g->reg[i], *n; e; e = n) {
+            n = e->next;
+            event_free(e);
+        }
+    for (centry *c = g->lru_head, *n; c; c = n) {
+        n = c->lru_next;
+        free(c);
+    }
+    free(g->reg);
+    free(g->cb);
+    pthread_mutex_destroy(&g->mu);
+    pthread_mutex_destroy(&g->cmu);
+    free(g);
+}
+
+/* ---- the registry -------------------------------------------------------------------------- */
+
+static void classify(spend_event *e)
+{
+    dpb_error err = {0}, eg = {0};
+    spend_class *c = &e->cls;
+    c->why = e->why;
+    c->gdp_ok = dp_gdp_mu2_of(e->ev, e->rel, &c->mu2, &eg) == DPB_OK && c->mu2 >= 0.0;
+    e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+    dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
+    if (st == DPB_OK) {
+        c->kind = SPEND_RDP;
+        c->rdp = e->rdp;
+        return;
+    }
+    free(e->rdp);
+    e->rdp = NULL;
+    if (st == DPB_EUNCERTIFIABLE) {
+        c->kind = SPEND_UNCERTIFIABLE;
+        snprintf(e->why, sizeof e->why, "%s", err.detail);
+        return;
+    }
+    dpb_error e2 = {0};
+    st = dp_tv_log1m_of(e->ev, e->rel, &c->tvlog, &e2);
+    if (st == DPB_OK) {
+        c->kind = SPEND_TV;
+        return;
+    }
+    if (st == DPB_ENOTCOVERED) {
+        c->kind = SPEND_NOT_COVERED;
+        snprintf(e->why, sizeof e->why, "%s", e2.detail);
+        return;
+    }
+    c->kind = SPEND_PLD_ONLY;
+    snprintf(e->why, sizeof e->why, "%s", err.detail);
+}
+
+static spend_event *reg_find(spend_engine *g, uint64_t h, const unsigned char *b, size_t n,
+                             dp_relation rel)
+{
+    for (spend_event *e = g->reg[h & (g->reg_cap - 1)]; e; e = e->next)
+        if (e->hash == h && e->rel == rel && e->nbytes == n && memcmp(e->bytes, b, n) == 0)
+            return e;
+    return NULL;
+}
+
+static void reg_insert(spend_engine *g, spend_event *e)
+{
+    if (g->reg_n + 1 > g->reg_cap) { /* grow the chains (best effort) */
+        size_t nc = 2 * g->reg_cap;
+        spend_event **nb = calloc(nc, sizeof *nb);
+        if (nb != NULL) {
+            for (size_t i = 0; i < g->reg_cap; i++)
+                for (spend_event *x = g->reg[i], *nx; x; x = nx) {
+                    nx = x->next;
+                    x->next = nb[x->hash & (nc - 1)];
+                    nb[x->hash & (nc - 1)] = x;
+                }
+            free(g->reg);
+            g->reg = nb;
+            g->reg_cap = nc;
+        }
+    }
+    size_t b = e->hash & (g->reg_cap - 1);
+    e->next = g->reg[b];
+    g->reg[b] = e;
+    g->reg_n++;
+}
+
+dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n, dp_relation rel,
+                           spend_event **out)
+{
+    uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
+    pthread_mutex_lock(&g->mu);
+    spend_event *e = reg_find(g, h, bytes, n, rel);
+    if (e != NULL) {
+        e->refs++;
+        pthread_mutex_unlock(&g->mu);
+        *out = e;
+        return DPB_OK;
+    }
+    pthread_mutex_unlock(&g->mu);
+    /* decode and classify outside the lock (an RDP curve takes a while) */
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return DPB_ENOMEM;
+    e->bytes = malloc(n ? n : 1);
+    if (e->bytes == NULL) {
+        free(e);
+        return DPB_ENOMEM;
+    }
+    if (dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
+        free(e->bytes);
+        free(e);
+        return DPB_ECORRUPT;
+    }
+    memcpy(e->bytes, bytes, n);
+    e->nbytes = n;
+    e->hash = h;
+    e->rel = rel;
+    classify(e);
+    pthread_mutex_lock(&g->mu);
+    spend_event *won = reg_find(g, h, bytes, n, rel); /* registered meanwhile by another */
+    if (won != NULL) {
+        won->refs++;
+        pthread_mutex_unlock(&g->mu);
+        event_free(e);
+        *out = won;
+        return DPB_OK;
+    }
+    e->sid = g->next_sid++;
+    e->refs = 1;
+    reg_insert(g, e);
+    pthread_mutex_unlock(&g->mu);
+    *out = e;
+    return DPB_OK;
+}
+
+void spend_event_ref(spend_engine *g, spend_event *e)
+{
+    pthread_mutex_lock(&g->mu);
+    e->refs++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The last reference gone, the event leaves the registry (its id is never reused, so cached
+ * values naming it are never found again; they age out of the cache). */
+void spend_event_put(spend_engine *g, spend_event *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (--e->refs > 0) {
+        pthread_mutex_unlock(&g->mu);
+        return;
+    }
+    spend_event **p = &g->reg[e->hash & (g->reg_cap - 1)];
+    while (*p != e)
+        p = &(*p)->next;
+    *p = e->next;
+    g->reg_n--;
+    pthread_mutex_unlock(&g->mu);
+    event_free(e);
+}
+
+const spend_class *spend_event_class(const spend_event *e)
+{
+    return &e->cls;
+}
+
+/* ---- rdp and the filters ------------------------------------------------------------------- */
+
+/* min over orders of rdp_eps_at(a, r, delta), bit for bit the same arithmetic, with the
+ * per-order logarithms computed once per delta: eps = (r + log1p(-1/a)) - log(delta a)/(a-1),
+ * and 0 where delta^2 + expm1(-r) > 0 (only possible for r < 2 delta^2). Rounded up. */
+static double rdp_convert(spend_engine *g, const double *r, double delta)
+{
+    double l1[RDP_NORDERS], q[RDP_NORDERS];
+    int found = 0;
+    pthread_mutex_lock(&g->mu);
+    for (unsigned i = 0; i < 4 && !found; i++)
+        if (g->conv[i].valid && g->conv[i].delta == delta) {
+            memcpy(l1, g->conv[i].l1, sizeof l1);
+            memcpy(q, g->conv[i].q, sizeof q);
+            found = 1;
+        }
+    pthread_mutex_unlock(&g->mu);
+    if (!found) {
+        for (size_t k = 0; k < RDP_NORDERS; k++) {
+            double a = RDP_DEFAULT_ORDERS[k];
+            l1[k] = log1p(-1.0 / a);
+            q[k] = log(delta * a) / (a - 1.0);
+        }
+        pthread_mutex_lock(&g->mu);
+        struct conv *cv = &g->conv[g->conv_next++ % 4];
+        cv->delta = delta;
+        memcpy(cv->l1, l1, sizeof l1);
+        memcpy(cv->q, q, sizeof q);
+        cv->valid = 1;
+        pthread_mutex_unlock(&g->mu);
+    }
+    double best = HUGE_VAL;
+    for (size_t k = 0; k < RDP_NORDERS; k++) {
+        double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
+        if (isinf(rk))
+            e = HUGE_VAL;
+        else if (rk < 2.0 * delta * delta + 1e-300 && delta * delta + expm1(-rk) > 0.0)
+            e = 0.0;
+        else if (a > 1.01)
+            e = rk + l1[k] - q[k];
+        else
+            e = HUGE_VAL;
+        if (e < best)
+            best = e;
+    }
+    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+}
+
+/* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
+ * conversion eps_a(r_a, delta / k) = r_a + log1p(-1/a) - log(a delta / k) / (a - 1) (the
+ * union bound gives each order delta / k), and nothing else: no total-variation shortcut, no
+ * other order. A round is admitted iff the level after it is <= eps, i.e. iff some order
+ * still has r_a <= B_a. Rounded up. */
+static double filter_level(const double *r, double delta)
+{
+    double dk = delta / (double)LEDGER_FILTER_NORDERS, best = HUGE_VAL;
+    for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
+        double a = LEDGER_FILTER_ORDERS[i], rk = r[LEDGER_FILTER_ORDER_INDEX[i]];
+        if (!isfinite(rk))
+            continue;
+        double e = rk + log1p(-1.0 / a) - log(dk * a) / (a - 1.0);
+        if (e < best)
+            best = e;
+    }
+    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+}
+
+/* The rdp accountant's eps of the composition at delta: +inf when an event has no RDP curve. */
+static double rdp_of(spend_engine *g, const spend_term *t, size_t m, double delta)
+{
+    double r[RDP_NORDERS] = {0};
+    for (size_t i = 0; i < m; i++) {
+        const spend_class *c = &t[i].ev->cls;
+        if (c->kind != SPEND_RDP)
+            return HUGE_VAL;
+        double cnt = (double)t[i].count;
+        for (size_t k = 0; k < RDP_NORDERS; k++)
+            r[k] += cnt * c->rdp[k];
+    }
+    return m == 0 ? 0.0 : rdp_convert(g, r, delta < 1.0 ? delta : 0.999999999);
+}
+
+/* ---- pld, and its cache -------------------------------------------------------------------- */
+
+static uint64_t cache_key(double delta, dp_relation rel, const spend_term *t, size_t m)
+{
+    uint64_t k = fnv64(&delta, sizeof delta, 14695981039346656037ULL);
+    unsigned char r = (unsigned char)rel;
+    k = fnv64(&r, 1, k);
+    for (size_t i = 0; i < m; i++) {
+        k = fnv64(&t[i].ev->sid, sizeof t[i].ev->sid, k);
+        k = fnv64(&t[i].count, sizeof t[i].count, k);
+    }
+    return k;
+}
+
+static int centry_is(const centry *c, uint64_t key, double delta, dp_relation rel,
+                     const spend_term *t, size_t m)
+{
+    if (c->key != key || c->delta != delta || c->rel != (uint8_t)rel || c->m != m)
+        return 0;
+    for (size_t i = 0; i < m; i++)
+        if (c->t[i].sid != t[i].ev->sid || c->t[i].count != t[i].count)
+            return 0;
+    return 1;
+}
+
+static void lru_unlink(spend_engine *g, centry *c)
+{
+    if (c->lru_prev)
+        c->lru_prev->lru_next = c->lru_next;
+    else
+        g->lru_head = c->lru_next;
+    if (c->lru_next)
+        c->lru_next->lru_prev = c->lru_prev;
+    else
+        g->lru_tail = c->lru_prev;
+    c->lru_prev = c->lru_next = NULL;
+}
+
+static void lru_push(spend_engine *g, centry *c)
+{
+    c->lru_prev = NULL;
+    c->lru_next = g->lru_head;
+    if (g->lru_head)
+        g->lru_head->lru_prev = c;
+    g->lru_head = c;
+    if (g->lru_tail == NULL)
+        g->lru_tail = c;
+}
+
+static int cache_get(spend_engine *g, uint64_t key, double delta, dp_relation rel,
+                     const spend_term *t, size_t m, double *pld)
+{
+    pthread_mutex_lock(&g->cmu);
+    for (centry *c = g->cb[key & (g->cb_cap - 1)]; c; c = c->next)
+        if (centry_is(c, key, delta, rel, t, m)) {
+            lru_unlink(g, c);
+            lru_push(g, c);
+            *pld = c->pld;
+            g->hits++;
+            pthread_mutex_unlock(&g->cmu);
+            return 1;
+        }
+    g->misses++;
+    pthread_mutex_unlock(&g->cmu);
+    return 0;
+}
+
+static void cache_evict_tail(spend_engine *g)
+{
+    centry *c = g->lru_tail;
+    lru_unlink(g, c);
+    centry **p = &g->cb[c->key & (g->cb_cap - 1)];
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+    g->c_bytes -= c->bytes;
+    g->c_n--;
+    free(c);
+}
+
+/* Best effort: a value not kept is computed again when asked for. */
+static void cache_put(spend_engine *g, uint64_t key, double delta, dp_relation rel,
+                      const spend_term *t, size_t m, double pld)
+{
+    size_t bytes = sizeof(centry) + m * sizeof(((centry *)0)->t[0]);
+    if (bytes > g->c_cap / 4)
+        return;
+    centry *c = malloc(bytes);
+    if (c == NULL)
+        return;
+    c->key = key;
+    c->delta = delta;
+    c->rel = (uint8_t)rel;
+    c->pld = pld;
+    c->m = m;
+    c->bytes = bytes;
+    for (size_t i = 0; i < m; i++) {
+        c->t[i].sid = t[i].ev->sid;
+        c->t[i].count = t[i].count;
+    }
+    pthread_mutex_lock(&g->cmu);
+    for (centry *x = g->cb[key & (g->cb_cap - 1)]; x; x = x->next)
+        if (centry_is(x, key, delta, rel, t, m)) { /* computed meanwhile by another */
+            pthread_mutex_unlock(&g->cmu);
+            free(c);
+            return;
+        }
+    while (g->lru_tail && g->c_bytes + bytes > g->c_cap)
+        cache_evict_tail(g);
+    c->next = g->cb[key & (g->cb_cap - 1)];
+    g->cb[key & (g->cb_cap - 1)] = c;
+    lru_push(g, c);
+    g->c_bytes += bytes;
+    g->c_n++;
+    pthread_mutex_unlock(&g->cmu);
+}
+
+/* The pld accountant's eps of the composition at delta: the terms (in sid order) as one
+ * ComposedDpEvent of SelfComposedDpEvents, through the same entry point the compute API
+ * uses. +inf when it certifies nothing (or fails). */
+static double pld_compute(const spend_term *t, size_t m, double delta, dp_relation rel)
+{
+    double result = HUGE_VAL;
+    if (m == 0)
+        return 0.0;
+    dp_event *root = dp_event_new(DP_EV_COMPOSED);
+    if (root && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
+        for (size_t i = 0; i < m; i++) {
+            dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED);
+            if (sc == NULL)
+                break;
+            sc->u.self.event = t[i].ev->ev; /* borrowed: detached before free */
+            sc->u.self.count = t[i].count;
+            root->u.composed.events[root->u.composed.n++] = sc;
+        }
+        dp_report rep;
+        double dl = delta;
+        if (root->u.composed.n == m && dp_epsilon_ex(root, rel, DP_ACCT_PLD, NULL, &dl, 1, &result,
+                                                     NULL, &rep, NULL) != DPB_OK)
+            result = HUGE_VAL;
+        for (size_t i = 0; i < root->u.composed.n; i++)
+            root->u.composed.events[i]->u.self.event = NULL;
+    }
+    dp_event_free(root);
+    return result;
+}
+
+static double pld_of(spend_engine *g, const spend_term *t, size_t m, double delta, dp_relation rel)
+{
+    uint64_t key = cache_key(delta, rel, t, m);
+    double p;
+    if (cache_get(g, key, delta, rel, t, m, &p))
+        return p;
+    p = pld_compute(t, m, delta, rel);
+    pthread_mutex_lock(&g->cmu);
+    g->plds++;
+    pthread_mutex_unlock(&g->cmu);
+    cache_put(g, key, delta, rel, t, m, p);
+    return p;
+}
+
+/* ---- the spend ----------------------------------------------------------------------------- */
+
+static int cmp_term(const void *a, const void *b)
+{
+    uint32_t x = ((const spend_term *)a)->ev->sid, y = ((const spend_term *)b)->ev->sid;
+    return x < y ? -1 : x > y;
+}
+
+void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
+                size_t m, spend_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->accountant = -1;
+    out->spent = HUGE_VAL;
+    for (size_t i = 0; i < m; i++)
+        if (t[i].ev->cls.kind == SPEND_UNCERTIFIABLE) {
+            out->uncertified = 1;
+            return;
+        }
+    /* the registration order: a client's history reads in the order its events first came */
+    qsort(t, m, sizeof *t, cmp_term);
+    if (mode == LEDGER_RDP) {
+        double r[RDP_NORDERS] = {0}, tv = 0.0;
+        int any_rdp = 0;
+        for (size_t i = 0; i < m; i++) {
+            const spend_class *v = &t[i].ev->cls;
+            double cnt = (double)t[i].count;
+            if (v->kind == SPEND_RDP) {
+                any_rdp = 1;
+                for (size_t k = 0; k < RDP_NORDERS; k++)
+                    r[k] += cnt * v->rdp[k];
+            } else if (v->kind == SPEND_TV) {
+                tv += cnt * v->tvlog;
+            } else {
+                out->unsupported = 1;
+                return;
+            }
+        }
+        out->dtv = tv < 0.0 ? dp_round_up(-expm1(tv), 1e-14) : 0.0;
+        double d = delta - out->dtv;
+        if (!(d > 0.0))
+            return;
+        out->accountant = out->dtv > 0.0 ? -1 : DP_ACCT_RDP;
+        out->spent = any_rdp ? rdp_convert(g, r, d < 1.0 ? d : 0.999999999) : 0.0;
+        return;
+    }
+    if (mode == LEDGER_RDP_FILTER || mode == LEDGER_GDP_FILTER) {
+        double r[RDP_NORDERS] = {0}, mu2 = 0.0;
+        for (size_t i = 0; i < m; i++) {
+            const spend_class *v = &t[i].ev->cls;
+            double cnt = (double)t[i].count;
+            if (mode == LEDGER_RDP_FILTER ? v->kind != SPEND_RDP : !v->gdp_ok) {
+                out->unsupported = 1;
+                return;
+            }
+            if (mode == LEDGER_GDP_FILTER)
+                mu2 += cnt * v->mu2;
+            else
+                for (size_t k = 0; k < RDP_NORDERS; k++)
+                    r[k] += cnt * v->rdp[k];
+        }
+        if (mode == LEDGER_RDP_FILTER) {
+            out->spent = m == 0 ? 0.0 : filter_level(r, delta);
+            return;
+        }
+        double e = HUGE_VAL;
+        if (mu2 == 0.0)
+            e = 0.0;
+        else if (isfinite(mu2) &&
+                 dp_gdp_epsilon(sqrt(dp_round_up(mu2, 1e-12)), delta, &e) != DPB_OK)
+            e = HUGE_VAL;
+        out->spent = e;
+        return;
+    }
+    /* pld: the rdp accountant's value decides when it is within the budget; the PLD is
+     * computed only when it is not (near or past the budget), and the smaller is the spend */
+    if (m == 0) {
+        out->spent = 0.0;
+        out->accountant = DP_ACCT_PLD;
+        return;
+    }
+    double r = rdp_of(g, t, m, delta);
+    if (r <= eps) {
+        out->spent = r;
+        out->accountant = DP_ACCT_RDP;
+        return;
+    }
+    double p = pld_of(g, t, m, delta, rel);
+    out->pld_computed = 1;
+    if (p <= r) {
+        out->spent = p;
+        out->accountant = DP_ACCT_PLD;
+    } else if (isfinite(r)) {
+        out->spent = r;
+        out->accountant = DP_ACCT_RDP;
+    } else {
+        out->spent = HUGE_VAL; /* nothing certified: spend infinite, named by neither */
+    }
+}
+
+int spend_accountant_of(spend_engine *g, int mode, double eps, double delta, spend_term *t,
+                        size_t m, double spent)
+{
+    (void)eps;
+    for (size_t i = 0; i < m; i++)
+        if (t[i].ev->cls.kind == SPEND_UNCERTIFIABLE)
+            return -1;
+    if (mode == LEDGER_RDP) {
+        for (size_t i = 0; i < m; i++)
+            if (t[i].ev->cls.kind != SPEND_RDP)
+                return -1; /* a total-variation part (or nothing certified) */
+        return DP_ACCT_RDP;
+    }
+    if (mode != LEDGER_PLD || !isfinite(spent))
+        return -1;
+    qsort(t, m, sizeof *t, cmp_term);
+    return m > 0 && rdp_of(g, t, m, delta) == spent ? DP_ACCT_RDP : DP_ACCT_PLD;
+}
+
+void spend_engine_stats(spend_engine *g, spend_stats *s)
+{
+    pthread_mutex_lock(&g->cmu);
+    s->entries = g->c_n;
+    s->bytes = g->c_bytes;
+    s->cap_bytes = g->c_cap;
+    s->hits = g->hits;
+    s->misses = g->misses;
+    s->pld_computed = g->plds;
+    pthread_mutex_unlock(&g->cmu);
+}

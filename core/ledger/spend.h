@@ -1,0 +1,107 @@
+/*
+ * spend.h - what a client has spent: the one place that turns a multiset of charged events
+ * into the spend a ledger client shows and is admitted on (docs/ARCHITECTURE.md, "The
+ * ledger").
+ *
+ * Events are held by content (their encoding and neighbouring relation) in a registry shared
+ * by the whole ledger: each distinct event is decoded and classified once (its RDP curve,
+ * total-variation part, Gaussian-DP mu^2), and gets an id never reused while the engine
+ * lives, so spends can be computed and cached by content, before an event has a place in
+ * the ledger's log and outside the ledger's lock.
+ *
+ * Spend per accounting mode, for a budget (eps, delta):
+ *   rdp: the improved conversion of the summed RDP curves at delta - d_tv (d_tv: the
+ *     shuffled epochs' total-variation part), as the rdp accountant computes it;
+ *   pld: the cheaper of two certified upper bounds that decides: the rdp accountant's value
+ *     r of the composition when r <= eps (a round is admitted on it at once, whatever the
+ *     PLD says), else the pld accountant's value p of the composition (the pessimistic PLD,
+ *     computed only then: near or past the budget), min(p, r). The result names the
+ *     accountant it is (DP_ACCT_RDP or DP_ACCT_PLD): POST /v1/epsilon with that accountant
+ *     on the same composition answers the same number;
+ *   rdp_filter, gdp_filter: the filters' levels (docs/FILTERS.md).
+ * PLD values are kept in a cache keyed by the exact multiset (and mode, relation, budget), of
+ * at most the bytes given to spend_engine_new: a value evicted is computed again, the same.
+ *
+ * Thread-safe: any call from any thread; nothing here waits for a computation but its own.
+ */
+#ifndef LEDGER_SPEND_H
+#define LEDGER_SPEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/status.h"
+#include "../dp/account.h"
+#include "../dp/event.h"
+
+/* What a single event is to the accountants of the ledger. */
+enum {
+    SPEND_RDP = 0,           /* has an RDP curve */
+    SPEND_TV = 1,            /* a (0, d) total-variation bound (shuffled epochs) */
+    SPEND_UNCERTIFIABLE = 2, /* cannot be certified (unclipped SGLD) */
+    SPEND_PLD_ONLY = 3,      /* no RDP curve, but a PLD */
+    SPEND_NOT_COVERED = 4    /* outside every theorem the ledger uses */
+};
+
+typedef struct {
+    int kind;
+    const double *rdp; /* RDP_NORDERS values, kind SPEND_RDP; else NULL */
+    double tvlog;      /* ln(1 - d) for SPEND_TV */
+    double mu2;        /* gdp_ok: mu^2 of a composition of unsampled Gaussians */
+    int gdp_ok;
+    const char *why; /* for SPEND_PLD_ONLY, SPEND_NOT_COVERED, SPEND_UNCERTIFIABLE ("" else) */
+} spend_class;
+
+typedef struct spend_engine spend_engine;
+typedef struct spend_event spend_event;
+
+/* Default size of the PLD value cache (bytes). */
+#define SPEND_CACHE_BYTES ((size_t)32 << 20)
+
+/* cache_bytes 0: SPEND_CACHE_BYTES. NULL when out of memory. */
+spend_engine *spend_engine_new(size_t cache_bytes);
+void spend_engine_free(spend_engine *g);
+
+/* The registered event for (bytes, rel), registered (decoded, classified) if new; a
+ * reference the caller gives back with spend_event_put. DPB_ECORRUPT if bytes do not
+ * decode, DPB_ENOMEM. */
+dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n, dp_relation rel,
+                           spend_event **out);
+void spend_event_ref(spend_engine *g, spend_event *e); /* one more reference */
+void spend_event_put(spend_engine *g, spend_event *e);
+const spend_class *spend_event_class(const spend_event *e);
+
+/* One term of a client's history: count charges of an event. */
+typedef struct {
+    spend_event *ev;
+    uint64_t count;
+} spend_term;
+
+typedef struct {
+    double spent;     /* eps at the budget's delta, rounded up; +inf when none is certified */
+    double dtv;       /* the total-variation part (rdp mode) */
+    int uncertified;  /* an uncertifiable event: infinite, for good */
+    int unsupported;  /* the mode cannot account an event */
+    int accountant;   /* the dp_accountant whose value spent is, or -1 (a filter's level, a
+                       * total-variation part, nothing certified) */
+    int pld_computed; /* the PLD was evaluated (or found in the cache) for this answer */
+} spend_result;
+
+/* The spend of the multiset t[0..m) (terms of distinct events, any order; reordered here)
+ * for a client of accounting mode `mode` (a ledger_mode), budget (eps, delta) and relation. */
+void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
+                size_t m, spend_result *out);
+
+/* The accountant a stored spend (a snapshot's, computed by spend_eval for the same terms
+ * and budget) is, without computing a PLD: the result's accountant field. */
+int spend_accountant_of(spend_engine *g, int mode, double eps, double delta, spend_term *t,
+                        size_t m, double spent);
+
+/* Cache figures: entries and bytes held, lookups that hit, and PLD computations. */
+typedef struct {
+    size_t entries, bytes, cap_bytes;
+    uint64_t hits, misses, pld_computed;
+} spend_stats;
+void spend_engine_stats(spend_engine *g, spend_stats *s);
+
+#endif
