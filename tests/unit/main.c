@@ -23,6 +23,7 @@ int main(int argc, char **argv)
         {CANCEL_TESTS, CANCEL_NTESTS},
         {WAL_TESTS, WAL_NTESTS},
         {LEDGER_TESTS, LEDGER_NTESTS},
+        {SPEND_TESTS, SPEND_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

@@ -26,6 +26,8 @@ extern const tl_test REF_ACCOUNTANT_TESTS[];
 extern const size_t REF_ACCOUNTANT_NTESTS;
 extern const tl_test CANCEL_TESTS[];
 extern const size_t CANCEL_NTESTS;
+extern const tl_test SPEND_TESTS[];
+extern const size_t SPEND_NTESTS;
 extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 

@@ -1,0 +1,458 @@
+/* test_spend.c - the spends of pld clients (core/ledger/spend.c): each client's spend is the
+ * compute entry point's answer (dp_epsilon_ex) for its own composition with the accountant
+ * the spend names (the same event repeated, a schedule of events, mixed cohorts); no round is
+ * admitted past the budget and none refused within it, over random schedules; evicting
+ * cached PLD values changes no answer; and reads are answered while a round computes a long
+ * PLD. Each ledger test works in its own mkdtemp directory under /tmp and removes it. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../core/dp/rdp.h"
+#include "../../core/ledger/fs.h"
+#include "../../core/ledger/ledger.h"
+#include "../../core/ledger/spend.h"
+#include "suites.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps) */
+static dp_event *sgd(double sigma, double q, uint64_t steps)
+{
+    dp_event *g = dp_event_new(DP_EV_GAUSSIAN), *s = dp_event_new(DP_EV_POISSON_SAMPLED),
+             *c = dp_event_new(DP_EV_SELF_COMPOSED);
+    if (g == NULL || s == NULL || c == NULL) {
+        dp_event_free(g);
+        dp_event_free(s);
+        dp_event_free(c);
+        return NULL;
+    }
+    g->u.noise.noise_multiplier = sigma;
+    s->u.sampled.sampling_probability = q;
+    s->u.sampled.event = g;
+    c->u.self.event = s;
+    c->u.self.count = steps;
+    return c;
+}
+
+/* eps at delta of Composed(SelfComposed(evs[i], counts[i]) for counts[i] > 0, in i order) by
+ * the compute entry point with accountant acct. */
+static double eps_of(dp_event *const *evs, const uint64_t *counts, size_t n, double delta,
+                     dp_accountant acct)
+{
+    dp_event *root = dp_event_new(DP_EV_COMPOSED);
+    double e = NAN;
+    if (root == NULL || (root->u.composed.events = calloc(n ? n : 1, sizeof(dp_event *))) == NULL) {
+        dp_event_free(root);
+        return e;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (counts[i] == 0)
+            continue;
+        dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED);
+        if (sc == NULL)
+            break;
+        sc->u.self.event = evs[i]; /* borrowed: detached before free */
+        sc->u.self.count = counts[i];
+        root->u.composed.events[root->u.composed.n++] = sc;
+    }
+    dp_report rep;
+    double d = delta;
+    if (dp_epsilon_ex(root, DP_REL_ADD_OR_REMOVE, acct, NULL, &d, 1, &e, NULL, &rep, NULL) !=
+        DPB_OK)
+        e = NAN;
+    for (size_t i = 0; i < root->u.composed.n; i++)
+        root->u.composed.events[i]->u.self.event = NULL;
+    dp_event_free(root);
+    return e;
+}
+
+static int nosync(void *ctx, int fd)
+{
+    (void)ctx;
+    (void)fd;
+    return 0; /* the tests do not cut the power */
+}
+
+static dpb_fs fast_fs;
+
+static ledger *open_fresh(char *dir, size_t n)
+{
+    if (tl_make_dir(dir, n, "dpb_spend_") != 0)
+        return NULL;
+    fast_fs = *dpb_fs_posix();
+    fast_fs.fdatasync = nosync;
+    fast_fs.fsync = nosync;
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0};
+    ledger *l = NULL;
+    dpb_error err = {0};
+    CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
+    if (l == NULL)
+        tl_remove_dir(dir);
+    return l;
+}
+
+static void put_pld(ledger *l, const char *id, double eps, double delta)
+{
+    ledger_client in, out;
+    memset(&in, 0, sizeof in);
+    snprintf(in.id, sizeof in.id, "%s", id);
+    in.epsilon = eps;
+    in.delta = delta;
+    in.mode = LEDGER_PLD;
+    int created;
+    dpb_error err = {0};
+    CHECKF(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK, "put %s: %s", id, err.detail);
+}
+
+/* One admit_eligible round; res filled (the caller frees it). */
+static dpb_status charge(ledger *l, const char *rid, const dp_event *ev, const char *const *ids,
+                         size_t n, ledger_round_res *res)
+{
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    dpb_error err = {0};
+    dpb_status st = ledger_round(l, &rq, res, &err);
+    CHECKF(st == DPB_OK, "round %s: %s", rid, err.detail);
+    return st;
+}
+
+/* The client's spend is dp_epsilon_ex's answer, with the accountant it names, for its
+ * composition (counts over evs, in the order the ledger first met the events); the rule:
+ * rdp while the rdp bound is within the budget, else the smaller of pld and rdp. */
+static void check_client(ledger *l, const char *id, dp_event *const *evs, const uint64_t *counts,
+                         size_t n)
+{
+    ledger_client c;
+    CHECK(ledger_get_client(l, id, &c) == DPB_OK);
+    double r = eps_of(evs, counts, n, c.delta, DP_ACCT_RDP);
+    CHECKF(c.spent_accountant == DP_ACCT_RDP || c.spent_accountant == DP_ACCT_PLD,
+           "%s: accountant %d", id, c.spent_accountant);
+    double want = eps_of(evs, counts, n, c.delta, (dp_accountant)c.spent_accountant);
+    CHECKF(c.spent == want, "%s: spent %.17g, %s says %.17g", id, c.spent,
+           dp_accountant_name((dp_accountant)c.spent_accountant), want);
+    if (c.spent_accountant == DP_ACCT_RDP) {
+        CHECKF(r <= c.epsilon || !(eps_of(evs, counts, n, c.delta, DP_ACCT_PLD) < r),
+               "%s: named rdp %.17g past the budget %g though the PLD is smaller", id, r,
+               c.epsilon);
+    } else {
+        CHECKF(r > c.epsilon && c.spent <= r, "%s: named pld %.17g with rdp %.17g, budget %g", id,
+               c.spent, r, c.epsilon);
+    }
+}
+
+/* The same event repeated, a schedule, and mixed cohorts: each client's spend in both
+ * regimes (rdp within the budget, the PLD near it). */
+static void spend_pld_matches_compute(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    enum { NEV = 3 };
+    dp_event *ev[NEV] = {sgd(1.0, 0.02, 20), sgd(1.3, 0.02, 20), sgd(2.0, 0.05, 10)};
+    for (int i = 0; i < NEV; i++)
+        if (ev[i] == NULL)
+            goto out;
+    /* far: rdp decides; near: budgets between the pld and rdp values of their histories */
+    const char *ids[] = {"far", "same", "sched", "cohort"};
+    uint64_t cnt[4][NEV] = {{0}};
+    uint64_t same3[NEV] = {3, 0, 0}, sched[NEV] = {1, 1, 1};
+    double eps_same = 0.5 * (eps_of(ev, same3, NEV, 1e-5, DP_ACCT_PLD) +
+                             eps_of(ev, same3, NEV, 1e-5, DP_ACCT_RDP));
+    double eps_sched = 0.5 * (eps_of(ev, sched, NEV, 1e-5, DP_ACCT_PLD) +
+                              eps_of(ev, sched, NEV, 1e-5, DP_ACCT_RDP));
+    put_pld(l, "far", 100.0, 1e-5);
+    put_pld(l, "same", eps_same, 1e-5);
+    put_pld(l, "sched", eps_sched, 1e-5);
+    put_pld(l, "cohort", eps_sched, 1e-5);
+    /* rounds: (event, participants) */
+    const struct {
+        int ev;
+        int who[4];
+    } plan[] = {{0, {1, 1, 1, 1}}, {1, {1, 0, 1, 0}}, {0, {1, 1, 0, 1}},
+                {2, {0, 0, 1, 1}}, {0, {1, 1, 0, 0}}, {2, {1, 0, 0, 0}}};
+    for (size_t k = 0; k < sizeof plan / sizeof plan[0]; k++) {
+        const char *p[4];
+        size_t n = 0;
+        for (int i = 0; i < 4; i++)
+            if (plan[k].who[i])
+                p[n++] = ids[i];
+        char rid[32];
+        snprintf(rid, sizeof rid, "r%zu", k);
+        ledger_round_res res;
+        if (charge(l, rid, ev[plan[k].ev], p, n, &res) != DPB_OK)
+            goto out;
+        for (size_t j = 0; j < res.n; j++)
+            for (int i = 0; i < 4; i++)
+                if (res.outcomes[j].admitted && strcmp(res.outcomes[j].id, ids[i]) == 0) {
+                    cnt[i][plan[k].ev]++;
+                    CHECK(res.outcomes[j].after_accountant == DP_ACCT_RDP ||
+                          res.outcomes[j].after_accountant == DP_ACCT_PLD);
+                }
+        ledger_round_res_free(&res);
+    }
+    for (int i = 0; i < 4; i++)
+        check_client(l, ids[i], ev, cnt[i], NEV);
+    /* both regimes were exercised */
+    ledger_client c;
+    CHECK(ledger_get_client(l, "far", &c) == DPB_OK && c.spent_accountant == DP_ACCT_RDP);
+    CHECK(ledger_get_client(l, "same", &c) == DPB_OK && c.spent_accountant == DP_ACCT_PLD);
+    /* and they survive a restart (a snapshot holds values only: the name is derived) */
+    ledger_close(l);
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0};
+    dpb_error err = {0};
+    l = NULL;
+    CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
+    for (int i = 0; l && i < 4; i++)
+        check_client(l, ids[i], ev, cnt[i], NEV);
+out:
+    for (int i = 0; i < NEV; i++)
+        dp_event_free(ev[i]);
+    if (l)
+        ledger_close(l);
+    tl_remove_dir(dir);
+}
+
+/* Random schedules: a round is admitted for a client iff the smaller certified bound of its
+ * composition after the round (rdp, pld: by the compute entry point) is within its budget. */
+static void spend_never_past_budget(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    enum { NEV = 4, NCL = 5, ROUNDS = 10 };
+    const double sig[NEV] = {1.5, 2.0, 3.0, 4.0};
+    dp_event *ev[NEV];
+    int ok = 1;
+    for (int i = 0; i < NEV; i++)
+        ok &= (ev[i] = sgd(sig[i], 0.05, 8)) != NULL;
+    unsigned seed = 20261124u;
+    char ids[NCL][16];
+    double eps[NCL];
+    uint64_t cnt[NCL][NEV] = {{0}};
+    int order[NEV], norder = 0, pos_of[NEV]; /* events in the order the ledger met them */
+    for (int i = 0; i < NEV; i++)
+        pos_of[i] = -1;
+    for (int i = 0; i < NCL; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        eps[i] = 0.4 + 0.2 * (double)(rand_r(&seed) % 8);
+        put_pld(l, ids[i], eps[i], 1e-5);
+    }
+    int admitted = 0, refused = 0, by_pld = 0;
+    for (int k = 0; ok && k < ROUNDS; k++) {
+        int e = rand_r(&seed) % NEV;
+        const char *p[NCL];
+        int who[NCL], n = 0;
+        for (int i = 0; i < NCL; i++)
+            if (rand_r(&seed) % 3 != 0) {
+                who[n] = i;
+                p[n++] = ids[i];
+            }
+        if (n == 0)
+            continue;
+        if (pos_of[e] < 0) {
+            pos_of[e] = norder;
+            order[norder++] = e;
+        }
+        char rid[32];
+        snprintf(rid, sizeof rid, "p%d", k);
+        ledger_round_res res;
+        if (charge(l, rid, ev[e], p, (size_t)n, &res) != DPB_OK)
+            break;
+        for (int j = 0; j < n; j++) {
+            int i = who[j];
+            dp_event *oe[NEV];
+            uint64_t oc[NEV];
+            for (int q = 0; q < norder; q++) {
+                oe[q] = ev[order[q]];
+                oc[q] = cnt[i][order[q]] + (order[q] == e);
+            }
+            double r = eps_of(oe, oc, (size_t)norder, 1e-5, DP_ACCT_RDP);
+            double b = r <= eps[i] ? r : fmin(r, eps_of(oe, oc, (size_t)norder, 1e-5, DP_ACCT_PLD));
+            int adm = res.outcomes[j].admitted;
+            CHECKF(adm == (b <= eps[i]), "round %d client %d: admitted %d, bound %.17g, budget %g",
+                   k, i, adm, b, eps[i]);
+            if (adm) {
+                cnt[i][e]++;
+                admitted++;
+                by_pld += r > eps[i];
+            } else {
+                refused++;
+            }
+        }
+        ledger_round_res_free(&res);
+    }
+    CHECKF(admitted > 0 && refused > 0 && by_pld > 0,
+           "the schedule exercised too little: %d admitted (%d by the PLD), %d refused", admitted,
+           by_pld, refused);
+    for (int i = 0; i < NEV; i++)
+        dp_event_free(ev[i]);
+    ledger_close(l);
+    tl_remove_dir(dir);
+}
+
+/* A cache too small for the working set evicts; every answer stays the one computed with
+ * room for all. */
+static void spend_cache_eviction(void)
+{
+    spend_engine *small = spend_engine_new(600), *big = spend_engine_new(0);
+    enum { NEV = 3, NSETS = 6 };
+    spend_event *se[2][NEV] = {{NULL}};
+    dp_event *ev[NEV] = {sgd(2.0, 0.05, 5), sgd(3.0, 0.05, 5), sgd(4.0, 0.05, 5)};
+    int ok = small != NULL && big != NULL;
+    for (int i = 0; ok && i < NEV; i++) {
+        unsigned char *b = NULL;
+        size_t n = 0, cap = 0;
+        ok = ev[i] != NULL && dp_event_encode(ev[i], &b, &n, &cap) == DPB_OK &&
+             spend_event_get(small, b, n, DP_REL_ADD_OR_REMOVE, &se[0][i]) == DPB_OK &&
+             spend_event_get(big, b, n, DP_REL_ADD_OR_REMOVE, &se[1][i]) == DPB_OK;
+        free(b);
+    }
+    CHECK(ok);
+    const uint64_t sets[NSETS][NEV] = {{1, 0, 0}, {2, 1, 0}, {0, 3, 1},
+                                       {1, 1, 1}, {4, 0, 2}, {0, 0, 5}};
+    double want[NSETS];
+    /* pass 0: the big cache's answers (each computed once); then both caches, other orders */
+    for (int pass = 0; ok && pass < 4; pass++)
+        for (int s0 = 0; s0 < NSETS; s0++) {
+            int s = (s0 * (pass % 2 ? 5 : 1) + pass) % NSETS; /* a permutation */
+            for (int w = pass == 0 ? 1 : 0; w < 2; w++) {
+                spend_term t[NEV];
+                size_t m = 0;
+                for (int i = NEV - 1; i >= 0; i--) /* given out of order: spend_eval sorts */
+                    if (sets[s][i])
+                        t[m++] = (spend_term){se[w][i], sets[s][i]};
+                spend_result r;
+                /* a budget below every rdp value: the PLD is always the answer's */
+                spend_eval(w ? big : small, LEDGER_PLD, 1e-3, 1e-6, DP_REL_ADD_OR_REMOVE, t, m, &r);
+                CHECK(r.pld_computed && r.accountant == DP_ACCT_PLD);
+                if (pass == 0)
+                    want[s] = r.spent;
+                else
+                    CHECKF(r.spent == want[s], "set %d pass %d (%s cache): %.17g, want %.17g", s,
+                           pass, w ? "big" : "small", r.spent, want[s]);
+            }
+        }
+    spend_stats a, b;
+    if (ok) {
+        spend_engine_stats(small, &a);
+        spend_engine_stats(big, &b);
+        CHECKF(a.bytes <= a.cap_bytes && a.entries < NSETS, "small: %zu entries, %zu / %zu bytes",
+               a.entries, a.bytes, a.cap_bytes);
+        CHECKF(a.pld_computed > NSETS, "small: %llu computations (evictions expected)",
+               (unsigned long long)a.pld_computed);
+        CHECKF(b.pld_computed == NSETS && b.entries == NSETS, "big: %llu computations",
+               (unsigned long long)b.pld_computed);
+    }
+    for (int i = 0; i < NEV; i++) {
+        if (small)
+            spend_event_put(small, se[0][i]);
+        if (big)
+            spend_event_put(big, se[1][i]);
+        dp_event_free(ev[i]);
+    }
+    spend_engine_free(small);
+    spend_engine_free(big);
+}
+
+typedef struct {
+    ledger *l;
+    atomic_int done; /* the round returned */
+    double t0, round_s;
+} long_charge;
+
+static void *long_round(void *arg)
+{
+    long_charge *lc = arg;
+    dp_event *ev = sgd(0.95, 0.01, 50);
+    const char *p[] = {"slow"};
+    ledger_round_res res;
+    if (ev && charge(lc->l, "long", ev, p, 1, &res) == DPB_OK)
+        ledger_round_res_free(&res);
+    lc->round_s = now_s() - lc->t0;
+    atomic_store(&lc->done, 1);
+    dp_event_free(ev);
+    return NULL;
+}
+
+/* A round whose participant needs a long PLD computation: summaries, clients and lists are
+ * read meanwhile (the PLD is computed before the round's write lock). */
+static void spend_reads_during_long_charge(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    put_pld(l, "slow", 1000.0, 1e-5);
+    put_pld(l, "other", 1000.0, 1e-5);
+    /* a history of 8 distinct events (cheap while the rdp bound decides) */
+    const char *p[] = {"slow", "other"};
+    for (int k = 0; k < 8; k++) {
+        dp_event *ev = sgd(0.8 + 0.01 * k, 0.01, 50);
+        char rid[16];
+        snprintf(rid, sizeof rid, "h%d", k);
+        ledger_round_res res;
+        if (ev && charge(l, rid, ev, p, 2, &res) == DPB_OK)
+            ledger_round_res_free(&res);
+        dp_event_free(ev);
+    }
+    /* a budget below the rdp bound: the next round needs the PLD of 9 events */
+    ledger_client c;
+    CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
+    put_pld(l, "slow", 0.9 * c.spent, 1e-5);
+    long_charge lc = {l, 0, now_s(), 0.0};
+    pthread_t t;
+    pthread_create(&t, NULL, long_round, &lc);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);                           /* the round has started */
+    double deadline = now_s() + 60.0, first = -1.0; /* the first read's end, from the start */
+    int reads = 0;
+    while (!atomic_load(&lc.done) && now_s() < deadline) {
+        ledger_summary s;
+        ledger_client o;
+        ledger_client page[4];
+        size_t n, total;
+        uint64_t v;
+        ledger_query q = {-1, NULL, LEDGER_SORT_ID, 0, 0, 4};
+        ledger_get_summary(l, &s);
+        ledger_get_client(l, "other", &o);
+        ledger_list(l, &q, page, &n, &total, &v);
+        if (!atomic_load(&lc.done) && reads++ == 0)
+            first = now_s() - lc.t0;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    pthread_join(t, NULL);
+    /* with the PLD computed under the write lock, the first read would end with the lock's
+     * release, at the round's end */
+    CHECKF(lc.round_s > 0.1, "the round took %.3f s: too short to show anything", lc.round_s);
+    CHECKF(reads > 0 && first < 0.5 * lc.round_s,
+           "%d reads during the %.3f s round, the first answered at %.3f s", reads, lc.round_s,
+           first);
+    ledger_close(l);
+    tl_remove_dir(dir);
+}
+
+const tl_test SPEND_TESTS[] = {
+    TL_T(spend_pld_matches_compute),
+    TL_T(spend_never_past_budget),
+    TL_T(spend_cache_eviction),
+    TL_T(spend_reads_during_long_charge),
+};
+const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
