@@ -9,8 +9,11 @@
  *     Proposition 1), converted with the improved conversion.
  *     Shuffled epochs (seed 004, a (0, d) guarantee) add to a total-variation part d_tv,
  *     composed with the RDP part by basic composition: eps is taken at delta - d_tv.
- *   pld mode: the client's whole multiset of events composed by the PLD accountant
- *     (tighter).
+ *   pld mode: the rdp accountant's value of the composition while it is within the budget's
+ *     eps, else the smaller of it and the PLD accountant's value of the client's whole
+ *     multiset of events (tighter; computed only then, before the round's write lock).
+ *   The spend names its accountant (ledger_client.spent_accountant): the compute API with it
+ *   on the client's composition gives the same number (core/ledger/spend.c computes both).
  * Both modes are valid when each round's event (its privacy parameters) and each client's
  * participation are fixed independently of earlier outputs; the mechanisms themselves may
  * depend on them (guarantee "fixed_sequence_composition"). Parameters chosen from released
@@ -42,7 +45,8 @@
  *
  * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
  * Memory: a client is a small struct plus its distinct events and counts; rounds keep their
- * full per-client answers within a bounded budget of entries (older rounds keep a summary).
+ * full per-client answers within a bounded budget of entries (older rounds keep a summary);
+ * PLD values are cached within SPEND_CACHE_BYTES (spend.h).
  * Thread-safe: one rwlock (reads shared, writes exclusive).
  */
 #ifndef LEDGER_LEDGER_H
