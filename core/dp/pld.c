@@ -314,6 +314,74 @@ dpb_status pld_laplace(double b, double h, pld_pmf *out)
     return discretise(&m, h, out);
 }
 
+/* ---- kept leaves ----------------------------------------------------------------------------
+ * A Poisson-sampled leaf costs milliseconds to tens of milliseconds to discretise, and the same
+ * ones recur: a DP-SGD step in every composition of a schedule, a round's event in each of its
+ * participants' spends. A leaf is a deterministic function of (kind, direction, q, noise, h),
+ * so a copy of a kept one is the same distribution bit for bit. At most LEAF_SLOTS leaves of
+ * LEAF_CACHE_BYTES in all are kept (least recently used out), under leaf_lock. */
+#define LEAF_SLOTS 512
+#define LEAF_CACHE_BYTES ((size_t)64 << 20)
+static struct leaf_entry {
+    int kind, dir, valid;
+    double q, s, h;
+    uint64_t used;
+    pld_pmf d;
+} leaf_cache[LEAF_SLOTS];
+static size_t leaf_bytes;
+static uint64_t leaf_tick;
+static pthread_mutex_t leaf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static dpb_status discretise_kept(const loss_model *m, double h, pld_pmf *out)
+{
+    pthread_mutex_lock(&leaf_lock);
+    for (size_t i = 0; i < LEAF_SLOTS; i++) {
+        struct leaf_entry *e = &leaf_cache[i];
+        if (e->valid && e->kind == m->kind && e->dir == m->dir && e->q == m->q && e->s == m->s &&
+            e->h == h) {
+            e->used = ++leaf_tick;
+            dpb_status st = pld_copy(&e->d, out);
+            pthread_mutex_unlock(&leaf_lock);
+            return st;
+        }
+    }
+    pthread_mutex_unlock(&leaf_lock);
+    dpb_status st = discretise(m, h, out);
+    size_t bytes = out->n * sizeof *out->p;
+    if (st != DPB_OK || bytes > LEAF_CACHE_BYTES / 8)
+        return st;
+    pld_pmf keep;
+    if (pld_copy(out, &keep) != DPB_OK)
+        return st; /* not kept: computed again next time */
+    pthread_mutex_lock(&leaf_lock);
+    for (;;) { /* room: a free slot and the bytes, evicting the least recently used */
+        size_t free_slot = LEAF_SLOTS, lru = LEAF_SLOTS;
+        for (size_t i = 0; i < LEAF_SLOTS; i++) {
+            if (!leaf_cache[i].valid) {
+                if (free_slot == LEAF_SLOTS)
+                    free_slot = i;
+            } else if (lru == LEAF_SLOTS || leaf_cache[i].used < leaf_cache[lru].used) {
+                lru = i;
+            }
+        }
+        if (free_slot < LEAF_SLOTS && leaf_bytes + bytes <= LEAF_CACHE_BYTES) {
+            leaf_cache[free_slot] =
+                (struct leaf_entry){m->kind, m->dir, 1, m->q, m->s, h, ++leaf_tick, keep};
+            leaf_bytes += bytes;
+            break;
+        }
+        if (lru == LEAF_SLOTS) { /* nothing to evict (cannot happen: bytes fit an empty cache) */
+            pld_free(&keep);
+            break;
+        }
+        leaf_bytes -= leaf_cache[lru].d.n * sizeof *leaf_cache[lru].d.p;
+        pld_free(&leaf_cache[lru].d);
+        leaf_cache[lru].valid = 0;
+    }
+    pthread_mutex_unlock(&leaf_lock);
+    return st;
+}
+
 dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_pmf *out)
 {
     if (!(q > 0.0 && q < 1.0) || !(sigma > 0.0) || !isfinite(sigma) || bad_h(h))
@@ -323,7 +391,7 @@ dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_p
         m.lmin = log1p(-q);
     else
         m.lmax = -log1p(-q);
-    return discretise(&m, h, out);
+    return discretise_kept(&m, h, out);
 }
 
 dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *out)
@@ -336,7 +404,7 @@ dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *o
         m.lmin = -hi;
         m.lmax = -lo;
     }
-    return discretise(&m, h, out);
+    return discretise_kept(&m, h, out);
 }
 
 dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
@@ -868,6 +936,13 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
     double complex b[POW_BLOCK], r[POW_BLOCK];
     for (size_t f0 = 0; f0 < n; f0 += POW_BLOCK) {
         size_t m = n - f0 < POW_BLOCK ? n - f0 : POW_BLOCK;
+        if (acc) { /* a block of the product already 0 stays 0 (x^c is finite): skip it */
+            size_t j = 0;
+            while (j < m && creal(y[f0 + j]) == 0.0 && cimag(y[f0 + j]) == 0.0)
+                j++;
+            if (j == m)
+                continue;
+        }
         memcpy(b, x + f0, m * sizeof *b);
         int first = 1;
         for (uint64_t e = c; e; e >>= 1) {
@@ -996,7 +1071,13 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         double ei = (eta + (double)((d->n - 1) / N) * u) * si;
         log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0)); /* |X_i| <= s_i */
         const fftw_complex *Z = i == 0 ? Y : X;
+        /* below thr, (a + e)^{c-1} = exp((c - 1) ln(a + e)) underflows to 0 (its argument is
+         * <= -746): such frequencies are skipped below anyway, so they are skipped first, on
+         * |re| + |im| >= a (no hypot, log or exp for them; the same bound either way) */
+        double thr = c > 1 ? exp(-746.0 / (cd - 1.0)) : 0.0;
         for (size_t f = 0; f < nc; f++) {
+            if (fabs(creal(Z[f])) + fabs(cimag(Z[f])) + ei < thr)
+                continue;
             double a = cabs(Z[f]), ae = a + ei;
             if (ae == 0.0)
                 continue; /* no mass (e = 0) and no error */
