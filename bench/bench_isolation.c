@@ -12,6 +12,15 @@
  * 50 ms). Prints p50, p99 and max of each probe in each phase, the p99 ratio saturated/idle,
  * and what the loaders got (200, 503 overloaded, 422 deadline). Exit status 1 if a probe was
  * not answered 200, or the setup fails. Timings are printed, never asserted.
+ *
+ *   bench_isolation HOST PORT ROUNDS pld
+ *
+ * The pld schedule instead: 1000 clients in pld accounting (budget eps 10, delta 1e-5), then
+ * ROUNDS (<= 1000) rounds back to back of 100 of them, round k charging 50 steps of the
+ * Poisson-sampled Gaussian with q = 0.01 and sigma = 0.8 + 0.01 k, while GET /healthz and
+ * GET /v1/summary are probed every 10 ms. Prints the rounds' latency per 100 rounds, the
+ * rounds/s sustained, and the probes' p50, p99 and max (targets: p99 <= 50 ms at round 1000,
+ * >= 100 rounds/s, /healthz p99 < 5 ms).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -254,8 +263,142 @@ static void report(const char *name, samples *idle, samples *busy)
            "", busy->n, b50, b99, bmax, i99 > 0 ? b99 / i99 : 0.0);
 }
 
+/* ---- the pld schedule ---- */
+
+static volatile int pld_running = 1;
+static samples pld_rounds;
+static int pld_failed;
+
+static void *pld_driver(void *arg)
+{
+    int nrounds = *(const int *)arg, fd = -1;
+    char *buf = malloc(RESP_CAP), *body = malloc(8192);
+    unsigned seed = 7u;
+    if (buf == NULL || body == NULL) {
+        pld_failed = 1;
+        goto out;
+    }
+    for (int k = 1; k <= nrounds && !pld_failed; k++) {
+        unsigned start = (unsigned)rand_r(&seed) % 1000u, step = 1u + (unsigned)rand_r(&seed) % 7u;
+        while (1000u % step == 0 && step > 1)
+            step--;
+        int n = snprintf(body, 8192,
+                         "{\"round_id\": \"pld-%d-%d\", \"policy\": \"admit_eligible\", "
+                         "\"participants\": [",
+                         k, (int)getpid());
+        for (unsigned i = 0; i < 100; i++)
+            n += snprintf(body + n, 8192 - (size_t)n, "%s\"pld-%u\"", i ? ", " : "",
+                          (start + i * step) % 1000u);
+        snprintf(body + n, 8192 - (size_t)n,
+                 "], \"event\": {\"class_name\": \"SelfComposedDpEvent\", \"count\": 50, "
+                 "\"event\": {\"class_name\": \"PoissonSampledDpEvent\", "
+                 "\"sampling_probability\": 0.01, \"event\": {\"class_name\": "
+                 "\"GaussianDpEvent\", \"noise_multiplier\": %.17g}}}}",
+                 0.8 + 0.01 * k);
+        double t0 = now_s();
+        int st = request(&fd, "POST", "/v1/rounds", body, buf);
+        add(&pld_rounds, now_s() - t0);
+        if (st != 200) {
+            fprintf(stderr, "bench_isolation: pld round %d answered %d: %.200s\n", k, st, buf);
+            pld_failed = 1;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(body);
+    __atomic_store_n(&pld_running, 0, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static int pld_schedule(int nrounds)
+{
+    char *buf = malloc(RESP_CAP);
+    samples health = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    samples summary = {calloc(MAX_SAMPLES, sizeof(double)), 0};
+    pld_rounds.v = calloc(MAX_SAMPLES, sizeof(double));
+    if (buf == NULL || health.v == NULL || summary.v == NULL || pld_rounds.v == NULL)
+        return 1;
+    int fd = -1, fs = -1, bad = 0;
+    for (int i = 0; i < 1000 && !bad; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/clients/pld-%d", i);
+        int st = request(
+            &fd, "PUT", path,
+            "{\"budget\": {\"epsilon\": 10, \"delta\": 1e-5}, \"accounting\": \"pld\"}", buf);
+        if (st != 200 && st != 201) {
+            fprintf(stderr, "bench_isolation: PUT %s answered %d: %.200s\n", path, st, buf);
+            bad = 1;
+        }
+    }
+    if (bad)
+        return 1;
+    pthread_t t;
+    double t0 = now_s();
+    if (pthread_create(&t, NULL, pld_driver, &nrounds) != 0)
+        return 1;
+    double next = now_s();
+    while (__atomic_load_n(&pld_running, __ATOMIC_RELAXED)) {
+        double a = now_s();
+        int st = request(&fd, "GET", "/healthz", NULL, buf);
+        double b = now_s();
+        int st2 = request(&fs, "GET", "/v1/summary", NULL, buf);
+        double c = now_s();
+        if (st != 200 || st2 != 200) {
+            if (bad++ < 3)
+                fprintf(stderr, "bench_isolation: probes answered %d, %d\n", st, st2);
+        } else {
+            add(&health, b - a);
+            add(&summary, c - b);
+        }
+        next += 0.01;
+        double wait = next - now_s();
+        if (wait > 0)
+            sleep_s(wait);
+        else
+            next = now_s();
+    }
+    pthread_join(t, NULL);
+    double el = now_s() - t0;
+    size_t nr = pld_rounds.n;
+    for (size_t b0 = 0; b0 < nr; b0 += 100) {
+        samples blk = {pld_rounds.v + b0, nr - b0 < 100 ? nr - b0 : 100};
+        double p50 = pct(&blk, 0.5) * 1e3, p99 = pct(&blk, 0.99) * 1e3;
+        printf("  rounds %4zu..%-4zu  p50 %7.2f ms  p99 %7.2f ms%s\n", b0 + 1, b0 + blk.n, p50, p99,
+               b0 + 100 >= nr ? "   (target p99 <= 50 ms at round 1000)" : "");
+    }
+    printf("  %zu rounds in %.1f s: %.1f rounds/s sustained (target >= 100)\n", nr, el,
+           (double)nr / el);
+    printf("  GET /healthz meanwhile:    n %5zu  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms  (target "
+           "p99 < 5 ms)\n",
+           health.n, pct(&health, 0.5) * 1e3, pct(&health, 0.99) * 1e3, pct(&health, 1.0) * 1e3);
+    printf("  GET /v1/summary meanwhile: n %5zu  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms\n",
+           summary.n, pct(&summary, 0.5) * 1e3, pct(&summary, 0.99) * 1e3,
+           pct(&summary, 1.0) * 1e3);
+    if (fd >= 0)
+        close(fd);
+    if (fs >= 0)
+        close(fs);
+    free(buf);
+    free(health.v);
+    free(summary.v);
+    free(pld_rounds.v);
+    return bad || pld_failed;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[4], "pld") == 0) {
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons((uint16_t)atoi(argv[2]));
+        int nrounds = atoi(argv[3]);
+        if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1 || nrounds < 1 || nrounds > 1000) {
+            fprintf(stderr, "bench_isolation: bad arguments\n");
+            return 1;
+        }
+        return pld_schedule(nrounds);
+    }
     if (argc != 5) {
         fprintf(stderr, "usage: %s HOST PORT SECONDS LOADERS\n", argv[0]);
         return 1;

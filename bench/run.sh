@@ -188,6 +188,17 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 fi
 
 echo
+echo "== http: the ledger in pld mode at federated scale (bench_isolation pld): 1000 pld clients,"
+echo "   rounds of 100 of them back to back with a per-round DP-SGD schedule (sigma = 0.8 + 0.01 k),"
+echo "   /healthz and /v1/summary probed every 10 ms meanwhile"
+start_daemon --data-dir "$tmp/pld-data" --no-request-log
+if ! "$ISO_BIN" 127.0.0.1 "$port" "${BENCH_PLD_ROUNDS:-1000}" pld; then
+    echo "run.sh: bench_isolation pld reported an error" >&2
+    fail=1
+fi
+stop_daemon
+
+echo
 if ! sh bench/floor.sh "$BUILD"; then
     echo "run.sh: bench/floor.sh reported an error" >&2
     fail=1

@@ -36,8 +36,9 @@ struct http_server {
     struct MHD_Daemon *d;
     http_config cfg;
     unsigned port;
-    edge *edge;     /* head deadlines and checks */
-    workpool *pool; /* the compute requests' threads */
+    edge *edge;      /* head deadlines and checks */
+    workpool *pool;  /* the compute requests' threads */
+    workpool *lpool; /* the ledger writes' threads (the ledger lane) */
 };
 
 /* libmicrohttpd's memory pool per connection: the request head is read into it, and a head
@@ -47,6 +48,10 @@ struct http_server {
  * libmicrohttpd clears the pool between requests: this much per busy connection. */
 #define HTTP_CONNECTION_MEMORY ((size_t)128 * 1024)
 
+/* The ledger lane (ledger writes, off the HTTP workers): threads and places waiting. */
+#define HTTP_LEDGER_THREADS 8u
+#define HTTP_LEDGER_QUEUE 4096u
+
 /* A compute request handed to the pool; its connection stays suspended until it is done. */
 typedef struct {
     http_request req;   /* borrows the context's body and MHD's method and path */
@@ -54,6 +59,7 @@ typedef struct {
     dpb_cancel cancel;
     struct MHD_Connection *conn;
     double deadline_s;
+    int ledger; /* a ledger write on the ledger lane (not a computation) */
 } compute_job;
 
 /* Per-request state, owned by MHD's *con_cls and freed in on_completed. */
@@ -417,15 +423,48 @@ static void run_compute(void *arg, const int *stop)
     j->cancel.deadline = j->deadline_s > 0.0 ? dpb_cancel_now() + j->deadline_s : 0.0;
     j->req.cancel = &j->cancel;
     j->req.deadline_s = j->deadline_s;
-    if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(stop, __ATOMIC_RELAXED) && !j->ledger) {
         problem p = {0};
         problem_set(&p, PB_OVERLOADED, NULL, "the server is stopping: retry on another instance");
         http_reply_problem(&j->resp, &p);
     } else {
         http_dispatch(&j->req, &j->resp);
     }
-    metrics_compute_busy(-1);
+    if (!j->ledger)
+        metrics_compute_busy(-1);
     MHD_resume_connection(j->conn);
+}
+
+/* Does this request go to the ledger lane? The ledger's writes (a round, a client's put):
+ * they wait for the log's fdatasync and a pld round may compute PLDs first, and an HTTP
+ * worker that did that would keep every connection it serves (probes among them) waiting.
+ * On the lane they run at the HTTP workers' priority, apart from the computations. */
+static int wants_ledger_lane(const char *method, const char *url)
+{
+    const char *param;
+    const route *r = resolve_route(method, url, &param);
+    return r && (r->handler == res_round_post || r->handler == res_client_put);
+}
+
+/* Take a place on the ledger lane and suspend the connection until the write is done.
+ * When the lane has no place (a flood, or the server stopping) the write runs here, on the
+ * HTTP worker, as it would without the lane: a write is never refused for the lane's sake.
+ * Returns -1 when it did not take the write. */
+static int start_ledger(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
+                        const http_request *req)
+{
+    compute_job *j = calloc(1, sizeof *j);
+    if (j == NULL || workpool_reserve(s->lpool) != 0) {
+        free(j);
+        return -1;
+    }
+    j->req = *req;
+    j->conn = c;
+    j->ledger = 1;
+    ctx->job = j;
+    MHD_suspend_connection(c); /* before the push: the job's resume must follow it */
+    workpool_push(s->lpool, run_compute, j);
+    return 0;
 }
 
 /* Take a place on the pool and suspend the connection until the job is done, or answer 503
@@ -556,6 +595,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
                         0.0,    NULL};
     if (s->pool && wants_pool(method, url, &req, ctx))
         return start_compute(s, c, ctx, &req);
+    if (s->lpool && wants_ledger_lane(method, url) && start_ledger(s, c, ctx, &req) == 0)
+        return MHD_YES;
     http_response resp = {0};
     http_dispatch(&req, &resp);
     return send_response(c, &resp, ctx);
@@ -674,6 +715,15 @@ static int start_pool(http_server *s)
         return -1;
     }
     metrics_compute_capacity(n + s->cfg.compute_queue);
+    /* the ledger lane: enough threads for writes to share the log's group commit, and a
+     * queue deep enough that only a flood is refused */
+    s->lpool = workpool_create(HTTP_LEDGER_THREADS, HTTP_LEDGER_QUEUE, 0);
+    if (s->lpool == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot start %u ledger threads\n", HTTP_LEDGER_THREADS);
+        workpool_free(s->pool);
+        s->pool = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -764,9 +814,11 @@ void http_stop(http_server *s)
     /* the compute jobs first: they stop early and resume their connections, which libmicrohttpd
      * needs before it stops; requests that come meanwhile are refused (503) */
     workpool_stop(s->pool);
+    workpool_stop(s->lpool);
     MHD_stop_daemon(s->d);
     tls_release();
     edge_stop(s->edge);
     workpool_free(s->pool);
+    workpool_free(s->lpool);
     free(s);
 }
