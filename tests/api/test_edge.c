@@ -489,6 +489,75 @@ static void a_busy_server_does_not_cut_a_prompt_client(void)
     CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
 }
 
+/* A pld round near its client's budget computes PLDs (here about a second) and then waits for
+ * its log sync: on the only HTTP worker that would keep a probe on another connection
+ * waiting. Ledger writes run on their own lane, so the probe is answered first. */
+static void a_long_pld_round_does_not_hold_probes(void)
+{
+    const char *extra[] = {"--threads", "1", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st != 0)
+        return;
+#define SG(sigma)                                                                                  \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":50,\"event\":{\"class_name\":"              \
+    "\"PoissonSampledDpEvent\",\"sampling_probability\":0.01,\"event\":{\"class_name\":"           \
+    "\"GaussianDpEvent\",\"noise_multiplier\":" sigma "}}}"
+    static const char *const sigmas[] = {"0.80", "0.81", "0.82", "0.83", "0.84",
+                                         "0.85", "0.86", "0.87", "0.88"};
+    static const char far[] =
+        "{\"budget\":{\"epsilon\":1000,\"delta\":1e-5},\"accounting\":\"pld\"}",
+                      near[] =
+                          "{\"budget\":{\"epsilon\":1.9,\"delta\":1e-5},\"accounting\":\"pld\"}";
+    api_reply r;
+    api_call("PUT", "/v1/clients/slow", "application/json", far, sizeof far - 1, &r);
+    CHECKF(r.status == 201, "PUT: %ld %.200s", r.status, r.body);
+    api_reply_free(&r);
+    /* a history of distinct events, cheap while the rdp bound decides */
+    for (int k = 0; k < 8; k++) {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"round_id\":\"hist-%d\",\"participants\":[\"slow\"],\"event\":" SG("%s") "}", k,
+                 sigmas[k]);
+        api_call("POST", "/v1/rounds", "application/json", body, strlen(body), &r);
+        CHECKF(r.status == 200, "round %d: %ld %.200s", k, r.status, r.body);
+        api_reply_free(&r);
+    }
+    /* a budget below the rdp bound: the next round needs the PLD of nine events */
+    api_call("PUT", "/v1/clients/slow", "application/json", near, sizeof near - 1, &r);
+    CHECKF(r.status == 200, "PUT: %ld %.200s", r.status, r.body);
+    api_reply_free(&r);
+    int a = dial(NULL, 0), b = dial(NULL, 0);
+    char body[1024], req[2048], out[8192];
+    int bn =
+        snprintf(body, sizeof body,
+                 "{\"round_id\":\"long\",\"participants\":[\"slow\"],\"event\":" SG("0.95") "}");
+    int n = snprintf(req, sizeof req,
+                     "POST /v1/rounds HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
+                     bn, body);
+    CHECK(a >= 0 && b >= 0 && send(a, req, (size_t)n, MSG_NOSIGNAL) == n);
+    struct timespec ts = {0, 50000000L};
+    nanosleep(&ts, NULL); /* the round is computing */
+    static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    CHECK(send(b, probe, sizeof probe - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof probe - 1));
+    int closed;
+    read_until_close(b, out, sizeof out, 30.0, &closed);
+    CHECKF(status_of(out) == 200, "the probe: %.200s", out);
+    /* the round is still running (its answer has not come): the probe did not wait for it */
+    struct pollfd pf = {a, POLLIN, 0};
+    CHECKF(poll(&pf, 1, 0) == 0, "the round answered before the probe");
+    read_until_close(a, out, sizeof out, 60.0, &closed);
+    CHECKF(status_of(out) == 200, "the round: %.200s", out);
+#undef SG
+    if (a >= 0)
+        close(a);
+    if (b >= 0)
+        close(b);
+    st = api_daemon_stop();
+    CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+}
+
 /* The new limits are options like the others: flags, DPBUDGET_* and config lines. */
 static void edge_limits_are_options(void)
 {
@@ -531,6 +600,7 @@ const tl_test EDGE_TESTS[] = {
     TL_T(every_method_on_every_route_needs_the_key),
     TL_T(slowloris_neither_starves_probes_nor_lives_on),
     TL_T(a_busy_server_does_not_cut_a_prompt_client),
+    TL_T(a_long_pld_round_does_not_hold_probes),
     TL_T(edge_limits_are_options),
 };
 const size_t EDGE_NTESTS = sizeof EDGE_TESTS / sizeof EDGE_TESTS[0];
