@@ -45,17 +45,18 @@ typedef struct centry {
     } t[]; /* sorted by sid */
 } centry;
 
+/* rdp conversion constants for one delta (rdp_convert) */
+struct conv {
+    double delta;
+    double l1[RDP_NORDERS], q[RDP_NORDERS];
+    int valid;
+};
+
 struct spend_engine {
-    pthread_mutex_t mu; /* registry, conversion constants */
+    pthread_mutex_t mu; /* the registry */
     spend_event **reg;
     size_t reg_cap, reg_n;
     uint32_t next_sid;
-    struct conv {
-        double delta;
-        double l1[RDP_NORDERS], q[RDP_NORDERS];
-        int valid;
-    } conv[4];
-    unsigned conv_next;
     pthread_mutex_t cmu; /* the cache */
     centry **cb;
     size_t cb_cap, c_bytes, c_cap, c_n;
@@ -279,30 +280,25 @@ const spend_class *spend_event_class(const spend_event *e)
  * and 0 where delta^2 + expm1(-r) > 0 (only possible for r < 2 delta^2). Rounded up. */
 static double rdp_convert(spend_engine *g, const double *r, double delta)
 {
-    double l1[RDP_NORDERS], q[RDP_NORDERS];
-    int found = 0;
-    pthread_mutex_lock(&g->mu);
-    for (unsigned i = 0; i < 4 && !found; i++)
-        if (g->conv[i].valid && g->conv[i].delta == delta) {
-            memcpy(l1, g->conv[i].l1, sizeof l1);
-            memcpy(q, g->conv[i].q, sizeof q);
-            found = 1;
-        }
-    pthread_mutex_unlock(&g->mu);
-    if (!found) {
+    /* the constants for the last 4 deltas this thread converted at (no lock, no copy) */
+    static _Thread_local struct conv cvs[4];
+    static _Thread_local unsigned next;
+    (void)g;
+    struct conv *cv = NULL;
+    for (unsigned i = 0; i < 4 && cv == NULL; i++)
+        if (cvs[i].valid && cvs[i].delta == delta)
+            cv = &cvs[i];
+    if (cv == NULL) {
+        cv = &cvs[next++ % 4];
         for (size_t k = 0; k < RDP_NORDERS; k++) {
             double a = RDP_DEFAULT_ORDERS[k];
-            l1[k] = log1p(-1.0 / a);
-            q[k] = log(delta * a) / (a - 1.0);
+            cv->l1[k] = log1p(-1.0 / a);
+            cv->q[k] = log(delta * a) / (a - 1.0);
         }
-        pthread_mutex_lock(&g->mu);
-        struct conv *cv = &g->conv[g->conv_next++ % 4];
         cv->delta = delta;
-        memcpy(cv->l1, l1, sizeof l1);
-        memcpy(cv->q, q, sizeof q);
         cv->valid = 1;
-        pthread_mutex_unlock(&g->mu);
     }
+    const double *l1 = cv->l1, *q = cv->q;
     double best = HUGE_VAL;
     for (size_t k = 0; k < RDP_NORDERS; k++) {
         double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
