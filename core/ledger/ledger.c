@@ -1518,26 +1518,29 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
     for (int r = 0; r < 2 && ok; r++)
         if (rels[r] && spend_event_get(l->sp, eb, elen, (dp_relation)r, &pre[r]) != DPB_OK)
             pre[r] = NULL;
-    for (size_t i = 0; i < ns && ok; i++) {
-        spend_term *ct = t + sn[i].off;
+    /* each candidate: the client's terms with the round's event once more */
+    spend_candidate *cand = ok ? malloc((ns ? ns : 1) * sizeof *cand) : NULL;
+    spend_term *w = cand ? malloc((nt ? nt : 1) * sizeof *w) : NULL;
+    size_t nc = 0;
+    for (size_t i = 0; w && i < ns; i++) {
+        spend_term *ct = t + sn[i].off, *cw = w + sn[i].off; /* room for m + 1 each */
         size_t m = sn[i].m, k;
         spend_event *x = pre[sn[i].rel];
         if (x == NULL)
             continue;
-        for (k = 0; k < m && ct[k].ev != x; k++)
+        memcpy(cw, ct, m * sizeof *cw);
+        for (k = 0; k < m && cw[k].ev != x; k++)
             ;
-        spend_term *w = malloc((m + 1) * sizeof *w); /* spend_eval reorders its terms */
-        if (w == NULL)
-            break;
-        memcpy(w, ct, m * sizeof *w);
         if (k < m)
-            w[k].count++;
+            cw[k].count++;
         else
-            w[m++] = (spend_term){x, 1};
-        spend_result res;
-        spend_eval(l->sp, LEDGER_PLD, sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, w, m, &res);
-        free(w);
+            cw[m++] = (spend_term){x, 1};
+        cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, cw, m};
     }
+    if (w)
+        spend_prefetch(l->sp, cand, nc);
+    free(w);
+    free(cand);
     for (size_t i = 0; i < ns; i++)
         for (size_t k = 0; k < sn[i].m; k++)
             spend_event_put(l->sp, t[sn[i].off + k].ev);

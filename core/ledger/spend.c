@@ -9,9 +9,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
@@ -609,6 +611,55 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
     } else {
         out->spent = HUGE_VAL; /* nothing certified: spend infinite, named by neither */
     }
+}
+
+typedef struct {
+    spend_engine *g;
+    spend_candidate *c;
+    const size_t *need;
+    size_t n;
+    atomic_size_t next;
+} prefetch_job;
+
+static void *prefetch_main(void *arg)
+{
+    prefetch_job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            return NULL;
+        spend_candidate *c = &j->c[j->need[i]];
+        spend_result r;
+        spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
+    }
+}
+
+void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
+{
+    size_t *need = malloc((n ? n : 1) * sizeof *need), nn = 0;
+    if (need == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) { /* the cheap test spend_eval makes first */
+        qsort(c[i].t, c[i].m, sizeof *c[i].t, cmp_term);
+        if (!(rdp_of(g, c[i].t, c[i].m, c[i].delta) <= c[i].eps))
+            need[nn++] = i;
+    }
+    prefetch_job j = {g, c, need, nn, 0};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t extra = nn > 1 ? nn - 1 : 0;
+    if (extra > SPEND_PREFETCH_THREADS)
+        extra = SPEND_PREFETCH_THREADS;
+    if (ncpu > 0 && extra > (size_t)ncpu - 1)
+        extra = (size_t)ncpu - 1;
+    pthread_t th[SPEND_PREFETCH_THREADS];
+    size_t started = 0;
+    for (; started < extra; started++)
+        if (pthread_create(&th[started], NULL, prefetch_main, &j) != 0)
+            break;
+    prefetch_main(&j); /* the caller's thread works too */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    free(need);
 }
 
 int spend_accountant_of(spend_engine *g, int mode, double eps, double delta, spend_term *t,

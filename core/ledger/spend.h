@@ -92,6 +92,22 @@ typedef struct {
 void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
                 size_t m, spend_result *out);
 
+/* A pld client's spend to be: its budget, relation and terms (reordered by spend_prefetch). */
+typedef struct {
+    double eps, delta;
+    dp_relation rel;
+    spend_term *t;
+    size_t m;
+} spend_candidate;
+
+/* Most threads spend_prefetch computes PLDs on (besides the caller's, at most one per CPU). */
+#define SPEND_PREFETCH_THREADS 4
+
+/* Compute into the cache the PLD values that the spends of these pld candidates need (those
+ * whose rdp value is past their budget), several at once, so that spend_eval of the same
+ * candidates finds them. */
+void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n);
+
 /* The accountant a stored spend (a snapshot's, computed by spend_eval for the same terms
  * and budget) is, without computing a PLD: the result's accountant field. */
 int spend_accountant_of(spend_engine *g, int mode, double eps, double delta, spend_term *t,
