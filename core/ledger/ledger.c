@@ -492,8 +492,9 @@ const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
 const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
     4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
 
-/* The client's spend with `extra` more of event `xev` (extra 0: as it is). */
-static void spend_of(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
+/* The client's spend with `extra` more of event `xev` (extra 0: as it is), and the
+ * accountant it is. */
+static void spend_full(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
 {
     if (c->uncertified) {
         memset(out, 0, sizeof *out);
@@ -550,7 +551,7 @@ static void counters(ledger *l, const lclient *c, int sign)
 static void recompute(ledger *l, lclient *c)
 {
     spend_result r;
-    spend_of(l, c, 0, 0, &r);
+    spend_full(l, c, 0, 0, &r);
     c->spent = r.spent;
     c->dtv = r.dtv;
     c->sacct = (int8_t)r.accountant;
@@ -1687,7 +1688,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         }
         spend_result sr;
         o->before = pos >= 0 ? c->spent : 0.0;
-        spend_of(l, c, evi[rel], 1, &sr);
+        spend_full(l, c, evi[rel], 1, &sr);
         double after = sr.spent;
         int uncert = sr.uncertified, unsup = sr.unsupported;
         o->after = after;
