@@ -25,6 +25,7 @@
 
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
+#include "fnv.h"
 #include "snapshot.h"
 #include "spend.h"
 #include "wal.h"
@@ -147,16 +148,6 @@ struct ledger {
 };
 
 /* ---- small utilities ------------------------------------------------------------------------- */
-
-static uint64_t fnv64(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 void ledger_hash128(const void *buf, size_t n, unsigned char out[16])
 {

@@ -17,6 +17,7 @@
 
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
+#include "fnv.h"
 #include "ledger.h"
 
 struct spend_event {
@@ -65,16 +66,6 @@ struct spend_engine {
     centry *lru_head, *lru_tail; /* most recently used first */
     uint64_t hits, misses, plds;
 };
-
-static uint64_t fnv64(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 spend_engine *spend_engine_new(size_t cache_bytes)
 {
