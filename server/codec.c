@@ -262,7 +262,8 @@ int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct
         return -1;
     if (r > 0 && dp_relation_parse(s, rel) != 0) {
         problem_set(pb, PB_INVALID_PARAMETER, "neighboring_relation",
-                    "neighboring_relation must be \"add_or_remove_one\" or \"replace_one\"");
+                    "neighboring_relation must be \"add_or_remove_one\", \"replace_one\" or "
+                    "\"replace_special\"");
         return -1;
     }
     r = codec_string(obj, "", "accountant", 0, &s, pb);
@@ -298,20 +299,12 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
 
 /* dp_accounting event classes that are known but not yet accounted here: 422 unsupported
  * (an unknown class is 400 unknown_event). */
-static const char *const KNOWN_UNSUPPORTED[] = {"SampledWithoutReplacementDpEvent",
-                                                "SampledWithReplacementDpEvent",
-                                                "SingleEpochTreeAggregationDpEvent",
-                                                "RepeatAndSelectDpEvent",
-                                                "UnsupportedDpEvent",
-                                                "MixtureOfGaussiansDpEvent",
-                                                "ZCDpEvent",
-                                                "TruncatedSubsampledGaussianDpEvent",
-                                                "DiscreteGaussianDpEvent",
-                                                "DiscreteLaplaceDpEvent",
-                                                "ExponentialMechanismDpEvent",
-                                                "PermuteAndFlipDpEvent",
-                                                "RandomizedResponseDpEvent",
-                                                NULL};
+static const char *const KNOWN_UNSUPPORTED[] = {
+    "RepeatAndSelectDpEvent",      "UnsupportedDpEvent",
+    "MixtureOfGaussiansDpEvent",   "ZCDpEvent",
+    "DiscreteGaussianDpEvent",     "DiscreteLaplaceDpEvent",
+    "ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent",
+    "RandomizedResponseDpEvent",   NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
 static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
@@ -813,6 +806,200 @@ fail:
     return NULL;
 }
 
+/* ---- fixed-size and truncated sampling, tree aggregation (event kinds 21..28) ------------ */
+
+/* Largest population (source_dataset_size, dataset_size) and step list accepted. */
+#define MAX_POPULATION 1000000000ULL
+#define MAX_TREE_STEPS 10000
+
+/* SampledWithReplacementDpEvent, SampledWithoutReplacementDpEvent: dp_accounting's fields
+ * source_dataset_size, sample_size (at most the dataset size) and event. */
+static dp_event *decode_fixed_sample(json_t *j, const char *path, dp_event_kind k,
+                                     dp_param solve_for, int depth, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "source_dataset_size", "sample_size",
+                                          "event", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(k, pb);
+    if (ev == NULL)
+        return NULL;
+    char f[96];
+    if (codec_uint(j, path, "source_dataset_size", 1, 1, MAX_POPULATION, &ev->u.fixed.population,
+                   pb) < 0 ||
+        codec_uint(j, path, "sample_size", 1, 0, MAX_POPULATION, &ev->u.fixed.sample_size, pb) < 0)
+        goto fail;
+    if (ev->u.fixed.sample_size > ev->u.fixed.population) {
+        join(f, sizeof f, path, "sample_size");
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    "'%s' (%llu) must be at most source_dataset_size (%llu)", f,
+                    (unsigned long long)ev->u.fixed.sample_size,
+                    (unsigned long long)ev->u.fixed.population);
+        goto fail;
+    }
+    join(f, sizeof f, path, "event");
+    json_t *inner = field(j, path, "event", 1, pb);
+    if (inner == NULL)
+        goto fail;
+    ev->u.fixed.event = decode(inner, f, solve_for, depth + 1, pb);
+    if (ev->u.fixed.event == NULL)
+        goto fail;
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+/* A noise multiplier in (0, 1e6] that the solver cannot be asked for. */
+static int decode_fixed_noise(json_t *j, const char *path, double *out, problem *pb)
+{
+    if (codec_number(j, path, "noise_multiplier", 1, out, pb) < 0)
+        return -1;
+    if (!(*out > 0.0 && *out <= 1e6)) {
+        char f[96], num[DPB_NUM_MAX];
+        join(f, sizeof f, path, "noise_multiplier");
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    "'%s' must be greater than 0 and at most 1e6 (got %s)", f,
+                    dpb_num_str(*out, num));
+        return -1;
+    }
+    return 0;
+}
+
+/* SingleEpochTreeAggregationDpEvent: noise_multiplier and step_counts (a whole number or a
+ * list of 1 to 10000 of them). */
+static dp_event *decode_tree(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "noise_multiplier", "step_counts", NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_TREE_AGGREGATION, pb);
+    if (ev == NULL)
+        return NULL;
+    char f[96];
+    join(f, sizeof f, path, "step_counts");
+    if (decode_fixed_noise(j, path, &ev->u.tree.noise_multiplier, pb) < 0)
+        goto fail;
+    json_t *sc = field(j, path, "step_counts", 1, pb);
+    if (sc == NULL)
+        goto fail;
+    size_t n = json_is_array(sc) ? json_array_size(sc) : 1;
+    if (json_is_array(sc) && (n == 0 || n > MAX_TREE_STEPS)) {
+        problem_set(pb, PB_TOO_MANY_VALUES, f, "'%s' must hold between 1 and %d step counts", f,
+                    MAX_TREE_STEPS);
+        goto fail;
+    }
+    ev->u.tree.scalar = !json_is_array(sc);
+    ev->u.tree.steps = calloc(n, sizeof(uint64_t));
+    if (ev->u.tree.steps == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* each element goes through codec_uint as a one-member object */
+        json_t *one = json_pack("{s:O}", "v", ev->u.tree.scalar ? sc : json_array_get(sc, i));
+        char fi[96];
+        if (ev->u.tree.scalar)
+            snprintf(fi, sizeof fi, "%s", path);
+        else
+            snprintf(fi, sizeof fi, "%s[%zu]", f, i);
+        int r =
+            one ? codec_uint(one, "", "v", 1, 0, (uint64_t)MAX_EXACT_INT, &ev->u.tree.steps[i], pb)
+                : -1;
+        json_decref(one);
+        if (r < 0) {
+            if (one == NULL)
+                problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+            else { /* name the real field, not the scratch one */
+                problem_code c = pb->code;
+                pb->code = PB_NONE;
+                problem_set(pb, c, ev->u.tree.scalar ? f : fi,
+                            "'%s' must be a whole number of steps >= 0 (or a list of them)",
+                            ev->u.tree.scalar ? f : fi);
+            }
+            goto fail;
+        }
+        ev->u.tree.nsteps++;
+    }
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+/* TruncatedSubsampledGaussianDpEvent: dataset_size, sampling_probability,
+ * truncated_batch_size, noise_multiplier. */
+static dp_event *decode_truncated(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name",           "dataset_size",
+                                          "sampling_probability", "truncated_batch_size",
+                                          "noise_multiplier",     NULL};
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_TRUNCATED_GAUSSIAN, pb);
+    if (ev == NULL)
+        return NULL;
+    double q;
+    if (codec_uint(j, path, "dataset_size", 1, 1, MAX_POPULATION, &ev->u.truncated.dataset_size,
+                   pb) < 0 ||
+        codec_number(j, path, "sampling_probability", 1, &q, pb) < 0)
+        goto fail;
+    if (!(q >= 0.0 && q <= 1.0)) {
+        char f[96], num[DPB_NUM_MAX];
+        join(f, sizeof f, path, "sampling_probability");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
+                    dpb_num_str(q, num));
+        goto fail;
+    }
+    ev->u.truncated.sampling_probability = q;
+    if (codec_uint(j, path, "truncated_batch_size", 1, 0, (uint64_t)MAX_EXACT_INT,
+                   &ev->u.truncated.batch_size, pb) < 0 ||
+        decode_fixed_noise(j, path, &ev->u.truncated.noise_multiplier, pb) < 0)
+        goto fail;
+    return ev;
+fail:
+    dp_event_free(ev);
+    return NULL;
+}
+
+/* The JSON of kinds 21..28 (codec_encode_event). */
+static json_t *encode_sampling(const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return json_pack("{s:s, s:o, s:o, s:o}", "class_name",
+                         ev->kind == DP_EV_SAMPLED_WITH_REPLACEMENT
+                             ? "SampledWithReplacementDpEvent"
+                             : "SampledWithoutReplacementDpEvent",
+                         "source_dataset_size", codec_uint_json(ev->u.fixed.population),
+                         "sample_size", codec_uint_json(ev->u.fixed.sample_size), "event",
+                         codec_encode_event(ev->u.fixed.event));
+    case DP_EV_TREE_AGGREGATION: {
+        json_t *sc;
+        if (ev->u.tree.scalar) {
+            sc = codec_uint_json(ev->u.tree.steps[0]);
+        } else {
+            sc = json_array();
+            for (size_t i = 0; i < ev->u.tree.nsteps; i++)
+                json_array_append_new(sc, codec_uint_json(ev->u.tree.steps[i]));
+        }
+        return json_pack("{s:s, s:o, s:o}", "class_name", "SingleEpochTreeAggregationDpEvent",
+                         "noise_multiplier", codec_real(ev->u.tree.noise_multiplier), "step_counts",
+                         sc);
+    }
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return json_pack("{s:s, s:o, s:o, s:o, s:o}", "class_name",
+                         "TruncatedSubsampledGaussianDpEvent", "dataset_size",
+                         codec_uint_json(ev->u.truncated.dataset_size), "sampling_probability",
+                         codec_real(ev->u.truncated.sampling_probability), "truncated_batch_size",
+                         codec_uint_json(ev->u.truncated.batch_size), "noise_multiplier",
+                         codec_real(ev->u.truncated.noise_multiplier));
+    default:
+        return json_null();
+    }
+}
+
 static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, problem *pb)
 {
     static const char *const allowed[] = {"class_name", NULL};
@@ -860,6 +1047,16 @@ static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int dep
         return decode_sgld(j, path, pb);
     if (strcmp(cls, "NonPrivateDpEvent") == 0)
         return decode_empty(j, path, DP_EV_NON_PRIVATE, pb);
+    /* kinds 21..28 */
+    if (strcmp(cls, "SampledWithReplacementDpEvent") == 0)
+        return decode_fixed_sample(j, path, DP_EV_SAMPLED_WITH_REPLACEMENT, solve_for, depth, pb);
+    if (strcmp(cls, "SampledWithoutReplacementDpEvent") == 0)
+        return decode_fixed_sample(j, path, DP_EV_SAMPLED_WITHOUT_REPLACEMENT, solve_for, depth,
+                                   pb);
+    if (strcmp(cls, "SingleEpochTreeAggregationDpEvent") == 0)
+        return decode_tree(j, path, pb);
+    if (strcmp(cls, "TruncatedSubsampledGaussianDpEvent") == 0)
+        return decode_truncated(j, path, pb);
     char f[96];
     join(f, sizeof f, path, "class_name");
     for (const char *const *k = KNOWN_UNSUPPORTED; *k; k++)
@@ -1008,6 +1205,11 @@ json_t *codec_encode_event(const dp_event *ev)
             json_array_append_new(arr, codec_encode_event(ev->u.composed.events[i]));
         return json_pack("{s:s, s:o}", "class_name", "ComposedDpEvent", "events", arr);
     }
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TREE_AGGREGATION:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return encode_sampling(ev);
     }
     return json_null();
 }

@@ -711,6 +711,40 @@ static json_t *event_entry(const char *cls, const char *fields, const char *acco
                      accountants, "description", description);
 }
 
+/* The catalogue entries of the fixed-size and truncated sampling and tree-aggregation
+ * classes (event kinds 21..28). */
+static void sampling_entries(json_t *ev)
+{
+    json_array_append_new(
+        ev,
+        event_entry("SampledWithoutReplacementDpEvent", "source_dataset_size, sample_size, event",
+                    "pld (auto; advanced joint convexity, exact for this pair), rdp (Wang, "
+                    "Balle, Kasiviswanathan 2019); replace_one only",
+                    "the inner Gaussian (or Composed/SelfComposed Gaussians) on a fixed-size "
+                    "batch drawn without replacement; noise multipliers relative to the "
+                    "clipping norm (dp_accounting's rdp takes them relative to the "
+                    "replace-one sensitivity: ours at sigma is theirs at sigma/2)"));
+    json_array_append_new(
+        ev, event_entry("SampledWithReplacementDpEvent", "source_dataset_size, sample_size, event",
+                        "pld (advanced joint convexity over the draw count); replace_one only",
+                        "the inner Gaussian on sample_size draws with replacement (a record "
+                        "drawn K times shifts the sum by up to 2K); dp_accounting has no "
+                        "accountant for it"));
+    json_array_append_new(
+        ev, event_entry("SingleEpochTreeAggregationDpEvent", "noise_multiplier, step_counts",
+                        "gdp_exact (auto), rdp, pld; replace_special only",
+                        "one epoch of DP-FTRL tree aggregation: exactly the Gaussian mechanism "
+                        "of multiplier noise_multiplier / sqrt(ceil(log2(max steps + 1)))"));
+    json_array_append_new(
+        ev, event_entry("TruncatedSubsampledGaussianDpEvent",
+                        "dataset_size, sampling_probability, truncated_batch_size, "
+                        "noise_multiplier",
+                        "pld (advanced joint convexity conditioned on the others sampled); "
+                        "every relation",
+                        "Poisson sampling with the batch cut to truncated_batch_size, then "
+                        "Gaussian noise"));
+}
+
 void res_accountants(const http_request *req, http_response *resp)
 {
     (void)req;
@@ -726,8 +760,10 @@ void res_accountants(const http_request *req, http_response *resp)
                                           "any (epsilon, delta)-DP mechanism"));
     json_array_append_new(
         ev, event_entry("PoissonSampledDpEvent", "sampling_probability, event",
-                        "rdp (Gaussian inside), pld (Gaussian or Laplace inside)",
-                        "the inner event on a Poisson sample; add_or_remove_one only"));
+                        "rdp (Gaussian inside), pld (Gaussian or Laplace inside); under "
+                        "replace_one pld with a Gaussian inside (advanced joint convexity)",
+                        "the inner event on a Poisson sample; add_or_remove_one and "
+                        "replace_special (the same pairs), replace_one"));
     json_array_append_new(ev, event_entry("SelfComposedDpEvent", "event, count", "all",
                                           "the event run count times (e.g. epochs)"));
     json_array_append_new(
@@ -758,6 +794,7 @@ void res_accountants(const http_request *req, http_response *resp)
                         "the exact range), gdp_clt (estimate)",
                         "one epoch of DP-SGD with random shuffling: M = rounds batches (seed 004); "
                         "add_or_remove_one only"));
+    sampling_entries(ev);
     json_t *ac = json_array();
     static const struct {
         const char *name, *guarantee, *description;
@@ -792,13 +829,13 @@ void res_accountants(const http_request *req, http_response *resp)
     for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
         json_array_append_new(ac, json_pack("{s:s, s:s, s:s}", "name", A[i].name, "guarantee",
                                             A[i].guarantee, "description", A[i].description));
-    json_t *o =
-        json_pack("{s:o, s:o, s:[s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev,
-                  "accountants", ac, "neighboring_relations", "add_or_remove_one", "replace_one",
-                  "guarantees", "upper_bound", "the true value is at most this: safe to rely on",
-                  "estimate", "an approximation: never used for enforcement", "lower_bound",
-                  "the true value is at least this: an attack or diagnostic", "solve_for",
-                  "noise_multiplier", "rounds", "count", "sampling_probability");
+    json_t *o = json_pack("{s:o, s:o, s:[s,s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev,
+                          "accountants", ac, "neighboring_relations", "add_or_remove_one",
+                          "replace_one", "replace_special", "guarantees", "upper_bound",
+                          "the true value is at most this: safe to rely on", "estimate",
+                          "an approximation: never used for enforcement", "lower_bound",
+                          "the true value is at least this: an attack or diagnostic", "solve_for",
+                          "noise_multiplier", "rounds", "count", "sampling_probability");
     if (o) {
         json_t *more = json_pack("[s,s,s,s]", "noise_std", "laplace_scale", "dataset_size", "c1");
         json_array_extend(json_object_get(o, "solve_for"), more);

@@ -246,9 +246,12 @@ void res_client_put(const http_request *req, http_response *resp)
                     "outputs)");
         goto fail;
     }
-    if (dp_relation_parse(rel, &in.relation) != 0) {
+    /* the ledger keeps one interned event per relation for add_or_remove_one and
+     * replace_one; replace_special (a compute-only relation) is refused here */
+    if (dp_relation_parse(rel, &in.relation) != 0 || in.relation == DP_REL_REPLACE_SPECIAL) {
         problem_set(&pb, PB_INVALID_PARAMETER, "neighboring_relation",
-                    "neighboring_relation must be \"add_or_remove_one\" or \"replace_one\"");
+                    "a client's neighboring_relation must be \"add_or_remove_one\" or "
+                    "\"replace_one\" (replace_special is taken by the compute endpoints only)");
         goto fail;
     }
     ledger_client out;

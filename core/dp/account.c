@@ -13,19 +13,20 @@
 #include "shuffle.h"
 #include "shuffle_exact.h"
 
-static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one"};
+static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one", "replace_special"};
+#define N_REL (sizeof REL_NAMES / sizeof REL_NAMES[0])
 static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exact",    "rdp",
                                          "pld",  "pnsgd", "proactive", "shuffle_exact"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
 const char *dp_relation_name(dp_relation r)
 {
-    return (unsigned)r < 2 ? REL_NAMES[r] : "unknown";
+    return (unsigned)r < N_REL ? REL_NAMES[r] : "unknown";
 }
 
 int dp_relation_parse(const char *s, dp_relation *r)
 {
-    for (unsigned i = 0; i < 2; i++)
+    for (unsigned i = 0; i < N_REL; i++)
         if (strcmp(s, REL_NAMES[i]) == 0) {
             *r = (dp_relation)i;
             return 0;
@@ -88,9 +89,14 @@ static int leaf_kinds(const dp_event *ev)
         return HAS_PROACTIVE;
     case DP_EV_SGLD:
         return ev->u.sgld.sampling == SGLD_CYCLIC ? HAS_GAUSSIAN : HAS_OTHER;
+    case DP_EV_TREE_AGGREGATION: /* exactly a Gaussian mechanism */
+        return HAS_GAUSSIAN;
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TRUNCATED_GAUSSIAN:
         break;
     }
     return HAS_OTHER;

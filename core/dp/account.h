@@ -26,8 +26,11 @@
 #include "report.h"
 
 typedef enum {
-    DP_REL_ADD_OR_REMOVE = 0, /* add or remove one record (zero-out); the default */
-    DP_REL_REPLACE = 1        /* replace one record */
+    DP_REL_ADD_OR_REMOVE = 0,  /* add or remove one record (zero-out); the default */
+    DP_REL_REPLACE = 1,        /* replace one record */
+    DP_REL_REPLACE_SPECIAL = 2 /* replace one record with a special record that contributes
+                                * nothing (zero-out; dp_accounting's REPLACE_SPECIAL): the same
+                                * as add_or_remove_one for sums and Poisson sampling */
 } dp_relation;
 
 typedef enum {

@@ -43,6 +43,16 @@ void dp_event_free(dp_event *ev)
     case DP_EV_PNSGD:
     case DP_EV_SGLD:
         break;
+    /* ---- kinds 21..28 ---- */
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        dp_event_free(ev->u.fixed.event);
+        break;
+    case DP_EV_TREE_AGGREGATION:
+        free(ev->u.tree.steps);
+        break;
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        break;
     }
     free(ev);
 }
@@ -83,6 +93,9 @@ static void find_unknown(dp_event *ev, dp_event **first, int *n)
         find_unknown(ev->u.self.event, first, n);
     else if (ev->kind == DP_EV_POISSON_SAMPLED)
         find_unknown(ev->u.sampled.event, first, n);
+    else if (ev->kind == DP_EV_SAMPLED_WITH_REPLACEMENT ||
+             ev->kind == DP_EV_SAMPLED_WITHOUT_REPLACEMENT)
+        find_unknown(ev->u.fixed.event, first, n);
     else if (ev->kind == DP_EV_COMPOSED)
         for (size_t i = 0; i < ev->u.composed.n; i++)
             find_unknown(ev->u.composed.events[i], first, n);
@@ -226,6 +239,26 @@ static void encode(wbuf *w, const dp_event *ev)
         put_u64(w, p->steps);
         break;
     }
+    /* ---- kinds 21..28 ---- */
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        put_u64(w, ev->u.fixed.population);
+        put_u64(w, ev->u.fixed.sample_size);
+        encode(w, ev->u.fixed.event);
+        break;
+    case DP_EV_TREE_AGGREGATION:
+        put_f64(w, ev->u.tree.noise_multiplier);
+        put_u8(w, (unsigned)ev->u.tree.scalar);
+        put_u64(w, ev->u.tree.nsteps);
+        for (size_t i = 0; i < ev->u.tree.nsteps; i++)
+            put_u64(w, ev->u.tree.steps[i]);
+        break;
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        put_u64(w, ev->u.truncated.dataset_size);
+        put_f64(w, ev->u.truncated.sampling_probability);
+        put_u64(w, ev->u.truncated.batch_size);
+        put_f64(w, ev->u.truncated.noise_multiplier);
+        break;
     }
 }
 
@@ -284,6 +317,70 @@ static int positive(double x)
     return x > 0.0 && isfinite(x);
 }
 
+/* ---- kinds 21..28: fixed-size and truncated sampling, tree aggregation ---- */
+
+/* Largest population and step list a stored event may carry (as the JSON codec admits). */
+#define EV_MAX_POPULATION 1000000000ULL
+#define EV_MAX_TREE_STEPS 10000
+
+static int kind_sampling(unsigned kind)
+{
+    return kind >= DP_EV_SAMPLED_WITH_REPLACEMENT && kind <= DP_EV_TRUNCATED_GAUSSIAN;
+}
+
+static dp_event *decode_node(rbuf *r, int depth);
+
+static void decode_sampling(rbuf *r, dp_event *ev, int depth)
+{
+    switch (ev->kind) {
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        ev->u.fixed.population = get_u64(r);
+        ev->u.fixed.sample_size = get_u64(r);
+        if (ev->u.fixed.population == 0 || ev->u.fixed.population > EV_MAX_POPULATION ||
+            ev->u.fixed.sample_size > ev->u.fixed.population)
+            r->bad = 1;
+        if (!r->bad)
+            ev->u.fixed.event = decode_node(r, depth + 1);
+        break;
+    case DP_EV_TREE_AGGREGATION: {
+        ev->u.tree.noise_multiplier = get_f64(r);
+        ev->u.tree.scalar = (int)get_u8(r);
+        uint64_t n = get_u64(r);
+        if (r->bad || !positive(ev->u.tree.noise_multiplier) || ev->u.tree.scalar > 1 || n == 0 ||
+            n > EV_MAX_TREE_STEPS || (ev->u.tree.scalar && n != 1)) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.tree.steps = calloc((size_t)n, sizeof(uint64_t));
+        if (ev->u.tree.steps == NULL) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.tree.nsteps = (size_t)n;
+        for (uint64_t i = 0; i < n; i++)
+            if ((ev->u.tree.steps[i] = get_u64(r)) > ((uint64_t)1 << 53))
+                r->bad = 1;
+        break;
+    }
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        ev->u.truncated.dataset_size = get_u64(r);
+        ev->u.truncated.sampling_probability = get_f64(r);
+        ev->u.truncated.batch_size = get_u64(r);
+        ev->u.truncated.noise_multiplier = get_f64(r);
+        if (ev->u.truncated.dataset_size == 0 || ev->u.truncated.dataset_size > EV_MAX_POPULATION ||
+            !(ev->u.truncated.sampling_probability >= 0.0 &&
+              ev->u.truncated.sampling_probability <= 1.0) ||
+            ev->u.truncated.batch_size > ((uint64_t)1 << 53) ||
+            !positive(ev->u.truncated.noise_multiplier))
+            r->bad = 1;
+        break;
+    default:
+        r->bad = 1;
+        break;
+    }
+}
+
 static dp_event *decode_node(rbuf *r, int depth)
 {
     if (depth > 64) {
@@ -291,7 +388,7 @@ static dp_event *decode_node(rbuf *r, int depth)
         return NULL;
     }
     unsigned kind = get_u8(r);
-    if (r->bad || kind < DP_EV_SHUFFLED_EPOCH || kind > DP_EV_SGLD) {
+    if (r->bad || ((kind < DP_EV_SHUFFLED_EPOCH || kind > DP_EV_SGLD) && !kind_sampling(kind))) {
         r->bad = 1;
         return NULL;
     }
@@ -413,6 +510,12 @@ static dp_event *decode_node(rbuf *r, int depth)
         p->steps = get_u64(r);
         break;
     }
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TREE_AGGREGATION:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        decode_sampling(r, ev, depth);
+        break;
     }
     if (r->bad) {
         dp_event_free(ev);

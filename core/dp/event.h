@@ -29,7 +29,12 @@ typedef enum {
     DP_EV_NON_PRIVATE = 9,     /* releases data without noise: infinite cost */
     DP_EV_PNSGD = 10,          /* one pass of projected noisy SGD (seed 000) */
     DP_EV_PROACTIVE = 11,      /* a client's local DP-SGD history, by phases (seed 002) */
-    DP_EV_SGLD = 12            /* stochastic gradient Langevin dynamics (seed 003) */
+    DP_EV_SGLD = 12,           /* stochastic gradient Langevin dynamics (seed 003) */
+    /* ---- fixed-size, truncated sampling and tree aggregation (kinds 21..28) ---- */
+    DP_EV_SAMPLED_WITH_REPLACEMENT = 21,    /* `event` on sample_size draws with replacement */
+    DP_EV_SAMPLED_WITHOUT_REPLACEMENT = 22, /* `event` on sample_size distinct records */
+    DP_EV_TREE_AGGREGATION = 23,            /* one epoch of DP-FTRL tree aggregation */
+    DP_EV_TRUNCATED_GAUSSIAN = 24           /* truncated Poisson-subsampled Gaussian */
 } dp_event_kind;
 
 /* Parameters that calibration can solve for. */
@@ -75,6 +80,24 @@ struct dp_event {
             dp_event *event; /* owned */
             uint64_t count;
         } self;
+        /* ---- kinds 21..28 ---- */
+        struct {
+            uint64_t population; /* source_dataset_size */
+            uint64_t sample_size;
+            dp_event *event; /* owned */
+        } fixed;             /* DP_EV_SAMPLED_WITH_REPLACEMENT, _WITHOUT_REPLACEMENT */
+        struct {
+            double noise_multiplier;
+            uint64_t *steps; /* owned: step_counts */
+            size_t nsteps;
+            int scalar; /* step_counts was given as one integer */
+        } tree;
+        struct {
+            uint64_t dataset_size;
+            double sampling_probability;
+            uint64_t batch_size; /* truncated_batch_size */
+            double noise_multiplier;
+        } truncated;
         struct {
             dp_event **events; /* owned array of owned events */
             size_t n;

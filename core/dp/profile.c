@@ -20,6 +20,7 @@
 
 #include "../common/cancel.h"
 #include "normal.h"
+#include "sampling.h"
 #include "shuffle.h"
 #include "shuffle_exact.h"
 
@@ -207,6 +208,14 @@ static const char *kind_name(dp_event_kind k)
         return "SgldDpEvent";
     case DP_EV_NON_PRIVATE:
         return "NonPrivateDpEvent";
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+        return "SampledWithReplacementDpEvent";
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return "SampledWithoutReplacementDpEvent";
+    case DP_EV_TREE_AGGREGATION:
+        return "SingleEpochTreeAggregationDpEvent";
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return "TruncatedSubsampledGaussianDpEvent";
     }
     return "event";
 }
@@ -216,6 +225,170 @@ static double sens1(double s, dp_relation rel)
 {
     return rel == DP_REL_REPLACE ? s / 2.0 : s;
 }
+
+/* ---- fixed-size and truncated sampling, tree aggregation (sampling.h) ------------------- */
+
+/* add_or_remove_one and replace_special (zero-out) give the same pairs for sums and Poisson
+ * sampling (dp_accounting: "results in the same privacy loss distribution"). */
+static int add_remove_like(dp_relation rel)
+{
+    return rel == DP_REL_ADD_OR_REMOVE || rel == DP_REL_REPLACE_SPECIAL;
+}
+
+static dpb_status refuse_relation(dpb_error *err, const char *cls, const char *takes)
+{
+    return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                    "%s is accounted for the %s relation only (as dp_accounting defines it)", cls,
+                    takes);
+}
+
+/* The noise multiplier of the one Gaussian mechanism a nest of Composed/SelfComposed
+ * Gaussians is (sigma = (sum count / sigma_i^2)^{-1/2}: their joint output is a Gaussian
+ * mechanism), or 0 when the event is not such a nest. */
+static double effective_sigma(const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_GAUSSIAN:
+        return ev->u.noise.noise_multiplier;
+    case DP_EV_SELF_COMPOSED: {
+        double s = effective_sigma(ev->u.self.event);
+        return s > 0.0 && ev->u.self.count > 0 ? s / sqrt((double)ev->u.self.count) : 0.0;
+    }
+    case DP_EV_COMPOSED: {
+        double acc = 0.0;
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            double s = effective_sigma(ev->u.composed.events[i]);
+            if (!(s > 0.0))
+                return 0.0;
+            acc += 1.0 / (s * s);
+        }
+        return acc > 0.0 ? 1.0 / sqrt(acc) : 0.0;
+    }
+    default:
+        return 0.0;
+    }
+}
+
+static dpb_status inner_sigma(const dp_event *ev, const char *cls, double *sigma, dpb_error *err)
+{
+    *sigma = effective_sigma(ev);
+    if (*sigma > 0.0 && isfinite(*sigma))
+        return DPB_OK;
+    return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+                    "the event inside a %s must be a GaussianDpEvent (or Composed/SelfComposed "
+                    "events of GaussianDpEvents), as in dp_accounting; got a %s",
+                    cls, kind_name(ev->kind));
+}
+
+/* Kairouz et al. 2021 App. D: a record enters depth nodes of independent N(0, sigma^2)
+ * noise, each with sensitivity 1 under zero-out: exactly a Gaussian mechanism with
+ * multiplier sigma / sqrt(depth) (0: depth 0, no node sees the record). */
+static dpb_status tree_sigma(const dp_event *ev, dp_relation rel, double *sigma, dpb_error *err)
+{
+    if (rel != DP_REL_REPLACE_SPECIAL)
+        return refuse_relation(err, "SingleEpochTreeAggregationDpEvent", "replace_special");
+    unsigned d = smp_tree_depth(ev->u.tree.steps, ev->u.tree.nsteps);
+    *sigma = d == 0 ? 0.0 : ev->u.tree.noise_multiplier / sqrt((double)d);
+    return DPB_OK;
+}
+
+/* The advanced-joint-convexity profile of a sampled leaf (sampling.h). */
+static dpb_status sampled_profile(const dp_event *ev, dp_relation rel, smp_profile *pf,
+                                  dpb_error *err)
+{
+    double s;
+    dpb_status st;
+    const char *cls = kind_name(ev->kind);
+    switch (ev->kind) {
+    case DP_EV_POISSON_SAMPLED:
+        if ((st = inner_sigma(ev->u.sampled.event, cls, &s, err)) != DPB_OK)
+            return st;
+        st = smp_poisson_replace(ev->u.sampled.sampling_probability, s, pf);
+        break;
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+        if (rel != DP_REL_REPLACE)
+            return refuse_relation(err, cls, "replace_one");
+        if ((st = inner_sigma(ev->u.fixed.event, cls, &s, err)) != DPB_OK)
+            return st;
+        st = ev->kind == DP_EV_SAMPLED_WITHOUT_REPLACEMENT
+                 ? smp_without_replacement(ev->u.fixed.population, ev->u.fixed.sample_size, s, pf)
+                 : smp_with_replacement(ev->u.fixed.population, ev->u.fixed.sample_size, s, pf);
+        break;
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        st = smp_truncated(ev->u.truncated.dataset_size, ev->u.truncated.sampling_probability,
+                           ev->u.truncated.batch_size, ev->u.truncated.noise_multiplier,
+                           rel == DP_REL_REPLACE           ? SMP_REPLACE_ONE
+                           : rel == DP_REL_REPLACE_SPECIAL ? SMP_REPLACE_SPECIAL
+                                                           : SMP_ADD_REMOVE,
+                           pf);
+        break;
+    default:
+        return dpb_fail(err, DPB_EINVAL, "event", "not a sampled event");
+    }
+    if (st == DPB_EINVAL)
+        return dpb_fail(err, st, "event",
+                        "%s: a parameter is outside its domain (sizes at most 1e9, sample size "
+                        "at most the dataset size, noise_multiplier > 0)",
+                        cls);
+    if (st != DPB_OK)
+        return dpb_fail(err, st, NULL, "out of memory");
+    return DPB_OK;
+}
+
+/* The PLD's leaf evaluates the profile at every grid point. Where every term has mu_a =
+ * mu_b, each term is g H_{1 + (x - 1)/g}(B || A) with x = e^e', the hockey-stick of a fixed
+ * pair at an order affine in x, hence convex in x (as is their weighted sum): the profile is
+ * evaluated at every SMP_STRIDE-th grid point only and joined by chords in x, which lie
+ * above it. Otherwise (replace-one's split terms) every point is evaluated. */
+#define SMP_STRIDE 16
+
+typedef struct {
+    const smp_profile *pf;
+    double H; /* SMP_STRIDE grid steps; 0: no chords */
+    size_t n;
+    double *v; /* memo of the profile at k H (NAN: not yet) */
+} smp_memo;
+
+static double smp_memo_at(smp_memo *c, size_t k)
+{
+    if (k >= c->n) {
+        size_t n = c->n ? c->n : 256;
+        while (n <= k)
+            n *= 2;
+        double *v = realloc(c->v, n * sizeof *v);
+        if (v == NULL)
+            return 1.0; /* nothing known: the worst value */
+        for (size_t i = c->n; i < n; i++)
+            v[i] = NAN;
+        c->v = v;
+        c->n = n;
+    }
+    if (isnan(c->v[k]))
+        c->v[k] = smp_delta(c->pf, (double)k * c->H);
+    return c->v[k];
+}
+
+static double smp_profile_fn(void *ctx, double eps)
+{
+    smp_memo *c = ctx;
+    double kf = c->H > 0.0 ? floor(eps / c->H) : -1.0;
+    if (!(kf >= 0.0 && kf < 1e7))
+        return smp_delta(c->pf, eps);
+    size_t k = (size_t)kf;
+    double a = smp_memo_at(c, k);
+    if (eps == kf * c->H)
+        return a;
+    double b = smp_memo_at(c, k + 1);
+    double xa = exp(kf * c->H), xb = exp((kf + 1.0) * c->H), t = (exp(eps) - xa) / (xb - xa);
+    if (!(t >= 0.0 && t <= 1.0))
+        return smp_delta(c->pf, eps);
+    return (1.0 - t) * a + t * b;
+}
+
+static const char W_AJC[] = "sampled mechanism bounded by advanced joint convexity (Balle, "
+                            "Barthe, Gaboardi 2018, Theorem 2) over Gaussian components: an "
+                            "upper bound, which may be looser than the pair dp_accounting uses";
 
 /* ---- thm41 and the Gaussian-DP walks (scalar accumulators) --------------------------------- */
 
@@ -277,10 +450,22 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
         dp_event_free(m);
         return st;
     }
+    case DP_EV_TREE_AGGREGATION:
+        if (acct == DP_ACCT_GDP_EXACT) {
+            double s;
+            dpb_status st = tree_sigma(ev, rel, &s, err);
+            if (st == DPB_OK && s > 0.0)
+                *acc += mult / (s * s);
+            return st;
+        }
+        break;
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
     case DP_EV_POISSON_SAMPLED:
     case DP_EV_PNSGD:
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TRUNCATED_GAUSSIAN:
         break;
     }
     return unsupported(err, kind_name(ev->kind), dp_accountant_name(acct));
@@ -354,9 +539,10 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
         double q = ev->u.sampled.sampling_probability;
-        if (rel != DP_REL_ADD_OR_REMOVE)
+        if (!add_remove_like(rel))
             return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
-                            "Poisson sampling is accounted for add_or_remove_one only");
+                            "the rdp accountant takes Poisson sampling under add_or_remove_one "
+                            "or replace_special; under replace_one use pld");
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return DPB_OK;
         if (in->kind == DP_EV_GAUSSIAN) {
@@ -387,6 +573,38 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
                         "projected noisy SGD's guarantees (seed 000) are (epsilon, delta) "
                         "profiles with no RDP curve (seed 001's (epsilon, delta) -> RDP step is "
                         "invalid); use pnsgd or pld");
+    case DP_EV_TREE_AGGREGATION: {
+        double s;
+        dpb_status st = tree_sigma(ev, rel, &s, err);
+        if (st != DPB_OK || s == 0.0)
+            return st;
+        /* the Gaussian's curve at the effective multiplier (sensitivity 1 under zero-out) */
+        return rdp_add_gaussian(s, mult, o, RDP_NORDERS, rdp);
+    }
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT: {
+        double s;
+        const dp_event *in = ev->u.fixed.event;
+        if (rel != DP_REL_REPLACE)
+            return refuse_relation(err, "SampledWithoutReplacementDpEvent", "replace_one");
+        dpb_status st = inner_sigma(in, "SampledWithoutReplacementDpEvent", &s, err);
+        if (st != DPB_OK)
+            return st;
+        uint64_t n = ev->u.fixed.population, m = ev->u.fixed.sample_size;
+        if (n == 0 || m > n || n > SMP_MAX_POPULATION)
+            return dpb_fail(err, DPB_EINVAL, "event", "sample_size must lie in [0, %llu]",
+                            (unsigned long long)n);
+        if (m == 0)
+            return DPB_OK;
+        /* Wang, Balle, Kasiviswanathan 2019 take the multiplier relative to the replace-one
+         * sensitivity, which is twice the clipping norm: sigma / 2 */
+        st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, o, RDP_NORDERS,
+                                             rdp);
+        return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
+    }
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "%s has no RDP curve here; use pld (the default)", kind_name(ev->kind));
     }
     return unsupported(err, kind_name(ev->kind), "rdp");
 }
@@ -556,6 +774,31 @@ static dpb_status shx_pld_pair(double sigma, uint64_t M, double h, pair *out, dp
 static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, int strict,
                                 pair *out, dp_report *rep, dpb_error *err);
 
+/* A sampled leaf from its profile (symmetric: the bound holds for both orders). */
+static dpb_status sampled_leaf(const dp_event *ev, dp_relation rel, double h, pair *out,
+                               dp_report *rep, dpb_error *err)
+{
+    smp_profile pf;
+    dpb_status st = sampled_profile(ev, rel, &pf, err);
+    if (st != DPB_OK)
+        return st;
+    out->symmetric = 1;
+    int convex = 1;
+    for (size_t i = 0; i < pf.n; i++)
+        if (pf.t[i].mua != pf.t[i].mub)
+            convex = 0;
+    smp_memo memo = {&pf, convex ? SMP_STRIDE * h : 0.0, 0, NULL};
+    if (pf.n == 0 && pf.extra == 0.0)
+        st = pld_identity(h, &out->d[0]);
+    else
+        st = pld_from_profile(smp_profile_fn, &memo, h, &out->d[0]);
+    free(memo.v);
+    smp_free(&pf);
+    if (st == DPB_OK)
+        dp_report_warn(rep, W_AJC);
+    return pld_status(st, err, h);
+}
+
 static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int strict, pair *out,
                            dp_report *rep, dpb_error *err)
 {
@@ -618,11 +861,15 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
         double q = ev->u.sampled.sampling_probability;
-        if (rel != DP_REL_ADD_OR_REMOVE)
-            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
-                            "Poisson sampling is accounted for add_or_remove_one only");
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return pld_status(pld_identity(h, &out->d[0]), err, h);
+        if (rel == DP_REL_REPLACE) {
+            if (in->kind == DP_EV_LAPLACE)
+                return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                                "Poisson sampling of a LaplaceDpEvent is accounted for "
+                                "add_or_remove_one or replace_special (as in dp_accounting)");
+            return sampled_leaf(ev, rel, h, out, rep, err);
+        }
         if (q == 1.0)
             return walk_pld(in, rel, h, strict, out, rep, err);
         if (in->kind != DP_EV_GAUSSIAN && in->kind != DP_EV_LAPLACE)
@@ -646,6 +893,17 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
     case DP_EV_SELF_COMPOSED:
     case DP_EV_COMPOSED:
         return compose_terms(ev, rel, h, strict, out, rep, err);
+    case DP_EV_TREE_AGGREGATION: {
+        double s;
+        if ((st = tree_sigma(ev, rel, &s, err)) != DPB_OK)
+            return st;
+        return pld_status(s == 0.0 ? pld_identity(h, &out->d[0]) : pld_gaussian(s, h, &out->d[0]),
+                          err, h);
+    }
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return sampled_leaf(ev, rel, h, out, rep, err);
     }
     return unsupported(err, kind_name(ev->kind), "pld");
 }
@@ -776,6 +1034,13 @@ static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, i
         L->gauss_mu2 += (double)mult / (s * s);
         return DPB_OK;
     }
+    case DP_EV_TREE_AGGREGATION: { /* exactly a Gaussian mechanism */
+        double s;
+        dpb_status st = tree_sigma(ev, rel, &s, err);
+        if (st == DPB_OK && s > 0.0)
+            L->gauss_mu2 += (double)mult / (s * s);
+        return st;
+    }
     case DP_EV_SGLD:
     case DP_EV_PROACTIVE: {
         dpb_status st;
@@ -789,10 +1054,10 @@ static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, i
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
         double q = ev->u.sampled.sampling_probability;
-        if (rel == DP_REL_ADD_OR_REMOVE && q == 1.0)
+        if (add_remove_like(rel) && q == 1.0)
             return collect_terms(in, rel, h, strict, mult, L, rep, err);
         /* an equal sampled leaf met before: count it again */
-        if (rel == DP_REL_ADD_OR_REMOVE && q > 0.0 && q < 1.0 &&
+        if (add_remove_like(rel) && q > 0.0 && q < 1.0 &&
             (in->kind == DP_EV_GAUSSIAN || in->kind == DP_EV_LAPLACE))
             for (size_t i = 0; i < L->n; i++)
                 if (L->it[i].kind == (int)in->kind && L->it[i].q == q &&

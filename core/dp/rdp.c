@@ -28,7 +28,7 @@ const double RDP_DEFAULT_ORDERS[RDP_NORDERS] = {
     40,   41,   42,   43,  44,  45,  46,  47,  48,  49,   50,   51,   52,   53,   54,   55,
     56,   57,   58,   59,  60,  61,  62,  63,  128, 256,  512,  1024};
 
-static double log_add(double a, double b)
+double rdp_log_add(double a, double b)
 {
     if (a == -HUGE_VAL)
         return b;
@@ -94,7 +94,7 @@ static double log_a_minus_1_int(double q, double sigma, int alpha)
     double lb = m + log(b);
     for (; k <= alpha; k++) {
         lb += log((double)(alpha - k + 1) / k) + lr0;
-        acc = log_add(acc, lb + log_expm1(((double)k * k - k) * inv_2s2));
+        acc = rdp_log_add(acc, lb + log_expm1(((double)k * k - k) * inv_2s2));
     }
     return acc;
 }
@@ -154,8 +154,8 @@ static double log_a_frac(double q, double sigma, double alpha)
         double ls0 = lt0 + (i * (double)i - i) / (2.0 * s2) + le0;
         double ls1 = lt1 + (j * j - j) / (2.0 * s2) + le1;
         if (sign > 0) {
-            la0 = log_add(la0, ls0);
-            la1 = log_add(la1, ls1);
+            la0 = rdp_log_add(la0, ls0);
+            la1 = rdp_log_add(la1, ls1);
         } else {
             la0 = log_sub(la0, ls0);
             la1 = log_sub(la1, ls1);
@@ -167,7 +167,7 @@ static double log_a_frac(double q, double sigma, double alpha)
     /* Past i > alpha the binomial coefficients alternate in sign and the terms shrink, so the
      * truncated tail of each series is at most its last term: add both bounds, making A (and
      * the RDP) an upper bound rather than dp_accounting's slightly low truncation. */
-    return log_add(log_add(la0, la1), last + M_LN2);
+    return rdp_log_add(rdp_log_add(la0, la1), last + M_LN2);
 }
 
 double rdp_poisson_gaussian(double q, double sigma, double alpha)
@@ -223,7 +223,7 @@ dpb_status rdp_add_laplace(double b, double count, const double *orders, size_t 
          * in log space: the first term dominates. */
         double t1 = log(a / (2.0 * a - 1.0)) + (a - 1.0) / b;
         double t2 = log((a - 1.0) / (2.0 * a - 1.0)) - a / b;
-        rdp[i] += count * log_add(t1, t2) / (a - 1.0);
+        rdp[i] += count * rdp_log_add(t1, t2) / (a - 1.0);
     }
     return DPB_OK;
 }

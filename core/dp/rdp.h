@@ -37,6 +37,9 @@ double rdp_poisson_gaussian(double q, double sigma, double alpha);
 double rdp_eps_at(double a, double r, double delta);
 double rdp_log_delta_at(double a, double r, double eps);
 
+/* ln(e^a + e^b), exact at -infinity. */
+double rdp_log_add(double a, double b);
+
 /* RDP is the relative rounding applied to every converted eps and delta. */
 #define RDP_REL_ROUND 1e-12
 

@@ -20,6 +20,9 @@ extern const tl_test PNSGD_API_TESTS[]; /* test_pnsgd_api.c: projected noisy SGD
 extern const size_t PNSGD_API_NTESTS;
 extern const tl_test PROACTIVE_API_TESTS[]; /* test_proactive_api.c: seed 002, SGLD */
 extern const size_t PROACTIVE_API_NTESTS;
+extern const tl_test SAMPLING_API_TESTS[]; /* test_sampling_api.c: fixed-size, truncated
+                                              sampling, tree aggregation, relations */
+extern const size_t SAMPLING_API_NTESTS;
 extern const tl_test NUMBER_TESTS[]; /* test_numbers.c: shortest round-trip numbers */
 extern const size_t NUMBER_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
