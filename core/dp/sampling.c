@@ -1,7 +1,7 @@
 /*
  * sampling.c - fixed-size, with-replacement and truncated sampling of a Gaussian sum;
  * Poisson sampling under replace-one; tree aggregation (sampling.h, docs/MATH.md
- * section 7).
+ * section 6.1).
  */
 #include "sampling.h"
 

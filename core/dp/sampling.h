@@ -2,7 +2,7 @@
  * sampling.h - fixed-size and truncated sampling of a Gaussian sum, Poisson sampling under
  * replace-one, and tree aggregation (dp_accounting's SampledWithoutReplacementDpEvent,
  * SampledWithReplacementDpEvent, TruncatedSubsampledGaussianDpEvent and
- * SingleEpochTreeAggregationDpEvent); docs/MATH.md section 7.
+ * SingleEpochTreeAggregationDpEvent); docs/MATH.md section 6.1.
  *
  * Privacy profiles by advanced joint convexity (Balle, Barthe, Gaboardi 2018, Theorem 2):
  * for mu = (1 - g) mu0 + g mu1 and mu' = (1 - g) mu0 + g mu1', with e^e' = 1 + g (e^e - 1)

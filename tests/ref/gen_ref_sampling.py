@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent high-precision reference values for the sampled events of dpbudget
-(docs/MATH.md section 7): fixed-size sampling with and without replacement, truncated
+(docs/MATH.md section 6.1): fixed-size sampling with and without replacement, truncated
 Poisson sampling, and Poisson sampling under replace-one.
 
 Computed with mpmath (50 digits, never with floats):
