@@ -130,7 +130,7 @@ static json_t *result_entry(json_t *o, const dp_point_extra *x, int is_delta)
                             is_delta && isinf(x->thm41) ? json_string("not_covered")
                                                         : codec_real(x->thm41));
     if (!isnan(x->rdp_order))
-        json_object_set_new(o, "rdp_order", json_real(x->rdp_order));
+        json_object_set_new(o, "rdp_order", codec_real(x->rdp_order));
     if (!isnan(x->limit_delta))
         json_object_set_new(o, "limit_delta", codec_real(x->limit_delta));
     if (!isnan(x->limit_lower))

@@ -501,6 +501,18 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
 {
     const double *o = RDP_DEFAULT_ORDERS;
     double *rdp = pr->rdp;
+    /* the order infinity: D_inf of a Laplace of scale b is 1/b, of an (eps, 0) event eps;
+     * every other leaf has none here */
+    if (ev->kind == DP_EV_LAPLACE) {
+        double b = sens1(ev->u.noise.noise_multiplier, rel);
+        if (b > 0.0)
+            pr->rdp_inf += mult / b;
+    } else if (ev->kind == DP_EV_EPSILON_DELTA && ev->u.epsdelta.delta == 0.0) {
+        pr->rdp_inf += mult * ev->u.epsdelta.epsilon;
+    } else if (ev->kind != DP_EV_SELF_COMPOSED && ev->kind != DP_EV_COMPOSED &&
+               ev->kind != DP_EV_NO_OP && ev->kind != DP_EV_SGLD && ev->kind != DP_EV_PROACTIVE) {
+        pr->rdp_inf = HUGE_VAL;
+    }
     switch (ev->kind) {
     case DP_EV_SELF_COMPOSED:
         return walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, pr, rep, err);
@@ -1250,7 +1262,8 @@ static const char REF_GDP_EXACT[] = "Gaussian DP (Dong, Roth, Su 2019): a compos
                                     "sqrt(sum 1/sigma_i^2)";
 static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at "
                               "dp_accounting's default orders, converted by Canonne, Kamath, "
-                              "Steinke 2020 Prop. 12";
+                              "Steinke 2020 Prop. 12; and the order infinity (pure DP, "
+                              "composed additively) when every mechanism has one";
 static const char REF_PNSGD[] =
     "seed 000 (Sordello, Bu & Dong): Theorems 1-6 (Asoodeh et al. 2020 "
     "contraction bounds), with the corrections of docs/MATH.md section 3";
@@ -1418,6 +1431,13 @@ static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
                 best_order = a;
             }
         }
+    /* the order infinity (pure DP composed additively): eps <= D_inf at every delta, and
+     * delta = 0 from eps >= D_inf on */
+    double dinf = dp_round_up(pr->rdp_inf, RDP_REL_ROUND);
+    if (isfinite(dinf) && (want_eps ? dinf < best : x >= dinf)) {
+        best = want_eps ? dinf : -HUGE_VAL;
+        best_order = HUGE_VAL;
+    }
     *order = best_order;
     if (want_eps)
         return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);

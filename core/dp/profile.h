@@ -15,6 +15,9 @@ typedef struct {
     double mu;       /* gdp_exact, gdp_clt: the composed Gaussian-DP parameter (may be inf) */
     double mu2;      /* its square as summed by the walk (mu = sqrt(mu2)) */
     double rdp[RDP_NORDERS]; /* rdp: the composed curve at RDP_DEFAULT_ORDERS */
+    double rdp_inf;          /* rdp: the order infinity (max divergence, pure DP), which
+                              * composes additively: finite when every mechanism is pure DP
+                              * (Laplace, (eps, 0)), +HUGE_VAL otherwise */
     /* rdp: fractional orders of Poisson-sampled Gaussians are costly and evaluated lazily,
      * only where a lower bound does not already rule the order out (profile.c) */
     unsigned char rdp_done[RDP_NORDERS];

@@ -233,7 +233,21 @@ static void malformed(void)
     api_reply_free(&r);
 }
 
+/* rdp takes the order infinity for pure-DP compositions and names it */
+static void rdp_order_infinity(void)
+{
+    api_reply r;
+    api_postf(&r, "/v1/epsilon",
+              "{\"event\":{\"class_name\":\"LaplaceDpEvent\",\"noise_multiplier\":100},"
+              "\"delta\":1e-10,\"accountant\":\"rdp\"}");
+    CHECKF(is_compute_answer(&r), "%.300s", r.body);
+    CHECK(is(r.json, "results[0].rdp_order", "infinite"));
+    CHECKF(jnum(r.json, "epsilon") <= 0.0100000001, "%.300s", r.body);
+    api_reply_free(&r);
+}
+
 const tl_test SAMPLING_API_TESTS[] = {
+    {"sampling_rdp_order_infinity", rdp_order_infinity},
     {"sampling_without_replacement", without_replacement},
     {"sampling_with_replacement_and_truncated", with_replacement_and_truncated},
     {"sampling_tree_aggregation", tree_aggregation},

@@ -426,7 +426,47 @@ static void encoding(void)
     dp_event_free(ev);
 }
 
+/* Tightening (issue 16): rdp on pure-DP compositions takes the order infinity (max
+ * divergences add up), so a lone Laplace of scale 100 is (0.01, 0)-DP there instead of the
+ * 0.0241 that order 1024 gave at delta 1e-10; and a lone Gaussian's PLD keeps its tail far
+ * below 1e-16 (no FFT, no round-off term). */
+static void tightening(void)
+{
+    dp_event *lap = dp_event_new(DP_EV_LAPLACE);
+    lap->u.noise.noise_multiplier = 100.0;
+    double e = eps_at(lap, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 1e-10);
+    /* the exact eps(1e-10) of Laplace(100) is 0.0099999998 (pld agrees) */
+    CHECKF(e >= 0.0099999998 && e <= 0.01 * (1.0 + 1e-11), "eps %.17g", e);
+    CHECK(delta_at(lap, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 0.0100001) == 0.0);
+    /* below eps0 the Renyi orders still answer, never below the exact 1 - e^{(e - e0)/2} */
+    double d = delta_at(lap, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 0.005);
+    CHECKF(d >= -expm1((0.005 - 0.01) / 2.0), "delta %.17g", d);
+    /* three of them and an (0.02, 0) event: 0.05; replace_one halves the scale: 0.02 */
+    dp_event *eps0 = dp_event_new(DP_EV_EPSILON_DELTA);
+    eps0->u.epsdelta.epsilon = 0.02;
+    dp_event *mix = pair_of(times(lap, 3), eps0);
+    e = eps_at(mix, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 1e-9);
+    CHECKF(e >= 0.05 && e <= 0.05 * (1.0 + 1e-11), "eps %.17g", e);
+    dp_event *one = dp_event_new(DP_EV_LAPLACE);
+    one->u.noise.noise_multiplier = 100.0;
+    e = eps_at(one, DP_REL_REPLACE, DP_ACCT_RDP, 1e-10);
+    CHECKF(e >= 0.02 && e <= 0.02 * (1.0 + 1e-11), "eps %.17g", e);
+    /* a Gaussian anywhere: no order infinity, the finite orders as before */
+    dp_event *withg = pair_of(one, gauss(50.0));
+    e = eps_at(withg, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP, 1e-10);
+    CHECKF(e > 0.01, "eps %.17g", e);
+    dp_event_free(mix);
+    dp_event_free(withg);
+    /* sigma = 1 at eps 9.1: exact 4.06e-19 (Gaussian DP) */
+    dp_event *g = gauss(1.0);
+    double exact = delta_at(g, DP_REL_ADD_OR_REMOVE, DP_ACCT_GDP_EXACT, 9.1);
+    double p = delta_at(g, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, 9.1);
+    CHECKF(exact > 3e-19 && p >= exact && p <= 1.05 * exact, "pld %.17g exact %.17g", p, exact);
+    dp_event_free(g);
+}
+
 const tl_test SAMPLING_TESTS[] = {
+    {"tightening", tightening},
     {"wbk_against_mpmath", wbk_against_mpmath},
     {"wor_rdp_matches_dp_accounting", wor_rdp_matches_dp_accounting},
     {"never_below_realizable", never_below_realizable},
