@@ -387,8 +387,10 @@ static double smp_profile_fn(void *ctx, double eps)
 }
 
 static const char W_AJC[] = "sampled mechanism bounded by advanced joint convexity (Balle, "
-                            "Barthe, Gaboardi 2018, Theorem 2) over Gaussian components: an "
-                            "upper bound, which may be looser than the pair dp_accounting uses";
+                            "Barthe, Gaboardi 2018, Theorem 2) over Gaussian components (Poisson "
+                            "under replace_one also by the triangle inequality through the "
+                            "add/remove pairs): an upper bound, which may be looser than the "
+                            "pair dp_accounting uses";
 
 /* ---- thm41 and the Gaussian-DP walks (scalar accumulators) --------------------------------- */
 

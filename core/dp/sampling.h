@@ -40,13 +40,18 @@ typedef struct {
     smp_term *t; /* owned */
     size_t n;
     double extra; /* absolute mass added to every delta (binomial tails left out) */
+    /* Poisson sampling under replace-one also has the weak triangle inequality through the
+     * dataset without either record (or with both): H_{e^{a+b}}(P || R) <= H_{e^a}(P || Q)
+     * + e^a H_{e^b}(Q || R), with the add/remove pairs' exact profiles; tri_q > 0 enables
+     * the pointwise minimum (rate tri_q, mu = 1/sigma) */
+    double tri_q, tri_mu;
 } smp_profile;
 
 /* Largest population (source_dataset_size, dataset_size) the module takes. */
 #define SMP_MAX_POPULATION 1000000000ULL
 
 /* Poisson sampling at rate q of a Gaussian sum (noise multiplier sigma), replace-one:
- * q [(1 - b) delta_G(1/sigma) + b delta_G(2/sigma)]. */
+ * q [(1 - b) delta_G(1/sigma) + b delta_G(2/sigma)], and the triangle bounds (tri_q). */
 dpb_status smp_poisson_replace(double q, double sigma, smp_profile *out);
 
 /* m of n records without replacement, replace-one: (m/n) delta_G(2/sigma; e). */
