@@ -247,7 +247,52 @@ static void rdp_order_infinity(void)
     api_reply_free(&r);
 }
 
+static int put(const char *path, const char *body, api_reply *r)
+{
+    return api_call("PUT", path, "application/json", body, strlen(body), r);
+}
+
+/* The ledger charges fixed-size batches to replace_one clients (rdp: Wang-Balle-
+ * Kasiviswanathan, pld: advanced joint convexity), refuses them for add_or_remove_one
+ * clients, and refuses events an rdp client cannot account. */
+static void ledger_rounds(void)
+{
+    api_reply r;
+    put("/v1/clients/i16s-rdp",
+        "{\"budget\":{\"epsilon\":5,\"delta\":1e-5},\"neighboring_relation\":\"replace_one\"}", &r);
+    CHECKF(r.status == 201 || r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    put("/v1/clients/i16s-pld",
+        "{\"budget\":{\"epsilon\":5,\"delta\":1e-5},\"neighboring_relation\":\"replace_one\","
+        "\"accounting\":\"pld\"}",
+        &r);
+    CHECKF(r.status == 201 || r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    put("/v1/clients/i16s-ar", "{\"budget\":{\"epsilon\":5,\"delta\":1e-5}}", &r);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"i16s-r1\",\"event\":%s,\"participants\":[\"i16s-rdp\","
+              "\"i16s-pld\"]}",
+              WOR("60000", "256", "1.1"));
+    CHECKF(r.status == 200 && jint_is(r.json, "charged", 2), "%.300s", r.body);
+    double er = jnum(r.json, "admitted[0].spent_after"),
+           ep = jnum(r.json, "admitted[1].spent_after");
+    CHECKF(er > 0.0 && ep > 0.0 && ep < er, "rdp %.17g pld %.17g", er, ep);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"i16s-r2\",\"event\":%s,\"participants\":[\"i16s-ar\"]}",
+              WOR("60000", "256", "1.1"));
+    CHECKF(is_problem(&r, 422, "unsupported", "event"), "%.300s", r.body);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"i16s-r3\",\"event\":%s,\"participants\":[\"i16s-pld\"]}",
+              TRUNC("1000", "0.05", "40", "1.2"));
+    CHECKF(r.status == 200 && jint_is(r.json, "charged", 1), "%.300s", r.body);
+    api_reply_free(&r);
+}
+
 const tl_test SAMPLING_API_TESTS[] = {
+    {"sampling_ledger_rounds", ledger_rounds},
     {"sampling_rdp_order_infinity", rdp_order_infinity},
     {"sampling_without_replacement", without_replacement},
     {"sampling_with_replacement_and_truncated", with_replacement_and_truncated},
