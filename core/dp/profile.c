@@ -338,35 +338,38 @@ static dpb_status sampled_profile(const dp_event *ev, dp_relation rel, smp_profi
 
 /* The PLD's leaf evaluates the profile at every grid point. Where every term has mu_a =
  * mu_b, each term is g H_{1 + (x - 1)/g}(B || A) with x = e^e', the hockey-stick of a fixed
- * pair at an order affine in x, hence convex in x (as is their weighted sum): the profile is
- * evaluated at every SMP_STRIDE-th grid point only and joined by chords in x, which lie
- * above it. Otherwise (replace-one's split terms) every point is evaluated. */
+ * pair at an order affine in x, hence convex in x (as is their weighted sum): each of the
+ * profile's bounds (smp_delta_alt) is evaluated at every SMP_STRIDE-th grid point only and
+ * joined by chords in x, which lie above it; the smallest chord is taken. Otherwise
+ * (replace-one's split terms, the triangle bound) every point is evaluated. */
 #define SMP_STRIDE 16
+#define SMP_NB (1 + SMP_ALT)
 
 typedef struct {
     const smp_profile *pf;
     double H; /* SMP_STRIDE grid steps; 0: no chords */
     size_t n;
-    double *v; /* memo of the profile at k H (NAN: not yet) */
+    double *v; /* memo of each bound at k H: v[k SMP_NB + 1 + alt] (NAN: not yet) */
 } smp_memo;
 
-static double smp_memo_at(smp_memo *c, size_t k)
+static double smp_memo_at(smp_memo *c, size_t k, int alt)
 {
     if (k >= c->n) {
         size_t n = c->n ? c->n : 256;
         while (n <= k)
             n *= 2;
-        double *v = realloc(c->v, n * sizeof *v);
+        double *v = realloc(c->v, n * SMP_NB * sizeof *v);
         if (v == NULL)
             return 1.0; /* nothing known: the worst value */
-        for (size_t i = c->n; i < n; i++)
+        for (size_t i = c->n * SMP_NB; i < n * SMP_NB; i++)
             v[i] = NAN;
         c->v = v;
         c->n = n;
     }
-    if (isnan(c->v[k]))
-        c->v[k] = smp_delta(c->pf, (double)k * c->H);
-    return c->v[k];
+    double *slot = &c->v[k * SMP_NB + (size_t)(1 + alt)];
+    if (isnan(*slot))
+        *slot = smp_delta_alt(c->pf, (double)k * c->H, alt);
+    return *slot;
 }
 
 static double smp_profile_fn(void *ctx, double eps)
@@ -376,14 +379,17 @@ static double smp_profile_fn(void *ctx, double eps)
     if (!(kf >= 0.0 && kf < 1e7))
         return smp_delta(c->pf, eps);
     size_t k = (size_t)kf;
-    double a = smp_memo_at(c, k);
-    if (eps == kf * c->H)
-        return a;
-    double b = smp_memo_at(c, k + 1);
     double xa = exp(kf * c->H), xb = exp((kf + 1.0) * c->H), t = (exp(eps) - xa) / (xb - xa);
     if (!(t >= 0.0 && t <= 1.0))
         return smp_delta(c->pf, eps);
-    return (1.0 - t) * a + t * b;
+    double best = 1.0;
+    for (int alt = -1; alt < c->pf->nalt; alt++) {
+        double a = smp_memo_at(c, k, alt);
+        double v = eps == kf * c->H ? a : (1.0 - t) * a + t * smp_memo_at(c, k + 1, alt);
+        if (v < best)
+            best = v;
+    }
+    return best;
 }
 
 static const char W_AJC[] = "sampled mechanism bounded by advanced joint convexity (Balle, "
@@ -797,7 +803,7 @@ static dpb_status sampled_leaf(const dp_event *ev, dp_relation rel, double h, pa
     if (st != DPB_OK)
         return st;
     out->symmetric = 1;
-    int convex = 1;
+    int convex = pf.tri_q == 0.0;
     for (size_t i = 0; i < pf.n; i++)
         if (pf.t[i].mua != pf.t[i].mub)
             convex = 0;

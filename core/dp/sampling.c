@@ -28,7 +28,7 @@ static dpb_status push(smp_profile *p, double w, double gamma, double mua, doubl
     if (t == NULL)
         return DPB_ENOMEM;
     p->t = t;
-    p->t[p->n++] = (smp_term){w, gamma, mua, mub};
+    p->t[p->n++] = (smp_term){w, gamma, mua, mub, {gamma, gamma, gamma}};
     return DPB_OK;
 }
 
@@ -39,7 +39,7 @@ static int bad_sigma(double sigma)
 
 dpb_status smp_poisson_replace(double q, double sigma, smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0};
+    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
     if (!(q >= 0.0 && q <= 1.0) || bad_sigma(sigma))
         return DPB_EINVAL;
     if (q == 0.0)
@@ -53,7 +53,7 @@ dpb_status smp_poisson_replace(double q, double sigma, smp_profile *out)
 
 dpb_status smp_without_replacement(uint64_t n, uint64_t m, double sigma, smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0};
+    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
     if (n == 0 || m > n || n > SMP_MAX_POPULATION || bad_sigma(sigma))
         return DPB_EINVAL;
     if (m == 0)
@@ -63,7 +63,7 @@ dpb_status smp_without_replacement(uint64_t n, uint64_t m, double sigma, smp_pro
 
 dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0};
+    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
     if (n == 0 || m > n || n > SMP_MAX_POPULATION || bad_sigma(sigma))
         return DPB_EINVAL;
     if (m == 0)
@@ -96,6 +96,26 @@ dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profil
             break;
         }
     }
+    /* Alternatives: the common part b_0 A shared as c_k b_0 with c_k proportional to
+     * b_k^t (t = 1/2, 1/4, 0; the base is t = 1): P = sum_k (b_k + c_k b_0) [(1 - g_k) A +
+     * g_k B_k] with g_k = b_k / (b_k + c_k b_0), each term then bounded as before. A smaller
+     * g_k for the rare large counts amplifies their larger shifts more. */
+    double b0 = n == 1 ? 0.0 : exp(dm * l1p);
+    if (b0 > 0.0 && out->n > 1) {
+        const double tpow[SMP_ALT] = {0.5, 0.25, 0.0};
+        for (int c = 0; c < SMP_ALT; c++) {
+            double z = 0.0;
+            for (size_t k = 0; k < out->n; k++)
+                z += pow(out->t[k].w * g, tpow[c]);
+            for (size_t k = 0; k < out->n; k++) {
+                double bk = out->t[k].w * g, ck = pow(bk, tpow[c]) / z;
+                double gk = bk / (bk + ck * b0);
+                /* rounded up (the bound increases with g) */
+                out->t[k].alt[c] = gk * (1.0 + 1e-12) > 1.0 ? 1.0 : gk * (1.0 + 1e-12);
+            }
+        }
+        out->nalt = SMP_ALT;
+    }
     return DPB_OK;
 }
 
@@ -120,7 +140,7 @@ static double binom_mass(unsigned lo, unsigned hi, double q, unsigned n)
 dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_relation rel,
                          smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0};
+    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
     if (n == 0 || n > SMP_MAX_POPULATION || !(q >= 0.0 && q <= 1.0) || bad_sigma(sigma))
         return DPB_EINVAL;
     if (q == 0.0 || B == 0)
@@ -236,12 +256,23 @@ static double triangle(double q, double mu, double eps)
 
 double smp_delta(const smp_profile *p, double eps)
 {
+    double d = smp_delta_alt(p, eps, -1);
+    for (int c = 0; c < p->nalt; c++) {
+        double a = smp_delta_alt(p, eps, c);
+        if (a < d)
+            d = a;
+    }
+    return d;
+}
+
+double smp_delta_alt(const smp_profile *p, double eps, int alt)
+{
     if (!(eps >= 0.0))
         return 1.0;
     double s = 0.0;
     for (size_t j = 0; j < p->n; j++) {
         const smp_term *t = &p->t[j];
-        double g = t->gamma, e, b;
+        double g = alt < 0 ? t->gamma : t->alt[alt], e, b;
         if (g >= 1.0) {
             e = eps;
             b = 1.0;
@@ -253,9 +284,9 @@ double smp_delta(const smp_profile *p, double eps)
         }
         double d =
             b >= 1.0 ? gdelta(t->mub, e) : (1.0 - b) * gdelta(t->mua, e) + b * gdelta(t->mub, e);
-        s += t->w * g * d;
+        s += t->w * t->gamma * d;
     }
-    if (p->tri_q > 0.0) {
+    if (alt < 0 && p->tri_q > 0.0) {
         double t = triangle(p->tri_q, p->tri_mu, eps);
         if (t < s)
             s = t;

@@ -32,8 +32,13 @@ typedef enum {
     SMP_REPLACE_SPECIAL = 2 /* replaced by a record that contributes zero (zero-out) */
 } smp_relation;
 
+/* Alternative splittings of one mixture (with replacement: how the common part b_0 A is
+ * shared among the draw counts); each gives a bound, the smallest is used. */
+#define SMP_ALT 3
+
 typedef struct {
     double w, gamma, mua, mub;
+    double alt[SMP_ALT]; /* the term's g in alternative c (w g stays the same) */
 } smp_term;
 
 typedef struct {
@@ -45,6 +50,7 @@ typedef struct {
      * + e^a H_{e^b}(Q || R), with the add/remove pairs' exact profiles; tri_q > 0 enables
      * the pointwise minimum (rate tri_q, mu = 1/sigma) */
     double tri_q, tri_mu;
+    int nalt; /* alternatives held in smp_term.alt (0: none) */
 } smp_profile;
 
 /* Largest population (source_dataset_size, dataset_size) the module takes. */
@@ -66,8 +72,13 @@ dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profil
 dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_relation rel,
                          smp_profile *out);
 
-/* The profile's delta at e' >= 0 (rounded up, at most 1). */
+/* The profile's delta at e' >= 0 (rounded up, at most 1): the smallest of its bounds. */
 double smp_delta(const smp_profile *p, double eps);
+
+/* One bound: alt = -1 the base splitting (with the triangle bound where enabled), 0 <=
+ * alt < nalt an alternative. Each alternative, and the base where every term has mu_a =
+ * mu_b and no triangle bound, is convex in e^e'. */
+double smp_delta_alt(const smp_profile *p, double eps, int alt);
 
 void smp_free(smp_profile *p);
 

@@ -291,7 +291,23 @@ static void ledger_rounds(void)
     api_reply_free(&r);
 }
 
+/* Calibration reaches the Gaussian inside a fixed-size batch, and verifies its answer. */
+static void calibrate_inside(void)
+{
+    api_reply r;
+    api_postf(&r, "/v1/calibrate",
+              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":100,\"event\":"
+              "{\"class_name\":\"SampledWithoutReplacementDpEvent\",\"source_dataset_size\":"
+              "60000,\"sample_size\":256,\"event\":{\"class_name\":\"GaussianDpEvent\"}}},"
+              "\"solve_for\":\"noise_multiplier\",\"target\":{\"epsilon\":2,\"delta\":1e-5},"
+              "\"neighboring_relation\":\"replace_one\",\"value_discretization_interval\":1e-3}");
+    CHECKF(r.status == 200 && is(r.json, "accountant", "pld"), "%.300s", r.body);
+    CHECKF(jnum(r.json, "achieved.delta") <= 1e-5 && jnum(r.json, "value") > 0.3, "%.300s", r.body);
+    api_reply_free(&r);
+}
+
 const tl_test SAMPLING_API_TESTS[] = {
+    {"sampling_calibrate_inside", calibrate_inside},
     {"sampling_ledger_rounds", ledger_rounds},
     {"sampling_rdp_order_infinity", rdp_order_infinity},
     {"sampling_without_replacement", without_replacement},
