@@ -6,8 +6,6 @@
 #include "sampling.h"
 
 #include <float.h>
-#include <gsl/gsl_cdf.h>
-#include <gsl/gsl_randist.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -73,13 +71,15 @@ dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profil
     /* g = P(K >= 1) = 1 - (1 - p)^m, rounded up */
     double g = n == 1 ? 1.0 : -expm1(dm * l1p);
     g = g * (1.0 + 1e-14) > 1.0 ? 1.0 : g * (1.0 + 1e-14);
-    /* b_k = C(m, k) p^k (1 - p)^{m - k}; terms while they matter, the rest of the
-     * binomial mass bounded by a geometric series once the ratio is below 1/2 */
+    /* b_k = C(m, k) p^k (1 - p)^{m - k} by its ratios from b_1 = m p (1 - p)^{m - 1} (lgamma
+     * of m ~ 1e9 would cost 1e-5 of relative accuracy); terms while they matter, the rest
+     * of the binomial mass bounded by a geometric series once the ratio is below 1/2 */
+    double bk = n == 1 ? 1.0 : dm * p * exp((dm - 1.0) * l1p);
     for (uint64_t k = 1; k <= m; k++) {
         double dk = (double)k;
-        double lb = lgamma(dm + 1.0) - lgamma(dk + 1.0) - lgamma(dm - dk + 1.0) + dk * log(p) +
-                    (n == 1 ? 0.0 : (dm - dk) * l1p);
-        double b = exp(lb) * (1.0 + 1e-12);
+        if (k > 1)
+            bk *= (dm - dk + 1.0) / dk * exp(lr);
+        double b = bk * (1.0 + 1e-12);
         double r = (dm - dk) / (dk + 1.0) * exp(lr); /* b_{k+1} / b_k, decreasing in k */
         if (n > 1 && k > 1 && r < 0.5 && b < 1e-18) {
             /* the rest costs at most its mass (delta_G <= 1): sum_{j >= k} b_j <= b / (1 - r) */
@@ -108,8 +108,8 @@ dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profil
             for (size_t k = 0; k < out->n; k++)
                 z += pow(out->t[k].w * g, tpow[c]);
             for (size_t k = 0; k < out->n; k++) {
-                double bk = out->t[k].w * g, ck = pow(bk, tpow[c]) / z;
-                double gk = bk / (bk + ck * b0);
+                double wk = out->t[k].w * g, ck = pow(wk, tpow[c]) / z;
+                double gk = wk / (wk + ck * b0);
                 /* rounded up (the bound increases with g) */
                 out->t[k].alt[c] = gk * (1.0 + 1e-12) > 1.0 ? 1.0 : gk * (1.0 + 1e-12);
             }
@@ -119,22 +119,75 @@ dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profil
     return DPB_OK;
 }
 
-/* P(lo <= N <= hi) for N ~ Binomial(n, q), by the smaller tail where possible. */
-static double binom_mass(unsigned lo, unsigned hi, double q, unsigned n)
+/* The law of N ~ Binomial(n, q) as upper bounds on masses: the pmf on a window [L, H]
+ * around the mean (13 standard deviations and 10 more each side), by its ratios from the
+ * mode and normalised over the window (the true pmf is that times P(window) <= 1, so these
+ * are upper bounds up to the recursion's rounding, 1e-9 relative added), and Chernoff
+ * bounds exp(-n KL(x || q)) on the masses left and right of the window. (GSL's binomial
+ * cdf returns NaN for n ~ 1e9.) */
+typedef struct {
+    uint64_t L, H;
+    double *w;          /* w[k - L] */
+    double left, right; /* upper bounds on P(N < L), P(N > H) */
+} binom_law;
+
+static double kl_bern(double x, double q)
 {
-    double below = lo == 0 ? 0.0 : gsl_cdf_binomial_P(lo - 1, q, n);
-    double above = hi >= n ? 0.0 : gsl_cdf_binomial_Q(hi, q, n);
-    double v = 1.0 - below - above;
-    if (below > 0.5 || above > 0.5) {
-        /* one tail holds most of the mass: subtract within the other tail */
-        if (below > 0.5)
-            v = gsl_cdf_binomial_Q(lo - 1, q, n) - above;
-        else
-            v = gsl_cdf_binomial_P(hi, q, n) - below;
+    double a = x > 0.0 ? x * log(x / q) : 0.0,
+           b = x < 1.0 ? (1.0 - x) * log((1.0 - x) / (1.0 - q)) : 0.0;
+    return a + b;
+}
+
+static dpb_status binom_law_init(uint64_t n, double q, binom_law *b)
+{
+    double dn = (double)n, mean = dn * q, sd = sqrt(dn * q * (1.0 - q));
+    double lo = floor(mean - 13.0 * sd - 10.0), hi = ceil(mean + 13.0 * sd + 10.0);
+    b->L = lo < 0.0 ? 0 : (uint64_t)lo;
+    b->H = hi > dn ? n : (uint64_t)hi;
+    size_t len = (size_t)(b->H - b->L + 1);
+    b->w = malloc(len * sizeof *b->w);
+    if (b->w == NULL)
+        return DPB_ENOMEM;
+    uint64_t mode = (uint64_t)floor((dn + 1.0) * q);
+    if (mode > n)
+        mode = n;
+    if (mode < b->L)
+        mode = b->L;
+    if (mode > b->H)
+        mode = b->H;
+    double r = q < 1.0 ? q / (1.0 - q) : HUGE_VAL, sum = 0.0;
+    if (q >= 1.0 || q <= 0.0) {
+        for (size_t i = 0; i < len; i++)
+            b->w[i] = (q >= 1.0 ? b->L + i == n : b->L + i == 0) ? 1.0 : 0.0;
+        sum = 1.0;
+    } else {
+        b->w[mode - b->L] = 1.0;
+        for (uint64_t k = mode; k > b->L; k--) /* w_{k-1} = w_k k / ((n - k + 1) r) */
+            b->w[k - 1 - b->L] = b->w[k - b->L] * (double)k / ((dn - (double)k + 1.0) * r);
+        for (uint64_t k = mode; k < b->H; k++) /* w_{k+1} = w_k (n - k) r / (k + 1) */
+            b->w[k + 1 - b->L] = b->w[k - b->L] * (dn - (double)k) * r / ((double)k + 1.0);
+        for (size_t i = 0; i < len; i++)
+            sum += b->w[i];
     }
-    if (!(v > 0.0))
-        v = 0.0;
-    return v * (1.0 + 1e-12) + 4.0 * DBL_EPSILON; /* rounded up, with the cdfs' error */
+    for (size_t i = 0; i < len; i++)
+        b->w[i] = b->w[i] / sum * (1.0 + 1e-9);
+    b->left = b->L == 0 ? 0.0 : exp(-dn * kl_bern((double)b->L / dn, q)) * 1.01;
+    b->right = b->H >= n ? 0.0 : exp(-dn * kl_bern((double)b->H / dn, q)) * 1.01;
+    return DPB_OK;
+}
+
+/* An upper bound on P(a <= N <= b). */
+static double binom_mass(const binom_law *bl, uint64_t a, uint64_t b)
+{
+    double m = 0.0;
+    if (a < bl->L)
+        m += bl->left;
+    if (b > bl->H)
+        m += bl->right;
+    uint64_t x = a > bl->L ? a : bl->L, y = b < bl->H ? b : bl->H;
+    for (uint64_t k = x; k <= y && y >= x; k++)
+        m += bl->w[k - bl->L];
+    return m > 1.0 ? 1.0 : m;
 }
 
 dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_relation rel,
@@ -149,56 +202,53 @@ dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_rel
      * sampled (g = q; against the batch without it a shift of 1). N >= B: it is kept with
      * probability B/(N + 1) (g = q B/(N + 1)), and then replaces one of the others (a shift
      * of 2, of 1 against the zero record for replace_special). */
-    unsigned others = (unsigned)(n - 1);
+    uint64_t others = n - 1;
     double one = 1.0 / sigma, two = 2.0 / sigma;
     double mu_small_b = rel == SMP_REPLACE_ONE ? two : one;
     double mu_big_a = rel == SMP_REPLACE_SPECIAL ? one : two;
-    dpb_status st = DPB_OK;
+    double mu_big_b = rel == SMP_ADD_REMOVE ? mu_big_a : mu_small_b;
     if (B > others) /* no truncation ever */
         return push(out, 1.0, q, one, mu_small_b);
-    double w0 = binom_mass(0, (unsigned)B - 1, q, others);
+    binom_law bl;
+    dpb_status st = binom_law_init(others, q, &bl);
+    if (st != DPB_OK)
+        return st;
+    double w0 = binom_mass(&bl, 0, B - 1);
     if (w0 > 0.0 && (st = push(out, w0, q, one, mu_small_b)) != DPB_OK)
         goto fail;
     /* N >= B in bins; the bound increases with g (g decreases in N), so each bin takes the g
-     * of its smallest N. Bins are fine where the mass is (the mean +- 12 standard deviations,
-     * 48 geometric bins), one bin on each side of that. */
-    double mean = (double)others * q, sd = sqrt((double)others * q * (1.0 - q));
-    double lo = floor(mean - 12.0 * sd - 1.0), hi = ceil(mean + 12.0 * sd + 1.0);
-    if (lo < (double)B)
-        lo = (double)B;
-    if (hi > (double)others)
-        hi = (double)others;
-    double edges[52];
+     * of its smallest N: the window's part in 48 geometric bins, one bin each side */
+    uint64_t lo = B > bl.L ? B : bl.L, hi = bl.H;
+    uint64_t edges[52];
     int ne = 0;
-    edges[ne++] = (double)B;
-    if (lo > (double)B && lo <= hi)
+    edges[ne++] = B;
+    if (lo > B)
         edges[ne++] = lo;
     if (hi > lo) {
-        double r = pow((hi + 1.0) / (lo + 1.0), 1.0 / 48.0);
+        double r = pow(((double)hi + 1.0) / ((double)lo + 1.0), 1.0 / 48.0);
         for (int i = 1; i <= 48; i++) {
-            double e = floor((lo + 1.0) * pow(r, i) - 1.0);
-            if (e > edges[ne - 1] && e <= hi)
-                edges[ne++] = e;
+            double e = floor(((double)lo + 1.0) * pow(r, i) - 1.0);
+            if (e > (double)edges[ne - 1] && e <= (double)hi)
+                edges[ne++] = (uint64_t)e;
         }
     }
-    if (hi < (double)others)
-        edges[ne++] = hi + 1.0;
+    if (hi < others && hi + 1 > edges[ne - 1])
+        edges[ne++] = hi + 1;
     for (int i = 0; i < ne; i++) {
-        double a = edges[i], b = i + 1 < ne ? edges[i + 1] - 1.0 : (double)others;
+        uint64_t a = edges[i], b = i + 1 < ne ? edges[i + 1] - 1 : others;
         if (b < a)
             continue;
-        double w = binom_mass((unsigned)a, (unsigned)b, q, others);
-        if (w <= 4.0 * DBL_EPSILON && a > hi) {
-            out->extra += w * q;
+        double w = binom_mass(&bl, a, b);
+        if (w == 0.0)
             continue;
-        }
-        double g = q * (double)B / (a + 1.0);
-        if ((st = push(out, w, g, mu_big_a, rel == SMP_ADD_REMOVE ? mu_big_a : mu_small_b)) !=
-            DPB_OK)
+        double g = q * (double)B / ((double)a + 1.0);
+        if ((st = push(out, w, g, mu_big_a, mu_big_b)) != DPB_OK)
             goto fail;
     }
+    free(bl.w);
     return DPB_OK;
 fail:
+    free(bl.w);
     smp_free(out);
     return st;
 }

@@ -270,6 +270,21 @@ static void truncated_gaussian(void)
     CHECKF(ds <= da && da <= dr, "%.17g %.17g %.17g", ds, da, dr);
     CHECK(status_of(t, DP_REL_ADD_OR_REMOVE, DP_ACCT_RDP) == DPB_EUNSUPPORTED);
     dp_event_free(t);
+    /* a billion records: the binomial law of the others is not taken from GSL's cdf (NaN
+     * there, which dropped two thirds of the mass: delta(0) was 3.2e-8). With almost no
+     * noise delta(0) is the chance the record is in the batch, q E[min(1, B/(N + 1))] >=
+     * q B / (E N + 1) by Jensen */
+    dp_event *big = truncated(1000000000, 0.5, 100, 1e-3);
+    double d0 = delta_at(big, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, 0.0);
+    double lower = 0.5 * 100.0 / (999999999.0 * 0.5 + 1.0);
+    CHECKF(d0 >= lower && d0 <= 1.01 * lower, "delta(0) %.17g, at least %.17g", d0, lower);
+    dp_event_free(big);
+    /* as many draws with replacement as records: the record is drawn w.p. 1 - (1 - 1/n)^m */
+    dp_event *wbig = wr(1000000000, 1000000000, 1e-3);
+    d0 = delta_at(wbig, DP_REL_REPLACE, DP_ACCT_PLD, 0.0);
+    lower = -expm1(1e9 * log1p(-1e-9));
+    CHECKF(d0 >= lower && d0 <= 1.001 * lower, "delta(0) %.17g, at least %.17g", d0, lower);
+    dp_event_free(wbig);
     grid_h = 0.0;
 }
 
