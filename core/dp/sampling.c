@@ -401,8 +401,10 @@ static double log_fdiff_quad(int j, double c)
                 acc += exp(l - m);
             }
         }
-        if (pass == 1)
-            return m + log(acc * step) + 1e-9;
+        if (pass == 1) {
+            double r = m + log(acc * step) + 1e-9;
+            return r == r && r > -HUGE_VAL ? r : HUGE_VAL; /* nothing certified: no bound */
+        }
     }
     return HUGE_VAL;
 }
@@ -413,7 +415,9 @@ static double log_fdiff_quad(int j, double c)
 static double log_fdiff(int j, double c)
 {
     double b = log_fdiff_bound(j, c);
-    if (j <= WBK_QUAD_MAX) {
+    /* the quadrature's grid spans j sqrt(2c) + 80: kept to 1e5 points (at larger c, small
+     * sigma, the theorem's other branch 2 e^{(i-1) eps(i)} is the smaller anyway) */
+    if (j <= WBK_QUAD_MAX && j * sqrt(2.0 * c) <= 1900.0) {
         double qd = log_fdiff_quad(j, c);
         if (qd < b)
             b = qd;
