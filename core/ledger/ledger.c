@@ -38,6 +38,7 @@ enum {
     EV_PLD_ONLY = SPEND_PLD_ONLY,
     EV_NOT_COVERED = SPEND_NOT_COVERED
 };
+#define LEV_NONE UINT32_MAX
 
 typedef struct {
     dp_event *ev;
@@ -64,12 +65,16 @@ typedef struct {
     double eps, delta;
     uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
     int8_t sacct;                          /* the accountant the spend is (dp_accountant), -1 */
-    char *labels;                          /* NULL or "k=v\n..." */
+    uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status) */
+    uint32_t last_ev; /* the event of the last round charged (LEV_NONE: none) */
+    char *labels;     /* NULL or "k=v\n..." */
     double spent, dtv;
     uint64_t rounds, version;
     uint64_t seq; /* log seq of the last change (0: recovered, durable) */
     uint32_t nev;
     lcount *ev;
+    uint32_t nrv; /* reserved events (two-phase rounds), counted in every admission */
+    lcount *rv;
 } lclient;
 
 /* One change applied in memory whose log record (seq) may not be durable yet: what it takes
@@ -81,9 +86,9 @@ typedef struct {
     uint8_t kind;
     uint32_t pos; /* event, client or round position */
     /* U_CLIENT_SET and U_CHARGE: the client as it was */
-    uint8_t mode, rel, uncertified, ev_new;
+    uint8_t mode, rel, uncertified, ev_new, stuck;
     int8_t sacct;
-    uint32_t ev;
+    uint32_t ev, last_ev;
     double eps, delta, spent, dtv;
     uint64_t rounds, version, cseq;
     char *labels; /* U_CLIENT_SET: the old labels (owned) */
@@ -517,11 +522,48 @@ static void spend_full(ledger *l, const lclient *c, uint32_t xev, uint64_t extra
         free(t);
 }
 
+/* The honest status (ledger.h): exhausted when the spend reached the budget, or when the
+ * event of the client's last charged round would not be admitted again now. */
+/* The spend that admission sees: the charged events and the held reservations, with `extra`
+ * more of xev. Reservations enter as pending counts in the same multiset (spend_of). */
+static void spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
+{
+    if (c->nrv == 0) {
+        spend_full(l, c, xev, extra, out);
+        return;
+    }
+    lclient t = *c;
+    lcount stack[8], *ms = c->nev + c->nrv <= 8 ? stack : malloc((c->nev + c->nrv) * sizeof *ms);
+    if (ms == NULL) {
+        memset(out, 0, sizeof *out);
+        out->accountant = -1;
+        out->spent = HUGE_VAL; /* refuses: never admits on a spend it could not compute */
+        return;
+    }
+    uint32_t m = c->nev;
+    if (m)
+        memcpy(ms, c->ev, m * sizeof *ms);
+    for (uint32_t i = 0; i < c->nrv; i++) {
+        uint32_t k = 0;
+        while (k < m && ms[k].ev != c->rv[i].ev)
+            k++;
+        if (k == m)
+            ms[m++] = c->rv[i];
+        else
+            ms[k].count += c->rv[i].count;
+    }
+    t.ev = ms;
+    t.nev = m;
+    spend_full(l, &t, xev, extra, out);
+    if (ms != stack)
+        free(ms);
+}
+
 static ledger_status status_of(const lclient *c)
 {
     if (c->uncertified)
         return LEDGER_UNCERTIFIED;
-    return c->spent >= c->eps ? LEDGER_EXHAUSTED : LEDGER_ACTIVE;
+    return c->spent >= c->eps || c->stuck ? LEDGER_EXHAUSTED : LEDGER_ACTIVE;
 }
 
 static int bucket_of(const lclient *c)
@@ -548,6 +590,12 @@ static void recompute(ledger *l, lclient *c)
     c->sacct = (int8_t)r.accountant;
     if (r.uncertified)
         c->uncertified = 1;
+    c->stuck = 0;
+    if (c->last_ev != LEV_NONE && !c->uncertified && c->spent < c->eps) {
+        spend_result more;
+        spend_held(l, c, c->last_ev, 1, &more);
+        c->stuck = !(more.spent <= c->eps);
+    }
 }
 
 /* The accountant of a spend recovered from a snapshot (which stores the value only). */
@@ -618,6 +666,8 @@ static lundo client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos)
         const lclient *c = &l->cl[pos];
         u.uncertified = c->uncertified;
         u.sacct = c->sacct;
+        u.stuck = c->stuck;
+        u.last_ev = c->last_ev;
         u.spent = c->spent;
         u.dtv = c->dtv;
         u.rounds = c->rounds;
@@ -713,6 +763,8 @@ static void undo_one(ledger *l, lundo *u)
                     c->ev[i].count--;
         }
         c->uncertified = u->uncertified;
+        c->stuck = u->stuck;
+        c->last_ev = u->last_ev;
         c->spent = u->spent;
         c->sacct = u->sacct;
         c->dtv = u->dtv;
@@ -904,6 +956,7 @@ static dpb_status apply_client(ledger *l, const char *id, double eps, double del
             return DPB_ENOMEM;
         lclient *c = &l->cl[l->ncl];
         memset(c, 0, sizeof *c);
+        c->last_ev = LEV_NONE;
         c->id = xstrdup(id);
         if (c->id == NULL)
             return DPB_ENOMEM;
@@ -1394,6 +1447,7 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
         push_undo(l, &u);
         c->seq = seq;
         c->rounds++;
+        c->last_ev = ev;
         if (l->evs[ev].kind == EV_UNCERTIFIABLE)
             c->uncertified = 1;
         recompute(l, c); /* the same multiset the admission evaluated: a cache hit */
@@ -1673,13 +1727,14 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
             c = &l->cl[pos];
         } else { /* a client to be created with the default budget */
             tmp.id = (char *)o->id;
+            tmp.last_ev = LEV_NONE;
             tmp.eps = l->opt.default_epsilon;
             tmp.delta = l->opt.default_delta;
             c = &tmp;
         }
         spend_result sr;
         o->before = pos >= 0 ? c->spent : 0.0;
-        spend_full(l, c, evi[rel], 1, &sr);
+        spend_held(l, c, evi[rel], 1, &sr);
         double after = sr.spent;
         int uncert = sr.uncertified, unsup = sr.unsupported;
         o->after = after;
@@ -1691,7 +1746,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         else if (unsup || v->kind == EV_NOT_COVERED ||
                  (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
             o->reason = LEDGER_UNSUPPORTED;
-        else if (pos >= 0 && status_of(c) != LEDGER_ACTIVE && !(after <= c->eps))
+        else if (pos >= 0 && c->spent >= c->eps && !(after <= c->eps))
             o->reason = LEDGER_EXHAUSTED_ALREADY;
         else if (!(after <= c->eps))
             o->reason = LEDGER_OVER_BUDGET;
@@ -1982,6 +2037,7 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                 }
                 add_count(c, evc, 1);
                 c->rounds++;
+                c->last_ev = evc;
                 if (isinf(out[i].after) && l->evs[evc].kind == EV_UNCERTIFIABLE)
                     c->uncertified = 1;
                 c->version = ++l->version;
@@ -2089,6 +2145,8 @@ static dpb_status serialize(ledger *l, bw *w)
             bw_u32(w, c->ev[k].ev);
             bw_u64(w, c->ev[k].count);
         }
+        bw_u32(w, c->last_ev); /* format 2 */
+        bw_u8(w, c->stuck);
     }
     bw_u64(w, l->nrd);
     for (size_t i = 0; i < l->nrd; i++) {
@@ -2116,7 +2174,8 @@ static dpb_status serialize(ledger *l, bw *w)
 /* Load a snapshot's payload; on failure r->at is where it went wrong. */
 static int load_snapshot(ledger *l, br *r)
 {
-    if (br_u32(r) != LEDGER_FORMAT)
+    uint32_t format = br_u32(r);
+    if (format < 1 || format > LEDGER_FORMAT)
         return -1;
     l->version = br_u64(r);
     uint64_t ne = br_u64(r);
@@ -2174,6 +2233,12 @@ static int load_snapshot(ledger *l, br *r)
             if (c->ev[k].ev >= ne)
                 r->bad = 1;
         }
+        /* format 1 did not keep the last charged event: the status then follows the spend
+         * alone until the client's next charge */
+        c->last_ev = format >= 2 ? br_u32(r) : LEV_NONE;
+        c->stuck = format >= 2 ? (uint8_t)br_u8(r) : 0;
+        if ((c->last_ev != LEV_NONE && c->last_ev >= ne) || c->stuck > 1)
+            r->bad = 1;
         /* a spend is >= 0 (+inf when uncertified); anything else is damage */
         if (!(c->spent >= 0.0) || !(c->dtv >= 0.0 && c->dtv <= 1.0))
             r->bad = 1;

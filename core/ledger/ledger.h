@@ -61,7 +61,9 @@
 #include "fs.h"
 
 /* On-disk format version of log records and snapshots. */
-#define LEDGER_FORMAT 1
+/* Snapshot payload format: 2 adds each client's last charged event and honest-status flag
+ * (format 1 is still read). */
+#define LEDGER_FORMAT 2
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -105,9 +107,13 @@ const char *ledger_guarantee_name(ledger_guarantee g);
 const char *ledger_guarantee_reference(ledger_mode m);
 /* The guarantee of a client in mode m with this spend, budget eps and uncertified flag. */
 ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, int uncertified);
+/* The honest status: a client is exhausted when its spend reached its budget's eps, or when
+ * the event of the last round charged to it would not be admitted again now (its spend after
+ * one more would exceed eps, counting held reservations): it can no longer afford what it is
+ * being charged. */
 typedef enum {
-    LEDGER_ACTIVE = 0,     /* spend below the budget */
-    LEDGER_EXHAUSTED = 1,  /* spend at or above the budget's eps */
+    LEDGER_ACTIVE = 0,     /* neither of the below */
+    LEDGER_EXHAUSTED = 1,  /* spend at or above eps, or the last charged event no longer fits */
     LEDGER_UNCERTIFIED = 2 /* charged with an uncertifiable event: infinite spend, sticky */
 } ledger_status;
 

@@ -2,9 +2,11 @@
 #ifndef DPB_API_SUITES_H
 #define DPB_API_SUITES_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "../testlib.h"
+#include "client.h"
 
 extern const tl_test COMPUTE_TESTS[]; /* test_compute.c: happy paths with exact values */
 extern const size_t COMPUTE_NTESTS;
@@ -27,6 +29,28 @@ extern const tl_test NUMBER_TESTS[]; /* test_numbers.c: shortest round-trip numb
 extern const size_t NUMBER_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
+
+extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
+                                          honest status, two-phase rounds */
+extern const size_t WORKFLOW_NTESTS;
+
+/* test_ledger_api.c: one request with its headers. body (JSON) may be NULL; inm, when not
+ * NULL, is sent as If-None-Match; h (may be NULL) receives the ETag and Idempotent-Replayed
+ * headers. Thread-safe. */
+typedef struct {
+    char etag[64];    /* the ETag header, "" when absent */
+    int replayed;     /* Idempotent-Replayed: true */
+    int has_replayed; /* the header was present at all */
+} hx;
+int api_hreq(const char *method, const char *path, const char *body, const char *inm,
+             api_reply *out, hx *h);
+/* A malloc'ed printf (aborts when out of memory), and its va_list form. */
+char *api_vfmt(const char *f, va_list ap);
+char *api_fmt(const char *f, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 
 extern const tl_test HOSTILE_TESTS[]; /* test_hostile.c: 200+ malformed requests */
 extern const size_t HOSTILE_NTESTS;

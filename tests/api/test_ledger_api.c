@@ -117,12 +117,6 @@ static const char *api_base_url(void)
 /* ---- a libcurl call with headers ------------------------------------------------------------- */
 
 typedef struct {
-    char etag[64];    /* the ETag header, "" when absent */
-    int replayed;     /* Idempotent-Replayed: true */
-    int has_replayed; /* the header was present at all */
-} hx;
-
-typedef struct {
     char *buf;
     size_t len, cap;
     int oom;
@@ -203,6 +197,12 @@ static int is_json_ct(const char *ct)
 static int hreq(const char *method, const char *path, const char *body, const char *inm,
                 api_reply *out, hx *h)
 {
+    return api_hreq(method, path, body, inm, out, h);
+}
+
+int api_hreq(const char *method, const char *path, const char *body, const char *inm,
+             api_reply *out, hx *h)
+{
     hx local;
     if (h == NULL)
         h = &local;
@@ -253,24 +253,24 @@ static int hreq(const char *method, const char *path, const char *body, const ch
     return rc == CURLE_OK && !g.oom ? 0 : -1;
 }
 
-/* A malloc'ed printf. */
-static char *fmt(const char *f, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static char *fmt(const char *f, ...)
+char *api_vfmt(const char *f, va_list ap)
 {
-    va_list ap;
-    va_start(ap, f);
-    int n = vsnprintf(NULL, 0, f, ap);
-    va_end(ap);
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, f, aq);
+    va_end(aq);
     char *s = malloc(n > 0 ? (size_t)n + 1 : 1);
     if (s == NULL)
         abort();
-    va_start(ap, f);
     vsnprintf(s, (size_t)n + 1, f, ap);
+    return s;
+}
+
+char *api_fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = api_vfmt(f, ap);
     va_end(ap);
     return s;
 }
@@ -449,7 +449,7 @@ static void ledger_client_put_get_etag(void)
     CHECKF(h.etag[0] && strcmp(h.etag, etag1) != 0, "ETag '%s' after '%s'", h.etag, etag1);
     char etag2[64];
     snprintf(etag2, sizeof etag2, "%s", h.etag);
-    char *put_body = fmt("%s", r.body);
+    char *put_body = api_fmt("%s", r.body);
     api_reply_free(&r);
 
     /* GET: the same representation and ETag */
@@ -521,8 +521,8 @@ static void ledger_client_put_validation(void)
     char long_value[80], many[1200];
     memset(long_value, 'x', 65);
     long_value[65] = '\0';
-    char *too_long =
-        fmt("{\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"labels\":{\"k\":\"%s\"}}", long_value);
+    char *too_long = api_fmt(
+        "{\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"labels\":{\"k\":\"%s\"}}", long_value);
     size_t n = (size_t)snprintf(many, sizeof many,
                                 "{\"budget\":{\"epsilon\":1,\"delta\":1e-5},"
                                 "\"labels\":{");
@@ -615,7 +615,7 @@ static void ledger_client_put_validation(void)
     memset(ok_value, 'y', 64);
     ok_value[64] = '\0';
     char *ok64 =
-        fmt("{\"budget\":{\"epsilon\":0,\"delta\":1e-5},\"labels\":{\"k\":\"%s\"}}", ok_value);
+        api_fmt("{\"budget\":{\"epsilon\":0,\"delta\":1e-5},\"labels\":{\"k\":\"%s\"}}", ok_value);
     put_client("ledger_client_put_validation-ok", ok64, &r, NULL);
     CHECKF(r.status == 201, "%ld %.300s", r.status, r.body);
     CHECK(str_is(r.json, "labels.k", ok_value));
@@ -683,9 +683,9 @@ static void ledger_policies(void)
     mk_client(rich2, BUDGET(5, 1e-5));
     mk_client(poor, BUDGET(0.5, 1e-5));
     double e1 = eps_of("rdp", E100, 1e-5);
-    char *aon = fmt("{\"round_id\":\"ledger_policies-aon\",\"event\":" E100
-                    ",\"participants\":[\"%s\",\"%s\",\"%s\"]}",
-                    rich1, poor, rich2);
+    char *aon = api_fmt("{\"round_id\":\"ledger_policies-aon\",\"event\":" E100
+                        ",\"participants\":[\"%s\",\"%s\",\"%s\"]}",
+                        rich1, poor, rich2);
     api_reply r;
     hx h;
     hreq("POST", "/v1/rounds", aon, NULL, &r, &h);
@@ -702,7 +702,7 @@ static void ledger_policies(void)
     same_value("would_spend of the poor client", jnum(p, "would_spend"), e1);
     CHECK(jnum(p, "would_spend") > 0.5);
     same_value("would_spend of rich1", jnum(entry(r.json, "refused", rich1), "would_spend"), e1);
-    char *first = fmt("%s", r.body);
+    char *first = api_fmt("%s", r.body);
     api_reply_free(&r);
     CHECK(client_rounds(rich1) == 0 && client_rounds(rich2) == 0 && client_rounds(poor) == 0);
     CHECK(client_num(rich1, "spent.epsilon") == 0.0 && client_num(poor, "spent.epsilon") == 0.0);
@@ -744,6 +744,7 @@ static void ledger_exhaustion(void)
     mk_client(id, BUDGET(3, 1e-5));
     int admitted = 0, refused = 0;
     double prev = 0.0;
+    char status[40][16] = {{0}};
     for (int k = 0; k < 40 && !refused; k++) {
         api_reply r;
         post_round(&r, NULL,
@@ -763,8 +764,7 @@ static void ledger_exhaustion(void)
             double s = jnum(g.json, "spent.epsilon");
             CHECKF(s == after && s <= budget, "spent %.17g, round said %.17g", s, after);
             CHECK(jint_is(g.json, "rounds", admitted));
-            /* status is exhausted exactly when spent >= epsilon */
-            CHECK(str_is(g.json, "status", s >= budget ? "exhausted" : "active"));
+            snprintf(status[admitted - 1], sizeof status[0], "%s", jstr(g.json, "status"));
             api_reply_free(&g);
         } else {
             refused++;
@@ -775,18 +775,22 @@ static void ledger_exhaustion(void)
         api_reply_free(&r);
     }
     CHECKF(admitted >= 2 && refused == 1, "admitted %d, refused %d", admitted, refused);
-    /* refused: still at most the budget; the status stays "active" since spent < epsilon
-     * though no further round of this size fits */
+    /* the honest status: "active" while one more round of the event still fits, "exhausted"
+     * from the charge after which it does not (spent < epsilon there: the next round of this
+     * size was refused over_budget) */
+    for (int k = 0; k < admitted; k++)
+        CHECKF(strcmp(status[k], k + 1 < admitted ? "active" : "exhausted") == 0,
+               "status after round %d of %d: %s", k + 1, admitted, status[k]);
     api_reply g;
     get_client(id, NULL, &g, NULL);
     CHECK(jint_is(g.json, "rounds", admitted));
-    CHECK(jnum(g.json, "spent.epsilon") == prev && prev <= budget);
-    CHECK(str_is(g.json, "status", prev >= budget ? "exhausted" : "active"));
+    CHECK(jnum(g.json, "spent.epsilon") == prev && prev < budget);
+    CHECK(str_is(g.json, "status", "exhausted"));
     CHECK_REL(jnum(g.json, "remaining.epsilon"), budget - prev, 1e-15);
     api_reply_free(&g);
 
-    /* lowering the budget below the spend makes the client exhausted; a round is then refused
-     * with reason "exhausted"; raising it again makes it active */
+    /* lowering the budget below the spend: a round is then refused with reason "exhausted"
+     * (spent >= epsilon); raising it back keeps it exhausted (the event still does not fit) */
     put_client(id, BUDGET(0.1, 1e-5), &g, NULL);
     CHECK(g.status == 200 && str_is(g.json, "status", "exhausted"));
     CHECK(jnum(g.json, "remaining.epsilon") == 0.0 && jnum(g.json, "spent.epsilon") == prev);
@@ -798,7 +802,11 @@ static void ledger_exhaustion(void)
     CHECK(g.status == 200 && strcmp(refusal(g.json, id), "exhausted") == 0);
     api_reply_free(&g);
     put_client(id, BUDGET(3, 1e-5), &g, NULL);
-    CHECK(g.status == 200 && str_is(g.json, "status", prev >= budget ? "exhausted" : "active"));
+    CHECK(g.status == 200 && str_is(g.json, "status", "exhausted"));
+    api_reply_free(&g);
+    /* a budget that fits one more round of the event makes it active again */
+    put_client(id, BUDGET(6, 1e-5), &g, NULL);
+    CHECK(g.status == 200 && str_is(g.json, "status", "active"));
     api_reply_free(&g);
 
     /* a budget equal to the exact cost of one round: admitted (spent_after <= epsilon), and
@@ -812,7 +820,7 @@ static void ledger_exhaustion(void)
     double cost = jnum(g.json, "admitted[0].spent_after");
     CHECK(cost > 0.5 && cost < 1.0);
     api_reply_free(&g);
-    char *b = fmt("{\"budget\":{\"epsilon\":%.17g,\"delta\":1e-5}}", cost);
+    char *b = api_fmt("{\"budget\":{\"epsilon\":%.17g,\"delta\":1e-5}}", cost);
     mk_client(ex, b);
     free(b);
     post_round(&g, NULL,
@@ -931,10 +939,10 @@ static void ledger_idempotency(void)
     /* the same numbers spelled otherwise: the same request (before: 409 conflict) */
     static const char *const spellings[] = {"5.0", "5e0", "0.50e1", "500E-2", "5.000"};
     for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
-        char *b = fmt("{\"round_id\":\"ledger_idempotency-r\",\"event\":{\"class_name\":"
-                      "\"GaussianDpEvent\",\"noise_multiplier\":%s},\"participants\":["
-                      "\"ledger_idempotency-c\"]}",
-                      spellings[i]);
+        char *b = api_fmt("{\"round_id\":\"ledger_idempotency-r\",\"event\":{\"class_name\":"
+                          "\"GaussianDpEvent\",\"noise_multiplier\":%s},\"participants\":["
+                          "\"ledger_idempotency-c\"]}",
+                          spellings[i]);
         hreq("POST", "/v1/rounds", b, NULL, &r, &h);
         CHECKF(r.status == 200 && h.replayed, "noise_multiplier %s: %ld %.200s", spellings[i],
                r.status, r.body);
@@ -948,7 +956,7 @@ static void ledger_idempotency(void)
     "\"SelfComposedDpEvent\",\"count\":%s,\"event\":{\"class_name\":"                              \
     "\"EpsilonDeltaDpEvent\",\"epsilon\":0.01,\"delta\":%s}},"                                     \
     "\"participants\":[\"ledger_idempotency-c\"]}"
-    char *b0 = fmt(SG_ROUND, "3", "0");
+    char *b0 = api_fmt(SG_ROUND, "3", "0");
     hreq("POST", "/v1/rounds", b0, NULL, &r, &h);
     CHECKF(r.status == 200 && !h.has_replayed, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
@@ -956,7 +964,7 @@ static void ledger_idempotency(void)
     static const char *const same[][2] = {
         {"3.0", "0"}, {"3", "-0.0"}, {"30e-1", "0.0"}, {"3", "-0"}};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
-        char *b = fmt(SG_ROUND, same[i][0], same[i][1]);
+        char *b = api_fmt(SG_ROUND, same[i][0], same[i][1]);
         hreq("POST", "/v1/rounds", b, NULL, &r, &h);
         CHECKF(r.status == 200 && h.replayed, "count %s delta %s: %ld %.200s", same[i][0],
                same[i][1], r.status, r.body);
@@ -966,7 +974,7 @@ static void ledger_idempotency(void)
     /* values that differ, however little, still conflict */
     static const char *const differ[][2] = {{"4", "0"}, {"3", "1e-300"}, {"3.0", "5e-324"}};
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
-        char *b = fmt(SG_ROUND, differ[i][0], differ[i][1]);
+        char *b = api_fmt(SG_ROUND, differ[i][0], differ[i][1]);
         hreq("POST", "/v1/rounds", b, NULL, &r, &h);
         CHECKF(is_problem(&r, 409, "conflict", "round_id"), "count %s delta %s: %ld", differ[i][0],
                differ[i][1], r.status);
@@ -1501,9 +1509,9 @@ static void ledger_list_clients(void)
     for (int i = 0; i < LIST_N; i++) {
         snprintf(ids[i], sizeof ids[i], "ledger_list_clients-%02d", i);
         /* team a: even i; one team-a client (i = 4) with budget 0 is exhausted */
-        char *b = fmt("{\"budget\":{\"epsilon\":%d,\"delta\":1e-5},\"labels\":{\"team\":\"%s\","
-                      "\"n\":\"%d\"}}",
-                      i == 4 ? 0 : 10, i % 2 == 0 ? "a" : "b", i);
+        char *b = api_fmt("{\"budget\":{\"epsilon\":%d,\"delta\":1e-5},\"labels\":{\"team\":\"%s\","
+                          "\"n\":\"%d\"}}",
+                          i == 4 ? 0 : 10, i % 2 == 0 ? "a" : "b", i);
         mk_client(ids[i], b);
         free(b);
         team_a += i % 2 == 0;
@@ -1708,10 +1716,13 @@ static void ledger_summary(void)
         CHECK(s2.hist[b] == s1.hist[b] + 1);
     }
     CHECK(s2.rounds == s1.rounds + 1 && s2.clients == s1.clients);
-    /* budget below the spend: exhausted, last bucket */
+    /* the honest status: spent 0.79 < 1, but a second round of the same event (~1.1) no
+     * longer fits, so the client counts as exhausted already */
+    CHECK(s2.exhausted == s1.exhausted + 1 && s2.active == s1.active - 1);
+    /* budget below the spend: still exhausted, now in the last bucket */
     mk_client(id, BUDGET(0.5, 1e-5));
     get_summary(&s3);
-    CHECK(s3.exhausted == s2.exhausted + 1 && s3.active == s2.active - 1);
+    CHECK(s3.exhausted == s2.exhausted && s3.active == s2.active);
     CHECK(s3.hist[10] == s2.hist[10] + 1);
 }
 
@@ -1815,7 +1826,7 @@ static void ledger_concurrency(void)
     for (int j = 0; j < CONC_POOL; j++) {
         snprintf(ids[j], sizeof ids[j], "ledger_concurrency-c%d", j);
         budget[j] = 1.5 + 0.25 * j; /* 2 to 5 rounds of G5 */
-        char *b = fmt("{\"budget\":{\"epsilon\":%.17g,\"delta\":1e-5}}", budget[j]);
+        char *b = api_fmt("{\"budget\":{\"epsilon\":%.17g,\"delta\":1e-5}}", budget[j]);
         mk_client(ids[j], b);
         free(b);
     }
@@ -1824,12 +1835,12 @@ static void ledger_concurrency(void)
         w[t].t = t;
         for (int k = 0; k < CONC_ROUNDS; k++) {
             int base = t + k;
-            w[t].body[k] = fmt("{\"round_id\":\"ledger_concurrency-t%d-k%d\",\"event\":" G5
-                               ",\"policy\":\"admit_eligible\",\"participants\":[\"%s\",\"%s\","
-                               "\"%s\",\"%s\",\"%s\"]}",
-                               t, k, ids[base % CONC_POOL], ids[(base + 2) % CONC_POOL],
-                               ids[(base + 4) % CONC_POOL], ids[(base + 6) % CONC_POOL],
-                               ids[(base + 8) % CONC_POOL]);
+            w[t].body[k] = api_fmt("{\"round_id\":\"ledger_concurrency-t%d-k%d\",\"event\":" G5
+                                   ",\"policy\":\"admit_eligible\",\"participants\":[\"%s\",\"%s\","
+                                   "\"%s\",\"%s\",\"%s\"]}",
+                                   t, k, ids[base % CONC_POOL], ids[(base + 2) % CONC_POOL],
+                                   ids[(base + 4) % CONC_POOL], ids[(base + 6) % CONC_POOL],
+                                   ids[(base + 8) % CONC_POOL]);
         }
     }
     for (int pass = 0; pass < 2; pass++) {

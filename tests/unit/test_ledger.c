@@ -195,6 +195,72 @@ static int round_exists(ledger *l, const char *rid)
     return 1;
 }
 
+/* ---- the honest status ---- */
+
+/* A client whose last charged event no longer fits is exhausted (spent still below epsilon),
+ * and stays so across a restart from the snapshot (format 2 keeps the last event) and from
+ * the log alone. */
+static void ledger_status_last_event(void)
+{
+    char dir[64];
+    ledger *l = fresh(dir, sizeof dir, NULL, 0);
+    if (l == NULL)
+        return;
+    ledger_client in, out;
+    memset(&in, 0, sizeof in);
+    snprintf(in.id, sizeof in.id, "s");
+    in.epsilon = 1.0; /* one Gaussian of sigma 5 is ~0.79 at 1e-5, two ~1.1 */
+    in.delta = 1e-5;
+    int created;
+    dpb_error err = {0};
+    CHECK(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK);
+    CHECK(out.status == LEDGER_ACTIVE);
+    const char *ids[] = {"s"};
+    CHECK(round_of(l, "s-r1", 5.0, ids, 1, 0, NULL) == DPB_OK);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "s", &c) == DPB_OK);
+    CHECK(c.spent < 1.0 && c.rounds == 1 && c.status == LEDGER_EXHAUSTED);
+    ledger_summary sm;
+    ledger_get_summary(l, &sm);
+    CHECK(sm.exhausted == 1 && sm.active == 0);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            ledger_close(l); /* a snapshot */
+        else
+            ledger_close_nosnapshot(l);
+        l = open_ledger(dir, NULL, 0, 1000000, &err);
+        CHECKF(l != NULL, "%s", err.detail);
+        if (l == NULL)
+            break;
+        CHECK(ledger_get_client(l, "s", &c) == DPB_OK && c.status == LEDGER_EXHAUSTED);
+        ledger_get_summary(l, &sm);
+        CHECK(sm.exhausted == 1 && sm.active == (pass == 0 ? 0 : 1));
+        if (pass == 0) {
+            /* then, in the log only: a budget between the spends after two and three such
+             * rounds (measured on a probe client), active, and a second charge: exhausted */
+            in.epsilon = 100.0;
+            snprintf(in.id, sizeof in.id, "probe");
+            CHECK(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK);
+            const char *probe[] = {"probe"};
+            CHECK(round_of(l, "p-r1", 5.0, probe, 1, 0, NULL) == DPB_OK);
+            CHECK(round_of(l, "p-r2", 5.0, probe, 1, 0, NULL) == DPB_OK);
+            ledger_client p2, p3;
+            CHECK(ledger_get_client(l, "probe", &p2) == DPB_OK);
+            CHECK(round_of(l, "p-r3", 5.0, probe, 1, 0, NULL) == DPB_OK);
+            CHECK(ledger_get_client(l, "probe", &p3) == DPB_OK);
+            snprintf(in.id, sizeof in.id, "s");
+            in.epsilon = 0.5 * (p2.spent + p3.spent);
+            CHECK(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK);
+            CHECK(out.status == LEDGER_ACTIVE);
+            CHECK(round_of(l, "s-r2", 5.0, ids, 1, 0, NULL) == DPB_OK);
+            CHECK(ledger_get_client(l, "s", &c) == DPB_OK);
+            CHECK(c.rounds == 2 && c.spent < in.epsilon && c.status == LEDGER_EXHAUSTED);
+        }
+    }
+    ledger_close_nosnapshot(l);
+    remove_dir(dir);
+}
+
 /* ---- memory never ahead of the log ---- */
 
 /* A round whose fdatasync fails is answered DPB_EIO and is gone: not readable, not
@@ -1203,6 +1269,7 @@ static void filter_schedule_table(void)
 }
 
 const tl_test LEDGER_TESTS[] = {
+    TL_T(ledger_status_last_event),
     TL_T(ledger_failed_sync_withdraws),
     TL_T(ledger_failed_write_withdraws),
     TL_T(ledger_failed_group_commit),
