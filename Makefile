@@ -52,7 +52,8 @@ API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
-              $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger
+              $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger \
+              $(BUILD)/bench/bench_workflow
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -118,6 +119,8 @@ $(BUILD)/bench/bench_pld_ledger: $(BUILD)/bench/bench_pld_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+$(BUILD)/bench/bench_workflow: $(BUILD)/bench/bench_workflow.o
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^
 $(BUILD)/bench/bench_isolation: $(BUILD)/bench/bench_isolation.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 # the floor of the HTTP figures: bare libmicrohttpd with the daemon's threading

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh - dpbudget benchmarks: core throughput (bench_core), then HTTP load against a
 # freshly started dpbudgetd (bench_http) for a delta query and a calibration request, then
-# the ledger's latency while the compute endpoints are saturated (bench_isolation), then
+# a coordinator's bulk registration and eligibility query (bench_workflow), the ledger's
+# latency while the compute endpoints are saturated (bench_isolation), then
 # dpbudgetd against its floor, bare libmicrohttpd (bench/floor.sh, with wrk).
 # Prints figures only; timings are never asserted. Exits non-zero if a benchmark reports
 # an error (e.g. a non-2xx answer) or the daemon cannot be started.
@@ -13,9 +14,10 @@ BUILD=${1:-build}
 CORE_BIN=$BUILD/bench/bench_core
 HTTP_BIN=$BUILD/bench/bench_http
 ISO_BIN=$BUILD/bench/bench_isolation
+FLOW_BIN=$BUILD/bench/bench_workflow
 DAEMON=$BUILD/dpbudgetd
 
-for f in "$CORE_BIN" "$HTTP_BIN" "$ISO_BIN" "$DAEMON"; do
+for f in "$CORE_BIN" "$HTTP_BIN" "$ISO_BIN" "$FLOW_BIN" "$DAEMON"; do
     if [ ! -x "$f" ]; then
         echo "run.sh: $f is missing (make $f)" >&2
         exit 1
@@ -44,6 +46,16 @@ stop_daemon() {
     daemon_status=$?
     daemon_pid=
     return 0
+}
+
+# stop the daemon; a non-zero exit status after SIGTERM is a failure
+stop_checked() {
+    daemon_status=0
+    stop_daemon
+    if [ "$daemon_status" -ne 0 ]; then
+        echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
+        fail=1
+    fi
 }
 
 cleanup() {
@@ -143,17 +155,22 @@ fi
 
 echo
 echo "== http: stopping dpbudgetd"
-daemon_status=0
-stop_daemon
-if [ "$daemon_status" -ne 0 ]; then
-    echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
-    fail=1
-fi
+stop_checked
 if [ -s "$tmp/daemon.err" ]; then
     # the daemon's own lines, not its request log (one line per request sent above)
     grep -v '"msg":"request"' "$tmp/daemon.err" | sed 's/^/  dpbudgetd: /'
     echo "  dpbudgetd: $(grep -c '"msg":"request"' "$tmp/daemon.err") request log lines"
 fi
+
+echo
+echo "== http: a coordinator's workflow (bench_workflow): bulk registration of 100,000 clients"
+echo "   (POST /v1/clients:batch, batches of 10,000), then eligibility of 10,000 candidates"
+start_daemon --data-dir "$tmp/flow-data" --max-body 16777216 --no-request-log
+if ! "$FLOW_BIN" 127.0.0.1 "$port" 100000 10000; then
+    echo "run.sh: bench_workflow reported an error" >&2
+    fail=1
+fi
+stop_checked
 
 echo
 echo "== http: heavy computations vs. the ledger (bench_isolation): POST /v1/rounds with 100"
@@ -167,12 +184,7 @@ isolation() {
         echo "run.sh: bench_isolation reported an error ($1)" >&2
         fail=1
     fi
-    daemon_status=0
-    stop_daemon
-    if [ "$daemon_status" -ne 0 ]; then
-        echo "run.sh: dpbudgetd exited with status $daemon_status after SIGTERM" >&2
-        fail=1
-    fi
+    stop_checked
 }
 isolation "$tmp/iso-data"
 

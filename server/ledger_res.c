@@ -11,6 +11,7 @@
 #include "../core/ledger/ledger.h"
 #include "app.h"
 #include "codec.h"
+#include "jsonout.h"
 #include "metrics.h"
 #include "resources.h"
 
@@ -194,66 +195,85 @@ static int decode_labels(json_t *o, char *out, size_t cap, problem *pb)
     return 0;
 }
 
+/* path + "." + key (or key alone at the top level): a problem's field name. */
+static const char *field_name(char *buf, size_t n, const char *path, const char *key)
+{
+    snprintf(buf, n, "%s%s%s", path, path[0] ? "." : "", key);
+    return buf;
+}
+
+/* The PUT /v1/clients/{id} body at j (fields named under path: "" or "clients[17]") into in
+ * (the id is the caller's); 0, or -1 with the problem recorded. */
+static int decode_client(json_t *j, const char *path, const char *const *allowed, ledger_client *in,
+                         problem *pb)
+{
+    static const char *const budget_fields[] = {"epsilon", "delta", NULL};
+    char f[96], bpath[96];
+    const char *acc = "rdp", *rel = "add_or_remove_one";
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return -1;
+    json_t *b = json_object_get(j, "budget");
+    field_name(bpath, sizeof bpath, path, "budget");
+    if (b == NULL) {
+        problem_set(pb, PB_MISSING_FIELD, bpath,
+                    "'%s' is required: {\"epsilon\": ..., \"delta\": ...}", bpath);
+        return -1;
+    }
+    if (!json_is_object(b)) {
+        problem_set(pb, PB_WRONG_TYPE, bpath, "'%s' must be an object", bpath);
+        return -1;
+    }
+    if (codec_only_fields(b, bpath, budget_fields, pb) < 0 ||
+        codec_number(b, bpath, "epsilon", 1, &in->epsilon, pb) < 0 ||
+        codec_number(b, bpath, "delta", 1, &in->delta, pb) < 0 ||
+        codec_string(j, path, "accounting", 0, &acc, pb) < 0 ||
+        codec_string(j, path, "neighboring_relation", 0, &rel, pb) < 0 ||
+        decode_labels(json_object_get(j, "labels"), in->labels, sizeof in->labels, pb) < 0)
+        return -1;
+    if (!(isfinite(in->epsilon) && in->epsilon >= 0.0)) {
+        field_name(f, sizeof f, bpath, "epsilon");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "%s must be a finite number >= 0", f);
+        return -1;
+    }
+    if (!(in->delta > 0.0 && in->delta < 1.0)) {
+        field_name(f, sizeof f, bpath, "delta");
+        problem_set(pb, PB_INVALID_PARAMETER, f, "%s must lie strictly between 0 and 1", f);
+        return -1;
+    }
+    if (ledger_mode_parse(acc, &in->mode) != 0) {
+        problem_set(pb, PB_INVALID_PARAMETER, field_name(f, sizeof f, path, "accounting"),
+                    "accounting must be \"rdp\" (RDP composition) or \"pld\" "
+                    "(privacy-loss distributions, tighter), both for rounds whose privacy "
+                    "parameters and participation are fixed in advance, or \"rdp_filter\" or "
+                    "\"gdp_filter\" (privacy filters: valid when they are chosen from earlier "
+                    "outputs)");
+        return -1;
+    }
+    /* the ledger keeps one interned event per relation for add_or_remove_one and
+     * replace_one; replace_special (a compute-only relation) is refused here */
+    if (dp_relation_parse(rel, &in->relation) != 0 || in->relation == DP_REL_REPLACE_SPECIAL) {
+        problem_set(pb, PB_INVALID_PARAMETER, field_name(f, sizeof f, path, "neighboring_relation"),
+                    "a client's neighboring_relation must be \"add_or_remove_one\" or "
+                    "\"replace_one\" (replace_special is taken by the compute endpoints only)");
+        return -1;
+    }
+    return 0;
+}
+
 void res_client_put(const http_request *req, http_response *resp)
 {
     static const char *const allowed[] = {"budget", "accounting", "neighboring_relation", "labels",
                                           NULL};
-    static const char *const budget_fields[] = {"epsilon", "delta", NULL};
     if (no_ledger(req, resp))
         return;
     problem pb = {0};
     ledger_client in;
     memset(&in, 0, sizeof in);
     json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    const char *acc = "rdp", *rel = "add_or_remove_one";
-    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0)
-        goto fail;
     /* req->param passed the id rule in http_dispatch */
     snprintf(in.id, sizeof in.id, "%s", req->param);
-    json_t *b = json_object_get(j, "budget");
-    if (b == NULL) {
-        problem_set(&pb, PB_MISSING_FIELD, "budget",
-                    "'budget' is required: {\"epsilon\": ..., \"delta\": ...}");
+    if (j == NULL || decode_client(j, "", allowed, &in, &pb) < 0)
         goto fail;
-    }
-    if (!json_is_object(b)) {
-        problem_set(&pb, PB_WRONG_TYPE, "budget", "'budget' must be an object");
-        goto fail;
-    }
-    if (codec_only_fields(b, "budget", budget_fields, &pb) < 0 ||
-        codec_number(b, "budget", "epsilon", 1, &in.epsilon, &pb) < 0 ||
-        codec_number(b, "budget", "delta", 1, &in.delta, &pb) < 0 ||
-        codec_string(j, "", "accounting", 0, &acc, &pb) < 0 ||
-        codec_string(j, "", "neighboring_relation", 0, &rel, &pb) < 0 ||
-        decode_labels(json_object_get(j, "labels"), in.labels, sizeof in.labels, &pb) < 0)
-        goto fail;
-    if (!(isfinite(in.epsilon) && in.epsilon >= 0.0)) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "budget.epsilon",
-                    "budget.epsilon must be a finite number >= 0");
-        goto fail;
-    }
-    if (!(in.delta > 0.0 && in.delta < 1.0)) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "budget.delta",
-                    "budget.delta must lie strictly between 0 and 1");
-        goto fail;
-    }
-    if (ledger_mode_parse(acc, &in.mode) != 0) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "accounting",
-                    "accounting must be \"rdp\" (RDP composition) or \"pld\" "
-                    "(privacy-loss distributions, tighter), both for rounds whose privacy "
-                    "parameters and participation are fixed in advance, or \"rdp_filter\" or "
-                    "\"gdp_filter\" (privacy filters: valid when they are chosen from earlier "
-                    "outputs)");
-        goto fail;
-    }
-    /* the ledger keeps one interned event per relation for add_or_remove_one and
-     * replace_one; replace_special (a compute-only relation) is refused here */
-    if (dp_relation_parse(rel, &in.relation) != 0 || in.relation == DP_REL_REPLACE_SPECIAL) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "neighboring_relation",
-                    "a client's neighboring_relation must be \"add_or_remove_one\" or "
-                    "\"replace_one\" (replace_special is taken by the compute endpoints only)");
-        goto fail;
-    }
     ledger_client out;
     int created = 0;
     dpb_error err = {0};
@@ -268,6 +288,102 @@ void res_client_put(const http_request *req, http_response *resp)
     return;
 fail:
     http_reply_problem(resp, &pb);
+    json_decref(j);
+}
+
+#define BATCH_MAX 10000
+
+/* POST /v1/clients:batch: every item decoded first (a malformed one is the answer, naming its
+ * index, and nothing is applied), then all applied with one sync, each with its result. */
+void res_clients_batch(const http_request *req, http_response *resp)
+{
+    static const char *const top[] = {"clients", NULL};
+    static const char *const allowed[] = {"id",     "budget", "accounting", "neighboring_relation",
+                                          "labels", NULL};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    ledger_client *in = NULL;
+    ledger_put_outcome *out = NULL;
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    if (j == NULL || codec_only_fields(j, "", top, &pb) < 0)
+        goto fail;
+    json_t *arr = json_object_get(j, "clients");
+    if (arr == NULL) {
+        problem_set(&pb, PB_MISSING_FIELD, "clients",
+                    "'clients' is required: a list of 1 to %d clients, each the body of PUT "
+                    "/v1/clients/{id} with its \"id\"",
+                    BATCH_MAX);
+        goto fail;
+    }
+    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+    if (!json_is_array(arr) || n == 0 || n > BATCH_MAX) {
+        problem_set(&pb,
+                    !json_is_array(arr) ? PB_WRONG_TYPE
+                    : n == 0            ? PB_INVALID_PARAMETER
+                                        : PB_TOO_MANY_VALUES,
+                    "clients",
+                    "'clients' must be a list of 1 to %d clients (send more in several "
+                    "batches)",
+                    BATCH_MAX);
+        goto fail;
+    }
+    in = calloc(n, sizeof *in);
+    out = calloc(n, sizeof *out);
+    if (in == NULL || out == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(arr, i);
+        char path[32], f[48];
+        snprintf(path, sizeof path, "clients[%zu]", i);
+        if (!json_is_object(it)) {
+            problem_set(&pb, PB_WRONG_TYPE, path, "'%s' must be an object", path);
+            goto fail;
+        }
+        const char *id;
+        field_name(f, sizeof f, path, "id");
+        if (codec_string(it, path, "id", 1, &id, &pb) < 0 ||
+            codec_id(id, json_string_length(json_object_get(it, "id")), f, &pb) < 0)
+            goto fail;
+        snprintf(in[i].id, sizeof in[i].id, "%s", id);
+        if (decode_client(it, path, allowed, &in[i], &pb) < 0) {
+            if (strcmp(pb.field, "labels") == 0) /* decode_labels names the field alone */
+                snprintf(pb.field, sizeof pb.field, "%s.labels", path);
+            goto fail;
+        }
+    }
+    dpb_error err = {0};
+    if (ledger_put_clients_each(the_ledger(req), in, n, out, &err) != DPB_OK) {
+        reply_ledger_error(resp, &pb, &err);
+        goto out;
+    }
+    static const char *const names[] = {"created", "updated", "unchanged", "conflict"};
+    size_t count[4] = {0, 0, 0, 0};
+    json_t *res = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const ledger_put_outcome *o = &out[i];
+        int conflict = o->result == LEDGER_PUT_CONFLICT;
+        count[o->result]++;
+        json_array_append_new(res,
+                              json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "id", in[i].id, "result",
+                                        names[o->result], "code",
+                                        conflict ? json_string("conflict") : json_null(), "field",
+                                        conflict ? json_string(o->field) : json_null(), "detail",
+                                        conflict ? json_string(o->detail) : json_null(), "version",
+                                        (json_int_t)o->version));
+    }
+    http_reply_json(resp, 200,
+                    json_pack("{s:o, s:I, s:I, s:I, s:I}", "results", res, "created",
+                              (json_int_t)count[0], "updated", (json_int_t)count[1], "unchanged",
+                              (json_int_t)count[2], "conflicts", (json_int_t)count[3]));
+    goto out;
+fail:
+    http_reply_problem(resp, &pb);
+out:
+    free(in);
+    free(out);
     json_decref(j);
 }
 
@@ -493,6 +609,48 @@ static json_t *canonical_numbers(json_t *v)
     }
 }
 
+/* A list of 1 to LEDGER_MAX_PARTICIPANTS client ids (field name) into *ids (malloc'ed,
+ * borrowing the strings of arr): 0, or -1 with the problem recorded. */
+static int decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, problem *pb)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!json_is_array(arr) || json_array_size(arr) == 0 ||
+        json_array_size(arr) > LEDGER_MAX_PARTICIPANTS) {
+        problem_set(pb,
+                    !json_is_array(arr)         ? PB_WRONG_TYPE
+                    : json_array_size(arr) == 0 ? PB_INVALID_PARAMETER
+                                                : PB_TOO_MANY_VALUES,
+                    name, "'%s' must be a list of 1 to %d client ids", name,
+                    LEDGER_MAX_PARTICIPANTS);
+        return -1;
+    }
+    size_t m = json_array_size(arr);
+    const char **v = calloc(m, sizeof *v);
+    if (v == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        json_t *x = json_array_get(arr, i);
+        char f[48];
+        snprintf(f, sizeof f, "%s[%zu]", name, i);
+        if (!json_is_string(x)) {
+            problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a client id string", f);
+            free(v);
+            return -1;
+        }
+        if (codec_id(json_string_value(x), json_string_length(x), f, pb) < 0) {
+            free(v);
+            return -1;
+        }
+        v[i] = json_string_value(x);
+    }
+    *ids = v;
+    *n = m;
+    return 0;
+}
+
 void res_round_post(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))
@@ -528,34 +686,8 @@ void res_round_post(const http_request *req, http_response *resp)
                     "'participants' is required: a list of client ids");
         goto fail;
     }
-    if (!json_is_array(pa) || json_array_size(pa) == 0 ||
-        json_array_size(pa) > LEDGER_MAX_PARTICIPANTS) {
-        problem_set(&pb,
-                    !json_is_array(pa)         ? PB_WRONG_TYPE
-                    : json_array_size(pa) == 0 ? PB_INVALID_PARAMETER
-                                               : PB_TOO_MANY_VALUES,
-                    "participants", "'participants' must be a list of 1 to %d client ids",
-                    LEDGER_MAX_PARTICIPANTS);
+    if (decode_ids(pa, "participants", &ids, &rq.n, &pb) < 0)
         goto fail;
-    }
-    rq.n = json_array_size(pa);
-    ids = calloc(rq.n, sizeof *ids);
-    if (ids == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < rq.n; i++) {
-        json_t *v = json_array_get(pa, i);
-        char f[48];
-        snprintf(f, sizeof f, "participants[%zu]", i);
-        if (!json_is_string(v)) {
-            problem_set(&pb, PB_WRONG_TYPE, f, "'%s' must be a client id string", f);
-            goto fail;
-        }
-        if (codec_id(json_string_value(v), json_string_length(v), f, &pb) < 0)
-            goto fail;
-        ids[i] = json_string_value(v);
-    }
     rq.participants = ids;
     ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb);
     if (ev == NULL)
@@ -601,6 +733,193 @@ void res_round_post(const http_request *req, http_response *resp)
 fail:
     http_reply_problem(resp, &pb);
 out:
+    free(ids);
+    dp_event_free(ev);
+    json_decref(j);
+}
+
+#define ELIG_DEFAULT_ROUNDS 1000
+
+typedef struct {
+    char *b;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *s, const char *p, size_t n)
+{
+    if (s->oom)
+        return;
+    if (s->n + n + 1 > s->cap) {
+        size_t nc = s->cap ? s->cap : 4096;
+        while (nc < s->n + n + 1)
+            nc *= 2;
+        char *nb = realloc(s->b, nc);
+        if (nb == NULL) {
+            s->oom = 1;
+            return;
+        }
+        s->b = nb;
+        s->cap = nc;
+    }
+    memcpy(s->b + s->n, p, n);
+    s->n += n;
+    s->b[s->n] = '\0';
+}
+
+static void sb_str(sbuf *s, const char *p)
+{
+    sb_put(s, p, strlen(p));
+}
+
+/* A Real as JSON: the shortest round-trip number, or "infinite". */
+static void sb_real(sbuf *s, double x)
+{
+    char t[40];
+    if (isinf(x))
+        sb_str(s, "\"infinite\"");
+    else
+        sb_put(s, t, jsonout_real(x, t));
+}
+
+/* A client id as a JSON string: ids obeying the id rule need no escaping; an id an older
+ * log kept (before the rule) goes through the JSON writer. */
+static void sb_id(sbuf *s, const char *id)
+{
+    if (ledger_id_valid(id, strlen(id))) {
+        sb_put(s, "\"", 1);
+        sb_str(s, id);
+        sb_put(s, "\"", 1);
+        return;
+    }
+    json_t *j = json_string(id);
+    size_t n = 0;
+    char *t = j ? jsonout_dump(j, &n) : NULL;
+    json_decref(j);
+    sb_str(s, t ? t : "\"?\"");
+    free(t);
+}
+
+/* The eligibility answer, written directly (10,000 candidates: a jansson tree of them cost
+ * more than the admission tests). NULL when out of memory. */
+static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t max_rounds,
+                              size_t *len)
+{
+    sbuf s = {0};
+    char t[160];
+    size_t yes = 0;
+    for (size_t i = 0; i < n; i++)
+        yes += (size_t)items[i].eligible;
+    snprintf(t, sizeof t, "{\"eligible\":%zu,\"ineligible\":%zu,\"max_rounds\":%llu,\"clients\":[",
+             yes, n - yes, (unsigned long long)max_rounds);
+    sb_str(&s, t);
+    for (size_t i = 0; i < n && !s.oom; i++) {
+        const ledger_elig_item *it = &items[i];
+        sb_str(&s, i ? ",{\"id\":" : "{\"id\":");
+        sb_id(&s, it->id);
+        snprintf(t, sizeof t,
+                 ",\"eligible\":%s,\"affordable_rounds\":%llu,\"affordable_rounds_capped\":%s,"
+                 "\"accounting\":",
+                 it->eligible ? "true" : "false", (unsigned long long)it->rounds,
+                 it->capped ? "true" : "false");
+        sb_str(&s, t);
+        if (it->mode >= 0) {
+            sb_put(&s, "\"", 1);
+            sb_str(&s, ledger_mode_name((ledger_mode)it->mode));
+            sb_put(&s, "\"", 1);
+        } else {
+            sb_str(&s, "null");
+        }
+        if (isnan(it->spent)) {
+            sb_str(&s, ",\"spent\":null,\"remaining\":null");
+        } else {
+            sb_str(&s, ",\"spent\":{\"epsilon\":");
+            sb_real(&s, it->spent);
+            sb_str(&s, ",\"delta\":");
+            sb_real(&s, it->delta);
+            sb_str(&s, "},\"remaining\":{\"epsilon\":");
+            sb_real(&s, it->remaining);
+            sb_str(&s, "}");
+        }
+        if (it->eligible) {
+            sb_str(&s, ",\"reason\":null}");
+        } else {
+            sb_str(&s, ",\"reason\":\"");
+            sb_str(&s, ledger_reason_name(it->reason));
+            sb_str(&s, "\"}");
+        }
+    }
+    sb_str(&s, "]}");
+    if (s.oom) {
+        free(s.b);
+        return NULL;
+    }
+    *len = s.n;
+    return s.b;
+}
+
+/* POST /v1/eligibility: who a round of the event would admit now and how many more such
+ * rounds each can afford; nothing is charged or stored. */
+void res_eligibility(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {"event", "clients", "label", "max_rounds", NULL};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    dp_event *ev = NULL;
+    const char **ids = NULL;
+    ledger_elig_item *items = NULL;
+    size_t n = 0;
+    ledger_elig_req q;
+    memset(&q, 0, sizeof q);
+    q.max_rounds = ELIG_DEFAULT_ROUNDS;
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+        codec_uint(j, "", "max_rounds", 0, 1, LEDGER_ELIG_MAX_ROUNDS, &q.max_rounds, &pb) < 0 ||
+        codec_string(j, "", "label", 0, &q.label, &pb) < 0)
+        goto fail;
+    json_t *cl = json_object_get(j, "clients");
+    if ((cl == NULL) == (q.label == NULL)) {
+        problem_set(&pb, cl ? PB_INVALID_PARAMETER : PB_MISSING_FIELD, "clients",
+                    "give exactly one of 'clients' (a list of 1 to %d client ids) and 'label' "
+                    "(\"key=value\": every client with that label)",
+                    LEDGER_MAX_PARTICIPANTS);
+        goto fail;
+    }
+    if (q.label && !label_filter_ok(q.label)) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "label",
+                    "label is key=value, the key 1-32 of [A-Za-z0-9_.-], the value at most 64 "
+                    "bytes of printable UTF-8 (the rule of the labels themselves)");
+        goto fail;
+    }
+    if (cl && decode_ids(cl, "clients", &ids, &q.n, &pb) < 0)
+        goto fail;
+    q.ids = ids;
+    ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb);
+    if (ev == NULL)
+        goto fail;
+    q.event = ev;
+    dpb_error err = {0};
+    size_t blen = 0;
+    if (ledger_eligibility(the_ledger(req), &q, &items, &n, &err) != DPB_OK) {
+        reply_ledger_error(resp, &pb, &err);
+        goto out;
+    }
+    char *body = eligibility_json(items, n, q.max_rounds, &blen);
+    if (body == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    free(resp->body);
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = body;
+    resp->body_len = blen;
+    goto out;
+fail:
+    http_reply_problem(resp, &pb);
+out:
+    free(items);
     free(ids);
     dp_event_free(ev);
     json_decref(j);

@@ -31,8 +31,10 @@ void res_ui_asset(const http_request *req, http_response *resp);
 void res_client_put(const http_request *req, http_response *resp);
 void res_client_get(const http_request *req, http_response *resp);
 void res_clients_list(const http_request *req, http_response *resp);
+void res_clients_batch(const http_request *req, http_response *resp);
 void res_round_post(const http_request *req, http_response *resp);
 void res_round_get(const http_request *req, http_response *resp);
+void res_eligibility(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 

@@ -1101,6 +1101,44 @@ static int filter_budget_changes(const lclient *c, const ledger_client *in)
            (c->eps != in->epsilon || c->delta != in->delta);
 }
 
+static const char MODE_FIXED[] = "the accounting mode and neighbouring relation of a client "
+                                 "that was charged cannot change";
+
+/* 1 when ledger_put_client must refuse in for the stored client c (DPB_ECONFLICT): *field
+ * and *why say why. */
+static int client_conflict(const lclient *c, const ledger_client *in, const char **field,
+                           const char **why)
+{
+    if (c->rounds > 0 && (c->mode != in->mode || c->rel != in->relation)) {
+        *field = "accounting";
+        *why = MODE_FIXED;
+        return 1;
+    }
+    if (filter_budget_changes(c, in)) {
+        *field = "budget";
+        *why = FILTER_BUDGET_FIXED;
+        return 1;
+    }
+    return 0;
+}
+
+/* Log the client record of in and apply it (an undo entry reserved); *pos receives its
+ * position. On failure everything not durable is withdrawn. Caller holds the write lock. */
+static dpb_status log_client(ledger *l, const ledger_client *in, long *pos, dpb_error *err)
+{
+    bw w = {0};
+    client_record(&w, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels);
+    dpb_status st = log_record(l, REC_CLIENT, &w, err);
+    free(w.b);
+    if (st != DPB_OK) {
+        withdraw_locked(l);
+        return st;
+    }
+    st = apply_logged_client(l, l->last_seq, in->id, in->epsilon, in->delta, in->mode, in->relation,
+                             in->labels, pos);
+    return st == DPB_OK ? DPB_OK : abandon(l, st, err);
+}
+
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err)
 {
@@ -1120,36 +1158,19 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
         goto out;
     }
     long pos = find_client(l, in->id);
-    if (pos >= 0 && l->cl[pos].rounds > 0 &&
-        (l->cl[pos].mode != in->mode || l->cl[pos].rel != in->relation)) {
-        st = dpb_fail(err, DPB_ECONFLICT, "accounting",
-                      "the accounting mode and neighbouring relation of a client that was "
-                      "charged cannot change");
-        goto out;
-    }
-    if (pos >= 0 && filter_budget_changes(&l->cl[pos], in)) {
-        st = dpb_fail(err, DPB_ECONFLICT, "budget", "%s", FILTER_BUDGET_FIXED);
+    const char *field, *why;
+    if (pos >= 0 && client_conflict(&l->cl[pos], in, &field, &why)) {
+        st = dpb_fail(err, DPB_ECONFLICT, field, "%s", why);
         goto out;
     }
     if (reserve_undo(l, 1) != 0) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    bw w = {0};
-    client_record(&w, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels);
-    st = log_record(l, REC_CLIENT, &w, err);
-    free(w.b);
-    if (st != DPB_OK) {
-        withdraw_locked(l);
-        goto out;
-    }
-    seq = l->last_seq;
     *created = pos < 0;
-    st = apply_logged_client(l, seq, in->id, in->epsilon, in->delta, in->mode, in->relation,
-                             in->labels, &pos);
-    if (st != DPB_OK)
-        st = abandon(l, st, err);
-    else
+    st = log_client(l, in, &pos, err);
+    seq = l->last_seq;
+    if (st == DPB_OK)
         view_of(&l->cl[pos], out);
 out:
     pthread_rwlock_unlock(&l->lock);
@@ -1176,35 +1197,78 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
      * never charges, so an earlier entry cannot make a later one conflict) */
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
         long pos = find_client(l, in[i].id);
-        if (pos >= 0 && l->cl[pos].rounds > 0 &&
-            (l->cl[pos].mode != in[i].mode || l->cl[pos].rel != in[i].relation))
-            st = dpb_fail(err, DPB_ECONFLICT, "accounting",
-                          "entry %zu: the accounting mode and relation of a charged client "
-                          "cannot change",
-                          i);
-        else if (pos >= 0 && filter_budget_changes(&l->cl[pos], &in[i]))
-            st = dpb_fail(err, DPB_ECONFLICT, "clients", "entry %zu: %s", i, FILTER_BUDGET_FIXED);
+        const char *field, *why;
+        if (pos >= 0 && client_conflict(&l->cl[pos], &in[i], &field, &why))
+            st = dpb_fail(err, DPB_ECONFLICT, field, "entry %zu: %s", i, why);
     }
     if (st == DPB_OK && reserve_undo(l, n) != 0)
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
-        bw w = {0};
-        client_record(&w, in[i].id, in[i].epsilon, in[i].delta, in[i].mode, in[i].relation,
-                      in[i].labels);
-        st = log_record(l, REC_CLIENT, &w, err);
-        free(w.b);
-        if (st != DPB_OK) {
-            withdraw_locked(l);
-            break;
-        }
-        st = apply_logged_client(l, l->last_seq, in[i].id, in[i].epsilon, in[i].delta, in[i].mode,
-                                 in[i].relation, in[i].labels, NULL);
-        if (st != DPB_OK)
-            st = abandon(l, st, err);
+        long pos;
+        st = log_client(l, &in[i], &pos, err);
     }
     uint64_t seq = l->last_seq;
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
+        st = commit(l, seq, err);
+        maybe_snapshot(l);
+    }
+    return st;
+}
+
+/* 1 if entry in is valid on its own (the checks of ledger_put_client before the lock). */
+static int client_entry_ok(const ledger_client *in)
+{
+    return valid_id(in->id) && isfinite(in->epsilon) && in->epsilon >= 0.0 && in->delta > 0.0 &&
+           in->delta < 1.0 && (unsigned)in->mode < LEDGER_NMODES && (unsigned)in->relation <= 1;
+}
+
+/* 1 if client c already is as in asks (budget, mode, relation, labels). */
+static int client_same(const lclient *c, const ledger_client *in)
+{
+    return c->eps == in->epsilon && c->delta == in->delta && c->mode == in->mode &&
+           c->rel == in->relation && strcmp(c->labels ? c->labels : "", in->labels) == 0;
+}
+
+dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
+                                   ledger_put_outcome *out, dpb_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!client_entry_ok(&in[i]))
+            return dpb_fail(err, DPB_EINVAL, "clients",
+                            "clients[%zu]: invalid id, budget, accounting or relation", i);
+    memset(out, 0, n * sizeof *out);
+    pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
+    dpb_status st = DPB_OK;
+    if (ledger_ro(l))
+        st = readonly_error(err);
+    if (st == DPB_OK && reserve_undo(l, n) != 0)
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    uint64_t seq = 0;
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        ledger_put_outcome *o = &out[i];
+        long pos = find_client(l, in[i].id);
+        const char *field, *why;
+        if (pos >= 0 && client_conflict(&l->cl[pos], &in[i], &field, &why)) {
+            o->result = LEDGER_PUT_CONFLICT;
+            snprintf(o->field, sizeof o->field, "%s", field);
+            snprintf(o->detail, sizeof o->detail, "%s", why);
+        } else if (pos >= 0 && client_same(&l->cl[pos], &in[i])) {
+            o->result = LEDGER_PUT_UNCHANGED;
+            /* shown only once durable: wait for the change that made it so */
+            if (l->cl[pos].seq > seq)
+                seq = l->cl[pos].seq;
+        } else {
+            o->result = pos < 0 ? LEDGER_PUT_CREATED : LEDGER_PUT_UPDATED;
+            if ((st = log_client(l, &in[i], &pos, err)) != DPB_OK)
+                break;
+            seq = l->last_seq;
+        }
+        o->version = pos >= 0 ? l->cl[pos].version : 0;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    if (st == DPB_OK && seq > 0) {
         st = commit(l, seq, err);
         maybe_snapshot(l);
     }
@@ -1477,6 +1541,32 @@ static void round_record(bw *w, const char *id, const unsigned char hash[16], in
     }
 }
 
+/* Log the interned events not in the log yet, in index order (replay checks it), each with
+ * its undo entry (reserved by the caller). On failure the caller withdraws. Caller holds the
+ * write lock. */
+static dpb_status log_new_events(ledger *l, dpb_error *err)
+{
+    while (l->nevs_logged < l->nevs) {
+        uint32_t idx = (uint32_t)l->nevs_logged;
+        bw w = {0};
+        bw_u32(&w, idx);
+        bw_u8(&w, (unsigned)l->evs[idx].rel);
+        bw_put(&w, l->evs[idx].bytes, l->evs[idx].nbytes);
+        dpb_status st = log_record(l, REC_EVENT, &w, err);
+        free(w.b);
+        if (st != DPB_OK)
+            return st;
+        lundo u = {0};
+        u.seq = l->last_seq;
+        u.lversion = l->version;
+        u.kind = U_EVENT;
+        u.pos = idx;
+        push_undo(l, &u);
+        l->nevs_logged++;
+    }
+    return DPB_OK;
+}
+
 /* Why client id's accounting mode cannot account the event v. */
 static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode, const lev *v)
 {
@@ -1496,6 +1586,30 @@ static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode m
         snprintf(why, cap,
                  "client '%.128s' uses %s accounting, which cannot account this event%s%.200s", id,
                  ledger_mode_name(mode), v->why[0] ? ": " : "", v->why);
+}
+
+/* The admission test of `extra` more rounds of event xev for client c (a stored client, or a
+ * new one with the default budget), counting its held reservations; *after receives the
+ * spend they would leave. LEDGER_OK when admitted. */
+static ledger_reason admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
+                               double *after, int8_t *acct)
+{
+    const lev *v = &l->evs[xev];
+    spend_result sr;
+    spend_held(l, c, xev, extra, &sr);
+    *after = sr.spent;
+    if (acct)
+        *acct = (int8_t)sr.accountant;
+    if (v->kind == EV_UNCERTIFIABLE || sr.uncertified)
+        return LEDGER_UNCERTIFIABLE;
+    if (sr.unsupported && ledger_mode_is_filter((ledger_mode)c->mode))
+        return LEDGER_FILTER_UNSUPPORTED;
+    if (sr.unsupported || v->kind == EV_NOT_COVERED ||
+        (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
+        return LEDGER_UNSUPPORTED;
+    if (known && c->spent >= c->eps && !(*after <= c->eps))
+        return LEDGER_EXHAUSTED_ALREADY;
+    return *after <= c->eps ? LEDGER_OK : LEDGER_OVER_BUDGET;
 }
 
 /* The accounting mode and, for an admitted charge, the guarantee of an outcome. */
@@ -1732,26 +1846,8 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
             tmp.delta = l->opt.default_delta;
             c = &tmp;
         }
-        spend_result sr;
         o->before = pos >= 0 ? c->spent : 0.0;
-        spend_held(l, c, evi[rel], 1, &sr);
-        double after = sr.spent;
-        int uncert = sr.uncertified, unsup = sr.unsupported;
-        o->after = after;
-        o->acct = (int8_t)sr.accountant;
-        if (v->kind == EV_UNCERTIFIABLE || uncert)
-            o->reason = LEDGER_UNCERTIFIABLE;
-        else if (unsup && ledger_mode_is_filter((ledger_mode)c->mode))
-            o->reason = LEDGER_FILTER_UNSUPPORTED;
-        else if (unsup || v->kind == EV_NOT_COVERED ||
-                 (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
-            o->reason = LEDGER_UNSUPPORTED;
-        else if (pos >= 0 && c->spent >= c->eps && !(after <= c->eps))
-            o->reason = LEDGER_EXHAUSTED_ALREADY;
-        else if (!(after <= c->eps))
-            o->reason = LEDGER_OVER_BUDGET;
-        else
-            o->reason = LEDGER_OK;
+        o->reason = (uint8_t)admission(l, c, pos >= 0, evi[rel], 1, &o->after, &o->acct);
         /* After the fact, every known participant is recorded, even past its budget (an
          * uncertifiable round makes the spend infinite); unsupported events still are not. */
         if (req->already_ran && o->reason != LEDGER_OK && o->reason != LEDGER_UNSUPPORTED &&
@@ -1825,24 +1921,8 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
     /* Log: new events (in index order: replay checks it), new clients, the round; each
      * applied as it is logged. */
     (void)fresh;
-    while (l->nevs_logged < l->nevs) {
-        uint32_t idx = (uint32_t)l->nevs_logged;
-        bw w = {0};
-        bw_u32(&w, idx);
-        bw_u8(&w, (unsigned)l->evs[idx].rel);
-        bw_put(&w, l->evs[idx].bytes, l->evs[idx].nbytes);
-        st = log_record(l, REC_EVENT, &w, err);
-        free(w.b);
-        if (st != DPB_OK)
-            goto fail_io;
-        lundo u = {0};
-        u.seq = l->last_seq;
-        u.lversion = l->version;
-        u.kind = U_EVENT;
-        u.pos = idx;
-        push_undo(l, &u);
-        l->nevs_logged++;
-    }
+    if ((st = log_new_events(l, err)) != DPB_OK)
+        goto fail_io;
     for (size_t i = 0; i < req->n; i++)
         if (out[i].admitted && find_client(l, out[i].id) < 0) {
             bw w = {0};
@@ -1914,6 +1994,272 @@ fail:
     free(out);
     ledger_round_res_free(res);
     return st;
+}
+
+/* ---- eligibility ----------------------------------------------------------------------------- */
+
+/* Two clients whose admissions of any event agree: the same budget, mode, relation,
+ * uncertified flag and the same multisets of charged and reserved events. */
+static int same_history(const lclient *a, const lclient *b)
+{
+    if (a->eps != b->eps || a->delta != b->delta || a->mode != b->mode || a->rel != b->rel ||
+        a->uncertified != b->uncertified || a->nev != b->nev || a->nrv != b->nrv ||
+        (a->spent >= a->eps) != (b->spent >= b->eps))
+        return 0;
+    for (uint32_t i = 0; i < a->nev; i++) {
+        uint32_t k = 0;
+        while (k < b->nev && b->ev[k].ev != a->ev[i].ev)
+            k++;
+        if (k == b->nev || b->ev[k].count != a->ev[i].count)
+            return 0;
+    }
+    for (uint32_t i = 0; i < a->nrv; i++) {
+        uint32_t k = 0;
+        while (k < b->nrv && b->rv[k].ev != a->rv[i].ev)
+            k++;
+        if (k == b->nrv || b->rv[k].count != a->rv[i].count)
+            return 0;
+    }
+    return 1;
+}
+
+static uint64_t history_hash(const lclient *c)
+{
+    uint64_t h = fnv64(&c->eps, sizeof c->eps, 14695981039346656037ULL);
+    h = fnv64(&c->delta, sizeof c->delta, h);
+    unsigned char b[3] = {c->mode, c->rel, c->uncertified};
+    h = fnv64(b, 3, h);
+    uint64_t x = 0; /* order-free: sum of the entries' own hashes */
+    for (uint32_t i = 0; i < c->nev; i++)
+        x +=
+            fnv64(&c->ev[i], sizeof c->ev[i].ev, fnv64(&c->ev[i].count, 8, 1469598103934665603ULL));
+    for (uint32_t i = 0; i < c->nrv; i++)
+        x += 31 * fnv64(&c->rv[i].ev, sizeof c->rv[i].ev,
+                        fnv64(&c->rv[i].count, 8, 1469598103934665603ULL));
+    return fnv64(&x, 8, h);
+}
+
+/* One client's eligibility for `ev` (its relation's interned index): the admission of one
+ * round, then the number of further rounds it can afford, by doubling then bisection on the
+ * same admission test, capped at max_rounds (the spend grows with the count). */
+static void eligibility_of(ledger *l, const lclient *c, int known, uint32_t ev, uint64_t max_rounds,
+                           ledger_elig_item *it)
+{
+    double after;
+    it->reason = admission(l, c, known, ev, 1, &after, NULL);
+    it->eligible = it->reason == LEDGER_OK;
+    it->rounds = 0;
+    it->capped = 0;
+    if (!it->eligible)
+        return;
+    uint64_t lo = 1, hi = 2; /* lo affordable; hi not known */
+    while (hi <= max_rounds && admission(l, c, known, ev, hi, &after, NULL) == LEDGER_OK) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > max_rounds) {
+        if (lo < max_rounds && admission(l, c, known, ev, max_rounds, &after, NULL) == LEDGER_OK) {
+            it->rounds = max_rounds;
+            it->capped = 1;
+            return;
+        }
+        if (lo == max_rounds) {
+            it->rounds = lo;
+            it->capped = 1;
+            return;
+        }
+        hi = max_rounds; /* not affordable */
+    }
+    while (hi - lo > 1) { /* lo affordable, hi not */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (admission(l, c, known, ev, mid, &after, NULL) == LEDGER_OK)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    it->rounds = lo;
+}
+
+/* The event's index for relation rel if interned, else UINT32_MAX. */
+static uint32_t find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel)
+{
+    evkey k = {bytes, n, (dp_relation)rel};
+    uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
+    size_t s = index_find(l, &l->ev_index, h, ev_eq, &k);
+    return l->ev_index.slot[s];
+}
+
+typedef struct {
+    uint64_t h;
+    long pos; /* the first client with this history */
+    size_t item;
+} ememo;
+
+/* The answer for every candidate, under a lock already held (read, or write with the event
+ * interned but not logged). */
+static dpb_status eligibility_locked(ledger *l, const ledger_elig_req *q, const uint32_t evi[2],
+                                     ledger_elig_item *items, size_t n, const long *pos)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    ememo *memo = malloc(cap * sizeof *memo);
+    if (memo == NULL)
+        return DPB_ENOMEM;
+    for (size_t i = 0; i < cap; i++)
+        memo[i].pos = -2;
+    for (size_t i = 0; i < n; i++) {
+        ledger_elig_item *it = &items[i];
+        long p = pos[i];
+        lclient tmp = {0};
+        const lclient *c = p >= 0 ? &l->cl[p] : &tmp;
+        it->mode = p >= 0 ? c->mode : l->opt.default_budget ? LEDGER_RDP : -1;
+        if (p < 0 && !l->opt.default_budget) {
+            it->reason = LEDGER_UNKNOWN_CLIENT;
+            it->spent = it->remaining = it->delta = NAN;
+            continue;
+        }
+        if (p < 0) { /* created with the default budget by its first round */
+            tmp.last_ev = LEV_NONE;
+            tmp.eps = l->opt.default_epsilon;
+            tmp.delta = l->opt.default_delta;
+        }
+        it->delta = c->delta;
+        it->spent = c->spent;
+        it->remaining = c->spent < c->eps ? c->eps - c->spent : 0.0;
+        if (c->nrv > 0) { /* held reservations count as spent */
+            spend_result held;
+            spend_held(l, c, 0, 0, &held);
+            it->spent = held.spent;
+            it->remaining = it->spent < c->eps ? c->eps - it->spent : 0.0;
+        }
+        uint32_t ev = evi[c->rel];
+        if (p < 0) {
+            eligibility_of(l, c, 0, ev, q->max_rounds, it);
+            continue;
+        }
+        uint64_t h = history_hash(c) ^ ev;
+        size_t s = (size_t)h & (cap - 1);
+        while (memo[s].pos != -2 && !(memo[s].h == h && same_history(&l->cl[memo[s].pos], c) &&
+                                      evi[l->cl[memo[s].pos].rel] == ev))
+            s = (s + 1) & (cap - 1);
+        if (memo[s].pos != -2) {
+            const ledger_elig_item *m = &items[memo[s].item];
+            it->eligible = m->eligible;
+            it->reason = m->reason;
+            it->rounds = m->rounds;
+            it->capped = m->capped;
+            continue;
+        }
+        eligibility_of(l, c, 1, ev, q->max_rounds, it);
+        memo[s] = (ememo){h, p, i};
+    }
+    free(memo);
+    return DPB_OK;
+}
+
+dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
+                              size_t *nout, dpb_error *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (q->max_rounds < 1 || q->max_rounds > LEDGER_ELIG_MAX_ROUNDS)
+        return dpb_fail(err, DPB_EINVAL, "max_rounds", "max_rounds is 1 to %d",
+                        LEDGER_ELIG_MAX_ROUNDS);
+    if (q->ids ? q->n == 0 || q->n > LEDGER_MAX_PARTICIPANTS : q->label == NULL)
+        return dpb_fail(err, DPB_EINVAL, "clients", "between 1 and %d client ids, or a label",
+                        LEDGER_MAX_PARTICIPANTS);
+    unsigned char *eb = NULL;
+    size_t elen = 0, ecap = 0;
+    dpb_status st = dp_event_encode(q->event, &eb, &elen, &ecap);
+    if (st != DPB_OK) {
+        free(eb);
+        return dpb_fail(err, st, "event", "the event cannot be accounted");
+    }
+    ledger_elig_item *items = NULL;
+    long *pos = NULL;
+    size_t n = 0;
+    int write_locked = 0;
+    for (;;) {
+        if (write_locked) {
+            pthread_rwlock_wrlock(&l->lock);
+            begin_write(l);
+            if (settle(l, l->last_seq) != 0) /* answer from durable state only */
+                withdraw_locked(l);
+        } else {
+            rdlock_durable(l);
+        }
+        /* the candidates */
+        n = q->ids ? q->n : 0;
+        if (!q->ids)
+            for (size_t i = 0; i < l->ncl; i++)
+                n += has_label(&l->cl[i], q->label);
+        if (n > LEDGER_MAX_PARTICIPANTS) {
+            pthread_rwlock_unlock(&l->lock);
+            free(eb);
+            return dpb_fail(err, DPB_ELIMIT, "label",
+                            "the label selects %zu clients; at most %d are answered at once "
+                            "(list their ids in several requests)",
+                            n, LEDGER_MAX_PARTICIPANTS);
+        }
+        free(items);
+        free(pos);
+        items = calloc(n ? n : 1, sizeof *items);
+        pos = malloc((n ? n : 1) * sizeof *pos);
+        if (items == NULL || pos == NULL) {
+            st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        size_t k = 0;
+        int need[2] = {0, 0};
+        for (size_t i = 0; q->ids ? i < n : i < l->ncl; i++) {
+            if (!q->ids && !has_label(&l->cl[i], q->label))
+                continue;
+            pos[k] = q->ids ? find_client(l, q->ids[i]) : (long)i;
+            snprintf(items[k].id, sizeof items[k].id, "%s", q->ids ? q->ids[i] : l->cl[i].id);
+            need[pos[k] >= 0 ? l->cl[pos[k]].rel : DP_REL_ADD_OR_REMOVE] = 1;
+            k++;
+        }
+        /* the event, interned for each relation the candidates use */
+        uint32_t evi[2] = {LEV_NONE, LEV_NONE};
+        int missing = 0;
+        for (int r = 0; r < 2; r++)
+            if (need[r] && (evi[r] = find_event(l, eb, elen, r)) == LEV_NONE)
+                missing = 1;
+        if (missing && write_locked) {
+            /* intern (scratch, not logged), then answer under the write lock */
+            for (int r = 0; r < 2 && st == DPB_OK; r++) {
+                int fresh;
+                if (need[r] && evi[r] == LEV_NONE)
+                    st = intern(l, eb, elen, (dp_relation)r, &evi[r], &fresh);
+            }
+            if (st != DPB_OK)
+                dpb_fail(err, st, "event", "the event could not be prepared");
+            missing = 0;
+        }
+        if (!missing) {
+            if (st == DPB_OK && eligibility_locked(l, q, evi, items, n, pos) != DPB_OK)
+                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+            if (write_locked)
+                drop_unlogged_events(l);
+            pthread_rwlock_unlock(&l->lock);
+            break;
+        }
+        /* an event no round or name has brought in: answered under the write lock with the
+         * event taken up as scratch (as a dry run does), so that a query never makes the
+         * ledger keep, or log, what it was asked about */
+        pthread_rwlock_unlock(&l->lock);
+        write_locked = 1;
+    }
+    free(eb);
+    free(pos);
+    if (st != DPB_OK) {
+        free(items);
+        return st;
+    }
+    *out = items;
+    *nout = n;
+    return DPB_OK;
 }
 
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res)

@@ -169,6 +169,27 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
  * first invalid entry, none (DPB_EINVAL naming its index). */
 dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err);
 
+typedef enum {
+    LEDGER_PUT_CREATED = 0,
+    LEDGER_PUT_UPDATED = 1,
+    LEDGER_PUT_UNCHANGED = 2, /* already as asked: nothing logged, version kept */
+    LEDGER_PUT_CONFLICT = 3   /* refused as ledger_put_client would (DPB_ECONFLICT) */
+} ledger_put_result;
+
+typedef struct {
+    ledger_put_result result;
+    uint64_t version; /* the client's version after the item (0 for a new conflict) */
+    char field[32];   /* of a conflict */
+    char detail[240]; /* of a conflict */
+} ledger_put_outcome;
+
+/* Create or update many clients, each as ledger_put_client would, with one group-committed
+ * sync: every entry is checked first (DPB_EINVAL naming the first invalid index: nothing is
+ * applied); then an entry that ledger_put_client would refuse with DPB_ECONFLICT gets its own
+ * outcome and the others apply, in order. out holds n outcomes. Durable on return. */
+dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
+                                   ledger_put_outcome *out, dpb_error *err);
+
 /* DPB_ENOTFOUND if absent. */
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out);
 
@@ -250,6 +271,36 @@ typedef struct {
  * made durable (the ledger is now read-only). */
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err);
+
+/* Eligibility: which candidates a round of an event would admit now, and how many further
+ * such rounds each can afford, by the same admission test as a round (held reservations
+ * count as spent), without charging or storing anything. */
+#define LEDGER_ELIG_MAX_ROUNDS 1000000
+
+typedef struct {
+    const dp_event *event;  /* borrowed */
+    const char *const *ids; /* the candidates, or NULL: every client with label */
+    size_t n;               /* 1..LEDGER_MAX_PARTICIPANTS */
+    const char *label;      /* "k=v" when ids is NULL */
+    uint64_t max_rounds;    /* the cap of affordable_rounds, 1..LEDGER_ELIG_MAX_ROUNDS */
+} ledger_elig_req;
+
+typedef struct {
+    char id[LEDGER_ID_MAX + 1];
+    int eligible;                   /* one round would be admitted */
+    ledger_reason reason;           /* LEDGER_OK when eligible, else the round's refusal reason */
+    uint64_t rounds;                /* further rounds affordable now (0 when not eligible) */
+    int capped;                     /* rounds == max_rounds and perhaps more */
+    double spent, remaining, delta; /* held spend (charges + reservations); NAN when unknown */
+    int mode;                       /* ledger_mode, -1 when unknown */
+} ledger_elig_item;
+
+/* *out (malloc'ed, *n entries, in the order of ids, or of registration for a label): the
+ * answer for each candidate. An event no round or name brought in is answered under the
+ * write lock (taken up as scratch, nothing kept), every other under the read lock.
+ * DPB_ELIMIT when a label selects more than LEDGER_MAX_PARTICIPANTS clients. */
+dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
+                              size_t *n, dpb_error *err);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);

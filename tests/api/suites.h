@@ -44,6 +44,8 @@ typedef struct {
 } hx;
 int api_hreq(const char *method, const char *path, const char *body, const char *inm,
              api_reply *out, hx *h);
+/* 1 if the string at path is want; else 0, saying what it is on stderr. */
+int api_str_is(const json_t *root, const char *path, const char *want);
 /* A malloc'ed printf (aborts when out of memory), and its va_list form. */
 char *api_vfmt(const char *f, va_list ap);
 char *api_fmt(const char *f, ...)

@@ -345,6 +345,11 @@ static int str_is(const json_t *root, const char *path, const char *want)
     return 0;
 }
 
+int api_str_is(const json_t *root, const char *path, const char *want)
+{
+    return str_is(root, path, want);
+}
+
 /* The entry of `client` in the round answer's array `which` ("admitted" or "refused"). */
 static json_t *entry(const json_t *round, const char *which, const char *client)
 {

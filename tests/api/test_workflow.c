@@ -42,6 +42,11 @@ static void req(api_reply *r, hx *h, const char *method, const char *path, const
     free(body);
 }
 
+static int str_is(const json_t *root, const char *path, const char *want)
+{
+    return api_str_is(root, path, want);
+}
+
 static void mk(const char *id, double eps, const char *labels)
 {
     api_reply r;
@@ -137,7 +142,291 @@ static void status_heavy_run_shows_exhausted(void)
     api_reply_free(&r);
 }
 
+/* ---- bulk registration ----------------------------------------------------------------------- */
+
+static int batch_result_is(const json_t *o, size_t i, const char *result)
+{
+    char path[48];
+    snprintf(path, sizeof path, "results[%zu].result", i);
+    const char *got = jstr(o, path);
+    return got && strcmp(got, result) == 0;
+}
+
+/* Created, then unchanged on a re-send (same versions, nothing logged), then updated; the
+ * stored records are those a PUT makes. */
+static void batch_create_unchanged_update(void)
+{
+    const char *body =
+        "{\"clients\":[{\"id\":\"batch_cu-a\",\"budget\":{\"epsilon\":8,\"delta\":1e-5},"
+        "\"labels\":{\"cohort\":\"batch_cu\"}},{\"id\":\"batch_cu-b\",\"budget\":{\"epsilon\":8,"
+        "\"delta\":1e-5},\"accounting\":\"pld\"},{\"id\":\"batch_cu-c\",\"budget\":{\"epsilon\":2,"
+        "\"delta\":1e-6},\"neighboring_relation\":\"replace_one\"}]}";
+    api_reply r, r2;
+    req(&r, NULL, "POST", "/v1/clients:batch", "%s", body);
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    CHECK(jint_is(r.json, "created", 3) && jint_is(r.json, "updated", 0) &&
+          jint_is(r.json, "unchanged", 0) && jint_is(r.json, "conflicts", 0));
+    for (size_t i = 0; i < 3; i++)
+        CHECK(batch_result_is(r.json, i, "created"));
+    CHECK(str_is(r.json, "results[1].id", "batch_cu-b"));
+    CHECK(json_is_null(jget(r.json, "results[0].code")) &&
+          json_is_null(jget(r.json, "results[0].detail")));
+    api_reply g;
+    req(&g, NULL, "GET", "/v1/clients/batch_cu-b", NULL);
+    CHECK(g.status == 200 && str_is(g.json, "accounting", "pld"));
+    CHECK(jnum(g.json, "version") == jnum(r.json, "results[1].version"));
+    api_reply_free(&g);
+    req(&g, NULL, "GET", "/v1/clients/batch_cu-c", NULL);
+    CHECK(g.status == 200 && str_is(g.json, "neighboring_relation", "replace_one") &&
+          jnum(g.json, "budget.delta") == 1e-6);
+    api_reply_free(&g);
+    req(&g, NULL, "GET", "/v1/clients?label=cohort%3Dbatch_cu", NULL);
+    CHECK(g.status == 200 && jint_is(g.json, "total", 1));
+    api_reply_free(&g);
+    /* the same batch again: unchanged, versions kept */
+    req(&r2, NULL, "POST", "/v1/clients:batch", "%s", body);
+    CHECKF(r2.status == 200 && jint_is(r2.json, "unchanged", 3), "%.300s", r2.body);
+    for (size_t i = 0; i < 3; i++) {
+        char p[40];
+        snprintf(p, sizeof p, "results[%zu].version", i);
+        CHECK(batch_result_is(r2.json, i, "unchanged") && jnum(r2.json, p) == jnum(r.json, p));
+    }
+    api_reply_free(&r2);
+    /* one changed: updated, the others unchanged */
+    req(&r2, NULL, "POST", "/v1/clients:batch",
+        "{\"clients\":[{\"id\":\"batch_cu-a\",\"budget\":{\"epsilon\":9,\"delta\":1e-5},"
+        "\"labels\":{\"cohort\":\"batch_cu\"}},{\"id\":\"batch_cu-b\",\"budget\":{\"epsilon\":8,"
+        "\"delta\":1e-5},\"accounting\":\"pld\"}]}");
+    CHECKF(r2.status == 200 && jint_is(r2.json, "updated", 1) && jint_is(r2.json, "unchanged", 1),
+           "%.300s", r2.body);
+    CHECK(batch_result_is(r2.json, 0, "updated") && batch_result_is(r2.json, 1, "unchanged"));
+    CHECK(jnum(r2.json, "results[0].version") > jnum(r.json, "results[0].version"));
+    api_reply_free(&r2);
+    api_reply_free(&r);
+    req(&g, NULL, "GET", "/v1/clients/batch_cu-a", NULL);
+    CHECK(jnum(g.json, "budget.epsilon") == 9);
+    api_reply_free(&g);
+}
+
+/* An item PUT would refuse (a charged client's accounting mode) gets its own "conflict";
+ * the others apply. */
+static void batch_conflict_item(void)
+{
+    mk("batch_conflict-x", 8, NULL);
+    api_reply r;
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"batch_conflict-r\",\"event\":" G5
+        ",\"participants\":[\"batch_conflict-x\"]}");
+    CHECK(r.status == 200 && jint_is(r.json, "charged", 1));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/clients:batch",
+        "{\"clients\":[{\"id\":\"batch_conflict-new\",\"budget\":{\"epsilon\":1,\"delta\":1e-5}},"
+        "{\"id\":\"batch_conflict-x\",\"budget\":{\"epsilon\":8,\"delta\":1e-5},"
+        "\"accounting\":\"pld\"}]}");
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    CHECK(batch_result_is(r.json, 0, "created") && batch_result_is(r.json, 1, "conflict"));
+    CHECK(str_is(r.json, "results[1].code", "conflict") &&
+          str_is(r.json, "results[1].field", "accounting") &&
+          json_is_string(jget(r.json, "results[1].detail")));
+    CHECK(jint_is(r.json, "created", 1) && jint_is(r.json, "conflicts", 1));
+    api_reply_free(&r);
+    api_reply g;
+    req(&g, NULL, "GET", "/v1/clients/batch_conflict-x", NULL);
+    CHECK(str_is(g.json, "accounting", "rdp"));
+    api_reply_free(&g);
+    req(&g, NULL, "GET", "/v1/clients/batch_conflict-new", NULL);
+    CHECK(g.status == 200);
+    api_reply_free(&g);
+}
+
+/* A malformed item anywhere: 400 naming it, and nothing applied (not even the items before
+ * it). */
+static void batch_malformed_applies_nothing(void)
+{
+    static const struct {
+        const char *items, *code, *field;
+    } cases[] = {
+        {"{\"id\":\"batch_bad-0\",\"budget\":{\"epsilon\":-1,\"delta\":1e-5}}", "invalid_parameter",
+         "clients[1].budget.epsilon"},
+        {"{\"id\":\"batch_bad-0\",\"budget\":{\"epsilon\":1,\"delta\":1}}", "invalid_parameter",
+         "clients[1].budget.delta"},
+        {"{\"id\":\"batch/bad\",\"budget\":{\"epsilon\":1,\"delta\":1e-5}}", "invalid_id",
+         "clients[1].id"},
+        {"{\"budget\":{\"epsilon\":1,\"delta\":1e-5}}", "missing_field", "clients[1].id"},
+        {"{\"id\":\"batch_bad-1\"}", "missing_field", "clients[1].budget"},
+        {"{\"id\":\"batch_bad-1\",\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"x\":1}",
+         "unknown_field", "clients[1].x"},
+        {"{\"id\":\"batch_bad-1\",\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"accounting\":\"x\"}",
+         "invalid_parameter", "clients[1].accounting"},
+        {"{\"id\":\"batch_bad-1\",\"budget\":{\"epsilon\":1,\"delta\":1e-5},\"labels\":{\"k\":1}}",
+         "invalid_parameter", "clients[1].labels"},
+        {"7", "wrong_type", "clients[1]"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        api_reply r;
+        req(&r, NULL, "POST", "/v1/clients:batch",
+            "{\"clients\":[{\"id\":\"batch_bad-first\",\"budget\":{\"epsilon\":1,\"delta\":1e-5}},"
+            "%s]}",
+            cases[k].items);
+        CHECKF(is_problem(&r, 400, cases[k].code, cases[k].field), "case %zu: %ld %.300s", k,
+               r.status, r.body);
+        api_reply_free(&r);
+        req(&r, NULL, "GET", "/v1/clients/batch_bad-first", NULL);
+        CHECKF(r.status == 404, "case %zu: the first item was applied", k);
+        api_reply_free(&r);
+    }
+    api_reply r;
+    req(&r, NULL, "POST", "/v1/clients:batch", "{\"clients\":[]}");
+    CHECK(is_problem(&r, 400, "invalid_parameter", "clients"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/clients:batch", "{\"clients\":{}}");
+    CHECK(is_problem(&r, 400, "wrong_type", "clients"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/clients:batch", "{}");
+    CHECK(is_problem(&r, 400, "missing_field", "clients"));
+    api_reply_free(&r);
+    /* 10001 items (empty objects fit the test daemon's body limit): refused by count */
+    size_t n = 10001, len = 0;
+    char *b = malloc(16 + 3 * n);
+    if (b == NULL)
+        return;
+    len += (size_t)sprintf(b, "{\"clients\":[");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(b + len, "%s{}", i ? "," : "");
+    sprintf(b + len, "]}");
+    req(&r, NULL, "POST", "/v1/clients:batch", "%s", b);
+    CHECKF(is_problem(&r, 400, "too_many_values", "clients"), "%ld %.200s", r.status, r.body);
+    api_reply_free(&r);
+    free(b);
+    api_get("/v1/clients:batch", &r);
+    CHECK(r.status == 405 && strcmp(r.allow, "POST") == 0);
+    api_reply_free(&r);
+}
+
+/* ---- eligibility ----------------------------------------------------------------------------- */
+
+/* affordable_rounds of id in an eligibility answer (-1 when absent) */
+static long long affordable(const json_t *o, const char *id, const char **reason, int *capped)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(jget(o, "clients"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "id")), id) != 0)
+            continue;
+        if (reason)
+            *reason = json_is_string(json_object_get(c, "reason"))
+                          ? json_string_value(json_object_get(c, "reason"))
+                          : NULL;
+        if (capped)
+            *capped = json_is_true(json_object_get(c, "affordable_rounds_capped"));
+        return (long long)json_integer_value(json_object_get(c, "affordable_rounds"));
+    }
+    return -1;
+}
+
+/* The affordable rounds are exactly the rounds a client is then admitted to, one by one;
+ * the cap, refusals, unknown clients, the label selector; nothing changes. */
+static void eligibility_matches_rounds(void)
+{
+    mk("elig-a", 3, "{\"cohort\":\"elig\"}");
+    mk("elig-b", 0.5, "{\"cohort\":\"elig\"}");
+    mk("elig-twin", 3, NULL); /* the same history as elig-a: the same answer */
+    api_reply r;
+    req(&r, NULL, "POST", "/v1/eligibility",
+        "{\"event\":" G5 ",\"clients\":[\"elig-a\",\"elig-b\",\"elig-nobody\",\"elig-twin\"]}");
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    const char *why = "?";
+    int capped = 1;
+    long long k = affordable(r.json, "elig-a", &why, &capped);
+    CHECKF(k >= 3 && k < 1000 && why == NULL && !capped, "elig-a: %lld", k);
+    CHECK(affordable(r.json, "elig-twin", NULL, NULL) == k);
+    CHECK(affordable(r.json, "elig-b", &why, NULL) == 0 && why && strcmp(why, "over_budget") == 0);
+    CHECK(affordable(r.json, "elig-nobody", &why, NULL) == 0 && why &&
+          strcmp(why, "unknown_client") == 0);
+    CHECK(jint_is(r.json, "eligible", 2) && jint_is(r.json, "ineligible", 2));
+    CHECK(json_is_null(jget(r.json, "clients[2].spent")));
+    CHECK(jnum(r.json, "clients[0].spent.epsilon") == 0 &&
+          jnum(r.json, "clients[0].remaining.epsilon") == 3);
+    CHECK(jint_is(r.json, "max_rounds", 1000));
+    api_reply_free(&r);
+    /* a cap below it */
+    req(&r, NULL, "POST", "/v1/eligibility",
+        "{\"event\":" G5 ",\"clients\":[\"elig-a\"],\"max_rounds\":2}");
+    CHECK(r.status == 200 && affordable(r.json, "elig-a", NULL, &capped) == 2 && capped);
+    api_reply_free(&r);
+    /* nothing was charged or changed */
+    req(&r, NULL, "GET", "/v1/clients/elig-a", NULL);
+    CHECK(jint_is(r.json, "rounds", 0));
+    api_reply_free(&r);
+    /* charged one by one: admitted exactly k times; the count falls by one each time */
+    long long admitted = 0;
+    for (long long i = 0; i < k + 2 && i < 60; i++) {
+        req(&r, NULL, "POST", "/v1/rounds",
+            "{\"round_id\":\"elig-r%lld\",\"event\":" G5 ",\"participants\":[\"elig-a\"]}", i);
+        int ok = r.status == 200 && json_integer_value(jget(r.json, "charged")) == 1;
+        api_reply_free(&r);
+        if (!ok)
+            break;
+        admitted++;
+        if (admitted == 1 || admitted == k) {
+            req(&r, NULL, "POST", "/v1/eligibility", "{\"event\":" G5 ",\"clients\":[\"elig-a\"]}");
+            long long left = affordable(r.json, "elig-a", &why, NULL);
+            CHECKF(left == k - admitted, "after %lld: %lld left of %lld", admitted, left, k);
+            if (admitted == k)
+                CHECK(why && strcmp(why, "over_budget") == 0);
+            api_reply_free(&r);
+        }
+    }
+    CHECKF(admitted == k, "admitted %lld, eligibility said %lld", admitted, k);
+    /* the label selector: both members, in registration order */
+    req(&r, NULL, "POST", "/v1/eligibility", "{\"event\":" G5 ",\"label\":\"cohort=elig\"}");
+    CHECKF(r.status == 200 && json_array_size(jget(r.json, "clients")) == 2, "%.300s", r.body);
+    CHECK(str_is(r.json, "clients[0].id", "elig-a") && str_is(r.json, "clients[1].id", "elig-b"));
+    api_reply_free(&r);
+    /* an event never charged (answered as a scratch event): nothing kept either */
+    req(&r, NULL, "POST", "/v1/eligibility",
+        "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":20.25},"
+        "\"label\":\"cohort=elig\"}");
+    CHECK(r.status == 200 && json_array_size(jget(r.json, "clients")) == 2);
+    CHECK(affordable(r.json, "elig-b", NULL, NULL) > 0);
+    api_reply_free(&r);
+}
+
+static void eligibility_errors(void)
+{
+    static const struct {
+        const char *body, *code, *field;
+    } cases[] = {
+        {"{\"event\":" G5 "}", "missing_field", "clients"},
+        {"{\"event\":" G5 ",\"clients\":[\"a\"],\"label\":\"k=v\"}", "invalid_parameter",
+         "clients"},
+        {"{\"event\":" G5 ",\"clients\":[]}", "invalid_parameter", "clients"},
+        {"{\"event\":" G5 ",\"clients\":[\"a/b\"]}", "invalid_id", "clients[0]"},
+        {"{\"event\":" G5 ",\"clients\":[3]}", "wrong_type", "clients[0]"},
+        {"{\"event\":" G5 ",\"label\":\"novalue\"}", "invalid_parameter", "label"},
+        {"{\"event\":" G5 ",\"clients\":[\"a\"],\"max_rounds\":0}", "invalid_parameter",
+         "max_rounds"},
+        {"{\"event\":" G5 ",\"clients\":[\"a\"],\"max_rounds\":1000001}", "invalid_parameter",
+         "max_rounds"},
+        {"{\"clients\":[\"a\"]}", "missing_field", "event"},
+        {"{\"event\":" G5 ",\"clients\":[\"a\"],\"charge\":true}", "unknown_field", "charge"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        api_reply r;
+        req(&r, NULL, "POST", "/v1/eligibility", "%s", cases[k].body);
+        CHECKF(is_problem(&r, 400, cases[k].code, cases[k].field), "case %zu: %ld %.300s", k,
+               r.status, r.body);
+        api_reply_free(&r);
+    }
+}
+
 const tl_test WORKFLOW_TESTS[] = {
     TL_T(status_heavy_run_shows_exhausted),
+    TL_T(batch_create_unchanged_update),
+    TL_T(batch_conflict_item),
+    TL_T(batch_malformed_applies_nothing),
+    TL_T(eligibility_matches_rounds),
+    TL_T(eligibility_errors),
 };
 const size_t WORKFLOW_NTESTS = sizeof WORKFLOW_TESTS / sizeof WORKFLOW_TESTS[0];
