@@ -6,6 +6,7 @@
 
 typedef struct {
     ledger *ledger;
+    unsigned long reservation_ttl; /* default reservation_ttl_seconds (--reservation-ttl) */
 } app_state;
 
 #endif

@@ -155,16 +155,31 @@ void http_reply_bytes(http_response *resp, int status, const char *content_type,
         resp->status = 503;
 }
 
-/* Does path match route r? For a prefix route, *param receives the one segment after it. */
+/* Does path match route r? For a prefix route, *param receives the one segment after it
+ * (followed by the route's suffix, if any: route_param cuts it off). */
 static int route_match(const route *r, const char *path, const char **param)
 {
     if (!r->prefix)
         return strcmp(r->path, path) == 0;
     size_t n = strlen(r->path);
-    if (strncmp(r->path, path, n) != 0 || path[n] == '\0' || strchr(path + n, '/') != NULL)
+    if (strncmp(r->path, path, n) != 0 || path[n] == '\0')
+        return 0;
+    const char *slash = strchr(path + n, '/');
+    if (r->suffix ? slash == NULL || slash == path + n || strcmp(slash, r->suffix) != 0
+                  : slash != NULL)
         return 0;
     *param = path + n;
     return 1;
+}
+
+/* The segment of a matched prefix route, without the suffix, into buf (cap bytes). */
+static const char *route_param(const route *r, const char *param, char *buf, size_t cap)
+{
+    if (r->suffix == NULL)
+        return param;
+    size_t n = strlen(param) - strlen(r->suffix);
+    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), param);
+    return buf;
 }
 
 /* The route serving method at path, *param set for a prefix route: HEAD is served as GET
@@ -204,6 +219,8 @@ void http_dispatch(const http_request *req, http_response *resp)
     const route *r = resolve_route(req->method, req->path, &param);
     problem p = {0};
     if (r) {
+        char seg[300];
+        param = r->prefix ? route_param(r, param, seg, sizeof seg) : param;
         /* the id rule, once, for every {id} segment: no handler sees another */
         if (r->prefix && !r->free_param && codec_id(param, strlen(param), "id", &p) < 0) {
             http_reply_problem(resp, &p);
@@ -668,13 +685,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
             char ts[40], ms[DPB_NUM_MAX], line[512];
             http_log_time(ts, sizeof ts);
             dpb_num(nearbyint(dt * 1e6) / 1e3, ms);
-            int n = snprintf(line, sizeof line,
-                             "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":"
-                             "\"%s\",\"method\":\"%s\",\"route\":\"%s%s\",\"status\":%d,\"ms\":%s,"
-                             "\"key\":\"%s\"%s}\n",
-                             ts, ctx->id, ctx->verb, r ? r->path : "unmatched",
-                             r && r->prefix ? "{id}" : "", ctx->status, ms, auth_name(ctx->key),
-                             toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
+            int n = snprintf(
+                line, sizeof line,
+                "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":"
+                "\"%s\",\"method\":\"%s\",\"route\":\"%s%s%s\",\"status\":%d,\"ms\":%s,"
+                "\"key\":\"%s\"%s}\n",
+                ts, ctx->id, ctx->verb, r ? r->path : "unmatched", r && r->prefix ? "{id}" : "",
+                r && r->suffix ? r->suffix : "", ctx->status, ms, auth_name(ctx->key),
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
             if (n > 0 && (size_t)n < sizeof line)
                 log_write(line, (size_t)n);
         }

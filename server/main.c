@@ -65,6 +65,9 @@ static const char USAGE[] =
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
+    "  --reservation-ttl SECS  how long a two-phase round's reservation is held when its\n"
+    "                       request names no reservation_ttl_seconds; then it expires and\n"
+    "                       its clients' budget is released (1 to 86400, default 3600)\n"
     "  --no-ledger          serve the compute API only\n"
     "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
     "                       a comma list of read, charge, admin (make one with\n"
@@ -355,6 +358,7 @@ typedef struct {
     int use_ledger;
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
+    unsigned long reservation_ttl;
 } settings;
 
 /* The largest PEM and config files read (far above real ones; over it: refused). */
@@ -372,6 +376,7 @@ static const char *const VALUED[] = {"listen",
                                      "data-dir",
                                      "default-budget",
                                      "snapshot-every",
+                                     "reservation-ttl",
                                      "api-keys",
                                      "rate-limit",
                                      "tls-cert",
@@ -461,6 +466,8 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->lo.dir = v;
     else if (strcmp(name, "snapshot-every") == 0)
         st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
+    else if (strcmp(name, "reservation-ttl") == 0)
+        st->reservation_ttl = parse_num(opt, v, 1, LEDGER_TTL_MAX);
     else if (strcmp(name, "api-keys") == 0)
         st->api_keys = v;
     else if (strcmp(name, "tls-cert") == 0)
@@ -731,7 +738,8 @@ int main(int argc, char **argv)
                    NULL,
                    NULL,
                    NULL,
-                   0.0};
+                   0.0,
+                   3600};
     /* first pass: help, version, verify, and where the config file is */
     const char *config = getenv("DPBUDGET_CONFIG");
     int probe = 0;
@@ -826,7 +834,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    app_state app = {NULL};
+    app_state app = {NULL, st.reservation_ttl};
     char ts[40]; /* log line timestamps (http_log_time) */
     int lock_fd = -1;
     if (use_ledger) {

@@ -189,8 +189,9 @@ static void route_label(int r, int m, char *out, size_t n)
     if (r == MAX_ROUTES || ROUTES[r].method == NULL)
         snprintf(out, n, "route=\"unmatched\",method=\"%s\"", METHODS[m]);
     else
-        snprintf(out, n, "route=\"%s%s\",method=\"%s\"", ROUTES[r].path,
-                 ROUTES[r].prefix ? "{id}" : "", METHODS[m]);
+        snprintf(out, n, "route=\"%s%s%s\",method=\"%s\"", ROUTES[r].path,
+                 ROUTES[r].prefix ? "{id}" : "", ROUTES[r].suffix ? ROUTES[r].suffix : "",
+                 METHODS[m]);
 }
 
 /* The process's own figures from /proc (Linux); each is left out when unreadable. */

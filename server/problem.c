@@ -49,6 +49,10 @@ static const struct {
                        "The server is at capacity for computations: retry later"},
     [PB_COMPUTE_DEADLINE] = {422, "compute_deadline_exceeded",
                              "The computation ran past its deadline and was stopped"},
+    [PB_RESERVATION_EXPIRED] = {409, "reservation_expired",
+                                "The round's reservation expired and its budget was released"},
+    [PB_RESERVATION_RELEASED] = {409, "reservation_released",
+                                 "The round's reservation was released"},
 };
 
 int problem_http_status(problem_code c)

@@ -35,6 +35,8 @@ void res_clients_batch(const http_request *req, http_response *resp);
 void res_round_post(const http_request *req, http_response *resp);
 void res_round_get(const http_request *req, http_response *resp);
 void res_eligibility(const http_request *req, http_response *resp);
+void res_round_commit(const http_request *req, http_response *resp);
+void res_round_release(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 
@@ -44,10 +46,11 @@ typedef struct {
     http_handler handler;
     int json_body; /* 1: the request must carry a JSON body */
     int prefix;
-    int scope;      /* the API key scope it needs when keys are configured (auth.h) */
-    int compute;    /* a stateless computation: open to all with --open-compute */
-    int free_param; /* 1: the prefix route's segment is not an id (its handler checks it);
-                       0: it obeys the id rule, checked before the handler runs */
+    int scope;          /* the API key scope it needs when keys are configured (auth.h) */
+    int compute;        /* a stateless computation: open to all with --open-compute */
+    int free_param;     /* 1: the prefix route's segment is not an id (its handler checks it);
+                           0: it obeys the id rule, checked before the handler runs */
+    const char *suffix; /* a prefix route: what follows the segment ("/commit"), or NULL */
 } route;
 
 /* The routing table (routes.c), terminated by a NULL method. */

@@ -1,29 +1,33 @@
 /* routes.c - the one routing table. Mirrored by openapi.yaml's paths. A path ending in '/'
- * with prefix 1 takes one more segment (the id), handed to the handler as req->param. */
+ * with prefix 1 takes one more segment (the id), handed to the handler as req->param, and then
+ * its suffix when it has one ("/v1/rounds/{id}/commit"). */
 #include "auth.h"
 #include "resources.h"
 
 const route ROUTES[] = {
-    /* method, path, handler, JSON body, prefix, scope (with API keys), compute, free_param */
-    {"POST", "/v1/delta", res_delta, 1, 0, SCOPE_READ, 1, 0},
-    {"POST", "/v1/epsilon", res_epsilon, 1, 0, SCOPE_READ, 1, 0},
-    {"POST", "/v1/calibrate", res_calibrate, 1, 0, SCOPE_READ, 1, 0},
-    {"POST", "/v1/curve", res_curve, 1, 0, SCOPE_READ, 1, 0},
-    {"POST", "/v1/proactive", res_proactive, 1, 0, SCOPE_READ, 1, 0},
-    {"GET", "/v1/accountants", res_accountants, 0, 0, SCOPE_READ, 1, 0},
-    {"PUT", "/v1/clients/", res_client_put, 1, 1, SCOPE_ADMIN, 0, 0},
-    {"GET", "/v1/clients/", res_client_get, 0, 1, SCOPE_READ, 0, 0},
-    {"GET", "/v1/clients", res_clients_list, 0, 0, SCOPE_READ, 0, 0},
-    {"POST", "/v1/clients:batch", res_clients_batch, 1, 0, SCOPE_ADMIN, 0, 0},
-    {"POST", "/v1/rounds", res_round_post, 1, 0, SCOPE_CHARGE, 0, 0},
-    {"GET", "/v1/rounds/", res_round_get, 0, 1, SCOPE_READ, 0, 0},
-    {"POST", "/v1/eligibility", res_eligibility, 1, 0, SCOPE_READ, 0, 0},
-    {"GET", "/v1/summary", res_summary, 0, 0, SCOPE_READ, 0, 0},
-    {"GET", "/healthz", res_healthz, 0, 0, SCOPE_NONE, 0, 0},
-    {"GET", "/readyz", res_readyz, 0, 0, SCOPE_NONE, 0, 0},
-    {"GET", "/metrics", res_metrics, 0, 0, SCOPE_NONE, 0, 0},
-    {"GET", "/openapi.yaml", res_openapi, 0, 0, SCOPE_NONE, 0, 0},
-    {"GET", "/", res_index, 0, 0, SCOPE_NONE, 0, 0},
-    {"GET", "/ui/", res_ui_asset, 0, 1, SCOPE_NONE, 0, 1},
-    {NULL, NULL, NULL, 0, 0, 0, 0, 0},
+    /* method, path, handler, JSON body, prefix, scope (with API keys), compute, free_param,
+     * suffix (after the {id} segment) */
+    {"POST", "/v1/delta", res_delta, 1, 0, SCOPE_READ, 1, 0, NULL},
+    {"POST", "/v1/epsilon", res_epsilon, 1, 0, SCOPE_READ, 1, 0, NULL},
+    {"POST", "/v1/calibrate", res_calibrate, 1, 0, SCOPE_READ, 1, 0, NULL},
+    {"POST", "/v1/curve", res_curve, 1, 0, SCOPE_READ, 1, 0, NULL},
+    {"POST", "/v1/proactive", res_proactive, 1, 0, SCOPE_READ, 1, 0, NULL},
+    {"GET", "/v1/accountants", res_accountants, 0, 0, SCOPE_READ, 1, 0, NULL},
+    {"PUT", "/v1/clients/", res_client_put, 1, 1, SCOPE_ADMIN, 0, 0, NULL},
+    {"GET", "/v1/clients/", res_client_get, 0, 1, SCOPE_READ, 0, 0, NULL},
+    {"GET", "/v1/clients", res_clients_list, 0, 0, SCOPE_READ, 0, 0, NULL},
+    {"POST", "/v1/clients:batch", res_clients_batch, 1, 0, SCOPE_ADMIN, 0, 0, NULL},
+    {"POST", "/v1/rounds", res_round_post, 1, 0, SCOPE_CHARGE, 0, 0, NULL},
+    {"GET", "/v1/rounds/", res_round_get, 0, 1, SCOPE_READ, 0, 0, NULL},
+    {"POST", "/v1/eligibility", res_eligibility, 1, 0, SCOPE_READ, 0, 0, NULL},
+    {"POST", "/v1/rounds/", res_round_commit, 1, 1, SCOPE_CHARGE, 0, 0, "/commit"},
+    {"POST", "/v1/rounds/", res_round_release, 1, 1, SCOPE_CHARGE, 0, 0, "/release"},
+    {"GET", "/v1/summary", res_summary, 0, 0, SCOPE_READ, 0, 0, NULL},
+    {"GET", "/healthz", res_healthz, 0, 0, SCOPE_NONE, 0, 0, NULL},
+    {"GET", "/readyz", res_readyz, 0, 0, SCOPE_NONE, 0, 0, NULL},
+    {"GET", "/metrics", res_metrics, 0, 0, SCOPE_NONE, 0, 0, NULL},
+    {"GET", "/openapi.yaml", res_openapi, 0, 0, SCOPE_NONE, 0, 0, NULL},
+    {"GET", "/", res_index, 0, 0, SCOPE_NONE, 0, 0, NULL},
+    {"GET", "/ui/", res_ui_asset, 0, 1, SCOPE_NONE, 0, 1, NULL},
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };

@@ -9,8 +9,10 @@
  *   - an interned event's index never changes and is logged (EVENT record) before any
  *     record that refers to it.
  * Log records: EVENT(idx, relation, encoded event), CLIENT(id, budget, mode, relation,
- * labels), ROUND(id, hash, policy, already_ran, event idx, outcomes). Snapshot: the whole
- * state in one payload (format LEDGER_FORMAT).
+ * labels), ROUND(id, hash, policy, already_ran, event idx, outcomes), RESERVE(a ROUND's
+ * fields, expires_at: the admitted clients' budget held, not charged), COMMIT(round id,
+ * commit hash, indices of the reported outcomes), RELEASE(round id, expired flag). Snapshot:
+ * the whole state in one payload (format LEDGER_FORMAT).
  */
 #include "ledger.h"
 
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
@@ -30,7 +33,14 @@
 #include "spend.h"
 #include "wal.h"
 
-enum { REC_EVENT = 1, REC_CLIENT = 2, REC_ROUND = 3 };
+enum {
+    REC_EVENT = 1,
+    REC_CLIENT = 2,
+    REC_ROUND = 3,
+    REC_RESERVE = 4,
+    REC_COMMIT = 5,
+    REC_RELEASE = 6
+};
 enum {
     EV_RDP = SPEND_RDP,
     EV_TV = SPEND_TV,
@@ -79,7 +89,15 @@ typedef struct {
 
 /* One change applied in memory whose log record (seq) may not be durable yet: what it takes
  * to withdraw it (see "Durability" below). */
-enum { U_EVENT = 1, U_CLIENT_NEW = 2, U_CLIENT_SET = 3, U_CHARGE = 4, U_ROUND = 5 };
+enum {
+    U_EVENT = 1,
+    U_CLIENT_NEW = 2,
+    U_CLIENT_SET = 3,
+    U_CHARGE = 4,
+    U_ROUND = 5,
+    U_CSNAP = 6, /* a client's events and reservations as they were (reservation changes) */
+    U_RSTATE = 7 /* a two-phase round's state as it was (commit, release) */
+};
 typedef struct {
     uint64_t seq;      /* the record the change waits for */
     uint64_t lversion; /* the ledger's version before the change */
@@ -91,12 +109,16 @@ typedef struct {
     uint32_t ev, last_ev;
     double eps, delta, spent, dtv;
     uint64_t rounds, version, cseq;
-    char *labels; /* U_CLIENT_SET: the old labels (owned) */
+    char *labels;      /* U_CLIENT_SET: the old labels (owned) */
+    lcount *sev, *srv; /* U_CSNAP: the old events and reservations (owned) */
+    uint32_t snev, snrv;
+    uint8_t rstate; /* U_RSTATE: the old state and its record */
+    uint64_t rstate_seq;
 } lundo;
 
 typedef struct {
     const char *id; /* the client's id, or owned (unknown clients) */
-    uint8_t owned, admitted, reason;
+    uint8_t owned, admitted, reason, reported;
     int8_t acct; /* the accountant `after` is; -1: not known (recovered from the log) */
     double before, after;
 } lout;
@@ -105,9 +127,14 @@ typedef struct {
     char *id;
     unsigned char hash[16];
     uint8_t policy, already_ran;
+    uint8_t phase, state; /* phase: 0 one step, 1 reserve; state: ledger_round_state */
     uint64_t seq;
-    uint32_t n, admitted;
-    lout *out; /* NULL once summarized */
+    uint64_t state_seq;      /* the record of the commit or release (0: none) */
+    uint64_t expires_at;     /* reserve: unix seconds */
+    unsigned char chash[16]; /* the commit's body hash */
+    uint32_t ev[2];          /* reserve: the event interned per relation (LEV_NONE: none) */
+    uint32_t n, admitted, reported;
+    lout *out; /* NULL once summarized (never while reserved) */
 } lrnd;
 
 /* open-addressing index of strings or hashes -> position (UINT32_MAX = empty) */
@@ -687,8 +714,11 @@ static void prune_undo(ledger *l)
 {
     uint64_t d = wal_durable_seq(l->w);
     size_t k = 0;
-    while (k < l->nundo && l->undo[k].seq <= d)
-        free(l->undo[k++].labels);
+    for (; k < l->nundo && l->undo[k].seq <= d; k++) {
+        free(l->undo[k].labels);
+        free(l->undo[k].sev);
+        free(l->undo[k].srv);
+    }
     if (k > 0) {
         memmove(l->undo, l->undo + k, (l->nundo - k) * sizeof *l->undo);
         l->nundo -= k;
@@ -728,6 +758,20 @@ static void recount(ledger *l)
         counters(l, &l->cl[i], +1);
 }
 
+/* What client_undo kept of a client, back. */
+static void undo_scalars(lclient *c, const lundo *u)
+{
+    c->uncertified = u->uncertified;
+    c->sacct = u->sacct;
+    c->stuck = u->stuck;
+    c->last_ev = u->last_ev;
+    c->spent = u->spent;
+    c->dtv = u->dtv;
+    c->rounds = u->rounds;
+    c->version = u->version;
+    c->seq = u->cseq;
+}
+
 static void undo_one(ledger *l, lundo *u)
 {
     switch (u->kind) {
@@ -741,6 +785,7 @@ static void undo_one(ledger *l, lundo *u)
         free(c->id);
         free(c->labels);
         free(c->ev);
+        free(c->rv);
         l->ncl--;
         break;
     }
@@ -762,15 +807,29 @@ static void undo_one(ledger *l, lundo *u)
                 if (c->ev[i].ev == u->ev)
                     c->ev[i].count--;
         }
-        c->uncertified = u->uncertified;
-        c->stuck = u->stuck;
-        c->last_ev = u->last_ev;
-        c->spent = u->spent;
-        c->sacct = u->sacct;
-        c->dtv = u->dtv;
-        c->rounds = u->rounds;
-        c->version = u->version;
-        c->seq = u->cseq;
+        undo_scalars(c, u);
+        break;
+    }
+    case U_CSNAP: {
+        lclient *c = &l->cl[u->pos];
+        free(c->ev);
+        free(c->rv);
+        c->ev = u->sev;
+        c->nev = u->snev;
+        c->rv = u->srv;
+        c->nrv = u->snrv;
+        u->sev = u->srv = NULL;
+        undo_scalars(c, u);
+        break;
+    }
+    case U_RSTATE: {
+        lrnd *r = &l->rd[u->pos];
+        r->state = u->rstate;
+        r->state_seq = u->rstate_seq;
+        r->reported = 0; /* only a commit reports, and only from the reserved state */
+        memset(r->chash, 0, 16);
+        for (uint32_t i = 0; r->out && i < r->n; i++)
+            r->out[i].reported = 0;
         break;
     }
     case U_ROUND: {
@@ -792,6 +851,8 @@ static void undo_one(ledger *l, lundo *u)
     }
     l->version = u->lversion;
     free(u->labels);
+    free(u->sev);
+    free(u->srv);
 }
 
 /* After the log failed: take back every change whose record is not durable (the log was cut
@@ -1392,6 +1453,12 @@ const char *ledger_reason_name(ledger_reason r)
     return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
 }
 
+const char *ledger_round_state_name(ledger_round_state s)
+{
+    static const char *const names[] = {"charged", "reserved", "committed", "released", "expired"};
+    return (unsigned)s < 5 ? names[s] : "unknown";
+}
+
 const char *ledger_status_name(ledger_status s)
 {
     static const char *const names[] = {"active", "exhausted", "uncertified"};
@@ -1404,7 +1471,7 @@ static void evict_outcomes(ledger *l)
     size_t keep = l->opt.keep_outcomes ? l->opt.keep_outcomes : 4000000;
     while (l->kept_outcomes > keep && l->oldest_kept < l->nrd) {
         lrnd *r = &l->rd[l->oldest_kept++];
-        if (r->out == NULL)
+        if (r->out == NULL || r->state == LEDGER_RESERVED) /* its commit needs them */
             continue;
         for (uint32_t i = 0; i < r->n; i++)
             if (r->out[i].owned)
@@ -1426,6 +1493,10 @@ static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
     res->seq = r->seq;
     res->n = r->n;
     res->admitted = r->admitted;
+    res->reserve = r->phase;
+    res->state = (ledger_round_state)r->state;
+    res->expires_at = r->expires_at;
+    res->reported = r->reported;
     if (r->out == NULL) {
         res->summarized = 1;
         return;
@@ -1443,6 +1514,7 @@ static void res_of(const ledger *l, const lrnd *r, ledger_round_res *res)
         o->spent_before = r->out[i].before;
         o->spent_after = r->out[i].after;
         o->after_accountant = r->out[i].acct;
+        o->reported = r->out[i].reported;
         outcome_guarantee(l, o, 0);
     }
 }
@@ -1453,12 +1525,98 @@ void ledger_round_res_free(ledger_round_res *r)
     r->outcomes = NULL;
 }
 
+/* Add d (+1 or -1) to the client's reserved count of ev, dropping an entry that reaches 0;
+ * -1 when out of memory (nothing changed). */
+static int rv_adjust(lclient *c, uint32_t ev, int d)
+{
+    for (uint32_t i = 0; i < c->nrv; i++)
+        if (c->rv[i].ev == ev) {
+            if (d < 0 && c->rv[i].count <= (uint64_t)-d) {
+                c->rv[i] = c->rv[--c->nrv];
+                return 0;
+            }
+            c->rv[i].count = (uint64_t)((int64_t)c->rv[i].count + d);
+            return 0;
+        }
+    if (d < 0)
+        return 0; /* nothing held: nothing to release */
+    lcount *n = realloc(c->rv, (c->nrv + 1) * sizeof *n);
+    if (n == NULL)
+        return -1;
+    c->rv = n;
+    c->rv[c->nrv++] = (lcount){ev, (uint64_t)d};
+    return 0;
+}
+
+static lcount *copy_counts(const lcount *a, uint32_t n, int *oom)
+{
+    if (n == 0)
+        return NULL;
+    lcount *c = malloc(n * sizeof *c);
+    if (c == NULL)
+        *oom = 1;
+    else
+        memcpy(c, a, n * sizeof *c);
+    return c;
+}
+
+/* A reservation change of the client at pos, applied in memory: held count of ev += hold
+ * (+1 reserve, -1 release), and `charge` more of ev charged (a commit). With seq != 0 (live,
+ * an undo entry reserved) the client's events and reservations are kept to withdraw it;
+ * during replay (seq 0) the client is only marked for recomputation. -1 when out of memory. */
+static int reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge)
+{
+    lclient *c = &l->cl[pos];
+    lundo u = {0};
+    if (seq) {
+        int oom = 0;
+        u = client_undo(l, seq, U_CSNAP, pos);
+        u.sev = copy_counts(c->ev, c->nev, &oom);
+        u.snev = c->nev;
+        u.srv = copy_counts(c->rv, c->nrv, &oom);
+        u.snrv = c->nrv;
+        if (oom) {
+            free(u.sev);
+            free(u.srv);
+            return -1;
+        }
+        counters(l, c, -1);
+    }
+    int bad = rv_adjust(c, ev, hold) != 0 || (charge && add_count(c, ev, 1) != 0);
+    if (bad && seq) { /* put back exactly what was */
+        free(c->ev);
+        free(c->rv);
+        c->ev = u.sev;
+        c->nev = u.snev;
+        c->rv = u.srv;
+        c->nrv = u.snrv;
+        counters(l, c, +1);
+        return -1;
+    }
+    if (charge) {
+        c->rounds++;
+        c->last_ev = ev;
+        if (l->evs[ev].kind == EV_UNCERTIFIABLE)
+            c->uncertified = 1;
+    }
+    c->version = ++l->version;
+    if (!seq) {
+        c->dirty = 1;
+        return bad ? -1 : 0;
+    }
+    push_undo(l, &u);
+    c->seq = seq;
+    recompute(l, c);
+    counters(l, c, +1);
+    return 0;
+}
+
 /* Store a round in memory; takes ownership of out. When apply (a live round: undo entries for
  * the round and each admitted client are reserved), charges every admitted client the
  * round's event interned for its own relation (evi[rel]) and recomputes its spend. */
 static dpb_status store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                               int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                              uint32_t n, int apply)
+                              uint32_t n, int apply, uint64_t expires_at)
 {
     if (grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0)
         return DPB_ENOMEM;
@@ -1473,6 +1631,16 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
     r->seq = seq;
     r->n = n;
     r->out = out;
+    r->ev[0] = r->ev[1] = LEV_NONE;
+    if (expires_at) { /* a reservation */
+        r->phase = 1;
+        r->state = LEDGER_RESERVED;
+        r->expires_at = expires_at;
+        if (evi) {
+            r->ev[0] = evi[0];
+            r->ev[1] = evi[1];
+        }
+    }
     if (index_insert(l, &l->rd_index, l->nrd, rd_hash, (uint32_t)l->nrd) != 0) {
         free(r->id);
         return DPB_ENOMEM;
@@ -1497,6 +1665,11 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
             continue;
         lclient *c = &l->cl[pos];
         uint32_t ev = evi[c->rel];
+        if (expires_at) { /* hold it: counted by every admission until committed or released */
+            if (reserve_change(l, seq, pos, ev, 1, 0) != 0)
+                return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
+            continue;
+        }
         lundo u = client_undo(l, seq, U_CHARGE, pos);
         u.ev = ev;
         u.ev_new = 1;
@@ -1521,6 +1694,56 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
     l->kept_outcomes += n;
     evict_outcomes(l);
     return DPB_OK;
+}
+
+/* Resolve the reservation at rp (reserved): commit it (charge the admitted outcomes at
+ * idx[0..m), release the others) or release it (state LEDGER_RELEASED or LEDGER_EXPIRED).
+ * Live (seq: its record, appended; undo entries reserved for the round and each admitted
+ * client) or replayed (seq 0). 0, or -1 on a bad index or out of memory (the caller then
+ * abandons: everything not durable is withdrawn). */
+static int resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
+                         const uint32_t *idx, uint32_t m)
+{
+    lrnd *r = &l->rd[rp];
+    if (r->out == NULL)
+        return -1;
+    if (seq) {
+        lundo u = {0};
+        u.seq = seq;
+        u.lversion = l->version;
+        u.kind = U_RSTATE;
+        u.pos = (uint32_t)rp;
+        u.rstate = r->state;
+        u.rstate_seq = r->state_seq;
+        push_undo(l, &u);
+    }
+    for (uint32_t i = 0; i < m; i++) {
+        if (idx[i] >= r->n || !r->out[idx[i]].admitted || r->out[idx[i]].reported) {
+            for (uint32_t k = 0; k < r->n; k++)
+                r->out[k].reported = 0;
+            return -1;
+        }
+        r->out[idx[i]].reported = 1;
+    }
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (!r->out[i].admitted)
+            continue;
+        long pos = find_client(l, r->out[i].id);
+        if (pos < 0)
+            continue;
+        uint32_t ev = r->ev[l->cl[pos].rel];
+        if (ev == LEV_NONE)
+            continue;
+        int charge = state == LEDGER_COMMITTED && r->out[i].reported;
+        if (reserve_change(l, seq, pos, ev, -1, charge) != 0)
+            return -1;
+    }
+    r->state = (uint8_t)state;
+    r->state_seq = seq ? seq : l->last_seq;
+    r->reported = m;
+    if (chash)
+        memcpy(r->chash, chash, 16);
+    return 0;
 }
 
 static void round_record(bw *w, const char *id, const unsigned char hash[16], int policy,
@@ -1737,6 +1960,14 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         if (!valid_id(req->participants[i]))
             return dpb_fail(err, DPB_EINVAL, "participants",
                             "participant %zu is not a valid client id", i);
+    if (req->reserve &&
+        (req->already_ran || req->ttl_seconds < 1 || req->ttl_seconds > LEDGER_TTL_MAX))
+        return dpb_fail(err, DPB_EINVAL,
+                        req->already_ran ? "already_ran" : "reservation_ttl_seconds",
+                        req->already_ran ? "a round that already ran is recorded in one step, not "
+                                           "reserved"
+                                         : "a reservation is held 1 to %d seconds",
+                        LEDGER_TTL_MAX);
     unsigned char *ebytes = NULL;
     size_t elen = 0, ecap = 0;
     dpb_status st = dp_event_encode(req->event, &ebytes, &elen, &ecap);
@@ -1901,6 +2132,8 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         outcome_guarantee(l, o, 1);
         res->admitted += (size_t)out[i].admitted;
     }
+    res->reserve = req->reserve;
+    res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
     if (req->dry_run) {
         drop_unlogged_events(l); /* a dry run leaves nothing behind, not even an event */
         pthread_rwlock_unlock(&l->lock);
@@ -1956,18 +2189,25 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         }
     }
     uint32_t ev_used = have[0] ? evi[0] : evi[1];
+    uint64_t expires = req->reserve ? (uint64_t)time(NULL) + req->ttl_seconds : 0;
+    const uint32_t evs[2] = {have[0] ? evi[0] : LEV_NONE, have[1] ? evi[1] : LEV_NONE};
     bw w = {0};
     round_record(&w, req->round_id, req->body_hash, req->policy, req->already_ran, ev_used, out,
                  (uint32_t)req->n);
-    st = log_record(l, REC_ROUND, &w, err);
+    if (req->reserve)
+        bw_u64(&w, expires);
+    st = log_record(l, req->reserve ? REC_RESERVE : REC_ROUND, &w, err);
     free(w.b);
     if (st != DPB_OK)
         goto fail_io;
     seq = l->last_seq;
     res->seq = seq;
+    res->reserve = req->reserve;
+    res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
+    res->expires_at = expires;
     size_t nrd = l->nrd;
-    st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evi, out,
-                     (uint32_t)req->n, 1);
+    st = store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evs, out,
+                     (uint32_t)req->n, 1, expires);
     if (l->nrd > nrd)
         out = NULL; /* taken over by the stored round (withdrawn with it on failure) */
     if (st != DPB_OK) {
@@ -1994,6 +2234,247 @@ fail:
     free(out);
     ledger_round_res_free(res);
     return st;
+}
+
+/* ---- two-phase rounds: commit, release, expiry ----------------------------------------------- */
+
+/* The position of stored round id once durable, with its last state change (one whose
+ * record a failure cut away is withdrawn first), or -1. Caller holds the write lock. */
+static long durable_round(ledger *l, const char *id)
+{
+    long rp = find_round(l, id);
+    while (rp >= 0 && settle(l, l->rd[rp].seq > l->rd[rp].state_seq ? l->rd[rp].seq
+                                                                    : l->rd[rp].state_seq) != 0) {
+        withdraw_locked(l);
+        rp = find_round(l, id);
+    }
+    return rp;
+}
+
+/* Log and apply the release of the reservation at rp (expired: by the ledger, its time up);
+ * *seq receives its record. Caller holds the write lock after begin_write. */
+static dpb_status release_locked(ledger *l, long rp, int expired, uint64_t *seq, dpb_error *err)
+{
+    if (reserve_undo(l, 1 + (size_t)l->rd[rp].admitted) != 0)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    bw w = {0};
+    bw_str(&w, l->rd[rp].id);
+    bw_u8(&w, (unsigned)expired);
+    dpb_status st = log_record(l, REC_RELEASE, &w, err);
+    free(w.b);
+    if (st != DPB_OK) {
+        withdraw_locked(l);
+        return st;
+    }
+    *seq = l->last_seq;
+    if (resolve_round(l, rp, *seq, expired ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0) != 0)
+        return abandon(l, DPB_ENOMEM, err);
+    return DPB_OK;
+}
+
+/* Why a round that is not reserved cannot be committed or released (DPB_ECONFLICT). */
+static dpb_status not_reserved(const lrnd *r, const char *what, dpb_error *err)
+{
+    if (!r->phase)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                        "round '%s' was charged in one step (its request had no \"phase\": "
+                        "\"reserve\"): there is nothing to %s",
+                        r->id, what);
+    if (r->state == LEDGER_COMMITTED)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id", "round '%s' was already committed%s", r->id,
+                        strcmp(what, "commit") == 0 ? " with another list of reported clients"
+                                                    : ": its charges stand");
+    if (r->state == LEDGER_EXPIRED)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                        "the reservation of round '%s' expired (its reservation_ttl_seconds "
+                        "passed) and its clients' budget was released: reserve a new round",
+                        r->id);
+    return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                    "the reservation of round '%s' was released: reserve a new round", r->id);
+}
+
+/* After a commit or release: acknowledge once its record (seq, 0: none) is durable. */
+static dpb_status finish_resolve(ledger *l, uint64_t seq, dpb_status st, ledger_round_res *res,
+                                 dpb_error *err)
+{
+    if (seq == 0)
+        return st;
+    dpb_status cs = commit(l, seq, err);
+    maybe_snapshot(l);
+    if (cs != DPB_OK) {
+        ledger_round_res_free(res);
+        return cs;
+    }
+    return st;
+}
+
+dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                         const unsigned char hash[16], ledger_round_res *res, dpb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!valid_id(round_id))
+        return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
+    if (n > LEDGER_MAX_PARTICIPANTS)
+        return dpb_fail(err, DPB_EINVAL, "reported", "at most %d reported clients",
+                        LEDGER_MAX_PARTICIPANTS);
+    uint32_t *idx = NULL, *slot = NULL;
+    uint64_t seq = 0;
+    dpb_status st = DPB_OK;
+    pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
+    long rp = durable_round(l, round_id);
+    if (rp < 0) {
+        st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
+        goto out;
+    }
+    if (l->rd[rp].phase && l->rd[rp].state == LEDGER_COMMITTED &&
+        memcmp(l->rd[rp].chash, hash, 16) == 0) {
+        res_of(l, &l->rd[rp], res);
+        res->replayed = 1;
+        goto out;
+    }
+    if (l->rd[rp].phase && l->rd[rp].state == LEDGER_RESERVED &&
+        l->rd[rp].expires_at <= (uint64_t)time(NULL) && !ledger_ro(l) &&
+        (st = release_locked(l, rp, 1, &seq, err)) != DPB_OK)
+        goto out;
+    const lrnd *r = &l->rd[rp];
+    if (!r->phase || r->state != LEDGER_RESERVED) {
+        res_of(l, r, res); /* the caller tells expired from released */
+        st = not_reserved(r, "commit", err);
+        goto out;
+    }
+    if (ledger_ro(l)) {
+        st = readonly_error(err);
+        goto out;
+    }
+    /* the reported ids, as indices of admitted outcomes (an open-addressing index of them) */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)r->n)
+        cap *= 2;
+    idx = malloc((n ? n : 1) * sizeof *idx);
+    slot = malloc(cap * sizeof *slot);
+    if (idx == NULL || slot == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    memset(slot, 0xff, cap * sizeof *slot);
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->out[i].admitted) {
+            size_t h = (size_t)str_hash(r->out[i].id) & (cap - 1);
+            while (slot[h] != UINT32_MAX)
+                h = (h + 1) & (cap - 1);
+            slot[h] = i;
+        }
+    for (size_t i = 0; i < n; i++) {
+        size_t h = (size_t)str_hash(reported[i]) & (cap - 1);
+        while (slot[h] != UINT32_MAX && strcmp(r->out[slot[h]].id, reported[i]) != 0)
+            h = (h + 1) & (cap - 1);
+        char f[40];
+        snprintf(f, sizeof f, "reported[%zu]", i);
+        if (slot[h] == UINT32_MAX) {
+            st = dpb_fail(err, DPB_EINVAL, f,
+                          "'%s' was not admitted to round '%s': only its admitted clients can "
+                          "report",
+                          reported[i], round_id);
+            goto out;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (idx[k] == slot[h]) {
+                st = dpb_fail(err, DPB_EINVAL, f, "'%s' is listed twice", reported[i]);
+                goto out;
+            }
+        idx[i] = slot[h];
+    }
+    if (reserve_undo(l, 1 + (size_t)r->admitted) != 0) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    bw w = {0};
+    bw_str(&w, round_id);
+    bw_put(&w, hash, 16);
+    bw_u32(&w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        bw_u32(&w, idx[i]);
+    st = log_record(l, REC_COMMIT, &w, err);
+    free(w.b);
+    if (st != DPB_OK) {
+        withdraw_locked(l);
+        goto out;
+    }
+    seq = l->last_seq;
+    if (resolve_round(l, rp, seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n) != 0) {
+        st = abandon(l, DPB_ENOMEM, err);
+        seq = 0;
+        goto out;
+    }
+    res_of(l, &l->rd[rp], res);
+out:
+    pthread_rwlock_unlock(&l->lock);
+    free(idx);
+    free(slot);
+    return finish_resolve(l, st == DPB_OK || st == DPB_ECONFLICT ? seq : 0, st, res, err);
+}
+
+dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!valid_id(round_id))
+        return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
+    uint64_t seq = 0;
+    dpb_status st = DPB_OK;
+    pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
+    long rp = durable_round(l, round_id);
+    if (rp < 0) {
+        st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
+    } else if (!l->rd[rp].phase || l->rd[rp].state == LEDGER_COMMITTED) {
+        res_of(l, &l->rd[rp], res);
+        st = not_reserved(&l->rd[rp], "release", err);
+    } else if (l->rd[rp].state != LEDGER_RESERVED) {
+        res_of(l, &l->rd[rp], res); /* released or expired already: idempotent */
+        res->replayed = 1;
+    } else if (ledger_ro(l)) {
+        st = readonly_error(err);
+    } else {
+        int expired = l->rd[rp].expires_at <= (uint64_t)time(NULL);
+        st = release_locked(l, rp, expired, &seq, err);
+        if (st == DPB_OK)
+            res_of(l, &l->rd[rp], res);
+        else
+            seq = 0;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    return finish_resolve(l, seq, st, res, err);
+}
+
+size_t ledger_expire(ledger *l, uint64_t now)
+{
+    enum { BATCH = 256 };
+    char *ids[BATCH];
+    size_t k = 0, done = 0;
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < l->nrd && k < BATCH; i++)
+        if (l->rd[i].state == LEDGER_RESERVED && l->rd[i].expires_at <= now &&
+            (ids[k] = xstrdup(l->rd[i].id)) != NULL)
+            k++;
+    pthread_rwlock_unlock(&l->lock);
+    for (size_t i = 0; i < k; i++) {
+        uint64_t seq = 0;
+        dpb_error err = {0};
+        pthread_rwlock_wrlock(&l->lock);
+        begin_write(l);
+        long rp = ledger_ro(l) ? -1 : durable_round(l, ids[i]);
+        if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now &&
+            release_locked(l, rp, 1, &seq, &err) != DPB_OK)
+            seq = 0;
+        pthread_rwlock_unlock(&l->lock);
+        if (seq && commit(l, seq, &err) == DPB_OK)
+            done++;
+        free(ids[i]);
+    }
+    if (done)
+        maybe_snapshot(l);
+    return done;
 }
 
 /* ---- eligibility ----------------------------------------------------------------------------- */
@@ -2267,7 +2748,9 @@ dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *r
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);
         long pos = find_round(l, round_id);
-        if (pos >= 0 && settle(l, l->rd[pos].seq) != 0) {
+        if (pos >= 0 &&
+            settle(l, l->rd[pos].seq > l->rd[pos].state_seq ? l->rd[pos].seq
+                                                            : l->rd[pos].state_seq) != 0) {
             pthread_rwlock_unlock(&l->lock);
             withdraw(l);
             continue;
@@ -2331,11 +2814,13 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
         free(labels);
         return bad ? -1 : 0;
     }
-    case REC_ROUND: {
+    case REC_ROUND:
+    case REC_RESERVE: {
         char *id = br_str(&r, LEDGER_ID_MAX);
         const unsigned char *h = br_take(&r, 16);
         unsigned policy = br_u8(&r), ran = br_u8(&r);
         uint32_t ev = br_u32(&r), cnt = br_u32(&r);
+        uint64_t expires = 0;
         /* a round id is stored once: a second record of it means the snapshot and the log
          * overlap (a wrong snapshot seq) */
         if (r.bad || ev >= l->nevs || cnt > LEDGER_MAX_PARTICIPANTS ||
@@ -2364,8 +2849,16 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                 out[i].owned = 1;
             }
         }
-        int bad = r.bad;
+        if (type == REC_RESERVE) {
+            expires = br_u64(&r);
+            if (expires == 0)
+                r.bad = 1;
+        }
+        int bad = r.bad || (type == REC_RESERVE && r.at != r.n);
         unsigned char hash[16] = {0};
+        uint32_t evs2[2] = {ev, ev};
+        if (expires)
+            evs2[0] = evs2[1] = LEV_NONE;
         if (!bad) {
             memcpy(hash, h, 16);
             /* charges go to each client's own interned event (same bytes, its relation) */
@@ -2381,6 +2874,11 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                                &fresh) != DPB_OK)
                         bad = 1;
                 }
+                if (expires) { /* a reservation: held, not charged */
+                    evs2[c->rel] = evc;
+                    bad |= reserve_change(l, 0, pos, evc, 1, 0) != 0;
+                    continue;
+                }
                 add_count(c, evc, 1);
                 c->rounds++;
                 c->last_ev = evc;
@@ -2390,9 +2888,8 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                 c->dirty = 1;
             }
         }
-        const uint32_t evs2[2] = {ev, ev};
-        if (bad || store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt,
-                               0) != DPB_OK) {
+        if (bad || store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt, 0,
+                               expires) != DPB_OK) {
             for (uint32_t i = 0; i < cnt; i++)
                 if (out[i].owned)
                     free((char *)out[i].id);
@@ -2402,6 +2899,32 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
         }
         free(id);
         return 0;
+    }
+    case REC_COMMIT:
+    case REC_RELEASE: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        long rp = id ? find_round(l, id) : -1;
+        free(id);
+        if (rp < 0 || l->rd[rp].state != LEDGER_RESERVED || l->rd[rp].out == NULL)
+            return -1;
+        if (type == REC_RELEASE) {
+            unsigned why = br_u8(&r);
+            if (r.bad || r.at != r.n || why > 1)
+                return -1;
+            return resolve_round(l, rp, 0, why ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0);
+        }
+        const unsigned char *h = br_take(&r, 16);
+        uint32_t m = br_u32(&r);
+        if (r.bad || m > l->rd[rp].n || (size_t)m * 4 != r.n - r.at)
+            return -1;
+        uint32_t *idx = malloc((m ? m : 1) * sizeof *idx);
+        if (idx == NULL)
+            return -1;
+        for (uint32_t i = 0; i < m; i++)
+            idx[i] = br_u32(&r);
+        int rc = resolve_round(l, rp, 0, LEDGER_COMMITTED, h, idx, m);
+        free(idx);
+        return rc;
     }
     }
     return -1;
@@ -2456,11 +2979,19 @@ static int covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload
         free(labels);
         return rc;
     }
-    case REC_ROUND: {
+    case REC_ROUND:
+    case REC_RESERVE: {
         char *id = br_str(&r, LEDGER_ID_MAX);
         long pos = id ? find_round(l, id) : -1;
         free(id);
         return pos >= 0 && l->rd[pos].seq == seq ? 0 : -1;
+    }
+    case REC_COMMIT:
+    case REC_RELEASE: {
+        char *id = br_str(&r, LEDGER_ID_MAX);
+        long pos = id ? find_round(l, id) : -1;
+        free(id);
+        return pos >= 0 && l->rd[pos].state_seq == seq ? 0 : -1;
     }
     }
     return -1;
@@ -2493,6 +3024,11 @@ static dpb_status serialize(ledger *l, bw *w)
         }
         bw_u32(w, c->last_ev); /* format 2 */
         bw_u8(w, c->stuck);
+        bw_u32(w, c->nrv); /* format 3 */
+        for (uint32_t k = 0; k < c->nrv; k++) {
+            bw_u32(w, c->rv[k].ev);
+            bw_u64(w, c->rv[k].count);
+        }
     }
     bw_u64(w, l->nrd);
     for (size_t i = 0; i < l->nrd; i++) {
@@ -2504,6 +3040,14 @@ static dpb_status serialize(ledger *l, bw *w)
         bw_u64(w, r->seq);
         bw_u32(w, r->n);
         bw_u32(w, r->admitted);
+        bw_u8(w, r->phase); /* format 3 */
+        bw_u8(w, r->state);
+        bw_u64(w, r->state_seq);
+        bw_u64(w, r->expires_at);
+        bw_put(w, r->chash, 16);
+        bw_u32(w, r->ev[0]);
+        bw_u32(w, r->ev[1]);
+        bw_u32(w, r->reported);
         bw_u8(w, r->out != NULL);
         if (r->out)
             for (uint32_t k = 0; k < r->n; k++) {
@@ -2512,6 +3056,7 @@ static dpb_status serialize(ledger *l, bw *w)
                 bw_u8(w, r->out[k].reason);
                 bw_f64(w, r->out[k].before);
                 bw_f64(w, r->out[k].after);
+                bw_u8(w, r->out[k].reported); /* format 3 */
             }
     }
     return w->oom ? DPB_ENOMEM : DPB_OK;
@@ -2585,6 +3130,18 @@ static int load_snapshot(ledger *l, br *r)
         c->stuck = format >= 2 ? (uint8_t)br_u8(r) : 0;
         if ((c->last_ev != LEV_NONE && c->last_ev >= ne) || c->stuck > 1)
             r->bad = 1;
+        c->nrv = format >= 3 ? br_u32(r) : 0;
+        if (c->nrv > ne)
+            r->bad = 1;
+        c->rv = !r->bad && c->nrv ? malloc(c->nrv * sizeof *c->rv) : NULL;
+        if (c->nrv && c->rv == NULL)
+            r->bad = 1;
+        for (uint32_t k = 0; c->rv && k < c->nrv; k++) {
+            c->rv[k].ev = br_u32(r);
+            c->rv[k].count = br_u64(r);
+            if (c->rv[k].ev >= ne || c->rv[k].count == 0)
+                r->bad = 1;
+        }
         /* a spend is >= 0 (+inf when uncertified); anything else is damage */
         if (!(c->spent >= 0.0) || !(c->dtv >= 0.0 && c->dtv <= 1.0))
             r->bad = 1;
@@ -2594,8 +3151,9 @@ static int load_snapshot(ledger *l, br *r)
             free(c->id);
             free(c->labels);
             free(c->ev);
+            free(c->rv);
             c->id = c->labels = NULL;
-            c->ev = NULL;
+            c->ev = c->rv = NULL;
             return -1;
         }
         l->ncl++;
@@ -2608,8 +3166,30 @@ static int load_snapshot(ledger *l, br *r)
         unsigned policy = br_u8(r), ran = br_u8(r);
         uint64_t seq = br_u64(r);
         uint32_t cnt = br_u32(r), adm = br_u32(r);
+        struct {
+            unsigned phase, state;
+            uint64_t state_seq, expires_at;
+            unsigned char chash[16];
+            uint32_t ev[2], reported;
+        } x = {0, LEDGER_CHARGED, 0, 0, {0}, {LEV_NONE, LEV_NONE}, 0};
+        if (format >= 3) {
+            x.phase = br_u8(r);
+            x.state = br_u8(r);
+            x.state_seq = br_u64(r);
+            x.expires_at = br_u64(r);
+            const unsigned char *ch = br_take(r, 16);
+            if (ch)
+                memcpy(x.chash, ch, 16);
+            x.ev[0] = br_u32(r);
+            x.ev[1] = br_u32(r);
+            x.reported = br_u32(r);
+        }
         unsigned has = br_u8(r);
-        if (r->bad || cnt > LEDGER_MAX_PARTICIPANTS) {
+        /* a reserved round keeps its answers (its commit needs them) */
+        if (r->bad || cnt > LEDGER_MAX_PARTICIPANTS || x.phase > 1 || x.state > LEDGER_EXPIRED ||
+            (x.phase == 0) != (x.state == LEDGER_CHARGED) || (x.phase && x.expires_at == 0) ||
+            (x.ev[0] != LEV_NONE && x.ev[0] >= ne) || (x.ev[1] != LEV_NONE && x.ev[1] >= ne) ||
+            (x.state == LEDGER_RESERVED && !has)) {
             free(id);
             return -1;
         }
@@ -2627,6 +3207,7 @@ static int load_snapshot(ledger *l, br *r)
                 out[k].before = br_f64(r);
                 out[k].after = br_f64(r);
                 out[k].acct = -1;
+                out[k].reported = format >= 3 ? (uint8_t)br_u8(r) : 0;
                 long pos = pid ? find_client(l, pid) : -1;
                 if (pos >= 0) {
                     out[k].id = l->cl[pos].id;
@@ -2640,8 +3221,8 @@ static int load_snapshot(ledger *l, br *r)
         unsigned char hash[16] = {0};
         if (h)
             memcpy(hash, h, 16);
-        if (r->bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0,
-                                  0) != DPB_OK) {
+        if (r->bad || store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0, 0,
+                                  x.phase ? x.expires_at : 0) != DPB_OK) {
             /* the outcomes were not taken over by a stored round: release them */
             for (uint32_t k = 0; out && k < cnt; k++)
                 if (out[k].owned)
@@ -2650,8 +3231,18 @@ static int load_snapshot(ledger *l, br *r)
             free(id);
             return -1;
         }
-        l->rd[l->nrd - 1].n = cnt;
-        l->rd[l->nrd - 1].admitted = adm;
+        lrnd *rr = &l->rd[l->nrd - 1];
+        rr->n = cnt;
+        rr->admitted = adm;
+        if (format >= 3) {
+            rr->phase = (uint8_t)x.phase;
+            rr->state = (uint8_t)x.state;
+            rr->state_seq = x.state_seq;
+            memcpy(rr->chash, x.chash, 16);
+            rr->ev[0] = x.ev[0];
+            rr->ev[1] = x.ev[1];
+            rr->reported = x.reported;
+        }
         free(id);
     }
     return r->bad || r->at != r->n ? -1 : 0;
@@ -2688,8 +3279,17 @@ static void *snapshot_main(void *arg)
     ledger *l = arg;
     pthread_mutex_lock(&l->snap_mu);
     for (;;) {
-        while (!l->snap_wanted && !l->snap_stop)
-            pthread_cond_wait(&l->snap_cv, &l->snap_mu);
+        /* wake at least every second: the expiry sweep of reservations */
+        while (!l->snap_wanted && !l->snap_stop) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            if (pthread_cond_timedwait(&l->snap_cv, &l->snap_mu, &until) != 0) {
+                pthread_mutex_unlock(&l->snap_mu);
+                ledger_expire(l, (uint64_t)time(NULL));
+                pthread_mutex_lock(&l->snap_mu);
+            }
+        }
         if (l->snap_stop)
             break;
         l->snap_wanted = 0;
@@ -2840,10 +3440,14 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].id);
         free(l->cl[i].labels);
         free(l->cl[i].ev);
+        free(l->cl[i].rv);
     }
     free(l->cl);
-    for (size_t i = 0; i < l->nundo; i++)
+    for (size_t i = 0; i < l->nundo; i++) {
         free(l->undo[i].labels);
+        free(l->undo[i].sev);
+        free(l->undo[i].srv);
+    }
     free(l->undo);
     free(l->cl_index.slot);
     free(l->rd_index.slot);

@@ -43,6 +43,11 @@
  * that shared the failed sync) and makes the ledger read-only (DPB_EREADONLY) until
  * restart; it still answers reads, and replays rounds that were durable.
  *
+ * Two-phase rounds: a reservation admits as a round does but holds the admitted clients'
+ * budget (pending counts in the multiset every admission composes) until it is committed
+ * (the reported clients charged, the others released), released, or expired (released by
+ * the ledger's background sweep, once a second, with a logged record); all logged.
+ *
  * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
  * Memory: a client is a small struct plus its distinct events and counts; rounds keep their
  * full per-client answers within a bounded budget of entries (older rounds keep a summary);
@@ -61,9 +66,10 @@
 #include "fs.h"
 
 /* On-disk format version of log records and snapshots. */
-/* Snapshot payload format: 2 adds each client's last charged event and honest-status flag
- * (format 1 is still read). */
-#define LEDGER_FORMAT 2
+/* Snapshot payload format: 2 adds each client's last charged event and honest-status flag,
+ * 3 the reservations (clients' reserved events, rounds' phase and state); 1 and 2 are still
+ * read. */
+#define LEDGER_FORMAT 3
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -236,7 +242,22 @@ typedef struct {
     ledger_guarantee guarantee;       /* of an admitted charge (see ledger_guarantee_of) */
     int after_accountant; /* the dp_accountant spent_after is (as ledger_client's), -1: not
                            * known (none, or an answer recovered from the log) */
+    int reported;         /* a committed reservation: this client was charged */
 } ledger_outcome;
+
+/* A round's state. A one-step round is charged at once; a reservation holds the admitted
+ * clients' budget (counted as spent by every admission) until committed (the reported
+ * clients charged, the others released), released, or expired (released by the ledger). */
+typedef enum {
+    LEDGER_CHARGED = 0,
+    LEDGER_RESERVED = 1,
+    LEDGER_COMMITTED = 2,
+    LEDGER_RELEASED = 3,
+    LEDGER_EXPIRED = 4
+} ledger_round_state;
+const char *ledger_round_state_name(ledger_round_state s);
+
+#define LEDGER_TTL_MAX 86400 /* seconds a reservation may be held */
 
 typedef struct {
     char round_id[LEDGER_ID_MAX + 1];
@@ -251,6 +272,8 @@ typedef struct {
     /* the hash an earlier version stored for the same request (numbers as spelled), so a
      * retry that spans an upgrade is still replayed; all zero: none */
     unsigned char legacy_hash[16];
+    int reserve;          /* two-phase: reserve instead of charging */
+    uint64_t ttl_seconds; /* reserve: 1..LEDGER_TTL_MAX */
 } ledger_round_req;
 
 typedef struct {
@@ -260,7 +283,10 @@ typedef struct {
     int replayed;   /* an earlier answer to the same round id and body */
     int summarized; /* the per-client answers were evicted: only counts remain */
     uint64_t seq;   /* log sequence number of the round (0 for dry runs) */
-    size_t n, admitted;
+    int reserve;    /* the round was a reservation (two-phase) */
+    ledger_round_state state;
+    uint64_t expires_at; /* reserve: unix seconds */
+    size_t n, admitted, reported;
     ledger_outcome *outcomes; /* owned; NULL when summarized */
 } ledger_round_res;
 
@@ -301,6 +327,23 @@ typedef struct {
  * DPB_ELIMIT when a label selects more than LEDGER_MAX_PARTICIPANTS clients. */
 dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
                               size_t *n, dpb_error *err);
+
+/* Commit a reservation: charge the reported clients (a subset of the admitted ones, in any
+ * order, no duplicates) and release the others; durable on return. Idempotent: the same
+ * reported set again (hash of the canonical request) answers the stored round (replayed
+ * set). DPB_ENOTFOUND: no such round; DPB_EINVAL (field "reported[i]"): an id that was not
+ * admitted, or listed twice; DPB_ECONFLICT: a one-step round, another commit body, or a
+ * round no longer reserved (res->state says released or expired; res is filled). */
+dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                         const unsigned char hash[16], ledger_round_res *res, dpb_error *err);
+
+/* Release a reservation (every admitted client's budget); durable on return; idempotent (a
+ * released or expired round answers as it is). DPB_ECONFLICT: a one-step or committed round. */
+dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err);
+
+/* Release every reservation whose time is up (at `now`, unix seconds), each with a logged
+ * release record; the number released. The ledger's own thread calls it every second. */
+size_t ledger_expire(ledger *l, uint64_t now);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);

@@ -250,8 +250,11 @@ static void openapi_names_every_route_and_code(void)
     CHECK(r.status == 200);
     for (const route *rt = ROUTES; rt->method; rt++) {
         char needle[96];
-        /* a prefix route "/v1/x/" is documented as "/v1/x/{id}" */
-        snprintf(needle, sizeof needle, rt->prefix ? "\n  %s{" : "\n  %s:\n", rt->path);
+        /* a prefix route "/v1/x/" is documented as "/v1/x/{id}", with its suffix */
+        if (rt->suffix)
+            snprintf(needle, sizeof needle, "\n  %s{id}%s:\n", rt->path, rt->suffix);
+        else
+            snprintf(needle, sizeof needle, rt->prefix ? "\n  %s{" : "\n  %s:\n", rt->path);
         CHECKF(strstr(r.body, needle) != NULL, "openapi.yaml has no path %s", rt->path);
     }
     for (int c = 1; c < PB_COUNT_; c++)

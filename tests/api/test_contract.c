@@ -332,9 +332,10 @@ static void contract_tables_recorded(void)
         CHECKF(rt->scope == SCOPE_NONE || scope != NULL, "route %s %s: scope %d", rt->method,
                rt->path, rt->scope);
         json_array_append_new(
-            routes, json_pack("{s:s, s:s+, s:b, s:o, s:b}", "method", rt->method, "path", rt->path,
-                              rt->prefix ? "{id}" : "", "json_body", rt->json_body, "scope",
-                              scope ? json_string(scope) : json_null(), "compute", rt->compute));
+            routes, json_pack("{s:s, s:s++, s:b, s:o, s:b}", "method", rt->method, "path", rt->path,
+                              rt->prefix ? "{id}" : "", rt->suffix ? rt->suffix : "", "json_body",
+                              rt->json_body, "scope", scope ? json_string(scope) : json_null(),
+                              "compute", rt->compute));
     }
     for (int c = 1; c < PB_COUNT_; c++)
         json_array_append_new(problems,

@@ -144,7 +144,8 @@ static size_t edge_paths(char paths[][64], size_t cap, int *open)
 {
     size_t n = 0;
     for (const route *r = ROUTES; r->method && n < cap; r++, n++) {
-        snprintf(paths[n], 64, "%s%s", r->path, r->prefix ? "x1" : "");
+        snprintf(paths[n], 64, "%s%s%s", r->path, r->prefix ? "x1" : "",
+                 r->suffix ? r->suffix : "");
         open[n] = r->scope == SCOPE_NONE;
     }
     const char *unrouted[] = {"/nothing", "/v1/clients/a/b", "/v1/rounds/", "/v1"};

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "suites.h"
@@ -421,6 +422,240 @@ static void eligibility_errors(void)
     }
 }
 
+/* ---- two-phase rounds ------------------------------------------------------------------------ */
+
+static long long client_rounds_of(const char *id, double *spent)
+{
+    api_reply r;
+    char path[200];
+    snprintf(path, sizeof path, "/v1/clients/%s", id);
+    req(&r, NULL, "GET", path, NULL);
+    long long n = r.status == 200 ? (long long)jnum(r.json, "rounds") : -1;
+    if (spent)
+        *spent = jnum(r.json, "spent.epsilon");
+    api_reply_free(&r);
+    return n;
+}
+
+/* Reserve, and the reservation counts in every admission; commit with dropouts: the
+ * reported clients are charged, the others released; replay and conflicts. */
+static void reserve_commit_dropouts(void)
+{
+    mk("two_commit-a", 1, NULL); /* one round of G5 (~0.79) fits, two do not */
+    mk("two_commit-b", 1, NULL);
+    mk("two_commit-c", 1, NULL);
+    api_reply r;
+    hx h;
+    const char *body = "{\"round_id\":\"two_commit-r\",\"event\":" G5
+                       ",\"participants\":[\"two_commit-a\",\"two_commit-b\",\"two_commit-c\"],"
+                       "\"phase\":\"reserve\",\"reservation_ttl_seconds\":600}";
+    req(&r, NULL, "POST", "/v1/rounds", "%s", body);
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    CHECK(str_is(r.json, "phase", "reserve") && str_is(r.json, "state", "reserved"));
+    CHECK(jint_is(r.json, "charged", 0) && jint_is(r.json, "reserved", 3));
+    const char *exp = jstr(r.json, "expires_at");
+    CHECKF(exp && strlen(exp) == 20 && exp[10] == 'T' && exp[19] == 'Z', "expires_at %s",
+           exp ? exp : "(none)");
+    api_reply_free(&r);
+    /* the same request again: the stored answer */
+    req(&r, &h, "POST", "/v1/rounds", "%s", body);
+    CHECK(r.status == 200 && h.replayed && str_is(r.json, "state", "reserved"));
+    api_reply_free(&r);
+    /* nothing is charged yet, but held: a concurrent round cannot spend it */
+    CHECK(client_rounds_of("two_commit-a", NULL) == 0);
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_commit-other\",\"event\":" G5 ",\"participants\":[\"two_commit-a\"]}");
+    CHECKF(r.status == 200 && jint_is(r.json, "charged", 0) &&
+               str_is(r.json, "refused[0].reason", "over_budget"),
+           "%.300s", r.body);
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/eligibility", "{\"event\":" G5 ",\"clients\":[\"two_commit-a\"]}");
+    CHECK(jint_is(r.json, "eligible", 0) && jnum(r.json, "clients[0].spent.epsilon") > 0.7);
+    api_reply_free(&r);
+    /* a client that was not admitted cannot report */
+    req(&r, NULL, "POST", "/v1/rounds/two_commit-r/commit", "{\"reported\":[\"two_commit-zz\"]}");
+    CHECK(is_problem(&r, 400, "invalid_parameter", "reported[0]"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_commit-r/commit",
+        "{\"reported\":[\"two_commit-a\",\"two_commit-a\"]}");
+    CHECK(is_problem(&r, 400, "invalid_parameter", "reported[1]"));
+    api_reply_free(&r);
+    /* b dropped out: a and c charged, b released */
+    req(&r, &h, "POST", "/v1/rounds/two_commit-r/commit",
+        "{\"reported\":[\"two_commit-c\",\"two_commit-a\"]}");
+    CHECKF(r.status == 200 && !h.replayed, "%ld %.300s", r.status, r.body);
+    CHECK(str_is(r.json, "state", "committed") && jint_is(r.json, "charged", 2) &&
+          jint_is(r.json, "reserved", 0));
+    CHECK(json_array_size(jget(r.json, "reported")) == 2);
+    api_reply_free(&r);
+    double sa, sb;
+    CHECK(client_rounds_of("two_commit-a", &sa) == 1 && sa > 0.7);
+    CHECK(client_rounds_of("two_commit-b", &sb) == 0 && sb == 0.0);
+    CHECK(client_rounds_of("two_commit-c", NULL) == 1);
+    /* b can afford a round again; a cannot */
+    req(&r, NULL, "POST", "/v1/eligibility",
+        "{\"event\":" G5 ",\"clients\":[\"two_commit-a\",\"two_commit-b\"]}");
+    CHECK(affordable(r.json, "two_commit-a", NULL, NULL) == 0 &&
+          affordable(r.json, "two_commit-b", NULL, NULL) == 1);
+    api_reply_free(&r);
+    /* the same commit (in any order) is replayed; another list is a conflict */
+    req(&r, &h, "POST", "/v1/rounds/two_commit-r/commit",
+        "{\"reported\":[\"two_commit-a\",\"two_commit-c\"]}");
+    CHECK(r.status == 200 && h.replayed && jint_is(r.json, "charged", 2));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_commit-r/commit", "{\"reported\":[\"two_commit-a\"]}");
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_commit-r/release", "{}");
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+    CHECK(client_rounds_of("two_commit-a", NULL) == 1);
+    req(&r, NULL, "GET", "/v1/rounds/two_commit-r", NULL);
+    CHECK(r.status == 200 && str_is(r.json, "state", "committed") && jint_is(r.json, "charged", 2));
+    api_reply_free(&r);
+}
+
+/* Release: every held budget back, idempotent; a released round cannot be committed. */
+static void reserve_release(void)
+{
+    mk("two_rel-a", 1, NULL);
+    api_reply r;
+    hx h;
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_rel-r\",\"event\":" G5
+        ",\"participants\":[\"two_rel-a\"],\"phase\":\"reserve\"}");
+    CHECK(r.status == 200 && str_is(r.json, "state", "reserved"));
+    api_reply_free(&r);
+    req(&r, &h, "POST", "/v1/rounds/two_rel-r/release", "{}");
+    CHECK(r.status == 200 && !h.replayed && str_is(r.json, "state", "released") &&
+          jint_is(r.json, "charged", 0));
+    api_reply_free(&r);
+    req(&r, &h, "POST", "/v1/rounds/two_rel-r/release", "{}");
+    CHECK(r.status == 200 && h.replayed && str_is(r.json, "state", "released"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_rel-r/commit", "{\"reported\":[]}");
+    CHECK(is_problem(&r, 409, "reservation_released", "round_id"));
+    api_reply_free(&r);
+    double sp;
+    CHECK(client_rounds_of("two_rel-a", &sp) == 0 && sp == 0.0);
+    /* the budget is free again: a one-step round is charged */
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_rel-after\",\"event\":" G5 ",\"participants\":[\"two_rel-a\"]}");
+    CHECK(r.status == 200 && jint_is(r.json, "charged", 1) && str_is(r.json, "phase", "charge") &&
+          str_is(r.json, "state", "charged"));
+    api_reply_free(&r);
+    /* a one-step round has nothing to commit or release */
+    req(&r, NULL, "POST", "/v1/rounds/two_rel-after/commit", "{\"reported\":[]}");
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_rel-after/release", "{}");
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_rel-nothing/release", "{}");
+    CHECK(is_problem(&r, 404, "not_found", "round_id"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/two_rel-nothing/commit", "{\"reported\":[]}");
+    CHECK(is_problem(&r, 404, "not_found", "round_id"));
+    api_reply_free(&r);
+    api_get("/v1/rounds/two_rel-r/commit", &r);
+    CHECK(r.status == 405 && strcmp(r.allow, "POST") == 0);
+    api_reply_free(&r);
+}
+
+/* A reservation expires: the ledger releases it (state "expired") and a commit is refused
+ * reservation_expired; the budget is free again. */
+static void reserve_expires(void)
+{
+    mk("two_exp-a", 1, NULL);
+    api_reply r;
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_exp-r\",\"event\":" G5
+        ",\"participants\":[\"two_exp-a\"],\"phase\":\"reserve\",\"reservation_ttl_seconds\":1}");
+    CHECK(r.status == 200 && str_is(r.json, "state", "reserved"));
+    api_reply_free(&r);
+    /* the sweep runs every second: expired within 1 + 1 s (waited for at most 5 s) */
+    int expired = 0;
+    for (int k = 0; k < 50 && !expired; k++) {
+        struct timespec ts = {0, 100000000L};
+        nanosleep(&ts, NULL);
+        req(&r, NULL, "GET", "/v1/rounds/two_exp-r", NULL);
+        const char *st = jstr(r.json, "state");
+        expired = st && strcmp(st, "expired") == 0;
+        api_reply_free(&r);
+    }
+    CHECK(expired);
+    req(&r, NULL, "POST", "/v1/rounds/two_exp-r/commit", "{\"reported\":[\"two_exp-a\"]}");
+    CHECK(is_problem(&r, 409, "reservation_expired", "round_id"));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/eligibility", "{\"event\":" G5 ",\"clients\":[\"two_exp-a\"]}");
+    CHECK(jint_is(r.json, "eligible", 1) && jnum(r.json, "clients[0].spent.epsilon") == 0.0);
+    api_reply_free(&r);
+    CHECK(client_rounds_of("two_exp-a", NULL) == 0);
+}
+
+static void reserve_errors(void)
+{
+    static const struct {
+        const char *path, *body, *code, *field;
+        long status;
+    } cases[] = {
+        {"/v1/rounds",
+         "{\"round_id\":\"two_err-1\",\"event\":" G5 ",\"participants\":[\"x\"],\"phase\":\"x\"}",
+         "invalid_parameter", "phase", 400},
+        {"/v1/rounds",
+         "{\"round_id\":\"two_err-2\",\"event\":" G5 ",\"participants\":[\"x\"],\"phase\":"
+         "\"reserve\",\"reservation_ttl_seconds\":0}",
+         "invalid_parameter", "reservation_ttl_seconds", 400},
+        {"/v1/rounds",
+         "{\"round_id\":\"two_err-3\",\"event\":" G5 ",\"participants\":[\"x\"],\"phase\":"
+         "\"reserve\",\"reservation_ttl_seconds\":86401}",
+         "invalid_parameter", "reservation_ttl_seconds", 400},
+        {"/v1/rounds",
+         "{\"round_id\":\"two_err-4\",\"event\":" G5 ",\"participants\":[\"x\"],"
+         "\"reservation_ttl_seconds\":60}",
+         "invalid_parameter", "reservation_ttl_seconds", 400},
+        {"/v1/rounds",
+         "{\"round_id\":\"two_err-5\",\"event\":" G5 ",\"participants\":[\"x\"],\"phase\":"
+         "\"reserve\",\"already_ran\":true}",
+         "invalid_parameter", "already_ran", 400},
+        {"/v1/rounds/two_err-r/commit", "{}", "missing_field", "reported", 400},
+        {"/v1/rounds/two_err-r/commit", "{\"reported\":[\"a\"],\"x\":1}", "unknown_field", "x",
+         400},
+        {"/v1/rounds/two_err-r/commit", "{\"reported\":\"a\"}", "wrong_type", "reported", 400},
+        {"/v1/rounds/two_err-r/commit", "{\"reported\":[\"a/b\"]}", "invalid_id", "reported[0]",
+         400},
+        {"/v1/rounds/two_err-r/release", "{\"all\":true}", "unknown_field", "all", 400},
+        {"/v1/rounds/-bad/release", "{}", "invalid_id", "id", 400},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        api_reply r;
+        req(&r, NULL, "POST", cases[k].path, "%s", cases[k].body);
+        CHECKF(is_problem(&r, (int)cases[k].status, cases[k].code, cases[k].field),
+               "case %zu: %ld %.300s", k, r.status, r.body);
+        api_reply_free(&r);
+    }
+    /* "phase": "charge" spelled out is the same request as without it (one-step rounds keep
+     * their idempotency hash) */
+    mk("two_err-c", 8, NULL);
+    api_reply r;
+    hx h;
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_err-same\",\"event\":" G5 ",\"participants\":[\"two_err-c\"]}");
+    CHECK(r.status == 200 && jint_is(r.json, "charged", 1));
+    api_reply_free(&r);
+    req(&r, &h, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_err-same\",\"event\":" G5
+        ",\"participants\":[\"two_err-c\"],\"phase\":\"charge\"}");
+    CHECK(r.status == 200 && h.replayed);
+    api_reply_free(&r);
+    /* the same id as a reservation is another request */
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"two_err-same\",\"event\":" G5
+        ",\"participants\":[\"two_err-c\"],\"phase\":\"reserve\"}");
+    CHECK(is_problem(&r, 409, "conflict", "round_id"));
+    api_reply_free(&r);
+}
+
 const tl_test WORKFLOW_TESTS[] = {
     TL_T(status_heavy_run_shows_exhausted),
     TL_T(batch_create_unchanged_update),
@@ -428,5 +663,9 @@ const tl_test WORKFLOW_TESTS[] = {
     TL_T(batch_malformed_applies_nothing),
     TL_T(eligibility_matches_rounds),
     TL_T(eligibility_errors),
+    TL_T(reserve_commit_dropouts),
+    TL_T(reserve_release),
+    TL_T(reserve_expires),
+    TL_T(reserve_errors),
 };
 const size_t WORKFLOW_NTESTS = sizeof WORKFLOW_TESTS / sizeof WORKFLOW_TESTS[0];

@@ -1440,6 +1440,153 @@ static void full_disk_read_only(void)
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the full-disk checks failed (see above)");
 }
 
+/* ---- two-phase rounds across kill -9 and restarts ---- */
+
+#define G5_EVENT "{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":5}"
+
+/* The "state" of round rid ("" when unknown), by GET. */
+static const char *round_state(conn *c, const char *rid, char *out, size_t cap)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/rounds/%s", rid);
+    out[0] = '\0';
+    if (req(c, path, NULL, NULL) == 200) {
+        const char *p = strstr(c->buf, "\"state\":\"");
+        if (p)
+            snprintf(out, cap, "%.*s", (int)strcspn(p + 9, "\""), p + 9);
+    }
+    return out;
+}
+
+/* The "rounds" of a client (-1 when unknown). */
+static long client_rounds(conn *c, const char *id)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/clients/%s", id);
+    if (req(c, path, NULL, NULL) != 200)
+        return -1;
+    const char *p = strstr(c->buf, "\"rounds\":");
+    return p ? atol(p + 9) : -1;
+}
+
+/* A one-step round of G5 for id: 1 if charged, 0 if refused, -1 on error. */
+static int charge_one(conn *c, const char *rid, const char *id)
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"round_id\":\"%s\",\"event\":" G5_EVENT ",\"participants\":[\"%s\"]}", rid, id);
+    if (req(c, "/v1/rounds", body, NULL) != 200)
+        return -1;
+    return strstr(c->buf, "\"charged\":1") != NULL;
+}
+
+static int reservations_child(void)
+{
+    int fails0 = tl_failed_checks;
+    char dir[64], st[32];
+    snprintf(dir, sizeof dir, "/tmp/dpb-resv-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(port_path, sizeof port_path, "%s/port", dir);
+    snprintf(log_path, sizeof log_path, "%s/daemon.log", dir);
+    snprintf(data_path, sizeof data_path, "%s/data", dir);
+    conn c;
+    CHECK(conn_init(&c) == 0);
+    CHECK(start_daemon() >= 0);
+    /* budgets of 1: one round of G5 (~0.79) fits, two do not */
+    static const char *const ids[] = {"ra", "rb", "rc", "rd", "re"};
+    for (size_t i = 0; i < 5; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/clients/%s", ids[i]);
+        static const char b[] = "{\"budget\":{\"epsilon\":1,\"delta\":1e-5}}";
+        api_reply r;
+        CHECK(api_call("PUT", path, "application/json", b, sizeof b - 1, &r) == 0 &&
+              r.status == 201);
+        api_reply_free(&r);
+    }
+    CHECK(req(&c, "/v1/rounds",
+              "{\"round_id\":\"long\",\"event\":" G5_EVENT
+              ",\"participants\":[\"ra\",\"rb\",\"rc\"],"
+              "\"phase\":\"reserve\",\"reservation_ttl_seconds\":3600}",
+              NULL) == 200);
+    CHECK(req(&c, "/v1/rounds",
+              "{\"round_id\":\"short\",\"event\":" G5_EVENT ",\"participants\":[\"rd\"],"
+              "\"phase\":\"reserve\",\"reservation_ttl_seconds\":2}",
+              NULL) == 200);
+    double t_short = now_ms();
+    CHECK(charge_one(&c, "one-a", "ra") == 0); /* held by "long" */
+    /* kill -9 with both reservations outstanding */
+    stop_daemon(SIGKILL, 5000);
+    CHECK(start_daemon() >= 0);
+    CHECKF(strcmp(round_state(&c, "long", st, sizeof st), "reserved") == 0, "long: %s", st);
+    CHECK(charge_one(&c, "one-a2", "ra") == 0); /* still held after the restart */
+    CHECK(req(&c, "/v1/eligibility", "{\"event\":" G5_EVENT ",\"clients\":[\"ra\",\"re\"]}",
+              NULL) == 200 &&
+          strstr(c.buf, "\"eligible\":1,"));
+    /* commit with a dropout, then kill -9 at once: acknowledged, so it survives */
+    CHECK(req(&c, "/v1/rounds/long/commit", "{\"reported\":[\"ra\",\"rc\"]}", NULL) == 200);
+    stop_daemon(SIGKILL, 5000);
+    CHECK(start_daemon() >= 0);
+    CHECKF(strcmp(round_state(&c, "long", st, sizeof st), "committed") == 0, "long: %s", st);
+    CHECK(client_rounds(&c, "ra") == 1 && client_rounds(&c, "rb") == 0 &&
+          client_rounds(&c, "rc") == 1);
+    CHECK(req(&c, "/v1/rounds/long/commit", "{\"reported\":[\"rc\",\"ra\"]}", NULL) == 200);
+    CHECK(charge_one(&c, "one-b", "rb") == 1); /* rb's reservation was released */
+    /* "short" expires across the restart (at most 2 s after it was made, the sweep at most
+     * a second later); waited for at most 6 s */
+    int expired = 0;
+    while (!expired && now_ms() - t_short < 6000) {
+        expired = strcmp(round_state(&c, "short", st, sizeof st), "expired") == 0;
+        if (!expired)
+            sleep_ms(100);
+    }
+    CHECKF(expired, "short: %s", st);
+    CHECK(req(&c, "/v1/rounds/short/commit", "{\"reported\":[\"rd\"]}", NULL) == 409 &&
+          strstr(c.buf, "reservation_expired"));
+    /* a reservation outstanding across a clean stop (the final snapshot holds it) */
+    CHECK(req(&c, "/v1/rounds",
+              "{\"round_id\":\"snap\",\"event\":" G5_EVENT ",\"participants\":[\"re\"],"
+              "\"phase\":\"reserve\"}",
+              NULL) == 200);
+    CHECK(stop_daemon(SIGTERM, 10000) == 0);
+    CHECK(file_size(data_path, "wal.log") == 0);
+    CHECK(start_daemon() >= 0);
+    CHECKF(strcmp(round_state(&c, "snap", st, sizeof st), "reserved") == 0, "snap: %s", st);
+    CHECKF(strcmp(round_state(&c, "short", st, sizeof st), "expired") == 0, "short: %s", st);
+    CHECKF(strcmp(round_state(&c, "long", st, sizeof st), "committed") == 0, "long: %s", st);
+    CHECK(charge_one(&c, "one-e", "re") == 0); /* held, from the snapshot */
+    CHECK(charge_one(&c, "one-d", "rd") == 1); /* released by the expiry */
+    CHECK(req(&c, "/v1/rounds/snap/release", "{}", NULL) == 200);
+    stop_daemon(SIGKILL, 5000);
+    CHECK(start_daemon() >= 0);
+    CHECKF(strcmp(round_state(&c, "snap", st, sizeof st), "released") == 0, "snap: %s", st);
+    CHECK(charge_one(&c, "one-e2", "re") == 1);
+    if (tl_failed_checks != fails0)
+        dump_log();
+    stop_daemon(SIGKILL, 5000);
+    conn_free(&c);
+    remove_tree(dir);
+    return tl_failed_checks - fails0;
+}
+
+/* Reservations are durable: after kill -9 they are still held (and counted in admissions),
+ * an acknowledged commit or release stays, a reservation that expires across a restart is
+ * released with a logged record, and a clean stop's snapshot keeps an outstanding one. */
+static void reservations_survive_kill9_and_expire(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int failed = reservations_child();
+        fflush(NULL);
+        _exit(failed == 0 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "the reservation checks failed (see above)");
+}
+
 static void daemon_given(void)
 {
     CHECKF(0, "no dpbudgetd: usage: persist_tests DPBUDGETD [FILTER] (or set DPBUDGETD)");
@@ -1479,6 +1626,7 @@ int main(int argc, char **argv)
         TL_T(verify_reports_snapshot_header_damage),
         TL_T(full_disk_read_only),
         TL_T(startup_says_what_is_wrong),
+        TL_T(reservations_survive_kill9_and_expire),
     };
     int rc = tl_run("persist", all, sizeof all / sizeof all[0], run_argc, run_argv);
     if (daemon_pid > 0)
