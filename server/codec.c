@@ -1275,9 +1275,9 @@ const char *const CODEC_PROACTIVE_FIELDS[] = {
     "theta",     "theorem",          "variant", NULL};
 
 const char *const CODEC_ROUND_FIELDS[] = {
-    "round_id", "event",       "participants", "policy",
-    "dry_run",  "already_ran", "phase",        "reservation_ttl_seconds",
-    NULL};
+    "round_id",   "event",       "participants", "policy",
+    "dry_run",    "already_ran", "phase",        "reservation_ttl_seconds",
+    "event_name", NULL};
 
 int codec_compute_common(json_t *j, const char *const *allowed, dp_relation *rel,
                          dp_accountant *acct, dp_options *opt, problem *pb)

@@ -423,6 +423,30 @@ static long long query_uint(const char *s, long long lo, long long hi)
     return v >= lo && v <= hi ? v : -1;
 }
 
+/* limit and cursor ("o" + position) of a paginated list; -1 with the problem recorded. */
+static int page_args(const http_request *req, size_t *limit, size_t *offset, problem *pb)
+{
+    const char *s;
+    if ((s = http_query(req, "limit"))) {
+        long long v = query_uint(s, 1, 1000);
+        if (v < 0) {
+            problem_set(pb, PB_INVALID_PARAMETER, "limit", "limit must be 1 to 1000");
+            return -1;
+        }
+        *limit = (size_t)v;
+    }
+    if ((s = http_query(req, "cursor"))) {
+        long long v = s[0] == 'o' ? query_uint(s + 1, 0, 1LL << 40) : -1;
+        if (v < 0) {
+            problem_set(pb, PB_INVALID_PARAMETER, "cursor",
+                        "cursor must be a next_cursor value from an earlier page");
+            return -1;
+        }
+        *offset = (size_t)v;
+    }
+    return 0;
+}
+
 void res_clients_list(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))
@@ -469,23 +493,8 @@ void res_clients_list(const http_request *req, http_response *resp)
         }
         q.descending = s[0] == 'd';
     }
-    if ((s = http_query(req, "limit"))) {
-        long long v = query_uint(s, 1, 1000);
-        if (v < 0) {
-            problem_set(&pb, PB_INVALID_PARAMETER, "limit", "limit must be 1 to 1000");
-            goto fail;
-        }
-        q.limit = (size_t)v;
-    }
-    if ((s = http_query(req, "cursor"))) {
-        long long v = s[0] == 'o' ? query_uint(s + 1, 0, 1LL << 40) : -1;
-        if (v < 0) {
-            problem_set(&pb, PB_INVALID_PARAMETER, "cursor",
-                        "cursor must be a next_cursor value from an earlier page");
-            goto fail;
-        }
-        q.offset = (size_t)v;
-    }
+    if (page_args(req, &q.limit, &q.offset, &pb) < 0)
+        goto fail;
     ledger_client *page = calloc(q.limit, sizeof *page);
     if (page == NULL) {
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
@@ -676,6 +685,37 @@ static int decode_ids(json_t *arr, const char *name, const char ***ids, size_t *
     return 0;
 }
 
+/* The request's event: "event" (an Event) or "event_name" (a registered one), exactly one;
+ * NULL with the problem recorded. */
+static dp_event *event_or_name(const http_request *req, json_t *j, problem *pb)
+{
+    json_t *ev = json_object_get(j, "event"), *nm = json_object_get(j, "event_name");
+    if (ev && nm) {
+        problem_set(pb, PB_INVALID_PARAMETER, "event_name",
+                    "give either 'event' or 'event_name' (a name registered with PUT "
+                    "/v1/events/{name}), not both");
+        return NULL;
+    }
+    if (nm == NULL)
+        return codec_event(ev, "event", DP_PARAM_NONE, pb);
+    if (!json_is_string(nm)) {
+        problem_set(pb, PB_WRONG_TYPE, "event_name", "'event_name' must be a string");
+        return NULL;
+    }
+    const char *name = json_string_value(nm);
+    if (codec_id(name, json_string_length(nm), "event_name", pb) < 0)
+        return NULL;
+    dp_event *out = NULL;
+    uint64_t seq;
+    if (ledger_get_event(the_ledger(req), name, &out, &seq) != DPB_OK || out == NULL) {
+        problem_set(pb, PB_UNKNOWN_EVENT_NAME, "event_name",
+                    "no event is registered as '%s': register it with PUT /v1/events/%s", name,
+                    name);
+        return NULL;
+    }
+    return out;
+}
+
 void res_round_post(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))
@@ -738,7 +778,7 @@ void res_round_post(const http_request *req, http_response *resp)
     if (decode_ids(pa, "participants", &ids, &rq.n, &pb) < 0)
         goto fail;
     rq.participants = ids;
-    ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb);
+    ev = event_or_name(req, j, &pb);
     if (ev == NULL)
         goto fail;
     rq.event = ev;
@@ -918,7 +958,8 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
  * rounds each can afford; nothing is charged or stored. */
 void res_eligibility(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event", "clients", "label", "max_rounds", NULL};
+    static const char *const allowed[] = {"event", "event_name", "clients",
+                                          "label", "max_rounds", NULL};
     if (no_ledger(req, resp))
         return;
     problem pb = {0};
@@ -951,7 +992,7 @@ void res_eligibility(const http_request *req, http_response *resp)
     if (cl && decode_ids(cl, "clients", &ids, &q.n, &pb) < 0)
         goto fail;
     q.ids = ids;
-    ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb);
+    ev = event_or_name(req, j, &pb);
     if (ev == NULL)
         goto fail;
     q.event = ev;
@@ -1089,6 +1130,93 @@ void res_round_release(const http_request *req, http_response *resp)
     dpb_error err = {0};
     dpb_status st = ledger_release(the_ledger(req), req->param, &res, &err);
     reply_resolved(resp, &res, &err, st);
+}
+
+/* ---- named events ----------------------------------------------------------------------- */
+
+static json_t *named_event_json(const char *name, const dp_event *ev, uint64_t seq)
+{
+    return json_pack("{s:s, s:o, s:I}", "name", name, "event", codec_encode_event(ev),
+                     "created_seq", (json_int_t)seq);
+}
+
+/* PUT /v1/events/{name} {"event": Event}: register an event under a name (immutable). */
+void res_event_put(const http_request *req, http_response *resp)
+{
+    static const char *const allowed[] = {"event", NULL};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    dp_event *ev = NULL;
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
+        (ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb)) == NULL) {
+        http_reply_problem(resp, &pb);
+        json_decref(j);
+        return;
+    }
+    int created = 0;
+    uint64_t seq = 0;
+    dpb_error err = {0};
+    if (ledger_put_event(the_ledger(req), req->param, ev, &created, &seq, &err) != DPB_OK)
+        reply_ledger_error(resp, &pb, &err);
+    else
+        http_reply_json(resp, created ? 201 : 200, named_event_json(req->param, ev, seq));
+    dp_event_free(ev);
+    json_decref(j);
+}
+
+void res_event_get(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    dp_event *ev = NULL;
+    uint64_t seq = 0;
+    if (ledger_get_event(the_ledger(req), req->param, &ev, &seq) != DPB_OK || ev == NULL) {
+        problem pb = {0};
+        problem_set(&pb, PB_NOT_FOUND, "name",
+                    "no event '%.128s': register it with PUT /v1/events/{name}", req->param);
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    mark_read_only(req, resp);
+    http_reply_json(resp, 200, named_event_json(req->param, ev, seq));
+    dp_event_free(ev);
+}
+
+void res_events_list(const http_request *req, http_response *resp)
+{
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    size_t limit = 100, offset = 0;
+    if (page_args(req, &limit, &offset, &pb) < 0) {
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, total = 0;
+    if (ledger_list_events(the_ledger(req), offset, limit, &names, &n, &total) != DPB_OK) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        dp_event *ev = NULL;
+        uint64_t seq = 0;
+        if (ledger_get_event(the_ledger(req), names[i], &ev, &seq) == DPB_OK && ev)
+            json_array_append_new(arr, named_event_json(names[i], ev, seq));
+        dp_event_free(ev);
+        free(names[i]);
+    }
+    free(names);
+    json_t *o = json_pack("{s:o, s:I}", "events", arr, "total", (json_int_t)total);
+    char next[32];
+    snprintf(next, sizeof next, "o%zu", offset + n);
+    json_object_set_new(o, "next_cursor", offset + n < total ? json_string(next) : json_null());
+    mark_read_only(req, resp);
+    http_reply_json(resp, 200, o);
 }
 
 void res_round_get(const http_request *req, http_response *resp)

@@ -53,6 +53,7 @@ static const struct {
                                 "The round's reservation expired and its budget was released"},
     [PB_RESERVATION_RELEASED] = {409, "reservation_released",
                                  "The round's reservation was released"},
+    [PB_UNKNOWN_EVENT_NAME] = {422, "unknown_event_name", "No event is registered under this name"},
 };
 
 int problem_http_status(problem_code c)

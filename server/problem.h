@@ -46,6 +46,7 @@ typedef enum {
     PB_COMPUTE_DEADLINE,     /* 422 a computation ran past --compute-deadline and was stopped */
     PB_RESERVATION_EXPIRED,  /* 409 a two-phase round's reservation expired: nothing to commit */
     PB_RESERVATION_RELEASED, /* 409 a two-phase round's reservation was released */
+    PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
     PB_COUNT_
 } problem_code;
 

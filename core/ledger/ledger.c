@@ -39,7 +39,8 @@ enum {
     REC_ROUND = 3,
     REC_RESERVE = 4,
     REC_COMMIT = 5,
-    REC_RELEASE = 6
+    REC_RELEASE = 6,
+    REC_NAME = 7
 };
 enum {
     EV_RDP = SPEND_RDP,
@@ -95,8 +96,9 @@ enum {
     U_CLIENT_SET = 3,
     U_CHARGE = 4,
     U_ROUND = 5,
-    U_CSNAP = 6, /* a client's events and reservations as they were (reservation changes) */
-    U_RSTATE = 7 /* a two-phase round's state as it was (commit, release) */
+    U_CSNAP = 6,  /* a client's events and reservations as they were (reservation changes) */
+    U_RSTATE = 7, /* a two-phase round's state as it was (commit, release) */
+    U_NAME = 8    /* a named event, new */
 };
 typedef struct {
     uint64_t seq;      /* the record the change waits for */
@@ -137,6 +139,13 @@ typedef struct {
     lout *out; /* NULL once summarized (never while reserved) */
 } lrnd;
 
+typedef struct {
+    char *name;
+    unsigned char *bytes; /* the encoded event */
+    size_t nbytes;
+    uint64_t seq; /* its record */
+} lname;
+
 /* open-addressing index of strings or hashes -> position (UINT32_MAX = empty) */
 typedef struct {
     uint32_t *slot;
@@ -169,6 +178,10 @@ struct ledger {
     size_t nrd, cap_rd;
     lindex rd_index;
     size_t kept_outcomes, oldest_kept; /* outcome entries in memory; first round with them */
+    /* named events */
+    lname *nm;
+    size_t nnm, cap_nm;
+    lindex nm_index;
     /* counters */
     uint64_t by_status[3], hist[11];
     /* snapshots */
@@ -323,6 +336,21 @@ static int ev_eq(const ledger *l, uint32_t pos, const void *key)
 static uint64_t ev_hash(const ledger *l, uint32_t pos)
 {
     return l->evs[pos].hash;
+}
+
+static int nm_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->nm[pos].name, key) == 0;
+}
+static uint64_t nm_hash(const ledger *l, uint32_t pos)
+{
+    return str_hash(l->nm[pos].name);
+}
+
+static long find_name(const ledger *l, const char *name)
+{
+    size_t i = index_find(l, &l->nm_index, str_hash(name), nm_eq, name);
+    return l->nm_index.slot[i] == UINT32_MAX ? -1 : (long)l->nm_index.slot[i];
 }
 
 static long find_client(const ledger *l, const char *id)
@@ -830,6 +858,14 @@ static void undo_one(ledger *l, lundo *u)
         memset(r->chash, 0, 16);
         for (uint32_t i = 0; r->out && i < r->n; i++)
             r->out[i].reported = 0;
+        break;
+    }
+    case U_NAME: {
+        lname *nm = &l->nm[u->pos];
+        index_delete(&l->nm_index, str_hash(nm->name), u->pos, nm_hash, l);
+        free(nm->name);
+        free(nm->bytes);
+        l->nnm--;
         break;
     }
     case U_ROUND: {
@@ -2477,6 +2513,180 @@ size_t ledger_expire(ledger *l, uint64_t now)
     return done;
 }
 
+/* ---- named events ---------------------------------------------------------------------------- */
+
+/* Store a named event in memory (bytes copied). -1 when out of memory. */
+static int apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n,
+                      uint64_t seq)
+{
+    if (grow((void **)&l->nm, &l->cap_nm, l->nnm + 1, sizeof *l->nm) != 0)
+        return -1;
+    lname *e = &l->nm[l->nnm];
+    e->name = xstrdup(name);
+    e->bytes = malloc(n ? n : 1);
+    if (e->name == NULL || e->bytes == NULL ||
+        index_insert(l, &l->nm_index, l->nnm, nm_hash, (uint32_t)l->nnm) != 0) {
+        free(e->name);
+        free(e->bytes);
+        return -1;
+    }
+    memcpy(e->bytes, bytes, n);
+    e->nbytes = n;
+    e->seq = seq;
+    l->nnm++;
+    return 0;
+}
+
+dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
+                            uint64_t *seq_out, dpb_error *err)
+{
+    *created = 0;
+    if (!valid_id(name))
+        return dpb_fail(err, DPB_EINVAL, "name", "an event name is " LEDGER_ID_RULE);
+    unsigned char *eb = NULL;
+    size_t elen = 0, ecap = 0;
+    dpb_status st = dp_event_encode(ev, &eb, &elen, &ecap);
+    if (st != DPB_OK) {
+        free(eb);
+        return dpb_fail(err, st, "event", "the event cannot be recorded");
+    }
+    uint64_t seq = 0;
+    pthread_rwlock_wrlock(&l->lock);
+    begin_write(l);
+    long pos = find_name(l, name);
+    while (pos >= 0 && settle(l, l->nm[pos].seq) != 0) { /* shown only once durable */
+        withdraw_locked(l);
+        pos = find_name(l, name);
+    }
+    if (pos >= 0) {
+        const lname *e = &l->nm[pos];
+        if (e->nbytes == elen && memcmp(e->bytes, eb, elen) == 0)
+            *seq_out = e->seq;
+        else
+            st = dpb_fail(err, DPB_ECONFLICT, "name",
+                          "the name '%s' is taken by another event (names are immutable: "
+                          "register this event under another name)",
+                          name);
+        goto out;
+    }
+    if (ledger_ro(l)) {
+        st = readonly_error(err);
+        goto out;
+    }
+    /* the event in the vocabulary for both relations (logged first), then the name */
+    for (int rel = 0; rel < 2 && st == DPB_OK; rel++) {
+        uint32_t idx;
+        int fresh;
+        st = intern(l, eb, elen, (dp_relation)rel, &idx, &fresh);
+        if (st != DPB_OK)
+            dpb_fail(err, st, "event", "the event could not be prepared");
+    }
+    if (st == DPB_OK && reserve_undo(l, l->nevs - l->nevs_logged + 1) != 0)
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    if (st != DPB_OK) {
+        drop_unlogged_events(l);
+        goto out;
+    }
+    if ((st = log_new_events(l, err)) != DPB_OK) {
+        withdraw_locked(l);
+        goto out;
+    }
+    bw w = {0};
+    bw_str(&w, name);
+    bw_put(&w, eb, elen);
+    st = log_record(l, REC_NAME, &w, err);
+    free(w.b);
+    if (st != DPB_OK) {
+        withdraw_locked(l);
+        goto out;
+    }
+    seq = l->last_seq;
+    if (apply_name(l, name, eb, elen, seq) != 0) {
+        st = abandon(l, DPB_ENOMEM, err);
+        seq = 0;
+        goto out;
+    }
+    lundo u = {0};
+    u.seq = seq;
+    u.lversion = l->version;
+    u.kind = U_NAME;
+    u.pos = (uint32_t)(l->nnm - 1);
+    push_undo(l, &u);
+    *created = 1;
+    *seq_out = seq;
+out:
+    pthread_rwlock_unlock(&l->lock);
+    free(eb);
+    if (st == DPB_OK && seq) {
+        st = commit(l, seq, err);
+        maybe_snapshot(l);
+    }
+    return st;
+}
+
+dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)
+{
+    *out = NULL;
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        long pos = find_name(l, name);
+        if (pos >= 0 && settle(l, l->nm[pos].seq) != 0) {
+            pthread_rwlock_unlock(&l->lock);
+            withdraw(l);
+            continue;
+        }
+        dpb_status st = DPB_ENOTFOUND;
+        if (pos >= 0) {
+            *seq = l->nm[pos].seq;
+            st = dp_event_decode(l->nm[pos].bytes, l->nm[pos].nbytes, out, NULL);
+        }
+        pthread_rwlock_unlock(&l->lock);
+        return st;
+    }
+}
+
+static const ledger *name_sort_ledger;
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(name_sort_ledger->nm[*(const uint32_t *)a].name,
+                  name_sort_ledger->nm[*(const uint32_t *)b].name);
+}
+
+dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***names, size_t *n,
+                              size_t *total)
+{
+    *names = NULL;
+    *n = 0;
+    rdlock_durable(l);
+    size_t m = l->nnm;
+    uint32_t *idx = malloc((m ? m : 1) * sizeof *idx);
+    char **out = calloc(limit ? limit : 1, sizeof *out);
+    dpb_status st = idx && out ? DPB_OK : DPB_ENOMEM;
+    if (st == DPB_OK) {
+        for (size_t i = 0; i < m; i++)
+            idx[i] = (uint32_t)i;
+        pthread_mutex_lock(&sort_mu);
+        name_sort_ledger = l;
+        qsort(idx, m, sizeof *idx, cmp_names);
+        pthread_mutex_unlock(&sort_mu);
+        for (size_t i = offset; i < m && *n < limit; i++)
+            if ((out[(*n)++] = xstrdup(l->nm[idx[i]].name)) == NULL)
+                st = DPB_ENOMEM;
+    }
+    *total = m;
+    pthread_rwlock_unlock(&l->lock);
+    free(idx);
+    if (st != DPB_OK) {
+        for (size_t i = 0; out && i < *n; i++)
+            free(out[i]);
+        free(out);
+        *n = 0;
+        return st;
+    }
+    *names = out;
+    return DPB_OK;
+}
+
 /* ---- eligibility ----------------------------------------------------------------------------- */
 
 /* Two clients whose admissions of any event agree: the same budget, mode, relation,
@@ -2900,6 +3110,16 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
         free(id);
         return 0;
     }
+    case REC_NAME: {
+        char *name = br_str(&r, LEDGER_ID_MAX);
+        dp_event *ev = NULL;
+        int bad = r.bad || name == NULL || find_name(l, name) >= 0 ||
+                  dp_event_decode(p + r.at, n - r.at, &ev, NULL) != DPB_OK ||
+                  apply_name(l, name, p + r.at, n - r.at, l->last_seq) != 0;
+        dp_event_free(ev);
+        free(name);
+        return bad ? -1 : 0;
+    }
     case REC_COMMIT:
     case REC_RELEASE: {
         char *id = br_str(&r, LEDGER_ID_MAX);
@@ -2993,6 +3213,15 @@ static int covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload
         free(id);
         return pos >= 0 && l->rd[pos].state_seq == seq ? 0 : -1;
     }
+    case REC_NAME: {
+        char *name = br_str(&r, LEDGER_ID_MAX);
+        long pos = name ? find_name(l, name) : -1;
+        free(name);
+        return pos >= 0 && l->nm[pos].seq == seq && l->nm[pos].nbytes == len - r.at &&
+                       memcmp(l->nm[pos].bytes, p + r.at, len - r.at) == 0
+                   ? 0
+                   : -1;
+    }
     }
     return -1;
 }
@@ -3058,6 +3287,13 @@ static dpb_status serialize(ledger *l, bw *w)
                 bw_f64(w, r->out[k].after);
                 bw_u8(w, r->out[k].reported); /* format 3 */
             }
+    }
+    bw_u64(w, l->nnm); /* format 3: the named events */
+    for (size_t i = 0; i < l->nnm; i++) {
+        bw_str(w, l->nm[i].name);
+        bw_u64(w, l->nm[i].seq);
+        bw_u32(w, (uint32_t)l->nm[i].nbytes);
+        bw_put(w, l->nm[i].bytes, l->nm[i].nbytes);
     }
     return w->oom ? DPB_ENOMEM : DPB_OK;
 }
@@ -3245,6 +3481,19 @@ static int load_snapshot(ledger *l, br *r)
         }
         free(id);
     }
+    uint64_t nn = format >= 3 ? br_u64(r) : 0;
+    for (uint64_t i = 0; i < nn && !r->bad; i++) {
+        char *name = br_str(r, LEDGER_ID_MAX);
+        uint64_t seq = br_u64(r);
+        uint32_t len = br_u32(r);
+        const unsigned char *b = br_take(r, len);
+        dp_event *ev = NULL;
+        if (r->bad || name == NULL || find_name(l, name) >= 0 ||
+            dp_event_decode(b, len, &ev, NULL) != DPB_OK || apply_name(l, name, b, len, seq) != 0)
+            r->bad = 1;
+        dp_event_free(ev);
+        free(name);
+    }
     return r->bad || r->at != r->n ? -1 : 0;
 }
 
@@ -3317,7 +3566,8 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     l->sp = spend_engine_new(0);
     dpb_status st = DPB_ENOMEM;
     if (l->dir == NULL || l->sp == NULL || index_init(&l->cl_index, 1024) != 0 ||
-        index_init(&l->rd_index, 1024) != 0 || index_init(&l->ev_index, 64) != 0) {
+        index_init(&l->nm_index, 64) != 0 || index_init(&l->rd_index, 1024) != 0 ||
+        index_init(&l->ev_index, 64) != 0) {
         dpb_fail(err, st, NULL, "out of memory");
         goto fail;
     }
@@ -3449,6 +3699,12 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->undo[i].srv);
     }
     free(l->undo);
+    for (size_t i = 0; i < l->nnm; i++) {
+        free(l->nm[i].name);
+        free(l->nm[i].bytes);
+    }
+    free(l->nm);
+    free(l->nm_index.slot);
     free(l->cl_index.slot);
     free(l->rd_index.slot);
     free(l->ev_index.slot);

@@ -67,8 +67,8 @@
 
 /* On-disk format version of log records and snapshots. */
 /* Snapshot payload format: 2 adds each client's last charged event and honest-status flag,
- * 3 the reservations (clients' reserved events, rounds' phase and state); 1 and 2 are still
- * read. */
+ * 3 the reservations (clients' reserved events, rounds' phase and state) and the named
+ * events; 1 and 2 are still read. */
 #define LEDGER_FORMAT 3
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
@@ -344,6 +344,23 @@ dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res
 /* Release every reservation whose time is up (at `now`, unix seconds), each with a logged
  * release record; the number released. The ledger's own thread calls it every second. */
 size_t ledger_expire(ledger *l, uint64_t now);
+
+/* Named events: an event registered once under a name (the id rule; immutable) and
+ * referenced by rounds and eligibility queries. The event is taken into the ledger's
+ * vocabulary (logged) for both relations, so that an eligibility query of it runs under the
+ * read lock. *created: 1 new, 0 the same event already had the name; DPB_ECONFLICT: the name
+ * is taken by another event. Durable on return. */
+dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
+                            uint64_t *seq, dpb_error *err);
+
+/* The event named name (*out: decoded, the caller frees it) and the seq of its record;
+ * DPB_ENOTFOUND when unknown. */
+dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq);
+
+/* Up to limit names in name order from position offset (*names: malloc'ed array of
+ * malloc'ed strings, each freed by the caller); *total: how many there are. */
+dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***names, size_t *n,
+                              size_t *total);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);

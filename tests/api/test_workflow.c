@@ -656,6 +656,109 @@ static void reserve_errors(void)
     api_reply_free(&r);
 }
 
+/* ---- named events ---------------------------------------------------------------------------- */
+
+static void named_events(void)
+{
+    api_reply r;
+    req(&r, NULL, "PUT", "/v1/events/named-g5", "{\"event\":" G5 "}");
+    CHECKF(r.status == 201, "%ld %.300s", r.status, r.body);
+    CHECK(str_is(r.json, "name", "named-g5") &&
+          str_is(r.json, "event.class_name", "GaussianDpEvent") && jnum(r.json, "created_seq") > 0);
+    double seq = jnum(r.json, "created_seq");
+    api_reply_free(&r);
+    /* the same event again: 200, the same record; another event: 409 (names are immutable) */
+    req(&r, NULL, "PUT", "/v1/events/named-g5",
+        "{\"event\":{\"noise_multiplier\":5.0,\"class_name\":\"GaussianDpEvent\"}}");
+    CHECK(r.status == 200 && jnum(r.json, "created_seq") == seq);
+    api_reply_free(&r);
+    req(&r, NULL, "PUT", "/v1/events/named-g5",
+        "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":6}}");
+    CHECK(is_problem(&r, 409, "conflict", "name"));
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/events/named-g5", NULL);
+    CHECK(r.status == 200 && jnum(r.json, "event.noise_multiplier") == 5 &&
+          jnum(r.json, "created_seq") == seq);
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/events/named-none", NULL);
+    CHECK(is_problem(&r, 404, "not_found", "name"));
+    api_reply_free(&r);
+    req(&r, NULL, "PUT", "/v1/events/named-b", "{\"event\":" HEAVY "}");
+    CHECK(r.status == 201);
+    api_reply_free(&r);
+    /* the list, a page of one at a time, in name order */
+    req(&r, NULL, "GET", "/v1/events?limit=1", NULL);
+    CHECKF(r.status == 200 && json_array_size(jget(r.json, "events")) == 1 &&
+               json_is_string(jget(r.json, "next_cursor")) && jnum(r.json, "total") >= 2,
+           "%.300s", r.body);
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/events?limit=1000", NULL);
+    size_t i;
+    json_t *e;
+    int seen = 0;
+    const char *prev = "";
+    json_array_foreach(jget(r.json, "events"), i, e)
+    {
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        CHECK(nm && strcmp(prev, nm) < 0);
+        prev = nm ? nm : prev;
+        seen += nm && strncmp(nm, "named-", 6) == 0;
+    }
+    CHECK(seen == 2 && json_is_null(jget(r.json, "next_cursor")));
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/events?cursor=x", NULL);
+    CHECK(is_problem(&r, 400, "invalid_parameter", "cursor"));
+    api_reply_free(&r);
+    /* a round by name is the round of the event: the same spend as spelled out */
+    mk("named-c1", 8, NULL);
+    mk("named-c2", 8, NULL);
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"named-r1\",\"event_name\":\"named-g5\",\"participants\":[\"named-c1\"]}");
+    CHECKF(r.status == 200 && jint_is(r.json, "charged", 1), "%.300s", r.body);
+    double s1 = jnum(r.json, "admitted[0].spent_after");
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"named-r2\",\"event\":" G5 ",\"participants\":[\"named-c2\"]}");
+    CHECK(r.status == 200 && jnum(r.json, "admitted[0].spent_after") == s1);
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/eligibility",
+        "{\"event_name\":\"named-g5\",\"clients\":[\"named-c1\",\"named-c2\"]}");
+    CHECK(r.status == 200 && jint_is(r.json, "eligible", 2) &&
+          jnum(r.json, "clients[0].affordable_rounds") ==
+              jnum(r.json, "clients[1].affordable_rounds"));
+    api_reply_free(&r);
+    static const struct {
+        const char *path, *body, *code, *field;
+        long status;
+    } bad[] = {
+        {"/v1/rounds",
+         "{\"round_id\":\"named-x\",\"event_name\":\"named-none\",\"participants\":[\"named-c1\"]}",
+         "unknown_event_name", "event_name", 422},
+        {"/v1/rounds",
+         "{\"round_id\":\"named-x\",\"event\":" G5
+         ",\"event_name\":\"named-g5\",\"participants\":[\"named-c1\"]}",
+         "invalid_parameter", "event_name", 400},
+        {"/v1/eligibility", "{\"event_name\":7,\"clients\":[\"named-c1\"]}", "wrong_type",
+         "event_name", 400},
+        {"/v1/eligibility", "{\"event_name\":\"no/such\",\"clients\":[\"named-c1\"]}", "invalid_id",
+         "event_name", 400},
+        {"/v1/eligibility", "{\"event_name\":\"named-none\",\"clients\":[\"named-c1\"]}",
+         "unknown_event_name", "event_name", 422},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        req(&r, NULL, "POST", bad[k].path, "%s", bad[k].body);
+        CHECKF(is_problem(&r, (int)bad[k].status, bad[k].code, bad[k].field), "case %zu: %.300s", k,
+               r.body);
+        api_reply_free(&r);
+    }
+    req(&r, NULL, "PUT", "/v1/events/named-bad", "{\"event\":{\"class_name\":\"NoSuchEvent\"}}");
+    CHECK(r.status == 400);
+    api_reply_free(&r);
+    req(&r, NULL, "PUT", "/v1/events/named-bad", "{\"event\":" G5 ",\"x\":1}");
+    CHECK(is_problem(&r, 400, "unknown_field", "x"));
+    api_reply_free(&r);
+}
+
 const tl_test WORKFLOW_TESTS[] = {
     TL_T(status_heavy_run_shows_exhausted),
     TL_T(batch_create_unchanged_update),
@@ -667,5 +770,6 @@ const tl_test WORKFLOW_TESTS[] = {
     TL_T(reserve_release),
     TL_T(reserve_expires),
     TL_T(reserve_errors),
+    TL_T(named_events),
 };
 const size_t WORKFLOW_NTESTS = sizeof WORKFLOW_TESTS / sizeof WORKFLOW_TESTS[0];

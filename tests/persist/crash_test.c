@@ -1504,6 +1504,13 @@ static int reservations_child(void)
               r.status == 201);
         api_reply_free(&r);
     }
+    { /* a named event, used after the restarts below */
+        static const char b[] = "{\"event\":" G5_EVENT "}";
+        api_reply r;
+        CHECK(api_call("PUT", "/v1/events/pg5", "application/json", b, sizeof b - 1, &r) == 0 &&
+              r.status == 201);
+        api_reply_free(&r);
+    }
     CHECK(req(&c, "/v1/rounds",
               "{\"round_id\":\"long\",\"event\":" G5_EVENT
               ",\"participants\":[\"ra\",\"rb\",\"rc\"],"
@@ -1561,6 +1568,9 @@ static int reservations_child(void)
     CHECK(start_daemon() >= 0);
     CHECKF(strcmp(round_state(&c, "snap", st, sizeof st), "released") == 0, "snap: %s", st);
     CHECK(charge_one(&c, "one-e2", "re") == 1);
+    /* the named event, from the log (kill -9 above) and the snapshot (SIGTERM above) */
+    CHECK(req(&c, "/v1/events/pg5", NULL, NULL) == 200 && strstr(c.buf, "\"created_seq\""));
+    CHECK(req(&c, "/v1/eligibility", "{\"event_name\":\"pg5\",\"clients\":[\"rb\"]}", NULL) == 200);
     if (tl_failed_checks != fails0)
         dump_log();
     stop_daemon(SIGKILL, 5000);
