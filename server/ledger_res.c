@@ -1219,6 +1219,53 @@ void res_events_list(const http_request *req, http_response *resp)
     http_reply_json(resp, 200, o);
 }
 
+/* GET /v1/clients/{id}/rounds: the client's newest rounds (a bounded history), newest
+ * first, and its complete aggregate of events. */
+void res_client_history(const http_request *req, http_response *resp)
+{
+    static const char *const state_names[] = {"charged", "reserved", "released"};
+    if (no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    size_t limit = 100, offset = 0;
+    if (page_args(req, &limit, &offset, &pb) < 0) {
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    ledger_history h;
+    dpb_status st = ledger_client_history(the_ledger(req), req->param, offset, limit, &h);
+    if (st != DPB_OK) {
+        problem_set(&pb, st == DPB_ENOTFOUND ? PB_NOT_FOUND : PB_OUT_OF_MEMORY,
+                    st == DPB_ENOTFOUND ? "id" : NULL, "%s",
+                    st == DPB_ENOTFOUND ? "no such client: create it with PUT /v1/clients/{id}"
+                                        : "out of memory");
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    json_t *items = json_array(), *agg = json_array();
+    for (size_t i = 0; i < h.n; i++) {
+        const ledger_hist_item *it = &h.items[i];
+        json_array_append_new(
+            items, json_pack("{s:s, s:I, s:s, s:o}", "round_id", it->round_id, "seq",
+                             (json_int_t)it->seq, "state", state_names[it->state], "spent_after",
+                             isnan(it->spent_after) ? json_null() : codec_real(it->spent_after)));
+    }
+    for (size_t i = 0; i < h.nagg; i++)
+        json_array_append_new(agg, json_pack("{s:o, s:I, s:I}", "event",
+                                             codec_encode_event(h.agg[i].event), "charged",
+                                             (json_int_t)h.agg[i].count, "reserved",
+                                             (json_int_t)h.agg[i].reserved));
+    json_t *o = json_pack("{s:s, s:o, s:I, s:b, s:I, s:o}", "client", req->param, "charges", items,
+                          "total", (json_int_t)h.total, "complete", h.complete, "history_limit",
+                          (json_int_t)LEDGER_HISTORY, "aggregate", agg);
+    char next[32];
+    snprintf(next, sizeof next, "o%zu", offset + h.n);
+    json_object_set_new(o, "next_cursor", offset + h.n < h.total ? json_string(next) : json_null());
+    ledger_history_free(&h);
+    mark_read_only(req, resp);
+    http_reply_json(resp, 200, o);
+}
+
 void res_round_get(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))

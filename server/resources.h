@@ -40,6 +40,7 @@ void res_round_release(const http_request *req, http_response *resp);
 void res_event_put(const http_request *req, http_response *resp);
 void res_event_get(const http_request *req, http_response *resp);
 void res_events_list(const http_request *req, http_response *resp);
+void res_client_history(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 

@@ -16,6 +16,7 @@ const route ROUTES[] = {
     {"PUT", "/v1/clients/", res_client_put, 1, 1, SCOPE_ADMIN, 0, 0, NULL},
     {"GET", "/v1/clients/", res_client_get, 0, 1, SCOPE_READ, 0, 0, NULL},
     {"GET", "/v1/clients", res_clients_list, 0, 0, SCOPE_READ, 0, 0, NULL},
+    {"GET", "/v1/clients/", res_client_history, 0, 1, SCOPE_READ, 0, 0, "/rounds"},
     {"POST", "/v1/clients:batch", res_clients_batch, 1, 0, SCOPE_ADMIN, 0, 0, NULL},
     {"POST", "/v1/rounds", res_round_post, 1, 0, SCOPE_CHARGE, 0, 0, NULL},
     {"GET", "/v1/rounds/", res_round_get, 0, 1, SCOPE_READ, 0, 0, NULL},

@@ -86,6 +86,9 @@ typedef struct {
     lcount *ev;
     uint32_t nrv; /* reserved events (two-phase rounds), counted in every admission */
     lcount *rv;
+    uint32_t *hist; /* the last LEDGER_HISTORY rounds that charged or reserved it (positions),
+                     * a ring: entry k at hist[k % LEDGER_HISTORY] (NULL until the first) */
+    uint32_t hseen; /* entries ever pushed */
 } lclient;
 
 /* One change applied in memory whose log record (seq) may not be durable yet: what it takes
@@ -114,6 +117,8 @@ typedef struct {
     char *labels;      /* U_CLIENT_SET: the old labels (owned) */
     lcount *sev, *srv; /* U_CSNAP: the old events and reservations (owned) */
     uint32_t snev, snrv;
+    uint8_t hpushed; /* U_CHARGE, U_CSNAP: a history entry was pushed over hold */
+    uint32_t hold;
     uint8_t rstate; /* U_RSTATE: the old state and its record */
     uint64_t rstate_seq;
 } lundo;
@@ -685,6 +690,32 @@ static int add_count(lclient *c, uint32_t ev, uint64_t k)
     return 0;
 }
 
+/* The history ring, allocated before anything changes (pushing cannot fail then). */
+static int hist_ready(lclient *c)
+{
+    if (c->hist == NULL)
+        c->hist = calloc(LEDGER_HISTORY, sizeof *c->hist);
+    return c->hist ? 0 : -1;
+}
+
+/* Push round position rpos (hist_ready done); *old: the entry it overwrote. */
+static void hist_push(lclient *c, uint32_t rpos, uint32_t *old)
+{
+    uint32_t *slot = &c->hist[c->hseen % LEDGER_HISTORY];
+    if (old)
+        *old = *slot;
+    *slot = rpos;
+    c->hseen++;
+}
+
+static void hist_pop(lclient *c, uint32_t old)
+{
+    if (c->hist && c->hseen > 0) {
+        c->hseen--;
+        c->hist[c->hseen % LEDGER_HISTORY] = old;
+    }
+}
+
 /* ---- durability: memory never ahead of the log ----------------------------------------------
  *
  * A change is applied in memory under the write lock right after its record is appended, so
@@ -789,6 +820,8 @@ static void recount(ledger *l)
 /* What client_undo kept of a client, back. */
 static void undo_scalars(lclient *c, const lundo *u)
 {
+    if (u->hpushed)
+        hist_pop(c, u->hold);
     c->uncertified = u->uncertified;
     c->sacct = u->sacct;
     c->stuck = u->stuck;
@@ -814,6 +847,7 @@ static void undo_one(ledger *l, lundo *u)
         free(c->labels);
         free(c->ev);
         free(c->rv);
+        free(c->hist);
         l->ncl--;
         break;
     }
@@ -1600,10 +1634,13 @@ static lcount *copy_counts(const lcount *a, uint32_t n, int *oom)
  * (+1 reserve, -1 release), and `charge` more of ev charged (a commit). With seq != 0 (live,
  * an undo entry reserved) the client's events and reservations are kept to withdraw it;
  * during replay (seq 0) the client is only marked for recomputation. -1 when out of memory. */
-static int reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge)
+static int reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
+                          long rpos)
 {
     lclient *c = &l->cl[pos];
     lundo u = {0};
+    if (rpos >= 0 && hist_ready(c) != 0)
+        return -1;
     if (seq) {
         int oom = 0;
         u = client_undo(l, seq, U_CSNAP, pos);
@@ -1634,6 +1671,10 @@ static int reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int ho
         c->last_ev = ev;
         if (l->evs[ev].kind == EV_UNCERTIFIABLE)
             c->uncertified = 1;
+    }
+    if (rpos >= 0) {
+        hist_push(c, (uint32_t)rpos, &u.hold);
+        u.hpushed = 1;
     }
     c->version = ++l->version;
     if (!seq) {
@@ -1702,7 +1743,7 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
         lclient *c = &l->cl[pos];
         uint32_t ev = evi[c->rel];
         if (expires_at) { /* hold it: counted by every admission until committed or released */
-            if (reserve_change(l, seq, pos, ev, 1, 0) != 0)
+            if (reserve_change(l, seq, pos, ev, 1, 0, (long)l->nrd - 1) != 0)
                 return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
             continue;
         }
@@ -1713,10 +1754,12 @@ static dpb_status store_round(ledger *l, const char *id, const unsigned char has
             if (c->ev[k].ev == ev)
                 u.ev_new = 0;
         counters(l, c, -1);
-        if (add_count(c, ev, 1) != 0) {
+        if (hist_ready(c) != 0 || add_count(c, ev, 1) != 0) {
             counters(l, c, +1);
             return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
         }
+        hist_push(c, (uint32_t)(l->nrd - 1), &u.hold);
+        u.hpushed = 1;
         push_undo(l, &u);
         c->seq = seq;
         c->rounds++;
@@ -1771,7 +1814,7 @@ static int resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsi
         if (ev == LEV_NONE)
             continue;
         int charge = state == LEDGER_COMMITTED && r->out[i].reported;
-        if (reserve_change(l, seq, pos, ev, -1, charge) != 0)
+        if (reserve_change(l, seq, pos, ev, -1, charge, -1) != 0)
             return -1;
     }
     r->state = (uint8_t)state;
@@ -2687,6 +2730,82 @@ dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***na
     return DPB_OK;
 }
 
+/* ---- charge history -------------------------------------------------------------------------- */
+
+dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_t limit,
+                                 ledger_history *h)
+{
+    memset(h, 0, sizeof *h);
+    rdlock_durable(l);
+    long pos = find_client(l, id);
+    if (pos < 0) {
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_ENOTFOUND;
+    }
+    const lclient *c = &l->cl[pos];
+    size_t kept = c->hseen < LEDGER_HISTORY ? c->hseen : LEDGER_HISTORY;
+    h->total = kept;
+    h->complete = c->hseen <= LEDGER_HISTORY;
+    h->items = calloc(limit ? limit : 1, sizeof *h->items);
+    h->agg = calloc((size_t)c->nev + c->nrv + 1, sizeof *h->agg);
+    dpb_status st = h->items && h->agg ? DPB_OK : DPB_ENOMEM;
+    for (size_t k = offset; st == DPB_OK && k < kept && h->n < limit; k++) {
+        /* newest first: entry hseen - 1 - k */
+        const lrnd *r = &l->rd[c->hist[(c->hseen - 1 - k) % LEDGER_HISTORY]];
+        ledger_hist_item *it = &h->items[h->n++];
+        snprintf(it->round_id, sizeof it->round_id, "%s", r->id);
+        it->seq = r->seq;
+        it->spent_after = NAN;
+        const lout *o = NULL;
+        for (uint32_t i = 0; r->out && i < r->n && o == NULL; i++)
+            if (r->out[i].id == c->id) /* a known client's outcome points at its id */
+                o = &r->out[i];
+        if (o)
+            it->spent_after = o->after;
+        if (!r->phase || (r->state == LEDGER_COMMITTED && o && o->reported))
+            it->state = LEDGER_H_CHARGED;
+        else if (r->state == LEDGER_RESERVED)
+            it->state = LEDGER_H_RESERVED;
+        else
+            it->state = LEDGER_H_RELEASED;
+    }
+    /* the aggregate: every distinct event, charged and reserved counts */
+    for (uint32_t i = 0; st == DPB_OK && i < c->nev + c->nrv; i++) {
+        const lcount *e = i < c->nev ? &c->ev[i] : &c->rv[i - c->nev];
+        ledger_agg_item *a = NULL;
+        /* a reserved event that is also charged shares its entry (agg[j] is ev[j]) */
+        for (uint32_t j = 0; i >= c->nev && j < c->nev && a == NULL; j++)
+            if (c->ev[j].ev == e->ev)
+                a = &h->agg[j];
+        if (a == NULL) {
+            a = &h->agg[h->nagg];
+            if (dp_event_decode(l->evs[e->ev].bytes, l->evs[e->ev].nbytes, &a->event, NULL) !=
+                DPB_OK) {
+                st = DPB_ENOMEM;
+                break;
+            }
+            h->nagg++;
+        }
+        if (i < c->nev)
+            a->count += e->count;
+        else
+            a->reserved += e->count;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    if (st != DPB_OK)
+        ledger_history_free(h);
+    return st;
+}
+
+void ledger_history_free(ledger_history *h)
+{
+    for (size_t i = 0; h->agg && i < h->nagg; i++)
+        dp_event_free(h->agg[i].event);
+    free(h->agg);
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}
+
 /* ---- eligibility ----------------------------------------------------------------------------- */
 
 /* Two clients whose admissions of any event agree: the same budget, mode, relation,
@@ -3086,10 +3205,13 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
                 }
                 if (expires) { /* a reservation: held, not charged */
                     evs2[c->rel] = evc;
-                    bad |= reserve_change(l, 0, pos, evc, 1, 0) != 0;
+                    bad |= reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd) != 0;
                     continue;
                 }
-                add_count(c, evc, 1);
+                if (add_count(c, evc, 1) != 0 || hist_ready(c) != 0)
+                    bad = 1;
+                else
+                    hist_push(c, (uint32_t)l->nrd, NULL);
                 c->rounds++;
                 c->last_ev = evc;
                 if (isinf(out[i].after) && l->evs[evc].kind == EV_UNCERTIFIABLE)
@@ -3258,6 +3380,9 @@ static dpb_status serialize(ledger *l, bw *w)
             bw_u32(w, c->rv[k].ev);
             bw_u64(w, c->rv[k].count);
         }
+        bw_u32(w, c->hseen); /* format 3: the history ring */
+        for (uint32_t k = 0; c->hseen && k < LEDGER_HISTORY; k++)
+            bw_u32(w, c->hist ? c->hist[k] : 0);
     }
     bw_u64(w, l->nrd);
     for (size_t i = 0; i < l->nrd; i++) {
@@ -3378,6 +3503,11 @@ static int load_snapshot(ledger *l, br *r)
             if (c->rv[k].ev >= ne || c->rv[k].count == 0)
                 r->bad = 1;
         }
+        c->hseen = format >= 3 ? br_u32(r) : 0;
+        if (c->hseen && !r->bad && hist_ready(c) != 0)
+            r->bad = 1;
+        for (uint32_t k = 0; c->hseen && c->hist && k < LEDGER_HISTORY; k++)
+            c->hist[k] = br_u32(r); /* checked against the rounds below */
         /* a spend is >= 0 (+inf when uncertified); anything else is damage */
         if (!(c->spent >= 0.0) || !(c->dtv >= 0.0 && c->dtv <= 1.0))
             r->bad = 1;
@@ -3388,8 +3518,10 @@ static int load_snapshot(ledger *l, br *r)
             free(c->labels);
             free(c->ev);
             free(c->rv);
+            free(c->hist);
             c->id = c->labels = NULL;
             c->ev = c->rv = NULL;
+            c->hist = NULL;
             return -1;
         }
         l->ncl++;
@@ -3481,6 +3613,10 @@ static int load_snapshot(ledger *l, br *r)
         }
         free(id);
     }
+    for (size_t i = 0; i < l->ncl && !r->bad; i++) /* history entries name stored rounds */
+        for (uint32_t k = 0; k < l->cl[i].hseen && k < LEDGER_HISTORY; k++)
+            if (l->cl[i].hist[k] >= l->nrd)
+                r->bad = 1;
     uint64_t nn = format >= 3 ? br_u64(r) : 0;
     for (uint64_t i = 0; i < nn && !r->bad; i++) {
         char *name = br_str(r, LEDGER_ID_MAX);
@@ -3691,6 +3827,7 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].labels);
         free(l->cl[i].ev);
         free(l->cl[i].rv);
+        free(l->cl[i].hist);
     }
     free(l->cl);
     for (size_t i = 0; i < l->nundo; i++) {

@@ -49,9 +49,11 @@
  * the ledger's background sweep, once a second, with a logged record); all logged.
  *
  * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
- * Memory: a client is a small struct plus its distinct events and counts; rounds keep their
- * full per-client answers within a bounded budget of entries (older rounds keep a summary);
- * PLD values are cached within SPEND_CACHE_BYTES (spend.h).
+ * Memory: a client is a small struct plus its distinct events and counts (and reserved
+ * ones), and once charged a ring of its last LEDGER_HISTORY rounds (4 bytes each); rounds keep
+ * their full per-client answers within a bounded budget of entries (older rounds keep a
+ * summary; a reservation keeps its answers until resolved); PLD values are cached within
+ * SPEND_CACHE_BYTES (spend.h).
  * Thread-safe: one rwlock (reads shared, writes exclusive).
  */
 #ifndef LEDGER_LEDGER_H
@@ -79,6 +81,9 @@
 #define LEDGER_ID_RULE "1 to 128 characters of [A-Za-z0-9._~:@+-], the first a letter or digit"
 #define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
 #define LEDGER_MAX_PARTICIPANTS 100000
+/* Rounds kept in each client's charge history (the newest; older ones are summarized by the
+ * client's aggregate of events): 4 bytes each, allocated at the client's first round. */
+#define LEDGER_HISTORY 16
 
 typedef enum {
     LEDGER_RDP = 0,        /* fixed-sequence RDP composition */
@@ -361,6 +366,38 @@ dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_
  * malloc'ed strings, each freed by the caller); *total: how many there are. */
 dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***names, size_t *n,
                               size_t *total);
+
+/* A client's charge history: its newest rounds, newest first. */
+typedef enum {
+    LEDGER_H_CHARGED = 0,  /* charged (one step, or reported in a commit) */
+    LEDGER_H_RESERVED = 1, /* held by a reservation */
+    LEDGER_H_RELEASED = 2  /* a reservation released, expired, or committed without it */
+} ledger_hist_state;
+
+typedef struct {
+    char round_id[LEDGER_ID_MAX + 1];
+    uint64_t seq; /* the round's record */
+    ledger_hist_state state;
+    double spent_after; /* what the round's admission said; NAN when summarized */
+} ledger_hist_item;
+
+typedef struct {
+    dp_event *event; /* owned */
+    uint64_t count, reserved;
+} ledger_agg_item;
+
+typedef struct {
+    ledger_hist_item *items; /* owned: n of them, from position offset */
+    size_t n, total;         /* total: entries kept (at most LEDGER_HISTORY) */
+    int complete;            /* 0: older rounds were dropped from the history */
+    ledger_agg_item *agg;    /* owned: every event charged or reserved, with counts */
+    size_t nagg;
+} ledger_history;
+
+/* DPB_ENOTFOUND if the client is unknown. */
+dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_t limit,
+                                 ledger_history *out);
+void ledger_history_free(ledger_history *h);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);

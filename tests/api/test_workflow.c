@@ -759,6 +759,86 @@ static void named_events(void)
     api_reply_free(&r);
 }
 
+/* ---- charge history -------------------------------------------------------------------------- */
+
+static void charge_history(void)
+{
+    mk("hist-a", 100, NULL);
+    api_reply r;
+    for (int k = 1; k <= 3; k++) {
+        req(&r, NULL, "POST", "/v1/rounds",
+            "{\"round_id\":\"hist-r%d\",\"event\":" G5 ",\"participants\":[\"hist-a\"]}", k);
+        CHECK(r.status == 200 && jint_is(r.json, "charged", 1));
+        api_reply_free(&r);
+    }
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"hist-res1\",\"event\":" G5
+        ",\"participants\":[\"hist-a\"],\"phase\":\"reserve\"}");
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds/hist-res1/commit", "{\"reported\":[]}");
+    CHECK(r.status == 200 && jint_is(r.json, "charged", 0));
+    api_reply_free(&r);
+    req(&r, NULL, "POST", "/v1/rounds",
+        "{\"round_id\":\"hist-res2\",\"event\":" HEAVY
+        ",\"participants\":[\"hist-a\"],\"phase\":\"reserve\"}");
+    CHECK(r.status == 200);
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/clients/hist-a/rounds", NULL);
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    static const char *const want[][2] = {{"hist-res2", "reserved"},
+                                          {"hist-res1", "released"},
+                                          {"hist-r3", "charged"},
+                                          {"hist-r2", "charged"},
+                                          {"hist-r1", "charged"}};
+    CHECK(json_array_size(jget(r.json, "charges")) == 5 && jint_is(r.json, "total", 5));
+    for (size_t i = 0; i < 5; i++) {
+        char p1[40], p2[40];
+        snprintf(p1, sizeof p1, "charges[%zu].round_id", i);
+        snprintf(p2, sizeof p2, "charges[%zu].state", i);
+        CHECK(str_is(r.json, p1, want[i][0]) && str_is(r.json, p2, want[i][1]));
+    }
+    CHECK(jnum(r.json, "charges[0].seq") > jnum(r.json, "charges[1].seq"));
+    CHECK(json_is_true(jget(r.json, "complete")) && json_is_null(jget(r.json, "next_cursor")));
+    /* the aggregate: G5 charged 3 times (the released reservation charged nothing), HEAVY
+     * held once */
+    CHECK(
+        json_array_size(jget(r.json, "aggregate")) == 2 &&
+        jint_is(r.json, "aggregate[0].charged", 3) && jint_is(r.json, "aggregate[0].reserved", 0) &&
+        jint_is(r.json, "aggregate[1].charged", 0) && jint_is(r.json, "aggregate[1].reserved", 1));
+    api_reply_free(&r);
+    /* pages */
+    req(&r, NULL, "GET", "/v1/clients/hist-a/rounds?limit=2", NULL);
+    CHECK(json_array_size(jget(r.json, "charges")) == 2 && str_is(r.json, "next_cursor", "o2"));
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/clients/hist-a/rounds?limit=2&cursor=o4", NULL);
+    CHECK(json_array_size(jget(r.json, "charges")) == 1 &&
+          str_is(r.json, "charges[0].round_id", "hist-r1") &&
+          json_is_null(jget(r.json, "next_cursor")));
+    api_reply_free(&r);
+    /* past the bound: the newest kept, "complete": false; the record still counts them all */
+    int h = 0;
+    for (int k = 4; k < 24; k++) {
+        req(&r, NULL, "POST", "/v1/rounds",
+            "{\"round_id\":\"hist-r%d\",\"event\":" G5 ",\"participants\":[\"hist-a\"]}", k);
+        api_reply_free(&r);
+    }
+    req(&r, NULL, "GET", "/v1/clients/hist-a/rounds?limit=1000", NULL);
+    h = (int)json_array_size(jget(r.json, "charges"));
+    CHECKF(h == (int)jnum(r.json, "history_limit") && h >= 8, "%d kept", h);
+    CHECK(json_is_false(jget(r.json, "complete")) &&
+          str_is(r.json, "charges[0].round_id", "hist-r23"));
+    CHECK(jint_is(r.json, "aggregate[0].charged", 23));
+    api_reply_free(&r);
+    CHECK(client_rounds_of("hist-a", NULL) == 23);
+    req(&r, NULL, "GET", "/v1/clients/hist-nobody/rounds", NULL);
+    CHECK(is_problem(&r, 404, "not_found", "id"));
+    api_reply_free(&r);
+    req(&r, NULL, "GET", "/v1/clients/hist-a/rounds?limit=0", NULL);
+    CHECK(is_problem(&r, 400, "invalid_parameter", "limit"));
+    api_reply_free(&r);
+}
+
 const tl_test WORKFLOW_TESTS[] = {
     TL_T(status_heavy_run_shows_exhausted),
     TL_T(batch_create_unchanged_update),
@@ -771,5 +851,6 @@ const tl_test WORKFLOW_TESTS[] = {
     TL_T(reserve_expires),
     TL_T(reserve_errors),
     TL_T(named_events),
+    TL_T(charge_history),
 };
 const size_t WORKFLOW_NTESTS = sizeof WORKFLOW_TESTS / sizeof WORKFLOW_TESTS[0];

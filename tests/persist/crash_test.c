@@ -1537,6 +1537,12 @@ static int reservations_child(void)
     CHECKF(strcmp(round_state(&c, "long", st, sizeof st), "committed") == 0, "long: %s", st);
     CHECK(client_rounds(&c, "ra") == 1 && client_rounds(&c, "rb") == 0 &&
           client_rounds(&c, "rc") == 1);
+    /* the history, from the log: the round is there, charged for ra, released for rb */
+    CHECK(req(&c, "/v1/clients/ra/rounds", NULL, NULL) == 200 &&
+          strstr(c.buf, "\"round_id\":\"long\",\"seq\":") &&
+          strstr(c.buf, "\"state\":\"charged\""));
+    CHECK(req(&c, "/v1/clients/rb/rounds", NULL, NULL) == 200 &&
+          strstr(c.buf, "\"state\":\"released\""));
     CHECK(req(&c, "/v1/rounds/long/commit", "{\"reported\":[\"rc\",\"ra\"]}", NULL) == 200);
     CHECK(charge_one(&c, "one-b", "rb") == 1); /* rb's reservation was released */
     /* "short" expires across the restart (at most 2 s after it was made, the sweep at most
