@@ -423,6 +423,14 @@ static long long query_uint(const char *s, long long lo, long long hi)
     return v >= lo && v <= hi ? v : -1;
 }
 
+/* "next_cursor" of a page of n from offset of total: the next position, or null. */
+static void set_next_cursor(json_t *o, size_t offset, size_t n, size_t total)
+{
+    char next[32];
+    snprintf(next, sizeof next, "o%zu", offset + n);
+    json_object_set_new(o, "next_cursor", offset + n < total ? json_string(next) : json_null());
+}
+
 /* limit and cursor ("o" + position) of a paginated list; -1 with the problem recorded. */
 static int page_args(const http_request *req, size_t *limit, size_t *offset, problem *pb)
 {
@@ -515,13 +523,7 @@ void res_clients_list(const http_request *req, http_response *resp)
         json_array_append_new(arr, client_json(&page[i]));
     free(page);
     json_t *o = json_pack("{s:o, s:I}", "clients", arr, "total", (json_int_t)total);
-    char next[32];
-    if (q.offset + n < total) {
-        snprintf(next, sizeof next, "o%zu", q.offset + n);
-        json_object_set_new(o, "next_cursor", json_string(next));
-    } else {
-        json_object_set_new(o, "next_cursor", json_null());
-    }
+    set_next_cursor(o, q.offset, n, total);
     http_reply_json(resp, 200, o);
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
     return;
@@ -1212,9 +1214,7 @@ void res_events_list(const http_request *req, http_response *resp)
     }
     free(names);
     json_t *o = json_pack("{s:o, s:I}", "events", arr, "total", (json_int_t)total);
-    char next[32];
-    snprintf(next, sizeof next, "o%zu", offset + n);
-    json_object_set_new(o, "next_cursor", offset + n < total ? json_string(next) : json_null());
+    set_next_cursor(o, offset, n, total);
     mark_read_only(req, resp);
     http_reply_json(resp, 200, o);
 }
@@ -1258,9 +1258,7 @@ void res_client_history(const http_request *req, http_response *resp)
     json_t *o = json_pack("{s:s, s:o, s:I, s:b, s:I, s:o}", "client", req->param, "charges", items,
                           "total", (json_int_t)h.total, "complete", h.complete, "history_limit",
                           (json_int_t)LEDGER_HISTORY, "aggregate", agg);
-    char next[32];
-    snprintf(next, sizeof next, "o%zu", offset + h.n);
-    json_object_set_new(o, "next_cursor", offset + h.n < h.total ? json_string(next) : json_null());
+    set_next_cursor(o, offset, h.n, h.total);
     ledger_history_free(&h);
     mark_read_only(req, resp);
     http_reply_json(resp, 200, o);
