@@ -314,6 +314,92 @@ static void ledger_failed_sync_withdraws(void)
     remove_dir(dir);
 }
 
+/* A reservation of G(sigma) over ids with ttl seconds (the body hash: id and sigma). */
+static dpb_status reserve_of(ledger *l, const char *rid, double sigma, const char *const *ids,
+                             size_t n, uint64_t ttl)
+{
+    dp_event *ev = gaussian(sigma);
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    rq.reserve = 1;
+    rq.ttl_seconds = ttl;
+    char key[200];
+    snprintf(key, sizeof key, "reserve|%s|%.17g", rid, sigma);
+    ledger_hash128(key, strlen(key), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    dpb_status st = ledger_round(l, &rq, &res, &err);
+    if (st == DPB_OK)
+        ledger_round_res_free(&res);
+    dp_event_free(ev);
+    return st;
+}
+
+static ledger_round_state state_of(ledger *l, const char *rid)
+{
+    ledger_round_res r;
+    if (ledger_get_round(l, rid, &r) != DPB_OK)
+        return (ledger_round_state)-1;
+    ledger_round_state s = r.state;
+    ledger_round_res_free(&r);
+    return s;
+}
+
+/* A commit, a release and an expiry whose fdatasync fails are withdrawn whole: the round is
+ * still reserved and holds the budget, no client was charged or released, in memory and
+ * after a restart; the expiry sweep releases it once the ledger is back. */
+static void ledger_failed_sync_withdraws_resolution(void)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        char dir[64];
+        ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+        if (l == NULL)
+            return;
+        const char *ab[] = {"alice", "bob"};
+        CHECK(put(l, "alice", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+        CHECK(put(l, "bob", DP_REL_ADD_OR_REMOVE) == DPB_OK);
+        CHECK(reserve_of(l, "res", 3.0, ab, 2, 3600) == DPB_OK);
+        ledger_client a0, b0;
+        CHECK(ledger_get_client(l, "alice", &a0) == DPB_OK && a0.rounds == 0);
+        CHECK(ledger_get_client(l, "bob", &b0) == DPB_OK);
+        atomic_store(&the_switch.sync_fails, 1);
+        ledger_round_res res;
+        dpb_error err = {0};
+        unsigned char h[16] = {1};
+        const char *rep[] = {"alice"};
+        if (kind == 0)
+            CHECK(ledger_commit(l, "res", rep, 1, h, &res, &err) == DPB_EIO);
+        else if (kind == 1)
+            CHECK(ledger_release(l, "res", &res, &err) == DPB_EIO);
+        else
+            CHECK(ledger_expire(l, (uint64_t)time(NULL) + 7200) == 0);
+        atomic_store(&the_switch.sync_fails, 0);
+        CHECKF(state_of(l, "res") == LEDGER_RESERVED, "kind %d: state %d", kind,
+               (int)state_of(l, "res"));
+        ledger_client a1, b1;
+        CHECK(ledger_get_client(l, "alice", &a1) == DPB_OK && a1.rounds == 0 &&
+              a1.version == a0.version);
+        CHECK(ledger_get_client(l, "bob", &b1) == DPB_OK && b1.version == b0.version);
+        ledger_close(l);
+        l = open_ledger(dir, NULL, 0, 1000000, &err);
+        CHECKF(l != NULL, "%s", err.detail);
+        if (l) {
+            CHECK(state_of(l, "res") == LEDGER_RESERVED && rounds_of(l, "alice") == 0);
+            /* the ledger works again: the sweep releases it (time moved past its ttl) */
+            CHECK(ledger_expire(l, (uint64_t)time(NULL) + 7200) == 1);
+            CHECK(state_of(l, "res") == LEDGER_EXPIRED);
+            ledger_close(l);
+        }
+        switch_reset();
+        remove_dir(dir);
+    }
+}
+
 /* A write that fails in the middle of a round (after its new event and its new client were
  * logged and applied): all of it is withdrawn; so is a client update whose write fails. */
 static void ledger_failed_write_withdraws(void)
@@ -1270,6 +1356,7 @@ static void filter_schedule_table(void)
 
 const tl_test LEDGER_TESTS[] = {
     TL_T(ledger_status_last_event),
+    TL_T(ledger_failed_sync_withdraws_resolution),
     TL_T(ledger_failed_sync_withdraws),
     TL_T(ledger_failed_write_withdraws),
     TL_T(ledger_failed_group_commit),
