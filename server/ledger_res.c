@@ -1088,8 +1088,10 @@ void res_round_commit(const http_request *req, http_response *resp)
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
         goto fail;
     }
-    memcpy(sorted, ids, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, cmp_str);
+    if (n) {
+        memcpy(sorted, ids, n * sizeof *sorted);
+        qsort(sorted, n, sizeof *sorted, cmp_str);
+    }
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = strlen(sorted[i]);

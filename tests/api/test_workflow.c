@@ -825,7 +825,7 @@ static void charge_history(void)
     }
     req(&r, NULL, "GET", "/v1/clients/hist-a/rounds?limit=1000", NULL);
     h = (int)json_array_size(jget(r.json, "charges"));
-    CHECKF(h == (int)jnum(r.json, "history_limit") && h >= 8, "%d kept", h);
+    CHECKF((double)h == jnum(r.json, "history_limit") && h >= 8, "%d kept", h);
     CHECK(json_is_false(jget(r.json, "complete")) &&
           str_is(r.json, "charges[0].round_id", "hist-r23"));
     CHECK(jint_is(r.json, "aggregate[0].charged", 23));
