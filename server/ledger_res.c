@@ -870,14 +870,39 @@ static void sb_str(sbuf *s, const char *p)
     sb_put(s, p, strlen(p));
 }
 
-/* A Real as JSON: the shortest round-trip number, or "infinite". */
-static void sb_real(sbuf *s, double x)
+/* A Real as JSON: the shortest round-trip number, or "infinite". Candidates of one history
+ * share their figures: the text of recent values is kept (direct-mapped by the bits). */
+typedef struct {
+    uint64_t bits;
+    unsigned char len, used;
+    char text[38];
+} realmemo;
+
+static void sb_real(sbuf *s, double x, realmemo *memo)
 {
-    char t[40];
-    if (isinf(x))
+    if (isinf(x)) {
         sb_str(s, "\"infinite\"");
-    else
-        sb_put(s, t, jsonout_real(x, t));
+        return;
+    }
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    realmemo *m = &memo[(b ^ (b >> 29) ^ (b >> 47)) & 63];
+    if (!m->used || m->bits != b) {
+        m->len = (unsigned char)jsonout_real(x, m->text);
+        m->bits = b;
+        m->used = 1;
+    }
+    sb_put(s, m->text, m->len);
+}
+
+static void sb_uint(sbuf *s, uint64_t v)
+{
+    char t[24];
+    size_t k = sizeof t;
+    do
+        t[--k] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    sb_put(s, t + k, sizeof t - k);
 }
 
 /* A client id as a JSON string: ids obeying the id rule need no escaping; an id an older
@@ -911,16 +936,18 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
     snprintf(t, sizeof t, "{\"eligible\":%zu,\"ineligible\":%zu,\"max_rounds\":%llu,\"clients\":[",
              yes, n - yes, (unsigned long long)max_rounds);
     sb_str(&s, t);
+    realmemo *memo = calloc(64, sizeof *memo);
+    if (memo == NULL)
+        s.oom = 1;
     for (size_t i = 0; i < n && !s.oom; i++) {
         const ledger_elig_item *it = &items[i];
         sb_str(&s, i ? ",{\"id\":" : "{\"id\":");
         sb_id(&s, it->id);
-        snprintf(t, sizeof t,
-                 ",\"eligible\":%s,\"affordable_rounds\":%llu,\"affordable_rounds_capped\":%s,"
-                 "\"accounting\":",
-                 it->eligible ? "true" : "false", (unsigned long long)it->rounds,
-                 it->capped ? "true" : "false");
-        sb_str(&s, t);
+        sb_str(&s, it->eligible ? ",\"eligible\":true" : ",\"eligible\":false");
+        sb_str(&s, ",\"affordable_rounds\":");
+        sb_uint(&s, it->rounds);
+        sb_str(&s, it->capped ? ",\"affordable_rounds_capped\":true,\"accounting\":"
+                              : ",\"affordable_rounds_capped\":false,\"accounting\":");
         if (it->mode >= 0) {
             sb_put(&s, "\"", 1);
             sb_str(&s, ledger_mode_name((ledger_mode)it->mode));
@@ -932,11 +959,11 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
             sb_str(&s, ",\"spent\":null,\"remaining\":null");
         } else {
             sb_str(&s, ",\"spent\":{\"epsilon\":");
-            sb_real(&s, it->spent);
+            sb_real(&s, it->spent, memo);
             sb_str(&s, ",\"delta\":");
-            sb_real(&s, it->delta);
+            sb_real(&s, it->delta, memo);
             sb_str(&s, "},\"remaining\":{\"epsilon\":");
-            sb_real(&s, it->remaining);
+            sb_real(&s, it->remaining, memo);
             sb_str(&s, "}");
         }
         if (it->eligible) {
@@ -948,6 +975,7 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
         }
     }
     sb_str(&s, "]}");
+    free(memo);
     if (s.oom) {
         free(s.b);
         return NULL;
