@@ -452,15 +452,20 @@ static void run_compute(void *arg, const int *stop)
     MHD_resume_connection(j->conn);
 }
 
-/* Does this request go to the ledger lane? The ledger's writes (a round, a client's put):
- * they wait for the log's fdatasync and a pld round may compute PLDs first, and an HTTP
- * worker that did that would keep every connection it serves (probes among them) waiting.
- * On the lane they run at the HTTP workers' priority, apart from the computations. */
+/* Does this request go to the ledger lane? The ledger's writes (a round, its commit or
+ * release, a client's put, a batch of them, a named event): they wait for the log's
+ * fdatasync and a pld round may compute PLDs first, and an HTTP worker that did that would
+ * keep every connection it serves (probes among them) waiting; so may an eligibility query
+ * (PLDs of pld candidates). On the lane they run at the HTTP workers' priority, apart from
+ * the computations. */
 static int wants_ledger_lane(const char *method, const char *url)
 {
     const char *param;
     const route *r = resolve_route(method, url, &param);
-    return r && (r->handler == res_round_post || r->handler == res_client_put);
+    return r && (r->handler == res_round_post || r->handler == res_client_put ||
+                 r->handler == res_clients_batch || r->handler == res_round_commit ||
+                 r->handler == res_round_release || r->handler == res_event_put ||
+                 r->handler == res_eligibility);
 }
 
 /* Take a place on the ledger lane and suspend the connection until the write is done.

@@ -1963,16 +1963,26 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
         rels[c->rel] = 1;
         if (c->mode != LEDGER_PLD || c->uncertified)
             continue;
-        if (grow((void **)&t, &cap_t, nt + c->nev + 1, sizeof *t) != 0) {
+        if (grow((void **)&t, &cap_t, nt + c->nev + c->nrv + 1, sizeof *t) != 0) {
             ok = 0;
             break;
         }
-        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, nt, c->nev};
-        for (uint32_t k = 0; k < c->nev; k++) {
-            spend_event *se = l->evs[c->ev[k].ev].se;
+        /* the charged events and the held reservations: the multiset admission composes */
+        size_t off = nt;
+        for (uint32_t k = 0; k < c->nev + c->nrv; k++) {
+            const lcount *e = k < c->nev ? &c->ev[k] : &c->rv[k - c->nev];
+            spend_event *se = l->evs[e->ev].se;
+            size_t j = off;
+            while (j < nt && t[j].ev != se)
+                j++;
+            if (j < nt) {
+                t[j].count += e->count;
+                continue;
+            }
             spend_event_ref(l->sp, se); /* a withdrawn charge could drop it meanwhile */
-            t[nt++] = (spend_term){se, c->ev[k].count};
+            t[nt++] = (spend_term){se, e->count};
         }
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, off, nt - off};
         nt++; /* room for the round's event */
         ns++;
     }
@@ -1980,24 +1990,28 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
     for (int r = 0; r < 2 && ok; r++)
         if (rels[r] && spend_event_get(l->sp, eb, elen, (dp_relation)r, &pre[r]) != DPB_OK)
             pre[r] = NULL;
-    /* each candidate: the client's terms with the round's event once more */
-    spend_candidate *cand = ok ? malloc((ns ? ns : 1) * sizeof *cand) : NULL;
-    spend_term *w = cand ? malloc((nt ? nt : 1) * sizeof *w) : NULL;
+    /* each candidate: the client's terms with the round's event once more (its admission),
+     * and twice more (its status after the charge: whether one more still fits) */
+    spend_candidate *cand = ok ? malloc((2 * ns + 1) * sizeof *cand) : NULL;
+    spend_term *w = cand ? malloc((2 * nt + 1) * sizeof *w) : NULL;
     size_t nc = 0;
     for (size_t i = 0; w && i < ns; i++) {
-        spend_term *ct = t + sn[i].off, *cw = w + sn[i].off; /* room for m + 1 each */
-        size_t m = sn[i].m, k;
-        spend_event *x = pre[sn[i].rel];
-        if (x == NULL)
-            continue;
-        memcpy(cw, ct, m * sizeof *cw);
-        for (k = 0; k < m && cw[k].ev != x; k++)
-            ;
-        if (k < m)
-            cw[k].count++;
-        else
-            cw[m++] = (spend_term){x, 1};
-        cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, cw, m};
+        for (uint64_t more = 1; more <= 2; more++) {
+            spend_term *ct = t + sn[i].off, *cw = w + (more - 1) * nt + sn[i].off; /* m + 1 */
+            size_t m = sn[i].m, k;
+            spend_event *x = pre[sn[i].rel];
+            if (x == NULL)
+                continue;
+            if (m)
+                memcpy(cw, ct, m * sizeof *cw);
+            for (k = 0; k < m && cw[k].ev != x; k++)
+                ;
+            if (k < m)
+                cw[k].count += more;
+            else
+                cw[m++] = (spend_term){x, more};
+            cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, cw, m};
+        }
     }
     if (w)
         spend_prefetch(l->sp, cand, nc);
