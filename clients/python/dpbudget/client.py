@@ -1,0 +1,553 @@
+"""The HTTP client: keep-alive connections (http.client), bearer tokens, TLS with a CA
+file, timeouts, and retries that are safe because every call it retries is idempotent.
+
+Retries. A call is retried only when repeating it cannot apply it twice: reads, the
+stateless computations, PUTs, bulk registration (each item is a PUT) and rounds, whose
+round id makes the daemon replay a repeated round instead of charging it again (the
+client makes up a round id when the caller gives none, before the first attempt, and
+keeps it across the attempts). Retried: connection failures (refused, reset, closed
+before the answer) and the answers 429 and 503, after the answer's Retry-After when it
+gives one (a Retry-After longer than `max_retry_after` is not waited for: the error is
+raised at once), else after an exponential backoff with jitter. Not retried: timeouts
+(Timeout; retry a round yourself with the same round id), and any other error answer.
+Client.request() retries a POST only when told it is idempotent.
+"""
+import http.client
+import json
+import os
+import random
+import socket
+import ssl
+import threading
+import time
+import uuid
+from urllib.parse import quote, urlencode, urlsplit
+
+from . import errors
+from .events import to_event
+from .models import (BatchResult, CalibrateResult, ClientPage, ClientRecord, CurveResult,
+                     DeltaResult, Eligibility, EpsilonResult, EventPage, HistoryPage,
+                     NamedEvent, Round, Summary)
+
+__all__ = ["Client", "new_round_id", "Response"]
+
+_IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+_RETRY_STATUS = (429, 503)
+_LIBRARY = "dpbudget-python/0.3.0"
+
+
+def new_round_id(prefix="r"):
+    """A fresh round id (prefix + 32 hex digits): unique, and within the daemon's id rule."""
+    return "%s-%s" % (prefix, uuid.uuid4().hex)
+
+
+class Response:
+    """One HTTP answer: status, headers (lower-case names), the decoded JSON body."""
+    __slots__ = ("status", "headers", "body", "attempts")
+
+    def __init__(self, status, headers, body, attempts):
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.attempts = attempts
+
+
+def _seg(s, what):
+    if not isinstance(s, str) or not s:
+        raise ValueError("%s must be a non-empty string" % what)
+    return quote(s, safe="")
+
+
+def _ids(xs, what):
+    if isinstance(xs, str):
+        raise TypeError("%s must be a list of ids, not a string" % what)
+    out = list(xs)
+    for x in out:
+        if not isinstance(x, str):
+            raise TypeError("%s: %r is not a string id" % (what, x))
+    return out
+
+
+class Client:
+    """A dpbudget daemon at `url` ("http://host:port" or "https://host:port[/prefix]").
+
+    token: the API key (sent as Authorization: Bearer); cafile: PEM file of the CA (or
+    self-signed certificate) to trust for https (default: the system's); ssl_context: a
+    ready ssl.SSLContext instead; timeout: seconds for connecting and for each read;
+    retries: further attempts after the first (0 = none); backoff, max_backoff: the
+    exponential backoff's first and largest wait; max_retry_after: the longest
+    Retry-After waited for; max_body: the daemon's --max-body, used to split bulk
+    registration and eligibility queries into requests that fit.
+
+    Thread-safe: each call takes a kept-alive connection from a pool (and returns it).
+    """
+
+    def __init__(self, url="http://127.0.0.1:8080", token=None, *, cafile=None,
+                 ssl_context=None, timeout=30.0, retries=4, backoff=0.05, max_backoff=5.0,
+                 max_retry_after=60.0, max_body=65536, pool_size=8, user_agent=None):
+        u = urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError("url must be http://host[:port] or https://host[:port], not %r" % url)
+        if u.query or u.fragment:
+            raise ValueError("url must not have a query or fragment: %r" % url)
+        self.url = url
+        self._https = u.scheme == "https"
+        self._host = u.hostname
+        self._port = u.port or (443 if self._https else 80)
+        self._prefix = u.path.rstrip("/")
+        if token is not None and (not isinstance(token, str) or not token or
+                                  any(c in token for c in "\r\n")):
+            raise ValueError("token must be a non-empty string without line breaks")
+        self._token = token
+        if self._https:
+            self._ssl = ssl_context or ssl.create_default_context(cafile=cafile)
+        elif cafile or ssl_context:
+            raise ValueError("cafile/ssl_context need an https:// url")
+        else:
+            self._ssl = None
+        self.timeout = timeout
+        self.retries = int(retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
+        self.max_body = int(max_body)
+        self._pool = []
+        self._pool_size = pool_size
+        self._lock = threading.Lock()
+        self._ua = user_agent or _LIBRARY
+        self._sleep = time.sleep  # tests replace it to observe the waits
+        self.stats = {"requests": 0, "attempts": 0, "retries": 0, "connections": 0}
+
+    # ---------------------------------------------------------------- connections
+
+    def _new_conn(self):
+        self.stats["connections"] += 1
+        if self._https:
+            c = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
+                                            context=self._ssl)
+        else:
+            c = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+        return c
+
+    def _take(self):
+        with self._lock:
+            if self._pool:
+                return self._pool.pop(), True
+        return self._new_conn(), False
+
+    def _give(self, conn):
+        with self._lock:
+            if len(self._pool) < self._pool_size:
+                self._pool.append(conn)
+                return
+        conn.close()
+
+    def close(self):
+        """Close the kept-alive connections."""
+        with self._lock:
+            pool, self._pool = self._pool, []
+        for c in pool:
+            c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---------------------------------------------------------------- requests
+
+    def _wait(self, attempt, retry_after):
+        if retry_after is not None:
+            return retry_after
+        base = min(self.max_backoff, self.backoff * (2 ** attempt))
+        return base * (0.5 + random.random() / 2)
+
+    def request(self, method, path, body=None, *, query=None, idempotent=None, headers=None,
+                round_id=None):
+        """Send one call and return its Response; raise the ApiError of an error answer.
+        `path` starts with /v1/...; `body` is JSON-encoded; `idempotent` (default: by the
+        method, POST is not) allows the retries."""
+        if idempotent is None:
+            idempotent = method in _IDEMPOTENT_METHODS
+        if query:
+            q = {k: v for k, v in query.items() if v is not None}
+            if q:
+                path = path + "?" + urlencode(q)
+        hdrs = {"Accept": "application/json", "User-Agent": self._ua}
+        if self._token is not None:
+            hdrs["Authorization"] = "Bearer " + self._token
+        data = None
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+            hdrs["Content-Type"] = "application/json"
+        if headers:
+            hdrs.update(headers)
+        self.stats["requests"] += 1
+        url = self._prefix + path
+        attempt = 0
+        while True:
+            conn, reused = self._take()
+            self.stats["attempts"] += 1
+            try:
+                conn.request(method, url, body=data, headers=hdrs)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except socket.timeout as e:
+                conn.close()
+                raise errors.Timeout("%s %s: no answer within %s s" % (method, path, self.timeout),
+                                     round_id) from e
+            except ssl.SSLCertVerificationError as e:
+                conn.close()  # permanent: never retried
+                raise errors.TransportError("%s %s: the daemon's certificate is not trusted: %s"
+                                            % (method, path, e), round_id) from e
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                if reused and attempt == 0 and idempotent:
+                    # a kept-alive connection the daemon had closed (idle): once, at once
+                    reused = False
+                    attempt = -1
+                elif not idempotent or attempt >= self.retries:
+                    raise errors.TransportError(
+                        "%s %s: %s: %s (after %d attempt%s)" % (
+                            method, path, type(e).__name__, e, attempt + 1,
+                            "" if attempt == 0 else "s"), round_id) from e
+                else:
+                    self._sleep(self._wait(attempt, None))
+                attempt += 1
+                self.stats["retries"] += 1
+                continue
+            rh = {k.lower(): v for k, v in resp.getheaders()}
+            if resp.will_close:
+                conn.close()
+            else:
+                self._give(conn)
+            status = resp.status
+            parsed = None
+            if raw:
+                ctype = rh.get("content-type", "")
+                if "json" in ctype:
+                    try:
+                        parsed = json.loads(raw)
+                    except ValueError:
+                        parsed = None
+                if parsed is None and status < 400:
+                    raise errors.TransportError("%s %s: answer %d is not JSON (%s)" % (
+                        method, path, status, ctype or "no Content-Type"), round_id)
+            if status < 400:
+                return Response(status, rh, parsed, attempt + 1)
+            if status in _RETRY_STATUS and idempotent and attempt < self.retries:
+                ra = errors._retry_after(rh)
+                if ra is None or ra <= self.max_retry_after:
+                    self._sleep(self._wait(attempt, ra))
+                    attempt += 1
+                    self.stats["retries"] += 1
+                    continue
+            if parsed is None and raw:
+                parsed = {"detail": raw[:300].decode("utf-8", "replace")}
+            raise errors.error_from_problem(status, parsed, rh, round_id)
+
+    def _get(self, path, query=None):
+        return self.request("GET", path, query=query).body
+
+    def _post(self, path, body, round_id=None):
+        # every POST this class sends is idempotent: a computation, a read, a bulk PUT, or a
+        # round call carrying its round id
+        return self.request("POST", path, body, idempotent=True, round_id=round_id)
+
+    # ---------------------------------------------------------------- compute
+
+    @staticmethod
+    def _compute_body(event, accountant, neighboring_relation, value_discretization_interval):
+        b = {"event": to_event(event)}
+        if accountant is not None:
+            b["accountant"] = accountant
+        if neighboring_relation is not None:
+            b["neighboring_relation"] = neighboring_relation
+        if value_discretization_interval is not None:
+            b["value_discretization_interval"] = value_discretization_interval
+        return b
+
+    def delta(self, event, epsilon=None, *, epsilons=None, accountant=None,
+              neighboring_relation=None, value_discretization_interval=None):
+        """δ(ε) of an event (one ε, or a list as `epsilons`)."""
+        b = self._compute_body(event, accountant, neighboring_relation,
+                               value_discretization_interval)
+        if (epsilon is None) == (epsilons is None):
+            raise ValueError("give exactly one of epsilon or epsilons")
+        if epsilon is not None:
+            b["epsilon"] = epsilon
+        else:
+            b["epsilons"] = list(epsilons)
+        return DeltaResult.from_json(self._post("/v1/delta", b).body)
+
+    def epsilon(self, event, delta=None, *, deltas=None, accountant=None,
+                neighboring_relation=None, value_discretization_interval=None):
+        """ε(δ) of an event (one δ, or a list as `deltas`)."""
+        b = self._compute_body(event, accountant, neighboring_relation,
+                               value_discretization_interval)
+        if (delta is None) == (deltas is None):
+            raise ValueError("give exactly one of delta or deltas")
+        if delta is not None:
+            b["delta"] = delta
+        else:
+            b["deltas"] = list(deltas)
+        return EpsilonResult.from_json(self._post("/v1/epsilon", b).body)
+
+    def calibrate(self, event, solve_for, target_epsilon, target_delta, *, accountant=None,
+                  neighboring_relation=None, value_discretization_interval=None, dataset=None):
+        """Solve `solve_for` (left out of the event) so the event meets (ε, δ)."""
+        b = self._compute_body(event, accountant, neighboring_relation,
+                               value_discretization_interval)
+        b["solve_for"] = solve_for
+        b["target"] = {"epsilon": target_epsilon, "delta": target_delta}
+        if dataset is not None:
+            b["dataset"] = dataset
+        return CalibrateResult.from_json(self._post("/v1/calibrate", b).body)
+
+    def curve(self, event, *, epsilons=None, epsilon_range=None, alphas=None,
+              tradeoff_points=None, accountant=None, neighboring_relation=None,
+              value_discretization_interval=None):
+        """δ(ε) over `epsilons` or `epsilon_range` = (min, max, points); with `alphas` or
+        `tradeoff_points`, also trade-off points."""
+        b = self._compute_body(event, accountant, neighboring_relation,
+                               value_discretization_interval)
+        if (epsilons is None) == (epsilon_range is None):
+            raise ValueError("give exactly one of epsilons or epsilon_range")
+        if epsilons is not None:
+            b["epsilons"] = list(epsilons)
+        else:
+            lo, hi, n = epsilon_range
+            b["epsilon_range"] = {"min": lo, "max": hi, "points": n}
+        if alphas is not None:
+            b["alphas"] = list(alphas)
+        if tradeoff_points is not None:
+            b["tradeoff_points"] = tradeoff_points
+        return CurveResult.from_json(self._post("/v1/curve", b).body)
+
+    def accountants(self):
+        """The daemon's catalogue of events, accountants and relations (a dict)."""
+        return self._get("/v1/accountants")
+
+    # ---------------------------------------------------------------- clients
+
+    @staticmethod
+    def client_body(epsilon, delta, accounting=None, neighboring_relation=None, labels=None):
+        b = {"budget": {"epsilon": epsilon, "delta": delta}}
+        if accounting is not None:
+            b["accounting"] = accounting
+        if neighboring_relation is not None:
+            b["neighboring_relation"] = neighboring_relation
+        if labels is not None:
+            b["labels"] = dict(labels)
+        return b
+
+    def put_client(self, client_id, epsilon, delta, *, accounting=None,
+                   neighboring_relation=None, labels=None):
+        """Create or update a client's budget (durable on return)."""
+        b = self.client_body(epsilon, delta, accounting, neighboring_relation, labels)
+        return ClientRecord.from_json(
+            self.request("PUT", "/v1/clients/" + _seg(client_id, "client id"), b).body)
+
+    def get_client(self, client_id):
+        return ClientRecord.from_json(self._get("/v1/clients/" + _seg(client_id, "client id")))
+
+    def list_clients(self, *, status=None, label=None, sort=None, order=None, limit=None,
+                     cursor=None):
+        """One page of clients; `next_cursor` fetches the next (see iter_clients)."""
+        return ClientPage.from_json(self._get("/v1/clients", {
+            "status": status, "label": label, "sort": sort, "order": order, "limit": limit,
+            "cursor": cursor}))
+
+    def iter_clients(self, *, status=None, label=None, sort=None, order=None, page_size=1000):
+        """Every client matching the filters, page after page."""
+        cursor = None
+        while True:
+            page = self.list_clients(status=status, label=label, sort=sort, order=order,
+                                     limit=page_size, cursor=cursor)
+            yield from page.clients
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    def register_clients(self, clients, *, batch_size=10000):
+        """Create or update many clients: POST /v1/clients:batch, split into requests of at
+        most `batch_size` items and `max_body` bytes. Each item is a dict: the PUT body
+        plus "id", or the flat form {"id", "epsilon", "delta", "accounting",
+        "neighboring_relation", "labels"}. Idempotent (re-sending gives "unchanged"), so
+        retried like a PUT. A malformed item raises BadRequest naming it (index within
+        its request, see `first_index` of the error) and nothing of that request applies;
+        earlier requests stay applied."""
+        items = [self._batch_item(c, i) for i, c in enumerate(clients)]
+        total = BatchResult([], 0, 0, 0, 0)
+        for start, chunk in self._chunks(items, batch_size, "clients"):
+            try:
+                r = self._post("/v1/clients:batch", {"clients": chunk})
+            except errors.ApiError as e:
+                e.first_index = start
+                raise
+            total.extend(BatchResult.from_json(r.body))
+        return total
+
+    @staticmethod
+    def _batch_item(c, i):
+        if not isinstance(c, dict):
+            raise TypeError("clients[%d]: a dict, not %r" % (i, type(c).__name__))
+        if "budget" in c:
+            return dict(c)
+        if "epsilon" not in c or "delta" not in c or "id" not in c:
+            raise ValueError("clients[%d]: needs id, and budget or epsilon and delta" % i)
+        item = {"id": c["id"], "budget": {"epsilon": c["epsilon"], "delta": c["delta"]}}
+        for k in ("accounting", "neighboring_relation", "labels"):
+            if c.get(k) is not None:
+                item[k] = c[k]
+        return item
+
+    def _chunks(self, items, max_items, key, extra=None):
+        """Consecutive slices (start, list) of at most max_items whose body {key: slice,
+        **extra} stays within max_body (one item per request at least)."""
+        budget = self.max_body - len(json.dumps(extra or {}, separators=(",", ":"))) - 32
+        start = 0
+        while start < len(items):
+            size, end = 0, start
+            while end < len(items) and end - start < max_items:
+                n = len(json.dumps(items[end], separators=(",", ":"), allow_nan=False)) + 1
+                if end > start and size + n > budget:
+                    break
+                size += n
+                end += 1
+            yield start, items[start:end]
+            start = end
+
+    # ---------------------------------------------------------------- named events
+
+    def put_event(self, name, event):
+        """Register an event once by name (names are immutable; the same event again is
+        fine, another event under the name is Conflict)."""
+        r = self.request("PUT", "/v1/events/" + _seg(name, "event name"),
+                         {"event": to_event(event)})
+        return NamedEvent.from_json(r.body, created=r.status == 201)
+
+    def get_event(self, name):
+        return NamedEvent.from_json(self._get("/v1/events/" + _seg(name, "event name")))
+
+    def list_events(self, *, limit=None, cursor=None):
+        return EventPage.from_json(self._get("/v1/events", {"limit": limit, "cursor": cursor}))
+
+    # ---------------------------------------------------------------- eligibility
+
+    @staticmethod
+    def _event_field(b, event, event_name):
+        if (event is None) == (event_name is None):
+            raise ValueError("give exactly one of event or event_name")
+        if event is not None:
+            b["event"] = to_event(event)
+        else:
+            b["event_name"] = event_name
+
+    def eligibility(self, clients=None, *, event=None, event_name=None, label=None,
+                    max_rounds=None, batch_size=100000):
+        """Who of `clients` (ids) or of the clients labelled `label` ("k=v") can afford
+        the event now, and how many more such rounds each can afford. Charges nothing.
+        A long list of ids is asked in several requests (each within max_body)."""
+        b = {}
+        self._event_field(b, event, event_name)
+        if max_rounds is not None:
+            b["max_rounds"] = max_rounds
+        if (clients is None) == (label is None):
+            raise ValueError("give exactly one of clients or label")
+        if label is not None:
+            b["label"] = label
+            return Eligibility.from_json(self._post("/v1/eligibility", b).body)
+        ids = _ids(clients, "clients")
+        total = Eligibility(0, 0, [])
+        for _, chunk in self._chunks(ids, batch_size, "clients", b):
+            total.extend(Eligibility.from_json(self._post("/v1/eligibility",
+                                                          dict(b, clients=chunk)).body))
+        return total
+
+    # ---------------------------------------------------------------- rounds
+
+    def _round(self, phase, participants, event, event_name, round_id, policy, dry_run,
+               already_ran, ttl):
+        if round_id is None:
+            round_id = new_round_id()
+        b = {"round_id": round_id}
+        self._event_field(b, event, event_name)
+        b["participants"] = _ids(participants, "participants")
+        if phase != "charge":
+            b["phase"] = phase
+        if policy is not None:
+            b["policy"] = policy
+        if dry_run:
+            b["dry_run"] = True
+        if already_ran:
+            b["already_ran"] = True
+        if ttl is not None:
+            b["reservation_ttl_seconds"] = ttl
+        r = self._post("/v1/rounds", b, round_id=round_id)
+        return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
+
+    def charge(self, participants, event=None, *, event_name=None, round_id=None, policy=None,
+               dry_run=False, already_ran=False):
+        """A one-step round: admit and charge at once. `round_id` (made up when None) makes
+        it safe to repeat: the daemon replays a repeated round, never charges it twice."""
+        return self._round("charge", participants, event, event_name, round_id, policy,
+                           dry_run, already_ran, None)
+
+    def reserve(self, participants, event=None, *, event_name=None, round_id=None, policy=None,
+                dry_run=False, ttl=None):
+        """The first phase of a two-phase round: admitted clients get a reservation (counted
+        as spent by every later admission) until commit, release or `ttl` seconds."""
+        return self._round("reserve", participants, event, event_name, round_id, policy,
+                           dry_run, False, ttl)
+
+    def commit(self, round_id, reported):
+        """Charge the reported participants of a reserved round; release the others (the
+        dropouts spend nothing). Repeating the same commit replays it."""
+        r = self._post("/v1/rounds/%s/commit" % _seg(round_id, "round id"),
+                       {"reported": _ids(reported, "reported")}, round_id=round_id)
+        return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
+
+    def release(self, round_id):
+        """Release every reservation of a reserved round (idempotent)."""
+        r = self._post("/v1/rounds/%s/release" % _seg(round_id, "round id"), {},
+                       round_id=round_id)
+        return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
+
+    def get_round(self, round_id):
+        return Round.from_json(self._get("/v1/rounds/" + _seg(round_id, "round id")))
+
+    # ---------------------------------------------------------------- history, summary
+
+    def history(self, client_id, *, limit=None, cursor=None):
+        """One page of a client's charges, newest first."""
+        return HistoryPage.from_json(self._get(
+            "/v1/clients/%s/rounds" % _seg(client_id, "client id"),
+            {"limit": limit, "cursor": cursor}))
+
+    def iter_history(self, client_id, *, page_size=None):
+        cursor = None
+        while True:
+            page = self.history(client_id, limit=page_size, cursor=cursor)
+            yield from page.charges
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    def summary(self):
+        return Summary.from_json(self._get("/v1/summary"))
+
+    def healthz(self):
+        return self._get("/healthz")
+
+
+def from_env(**kw):
+    """A Client from DPBUDGET_URL, DPBUDGET_TOKEN and DPBUDGET_CAFILE (keyword arguments win)."""
+    kw.setdefault("url", os.environ.get("DPBUDGET_URL", "http://127.0.0.1:8080"))
+    if os.environ.get("DPBUDGET_TOKEN") and "token" not in kw:
+        kw["token"] = os.environ["DPBUDGET_TOKEN"]
+    if os.environ.get("DPBUDGET_CAFILE") and "cafile" not in kw:
+        kw["cafile"] = os.environ["DPBUDGET_CAFILE"]
+    url = kw.pop("url")
+    return Client(url, **kw)

@@ -1,0 +1,343 @@
+"""The client against real daemons: answers typed, errors mapped from the daemon's problem
+codes, keep-alive, bearer tokens, TLS, and retries that never charge twice (a fault proxy
+drops requests and answers between the client and the daemon)."""
+import hashlib
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import dpbudget
+from dpbudget import errors, events
+from support import Daemon, FaultProxy
+from test_unit import (DPSGD, AttrsSelfComposed, GaussianDpEvent, PoissonSampledDpEvent,
+                       SelfComposedDpEvent)
+
+EV100 = events.dp_sgd(0.01, 1.0, 100)  # one round costs 1.2141452107894914 at delta 1e-5 (rdp)
+ROUND_SPEND = 1.2141452107894914
+
+
+def setUpModule():
+    global D
+    D = Daemon()
+
+
+def tearDownModule():
+    D.stop()
+
+
+class Compute(unittest.TestCase):
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_epsilon_reference_value(self):
+        r = self.c.epsilon(DPSGD, delta=1e-5, accountant="rdp")
+        self.assertIsInstance(r, dpbudget.EpsilonResult)
+        self.assertEqual((r.accountant, r.guarantee), ("rdp", "upper_bound"))
+        self.assertEqual(r.epsilon, 2.101365271663975)
+        self.assertEqual(r.results[0].rdp_order, 7.8)
+
+    def test_dp_accounting_objects_give_the_same_answer(self):
+        plain = SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000)
+        attrs = AttrsSelfComposed(PoissonSampledDpEvent(0.01, GaussianDpEvent(1)), 1000)
+        for ev in (plain, attrs):
+            self.assertEqual(self.c.epsilon(ev, delta=1e-5, accountant="rdp").epsilon,
+                             2.101365271663975)
+
+    def test_delta_calibrate_curve(self):
+        d = self.c.delta(events.gaussian(1.0), epsilons=[1.0, 2.0])
+        self.assertEqual(d.accountant, "gdp_exact")
+        self.assertEqual([p.epsilon for p in d.results], [1.0, 2.0])
+        self.assertGreater(d.results[0].delta, d.results[1].delta)
+        cal = self.c.calibrate({"class_name": "GaussianDpEvent"}, "noise_multiplier", 1.0, 1e-5)
+        self.assertLessEqual(cal.achieved["delta"], 1e-5)
+        self.assertEqual(cal.event["noise_multiplier"], cal.value)
+        cv = self.c.curve(EV100, epsilon_range=(0.5, 2.0, 4), accountant="rdp")
+        self.assertEqual(len(cv.curve), 4)
+        self.assertEqual(self.c.accountants()["accountants"][0]["name"], "auto")
+
+    def test_infinite_epsilon_is_inf(self):
+        r = self.c.epsilon(events.shuffled_epoch(1.0, 1140369), deltas=[0.05, 0.001],
+                           accountant="thm41")
+        self.assertEqual([p.epsilon for p in r.results], [0.0, math.inf])
+        self.assertEqual([p.certified for p in r.results], [True, False])
+
+    def test_errors_mapped(self):
+        with self.assertRaises(errors.NotCovered) as cm:
+            self.c.delta(events.shuffled_epoch(1, 1000), 1.0, accountant="thm41")
+        e = cm.exception
+        self.assertEqual((e.status, e.code, e.field), (422, "not_covered", "event"))
+        self.assertTrue(any(not c["holds"] for c in e.problem["conditions"]))
+        self.assertTrue(e.request_id)
+        with self.assertRaises(errors.BadRequest) as cm:
+            self.c.delta(events.gaussian(-1), 1.0)
+        self.assertEqual(cm.exception.field, "event.noise_multiplier")
+        with self.assertRaises(errors.BadRequest) as cm:
+            self.c.delta({"class_name": "NoSuchDpEvent"}, 1.0)
+        self.assertEqual(cm.exception.code, "unknown_event")
+        with self.assertRaises(errors.Unsupported):
+            self.c.epsilon({"class_name": "DiscreteGaussianDpEvent", "sigma": 1.0}, 1e-5)
+        with self.assertRaises(errors.Infeasible) as cm:
+            self.c.calibrate(events.self_composed({"class_name": "GaussianDpEvent",
+                                                   "noise_multiplier": 0.1}, None),
+                             "count", 0.01, 1e-10)
+        self.assertEqual(cm.exception.status, 422)
+
+
+class Ledger(unittest.TestCase):
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_clients_rounds_summary(self):
+        a = self.c.put_client("led-alice", 2, 1e-5, labels={"site": "led"})
+        self.assertEqual((a.id, a.status, a.spent.epsilon, a.budget.epsilon), ("led-alice",
+                                                                               "active", 0.0, 2.0))
+        self.c.put_client("led-bob", 1, 1e-5)
+        r = self.c.charge(["led-alice", "led-bob", "led-carol"], EV100, policy="admit_eligible")
+        self.assertEqual(r.admitted_ids, ["led-alice"])
+        self.assertEqual({x.client: x.reason for x in r.refused},
+                         {"led-bob": "over_budget", "led-carol": "unknown_client"})
+        self.assertEqual(r.admitted[0].spent_after, ROUND_SPEND)
+        self.assertFalse(r.replayed)
+        with self.assertRaises(errors.OverBudget):
+            r.raise_for_refused()
+        self.assertEqual(self.c.get_round(r.round_id).charged, 1)
+        again = self.c.charge(["led-alice", "led-bob", "led-carol"], EV100,
+                              policy="admit_eligible", round_id=r.round_id)
+        self.assertTrue(again.replayed)
+        self.assertEqual(self.c.get_client("led-alice").rounds, 1)
+        s = self.c.summary()
+        self.assertGreaterEqual(s.clients, 2)
+        self.assertFalse(s.read_only)
+
+    def test_errors_mapped(self):
+        with self.assertRaises(errors.NotFound) as cm:
+            self.c.get_client("led-nobody")
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+        with self.assertRaises(errors.InvalidId) as cm:
+            self.c.charge(["ok", "bad id"], EV100)
+        self.assertEqual(cm.exception.field, "participants[1]")
+        with self.assertRaises(errors.InvalidId):
+            self.c.get_client("a b")  # sent as one path segment (%20), refused by the id rule
+        self.c.put_client("led-x", 8, 1e-5)
+        self.c.charge(["led-x"], EV100, round_id="led-r-conflict")
+        with self.assertRaises(errors.Conflict) as cm:
+            self.c.charge(["led-x"], events.dp_sgd(0.01, 1.0, 50), round_id="led-r-conflict")
+        self.assertEqual(cm.exception.round_id, "led-r-conflict")
+        with self.assertRaises(errors.BadRequest) as cm:
+            self.c.put_client("led-y", -1, 1e-5)
+        self.assertEqual(cm.exception.field, "budget.epsilon")
+
+    def test_pagination_and_keep_alive(self):
+        for i in range(7):
+            self.c.put_client("page-%d" % i, 4, 1e-5, labels={"grp": "page"})
+        conns = self.c.stats["connections"]
+        got = [r.id for r in self.c.iter_clients(label="grp=page", page_size=3)]
+        self.assertEqual(got, ["page-%d" % i for i in range(7)])
+        self.assertEqual(self.c.stats["connections"], conns)  # three pages, one connection
+
+
+class SafeRetries(unittest.TestCase):
+    """A round whose answer is lost is retried with its round id and charged exactly once."""
+
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+        self.proxies = []
+
+    def tearDown(self):
+        self.c.close()
+        for p in self.proxies:
+            p.close()
+
+    def proxied(self, faults, **kw):
+        p = FaultProxy(D.port, faults)
+        self.proxies.append(p)
+        c = dpbudget.Client(p.url, **kw)
+        c._sleep = lambda s: None
+        return c, p
+
+    def test_lost_answer_replayed_once(self):
+        self.c.put_client("rt-a", 8, 1e-5)
+        self.c.put_client("rt-b", 8, 1e-5)
+        c, p = self.proxied(["drop_response", "drop_response"])
+        r = c.charge(["rt-a", "rt-b"], EV100)
+        self.assertEqual(p.seen, 3)  # two answers lost, the third attempt heard
+        self.assertEqual(c.stats["attempts"], 3)
+        self.assertTrue(r.replayed)  # the daemon applied the first attempt
+        for cid in ("rt-a", "rt-b"):
+            rec = self.c.get_client(cid)
+            self.assertEqual((rec.rounds, rec.spent.epsilon), (1, ROUND_SPEND))
+
+    def test_lost_request_applied_once(self):
+        self.c.put_client("rt-c", 8, 1e-5)
+        c, p = self.proxied(["drop_request"])
+        r = c.charge(["rt-c"], EV100)
+        self.assertFalse(r.replayed)  # the first attempt never arrived
+        self.assertEqual(r.charged, 1)
+        self.assertEqual(self.c.get_client("rt-c").rounds, 1)
+
+    def test_non_idempotent_post_not_retried(self):
+        self.c.put_client("rt-d", 8, 1e-5)
+        c, p = self.proxied(["drop_response"])
+        body = {"round_id": "rt-raw", "event": EV100, "participants": ["rt-d"]}
+        with self.assertRaises(errors.TransportError):
+            c.request("POST", "/v1/rounds", body)
+        self.assertEqual(c.stats["attempts"], 1)
+        # the caller retries with the same id: the daemon replays it, charged once
+        r = c.request("POST", "/v1/rounds", body)
+        self.assertEqual(r.headers.get("idempotent-replayed"), "true")
+        self.assertEqual(self.c.get_client("rt-d").rounds, 1)
+
+    def test_timeout_not_retried_but_round_id_kept(self):
+        self.c.put_client("rt-e", 8, 1e-5)
+        c, p = self.proxied(["hang"], timeout=0.3)
+        with self.assertRaises(errors.Timeout) as cm:
+            c.charge(["rt-e"], EV100)
+        rid = cm.exception.round_id
+        self.assertTrue(rid and rid.startswith("r-"))
+        self.assertEqual((c.stats["attempts"], self.c.get_client("rt-e").rounds), (1, 0))
+        c.charge(["rt-e"], EV100, round_id=rid)
+        c.charge(["rt-e"], EV100, round_id=rid)
+        self.assertEqual(self.c.get_client("rt-e").rounds, 1)
+
+    def test_idle_connection_closed_by_the_daemon(self):
+        d = Daemon("--conn-timeout", "1")
+        try:
+            c = dpbudget.Client(d.url, retries=0)
+            c.put_client("idle", 8, 1e-5)
+            time.sleep(1.6)  # the daemon closes the kept-alive connection
+            r = c.charge(["idle"], EV100)  # retries=0: the stale connection costs no retry
+            self.assertEqual(r.charged, 1)
+            self.assertEqual(c.stats["connections"], 2)
+            c.close()
+        finally:
+            d.stop()
+
+
+def sha256(s):
+    return hashlib.sha256(s.encode()).hexdigest()
+
+
+class AuthAndTls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.tmp = tempfile.mkdtemp(prefix="dpb-sdk-auth-")
+        keys = os.path.join(cls.tmp, "keys")
+        with open(keys, "w") as f:
+            f.write("%s admin ops\n%s read viewer\n" % (sha256("admin-token"),
+                                                        sha256("read-token")))
+        cls.d = Daemon("--api-keys", keys, "--rate-limit", "4", tmp=cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        import shutil
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_tokens_and_scopes(self):
+        with self.assertRaises(errors.Unauthorized):
+            dpbudget.Client(self.d.url, retries=0).summary()
+        with self.assertRaises(errors.Unauthorized):
+            dpbudget.Client(self.d.url, "wrong", retries=0).summary()
+        with self.assertRaises(errors.Forbidden) as cm:
+            dpbudget.Client(self.d.url, "read-token").put_client("t1", 1, 1e-5)
+        self.assertEqual(cm.exception.status, 403)
+        adm = dpbudget.Client(self.d.url, "admin-token")
+        self.assertEqual(adm.put_client("t1", 1, 1e-5).id, "t1")
+
+    def test_rate_limit_retry_after(self):
+        c = dpbudget.Client(self.d.url, "read-token", retries=0)
+        with self.assertRaises(errors.RateLimited) as cm:
+            for _ in range(40):
+                c.summary()
+        self.assertGreaterEqual(cm.exception.retry_after, 1)
+        # with retries, the client waits as told and gets through
+        c = dpbudget.Client(self.d.url, "read-token", retries=3)
+        waits = []
+        c._sleep = lambda s: (waits.append(s), time.sleep(s))
+        t0 = time.time()
+        for _ in range(12):
+            c.summary()
+        self.assertTrue(waits and all(w >= 1 for w in waits), waits)
+        self.assertGreaterEqual(time.time() - t0, sum(waits) * 0.99)
+
+    def test_tls_with_ca_file(self):
+        cert, key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
+        rc = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                             "1", "-subj", "/CN=127.0.0.1", "-addext",
+                             "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                            capture_output=True).returncode
+        self.assertEqual(rc, 0, "openssl could not make a certificate")
+        d = Daemon("--tls-cert", cert, "--tls-key", key, scheme="https")
+        try:
+            c = dpbudget.Client(d.url, cafile=cert)
+            self.assertEqual(c.epsilon(DPSGD, 1e-5, accountant="rdp").epsilon, 2.101365271663975)
+            c.summary()
+            self.assertEqual(c.stats["connections"], 1)
+            c.close()
+            with self.assertRaises(errors.TransportError) as cm:
+                dpbudget.Client(d.url).summary()  # the system's CAs do not know it
+            self.assertIn("not trusted", str(cm.exception))
+        finally:
+            d.stop()
+
+
+class Cli(unittest.TestCase):
+    def run_cli(self, *args, url=None):
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+            os.path.abspath(dpbudget.__file__))))
+        env.pop("DPBUDGET_TOKEN", None)
+        p = subprocess.run([sys.executable, "-m", "dpbudget", "--url", url or D.url] + list(args),
+                           capture_output=True, text=True, env=env, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_compute_and_ledger(self):
+        rc, out, _ = self.run_cli("epsilon", "--sigma", "1", "--q", "0.01", "--steps", "1000",
+                                  "--delta", "1e-5", "--accountant", "rdp")
+        self.assertEqual(rc, 0)
+        self.assertIn("epsilon = 2.101365271663975 at delta = 1e-05 (order 7.8)", out)
+        self.assertIn("(rdp, upper_bound)", out)
+        rc, out, _ = self.run_cli("client", "put", "cli-a", "--epsilon", "2", "--delta", "1e-5",
+                                  "--label", "site=x")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("cli-a: active, spent epsilon 0.0 of 2.0", out)
+        rc, out, _ = self.run_cli("round", "charge", "--participants", "cli-a,cli-zz",
+                                  "--sigma", "1", "--q", "0.01", "--steps", "100",
+                                  "--policy", "admit_eligible", "--round-id", "cli-r1",
+                                  "--strict")
+        self.assertEqual(rc, 4)  # cli-zz refused
+        self.assertIn("refused cli-zz: unknown_client", out)
+        rc, out, _ = self.run_cli("--json", "client", "get", "cli-a")
+        import json
+        self.assertEqual(json.loads(out)["rounds"], 1)
+
+    def test_import_csv_and_errors(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write("id,epsilon,delta,label.site\ncsv-1,4,1e-5,eu\ncsv-2,4,1e-5,\n")
+        try:
+            rc, out, err = self.run_cli("client", "import", f.name)
+            if rc == 1 and "404" in err:
+                self.skipTest("the daemon has no POST /v1/clients:batch yet")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("2 clients: 2 created", out)
+        finally:
+            os.unlink(f.name)
+        rc, out, err = self.run_cli("client", "get", "nobody-here")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn("404 not_found", err)
+        rc, _, err = self.run_cli("summary", url="http://127.0.0.1:1")
+        self.assertEqual(rc, 3)
+        rc, _, err = self.run_cli("delta", "--epsilon", "1")
+        self.assertEqual(rc, 2)
+        self.assertIn("give the event", err)
