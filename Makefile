@@ -185,6 +185,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
+	$(Q)python3 bench/bench_sdk.py $(DAEMON)
 
 # The PLD regime sweep with every scenario timed against dp_accounting (DP_ACCOUNTING_PATH).
 bench-pld-full: deps

@@ -298,6 +298,7 @@ class BatchItem:
     code: Optional[str] = None
     detail: Optional[str] = None
     version: Optional[int] = None
+    field: Optional[str] = None
 
 
 @dataclass
@@ -316,7 +317,7 @@ class BatchResult:
     @classmethod
     def from_json(cls, d):
         return cls([BatchItem(r.get("id"), r.get("result"), r.get("code"), r.get("detail"),
-                              r.get("version")) for r in d.get("results") or []],
+                              r.get("version"), r.get("field")) for r in d.get("results") or []],
                    d.get("created", 0), d.get("updated", 0), d.get("unchanged", 0),
                    d.get("conflicts", 0))
 
