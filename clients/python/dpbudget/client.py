@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import random
+import re
 import socket
 import ssl
 import threading
@@ -375,16 +376,20 @@ class Client:
         most `batch_size` items and `max_body` bytes. Each item is a dict: the PUT body
         plus "id", or the flat form {"id", "epsilon", "delta", "accounting",
         "neighboring_relation", "labels"}. Idempotent (re-sending gives "unchanged"), so
-        retried like a PUT. A malformed item raises BadRequest naming it (index within
-        its request, see `first_index` of the error) and nothing of that request applies;
-        earlier requests stay applied."""
+        retried like a PUT. A malformed item raises BadRequest whose `field` names it by
+        its index in `clients` ("clients[917].budget.epsilon"); nothing of its request
+        applies, the requests before it stay applied (re-send the whole list once fixed:
+        the items already applied answer "unchanged")."""
         items = [self._batch_item(c, i) for i, c in enumerate(clients)]
         total = BatchResult([], 0, 0, 0, 0)
         for start, chunk in self._chunks(items, batch_size, "clients"):
             try:
                 r = self._post("/v1/clients:batch", {"clients": chunk})
             except errors.ApiError as e:
-                e.first_index = start
+                if start and e.field:  # name the item by its index in `clients`
+                    e.field = re.sub(r"^clients\[(\d+)\]",
+                                     lambda m: "clients[%d]" % (int(m.group(1)) + start), e.field)
+                    e.args = ("%d %s: %s (field %s)" % (e.status, e.code, e.detail, e.field),)
                 raise
             total.extend(BatchResult.from_json(r.body))
         return total

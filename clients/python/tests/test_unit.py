@@ -252,8 +252,8 @@ class Stub(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = _answer
 
 
-class Retries(unittest.TestCase):
-    """The retry policy against a scripted server (no daemon; the waits are recorded, not slept)."""
+class StubCase(unittest.TestCase):
+    """A scripted stub server for the test class (no daemon; waits recorded, not slept)."""
 
     @classmethod
     def setUpClass(cls):
@@ -273,6 +273,10 @@ class Retries(unittest.TestCase):
         c._sleep = self.waits.append
         Stub.seen = []
         return c
+
+
+class Retries(StubCase):
+    """The retry policy against a scripted server."""
 
     def test_retry_after_honoured(self):
         c = self.client(retries=3, backoff=0.01)
@@ -338,6 +342,38 @@ class Retries(unittest.TestCase):
             c.charge(["a"], DPSGD, round_id="r-fixed")
         self.assertEqual((len(waits), cm.exception.round_id), (2, "r-fixed"))
         self.assertIn("3 attempts", str(cm.exception))
+
+
+class BulkSplitting(StubCase):
+    """register_clients and eligibility split their lists to fit max_body (stub server)."""
+
+    def test_batch_split_and_error_named_by_global_index(self):
+        c = self.client(max_body=1500)
+        items = [{"id": "c%04d" % i, "epsilon": 8, "delta": 1e-5} for i in range(60)]
+        ok = {"results": [], "created": 0, "updated": 0, "unchanged": 0, "conflicts": 0}
+        Stub.script = [(200, {}, ok), (400, {}, {"code": "number_out_of_range", "detail": "no",
+                                                "field": "clients[3].budget.epsilon"})]
+        with self.assertRaises(errors.BadRequest) as cm:
+            c.register_clients(items)
+        first = json.loads(Stub.seen[0][2])["clients"]
+        self.assertLess(len(first), 60)
+        self.assertLessEqual(len(Stub.seen[0][2]), 1500)
+        self.assertEqual(cm.exception.field, "clients[%d].budget.epsilon" % (len(first) + 3))
+        self.assertEqual(first[0], {"id": "c0000", "budget": {"epsilon": 8, "delta": 1e-5}})
+
+    def test_eligibility_split_and_merged(self):
+        c = self.client(max_body=600)
+        ids = ["client-%04d" % i for i in range(100)]
+        def answer(chunk):
+            return (200, {}, {"eligible": len(chunk), "ineligible": 0, "clients": [
+                {"id": x, "eligible": True, "affordable_rounds": 1} for x in chunk]})
+        Stub.script = [answer(["x"])] * 50  # one eligible per request
+        el = c.eligibility(ids, event_name="ev")
+        sent = [json.loads(b)["clients"] for _, _, b, _ in Stub.seen]
+        self.assertGreater(len(sent), 1)
+        self.assertEqual(sum(sent, []), ids)
+        self.assertTrue(all(json.loads(b)["event_name"] == "ev" for _, _, b, _ in Stub.seen))
+        self.assertEqual(el.eligible, len(sent))
 
 
 class Python39(unittest.TestCase):
