@@ -51,7 +51,12 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
                                     "labels": {"pool": pool}} for cid in ids])
     # 2. the round's event, once by name; rounds and eligibility then name it
     event_name = "%s-dpsgd" % run_id
-    client.put_event(event_name, events.dp_sgd(q, sigma, steps))
+    event = events.dp_sgd(q, sigma, steps)
+    try:
+        client.put_event(event_name, event)
+        ev = {"event_name": event_name}
+    except dpbudget.NotFound:  # a daemon without named events: send the event itself
+        ev = {"event": event}
     t_reg = time.perf_counter()
 
     reported_in = {cid: 0 for cid in ids}  # rounds each client reported in (= charged)
@@ -59,7 +64,7 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
     stopped = None
     for t in range(rounds):
         # eligibility: who can afford one more round of this event (max_rounds=1: a yes/no)
-        el = client.eligibility(label="pool=" + pool, event_name=event_name, max_rounds=1)
+        el = client.eligibility(label="pool=" + pool, max_rounds=1, **ev)
         eligible = el.eligible_ids
         if len(eligible) < per_round:
             stopped = "round %d: only %d clients can afford a round, %d needed" % (
@@ -68,7 +73,7 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
         cohort = rng.sample(eligible, per_round)
         round_id = "%s-r%05d" % (run_id, t)
         # reserve: all_or_nothing (the default): the cohort is admitted whole or not at all
-        r = client.reserve(cohort, event_name=event_name, round_id=round_id)
+        r = client.reserve(cohort, round_id=round_id, **ev)
         if r.refused:
             # cannot happen while eligibility and admission agree (one coordinator)
             client.release(round_id)
@@ -99,15 +104,16 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
         "loop_seconds": round(t_end - t_reg, 4),
         "rounds_per_second": round(done / (t_end - t_reg), 1) if done and t_end > t_reg else None,
         "requests": client.stats["requests"], "retries": client.stats["retries"],
+        "event_by_name": "event_name" in ev,
         "ledger": {"clients": summary.clients, "by_status": summary.by_status,
                    "rounds": summary.rounds},
     }
     if check:
-        report["check"] = audit(client, ids, reported_in, event_name, pool)
+        report["check"] = audit(client, ids, reported_in, ev, pool)
     return report
 
 
-def audit(client, ids, reported_in, event_name, pool):
+def audit(client, ids, reported_in, ev, pool):
     """The ledger agrees with the loop: each client charged for exactly the rounds it
     reported in (dropouts never), and eligibility agrees with what a round admits."""
     problems = []
@@ -119,12 +125,12 @@ def audit(client, ids, reported_in, event_name, pool):
         elif rec.rounds != reported_in[cid]:
             problems.append("%s: ledger %d rounds, reported in %d" % (cid, rec.rounds,
                                                                      reported_in[cid]))
-    el = client.eligibility(label="pool=" + pool, event_name=event_name, max_rounds=1)
+    el = client.eligibility(label="pool=" + pool, max_rounds=1, **ev)
     yes = [e.id for e in el.clients if e.eligible]
     no = [e.id for e in el.clients if not e.eligible]
     # a dry run of one round each: the eligible are admitted, the others refused
     for cid in yes[:3] + no[:3]:
-        r = client.charge([cid], event_name=event_name, dry_run=True)
+        r = client.charge([cid], dry_run=True, **ev)
         if (cid in r.admitted_ids) != (cid in yes):
             problems.append("%s: eligibility says %s, a round %s" % (
                 cid, cid in yes, "admits" if r.admitted else "refuses"))

@@ -338,13 +338,17 @@ class EligibilityEntry:
     spent: Dict[str, Any] = field(default_factory=dict)
     remaining: Dict[str, Any] = field(default_factory=dict)
     reason: Optional[str] = None
+    accounting: Optional[str] = None
 
 
 @dataclass
 class Eligibility:
+    """Who can afford the event now: `affordable_rounds` is how many more such rounds each
+    can afford (counting reservations held), up to `max_rounds` (then `capped`)."""
     eligible: int
     ineligible: int
     clients: List[EligibilityEntry]
+    max_rounds: Optional[int] = None
 
     @property
     def eligible_ids(self):
@@ -355,13 +359,15 @@ class Eligibility:
         return cls(d.get("eligible", 0), d.get("ineligible", 0),
                    [EligibilityEntry(c.get("id"), c.get("eligible"), c.get("affordable_rounds"),
                                      bool(c.get("affordable_rounds_capped")), _reals(c.get("spent")),
-                                     _reals(c.get("remaining")), c.get("reason"))
-                    for c in d.get("clients") or []])
+                                     _reals(c.get("remaining")), c.get("reason"),
+                                     c.get("accounting"))
+                    for c in d.get("clients") or []], d.get("max_rounds"))
 
     def extend(self, other):
         self.eligible += other.eligible
         self.ineligible += other.ineligible
         self.clients.extend(other.clients)
+        self.max_rounds = other.max_rounds
 
 
 @dataclass

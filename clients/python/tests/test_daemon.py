@@ -341,3 +341,84 @@ class Cli(unittest.TestCase):
         rc, _, err = self.run_cli("delta", "--epsilon", "1")
         self.assertEqual(rc, 2)
         self.assertIn("give the event", err)
+
+
+EV50 = events.dp_sgd(0.01, 1.0, 50)  # budgets (1.5, 1e-5) and (2, 1e-5) afford 6 and 17 (rdp)
+
+
+class BulkAndEligibility(unittest.TestCase):
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_bulk_registration(self):
+        items = [{"id": "bk-%03d" % i, "epsilon": 4, "delta": 1e-5, "labels": {"grp": "bk"}}
+                 for i in range(300)]
+        small = dpbudget.Client(D.url, max_body=4000)  # several requests
+        r = small.register_clients(items)
+        self.assertGreater(small.stats["requests"], 3)
+        self.assertEqual((r.created, r.updated, r.unchanged, r.conflicts), (300, 0, 0, 0))
+        self.assertEqual([x.id for x in r.results], [x["id"] for x in items])
+        self.assertEqual(sum(1 for _ in self.c.iter_clients(label="grp=bk")), 300)
+        # idempotent; an update among them
+        items[5]["epsilon"] = 5
+        r = self.c.register_clients(items, batch_size=120)
+        self.assertEqual((r.created, r.updated, r.unchanged), (0, 1, 299))
+        self.assertEqual(self.c.get_client("bk-005").budget.epsilon, 5.0)
+        # a charged client's accounting mode cannot change: that item conflicts, others apply
+        self.c.charge(["bk-001"], EV50)
+        r = self.c.register_clients([
+            {"id": "bk-001", "epsilon": 4, "delta": 1e-5, "accounting": "pld"},
+            {"id": "bk-new", "budget": {"epsilon": 4, "delta": 1e-5}}])
+        self.assertEqual([x.result for x in r.results], ["conflict", "created"])
+        self.assertEqual((r.conflicted[0].code, r.conflicts), ("conflict", 1))
+        self.assertEqual(self.c.get_client("bk-001").accounting, "rdp")
+        # a malformed item: named by its index in the whole list, nothing of its request applied
+        bad = [{"id": "bk-m%d" % i, "epsilon": 4, "delta": 1e-5} for i in range(40)]
+        bad[33]["delta"] = 2
+        with self.assertRaises(errors.BadRequest) as cm:
+            small.register_clients(bad)
+        self.assertEqual(cm.exception.field, "clients[33].budget.delta")
+        with self.assertRaises(errors.NotFound):
+            self.c.get_client("bk-m33")
+
+    def test_eligibility_agrees_with_admission(self):
+        """affordable_rounds k: k rounds are admitted one after the other, the next refused;
+        eligible now = admitted now."""
+        self.c.register_clients([{"id": "el-a", "epsilon": 1.5, "delta": 1e-5},
+                                 {"id": "el-b", "epsilon": 2, "delta": 1e-5},
+                                 {"id": "el-c", "epsilon": 1, "delta": 1e-5}])
+        el = self.c.eligibility(["el-a", "el-b", "el-c", "el-nobody"], event=EV50)
+        got = {x.id: (x.eligible, x.affordable_rounds, x.reason) for x in el.clients}
+        self.assertEqual(got["el-a"], (True, 6, None))
+        self.assertEqual(got["el-b"], (True, 17, None))
+        self.assertEqual(got["el-c"][:2], (False, 0))
+        self.assertEqual(got["el-nobody"], (False, 0, "unknown_client"))
+        self.assertEqual((el.eligible, el.ineligible), (2, 2))
+        for k in range(6):
+            r = self.c.charge(["el-a", "el-b", "el-c"], EV50, policy="admit_eligible")
+            self.assertEqual(r.admitted_ids, ["el-a", "el-b"], k)
+            el = self.c.eligibility(["el-a", "el-b"], event=EV50)
+            self.assertEqual([x.affordable_rounds for x in el.clients], [5 - k, 16 - k])
+        self.assertEqual(el.eligible_ids, ["el-b"])
+        r = self.c.charge(["el-a", "el-b"], EV50, policy="admit_eligible")
+        self.assertEqual((r.admitted_ids, r.refused_ids), (["el-b"], ["el-a"]))
+        # the client that cannot afford its event again is shown exhausted (honest status)
+        self.assertEqual(self.c.get_client("el-a").status, "exhausted")
+
+    def test_eligibility_split_and_by_label(self):
+        self.c.register_clients([{"id": "es-%03d" % i, "epsilon": 4, "delta": 1e-5,
+                                  "labels": {"grp": "es"}} for i in range(250)])
+        ids = ["es-%03d" % i for i in range(250)]
+        small = dpbudget.Client(D.url, max_body=1200)
+        el = small.eligibility(ids, event=EV50, max_rounds=3)
+        self.assertGreater(small.stats["requests"], 2)
+        self.assertEqual([x.id for x in el.clients], ids)
+        self.assertTrue(all(x.affordable_rounds == 3 and x.affordable_rounds_capped
+                            for x in el.clients))
+        by_label = self.c.eligibility(label="grp=es", event=EV50, max_rounds=3)
+        self.assertEqual(sorted(x.id for x in by_label.clients), ids)
+        with self.assertRaises(errors.BadRequest):
+            self.c.eligibility(label="no equals sign", event=EV50)
