@@ -53,6 +53,20 @@ class Response:
         self.attempts = attempts
 
 
+def _plain_id(s):
+    """True when json.dumps(s) is '"' + s + '"' (printable ASCII, no quote or backslash)."""
+    return s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # one encoder
+
+
+def _encode_item(x):
+    if isinstance(x, str) and _plain_id(x):
+        return '"' + x + '"'
+    return _encode(x)
+
+
 def _seg(s, what):
     if not isinstance(s, str) or not s:
         raise ValueError("%s must be a non-empty string" % what)
@@ -167,7 +181,8 @@ class Client:
     def request(self, method, path, body=None, *, query=None, idempotent=None, headers=None,
                 round_id=None):
         """Send one call and return its Response; raise the ApiError of an error answer.
-        `path` starts with /v1/...; `body` is JSON-encoded; `idempotent` (default: by the
+        `path` starts with /v1/...; `body` is JSON-encoded (bytes are sent as they are, as
+        encoded JSON); `idempotent` (default: by the
         method, POST is not) allows the retries."""
         if idempotent is None:
             idempotent = method in _IDEMPOTENT_METHODS
@@ -179,8 +194,11 @@ class Client:
         if self._token is not None:
             hdrs["Authorization"] = "Bearer " + self._token
         data = None
-        if body is not None:
-            data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        if isinstance(body, (bytes, bytearray)):  # already encoded JSON
+            data = bytes(body)
+            hdrs["Content-Type"] = "application/json"
+        elif body is not None:
+            data = _encode(body).encode()
             hdrs["Content-Type"] = "application/json"
         if headers:
             hdrs.update(headers)
@@ -382,9 +400,9 @@ class Client:
         the items already applied answer "unchanged")."""
         items = [self._batch_item(c, i) for i, c in enumerate(clients)]
         total = BatchResult([], 0, 0, 0, 0)
-        for start, chunk in self._chunks(items, batch_size, "clients"):
+        for start, body in self._chunks(items, batch_size, "clients"):
             try:
-                r = self._post("/v1/clients:batch", {"clients": chunk})
+                r = self._post("/v1/clients:batch", body)
             except errors.ApiError as e:
                 if start and e.field:  # name the item by its index in `clients`
                     e.field = re.sub(r"^clients\[(\d+)\]",
@@ -409,19 +427,25 @@ class Client:
         return item
 
     def _chunks(self, items, max_items, key, extra=None):
-        """Consecutive slices (start, list) of at most max_items whose body {key: slice,
-        **extra} stays within max_body (one item per request at least)."""
-        budget = self.max_body - len(json.dumps(extra or {}, separators=(",", ":"))) - 32
+        """Consecutive slices of `items` as encoded bodies (start, b'{key: [...], **extra}'),
+        each of at most max_items items and within max_body bytes (one item at least).
+        Each item is encoded once."""
+        tail = ""
+        if extra:
+            tail = "," + _encode(extra)[1:-1]
+        head = '{"%s":[' % key
+        budget = self.max_body - len(head) - len(tail) - 2
+        enc = [_encode_item(x) for x in items]
         start = 0
-        while start < len(items):
+        while start < len(enc):
             size, end = 0, start
-            while end < len(items) and end - start < max_items:
-                n = len(json.dumps(items[end], separators=(",", ":"), allow_nan=False)) + 1
+            while end < len(enc) and end - start < max_items:
+                n = len(enc[end]) + 1
                 if end > start and size + n > budget:
                     break
                 size += n
                 end += 1
-            yield start, items[start:end]
+            yield start, (head + ",".join(enc[start:end]) + "]" + tail + "}").encode()
             start = end
 
     # ---------------------------------------------------------------- named events
@@ -466,9 +490,8 @@ class Client:
             return Eligibility.from_json(self._post("/v1/eligibility", b).body)
         ids = _ids(clients, "clients")
         total = Eligibility(0, 0, [])
-        for _, chunk in self._chunks(ids, batch_size, "clients", b):
-            total.extend(Eligibility.from_json(self._post("/v1/eligibility",
-                                                          dict(b, clients=chunk)).body))
+        for _, body in self._chunks(ids, batch_size, "clients", b):
+            total.extend(Eligibility.from_json(self._post("/v1/eligibility", body).body))
         return total
 
     # ---------------------------------------------------------------- rounds

@@ -26,7 +26,13 @@ def real(v):
 
 
 def _reals(d):
-    return {k: real(v) for k, v in d.items()} if isinstance(d, dict) else {}
+    """The dict with "infinite" read as inf (the same dict when it holds no string)."""
+    if not isinstance(d, dict):
+        return {}
+    for v in d.values():
+        if isinstance(v, str):
+            return {k: real(x) for k, x in d.items()}
+    return d
 
 
 @dataclass

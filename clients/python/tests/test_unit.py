@@ -197,12 +197,19 @@ class Splitting(unittest.TestCase):
         c = dpbudget.Client("http://127.0.0.1:1", max_body=2000)
         items = [{"id": "client-%05d" % i, "budget": {"epsilon": 8.0, "delta": 1e-5}}
                  for i in range(500)]
-        chunks = list(c._chunks(items, 10000, "clients"))
-        self.assertEqual(sum(len(ch) for _, ch in chunks), 500)
-        self.assertEqual([s for s, _ in chunks][:2], [0, len(chunks[0][1])])
-        for _, ch in chunks:
-            self.assertLessEqual(len(json.dumps({"clients": ch}, separators=(",", ":"))), 2000)
-        self.assertEqual([len(ch) for _, ch in c._chunks(items, 7, "clients")][:3], [7, 7, 7])
+        chunks = [(s, json.loads(b)) for s, b in c._chunks(items, 10000, "clients")]
+        self.assertEqual(sum((b["clients"] for _, b in chunks), []), items)
+        self.assertEqual([s for s, _ in chunks][:2], [0, len(chunks[0][1]["clients"])])
+        for _, b in c._chunks(items, 10000, "clients"):
+            self.assertLessEqual(len(b), 2000)
+        self.assertEqual([len(json.loads(b)["clients"]) for _, b in
+                          c._chunks(items, 7, "clients")][:3], [7, 7, 7])
+        # ids, with the other members of the body; odd strings encoded as JSON
+        ids = ["a%d" % i for i in range(300)] + ['q"uote', "back\\slash", "caf\u00e9"]
+        bodies = [json.loads(b) for _, b in c._chunks(ids, 10000, "clients",
+                                                       {"event_name": "e", "max_rounds": 1})]
+        self.assertEqual(sum((b["clients"] for b in bodies), []), ids)
+        self.assertTrue(all(b["event_name"] == "e" and b["max_rounds"] == 1 for b in bodies))
 
     def test_arguments_checked_before_sending(self):
         c = dpbudget.Client("http://127.0.0.1:1", retries=0)
