@@ -327,8 +327,6 @@ class Cli(unittest.TestCase):
             f.write("id,epsilon,delta,label.site\ncsv-1,4,1e-5,eu\ncsv-2,4,1e-5,\n")
         try:
             rc, out, err = self.run_cli("client", "import", f.name)
-            if rc == 1 and "404" in err:
-                self.skipTest("the daemon has no POST /v1/clients:batch yet")
             self.assertEqual(rc, 0, err)
             self.assertIn("2 clients: 2 created", out)
         finally:
@@ -422,3 +420,104 @@ class BulkAndEligibility(unittest.TestCase):
         self.assertEqual(sorted(x.id for x in by_label.clients), ids)
         with self.assertRaises(errors.BadRequest):
             self.c.eligibility(label="no equals sign", event=EV50)
+
+
+class TwoPhase(unittest.TestCase):
+    """Reservations: dropouts are not charged, commits and reserves retried after a lost
+    answer are applied once, reservations count as spent until committed or released."""
+
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+        self.proxies = []
+
+    def tearDown(self):
+        self.c.close()
+        for p in self.proxies:
+            p.close()
+
+    def proxied(self, faults):
+        p = FaultProxy(D.port, faults)
+        self.proxies.append(p)
+        c = dpbudget.Client(p.url)
+        c._sleep = lambda s: None
+        return c, p
+
+    def test_dropouts_not_charged(self):
+        ids = ["tp-a", "tp-b", "tp-c", "tp-d"]
+        self.c.register_clients([{"id": x, "epsilon": 8, "delta": 1e-5} for x in ids])
+        r = self.c.reserve(ids, EV100, round_id="tp-r1")
+        self.assertEqual((r.phase, r.state, r.admitted_ids), ("reserve", "reserved", ids))
+        self.assertTrue(r.expires_at and r.expires_at.endswith("Z"))
+        # the reservation counts as spent: one round fewer is affordable while it is held
+        held = self.c.eligibility(ids, event=EV100).clients[0].affordable_rounds
+        self.assertEqual(self.c.get_client("tp-a").rounds, 0)
+        c = self.c.commit("tp-r1", ["tp-a", "tp-c"])
+        self.assertEqual(c.state, "committed")
+        after = {x.id: x.affordable_rounds for x in self.c.eligibility(ids, event=EV100).clients}
+        self.assertEqual(after["tp-a"], held)  # charged: the reservation became the charge
+        self.assertEqual(after["tp-b"], held + 1)  # dropped out: released
+        for x, n in (("tp-a", 1), ("tp-b", 0), ("tp-c", 1), ("tp-d", 0)):
+            rec = self.c.get_client(x)
+            self.assertEqual(rec.rounds, n, x)
+            self.assertEqual(rec.spent.epsilon, ROUND_SPEND if n else 0.0, x)
+        got = self.c.get_round("tp-r1")
+        self.assertEqual((got.state, sorted(got.reported)), ("committed", ["tp-a", "tp-c"]))
+
+    def test_lost_answers_of_reserve_and_commit_applied_once(self):
+        ids = ["tq-a", "tq-b"]
+        self.c.register_clients([{"id": x, "epsilon": 8, "delta": 1e-5} for x in ids])
+        c, p = self.proxied(["drop_response"])
+        r = c.reserve(ids, EV100)
+        self.assertTrue(r.replayed)
+        self.assertEqual((c.stats["attempts"], r.state), (2, "reserved"))
+        c.close()  # the next call on a new connection, whose answer is lost too
+        p.faults.append("drop_response")
+        done = c.commit(r.round_id, ["tq-a"])
+        self.assertTrue(done.replayed)
+        self.assertEqual(c.stats["attempts"], 4)
+        self.assertEqual([self.c.get_client(x).rounds for x in ids], [1, 0])
+        # the same commit again: replayed; another body: conflict
+        self.assertTrue(self.c.commit(r.round_id, ["tq-a"]).replayed)
+        with self.assertRaises(errors.Conflict):
+            self.c.commit(r.round_id, ids)
+        self.assertEqual([self.c.get_client(x).rounds for x in ids], [1, 0])
+
+    def test_commit_checks_and_release(self):
+        self.c.register_clients([{"id": "tr-a", "epsilon": 8, "delta": 1e-5}])
+        r = self.c.reserve(["tr-a"], EV100)
+        with self.assertRaises(errors.BadRequest) as cm:
+            self.c.commit(r.round_id, ["tr-a", "tr-stranger"])
+        self.assertIn("tr-stranger", cm.exception.detail)
+        rel = self.c.release(r.round_id)
+        self.assertEqual(rel.state, "released")
+        self.assertEqual(self.c.release(r.round_id).state, "released")  # idempotent
+        with self.assertRaises(errors.ReservationReleased):
+            self.c.commit(r.round_id, ["tr-a"])
+        self.assertEqual(self.c.get_client("tr-a").rounds, 0)
+        with self.assertRaises(errors.NotFound):
+            self.c.commit("tr-no-such-round", [])
+
+    def test_expiry(self):
+        self.c.register_clients([{"id": "ts-a", "epsilon": 8, "delta": 1e-5}])
+        before = self.c.eligibility(["ts-a"], event=EV100).clients[0].affordable_rounds
+        r = self.c.reserve(["ts-a"], EV100, ttl=1)
+        self.assertEqual(self.c.eligibility(["ts-a"], event=EV100).clients[0].affordable_rounds,
+                         before - 1)
+        time.sleep(1.6)
+        with self.assertRaises(errors.ReservationExpired):
+            self.c.commit(r.round_id, ["ts-a"])
+        self.assertEqual(self.c.eligibility(["ts-a"], event=EV100).clients[0].affordable_rounds,
+                         before)
+        self.assertEqual(self.c.get_client("ts-a").rounds, 0)
+
+    def test_reservations_never_overspend(self):
+        """A budget that affords 6 rounds: 6 reservations held, the 7th refused; a release
+        frees one place."""
+        self.c.register_clients([{"id": "tt-a", "epsilon": 1.5, "delta": 1e-5}])
+        rounds = [self.c.reserve(["tt-a"], EV50) for _ in range(7)]
+        self.assertEqual([len(r.admitted) for r in rounds], [1] * 6 + [0])
+        self.assertEqual(rounds[6].refused[0].reason, "over_budget")
+        self.assertEqual(self.c.eligibility(["tt-a"], event=EV50).eligible, 0)
+        self.c.release(rounds[0].round_id)
+        self.assertEqual(len(self.c.reserve(["tt-a"], EV50).admitted), 1)
+
