@@ -4,18 +4,22 @@
     python3 examples/federated_loop.py --url http://127.0.0.1:8080 \
         --clients 1000 --rounds 200 --per-round 100 --dropout 0.1
 
-Each round it
-  1. asks which clients can afford the round now (eligibility: charges nothing),
-  2. samples the cohort from those,
-  3. reserves the round's budget for the cohort (two-phase round: the reservation counts
+It registers the whole population in bulk and the round's event once by name, then asks
+which clients can afford the round and how many more such rounds each can afford
+(eligibility: charges nothing). Each round it
+  1. samples the cohort from the clients known to afford a round (the eligibility
+     answer, less the rounds charged since; asked again every --refresh-every rounds and
+     whenever too few are left),
+  2. reserves the round's budget for the cohort (two-phase round: the reservation counts
      as spent for every other round, so concurrent coordinators never overspend),
-  4. "trains" (here: each client drops out with probability --dropout),
-  5. commits the round with the clients that reported: they are charged, the dropouts'
+  3. "trains" (here: each client drops out with probability --dropout),
+  4. commits the round with the clients that reported: they are charged, the dropouts'
      reservations are released (a dropout spends nothing).
-Before the first round it registers the whole population in bulk and the round's event
-once by name; at the end it prints a report. With --check it also audits the ledger: every
-client was charged exactly for the rounds it reported in, and every cohort the
-eligibility query offered was admitted whole.
+The daemon decides every admission: counts gone stale (another coordinator spent the
+budget meanwhile) cost a refused reservation and a fresh eligibility query, never an
+overspend. At the end it prints a report. With --check it also audits the ledger: every
+client was charged exactly for the rounds it reported in, and eligibility agrees with what
+a round then admits.
 
 The privacy event of one round for a participating client is its local DP-SGD:
 --steps steps of Poisson sampling at --q with noise multiplier --sigma.
@@ -38,8 +42,11 @@ from dpbudget import events
 
 
 def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon=8.0,
-        delta=1e-5, sigma=1.0, q=0.01, steps=50, seed=1, run_id=None, check=False, log=None):
-    """The loop; returns a report (a dict). `client` is a dpbudget.Client."""
+        delta=1e-5, sigma=1.0, q=0.01, steps=50, seed=1, run_id=None, refresh_every=50,
+        check=False, log=None):
+    """The loop; returns a report (a dict). `client` is a dpbudget.Client. The eligibility
+    query is asked every `refresh_every` rounds (1: every round) and whenever fewer than
+    `per_round` clients are known to afford a round."""
     rng = random.Random(seed)
     run_id = run_id or "fl-%d-%d" % (os.getpid(), int(time.time() * 1000))
     pool = "%s" % run_id
@@ -60,37 +67,60 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
     t_reg = time.perf_counter()
 
     reported_in = {cid: 0 for cid in ids}  # rounds each client reported in (= charged)
-    done = admitted_total = reported_total = dropped_total = 0
+    afford = {}  # id -> further rounds it can afford: the last eligibility, less charges since
+    queries = [0]
+
+    def refresh():
+        # who can afford this event now, and how many more rounds each (reservations held
+        # count as spent); up to max_rounds (default 1000), beyond which the count is a floor
+        el = client.eligibility(label="pool=" + pool, **ev)
+        queries[0] += 1
+        afford.clear()
+        afford.update((e.id, e.affordable_rounds) for e in el.clients if e.eligible)
+
+    done = admitted_total = reported_total = dropped_total = stale = 0
     stopped = None
-    for t in range(rounds):
-        # eligibility: who can afford one more round of this event (max_rounds=1: a yes/no)
-        el = client.eligibility(label="pool=" + pool, max_rounds=1, **ev)
-        eligible = el.eligible_ids
-        if len(eligible) < per_round:
-            stopped = "round %d: only %d clients can afford a round, %d needed" % (
-                t, len(eligible), per_round)
-            break
-        cohort = rng.sample(eligible, per_round)
-        round_id = "%s-r%05d" % (run_id, t)
+    t = 0
+    while t < rounds:
+        fresh = refresh_every and t % refresh_every == 0 or not afford
+        if fresh:
+            refresh()  # also picks up budget changes and other coordinators' rounds
+        candidates = [cid for cid, k in afford.items() if k > 0]
+        if len(candidates) < per_round:
+            if not fresh:
+                refresh()
+            candidates = [cid for cid, k in afford.items() if k > 0]
+            if len(candidates) < per_round:
+                stopped = "round %d: only %d clients can afford a round, %d needed" % (
+                    t, len(candidates), per_round)
+                break
+        cohort = rng.sample(candidates, per_round)
+        round_id = "%s-r%05d-%d" % (run_id, t, stale)
         # reserve: all_or_nothing (the default): the cohort is admitted whole or not at all
         r = client.reserve(cohort, round_id=round_id, **ev)
         if r.refused:
-            # cannot happen while eligibility and admission agree (one coordinator)
-            client.release(round_id)
-            raise RuntimeError("round %s: eligible clients refused: %s" % (
-                round_id, [(x.client, x.reason) for x in r.refused[:5]]))
+            # the counts were stale (another coordinator spent meanwhile): nothing is held
+            # under all_or_nothing; ask again and sample again
+            stale += 1
+            if stale > 3:
+                raise RuntimeError("round %d: refused after fresh eligibility: %s" % (
+                    t, [(x.client, x.reason) for x in r.refused[:5]]))
+            afford.clear()
+            continue
         # training: each admitted client reports its update, or drops out
         reported = [cid for cid in r.admitted_ids if rng.random() >= dropout]
         c = client.commit(round_id, reported)
         for cid in reported:
             reported_in[cid] += 1
+            afford[cid] -= 1  # one round of this event charged
         done += 1
+        t += 1
         admitted_total += len(r.admitted)
         reported_total += len(reported)
         dropped_total += len(r.admitted) - len(reported)
-        if log and (t + 1) % max(1, rounds // 10) == 0:
-            log("round %d: %d eligible, %d admitted, %d reported (state %s)" % (
-                t + 1, len(eligible), len(r.admitted), len(reported), c.state))
+        if log and t % max(1, rounds // 10) == 0:
+            log("round %d: %d candidates, %d admitted, %d reported (%s)" % (
+                t, len(candidates), len(r.admitted), len(reported), c.state))
     t_end = time.perf_counter()
 
     summary = client.summary()
@@ -104,7 +134,8 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
         "loop_seconds": round(t_end - t_reg, 4),
         "rounds_per_second": round(done / (t_end - t_reg), 1) if done and t_end > t_reg else None,
         "requests": client.stats["requests"], "retries": client.stats["retries"],
-        "event_by_name": "event_name" in ev,
+        "event_by_name": "event_name" in ev, "eligibility_queries": queries[0],
+        "stale_refusals": stale,
         "ledger": {"clients": summary.clients, "by_status": summary.by_status,
                    "rounds": summary.rounds},
     }
@@ -153,6 +184,8 @@ def main(argv=None):
     p.add_argument("--q", type=float, default=0.01)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--refresh-every", type=int, default=50,
+                   help="ask eligibility every N rounds (1: every round; default 50)")
     p.add_argument("--run-id", help="prefix of the ids (default: fresh)")
     p.add_argument("--check", action="store_true", help="audit the ledger at the end")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -160,7 +193,8 @@ def main(argv=None):
     with dpbudget.Client(a.url, a.token, cafile=a.cafile) as c:
         rep = run(c, clients=a.clients, rounds=a.rounds, per_round=a.per_round,
                   dropout=a.dropout, epsilon=a.epsilon, delta=a.delta, sigma=a.sigma, q=a.q,
-                  steps=a.steps, seed=a.seed, run_id=a.run_id, check=a.check,
+                  steps=a.steps, seed=a.seed, run_id=a.run_id,
+                  refresh_every=a.refresh_every, check=a.check,
                   log=None if a.json else lambda s: print(s, file=sys.stderr))
     if a.json:
         print(json.dumps(rep))

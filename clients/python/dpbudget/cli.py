@@ -323,13 +323,17 @@ def cmd_eligibility(c, a):
 
 
 def round_lines(r):
-    lines = ["round %s: %s%s, %d of %d admitted, %d charged%s" % (
-        r.round_id, r.phase, " (%s)" % r.state if r.state else "", len(r.admitted),
-        r.participants, r.charged, ", replayed" if r.replayed else "")]
+    state = r.state or ("charged" if r.phase == "charge" else r.phase)
+    lines = ["round %s %s: %d of %d admitted, %d charged%s%s" % (
+        r.round_id, state, len(r.admitted), r.participants, r.charged,
+        ", %d reserved" % r.reserved if r.reserved else "",
+        " (replayed)" if r.replayed else "")]
     if r.dry_run:
         lines[0] += " (dry run: nothing stored)"
-    if r.expires_at:
+    if r.expires_at and r.state == "reserved":
         lines.append("reservation expires at %s" % r.expires_at)
+    if r.reported is not None:
+        lines.append("reported: %s" % (", ".join(r.reported) or "none"))
     for x in r.admitted:
         lines.append("  admitted %s: spent %s -> %s" % (x.client, num(x.spent_before),
                                                         num(x.spent_after)))

@@ -242,9 +242,11 @@ class Refusal:
 
 @dataclass
 class Round:
-    """A round's answer. `phase` is "charge" (one step) or "reserve"; `state` is set for
-    reservations ("reserved", "committed", "released"). `replayed` says the daemon
-    answered a repeated round id from its store (nothing was charged again)."""
+    """A round's answer. `phase` is "charge" (one step) or "reserve"; `state` is "charged"
+    (one step), or for a reservation "reserved", "committed", "released" or "expired";
+    `reserved` counts the clients a reservation holds now, `reported` the ids a commit
+    charged. `replayed` says the daemon answered a repeated round id (or a repeated commit
+    or release) from its store: nothing was applied again."""
     round_id: str
     policy: str
     dry_run: bool
@@ -257,6 +259,7 @@ class Round:
     state: Optional[str] = None
     expires_at: Optional[str] = None
     reported: Optional[List[str]] = None
+    reserved: int = 0
     summarized: bool = False
     replayed: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
@@ -293,7 +296,7 @@ class Round:
                    already_ran=d.get("already_ran"), participants=d.get("participants"),
                    charged=d.get("charged"), admitted=adm, refused=ref,
                    phase=d.get("phase") or "charge", state=d.get("state"),
-                   expires_at=d.get("expires_at"), reported=rep,
+                   expires_at=d.get("expires_at"), reported=rep, reserved=d.get("reserved") or 0,
                    summarized=bool(d.get("summarized")), replayed=replayed, raw=d)
 
 

@@ -71,32 +71,44 @@ class Guide(unittest.TestCase):
 
 class Loop(unittest.TestCase):
     def test_small_loop_with_exhaustion(self):
-        """30 clients, rounds of 8 with 25% dropouts, budgets that run out: every cohort the
-        eligibility query offers is admitted whole, each client is charged for exactly the
-        rounds it reported in (dropouts never), and the loop stops when too few can afford."""
+        """30 clients, rounds of 8 with 25% dropouts, budgets that run out: the counts of
+        affordable rounds agree with what the rounds admit (no cohort refused), each client
+        is charged for exactly the rounds it reported in (dropouts never), and the loop
+        stops when too few can afford a round. Once asking eligibility every round, once
+        keeping the counts between refreshes."""
         d = Daemon()
         try:
             c = dpbudget.Client(d.url)
-            # a round is 50 steps at sigma 1, q 0.01: a budget of (1.5, 1e-5) affords 6 (rdp)
-            rep = federated_loop.run(c, clients=30, rounds=60, per_round=8, dropout=0.25,
-                                     epsilon=1.5, delta=1e-5, run_id="t", check=True)
-            chk = rep["check"]
-            self.assertEqual(chk["problems"], [])
-            self.assertEqual(rep["registered"]["created"], 30)
-            self.assertGreater(rep["rounds_done"], 3)
-            self.assertIsNotNone(rep["stopped"], "the budgets should have run out")
-            self.assertEqual(rep["admitted"], rep["rounds_done"] * 8)
-            self.assertEqual(rep["admitted"], rep["reported"] + rep["dropped"])
-            self.assertGreater(rep["dropped"], 0)
-            # the ledger charged the reported ones only
-            total = sum(r.rounds for r in c.iter_clients(label="pool=t"))
-            self.assertEqual(total, rep["reported"])
-            self.assertGreater(chk["ineligible_now"], 0)
-            self.assertEqual(rep["ledger"]["by_status"].get("exhausted", 0) > 0, True)
-            # re-running the registration changes nothing
-            again = c.register_clients([{"id": "t-c%05d" % i, "epsilon": 1.5, "delta": 1e-5,
-                                         "labels": {"pool": "t"}} for i in range(30)])
-            self.assertEqual(again.unchanged, 30)
+            for run_id, refresh in (("t1", 1), ("t20", 20)):
+                # a round is 50 steps at sigma 1, q 0.01: a budget of (1.5, 1e-5) affords 6
+                rep = federated_loop.run(c, clients=30, rounds=60, per_round=8, dropout=0.25,
+                                         epsilon=1.5, delta=1e-5, run_id=run_id,
+                                         refresh_every=refresh, check=True)
+                chk = rep["check"]
+                self.assertEqual(chk["problems"], [], run_id)
+                self.assertEqual(rep["stale_refusals"], 0, run_id)
+                self.assertTrue(rep["event_by_name"] or "no named events yet")
+                self.assertEqual(rep["registered"]["created"], 30)
+                self.assertGreater(rep["rounds_done"], 3)
+                self.assertIsNotNone(rep["stopped"], "the budgets should have run out")
+                self.assertEqual(rep["admitted"], rep["rounds_done"] * 8)
+                self.assertEqual(rep["admitted"], rep["reported"] + rep["dropped"])
+                self.assertGreater(rep["dropped"], 0)
+                # the ledger charged the reported ones only: 6 rounds each at most
+                recs = list(c.iter_clients(label="pool=" + run_id))
+                self.assertEqual(sum(r.rounds for r in recs), rep["reported"])
+                self.assertLessEqual(max(r.rounds for r in recs), 6)
+                self.assertGreater(chk["ineligible_now"], 0)
+                self.assertTrue(any(r.status == "exhausted" for r in recs))
+                if refresh == 1:
+                    self.assertEqual(rep["eligibility_queries"], rep["rounds_done"] + 1)
+                else:
+                    self.assertLess(rep["eligibility_queries"], rep["rounds_done"])
+                # re-running the registration changes nothing
+                again = c.register_clients([
+                    {"id": "%s-c%05d" % (run_id, i), "epsilon": 1.5, "delta": 1e-5,
+                     "labels": {"pool": run_id}} for i in range(30)])
+                self.assertEqual(again.unchanged, 30)
             c.close()
         finally:
             d.stop()
