@@ -419,10 +419,12 @@ class NamedEvent:
 class EventPage:
     events: List[NamedEvent]
     next_cursor: Optional[str]
+    total: Optional[int] = None
 
     @classmethod
     def from_json(cls, d):
-        return cls([NamedEvent.from_json(e) for e in d.get("events") or []], d.get("next_cursor"))
+        return cls([NamedEvent.from_json(e) for e in d.get("events") or []], d.get("next_cursor"),
+                   d.get("total"))
 
 
 @dataclass

@@ -521,3 +521,27 @@ class TwoPhase(unittest.TestCase):
         self.c.release(rounds[0].round_id)
         self.assertEqual(len(self.c.reserve(["tt-a"], EV50).admitted), 1)
 
+
+
+class NamedEvents(unittest.TestCase):
+    def setUp(self):
+        self.c = dpbudget.Client(D.url)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_named_events(self):
+        a = self.c.put_event("ne-dpsgd", EV50)
+        self.assertTrue(a.created)
+        self.assertFalse(self.c.put_event("ne-dpsgd", EV50).created)  # the same: fine
+        with self.assertRaises(errors.Conflict):
+            self.c.put_event("ne-dpsgd", EV100)  # names are immutable
+        self.assertEqual(self.c.get_event("ne-dpsgd").event, events.to_event(EV50))
+        self.assertIn("ne-dpsgd", [e.name for e in self.c.list_events().events])
+        self.c.register_clients([{"id": "ne-a", "epsilon": 1.5, "delta": 1e-5}])
+        el = self.c.eligibility(["ne-a"], event_name="ne-dpsgd")
+        self.assertEqual(el.clients[0].affordable_rounds, 6)
+        r = self.c.charge(["ne-a"], event_name="ne-dpsgd")
+        self.assertEqual(r.charged, 1)
+        with self.assertRaises(errors.UnknownEventName):
+            self.c.charge(["ne-a"], event_name="ne-nothing")
