@@ -332,11 +332,18 @@ def round_lines(r):
         lines[0] += " (dry run: nothing stored)"
     if r.expires_at and r.state == "reserved":
         lines.append("reservation expires at %s" % r.expires_at)
-    if r.reported is not None:
-        lines.append("reported: %s" % (", ".join(r.reported) or "none"))
+    reported = set(r.reported or [])
     for x in r.admitted:
-        lines.append("  admitted %s: spent %s -> %s" % (x.client, num(x.spent_before),
-                                                        num(x.spent_after)))
+        spend = "spent %s -> %s" % (num(x.spent_before), num(x.spent_after))
+        if r.phase == "charge":
+            lines.append("  admitted %s: %s" % (x.client, spend))
+        elif r.state == "committed":
+            lines.append("  charged %s: %s" % (x.client, spend) if x.client in reported else
+                         "  released %s: did not report" % x.client)
+        elif r.state == "reserved":
+            lines.append("  reserved %s: %s" % (x.client, spend))
+        else:
+            lines.append("  released %s (%s)" % (x.client, r.state))
     for x in r.refused:
         extra = ""
         if x.would_spend is not None:
