@@ -52,6 +52,7 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
     pool = "%s" % run_id
     ids = ["%s-c%05d" % (run_id, i) for i in range(clients)]
     t0 = time.perf_counter()
+    req0, retries0 = client.stats["requests"], client.stats["retries"]
 
     # 1. the population, in bulk (idempotent: re-running registers nothing twice)
     reg = client.register_clients([{"id": cid, "epsilon": epsilon, "delta": delta,
@@ -133,7 +134,7 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
         "stopped": stopped, "registration_seconds": round(t_reg - t0, 4),
         "loop_seconds": round(t_end - t_reg, 4),
         "rounds_per_second": round(done / (t_end - t_reg), 1) if done and t_end > t_reg else None,
-        "requests": client.stats["requests"], "retries": client.stats["retries"],
+        "requests": client.stats["requests"] - req0, "retries": client.stats["retries"] - retries0,
         "event_by_name": "event_name" in ev, "eligibility_queries": queries[0],
         "stale_refusals": stale,
         "ledger": {"clients": summary.clients, "by_status": summary.by_status,
