@@ -367,9 +367,9 @@ class Eligibility:
     def from_json(cls, d):
         return cls(d.get("eligible", 0), d.get("ineligible", 0),
                    [EligibilityEntry(c.get("id"), c.get("eligible"), c.get("affordable_rounds"),
-                                     bool(c.get("affordable_rounds_capped")), _reals(c.get("spent")),
-                                     _reals(c.get("remaining")), c.get("reason"),
-                                     c.get("accounting"))
+                                     bool(c.get("affordable_rounds_capped")),
+                                     _reals(c.get("spent")), _reals(c.get("remaining")),
+                                     c.get("reason"), c.get("accounting"))
                     for c in d.get("clients") or []], d.get("max_rounds"))
 
     def extend(self, other):

@@ -3,7 +3,8 @@
 conversion with Google's dp_accounting itself (a checkout of its python/dp_accounting; needs
 numpy, scipy, attrs, mpmath). Each real DpEvent object is converted by dpbudget.to_event,
 sent to a fresh daemon, and its rdp epsilon compared with dp_accounting's RdpAccountant on
-the same object (agreement to 1e-5 relative). Prints one line per event and `dp_accounting: N passed, M failed`."""
+the same object (agreement to 1e-5 relative). Prints one line per event and
+`dp_accounting: N passed, M failed`."""
 import os
 import sys
 
