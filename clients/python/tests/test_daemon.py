@@ -29,13 +29,27 @@ def tearDownModule():
     D.stop()
 
 
-class Compute(unittest.TestCase):
+class ClientCase(unittest.TestCase):
+    """A Client of the module's daemon, and fault proxies in front of it (closed after)."""
+
     def setUp(self):
         self.c = dpbudget.Client(D.url)
+        self.proxies = []
 
     def tearDown(self):
         self.c.close()
+        for p in self.proxies:
+            p.close()
 
+    def proxied(self, faults, **kw):
+        p = FaultProxy(D.port, faults)
+        self.proxies.append(p)
+        c = dpbudget.Client(p.url, **kw)
+        c._sleep = lambda s: None
+        return c, p
+
+
+class Compute(ClientCase):
     def test_epsilon_reference_value(self):
         r = self.c.epsilon(DPSGD, delta=1e-5, accountant="rdp")
         self.assertIsInstance(r, dpbudget.EpsilonResult)
@@ -90,13 +104,7 @@ class Compute(unittest.TestCase):
         self.assertEqual(cm.exception.status, 422)
 
 
-class Ledger(unittest.TestCase):
-    def setUp(self):
-        self.c = dpbudget.Client(D.url)
-
-    def tearDown(self):
-        self.c.close()
-
+class Ledger(ClientCase):
     def test_clients_rounds_summary(self):
         a = self.c.put_client("led-alice", 2, 1e-5, labels={"site": "led"})
         self.assertEqual((a.id, a.status, a.spent.epsilon, a.budget.epsilon), ("led-alice",
@@ -146,24 +154,8 @@ class Ledger(unittest.TestCase):
         self.assertEqual(self.c.stats["connections"], conns)  # three pages, one connection
 
 
-class SafeRetries(unittest.TestCase):
+class SafeRetries(ClientCase):
     """A round whose answer is lost is retried with its round id and charged exactly once."""
-
-    def setUp(self):
-        self.c = dpbudget.Client(D.url)
-        self.proxies = []
-
-    def tearDown(self):
-        self.c.close()
-        for p in self.proxies:
-            p.close()
-
-    def proxied(self, faults, **kw):
-        p = FaultProxy(D.port, faults)
-        self.proxies.append(p)
-        c = dpbudget.Client(p.url, **kw)
-        c._sleep = lambda s: None
-        return c, p
 
     def test_lost_answer_replayed_once(self):
         self.c.put_client("rt-a", 8, 1e-5)
@@ -344,13 +336,7 @@ class Cli(unittest.TestCase):
 EV50 = events.dp_sgd(0.01, 1.0, 50)  # budgets (1.5, 1e-5) and (2, 1e-5) afford 6 and 17 (rdp)
 
 
-class BulkAndEligibility(unittest.TestCase):
-    def setUp(self):
-        self.c = dpbudget.Client(D.url)
-
-    def tearDown(self):
-        self.c.close()
-
+class BulkAndEligibility(ClientCase):
     def test_bulk_registration(self):
         items = [{"id": "bk-%03d" % i, "epsilon": 4, "delta": 1e-5, "labels": {"grp": "bk"}}
                  for i in range(300)]
@@ -422,25 +408,9 @@ class BulkAndEligibility(unittest.TestCase):
             self.c.eligibility(label="no equals sign", event=EV50)
 
 
-class TwoPhase(unittest.TestCase):
+class TwoPhase(ClientCase):
     """Reservations: dropouts are not charged, commits and reserves retried after a lost
     answer are applied once, reservations count as spent until committed or released."""
-
-    def setUp(self):
-        self.c = dpbudget.Client(D.url)
-        self.proxies = []
-
-    def tearDown(self):
-        self.c.close()
-        for p in self.proxies:
-            p.close()
-
-    def proxied(self, faults):
-        p = FaultProxy(D.port, faults)
-        self.proxies.append(p)
-        c = dpbudget.Client(p.url)
-        c._sleep = lambda s: None
-        return c, p
 
     def test_dropouts_not_charged(self):
         ids = ["tp-a", "tp-b", "tp-c", "tp-d"]
@@ -523,13 +493,7 @@ class TwoPhase(unittest.TestCase):
 
 
 
-class NamedEvents(unittest.TestCase):
-    def setUp(self):
-        self.c = dpbudget.Client(D.url)
-
-    def tearDown(self):
-        self.c.close()
-
+class NamedEvents(ClientCase):
     def test_named_events(self):
         a = self.c.put_event("ne-dpsgd", EV50)
         self.assertTrue(a.created)
