@@ -182,8 +182,8 @@ class Client:
                 round_id=None):
         """Send one call and return its Response; raise the ApiError of an error answer.
         `path` starts with /v1/...; `body` is JSON-encoded (bytes are sent as they are, as
-        encoded JSON); `idempotent` (default: by the
-        method, POST is not) allows the retries."""
+        encoded JSON); `idempotent` (default: by the method; POST is not) allows the
+        retries; `round_id` is set on the exceptions raised."""
         if idempotent is None:
             idempotent = method in _IDEMPOTENT_METHODS
         if query:
