@@ -587,3 +587,8 @@ def main(argv=None, out=None, err=None):
     else:
         print("\n".join(lines), file=out)
     return 0
+
+
+def main_exit():
+    """The `dpbudget` console script (pip install)."""
+    sys.exit(main())
