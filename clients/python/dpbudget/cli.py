@@ -294,15 +294,18 @@ def cmd_client_history(c, a):
     if a.all:
         charges = list(c.iter_history(a.id))
         raw = {"charges": [vars(x) for x in charges], "next_cursor": None}
-        cursor = None
+        cursor, page = None, None
     else:
         page = c.history(a.id, limit=a.limit, cursor=a.cursor)
         charges, cursor = page.charges, page.next_cursor
         raw = {"charges": [vars(x) for x in charges], "next_cursor": cursor,
-               "complete": page.complete}
-    rows = [(x.round_id, x.at or "-", x.state, x.event_name or "-",
-             num(x.spent_after.get("epsilon"))) for x in charges]
-    lines = [table(rows, ["round", "at", "state", "event", "spent_after"])]
+               "complete": page.complete, "total": page.total,
+               "aggregate": page.aggregate}
+    rows = [(x.round_id, num(x.seq), x.state, num(x.spent_after)) for x in charges]
+    lines = [table(rows, ["round", "seq", "state", "spent_after"])]
+    if page is not None and not page.complete:
+        lines.append("older rounds summarized (the daemon keeps the last %s)" %
+                     num(page.history_limit))
     if cursor:
         lines.append("next: --cursor %s" % cursor)
     return raw, lines

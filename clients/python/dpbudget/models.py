@@ -381,26 +381,33 @@ class Eligibility:
 
 @dataclass
 class Charge:
+    """One round of a client's history: its state ("charged", "reserved", "released") and
+    the client's spend after it (None when not charged)."""
     round_id: str
     seq: Optional[int]
-    at: Optional[str]
-    event_name: Optional[str]
     state: str
-    spent_after: Dict[str, Any] = field(default_factory=dict)
+    spent_after: Optional[float] = None
 
 
 @dataclass
 class HistoryPage:
+    """A page of a client's last rounds, newest first. The daemon keeps the last
+    `history_limit` rounds of each client (`complete` is False once older ones were
+    dropped); `aggregate` always has every event charged, with counts."""
     charges: List[Charge]
     next_cursor: Optional[str]
     complete: bool = True
+    total: Optional[int] = None
+    history_limit: Optional[int] = None
+    aggregate: List[Dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d):
-        return cls([Charge(c.get("round_id"), c.get("seq"), c.get("at"), c.get("event_name"),
-                           c.get("state"), _reals(c.get("spent_after")))
+        return cls([Charge(c.get("round_id"), c.get("seq"), c.get("state"),
+                           real(c.get("spent_after")))
                     for c in d.get("charges") or []], d.get("next_cursor"),
-                   bool(d.get("complete", True)))
+                   bool(d.get("complete", True)), d.get("total"), d.get("history_limit"),
+                   list(d.get("aggregate") or []))
 
 
 @dataclass

@@ -312,6 +312,9 @@ class Cli(unittest.TestCase):
         rc, out, _ = self.run_cli("--json", "client", "get", "cli-a")
         import json
         self.assertEqual(json.loads(out)["rounds"], 1)
+        rc, out, _ = self.run_cli("client", "history", "cli-a")
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"cli-r1 +\d+ +charged +1\.2141452107894914")
 
     def test_import_csv_and_errors(self):
         import tempfile
@@ -493,7 +496,7 @@ class TwoPhase(ClientCase):
 
 
 
-class NamedEvents(ClientCase):
+class HistoryAndNamedEvents(ClientCase):
     def test_named_events(self):
         a = self.c.put_event("ne-dpsgd", EV50)
         self.assertTrue(a.created)
@@ -509,3 +512,23 @@ class NamedEvents(ClientCase):
         self.assertEqual(r.charged, 1)
         with self.assertRaises(errors.UnknownEventName):
             self.c.charge(["ne-a"], event_name="ne-nothing")
+
+    def test_history(self):
+        self.c.register_clients([{"id": "hi-a", "epsilon": 8, "delta": 1e-5}])
+        ids = ["hi-r%d" % i for i in range(5)]
+        for rid in ids[:4]:
+            self.c.charge(["hi-a"], EV100, round_id=rid)
+        r = self.c.reserve(["hi-a"], EV100, round_id=ids[4])
+        self.c.release(r.round_id)
+        page = self.c.history("hi-a", limit=2)
+        self.assertEqual(len(page.charges), 2)
+        self.assertTrue(page.next_cursor)
+        allc = list(self.c.iter_history("hi-a", page_size=2))
+        charged = [x.round_id for x in allc if x.state == "charged"]
+        self.assertEqual(charged, ids[3::-1])  # newest first
+        self.assertEqual([x.state for x in allc if x.round_id == ids[4]], ["released"])
+        seqs = [x.seq for x in allc]
+        self.assertEqual(seqs, sorted(seqs, reverse=True))
+        self.assertEqual(allc[1].spent_after, self.c.get_client("hi-a").spent.epsilon)
+        self.assertEqual([a["charged"] for a in page.aggregate], [4])
+        self.assertTrue(page.complete)
