@@ -37,6 +37,36 @@ _RETRY_STATUS = (429, 503)
 _LIBRARY = "dpbudget-python/0.3.0"
 
 
+class _OneWrite:
+    """A request's head and body in one write (http.client writes them apart: two system
+    calls, and two segments the daemon reads apart), on a socket with TCP_NODELAY."""
+
+    def connect(self):
+        super().connect()
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        buf = getattr(self, "_buffer", None)
+        if isinstance(message_body, bytes) and not encode_chunked and isinstance(buf, list):
+            buf.extend((b"", b""))
+            msg = b"\r\n".join(buf) + message_body
+            del buf[:]
+            self.send(msg)
+            return
+        super()._send_output(message_body, encode_chunked)
+
+
+class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
+    pass
+
+
 def new_round_id(prefix="r"):
     """A fresh round id (prefix + 32 hex digits): unique, and within the daemon's id rule."""
     return "%s-%s" % (prefix, uuid.uuid4().hex)
@@ -138,10 +168,10 @@ class Client:
     def _new_conn(self):
         self.stats["connections"] += 1
         if self._https:
-            c = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
-                                            context=self._ssl)
+            c = _HTTPSConnection(self._host, self._port, timeout=self.timeout,
+                                 context=self._ssl)
         else:
-            c = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+            c = _HTTPConnection(self._host, self._port, timeout=self.timeout)
         return c
 
     def _take(self):
