@@ -20,7 +20,7 @@ import sys
 
 from . import errors
 from .client import Client
-from .events import dp_sgd
+from .events import dp_sgd, gaussian, self_composed
 
 # ---------------------------------------------------------------- formatting
 
@@ -108,9 +108,9 @@ def event_of(a):
     if getattr(a, "event", None):
         return load_json_arg(a.event, "--event")
     if getattr(a, "sigma", None) is not None:
-        if a.q is None:
-            return dp_sgd(1.0, a.sigma, a.steps) if a.steps != 1 else \
-                {"class_name": "GaussianDpEvent", "noise_multiplier": a.sigma}
+        if a.q is None:  # unsampled Gaussians
+            g = gaussian(a.sigma)
+            return g if a.steps == 1 else self_composed(g, a.steps)
         return dp_sgd(a.q, a.sigma, a.steps)
     if getattr(a, "event_name", None):
         return None
@@ -413,10 +413,19 @@ def cmd_summary(c, a):
 
 # ---------------------------------------------------------------- the parser
 
+EPILOG = """events: --event JSON or --event @FILE (dp_accounting's vocabulary), or the shorthand
+--sigma S [--q Q] [--steps N]: N steps of Gaussian noise S, Poisson-sampled at Q if given.
+Rounds: without --round-id a fresh id is made up; it is printed when no answer came, so the
+command can be repeated with that --round-id and apply the round at most once.
+
+exit status: 0 done, 1 the daemon answered an error (code and detail on stderr), 2 usage,
+3 no answer (connection, timeout), 4 a round refused someone (with --strict)."""
+
 
 def parser():
-    p = argparse.ArgumentParser(prog="python3 -m dpbudget",
-                                description="Command-line client of the dpbudget daemon.")
+    p = argparse.ArgumentParser(
+        prog="python3 -m dpbudget", description="Command-line client of the dpbudget daemon.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--url", default=os.environ.get("DPBUDGET_URL", "http://127.0.0.1:8080"),
                    help="the daemon (default $DPBUDGET_URL or http://127.0.0.1:8080)")
     p.add_argument("--token", help="API key (default $DPBUDGET_TOKEN)")
@@ -576,9 +585,15 @@ def main(argv=None, out=None, err=None):
             print(json.dumps(e.problem, separators=(",", ":")), file=out)
         print("dpbudget: %d %s: %s%s" % (e.status, e.code, e.detail,
                                          " (field %s)" % e.field if e.field else ""), file=err)
+        if e.status >= 500 and e.round_id:
+            print("dpbudget: repeat with --round-id %s: the round is applied at most once"
+                  % e.round_id, file=err)
         return 1
     except errors.TransportError as e:
         print("dpbudget: no answer from %s: %s" % (a.url, e), file=err)
+        if e.round_id:
+            print("dpbudget: repeat with --round-id %s: the round is applied at most once"
+                  % e.round_id, file=err)
         return 3
     except (TypeError, ValueError) as e:
         print("dpbudget: %s" % e, file=err)

@@ -331,6 +331,10 @@ class Cli(unittest.TestCase):
         self.assertIn("404 not_found", err)
         rc, _, err = self.run_cli("summary", url="http://127.0.0.1:1")
         self.assertEqual(rc, 3)
+        rc, _, err = self.run_cli("--retries", "0", "round", "charge", "--participants", "a",
+                                  "--sigma", "1", url="http://127.0.0.1:1")
+        self.assertEqual(rc, 3)
+        self.assertRegex(err, r"repeat with --round-id r-[0-9a-f]{32}")
         rc, _, err = self.run_cli("delta", "--epsilon", "1")
         self.assertEqual(rc, 2)
         self.assertIn("give the event", err)
