@@ -148,7 +148,8 @@ def run(client, *, clients=1000, rounds=200, per_round=100, dropout=0.1, epsilon
 
 def audit(client, ids, reported_in, ev, pool):
     """The ledger agrees with the loop: each client charged for exactly the rounds it
-    reported in (dropouts never), and eligibility agrees with what a round admits."""
+    reported in (dropouts never; its record and its charge history), and eligibility agrees
+    with what a round admits."""
     problems = []
     recs = {r.id: r for r in client.iter_clients(label="pool=" + pool)}
     for cid in ids:
@@ -158,6 +159,13 @@ def audit(client, ids, reported_in, ev, pool):
         elif rec.rounds != reported_in[cid]:
             problems.append("%s: ledger %d rounds, reported in %d" % (cid, rec.rounds,
                                                                      reported_in[cid]))
+    # the charge history of a few clients: the rounds they reported in, as charged
+    for cid in ids[:5]:
+        page = client.history(cid, limit=100)
+        charged = sum(1 for x in page.charges if x.state == "charged")
+        if page.complete and charged != reported_in[cid]:
+            problems.append("%s: history shows %d charged rounds, reported in %d" % (
+                cid, charged, reported_in[cid]))
     el = client.eligibility(label="pool=" + pool, max_rounds=1, **ev)
     yes = [e.id for e in el.clients if e.eligible]
     no = [e.id for e in el.clients if not e.eligible]
