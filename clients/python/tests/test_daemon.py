@@ -500,6 +500,30 @@ class TwoPhase(ClientCase):
 
 
 
+class Concurrency(ClientCase):
+    def test_threads_share_a_client_and_never_overspend(self):
+        """12 threads on one Client reserve the same client (budget for 6 such rounds) at
+        once: exactly 6 reservations are admitted; the pool served them all."""
+        self.c.register_clients([{"id": "cc-a", "epsilon": 1.5, "delta": 1e-5}])
+        results, errs = [], []
+
+        def one():
+            try:
+                results.append(self.c.reserve(["cc-a"], EV50))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errs.append(e)
+        threads = [threading.Thread(target=one) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errs, [])
+        self.assertEqual(sorted(len(r.admitted) for r in results), [0] * 6 + [1] * 6)
+        self.assertEqual(len({r.round_id for r in results}), 12)
+        self.assertLessEqual(self.c.stats["connections"], 12)
+        self.assertEqual(self.c.eligibility(["cc-a"], event=EV50).eligible, 0)
+
+
 class HistoryAndNamedEvents(ClientCase):
     def test_named_events(self):
         a = self.c.put_event("ne-dpsgd", EV50)
