@@ -263,11 +263,18 @@ def read_clients_file(path, fmt):
     rd = csv.DictReader(io.StringIO(text))
     if not rd.fieldnames or not {"id", "epsilon", "delta"} <= set(rd.fieldnames):
         raise UsageError("%s: the CSV header needs id, epsilon, delta" % path)
+    known = {"id", "epsilon", "delta", "accounting", "neighboring_relation"}
+    for col in rd.fieldnames:
+        if col not in known and not col.startswith("label."):
+            raise UsageError("%s: unknown column %r (id, epsilon, delta, accounting, "
+                             "neighboring_relation, label.KEY)" % (path, col))
     for n, row in enumerate(rd, start=2):
+        if None in row or any(v is None for v in row.values()):
+            raise UsageError("%s:%d: not as many fields as the header" % (path, n))
         try:
             item = {"id": row["id"], "epsilon": float(row["epsilon"]),
                     "delta": float(row["delta"])}
-        except (TypeError, ValueError):
+        except ValueError:
             raise UsageError("%s:%d: epsilon and delta must be numbers" % (path, n))
         for k in ("accounting", "neighboring_relation"):
             if row.get(k):

@@ -451,9 +451,10 @@ class Client:
         if "epsilon" not in c or "delta" not in c or "id" not in c:
             raise ValueError("clients[%d]: needs id, and budget or epsilon and delta" % i)
         item = {"id": c["id"], "budget": {"epsilon": c["epsilon"], "delta": c["delta"]}}
-        for k in ("accounting", "neighboring_relation", "labels"):
-            if c.get(k) is not None:
-                item[k] = c[k]
+        for k, v in c.items():  # anything else as given: the daemon names what it refuses
+            if k not in ("id", "epsilon", "delta") and not (
+                    v is None and k in ("accounting", "neighboring_relation", "labels")):
+                item[k] = v
         return item
 
     def _chunks(self, items, max_items, key, extra=None):

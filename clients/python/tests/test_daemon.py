@@ -326,6 +326,17 @@ class Cli(unittest.TestCase):
             self.assertIn("2 clients: 2 created", out)
         finally:
             os.unlink(f.name)
+        for text, want in (("id,epsilon,delta,site\nx,1,1e-5,a\n", "unknown column 'site'"),
+                           ("id,epsilon,delta\nx,1\n", ":2: not as many fields"),
+                           ("id,epsilon,delta\nx,one,1e-5\n", ":2: epsilon and delta")):
+            with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+                f.write(text)
+            try:
+                rc, _, err = self.run_cli("client", "import", f.name)
+            finally:
+                os.unlink(f.name)
+            self.assertEqual(rc, 2)
+            self.assertIn(want, err)
         rc, out, err = self.run_cli("client", "get", "nobody-here")
         self.assertEqual((rc, out), (1, ""))
         self.assertIn("404 not_found", err)
@@ -374,6 +385,11 @@ class BulkAndEligibility(ClientCase):
         self.assertEqual(cm.exception.field, "clients[33].budget.delta")
         with self.assertRaises(errors.NotFound):
             self.c.get_client("bk-m33")
+        # a key the daemon does not know is sent, and refused, not dropped
+        with self.assertRaises(errors.BadRequest) as cm:
+            self.c.register_clients([{"id": "bk-u", "epsilon": 4, "delta": 1e-5, "lables": {}}])
+        self.assertEqual((cm.exception.code, cm.exception.field),
+                         ("unknown_field", "clients[0].lables"))
 
     def test_eligibility_agrees_with_admission(self):
         """affordable_rounds k: k rounds are admitted one after the other, the next refused;
