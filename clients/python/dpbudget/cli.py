@@ -95,6 +95,8 @@ def labels(pairs):
         k, sep, v = p.partition("=")
         if not sep:
             raise UsageError("--label %r: write key=value" % p)
+        if k in out:
+            raise UsageError("--label %s given twice" % k)
         out[k] = v
     return out
 
@@ -223,7 +225,7 @@ def cmd_client_get(c, a):
 
 
 def cmd_client_list(c, a):
-    lab = a.label[0] if a.label else None
+    lab = a.label
     if a.all:
         recs = list(c.iter_clients(status=a.status, label=lab, sort=a.sort, order=a.order))
         raw = {"clients": [r.raw for r in recs], "total": len(recs), "next_cursor": None}
@@ -485,7 +487,7 @@ def parser():
     s.set_defaults(func=cmd_client_get)
     s = cs.add_parser("list", help="clients, filtered and paginated")
     s.add_argument("--status", help="active, exhausted, uncertified")
-    s.add_argument("--label", action="append", metavar="KEY=VALUE")
+    s.add_argument("--label", metavar="KEY=VALUE", help="clients with this label")
     s.add_argument("--sort", help="id, spent, remaining")
     s.add_argument("--order", help="asc, desc")
     s.add_argument("--limit", type=int)
