@@ -1,6 +1,7 @@
 /* edge.c - head deadlines and head checks (see edge.h). */
 #include "edge.h"
 
+#include "../core/ledger/ledger.h"
 #include "metrics.h"
 
 #include <pthread.h>
@@ -15,13 +16,15 @@
 /* One connection, from accept to close, linked in the registry (under the lock: only
  * connections opening and closing take it). deadline is the one field the reaper shares
  * with the connection's own thread: an atomic, so no request takes the lock; answered and
- * nul_in_url belong to that thread alone (a connection is served by one thread). */
+ * the URL flags belong to that thread alone (a connection is served by one thread). */
 typedef struct conn {
     struct conn *prev, *next;
     int fd;
-    double deadline; /* atomic: the head must be complete by then; 0: no head is awaited */
-    int answered;    /* requests answered on this connection */
-    int nul_in_url;  /* the raw request line held %00 */
+    double deadline;   /* atomic: the head must be complete by then; 0: no head is awaited */
+    int answered;      /* requests answered on this connection */
+    int nul_in_url;    /* the raw request line held %00 */
+    int slash_in_path; /* the raw path (before '?') held %2F: libmicrohttpd decodes it into a
+                        * '/', which would move an id's segment boundary */
 } conn;
 
 static double deadline_of(conn *c)
@@ -183,10 +186,17 @@ void *edge_on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
     conn *c = conn_of(mc);
     if (c == NULL)
         return NULL;
-    int nul = 0;
-    for (const char *p = strchr(uri, '%'); p && !nul; p = strchr(p + 1, '%'))
-        nul = p[1] == '0' && p[2] == '0';
+    int nul = 0, slash = 0, in_path = 1;
+    for (const char *p = uri; *p && !nul; p++) {
+        if (*p == '?')
+            in_path = 0;
+        else if (*p == '%') {
+            nul = p[1] == '0' && p[2] == '0';
+            slash |= in_path && p[1] == '2' && (p[2] == 'F' || p[2] == 'f');
+        }
+    }
     c->nul_in_url = nul;
+    c->slash_in_path = slash;
     if (c->answered > 0) /* a kept-alive connection: this request's head starts now */
         set_deadline(c, mono() + e->header_timeout);
     return NULL; /* the request's context is made by the access handler */
@@ -277,15 +287,20 @@ problem_code edge_check_head(edge *e, struct MHD_Connection *mc, const char *ver
         *close = 1;
         return p->code;
     }
-    int nul = 0;
+    int nul = 0, slash = 0;
     if (c) {
         nul = c->nul_in_url;
-        c->nul_in_url = 0;
+        slash = c->slash_in_path;
+        c->nul_in_url = c->slash_in_path = 0;
     }
     if (nul)
         problem_set(p, PB_BAD_REQUEST, NULL,
                     "the URL contains %%00 (a NUL byte): no path segment or query value may "
                     "hold one");
+    else if (slash)
+        problem_set(p, PB_INVALID_ID, "id",
+                    "the path contains %%2F (an encoded '/'), which no id or other path segment "
+                    "may hold: ids are " LEDGER_ID_RULE);
     else if (!http10 && f.host != 1)
         problem_set(p, PB_BAD_REQUEST, NULL,
                     f.host ? "the request has more than one Host header"
