@@ -68,6 +68,7 @@ typedef struct {
     size_t len, cap;
     int answered;  /* a response was queued at the headers (401/403/429, 413, 415) */
     int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
+    size_t limit;  /* the largest body this request's route accepts */
     double t0;     /* when the headers arrived */
     int route;     /* index in ROUTES of the path's route (any method), -1 if none */
     int status;    /* the status sent */
@@ -527,6 +528,14 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
     return MHD_YES;
 }
 
+/* The largest body a request to route r may carry (r may be NULL). */
+static size_t body_limit(const http_config *cfg, const route *r)
+{
+    if (r && r->bulk && cfg->max_bulk_body > cfg->max_body)
+        return cfg->max_bulk_body;
+    return cfg->max_body;
+}
+
 static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls)
@@ -550,15 +559,16 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             return ret;
         const char *param;
         const route *r = resolve_route(method, url, &param);
+        ctx->limit = body_limit(&s->cfg, r);
         if (r && r->json_body) {
             problem p = {0};
             const char *cl =
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
             const char *ct =
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-            if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+            if (cl && strtoull(cl, NULL, 10) > ctx->limit) {
                 problem_set(&p, PB_BODY_TOO_LARGE, NULL,
-                            "the body is %s bytes; at most %zu are accepted", cl, s->cfg.max_body);
+                            "the body is %s bytes; at most %zu are accepted", cl, ctx->limit);
             } else if (!json_content_type(ct)) {
                 problem_set(&p, PB_UNSUPPORTED_MEDIA, NULL,
                             "Content-Type is '%.80s'; send the body as application/json", ct);
@@ -583,7 +593,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     if (*upload_size > 0) {
         /* libmicrohttpd 0.9.75 cannot queue a response while it hands us upload data: past
          * the cap, discard the rest and answer 413 on the final call. */
-        if (ctx->too_large || *upload_size > s->cfg.max_body - ctx->len) {
+        if (ctx->too_large || *upload_size > ctx->limit - ctx->len) {
             ctx->too_large = 1;
             *upload_size = 0;
             return MHD_YES;
@@ -592,8 +602,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             size_t ncap = ctx->cap ? ctx->cap : 1024;
             while (ncap < ctx->len + *upload_size)
                 ncap *= 2;
-            if (ncap > s->cfg.max_body)
-                ncap = s->cfg.max_body;
+            if (ncap > ctx->limit)
+                ncap = ctx->limit;
             char *nb = realloc(ctx->buf, ncap);
             if (nb == NULL)
                 return MHD_NO;
@@ -607,7 +617,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     }
     if (ctx->too_large) {
         problem p = {0};
-        problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", s->cfg.max_body);
+        problem_set(&p, PB_BODY_TOO_LARGE, NULL, "the body exceeds %zu bytes", ctx->limit);
         return send_problem(c, &p, ctx);
     }
     /* Final call: the whole body is here. */

@@ -29,6 +29,7 @@ typedef struct {
     unsigned port;            /* 0 = ephemeral */
     unsigned threads;         /* worker threads (0 = number of CPUs) */
     size_t max_body;          /* bytes */
+    size_t max_bulk_body;     /* bytes, for the routes that carry lists of clients (route.bulk) */
     unsigned conn_timeout;    /* seconds a connection may idle */
     unsigned request_timeout; /* seconds a request's body may take to arrive (slow senders) */
     unsigned max_connections;

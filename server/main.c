@@ -39,6 +39,9 @@ static const char USAGE[] =
     "                       computations), 0 = one per CPU (default 0); ledger writes\n"
     "                       (rounds, client puts) run on 8 threads of their own\n"
     "  --max-body BYTES     largest request body accepted, else 413 (default 65536)\n"
+    "  --max-bulk-body BYTES  largest body of the calls that carry lists of clients\n"
+    "                       (clients:batch, eligibility, rounds, commit), if larger than\n"
+    "                       --max-body (default 4194304)\n"
     "  --conn-timeout SECS  close connections idle this long (default 30)\n"
     "  --request-timeout SECS  drop a request whose body takes longer than this to arrive\n"
     "                       (slow senders; default 60)\n"
@@ -371,6 +374,7 @@ static const char *const VALUED[] = {"listen",
                                      "port-file",
                                      "threads",
                                      "max-body",
+                                     "max-bulk-body",
                                      "conn-timeout",
                                      "max-connections",
                                      "data-dir",
@@ -438,6 +442,8 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->cfg.threads = (unsigned)parse_num(opt, v, 0, 256);
     else if (strcmp(name, "max-body") == 0)
         st->cfg.max_body = parse_num(opt, v, 64, 64UL * 1024 * 1024);
+    else if (strcmp(name, "max-bulk-body") == 0)
+        st->cfg.max_bulk_body = parse_num(opt, v, 64, 256UL * 1024 * 1024);
     else if (strcmp(name, "conn-timeout") == 0)
         st->cfg.conn_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "request-timeout") == 0)
@@ -722,6 +728,7 @@ int main(int argc, char **argv)
     settings st = {{.listen_addr = "127.0.0.1",
                     .port = 8080,
                     .max_body = 65536,
+                    .max_bulk_body = 4194304,
                     .conn_timeout = 30,
                     .request_timeout = 60,
                     .max_connections = 1024,

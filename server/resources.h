@@ -55,6 +55,7 @@ typedef struct {
     int free_param;     /* 1: the prefix route's segment is not an id (its handler checks it);
                            0: it obeys the id rule, checked before the handler runs */
     const char *suffix; /* a prefix route: what follows the segment ("/commit"), or NULL */
+    int bulk;           /* 1: carries lists of clients, bodies up to --max-bulk-body */
 } route;
 
 /* The routing table (routes.c), terminated by a NULL method. */

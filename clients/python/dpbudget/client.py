@@ -121,15 +121,16 @@ class Client:
     ready ssl.SSLContext instead; timeout: seconds for connecting and for each read;
     retries: further attempts after the first (0 = none); backoff, max_backoff: the
     exponential backoff's first and largest wait; max_retry_after: the longest
-    Retry-After waited for; max_body: the daemon's --max-body, used to split bulk
-    registration and eligibility queries into requests that fit.
+    Retry-After waited for; max_body: the daemon's --max-bulk-body (the body limit of the
+    calls that carry lists of clients), used to split bulk registration and eligibility
+    queries into requests that fit.
 
     Thread-safe: each call takes a kept-alive connection from a pool (and returns it).
     """
 
     def __init__(self, url="http://127.0.0.1:8080", token=None, *, cafile=None,
                  ssl_context=None, timeout=30.0, retries=4, backoff=0.05, max_backoff=5.0,
-                 max_retry_after=60.0, max_body=65536, pool_size=8, user_agent=None):
+                 max_retry_after=60.0, max_body=4194304, pool_size=8, user_agent=None):
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("url must be http://host[:port] or https://host[:port], not %r" % url)

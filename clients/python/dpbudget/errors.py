@@ -97,7 +97,7 @@ class ReservationReleased(Conflict):
 
 
 class PayloadTooLarge(ApiError):
-    """413: the body exceeds the daemon's --max-body."""
+    """413: the body exceeds the daemon's --max-body (--max-bulk-body for lists of clients)."""
 
 
 class UnsupportedMediaType(ApiError):
