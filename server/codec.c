@@ -195,8 +195,40 @@ int codec_bool(json_t *obj, const char *path, const char *key, int required, int
     return 1;
 }
 
+/* A number, or the string "infinite" where allow_inf: 1 and *x set, -1 with pb set. */
+static int number_or_infinite(json_t *v, const char *f, int allow_inf, double *x, problem *pb)
+{
+    if (allow_inf && json_is_string(v) && strcmp(json_string_value(v), "infinite") == 0) {
+        *x = HUGE_VAL;
+        return 1;
+    }
+    if (!json_is_number(v)) {
+        problem_set(pb, PB_WRONG_TYPE, f,
+                    allow_inf ? "'%s' must be a number or \"infinite\"" : "'%s' must be a number",
+                    f);
+        return -1;
+    }
+    *x = json_number_value(v);
+    return 1;
+}
+
+static int number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
+                       size_t *n, int *scalar, int allow_inf, problem *pb);
+
+int codec_number_list_inf(json_t *obj, const char *one, const char *many, size_t max_n,
+                          double **vals, size_t *n, int *scalar, problem *pb)
+{
+    return number_list(obj, one, many, max_n, vals, n, scalar, 1, pb);
+}
+
 int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
                       size_t *n, int *scalar, problem *pb)
+{
+    return number_list(obj, one, many, max_n, vals, n, scalar, 0, pb);
+}
+
+static int number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
+                       size_t *n, int *scalar, int allow_inf, problem *pb)
 {
     json_t *a = json_object_get(obj, one), *b = json_object_get(obj, many);
     *vals = NULL;
@@ -208,7 +240,8 @@ int codec_number_list(json_t *obj, const char *one, const char *many, size_t max
     }
     if (a) {
         double x;
-        if (codec_number(obj, "", one, 1, &x, pb) < 0)
+        if (allow_inf ? number_or_infinite(a, one, 1, &x, pb) < 0
+                      : codec_number(obj, "", one, 1, &x, pb) < 0)
             return -1;
         *vals = malloc(sizeof(double));
         if (*vals == NULL) {
@@ -237,14 +270,12 @@ int codec_number_list(json_t *obj, const char *one, const char *many, size_t max
     }
     for (size_t i = 0; i < k; i++) {
         json_t *e = json_array_get(b, i);
-        if (!json_is_number(e)) {
-            char f[64];
-            snprintf(f, sizeof f, "%s[%zu]", many, i);
-            problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a number", f);
+        char f[64];
+        snprintf(f, sizeof f, "%s[%zu]", many, i);
+        if (number_or_infinite(e, f, allow_inf, &v[i], pb) < 0) {
             free(v);
             return -1;
         }
-        v[i] = json_number_value(e);
     }
     *vals = v;
     *n = k;
@@ -299,12 +330,7 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
 
 /* dp_accounting event classes that are known but not yet accounted here: 422 unsupported
  * (an unknown class is 400 unknown_event). */
-static const char *const KNOWN_UNSUPPORTED[] = {
-    "RepeatAndSelectDpEvent",      "UnsupportedDpEvent",
-    "MixtureOfGaussiansDpEvent",   "ZCDpEvent",
-    "DiscreteGaussianDpEvent",     "DiscreteLaplaceDpEvent",
-    "ExponentialMechanismDpEvent", "PermuteAndFlipDpEvent",
-    "RandomizedResponseDpEvent",   NULL};
+static const char *const KNOWN_UNSUPPORTED[] = {"UnsupportedDpEvent", NULL};
 
 /* The solved parameter may be absent or null. Returns 1 if it is (and marks the node). */
 static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param solve_for,
@@ -328,25 +354,32 @@ static dp_event *new_event(dp_event_kind k, problem *pb)
     return ev;
 }
 
-/* A positive noise multiplier in (0, 1e6]; may be left for the solver. */
-static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev, double *slot,
-                        problem *pb)
+/* A positive noise multiplier in (0, 1e6] ([0, 1e6] where allow_zero: no noise, not private);
+ * may be left for the solver. */
+static int decode_noise_z(json_t *j, const char *path, dp_param solve_for, dp_event *ev,
+                          double *slot, int allow_zero, problem *pb)
 {
     if (leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev))
         return 0;
     double s;
     if (codec_number(j, path, "noise_multiplier", 1, &s, pb) < 0)
         return -1;
-    if (!(s > 0.0 && s <= 1e6)) {
+    if (!((allow_zero ? s >= 0.0 : s > 0.0) && s <= 1e6)) {
         char f[96];
         join(f, sizeof f, path, "noise_multiplier");
         char num[DPB_NUM_MAX];
-        problem_set(pb, PB_INVALID_PARAMETER, f,
-                    "'%s' must be greater than 0 and at most 1e6 (got %s)", f, dpb_num_str(s, num));
+        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s and at most 1e6 (got %s)", f,
+                    allow_zero ? ">= 0 (0: no noise)" : "greater than 0", dpb_num_str(s, num));
         return -1;
     }
     *slot = s;
     return 0;
+}
+
+static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev, double *slot,
+                        problem *pb)
+{
+    return decode_noise_z(j, path, solve_for, ev, slot, 0, pb);
 }
 
 static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
@@ -409,15 +442,15 @@ static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for
     json_t *arr = field(j, path, "events", 1, pb);
     if (arr == NULL)
         return NULL;
-    if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > 1000) {
+    if (!json_is_array(arr) || json_array_size(arr) > 1000) {
         problem_set(pb, json_is_array(arr) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
-                    "'%s' must be a list of 1 to 1000 events", f);
+                    "'%s' must be a list of 0 to 1000 events (none: the identity)", f);
         return NULL;
     }
     dp_event *ev = dp_event_new(DP_EV_COMPOSED);
     size_t n = json_array_size(arr);
     if (ev)
-        ev->u.composed.events = calloc(n, sizeof(dp_event *));
+        ev->u.composed.events = calloc(n ? n : 1, sizeof(dp_event *));
     if (ev == NULL || ev->u.composed.events == NULL) {
         dp_event_free(ev);
         problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
@@ -443,7 +476,7 @@ static dp_event *decode_noise_event(json_t *j, const char *path, dp_event_kind k
     if (codec_only_fields(j, path, allowed, pb) < 0)
         return NULL;
     dp_event *ev = new_event(k, pb);
-    if (ev && decode_noise(j, path, solve_for, ev, &ev->u.noise.noise_multiplier, pb) < 0) {
+    if (ev && decode_noise_z(j, path, solve_for, ev, &ev->u.noise.noise_multiplier, 1, pb) < 0) {
         dp_event_free(ev);
         return NULL;
     }
@@ -1008,6 +1041,251 @@ static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, prob
     return new_event(k, pb);
 }
 
+/* ---- issue 16: dp_accounting's mechanism events ----------------------------------------- */
+
+/* A number field in [lo, hi] (the string "infinite" too where allow_inf); absent: 0 and *out
+ * left alone (required: 400 missing_field). */
+static int bounded(json_t *j, const char *path, const char *key, int required, double lo, double hi,
+                   int allow_inf, double *out, problem *pb)
+{
+    json_t *v = field(j, path, key, required, pb);
+    if (v == NULL)
+        return required ? -1 : 0;
+    char f[96], num[DPB_NUM_MAX];
+    join(f, sizeof f, path, key);
+    double x;
+    if (number_or_infinite(v, f, allow_inf, &x, pb) < 0)
+        return -1;
+    if (!(x >= lo && (x <= hi || (allow_inf && isinf(x))))) {
+        problem_set(pb, isfinite(x) || allow_inf ? PB_INVALID_PARAMETER : PB_NUMBER_OUT_OF_RANGE, f,
+                    "'%s' must lie in [%g, %g]%s (got %s)", f, lo, hi,
+                    allow_inf ? " or be \"infinite\"" : "", dpb_num_str(x, num));
+        return -1;
+    }
+    *out = x;
+    return 1;
+}
+
+static dp_event *decode_rr(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "noise_parameter", "num_buckets", NULL};
+    double p;
+    uint64_t k;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "noise_parameter", 1, 0.0, 1.0, 0, &p, pb) < 0 ||
+        codec_uint(j, path, "num_buckets", 1, 1, (uint64_t)MAX_EXACT_INT, &k, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_RANDOMIZED_RESPONSE, pb);
+    if (ev) {
+        ev->u.rr.noise_parameter = p;
+        ev->u.rr.num_buckets = k;
+    }
+    return ev;
+}
+
+static dp_event *decode_dgauss(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "sigma", "sensitivity", "dimension", NULL};
+    double sigma, sens = 1.0;
+    uint64_t dim = 0;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "sigma", 1, 0.0, 1e6, 0, &sigma, pb) < 0 ||
+        bounded(j, path, "sensitivity", 0, 1e-6, 1e6, 0, &sens, pb) < 0)
+        return NULL;
+    json_t *d = json_object_get(j, "dimension");
+    if (d && !json_is_null(d) &&
+        codec_uint(j, path, "dimension", 1, 1, (uint64_t)MAX_EXACT_INT, &dim, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_DISCRETE_GAUSSIAN, pb);
+    if (ev) {
+        ev->u.dgauss.sigma = sigma;
+        ev->u.dgauss.sensitivity = sens;
+        ev->u.dgauss.dimension = dim;
+    }
+    return ev;
+}
+
+static dp_event *decode_dlap(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "noise_parameter", "sensitivity", NULL};
+    double a;
+    uint64_t d;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "noise_parameter", 1, 0.0, 1e6, 0, &a, pb) < 0 ||
+        codec_uint(j, path, "sensitivity", 1, 0, 1000000, &d, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_DISCRETE_LAPLACE, pb);
+    if (ev) {
+        ev->u.dlap.noise_parameter = a;
+        ev->u.dlap.sensitivity = d;
+    }
+    return ev;
+}
+
+static dp_event *decode_pure(json_t *j, const char *path, dp_event_kind k, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "epsilon", NULL};
+    double e;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "epsilon", 1, 0.0, 1e4, 0, &e, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(k, pb);
+    if (ev)
+        ev->u.pure.epsilon = e;
+    return ev;
+}
+
+static dp_event *decode_zcdp(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "rho", "xi", NULL};
+    double rho, xi = 0.0;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "rho", 1, 0.0, 1e6, 0, &rho, pb) < 0 ||
+        bounded(j, path, "xi", 0, 0.0, 1e6, 0, &xi, pb) < 0)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_ZCDP, pb);
+    if (ev) {
+        ev->u.zcdp.rho = rho;
+        ev->u.zcdp.xi = xi;
+    }
+    return ev;
+}
+
+/* A list of 1 to 1000 numbers in [lo, hi]. */
+static double *number_array(json_t *j, const char *path, const char *key, double lo, double hi,
+                            size_t *n, problem *pb)
+{
+    char f[96];
+    join(f, sizeof f, path, key);
+    json_t *a = field(j, path, key, 1, pb);
+    if (a == NULL)
+        return NULL;
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 1000) {
+        problem_set(pb, json_is_array(a) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
+                    "'%s' must be a list of 1 to 1000 numbers", f);
+        return NULL;
+    }
+    *n = json_array_size(a);
+    double *v = malloc(*n * sizeof *v);
+    if (v == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        char fi[112], num[DPB_NUM_MAX];
+        snprintf(fi, sizeof fi, "%s[%zu]", f, i);
+        if (number_or_infinite(json_array_get(a, i), fi, 0, &v[i], pb) < 0) {
+            free(v);
+            return NULL;
+        }
+        if (!(v[i] >= lo && v[i] <= hi)) {
+            problem_set(pb, PB_INVALID_PARAMETER, fi, "'%s' must lie in [%g, %g] (got %s)", fi, lo,
+                        hi, dpb_num_str(v[i], num));
+            free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+static dp_event *decode_mog(json_t *j, const char *path, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "standard_deviation", "sensitivities",
+                                          "sampling_probs", NULL};
+    double sigma;
+    size_t nc = 0, np = 0;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "standard_deviation", 1, 0.0, 1e6, 0, &sigma, pb) < 0)
+        return NULL;
+    double *c = number_array(j, path, "sensitivities", 0.0, 1e6, &nc, pb);
+    if (c == NULL)
+        return NULL;
+    double *p = number_array(j, path, "sampling_probs", 0.0, 1.0, &np, pb);
+    if (p == NULL) {
+        free(c);
+        return NULL;
+    }
+    char f[96];
+    join(f, sizeof f, path, "sampling_probs");
+    double sum = 0.0;
+    for (size_t i = 0; i < np; i++)
+        sum += p[i];
+    if (np != nc || !(fabs(sum - 1.0) <= 1e-9)) {
+        char num[DPB_NUM_MAX];
+        problem_set(pb, PB_INVALID_PARAMETER, f,
+                    np != nc ? "'%s' must have one probability per sensitivity"
+                             : "'%s' must sum to 1 (within 1e-9; got %s)",
+                    f, dpb_num_str(sum, num));
+        free(c);
+        free(p);
+        return NULL;
+    }
+    /* kept as given (the echo and the log hold the caller's numbers); the accountant divides
+     * by the sum */
+    dp_event *ev = new_event(DP_EV_MIXTURE_GAUSSIANS, pb);
+    if (ev == NULL) {
+        free(c);
+        free(p);
+        return NULL;
+    }
+    ev->u.mog.sigma = sigma;
+    ev->u.mog.n = nc;
+    ev->u.mog.c = c;
+    ev->u.mog.p = p;
+    return ev;
+}
+
+static dp_event *decode_rs(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb)
+{
+    static const char *const allowed[] = {"class_name", "event", "mean", "shape", NULL};
+    double mean, shape;
+    if (codec_only_fields(j, path, allowed, pb) < 0 ||
+        bounded(j, path, "mean", 1, 1.0, 1e15, 0, &mean, pb) < 0 ||
+        bounded(j, path, "shape", 1, 0.0, 1e6, 1, &shape, pb) < 0)
+        return NULL;
+    char f[96];
+    join(f, sizeof f, path, "event");
+    json_t *inner = field(j, path, "event", 1, pb);
+    if (inner == NULL)
+        return NULL;
+    dp_event *ev = new_event(DP_EV_REPEAT_AND_SELECT, pb);
+    if (ev == NULL)
+        return NULL;
+    ev->u.rs.mean = mean;
+    ev->u.rs.shape = shape;
+    ev->u.rs.event = decode(inner, f, solve_for, depth + 1, pb);
+    if (ev->u.rs.event == NULL) {
+        dp_event_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* 1 when cls is one of these classes (*out: the event, or NULL with pb set), else 0. */
+static int decode_mech(json_t *j, const char *path, const char *cls, dp_param solve_for, int depth,
+                       dp_event **out, problem *pb)
+{
+    if (strcmp(cls, "RandomizedResponseDpEvent") == 0)
+        *out = decode_rr(j, path, pb);
+    else if (strcmp(cls, "DiscreteGaussianDpEvent") == 0)
+        *out = decode_dgauss(j, path, pb);
+    else if (strcmp(cls, "DiscreteLaplaceDpEvent") == 0)
+        *out = decode_dlap(j, path, pb);
+    else if (strcmp(cls, "ExponentialMechanismDpEvent") == 0)
+        *out = decode_pure(j, path, DP_EV_EXPONENTIAL, pb);
+    else if (strcmp(cls, "PermuteAndFlipDpEvent") == 0)
+        *out = decode_pure(j, path, DP_EV_PERMUTE_AND_FLIP, pb);
+    else if (strcmp(cls, "ZCDpEvent") == 0)
+        *out = decode_zcdp(j, path, pb);
+    else if (strcmp(cls, "MixtureOfGaussiansDpEvent") == 0)
+        *out = decode_mog(j, path, pb);
+    else if (strcmp(cls, "RepeatAndSelectDpEvent") == 0)
+        *out = decode_rs(j, path, solve_for, depth, pb);
+    else
+        return 0;
+    return 1;
+}
+
 static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb)
 {
     if (depth > CODEC_MAX_DEPTH) {
@@ -1057,6 +1335,9 @@ static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int dep
         return decode_tree(j, path, pb);
     if (strcmp(cls, "TruncatedSubsampledGaussianDpEvent") == 0)
         return decode_truncated(j, path, pb);
+    dp_event *mech = NULL;
+    if (decode_mech(j, path, cls, solve_for, depth, &mech, pb))
+        return mech;
     char f[96];
     join(f, sizeof f, path, "class_name");
     for (const char *const *k = KNOWN_UNSUPPORTED; *k; k++)
@@ -1112,6 +1393,55 @@ json_t *codec_uint_json(uint64_t v)
     if (v <= (uint64_t)INT64_MAX)
         return json_integer((json_int_t)v);
     return json_real((double)v);
+}
+
+/* ---- issue 16: dp_accounting's mechanism events ---- */
+static json_t *real_array(const double *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, codec_real(v[i]));
+    return a;
+}
+
+static json_t *encode_mech(const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "RandomizedResponseDpEvent",
+                         "noise_parameter", codec_real(ev->u.rr.noise_parameter), "num_buckets",
+                         codec_uint_json(ev->u.rr.num_buckets));
+    case DP_EV_DISCRETE_GAUSSIAN:
+        return json_pack("{s:s, s:o, s:o, s:o}", "class_name", "DiscreteGaussianDpEvent", "sigma",
+                         codec_real(ev->u.dgauss.sigma), "sensitivity",
+                         codec_real(ev->u.dgauss.sensitivity), "dimension",
+                         ev->u.dgauss.dimension ? codec_uint_json(ev->u.dgauss.dimension)
+                                                : json_null());
+    case DP_EV_DISCRETE_LAPLACE:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "DiscreteLaplaceDpEvent",
+                         "noise_parameter", codec_real(ev->u.dlap.noise_parameter), "sensitivity",
+                         codec_uint_json(ev->u.dlap.sensitivity));
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        return json_pack("{s:s, s:o}", "class_name",
+                         ev->kind == DP_EV_EXPONENTIAL ? "ExponentialMechanismDpEvent"
+                                                       : "PermuteAndFlipDpEvent",
+                         "epsilon", codec_real(ev->u.pure.epsilon));
+    case DP_EV_ZCDP:
+        return json_pack("{s:s, s:o, s:o}", "class_name", "ZCDpEvent", "rho",
+                         codec_real(ev->u.zcdp.rho), "xi", codec_real(ev->u.zcdp.xi));
+    case DP_EV_MIXTURE_GAUSSIANS:
+        return json_pack("{s:s, s:o, s:o, s:o}", "class_name", "MixtureOfGaussiansDpEvent",
+                         "standard_deviation", codec_real(ev->u.mog.sigma), "sensitivities",
+                         real_array(ev->u.mog.c, ev->u.mog.n), "sampling_probs",
+                         real_array(ev->u.mog.p, ev->u.mog.n));
+    case DP_EV_REPEAT_AND_SELECT:
+        return json_pack("{s:s, s:o, s:o, s:o}", "class_name", "RepeatAndSelectDpEvent", "event",
+                         codec_encode_event(ev->u.rs.event), "mean", codec_real(ev->u.rs.mean),
+                         "shape", codec_real(ev->u.rs.shape));
+    default:
+        return json_null();
+    }
 }
 
 json_t *codec_encode_event(const dp_event *ev)
@@ -1210,6 +1540,8 @@ json_t *codec_encode_event(const dp_event *ev)
     case DP_EV_TREE_AGGREGATION:
     case DP_EV_TRUNCATED_GAUSSIAN:
         return encode_sampling(ev);
+    default:
+        return encode_mech(ev);
     }
     return json_null();
 }
@@ -1269,6 +1601,9 @@ const char *const CODEC_CURVE_FIELDS[] = {"event",
                                           "accountant",
                                           "value_discretization_interval",
                                           NULL};
+
+const char *const CODEC_RDP_FIELDS[] = {"event", "orders", "neighboring_relation", "accountant",
+                                        NULL};
 
 const char *const CODEC_PROACTIVE_FIELDS[] = {
     "procedure", "noise_multiplier", "epsilon", "delta", "dataset_size", "epochs", "batch_size",

@@ -43,6 +43,9 @@ int codec_bool(json_t *obj, const char *path, const char *key, int required, int
  * single form was used. */
 int codec_number_list(json_t *obj, const char *one, const char *many, size_t max_n, double **vals,
                       size_t *n, int *scalar, problem *pb);
+/* The same, where a value may also be the string "infinite" (+inf): epsilon queries. */
+int codec_number_list_inf(json_t *obj, const char *one, const char *many, size_t max_n,
+                          double **vals, size_t *n, int *scalar, problem *pb);
 
 /* The optional "neighboring_relation" and "accountant" fields. */
 int codec_relation_accountant(json_t *obj, dp_relation *rel, dp_accountant *acct, problem *pb);
@@ -63,6 +66,7 @@ extern const char *const CODEC_DELTA_FIELDS[];
 extern const char *const CODEC_EPSILON_FIELDS[];
 extern const char *const CODEC_CALIBRATE_FIELDS[];
 extern const char *const CODEC_CURVE_FIELDS[];
+extern const char *const CODEC_RDP_FIELDS[];
 extern const char *const CODEC_PROACTIVE_FIELDS[];
 extern const char *const CODEC_ROUND_FIELDS[];
 

@@ -9,6 +9,7 @@
 
 #include "../core/dp/account.h"
 #include "../core/dp/pld.h"
+#include "../core/dp/rdp.h"
 #include "../core/dp/sgld.h"
 #include "../core/dp/shuffle.h"
 #include "../core/dp/proactive.h"
@@ -209,8 +210,8 @@ void res_delta(const http_request *req, http_response *resp)
     size_t n = 0;
     int scalar = 0;
     json_t *j = decode_common(req, CODEC_DELTA_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL ||
-        codec_number_list(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n, &scalar, &pb) < 0) {
+    if (j == NULL || codec_number_list_inf(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n,
+                                           &scalar, &pb) < 0) {
         http_reply_problem(resp, &pb);
         goto out;
     }
@@ -704,6 +705,79 @@ fail:
 }
 
 /* One catalogue entry for an event class. */
+/* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */
+
+void res_rdp(const http_request *req, http_response *resp)
+{
+    problem pb = {0};
+    dp_event *ev = NULL;
+    dp_relation rel;
+    dp_accountant acct;
+    dp_options opt;
+    double *orders = NULL, *curve = NULL;
+    size_t n = RDP_NORDERS;
+    int scalar = 0;
+    json_t *j = decode_common(req, CODEC_RDP_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
+    if (j == NULL)
+        goto fail;
+    if (acct != DP_ACCT_AUTO && acct != DP_ACCT_RDP) {
+        problem_set(&pb, PB_UNSUPPORTED, "accountant",
+                    "an RDP curve comes from the rdp accountant only (accountant \"rdp\" or "
+                    "\"auto\"; got \"%s\")",
+                    dp_accountant_name(acct));
+        goto fail;
+    }
+    if (json_object_get(j, "orders")) {
+        if (codec_number_list(j, "order", "orders", RDP_MAX_ORDERS, &orders, &n, &scalar, &pb) < 0)
+            goto fail;
+        for (size_t i = 0; i < n; i++)
+            if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER)) {
+                char f[48], num[DPB_NUM_MAX];
+                snprintf(f, sizeof f, "orders[%zu]", i);
+                problem_set(&pb, PB_INVALID_PARAMETER, f,
+                            "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
+                            dpb_num_str(orders[i], num));
+                goto fail;
+            }
+    }
+    curve = malloc(n * sizeof *curve);
+    if (curve == NULL) {
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
+    dp_report rep;
+    dpb_error err = {0};
+    double t0 = metrics_now();
+    dpb_status st = dp_rdp_curve_at(ev, rel, orders, n, curve, &rep, &err);
+    metrics_compute("rdp", metrics_now() - t0);
+    if (st != DPB_OK) {
+        reply_core_error(req, resp, &pb, &err, &rep);
+        goto out;
+    }
+    json_t *o = json_object();
+    put_report(o, &rep, &opt, rel);
+    json_object_set_new(o, "bound",
+                        json_string("upper bound on the Renyi divergence of order alpha between "
+                                    "the outputs on neighbouring datasets, both orders of the "
+                                    "pair"));
+    json_t *ord = json_array(), *val = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(ord, json_real(orders ? orders[i] : RDP_DEFAULT_ORDERS[i]));
+        json_array_append_new(val, codec_real(curve[i]));
+    }
+    json_object_set_new(o, "orders", ord);
+    json_object_set_new(o, "rdp", val);
+    http_reply_json(resp, 200, o);
+    goto out;
+fail:
+    http_reply_problem(resp, &pb);
+out:
+    free(orders);
+    free(curve);
+    dp_event_free(ev);
+    json_decref(j);
+}
+
 static json_t *event_entry(const char *cls, const char *fields, const char *accountants,
                            const char *description)
 {
@@ -745,10 +819,39 @@ static void sampling_entries(json_t *ev)
                         "Gaussian noise"));
 }
 
+/* dp_accounting's mechanism events (issue 16): catalogue entries, with the relations. */
+static void mech_event_entries(json_t *ev)
+{
+    static const struct {
+        const char *cls, *fields, *accountants, *description;
+    } M[] = {
+        {"RandomizedResponseDpEvent", "noise_parameter, num_buckets", "rdp, pld",
+         "k-ary randomized response; replace_one only (as dp_accounting)"},
+        {"DiscreteGaussianDpEvent", "sigma, sensitivity, dimension", "rdp",
+         "discrete Gaussian noise: rho-zCDP with rho = sensitivity^2/(2 sigma^2), any dimension"},
+        {"DiscreteLaplaceDpEvent", "noise_parameter, sensitivity", "pld (exact), rdp (pure DP)",
+         "discrete Laplace noise on an integer query"},
+        {"ExponentialMechanismDpEvent", "epsilon", "rdp (bounded range), pld (epsilon-DP pair)",
+         "the epsilon-DP exponential mechanism"},
+        {"PermuteAndFlipDpEvent", "epsilon", "rdp, pld (as an epsilon-DP mechanism)",
+         "the epsilon-DP permute-and-flip mechanism"},
+        {"ZCDpEvent", "rho, xi", "rdp", "(xi, rho)-zCDP: RDP xi + rho alpha"},
+        {"MixtureOfGaussiansDpEvent", "standard_deviation, sensitivities, sampling_probs", "pld",
+         "N(0, s^2) against sum_i p_i N(c_i, s^2); add_or_remove_one only"},
+        {"RepeatAndSelectDpEvent", "event, mean, shape", "rdp",
+         "the inner event repeated a random number of times, the best run released "
+         "(Papernot & Steinke 2022)"},
+    };
+    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
+        json_array_append_new(
+            ev, event_entry(M[i].cls, M[i].fields, M[i].accountants, M[i].description));
+}
+
 void res_accountants(const http_request *req, http_response *resp)
 {
     (void)req;
     json_t *ev = json_array();
+    mech_event_entries(ev);
     json_array_append_new(ev,
                           event_entry("GaussianDpEvent", "noise_multiplier", "gdp_exact, rdp, pld",
                                       "Gaussian noise with std noise_multiplier x sensitivity"));
@@ -801,9 +904,12 @@ void res_accountants(const http_request *req, http_response *resp)
         const char *name, *guarantee, *description;
     } A[] = {
         {"auto", "upper_bound",
-         "gdp_exact for unsampled Gaussians, shuffle_exact for shuffled epochs alone (thm41 "
-         "outside its range), pld otherwise; never an estimate; the answer names the "
-         "accountant picked"},
+         "rdp for events holding a ZCDpEvent, DiscreteGaussianDpEvent or RepeatAndSelectDpEvent "
+         "(only rdp takes them), the smaller of rdp and pld at the first point for events "
+         "holding an exponential mechanism, gdp_exact for unsampled Gaussians, shuffle_exact "
+         "for shuffled "
+         "epochs alone (thm41 outside its range), pld otherwise; never an estimate; the answer "
+         "names the accountant picked"},
         {"shuffle_exact", "upper_bound",
          "seed 004's shuffled model computed numerically with a pessimistic discretisation "
          "(docs/MATH.md section 2.1): noise_multiplier 0.5 to 1000, up to 1e7 rounds per epoch; "
@@ -812,7 +918,7 @@ void res_accountants(const http_request *req, http_response *resp)
         {"gdp_exact", "upper_bound", "compositions of unsampled Gaussians are exactly mu-GDP"},
         {"rdp", "upper_bound",
          "Renyi DP at dp_accounting's default orders with the improved conversion; answers "
-         "name the order that attained the bound"},
+         "name the order that attained the bound; POST /v1/rdp returns the curve at any orders"},
         {"pld", "upper_bound",
          "pessimistic privacy-loss distributions on a grid (value_discretization_interval, "
          "default 1e-4), both directions for sampled events, composed by FFT"},

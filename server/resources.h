@@ -11,6 +11,8 @@ void res_calibrate(const http_request *req, http_response *resp);
 void res_curve(const http_request *req, http_response *resp);
 void res_proactive(const http_request *req, http_response *resp);
 void res_accountants(const http_request *req, http_response *resp);
+/* POST /v1/rdp: the RDP curve of an event at given (or dp_accounting's default) orders. */
+void res_rdp(const http_request *req, http_response *resp);
 /* 1 when a compute request is cheap whatever its size (closed-form accountants, a cached
  * exact model): it runs on the HTTP worker instead of queueing for the compute pool. The
  * body, when it is a JSON object, is parsed once here: *parsed receives it (a new reference

@@ -11,6 +11,7 @@ const route ROUTES[] = {
     {"POST", "/v1/epsilon", res_epsilon, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
     {"POST", "/v1/calibrate", res_calibrate, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
     {"POST", "/v1/curve", res_curve, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
+    {"POST", "/v1/rdp", res_rdp, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
     {"POST", "/v1/proactive", res_proactive, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
     {"GET", "/v1/accountants", res_accountants, 0, 0, SCOPE_READ, 1, 0, NULL, 0},
     {"PUT", "/v1/clients/", res_client_put, 1, 1, SCOPE_ADMIN, 0, 0, NULL, 0},

@@ -57,7 +57,8 @@ enum {
     HAS_OTHER = 4,
     HAS_PNSGD = 8,
     HAS_PROACTIVE = 16,
-    HAS_SHUFFLED_BEYOND = 32 /* a shuffled epoch outside the exact accountant's range */
+    HAS_SHUFFLED_BEYOND = 32, /* a shuffled epoch outside the exact accountant's range */
+    HAS_RDP_ONLY = 64         /* zCDP, discrete Gaussian, repeat-and-select: rdp only */
 };
 
 static int leaf_kinds(const dp_event *ev)
@@ -98,6 +99,13 @@ static int leaf_kinds(const dp_event *ev)
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
         break;
+    case DP_EV_ZCDP:
+    case DP_EV_DISCRETE_GAUSSIAN:
+        return HAS_RDP_ONLY;
+    case DP_EV_REPEAT_AND_SELECT:
+        return HAS_RDP_ONLY | leaf_kinds(ev->u.rs.event);
+    default:
+        break;
     }
     return HAS_OTHER;
 }
@@ -115,6 +123,8 @@ static int has_composed(const dp_event *ev)
 static dp_accountant resolve_auto(const dp_event *ev)
 {
     int k = leaf_kinds(ev);
+    if (k & HAS_RDP_ONLY)
+        return DP_ACCT_RDP;
     if (k == HAS_GAUSSIAN || k == 0)
         return DP_ACCT_GDP_EXACT;
     if (k == HAS_SHUFFLED)
@@ -156,6 +166,8 @@ static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
     return st == DPB_ECANCELLED ? cancelled(err) : st;
 }
 
+/* Queries: delta in [0, 1] (0: the epsilon at which delta vanishes, +inf when none does; 1:
+ * epsilon 0), epsilon in [0, +inf] (+inf: the mass at infinite loss), as dp_accounting. */
 static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_error *err)
 {
     const char *field = is_delta ? "delta" : "epsilon";
@@ -163,11 +175,152 @@ static dpb_status check_points(const double *v, size_t n, int is_delta, dpb_erro
         return dpb_fail(err, DPB_ELIMIT, field, "between 1 and %d values may be asked for",
                         DP_MAX_POINTS);
     for (size_t i = 0; i < n; i++) {
-        if (is_delta ? !(v[i] > 0.0 && v[i] < 1.0) : !(isfinite(v[i]) && v[i] >= 0.0))
+        if (is_delta ? !(v[i] >= 0.0 && v[i] <= 1.0) : !(v[i] >= 0.0))
             return dpb_fail(err, DPB_EINVAL, field,
-                            is_delta ? "delta must lie strictly between 0 and 1"
-                                     : "epsilon must be a finite number >= 0");
+                            is_delta ? "delta must lie in [0, 1]"
+                                     : "epsilon must be a number >= 0 (or \"infinite\")");
     }
+    return DPB_OK;
+}
+
+/* delta at eps = +inf for a built profile: the mass at infinite loss. */
+static double delta_at_infinity(dp_profile *pr)
+{
+    switch (pr->acct) {
+    case DP_ACCT_GDP_EXACT:
+    case DP_ACCT_GDP_CLT:
+        return isinf(pr->mu) ? 1.0 : 0.0;
+    case DP_ACCT_RDP:
+        for (size_t i = 0; i < pr->norders; i++)
+            if (!isinf(dp_profile_rdp_order(pr, i)))
+                return 0.0;
+        return 1.0;
+    case DP_ACCT_PLD: {
+        double d = pr->dir[0].inf_mass + pr->dir[0].roundoff;
+        if (!pr->symmetric && pr->dir[1].inf_mass + pr->dir[1].roundoff > d)
+            d = pr->dir[1].inf_mass + pr->dir[1].roundoff;
+        return d > 1.0 ? 1.0 : d;
+    }
+    default:
+        /* the others bound delta by a value that does not fall with eps past some point:
+         * their largest-eps answer, as an upper bound */
+        {
+            double d = dp_profile_delta(pr, 1e300, NULL, NULL);
+            return d >= 0.0 && d <= 1.0 ? d : 1.0;
+        }
+    }
+}
+
+static void no_extras(dp_point_extra *x)
+{
+    if (x)
+        *x = (dp_point_extra){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+}
+
+static double delta_point(dp_profile *pr, double eps, double *ln_delta, dp_point_extra *aux)
+{
+    if (!isinf(eps))
+        return dp_profile_delta(pr, eps, ln_delta, aux);
+    no_extras(aux);
+    double d = delta_at_infinity(pr);
+    if (ln_delta)
+        *ln_delta = log(d);
+    return d;
+}
+
+static double epsilon_point(dp_profile *pr, double delta, dp_point_extra *aux)
+{
+    if (delta > 0.0 && delta < 1.0)
+        return dp_profile_epsilon(pr, delta, aux);
+    no_extras(aux);
+    if (delta >= 1.0)
+        return 0.0; /* every mechanism is (0, 1)-DP */
+    /* delta = 0: the smallest eps with delta(eps) = 0 */
+    if (pr->acct == DP_ACCT_GDP_EXACT || pr->acct == DP_ACCT_GDP_CLT)
+        return pr->mu == 0.0 ? 0.0 : HUGE_VAL;
+    if (pr->acct == DP_ACCT_RDP) {
+        /* as dp_accounting: 0 when every order's RDP is 0; else the order infinity's epsilon
+         * (pure DP composed), not certified without one */
+        for (size_t i = 0; i < pr->norders; i++)
+            if (dp_profile_rdp_order(pr, i) != 0.0)
+                return dp_profile_epsilon(pr, 0.0, NULL);
+        return 0.0;
+    }
+    if (pr->acct == DP_ACCT_PLD)
+        return dp_profile_epsilon(pr, 0.0, NULL);
+    return HUGE_VAL;
+}
+
+/* ---- auto: the tighter of rdp and pld (issue 16) ------------------------------------------ */
+
+static int tree_has(const dp_event *ev, dp_event_kind k)
+{
+    if (ev == NULL)
+        return 0;
+    if (ev->kind == k)
+        return 1;
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        return tree_has(ev->u.self.event, k);
+    case DP_EV_POISSON_SAMPLED:
+        return tree_has(ev->u.sampled.event, k);
+    case DP_EV_REPEAT_AND_SELECT:
+        return tree_has(ev->u.rs.event, k);
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return tree_has(ev->u.fixed.event, k);
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++)
+            if (tree_has(ev->u.composed.events[i], k))
+                return 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static const char W_AUTO_BOTH[] = "auto: the event holds an exponential mechanism, whose "
+                                  "bounded-range RDP can be tighter than the epsilon-DP PLD in "
+                                  "compositions: both were computed and the accountant with "
+                                  "the smaller answer at the first point is used for every "
+                                  "point";
+
+/* auto for an event where neither rdp nor pld is always the tighter (an exponential mechanism
+ * inside: rdp's bounded-range bound against pld's epsilon-DP pair): build both, keep the one
+ * with the smaller answer at the first point (want_eps: eps at delta x0, else delta at eps
+ * x0). Other events: the usual resolution. */
+static dpb_status build_query(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                              const dp_options *opt, int want_eps, double x0, dp_profile *pr,
+                              dp_report *rep, dpb_error *err)
+{
+    if (acct != DP_ACCT_AUTO || ev == NULL || resolve_auto(ev) != DP_ACCT_PLD ||
+        !tree_has(ev, DP_EV_EXPONENTIAL))
+        return build(ev, rel, acct, opt, pr, rep, err);
+    dp_profile r;
+    dp_report rr;
+    dpb_error er = {0};
+    if (build(ev, rel, DP_ACCT_RDP, opt, &r, &rr, &er) != DPB_OK)
+        return build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
+    dpb_status st = build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
+    if (st == DPB_ECANCELLED) {
+        dp_profile_release(&r);
+        return st;
+    }
+    int use_rdp = st != DPB_OK;
+    if (!use_rdp) {
+        double vr = want_eps ? epsilon_point(&r, x0, NULL) : delta_point(&r, x0, NULL, NULL);
+        double vp = want_eps ? epsilon_point(pr, x0, NULL) : delta_point(pr, x0, NULL, NULL);
+        use_rdp = vr < vp;
+    }
+    if (use_rdp) {
+        if (st == DPB_OK)
+            dp_profile_release(pr);
+        *pr = r;
+        *rep = rr;
+    } else {
+        dp_profile_release(&r);
+    }
+    dp_report_warn(rep, W_AUTO_BOTH);
     return DPB_OK;
 }
 
@@ -183,11 +336,10 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     }
     dp_profile pr;
-    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+    if ((st = build_query(ev, rel, acct, opt, 0, eps[0], &pr, rep, err)) != DPB_OK)
         return st;
     for (size_t i = 0; i < n && !dpb_cancelled(); i++)
-        delta[i] =
-            dp_profile_delta(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
+        delta[i] = delta_point(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
     dp_profile_release(&pr);
     return dpb_cancelled() ? cancelled(err) : DPB_OK;
 }
@@ -218,10 +370,10 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
         return st;
     }
     dp_profile pr;
-    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+    if ((st = build_query(ev, rel, acct, opt, 1, delta[0], &pr, rep, err)) != DPB_OK)
         return st;
     for (size_t i = 0; i < n && !dpb_cancelled(); i++)
-        eps[i] = dp_profile_epsilon(&pr, delta[i], aux ? &aux[i] : NULL);
+        eps[i] = epsilon_point(&pr, delta[i], aux ? &aux[i] : NULL);
     dp_profile_release(&pr);
     return dpb_cancelled() ? cancelled(err) : DPB_OK;
 }
@@ -260,6 +412,9 @@ static dpb_status curve_run(const dp_event *ev, dp_relation rel, dp_accountant a
                             dpb_error *err)
 {
     dpb_status st = check_points(eps, n_eps, 0, err);
+    for (size_t i = 0; st == DPB_OK && i < n_eps; i++)
+        if (isinf(eps[i]))
+            st = dpb_fail(err, DPB_EINVAL, "epsilon", "a curve's epsilons must be finite");
     for (size_t j = 0; st == DPB_OK && j < n_alpha; j++)
         if (!(alpha[j] >= 0.0 && alpha[j] <= 1.0))
             st = dpb_fail(err, DPB_EINVAL, "alphas", "each alpha must lie in [0, 1]");
@@ -867,4 +1022,21 @@ dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_er
     *s = log1p(-pr.tv_delta);
     dp_profile_release(&pr);
     return DPB_OK;
+}
+
+/* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */
+
+dpb_status dp_rdp_curve_at(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
+                           double *curve, dp_report *rep, dpb_error *err)
+{
+    memset(rep, 0, sizeof *rep);
+    if (ev == NULL)
+        return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
+    dp_profile pr;
+    dpb_status st = dp_profile_build_rdp(ev, rel, orders, n, &pr, rep, err);
+    if (st == DPB_OK)
+        for (size_t i = 0; i < pr.norders; i++)
+            curve[i] = dp_profile_rdp_order(&pr, i);
+    dp_profile_release(&pr);
+    return st;
 }

@@ -34,6 +34,13 @@ void dp_event_free(dp_event *ev)
         free(ev->u.proactive.batch);
         free(ev->u.proactive.rounds);
         break;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        free(ev->u.mog.c);
+        free(ev->u.mog.p);
+        break;
+    case DP_EV_REPEAT_AND_SELECT:
+        dp_event_free(ev->u.rs.event);
+        break;
     case DP_EV_SHUFFLED_EPOCH:
     case DP_EV_GAUSSIAN:
     case DP_EV_LAPLACE:
@@ -42,6 +49,12 @@ void dp_event_free(dp_event *ev)
     case DP_EV_NON_PRIVATE:
     case DP_EV_PNSGD:
     case DP_EV_SGLD:
+    case DP_EV_RANDOMIZED_RESPONSE:
+    case DP_EV_DISCRETE_GAUSSIAN:
+    case DP_EV_DISCRETE_LAPLACE:
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+    case DP_EV_ZCDP:
         break;
     /* ---- kinds 21..28 ---- */
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
@@ -96,6 +109,8 @@ static void find_unknown(dp_event *ev, dp_event **first, int *n)
     else if (ev->kind == DP_EV_SAMPLED_WITH_REPLACEMENT ||
              ev->kind == DP_EV_SAMPLED_WITHOUT_REPLACEMENT)
         find_unknown(ev->u.fixed.event, first, n);
+    else if (ev->kind == DP_EV_REPEAT_AND_SELECT)
+        find_unknown(ev->u.rs.event, first, n);
     else if (ev->kind == DP_EV_COMPOSED)
         for (size_t i = 0; i < ev->u.composed.n; i++)
             find_unknown(ev->u.composed.events[i], first, n);
@@ -158,6 +173,52 @@ static void put_f64(wbuf *w, double d)
     uint64_t v;
     memcpy(&v, &d, 8);
     put_u64(w, v);
+}
+
+static void encode(wbuf *w, const dp_event *ev);
+
+/* ---- issue 16: the mechanism events (kinds 13..20) ---- */
+static void encode_mech(wbuf *w, const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE:
+        put_f64(w, ev->u.rr.noise_parameter);
+        put_u64(w, ev->u.rr.num_buckets);
+        break;
+    case DP_EV_DISCRETE_GAUSSIAN:
+        put_f64(w, ev->u.dgauss.sigma);
+        put_f64(w, ev->u.dgauss.sensitivity);
+        put_u64(w, ev->u.dgauss.dimension);
+        break;
+    case DP_EV_DISCRETE_LAPLACE:
+        put_f64(w, ev->u.dlap.noise_parameter);
+        put_u64(w, ev->u.dlap.sensitivity);
+        break;
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        put_f64(w, ev->u.pure.epsilon);
+        break;
+    case DP_EV_ZCDP:
+        put_f64(w, ev->u.zcdp.rho);
+        put_f64(w, ev->u.zcdp.xi);
+        break;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        put_f64(w, ev->u.mog.sigma);
+        put_u64(w, ev->u.mog.n);
+        for (size_t i = 0; i < ev->u.mog.n; i++) {
+            put_f64(w, ev->u.mog.c[i]);
+            put_f64(w, ev->u.mog.p[i]);
+        }
+        break;
+    case DP_EV_REPEAT_AND_SELECT:
+        put_f64(w, ev->u.rs.mean);
+        put_f64(w, ev->u.rs.shape);
+        encode(w, ev->u.rs.event);
+        break;
+    default:
+        w->failed = 2;
+        break;
+    }
 }
 
 static void encode(wbuf *w, const dp_event *ev)
@@ -258,6 +319,9 @@ static void encode(wbuf *w, const dp_event *ev)
         put_f64(w, ev->u.truncated.sampling_probability);
         put_u64(w, ev->u.truncated.batch_size);
         put_f64(w, ev->u.truncated.noise_multiplier);
+        break;
+    default:
+        encode_mech(w, ev);
         break;
     }
 }
@@ -381,6 +445,84 @@ static void decode_sampling(rbuf *r, dp_event *ev, int depth)
     }
 }
 
+static int nonneg(double x)
+{
+    return x >= 0.0 && isfinite(x);
+}
+
+/* ---- issue 16: the mechanism events (kinds 13..20), bounds as the JSON codec's ---- */
+static void decode_mech(rbuf *r, dp_event *ev, int depth)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE:
+        ev->u.rr.noise_parameter = get_f64(r);
+        ev->u.rr.num_buckets = get_u64(r);
+        if (!(ev->u.rr.noise_parameter >= 0.0 && ev->u.rr.noise_parameter <= 1.0) ||
+            ev->u.rr.num_buckets < 1)
+            r->bad = 1;
+        break;
+    case DP_EV_DISCRETE_GAUSSIAN:
+        ev->u.dgauss.sigma = get_f64(r);
+        ev->u.dgauss.sensitivity = get_f64(r);
+        ev->u.dgauss.dimension = get_u64(r);
+        if (!nonneg(ev->u.dgauss.sigma) || !positive(ev->u.dgauss.sensitivity))
+            r->bad = 1;
+        break;
+    case DP_EV_DISCRETE_LAPLACE:
+        ev->u.dlap.noise_parameter = get_f64(r);
+        ev->u.dlap.sensitivity = get_u64(r);
+        if (!nonneg(ev->u.dlap.noise_parameter) || ev->u.dlap.sensitivity > 1000000)
+            r->bad = 1;
+        break;
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        ev->u.pure.epsilon = get_f64(r);
+        if (!nonneg(ev->u.pure.epsilon))
+            r->bad = 1;
+        break;
+    case DP_EV_ZCDP:
+        ev->u.zcdp.rho = get_f64(r);
+        ev->u.zcdp.xi = get_f64(r);
+        if (!nonneg(ev->u.zcdp.rho) || !nonneg(ev->u.zcdp.xi))
+            r->bad = 1;
+        break;
+    case DP_EV_MIXTURE_GAUSSIANS: {
+        ev->u.mog.sigma = get_f64(r);
+        uint64_t n = get_u64(r);
+        if (r->bad || n == 0 || n > 1000 || !nonneg(ev->u.mog.sigma)) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.mog.c = calloc((size_t)n, sizeof(double));
+        ev->u.mog.p = calloc((size_t)n, sizeof(double));
+        if (ev->u.mog.c == NULL || ev->u.mog.p == NULL) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.mog.n = (size_t)n;
+        for (size_t i = 0; i < ev->u.mog.n; i++) {
+            ev->u.mog.c[i] = get_f64(r);
+            ev->u.mog.p[i] = get_f64(r);
+            if (!nonneg(ev->u.mog.c[i]) || !(ev->u.mog.p[i] >= 0.0 && ev->u.mog.p[i] <= 1.0))
+                r->bad = 1;
+        }
+        break;
+    }
+    case DP_EV_REPEAT_AND_SELECT:
+        ev->u.rs.mean = get_f64(r);
+        ev->u.rs.shape = get_f64(r);
+        if (!(ev->u.rs.mean >= 1.0 && isfinite(ev->u.rs.mean)) || !(ev->u.rs.shape >= 0.0)) {
+            r->bad = 1;
+            break;
+        }
+        ev->u.rs.event = decode_node(r, depth + 1);
+        break;
+    default:
+        r->bad = 1;
+        break;
+    }
+}
+
 static dp_event *decode_node(rbuf *r, int depth)
 {
     if (depth > 64) {
@@ -388,7 +530,8 @@ static dp_event *decode_node(rbuf *r, int depth)
         return NULL;
     }
     unsigned kind = get_u8(r);
-    if (r->bad || ((kind < DP_EV_SHUFFLED_EPOCH || kind > DP_EV_SGLD) && !kind_sampling(kind))) {
+    if (r->bad ||
+        ((kind < DP_EV_SHUFFLED_EPOCH || kind > DP_EV_LAST_MECH) && !kind_sampling(kind))) {
         r->bad = 1;
         return NULL;
     }
@@ -410,11 +553,11 @@ static dp_event *decode_node(rbuf *r, int depth)
         break;
     case DP_EV_COMPOSED: {
         uint64_t n = get_u64(r);
-        if (r->bad || n == 0 || n > 1000) {
+        if (r->bad || n > 1000) { /* 0: the empty composition (the identity) */
             r->bad = 1;
             break;
         }
-        ev->u.composed.events = calloc((size_t)n, sizeof(dp_event *));
+        ev->u.composed.events = calloc(n ? (size_t)n : 1, sizeof(dp_event *));
         if (ev->u.composed.events == NULL) {
             r->bad = 1;
             break;
@@ -425,8 +568,8 @@ static dp_event *decode_node(rbuf *r, int depth)
     }
     case DP_EV_GAUSSIAN:
     case DP_EV_LAPLACE:
-        ev->u.noise.noise_multiplier = get_f64(r);
-        if (!positive(ev->u.noise.noise_multiplier))
+        ev->u.noise.noise_multiplier = get_f64(r); /* 0: no noise (not private) */
+        if (!(ev->u.noise.noise_multiplier >= 0.0 && isfinite(ev->u.noise.noise_multiplier)))
             r->bad = 1;
         break;
     case DP_EV_EPSILON_DELTA:
@@ -515,6 +658,9 @@ static dp_event *decode_node(rbuf *r, int depth)
     case DP_EV_TREE_AGGREGATION:
     case DP_EV_TRUNCATED_GAUSSIAN:
         decode_sampling(r, ev, depth);
+        break;
+    default:
+        decode_mech(r, ev, depth);
         break;
     }
     if (r->bad) {

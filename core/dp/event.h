@@ -30,12 +30,24 @@ typedef enum {
     DP_EV_PNSGD = 10,          /* one pass of projected noisy SGD (seed 000) */
     DP_EV_PROACTIVE = 11,      /* a client's local DP-SGD history, by phases (seed 002) */
     DP_EV_SGLD = 12,           /* stochastic gradient Langevin dynamics (seed 003) */
+    /* ---- dp_accounting's mechanism events (issue 16, first part): 13..20 ---- */
+    DP_EV_RANDOMIZED_RESPONSE = 13, /* k-ary randomized response, noise p */
+    DP_EV_DISCRETE_GAUSSIAN = 14,   /* discrete Gaussian, scale sigma, sensitivity */
+    DP_EV_DISCRETE_LAPLACE = 15,    /* discrete Laplace DLap(a), integer sensitivity */
+    DP_EV_EXPONENTIAL = 16,         /* epsilon-DP exponential mechanism (epsilon-bounded range) */
+    DP_EV_PERMUTE_AND_FLIP = 17,    /* epsilon-DP permute-and-flip */
+    DP_EV_ZCDP = 18,                /* (xi, rho)-zCDP: RDP xi + rho alpha */
+    DP_EV_MIXTURE_GAUSSIANS = 19,   /* N(0, s^2) against sum_i p_i N(c_i, s^2) */
+    DP_EV_REPEAT_AND_SELECT = 20,   /* the inner event repeated a random number of times */
     /* ---- fixed-size, truncated sampling and tree aggregation (kinds 21..28) ---- */
     DP_EV_SAMPLED_WITH_REPLACEMENT = 21,    /* `event` on sample_size draws with replacement */
     DP_EV_SAMPLED_WITHOUT_REPLACEMENT = 22, /* `event` on sample_size distinct records */
     DP_EV_TREE_AGGREGATION = 23,            /* one epoch of DP-FTRL tree aggregation */
     DP_EV_TRUNCATED_GAUSSIAN = 24           /* truncated Poisson-subsampled Gaussian */
 } dp_event_kind;
+
+/* The last of kinds 13..20 (the decoder takes 1..20 and the sampling kinds 21..24). */
+#define DP_EV_LAST_MECH DP_EV_REPEAT_AND_SELECT
 
 /* Parameters that calibration can solve for. */
 typedef enum {
@@ -80,6 +92,34 @@ struct dp_event {
             dp_event *event; /* owned */
             uint64_t count;
         } self;
+        /* ---- issue 16, mechanism events ---- */
+        struct {
+            double noise_parameter; /* p in [0, 1] */
+            uint64_t num_buckets;   /* k >= 1 */
+        } rr;
+        struct {
+            double sigma, sensitivity; /* sigma >= 0 (0: no noise), sensitivity > 0 */
+            uint64_t dimension;        /* 0: not given */
+        } dgauss;
+        struct {
+            double noise_parameter; /* a >= 0 (0: no noise) */
+            uint64_t sensitivity;   /* integer L1 sensitivity */
+        } dlap;
+        struct {
+            double epsilon;
+        } pure; /* DP_EV_EXPONENTIAL, DP_EV_PERMUTE_AND_FLIP */
+        struct {
+            double rho, xi;
+        } zcdp;
+        struct {
+            double sigma;
+            size_t n;
+            double *c, *p; /* owned arrays of n sensitivities and probabilities */
+        } mog;
+        struct {
+            dp_event *event;    /* owned */
+            double mean, shape; /* shape +inf: Poisson */
+        } rs;
         /* ---- kinds 21..28 ---- */
         struct {
             uint64_t population; /* source_dataset_size */

@@ -76,11 +76,17 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
 /* ---- leaves: a loss model gives S(l) = P(L > l) and F(l) = P(L <= l) under P ----------- */
 
 typedef struct {
-    int kind; /* 0 gaussian, 1 laplace, 2 sampled gaussian, 3 sampled laplace */
+    int kind; /* 0 gaussian, 1 laplace, 2 sampled gaussian, 3 sampled laplace, 4 mixture */
     int dir;
     double q, s; /* sampling rate; noise multiplier (sigma or b) */
     double lmin, lmax;
+    const double *c, *w; /* mixture: sensitivities and probabilities (kind 4) */
+    size_t nc;
+    const double *lw; /* mixture: ln w_i (-inf for w_i = 0) */
+    double *hint;     /* mixture: the last level solved, {y, x} (the grid is walked in order) */
 } loss_model;
+
+static void mixture_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
 
 /* Laplace(c, b) survival P(Y > y) and cdf P(Y <= y), each without cancellation. */
 static double lap_surv(double c, double b, double y)
@@ -136,6 +142,9 @@ static void model_eval2(const loss_model *m, double l, int cdf, double *vp, doub
         *vq = remove ? t0 : mix;
         return;
     }
+    case 4:
+        mixture_eval2(m, l, cdf, vp, vq);
+        return;
     case 3:
     default: {
         double b = s;
@@ -302,7 +311,7 @@ dpb_status pld_gaussian(double sigma, double h, pld_pmf *out)
 {
     if (!(sigma > 0.0) || !isfinite(sigma) || bad_h(h))
         return DPB_EINVAL;
-    loss_model m = {0, 0, 1.0, sigma, -HUGE_VAL, HUGE_VAL};
+    loss_model m = {0, 0, 1.0, sigma, -HUGE_VAL, HUGE_VAL, NULL, NULL, 0, NULL, NULL};
     return discretise(&m, h, out);
 }
 
@@ -310,7 +319,7 @@ dpb_status pld_laplace(double b, double h, pld_pmf *out)
 {
     if (!(b > 0.0) || !isfinite(b) || bad_h(h))
         return DPB_EINVAL;
-    loss_model m = {1, 0, 1.0, b, -1.0 / b, 1.0 / b};
+    loss_model m = {1, 0, 1.0, b, -1.0 / b, 1.0 / b, NULL, NULL, 0, NULL, NULL};
     return discretise(&m, h, out);
 }
 
@@ -386,7 +395,7 @@ dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_p
 {
     if (!(q > 0.0 && q < 1.0) || !(sigma > 0.0) || !isfinite(sigma) || bad_h(h))
         return DPB_EINVAL;
-    loss_model m = {2, dir, q, sigma, -HUGE_VAL, HUGE_VAL};
+    loss_model m = {2, dir, q, sigma, -HUGE_VAL, HUGE_VAL, NULL, NULL, 0, NULL, NULL};
     if (dir == PLD_REMOVE)
         m.lmin = log1p(-q);
     else
@@ -399,7 +408,7 @@ dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *o
     if (!(q > 0.0 && q < 1.0) || !(b > 0.0) || !isfinite(b) || bad_h(h))
         return DPB_EINVAL;
     double lo = log1p(q * expm1(-1.0 / b)), hi = log1p(q * expm1(1.0 / b));
-    loss_model m = {3, dir, q, b, lo, hi};
+    loss_model m = {3, dir, q, b, lo, hi, NULL, NULL, 0, NULL, NULL};
     if (dir == PLD_ADD) {
         m.lmin = -hi;
         m.lmax = -lo;
@@ -414,26 +423,11 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
     /* The dominating pair of (eps, delta)-DP (Kairouz et al.): under P the loss is +inf with
      * probability delta, +eps with (1-delta) e^eps/(1+e^eps), -eps with (1-delta)/(1+e^eps);
      * each atom's Q-mass is its P-mass times e^{-l}. Atoms off the grid are split between
-     * their two knots as in discretise(). */
-    int64_t k0 = (int64_t)floor(-eps / h), k1 = (int64_t)ceil(eps / h);
-    dpb_status st = pmf_alloc(out, h, k0, (size_t)(k1 - k0 + 1));
-    if (st != DPB_OK)
-        return st;
+     * their two knots (pld_atoms). */
     const double atom_l[2] = {-eps, eps};
     const double p_hi = 1.0 / (1.0 + exp(-eps)); /* e^eps / (1 + e^eps) */
     const double atom_p[2] = {(1.0 - delta) * (1.0 - p_hi), (1.0 - delta) * p_hi};
-    for (int a = 0; a < 2; a++) {
-        double l = atom_l[a], kf = floor(l / h);
-        size_t i = (size_t)((int64_t)kf - k0);
-        if (kf * h == l || i + 1 >= out->n) {
-            out->p[(size_t)((int64_t)ceil(l / h) - k0)] += atom_p[a];
-            continue;
-        }
-        split_interval(&out->p[i], &out->p[i + 1], exp(kf * h), kf * h, -expm1(-h), atom_p[a],
-                       atom_p[a] * exp(-l));
-    }
-    out->inf_mass = delta;
-    return DPB_OK;
+    return pld_atoms(atom_l, atom_p, 2, delta, h, out);
 }
 
 dpb_status pld_identity(double h, pld_pmf *out)
@@ -1204,5 +1198,196 @@ double pld_epsilon(const pld_pmf *d, double delta)
     eps = dp_round_up(eps, 1e-12) + 1e-15;
     for (int k = 0; k < 64 && pld_delta(d, eps) > delta; k++)
         eps = eps * (1.0 + 1e-10) + 1e-12;
+    if (pld_delta(d, eps) > delta) {
+        /* the closed form was off (masses e^{-l} below the doubles' range): bisect up to the
+         * top grid point, where only the mass at infinity and the round-off bound are left */
+        double lo = eps, hi = (double)(d->lo + (int64_t)d->n - 1) * d->h;
+        if (!(hi > lo) || pld_delta(d, hi) > delta)
+            return HUGE_VAL;
+        for (int k = 0; k < 200 && hi - lo > 1e-12 * hi; k++) {
+            double mid = 0.5 * (lo + hi);
+            if (pld_delta(d, mid) > delta)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        eps = hi;
+    }
     return eps;
+}
+
+/* ---- issue 16: leaves of dp_accounting's mechanism events ------------------------------- */
+
+dpb_status pld_atoms(const double *loss, const double *mass, size_t n, double inf_mass, double h,
+                     pld_pmf *out)
+{
+    if (bad_h(h) || n == 0 || !(inf_mass >= 0.0 && inf_mass <= 1.0))
+        return DPB_EINVAL;
+    double lo = HUGE_VAL, hi = -HUGE_VAL;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(loss[i]) || !(mass[i] >= 0.0))
+            return DPB_EINVAL;
+        if (loss[i] < lo)
+            lo = loss[i];
+        if (loss[i] > hi)
+            hi = loss[i];
+    }
+    /* one knot of margin each side: the knots are placed by the losses pld_delta() evaluates,
+     * (double)k * h, which may round either way from the real k h */
+    double kl = floor(lo / h) - 1.0, kh = ceil((hi + 4.0 * DBL_EPSILON * fabs(hi)) / h) + 1.0;
+    if (!(kh - kl < (double)PLD_MAX_POINTS))
+        return DPB_ELIMIT;
+    int64_t k0 = (int64_t)kl;
+    dpb_status st = pmf_alloc(out, h, k0, (size_t)((int64_t)kh - k0 + 1));
+    if (st != DPB_OK)
+        return st;
+    /* Each atom l goes to the knots k h <= l < (k + 1) h around it, split by connect-the-dots
+     * (its Q-mass is its P-mass times e^-l): the upper knot gets
+     * m (1 - e^{k h - l}) / (1 - e^{-h}), computed with expm1 and rounded up, so delta(eps)
+     * interpolates the true one at the knots, lies above it in between, and no mass is
+     * moved below its loss by the rounding of k h. */
+    double omh = -expm1(-h);
+    for (size_t a = 0; a < n; a++) {
+        /* the caller's loss carries its own rounding (a product, a logarithm): a few ulps up */
+        double l = loss[a] + 4.0 * DBL_EPSILON * fabs(loss[a]);
+        if (mass[a] == 0.0)
+            continue;
+        int64_t k = (int64_t)floor(l / h);
+        while ((double)k * h > l)
+            k--;
+        while ((double)(k + 1) * h <= l)
+            k++;
+        size_t i = (size_t)(k - k0);
+        double lk = (double)k * h;
+        if (lk == l) {
+            out->p[i] += mass[a];
+            continue;
+        }
+        double up = mass[a] * (-expm1(lk - l)) / omh * (1.0 + 4.0 * DBL_EPSILON);
+        if (!(up <= mass[a]))
+            up = mass[a];
+        out->p[i + 1] += up;
+        out->p[i] += mass[a] - up;
+    }
+    out->inf_mass = inf_mass;
+    return DPB_OK;
+}
+
+/* ln M(x), M(x) = sum_i w_i exp((2 c_i x - c_i^2) / (2 s^2)), and its derivative. */
+static double mix_logm(const loss_model *m, double x, double *deriv)
+{
+    double mx = -HUGE_VAL, s2 = m->s * m->s;
+    for (size_t i = 0; i < m->nc; i++) {
+        double e = m->lw[i] + (2.0 * m->c[i] * x - m->c[i] * m->c[i]) / (2.0 * s2);
+        if (e > mx)
+            mx = e;
+    }
+    double sum = 0.0, dsum = 0.0;
+    for (size_t i = 0; i < m->nc; i++) {
+        if (m->lw[i] == -HUGE_VAL)
+            continue;
+        double t = exp(m->lw[i] + (2.0 * m->c[i] * x - m->c[i] * m->c[i]) / (2.0 * s2) - mx);
+        sum += t;
+        dsum += t * m->c[i] / s2;
+    }
+    if (deriv)
+        *deriv = dsum / sum;
+    return mx + log(sum);
+}
+
+/* The x with ln M(x) = y (M is increasing: every c_i >= 0 and one is > 0): bracketed around
+ * the last level solved (the grid is walked in order, so it is close), then Newton steps from
+ * the right (ln M is convex, so they never overshoot), bisection as the safeguard. */
+static double mix_solve(const loss_model *m, double y)
+{
+    if (m->hint[0] == y)
+        return m->hint[1];
+    double x0 = isnan(m->hint[1]) ? 0.0 : m->hint[1], d;
+    double f0 = mix_logm(m, x0, &d) - y;
+    double step = d > 0.0 ? 2.0 * fabs(f0) / d + 1e-9 * (fabs(x0) + m->s) : 1.0;
+    if (!(step < 1e300))
+        step = 1.0;
+    double lo = x0, hi = x0;
+    if (f0 > 0.0) {
+        for (int i = 0; i < 2000 && mix_logm(m, lo = x0 - step, NULL) > y; i++)
+            step *= 2.0;
+    } else {
+        for (int i = 0; i < 2000 && mix_logm(m, hi = x0 + step, NULL) < y; i++)
+            step *= 2.0;
+    }
+    double x = hi;
+    for (int it = 0; it < 200; it++) {
+        double f = mix_logm(m, x, &d) - y;
+        if (f > 0.0)
+            hi = x;
+        else
+            lo = x;
+        double nx = d > 0.0 ? x - f / d : 0.5 * (lo + hi);
+        if (!(nx > lo && nx < hi))
+            nx = 0.5 * (lo + hi);
+        if (fabs(nx - x) <= 1e-15 * (fabs(x) + 1e-300) ||
+            hi - lo <= 1e-15 * (fabs(lo) + fabs(hi))) {
+            x = nx;
+            break;
+        }
+        x = nx;
+    }
+    m->hint[0] = y;
+    m->hint[1] = x;
+    return x;
+}
+
+/* remove: P = sum_i w_i N(c_i, s^2), Q = N(0, s^2), L = ln M(X), L > l <=> X > x_l;
+ * add:    P = N(0, s^2), Q = the mixture, L = -ln M(X), L > l <=> X < x_{-l}. */
+static void mixture_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq)
+{
+    int remove = m->dir == PLD_REMOVE;
+    double y = remove ? l : -l;
+    /* below the infimum of ln M (the mass at c = 0): remove, L > l always; add, never */
+    if (y <= m->q) {
+        *vp = *vq = (remove != cdf) ? 1.0 : 0.0;
+        return;
+    }
+    double x = mix_solve(m, y), s = m->s;
+    int upper = remove != cdf; /* the wanted event is X > x */
+    double t0 = upper ? dp_Q(x / s) : dp_Phi(x / s), mix = 0.0;
+    for (size_t i = 0; i < m->nc; i++)
+        mix += m->w[i] * (upper ? dp_Q((x - m->c[i]) / s) : dp_Phi((x - m->c[i]) / s));
+    if (mix > 1.0)
+        mix = 1.0;
+    *vp = remove ? mix : t0;
+    *vq = remove ? t0 : mix;
+}
+
+dpb_status pld_mixture_gaussian(double sigma, const double *c, const double *w, size_t n, int dir,
+                                double h, pld_pmf *out)
+{
+    if (!(sigma > 0.0) || !isfinite(sigma) || bad_h(h) || n == 0)
+        return DPB_EINVAL;
+    double w0 = 0.0, cmax = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(c[i] >= 0.0) || !isfinite(c[i]) || !(w[i] >= 0.0 && w[i] <= 1.0))
+            return DPB_EINVAL;
+        if (c[i] == 0.0)
+            w0 += w[i];
+        else if (w[i] > 0.0 && c[i] > cmax)
+            cmax = c[i];
+    }
+    if (cmax == 0.0)
+        return DPB_EINVAL; /* no shift: the caller composes the identity */
+    double *lw = malloc(n * sizeof *lw), hint[2] = {NAN, NAN};
+    if (lw == NULL)
+        return DPB_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        lw[i] = w[i] > 0.0 ? log(w[i]) : -HUGE_VAL;
+    /* q carries ln(w0), the infimum of ln M */
+    loss_model m = {4,  dir, w0 > 0.0 ? log(w0) : -HUGE_VAL, sigma, -HUGE_VAL, HUGE_VAL, c, w, n,
+                    lw, hint};
+    if (dir == PLD_REMOVE)
+        m.lmin = m.q;
+    else
+        m.lmax = -m.q;
+    dpb_status st = discretise(&m, h, out);
+    free(lw);
+    return st;
 }

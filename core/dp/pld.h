@@ -56,6 +56,20 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
 dpb_status pld_identity(double h, pld_pmf *out);    /* no privacy loss */
 dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
 
+/* ---- issue 16: leaves of dp_accounting's mechanism events ---- */
+
+/* A discrete privacy loss: atoms loss[i] with P-masses mass[i] (their Q-masses are
+ * mass[i] e^{-loss[i]}) and inf_mass at +infinity, each atom split between its two grid
+ * points by connect-the-dots (randomized response, the discrete Laplace mechanism). */
+dpb_status pld_atoms(const double *loss, const double *mass, size_t n, double inf_mass, double h,
+                     pld_pmf *out);
+
+/* The mixture of Gaussians mechanism (dp_accounting's MixtureOfGaussiansDpEvent): N(0, s^2)
+ * against sum_i w_i N(c_i, s^2), every c_i >= 0 and one > 0; dir PLD_REMOVE has the mixture as
+ * P. (The Poisson-sampled Gaussian is c = (0, 1), w = (1 - q, q).) */
+dpb_status pld_mixture_gaussian(double sigma, const double *c, const double *w, size_t n, int dir,
+                                double h, pld_pmf *out);
+
 /*
  * A dominating PLD for a mechanism known only through a symmetric upper bound on its
  * privacy profile: f(ctx, eps) >= delta(eps) for eps >= 0, for both orders of the pair.

@@ -41,6 +41,8 @@ static const char W_PNSGD_EPOCHS[] = "epochs composed optimally (Kairouz, Oh, Vi
                                      "tighter";
 static const char W_NONPRIVATE[] = "the event contains a NonPrivateDpEvent: its privacy loss "
                                    "is infinite";
+static const char W_NOISELESS[] = "the event contains a mechanism without noise (noise 0): its "
+                                  "privacy loss is infinite, as for a NonPrivateDpEvent";
 
 /* ---- shuffled epochs (Theorem 4.1) --------------------------------------------------- */
 
@@ -216,6 +218,22 @@ static const char *kind_name(dp_event_kind k)
         return "SingleEpochTreeAggregationDpEvent";
     case DP_EV_TRUNCATED_GAUSSIAN:
         return "TruncatedSubsampledGaussianDpEvent";
+    case DP_EV_RANDOMIZED_RESPONSE:
+        return "RandomizedResponseDpEvent";
+    case DP_EV_DISCRETE_GAUSSIAN:
+        return "DiscreteGaussianDpEvent";
+    case DP_EV_DISCRETE_LAPLACE:
+        return "DiscreteLaplaceDpEvent";
+    case DP_EV_EXPONENTIAL:
+        return "ExponentialMechanismDpEvent";
+    case DP_EV_PERMUTE_AND_FLIP:
+        return "PermuteAndFlipDpEvent";
+    case DP_EV_ZCDP:
+        return "ZCDpEvent";
+    case DP_EV_MIXTURE_GAUSSIANS:
+        return "MixtureOfGaussiansDpEvent";
+    case DP_EV_REPEAT_AND_SELECT:
+        return "RepeatAndSelectDpEvent";
     }
     return "event";
 }
@@ -444,7 +462,9 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
     case DP_EV_GAUSSIAN:
         if (acct == DP_ACCT_GDP_EXACT) {
             double s = sens1(ev->u.noise.noise_multiplier, rel);
-            *acc += mult / (s * s);
+            if (s == 0.0)
+                dp_report_warn(rep, W_NOISELESS);
+            *acc += s == 0.0 ? HUGE_VAL : mult / (s * s);
             return DPB_OK;
         }
         break;
@@ -474,6 +494,7 @@ static dpb_status walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
+    default:
         break;
     }
     return unsupported(err, kind_name(ev->kind), dp_accountant_name(acct));
@@ -486,8 +507,8 @@ static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult
 {
     if (!(sigma > 0.0) || !isfinite(sigma))
         return dpb_fail(err, DPB_EINVAL, "event", "noise_multiplier must be positive");
-    for (size_t i = 0; i < RDP_NORDERS; i++) {
-        double a = RDP_DEFAULT_ORDERS[i];
+    for (size_t i = 0; i < pr->norders; i++) {
+        double a = pr->orders[i];
         if (a == floor(a))
             pr->rdp[i] += mult * rdp_poisson_gaussian(q, sigma, a);
     }
@@ -504,10 +525,31 @@ static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult
     return DPB_OK;
 }
 
+/* A mechanism with infinite privacy loss: infinite RDP at every order. */
+static dpb_status rdp_infinite(dp_profile *pr, dp_report *rep, const char *warning)
+{
+    dp_report_warn(rep, warning);
+    pr->rdp_inf = HUGE_VAL;
+    for (size_t i = 0; i < pr->norders; i++)
+        pr->rdp[i] = HUGE_VAL;
+    return DPB_OK;
+}
+
+static dpb_status rdp_noiseless(dp_profile *pr, dp_report *rep)
+{
+    return rdp_infinite(pr, rep, W_NOISELESS);
+}
+
+static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                                dp_report *rep, dpb_error *err);
+
+static double mech_max_divergence(const dp_event *ev, dp_relation rel);
+
 static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
                            dp_report *rep, dpb_error *err)
 {
-    const double *o = RDP_DEFAULT_ORDERS;
+    const double *o = pr->orders;
+    const size_t no = pr->norders;
     double *rdp = pr->rdp;
     /* the order infinity: D_inf of a Laplace of scale b is 1/b, of an (eps, 0) event eps;
      * every other leaf has none here */
@@ -517,6 +559,8 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
             pr->rdp_inf += mult / b;
     } else if (ev->kind == DP_EV_EPSILON_DELTA && ev->u.epsdelta.delta == 0.0) {
         pr->rdp_inf += mult * ev->u.epsdelta.epsilon;
+    } else if (ev->kind >= DP_EV_RANDOMIZED_RESPONSE && ev->kind <= DP_EV_LAST_MECH) {
+        pr->rdp_inf += mult * mech_max_divergence(ev, rel);
     } else if (ev->kind != DP_EV_SELF_COMPOSED && ev->kind != DP_EV_COMPOSED &&
                ev->kind != DP_EV_NO_OP && ev->kind != DP_EV_SGLD && ev->kind != DP_EV_PROACTIVE) {
         pr->rdp_inf = HUGE_VAL;
@@ -534,20 +578,20 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
     case DP_EV_NO_OP:
         return DPB_OK;
     case DP_EV_NON_PRIVATE:
-        dp_report_warn(rep, W_NONPRIVATE);
-        for (size_t i = 0; i < RDP_NORDERS; i++)
-            rdp[i] = HUGE_VAL;
-        return DPB_OK;
+        return rdp_infinite(pr, rep, W_NONPRIVATE);
     case DP_EV_GAUSSIAN:
-        return rdp_add_gaussian(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS,
-                                rdp);
+        if (ev->u.noise.noise_multiplier == 0.0)
+            return rdp_noiseless(pr, rep);
+        return rdp_add_gaussian(sens1(ev->u.noise.noise_multiplier, rel), mult, o, no, rdp);
     case DP_EV_LAPLACE:
-        return rdp_add_laplace(sens1(ev->u.noise.noise_multiplier, rel), mult, o, RDP_NORDERS, rdp);
+        if (ev->u.noise.noise_multiplier == 0.0)
+            return rdp_noiseless(pr, rep);
+        return rdp_add_laplace(sens1(ev->u.noise.noise_multiplier, rel), mult, o, no, rdp);
     case DP_EV_EPSILON_DELTA:
         if (ev->u.epsdelta.delta == 0.0) {
             /* pure eps-DP is eps^2/2-zCDP (Bun & Steinke 2016): RDP <= min(eps, a eps^2/2) */
             double e = ev->u.epsdelta.epsilon;
-            for (size_t i = 0; i < RDP_NORDERS; i++) {
+            for (size_t i = 0; i < no; i++) {
                 double r = o[i] * e * e / 2.0;
                 rdp[i] += mult * (r < e ? r : e);
             }
@@ -566,8 +610,10 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return DPB_OK;
         if (in->kind == DP_EV_GAUSSIAN) {
+            if (in->u.noise.noise_multiplier == 0.0)
+                return rdp_noiseless(pr, rep);
             if (q == 1.0)
-                return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, RDP_NORDERS, rdp);
+                return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, no, rdp);
             return rdp_add_pg(pr, q, in->u.noise.noise_multiplier, mult, err);
         }
         return dpb_fail(err, DPB_EUNSUPPORTED, "event",
@@ -599,7 +645,7 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
         if (st != DPB_OK || s == 0.0)
             return st;
         /* the Gaussian's curve at the effective multiplier (sensitivity 1 under zero-out) */
-        return rdp_add_gaussian(s, mult, o, RDP_NORDERS, rdp);
+        return rdp_add_gaussian(s, mult, o, no, rdp);
     }
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT: {
         double s;
@@ -617,14 +663,168 @@ static dpb_status walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_
             return DPB_OK;
         /* Wang, Balle, Kasiviswanathan 2019 take the multiplier relative to the replace-one
          * sensitivity, which is twice the clipping norm: sigma / 2 */
-        st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, o, RDP_NORDERS,
-                                             rdp);
+        st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, o, no, rdp);
         return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
     }
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
                         "%s has no RDP curve here; use pld (the default)", kind_name(ev->kind));
+    default:
+        return walk_rdp_mech(ev, rel, mult, pr, rep, err);
+    }
+    return unsupported(err, kind_name(ev->kind), "rdp");
+}
+
+/* ---- rdp: dp_accounting's mechanism events (issue 16) ------------------------------------ */
+
+/* The integer sensitivity of a discrete mechanism for the relation: replace-one moves a sum
+ * by twice what add-or-remove does, as for the Gaussian and Laplace noise multipliers. */
+static double sens_scale(dp_relation rel)
+{
+    return rel == DP_REL_REPLACE ? 2.0 : 1.0;
+}
+
+static dpb_status rr_relation(dpb_error *err)
+{
+    return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                    "randomized response is defined for replace_one (and replace_special), not "
+                    "add_or_remove_one, as in dp_accounting");
+}
+
+/* Randomized response's pair: replace_one is R(x) against R(x'); any other relation but
+ * add_or_remove_one (replace_special, as dp_accounting defines it) is R(x) against the
+ * uniform output R(bot). */
+static int rr_replace_one(dp_relation rel)
+{
+    return rel == DP_REL_REPLACE;
+}
+
+/* The order infinity (the max divergence, the pure-DP epsilon) of a mechanism event, rounded
+ * up; +inf where it has none (zCDP with rho > 0, Gaussians, mixtures, repeat-and-select). */
+static double mech_max_divergence(const dp_event *ev, dp_relation rel)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (k == 1.0 || p == 1.0)
+            return 0.0;
+        if (p == 0.0 || rel == DP_REL_ADD_OR_REMOVE)
+            return HUGE_VAL;
+        if (rr_replace_one(rel))
+            return rr_loss(p, k);
+        double l1 = log1p((k - 1.0) * (1.0 - p)), l2 = -log(p);
+        return dp_round_up(l1 > l2 ? l1 : l2, 1e-15);
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        double d = (double)ev->u.dlap.sensitivity * sens_scale(rel);
+        if (d == 0.0)
+            return 0.0;
+        return ev->u.dlap.noise_parameter == 0.0
+                   ? HUGE_VAL
+                   : dp_round_up(ev->u.dlap.noise_parameter * d, 1e-15);
+    }
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        return ev->u.pure.epsilon;
+    case DP_EV_ZCDP:
+        return ev->u.zcdp.rho == 0.0 ? ev->u.zcdp.xi : HUGE_VAL;
+    default:
+        return HUGE_VAL;
+    }
+}
+
+static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                                dp_report *rep, dpb_error *err)
+{
+    const double *o = pr->orders;
+    const size_t no = pr->norders;
+    double *rdp = pr->rdp;
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        if (rel == DP_REL_ADD_OR_REMOVE)
+            return rr_relation(err);
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (p == 0.0 && k > 1.0)
+            return rdp_noiseless(pr, rep);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * (rr_replace_one(rel) ? rdp_rr_replace_one(p, k, o[i])
+                                                  : rdp_rr_replace_special(p, k, o[i]));
+        return DPB_OK;
+    }
+    case DP_EV_DISCRETE_GAUSSIAN: {
+        /* rho-zCDP with rho = Delta^2/(2 sigma^2) (Canonne, Kamath, Steinke 2020, Prop. 5, for
+         * an integer shift; coordinates add, so any dimension) */
+        double s = ev->u.dgauss.sigma, d = ev->u.dgauss.sensitivity * sens_scale(rel);
+        if (s == 0.0)
+            return rdp_noiseless(pr, rep);
+        double rho = dp_round_up(d * d / (2.0 * s * s), 1e-15);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * dp_round_up(rho * o[i], 1e-15);
+        return DPB_OK;
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        /* (a Delta)-DP: the loss a(|z - Delta| - |z|) lies in [-a Delta, a Delta] */
+        double a = ev->u.dlap.noise_parameter, d = (double)ev->u.dlap.sensitivity * sens_scale(rel);
+        if (d == 0.0)
+            return DPB_OK;
+        if (a == 0.0)
+            return rdp_noiseless(pr, rep);
+        double e = dp_round_up(a * d, 1e-15);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_pure_dp(e, o[i]);
+        return DPB_OK;
+    }
+    case DP_EV_EXPONENTIAL:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_bounded_range(ev->u.pure.epsilon, o[i]);
+        return DPB_OK;
+    case DP_EV_PERMUTE_AND_FLIP:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_pure_dp(ev->u.pure.epsilon, o[i]);
+        return DPB_OK;
+    case DP_EV_ZCDP:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * dp_round_up(ev->u.zcdp.xi + ev->u.zcdp.rho * o[i], 1e-15);
+        return DPB_OK;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "a MixtureOfGaussiansDpEvent is accounted with pld (as dp_accounting "
+                        "does); rdp has no bound for it here");
+    case DP_EV_REPEAT_AND_SELECT: {
+        /* the inner event's whole curve at the same orders, then Papernot & Steinke */
+        dp_profile *sub = calloc(1, sizeof *sub);
+        if (sub == NULL)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        sub->acct = DP_ACCT_RDP;
+        sub->orders = o;
+        sub->norders = no;
+        dpb_status st = walk_rdp(ev->u.rs.event, rel, 1.0, sub, rep, err);
+        if (st == DPB_OK) {
+            double *one = malloc(no * sizeof *one), *out = malloc(no * sizeof *out);
+            if (one == NULL || out == NULL) {
+                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+            } else {
+                for (size_t i = 0; i < no; i++) {
+                    sub->rdp_done[i] = sub->npg == 0 || o[i] == floor(o[i]);
+                    one[i] = dp_profile_rdp_order(sub, i);
+                }
+                if (rdp_repeat_and_select(o, one, no, ev->u.rs.mean, ev->u.rs.shape, out) != DPB_OK)
+                    st = dpb_fail(err, DPB_EINVAL, "event",
+                                  "RepeatAndSelectDpEvent needs mean >= 1 and shape >= 0");
+                else
+                    for (size_t i = 0; i < no; i++)
+                        rdp[i] += mult * out[i];
+            }
+            free(one);
+            free(out);
+        }
+        dp_profile_release(sub);
+        free(sub);
+        return st;
+    }
+    default:
+        break;
     }
     return unsupported(err, kind_name(ev->kind), "rdp");
 }
@@ -793,6 +993,8 @@ static dpb_status shx_pld_pair(double sigma, uint64_t M, double h, pair *out, dp
 
 static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, int strict,
                                 pair *out, dp_report *rep, dpb_error *err);
+static dpb_status walk_pld_mech(const dp_event *ev, dp_relation rel, double h, pair *out,
+                                dp_report *rep, dpb_error *err);
 
 /* A sampled leaf from its profile (symmetric: the bound holds for both orders). */
 static dpb_status sampled_leaf(const dp_event *ev, dp_relation rel, double h, pair *out,
@@ -834,9 +1036,14 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
         dp_report_warn(rep, W_NONPRIVATE);
         return pld_status(pld_non_private(h, &out->d[0]), err, h);
     case DP_EV_GAUSSIAN:
-        return pld_status(pld_gaussian(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
-                          err, h);
     case DP_EV_LAPLACE:
+        if (ev->u.noise.noise_multiplier == 0.0) {
+            dp_report_warn(rep, W_NOISELESS);
+            return pld_status(pld_non_private(h, &out->d[0]), err, h);
+        }
+        if (ev->kind == DP_EV_GAUSSIAN)
+            return pld_status(pld_gaussian(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]),
+                              err, h);
         return pld_status(pld_laplace(sens1(ev->u.noise.noise_multiplier, rel), h, &out->d[0]), err,
                           h);
     case DP_EV_EPSILON_DELTA:
@@ -897,8 +1104,12 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
                             "Poisson sampling is accounted for a GaussianDpEvent or a "
                             "LaplaceDpEvent inside it, not a %s",
                             kind_name(in->kind));
-        out->symmetric = 0;
         double s = in->u.noise.noise_multiplier;
+        if (s == 0.0) { /* a sampled record released without noise */
+            dp_report_warn(rep, W_NOISELESS);
+            return pld_status(pld_non_private(h, &out->d[0]), err, h);
+        }
+        out->symmetric = 0;
         for (int dir = 0; dir < 2; dir++) {
             st = in->kind == DP_EV_GAUSSIAN ? pld_sampled_gaussian(q, s, dir, h, &out->d[dir])
                                             : pld_sampled_laplace(q, s, dir, h, &out->d[dir]);
@@ -924,6 +1135,143 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
         return sampled_leaf(ev, rel, h, out, rep, err);
+    default:
+        return walk_pld_mech(ev, rel, h, out, rep, err);
+    }
+    return unsupported(err, kind_name(ev->kind), "pld");
+}
+
+/* ---- pld: dp_accounting's mechanism events (issue 16) ------------------------------------- */
+
+static dpb_status pld_one(dpb_status st, pair *out, dpb_error *err, double h)
+{
+    out->symmetric = 1;
+    return pld_status(st, err, h);
+}
+
+static dpb_status walk_pld_mech(const dp_event *ev, dp_relation rel, double h, pair *out,
+                                dp_report *rep, dpb_error *err)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        if (rel == DP_REL_ADD_OR_REMOVE)
+            return rr_relation(err);
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (k == 1.0 || p == 1.0)
+            return pld_one(pld_identity(h, &out->d[0]), out, err, h);
+        if (p == 0.0) {
+            dp_report_warn(rep, W_NOISELESS);
+            return pld_one(pld_non_private(h, &out->d[0]), out, err, h);
+        }
+        if (!rr_replace_one(rel)) {
+            /* against the uniform output: remove (P = R(x)) has the loss ln(k(1-p) + p) with
+             * mass 1 - p + p/k and ln p with (k - 1)p/k; add (P = R(bot)) has their negatives
+             * with masses 1/k and (k - 1)/k */
+            double l1 = log1p((k - 1.0) * (1.0 - p)), l2 = log(p);
+            const double lr[2] = {l1, l2}, mr[2] = {1.0 - p + p / k, (k - 1.0) * p / k};
+            const double la[2] = {-l1, -l2}, ma[2] = {1.0 / k, (k - 1.0) / k};
+            out->symmetric = 0;
+            dpb_status st = pld_atoms(lr, mr, 2, 0.0, h, &out->d[PLD_REMOVE]);
+            if (st == DPB_OK && (st = pld_atoms(la, ma, 2, 0.0, h, &out->d[PLD_ADD])) != DPB_OK)
+                pld_free(&out->d[PLD_REMOVE]);
+            if (st != DPB_OK)
+                out->symmetric = 1;
+            return pld_status(st, err, h);
+        }
+        /* R(x) against R(x'): loss +L on x (mass 1 - p + p/k), -L on x' (p/k), 0 elsewhere;
+         * the pair is symmetric */
+        double L = rr_loss(p, k);
+        const double loss[3] = {L, -L, 0.0};
+        const double mass[3] = {1.0 - p + p / k, p / k, (k - 2.0) * p / k};
+        return pld_one(pld_atoms(loss, mass, 3, 0.0, h, &out->d[0]), out, err, h);
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        double a = ev->u.dlap.noise_parameter;
+        double d = (double)ev->u.dlap.sensitivity * sens_scale(rel);
+        if (d == 0.0)
+            return pld_one(pld_identity(h, &out->d[0]), out, err, h);
+        if (a == 0.0) {
+            dp_report_warn(rep, W_NOISELESS);
+            return pld_one(pld_non_private(h, &out->d[0]), out, err, h);
+        }
+        /* P = DLap(a) at 0, Q at Delta: the loss a(|z - Delta| - |z|) is a Delta for z <= 0
+         * (mass 1/(1 + e^-a)), -a Delta for z >= Delta (mass e^{-a Delta}/(1 + e^-a)) and
+         * a(Delta - 2z) with mass tanh(a/2) e^{-a z} between; symmetric (z -> Delta - z) */
+        size_t n = (size_t)d + 1, m = 0;
+        double *loss = malloc(n * sizeof *loss), *mass = malloc(n * sizeof *mass);
+        if (loss == NULL || mass == NULL) {
+            free(loss);
+            free(mass);
+            return pld_status(DPB_ENOMEM, err, h);
+        }
+        double th = tanh(a / 2.0), l1e = log1p(exp(-a));
+        loss[m] = a * d;
+        mass[m++] = exp(-l1e);
+        loss[m] = -a * d;
+        mass[m++] = exp(-a * d - l1e);
+        for (double z = 1.0; z < d; z += 1.0) {
+            loss[m] = a * (d - 2.0 * z);
+            mass[m++] = th * exp(-a * z);
+        }
+        dpb_status st = pld_atoms(loss, mass, m, 0.0, h, &out->d[0]);
+        free(loss);
+        free(mass);
+        return pld_one(st, out, err, h);
+    }
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        /* epsilon-DP: the dominating pair of pure epsilon-DP (as dp_accounting does for the
+         * exponential mechanism) */
+        if (ev->u.pure.epsilon == 0.0)
+            return pld_one(pld_identity(h, &out->d[0]), out, err, h);
+        return pld_one(pld_eps_delta(ev->u.pure.epsilon, 0.0, h, &out->d[0]), out, err, h);
+    case DP_EV_MIXTURE_GAUSSIANS: {
+        if (rel == DP_REL_REPLACE)
+            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                            "a MixtureOfGaussiansDpEvent is accounted for add_or_remove_one (and "
+                            "replace_special), as dp_accounting does, not replace_one");
+        int shift = 0;
+        for (size_t i = 0; i < ev->u.mog.n; i++)
+            if (ev->u.mog.c[i] > 0.0 && ev->u.mog.p[i] > 0.0)
+                shift = 1;
+        if (!shift)
+            return pld_one(pld_identity(h, &out->d[0]), out, err, h);
+        if (ev->u.mog.sigma == 0.0) {
+            dp_report_warn(rep, W_NOISELESS);
+            return pld_one(pld_non_private(h, &out->d[0]), out, err, h);
+        }
+        /* the probabilities as a distribution (the codec lets their sum be 1 within 1e-9) */
+        double sum = 0.0, *w = malloc(ev->u.mog.n * sizeof *w);
+        if (w == NULL)
+            return pld_status(DPB_ENOMEM, err, h);
+        for (size_t i = 0; i < ev->u.mog.n; i++)
+            sum += ev->u.mog.p[i];
+        for (size_t i = 0; i < ev->u.mog.n; i++)
+            w[i] = ev->u.mog.p[i] / sum;
+        out->symmetric = 0;
+        dpb_status st = DPB_OK;
+        for (int dir = 0; dir < 2 && st == DPB_OK; dir++) {
+            st = pld_mixture_gaussian(ev->u.mog.sigma, ev->u.mog.c, w, ev->u.mog.n, dir, h,
+                                      &out->d[dir]);
+            if (st != DPB_OK && dir == 1)
+                pld_free(&out->d[0]);
+        }
+        free(w);
+        if (st != DPB_OK) {
+            out->symmetric = 1;
+            return pld_status(st, err, h);
+        }
+        return DPB_OK;
+    }
+    case DP_EV_ZCDP:
+    case DP_EV_DISCRETE_GAUSSIAN:
+    case DP_EV_REPEAT_AND_SELECT:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "%s is accounted with rdp only (as dp_accounting does): use the rdp "
+                        "accountant, or auto",
+                        kind_name(ev->kind));
+    default:
+        break;
     }
     return unsupported(err, kind_name(ev->kind), "pld");
 }
@@ -1049,6 +1397,8 @@ static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, i
         return DPB_OK;
     case DP_EV_GAUSSIAN: {
         double s = sens1(ev->u.noise.noise_multiplier, rel);
+        if (s == 0.0)
+            break; /* no noise: a leaf with all its loss at +infinity */
         if (!(s > 0.0) || !isfinite(s))
             return pld_status(DPB_EINVAL, err, h);
         L->gauss_mu2 += (double)mult / (s * s);
@@ -1330,6 +1680,34 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
     return DPB_OK;
 }
 
+dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
+                                dp_profile *pr, dp_report *rep, dpb_error *err)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->acct = DP_ACCT_RDP;
+    rep->accountant = dp_accountant_name(DP_ACCT_RDP);
+    rep->guarantee = DP_UPPER_BOUND;
+    rep->reference = REF_RDP;
+    if (orders) {
+        if (n == 0 || n > RDP_MAX_ORDERS)
+            return dpb_fail(err, DPB_ELIMIT, "orders", "between 1 and %d orders", RDP_MAX_ORDERS);
+        for (size_t i = 0; i < n; i++)
+            if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER))
+                return dpb_fail(err, DPB_EINVAL, "orders",
+                                "each order must be a number greater than 1 and at most %g",
+                                RDP_MAX_ORDER);
+        pr->orders = orders;
+        pr->norders = n;
+    } else {
+        pr->orders = RDP_DEFAULT_ORDERS;
+        pr->norders = RDP_NORDERS;
+    }
+    dpb_status st = walk_rdp(ev, rel, 1.0, pr, rep, err);
+    for (size_t i = 0; i < pr->norders; i++)
+        pr->rdp_done[i] = pr->npg == 0 || pr->orders[i] == floor(pr->orders[i]);
+    return st;
+}
+
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
@@ -1356,10 +1734,7 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     case DP_ACCT_RDP:
         rep->reference = REF_RDP;
-        st = walk_rdp(ev, rel, 1.0, pr, rep, err);
-        for (size_t i = 0; i < RDP_NORDERS; i++)
-            pr->rdp_done[i] = pr->npg == 0 || RDP_DEFAULT_ORDERS[i] == floor(RDP_DEFAULT_ORDERS[i]);
-        return st;
+        return dp_profile_build_rdp(ev, rel, NULL, 0, pr, rep, err);
     case DP_ACCT_PLD: {
         rep->reference = REF_PLD;
         double h = opt && opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H;
@@ -1392,8 +1767,8 @@ static double rdp_at(dp_profile *pr, size_t i)
 {
     if (!pr->rdp_done[i]) {
         for (size_t k = 0; k < pr->npg; k++)
-            pr->rdp[i] += pr->pg[k].mult *
-                          rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, RDP_DEFAULT_ORDERS[i]);
+            pr->rdp[i] +=
+                pr->pg[k].mult * rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, pr->orders[i]);
         pr->rdp_done[i] = 1;
     }
     return pr->rdp[i];
@@ -1411,10 +1786,10 @@ double dp_profile_rdp_order(dp_profile *pr, size_t i)
  * conversions increase with the RDP. Skipping never changes the minimum. Rounded up. */
 static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
 {
-    double best = HUGE_VAL, best_order = RDP_DEFAULT_ORDERS[0];
+    double best = HUGE_VAL, best_order = pr->orders[0];
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < RDP_NORDERS; i++) {
-            double a = RDP_DEFAULT_ORDERS[i], v;
+        for (size_t i = 0; i < pr->norders; i++) {
+            double a = pr->orders[i], v;
             if (pass == 0) {
                 if (!pr->rdp_done[i])
                     continue;
@@ -1424,7 +1799,7 @@ static double rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
                     continue;
                 double lb = 0.0;
                 for (size_t j = i; j-- > 0;)
-                    if (pr->rdp_done[j] && RDP_DEFAULT_ORDERS[j] <= a) {
+                    if (pr->rdp_done[j] && pr->orders[j] <= a) {
                         lb = pr->rdp[j];
                         break;
                     }

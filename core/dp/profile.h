@@ -14,13 +14,16 @@ typedef struct {
     double tv_delta; /* thm41: the (0, delta) total-variation bound of the whole tree */
     double mu;       /* gdp_exact, gdp_clt: the composed Gaussian-DP parameter (may be inf) */
     double mu2;      /* its square as summed by the walk (mu = sqrt(mu2)) */
-    double rdp[RDP_NORDERS]; /* rdp: the composed curve at RDP_DEFAULT_ORDERS */
-    double rdp_inf;          /* rdp: the order infinity (max divergence, pure DP), which
-                              * composes additively: finite when every mechanism is pure DP
-                              * (Laplace, (eps, 0)), +HUGE_VAL otherwise */
+    /* rdp: the orders (RDP_DEFAULT_ORDERS unless the options give others; borrowed) */
+    const double *orders;
+    size_t norders;
+    double rdp[RDP_MAX_ORDERS]; /* rdp: the composed curve at the orders */
+    double rdp_inf;             /* rdp: the order infinity (max divergence, pure DP), which
+                                 * composes additively: finite when every mechanism is pure DP
+                                 * (Laplace, (eps, 0)), +HUGE_VAL otherwise */
     /* rdp: fractional orders of Poisson-sampled Gaussians are costly and evaluated lazily,
      * only where a lower bound does not already rule the order out (profile.c) */
-    unsigned char rdp_done[RDP_NORDERS];
+    unsigned char rdp_done[RDP_MAX_ORDERS];
     size_t npg;
     struct dp_pg_leaf {
         double q, sigma, mult;
@@ -41,6 +44,10 @@ typedef struct {
  * warnings go to rep. */
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
+
+/* The rdp profile at the given orders (NULL: RDP_DEFAULT_ORDERS; borrowed, must outlive pr). */
+dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
+                                dp_profile *pr, dp_report *rep, dpb_error *err);
 
 /* delta at eps >= 0 (rounded up); ln_delta and aux (per-point extras) optional.
  * The profile is not const: the rdp accountant fills orders in lazily. */

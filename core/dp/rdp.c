@@ -311,3 +311,232 @@ dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double e
     *order = best_order;
     return DPB_OK;
 }
+
+/* ---- issue 16: the RDP of dp_accounting's mechanism events ----------------------------- */
+
+/* ln cosh(x) for x >= 0 without cancellation: ln(1 + 2 sinh^2(x/2)), or x - ln 2 +
+ * ln(1 + e^{-2x}) where cosh overflows. */
+static double ln_cosh(double x)
+{
+    if (x > 20.0)
+        return x - M_LN2 + log1p(exp(-2.0 * x));
+    double sh = sinh(0.5 * x);
+    return log1p(2.0 * sh * sh);
+}
+
+/* v / (a - 1) rounded up, after adding the absolute round-off bound `slack` to v; +inf
+ * when the evaluation failed (NaN): never 0 for a number that could not be computed. */
+static double up_over(double v, double slack, double a)
+{
+    double r = (v + slack) / (a - 1.0);
+    if (isnan(r))
+        return HUGE_VAL;
+    if (!(r > 0.0))
+        return 0.0;
+    return dp_round_up(r, 1e-12);
+}
+
+double rdp_pure_dp(double eps, double a)
+{
+    if (!(eps >= 0.0) || !(a > 1.0))
+        return HUGE_VAL;
+    if (eps == 0.0)
+        return 0.0;
+    if (isinf(eps))
+        return HUGE_VAL;
+    /* binary randomized response: ln((e^{a eps} + e^{(1-a) eps}) / (1 + e^eps)) / (a - 1)
+     * = (ln cosh((a - 1/2) eps) - ln cosh(eps/2)) / (a - 1), each ln cosh accurate to a few
+     * ulps (no cancellation inside), so the difference is too for small eps */
+    double t1 = ln_cosh((a - 0.5) * eps), t2 = ln_cosh(0.5 * eps);
+    double slack = 8.0 * DBL_EPSILON * (fabs(t1) + fabs(t2));
+    double r = up_over(t1 - t2, slack, a);
+    double z = dp_round_up(a * eps * eps / 2.0, 1e-15);
+    if (z < r)
+        r = z;
+    return r < eps ? r : eps;
+}
+
+/* eps/(e^eps - 1) - 1 - ln(eps/(e^eps - 1)) for eps > 0, without cancellation, rounded up. */
+static double br_kl(double eps)
+{
+    /* u = eps/(e^eps - 1) - 1 = (eps - expm1(eps)) / expm1(eps) */
+    double num;
+    if (eps < 0.5) { /* eps - expm1(eps) = -sum_{k>=2} eps^k / k! */
+        double term = eps * eps / 2.0, s = 0.0;
+        for (int k = 2; k < 40 && term > 1e-300; k++) {
+            s += term;
+            term *= eps / (k + 1);
+        }
+        num = -s;
+    } else {
+        num = eps - expm1(eps);
+    }
+    double em = expm1(eps);
+    double u = isinf(em) ? -1.0 : num / em, g;
+    if (u == -1.0) /* eps/(e^eps - 1) underflows relative to 1: r - 1 - ln r with r = eps e^-eps */
+        return dp_round_up(-1.0 - (log(eps) - eps), 1e-12);
+    if (fabs(u) < 0.1) { /* u - ln(1 + u) = sum_{k>=2} (-1)^k u^k / k */
+        double pw = u * u;
+        g = 0.0;
+        for (int k = 2; k < 60; k++) {
+            g += (k % 2 == 0 ? 1.0 : -1.0) * pw / k;
+            pw *= u;
+        }
+    } else {
+        g = u - log1p(u);
+    }
+    return dp_round_up(g, 1e-12) + 8.0 * DBL_EPSILON * fabs(u) * fabs(u);
+}
+
+double rdp_bounded_range(double eps, double a)
+{
+    double p = rdp_pure_dp(eps, a); /* also the edge cases: 0 for eps = 0, inf for bad input */
+    if (p == 0.0 || isinf(p))
+        return p;
+    double r = dp_round_up(br_kl(eps) + dp_round_up((a - 1.0) * eps * eps / 8.0, 1e-15), 1e-15);
+    return r < p ? r : p;
+}
+
+/* ln(sum_i w_i e^{x_i}) for w_i >= 0, and the sum of |w_i e^{x_i}| relative scale */
+static double lse3(const double *x, const double *w, int n)
+{
+    double m = -HUGE_VAL;
+    for (int i = 0; i < n; i++)
+        if (w[i] > 0.0 && x[i] > m)
+            m = x[i];
+    if (m == -HUGE_VAL)
+        return -HUGE_VAL;
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        if (w[i] > 0.0)
+            s += w[i] * exp(x[i] - m);
+    return m + log(s);
+}
+
+double rr_loss(double p, double k)
+{
+    /* ln(k/p - k + 1) = ln(1 + (k - 1)(1 - p)) - ln p, finite for every p > 0 */
+    return dp_round_up(log1p((k - 1.0) * (1.0 - p)) - log(p), 1e-15);
+}
+
+double rdp_rr_replace_one(double p, double k, double a)
+{
+    if (!(a > 1.0) || !(p >= 0.0 && p <= 1.0) || !(k >= 1.0))
+        return HUGE_VAL;
+    if (k == 1.0 || p == 1.0)
+        return 0.0;
+    if (p == 0.0)
+        return HUGE_VAL;
+    /* P = R(x), Q = R(x'): sum_o P^a Q^{1-a} = (p/k) e^{a L} + (1-p+p/k) e^{-a L} + (1-2/k) p,
+     * L = ln(k/p - k + 1), summed in log space (the weights may underflow) */
+    double L = rr_loss(p, k);
+    if (isinf(a))
+        return dp_round_up(L, 1e-15);
+    const double x[3] = {a * L + log(p) - log(k), -a * L + log1p(-p * (1.0 - 1.0 / k)),
+                         k > 2.0 ? log1p(-2.0 / k) + log(p) : -HUGE_VAL};
+    const double w[3] = {1.0, 1.0, 1.0};
+    double v = lse3(x, w, 3);
+    double r = up_over(v, 8.0 * DBL_EPSILON * (a * L + fabs(log(p)) + log(k) + 4.0), a);
+    double cap = dp_round_up(L, 1e-15); /* it is L-DP */
+    return r < cap ? r : cap;
+}
+
+double rdp_rr_replace_special(double p, double k, double a)
+{
+    if (!(a > 1.0) || !(p >= 0.0 && p <= 1.0) || !(k >= 1.0))
+        return HUGE_VAL;
+    if (k == 1.0 || p == 1.0)
+        return 0.0;
+    if (p == 0.0)
+        return HUGE_VAL;
+    /* against the uniform output: likelihood ratios k(1-p) + p (weight 1/k) and p (1 - 1/k) */
+    double l1 = log(k * (1.0 - p) + p), l2 = log(p);
+    double cap = dp_round_up(l1 > -l2 ? l1 : -l2, 1e-15);
+    if (isinf(a))
+        return cap;
+    const double w[2] = {1.0 / k, 1.0 - 1.0 / k};
+    const double x1[2] = {a * l1, a * l2}, x2[2] = {(1.0 - a) * l1, (1.0 - a) * l2};
+    double v1 = lse3(x1, w, 2), v2 = lse3(x2, w, 2);
+    double v = v1 > v2 ? v1 : v2;
+    double r = up_over(v, 8.0 * DBL_EPSILON * (a * (fabs(l1) + fabs(l2)) + 4.0), a);
+    return r < cap ? r : cap;
+}
+
+/* (e^x - 1)/x and ln(x)/(x - 1), stable near 0 and 1 */
+static double expm1_over_x(double x)
+{
+    return x == 0.0 ? 1.0 : expm1(x) / x;
+}
+
+static double logx_over_xm1(double x)
+{
+    return x == 1.0 ? 1.0 : log1p(x - 1.0) / (x - 1.0);
+}
+
+/* The mean of the truncated negative binomial with halting parameter gamma in (0, 1] and
+ * shape eta >= 0 (Papernot & Steinke, Definition 1). */
+static double tnb_mean(double gamma, double eta)
+{
+    if (eta == 1.0)
+        return 1.0 / gamma;
+    if (eta == 0.0)
+        return 1.0 / (gamma * logx_over_xm1(gamma));
+    return 1.0 / (gamma * expm1_over_x(eta * log(gamma)) * logx_over_xm1(gamma));
+}
+
+/* gamma for a mean: the mean decreases in gamma; the bisection keeps mean(lo) >= mean, so
+ * lo <= the true gamma and ln(1/lo) >= ln(1/gamma) (the safe side), nudged down once more
+ * for the evaluation's rounding. */
+static double tnb_gamma(double eta, double mean)
+{
+    if (eta == 1.0)
+        return (1.0 / mean) * (1.0 - 4.0 * DBL_EPSILON);
+    double lo = 0.0, hi = 2.0 * (eta + 1.0) / mean;
+    if (hi > 1.0)
+        hi = 1.0;
+    for (int i = 0; i < 2000 && hi > lo * (1.0 + 1e-13); i++) {
+        double g = 0.5 * (lo + hi);
+        if (tnb_mean(g, eta) < mean)
+            hi = g;
+        else
+            lo = g;
+    }
+    return lo * (1.0 - 1e-12);
+}
+
+dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t n, double mean,
+                                 double shape, double *out)
+{
+    if (!(mean >= 1.0) || !isfinite(mean) || !(shape >= 0.0) || bad_orders(orders, n))
+        return DPB_EINVAL;
+    double lmean = log(mean);
+    if (isinf(shape)) { /* Poisson: Theorem 6 */
+        for (size_t i = 0; i < n; i++) {
+            double a = orders[i], eh = log1p(1.0 / (a - 1.0)), dh, o;
+            if (rdp_delta(orders, rdp, n, eh, &dh, &o) != DPB_OK)
+                return DPB_EINVAL;
+            double v = rdp[i] + mean * dh + lmean / (a - 1.0);
+            out[i] = isinf(rdp[i]) ? HUGE_VAL : dp_round_up(v, 1e-12);
+        }
+        return DPB_OK;
+    }
+    /* truncated negative binomial: Theorem 2 */
+    double gamma = tnb_gamma(shape, mean);
+    if (!(gamma > 0.0))
+        return DPB_EINVAL;
+    double lg = -log(gamma), c = HUGE_VAL;
+    for (size_t j = 0; j < n; j++) {
+        double v = (1.0 - 1.0 / orders[j]) * rdp[j] + lg / orders[j];
+        if (v < c)
+            c = v;
+    }
+    c = dp_round_up((1.0 + shape) * c, 1e-12);
+    for (size_t i = 0; i < n; i++)
+        out[i] = dp_round_up(rdp[i] + lmean / (orders[i] - 1.0) + c, 1e-12);
+    /* RDP does not decrease with the order: a bound at a larger order holds at a smaller */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (orders[j] >= orders[i] && out[j] < out[i])
+                out[i] = out[j];
+    return DPB_OK;
+}

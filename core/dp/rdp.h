@@ -54,4 +54,42 @@ dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double
 dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double eps, double *delta,
                      double *order);
 
+/* ---- issue 16: the RDP of dp_accounting's mechanism events ----------------------------- *
+ * Each function returns the RDP at one order a > 1, rounded up (a value above the exact one
+ * by at most a few 1e-12 relative, plus the evaluation's absolute round-off); +HUGE_VAL
+ * where the divergence is infinite. */
+
+/* Most orders a caller may give (POST /v1/rdp). */
+#define RDP_MAX_ORDERS 500
+/* The largest order a caller may give (the sampled Gaussian's sums grow with it). */
+#define RDP_MAX_ORDER 1e5
+
+/* Any epsilon-DP mechanism: the RDP of binary randomized response with parameter epsilon,
+ * which dominates every epsilon-DP pair (Kairouz, Oh, Viswanath 2015; RDP is preserved by
+ * post-processing), capped by a eps^2/2 (Bun & Steinke 2016, Prop. 3.3) and by eps. */
+double rdp_pure_dp(double eps, double a);
+
+/* An epsilon-bounded-range mechanism (the exponential mechanism): KL <= eps/(e^eps - 1) - 1
+ * - ln(eps/(e^eps - 1)) and the loss ranges over an interval of length eps, so by Hoeffding's
+ * lemma RDP <= KL + (a - 1) eps^2/8 (Cesar & Rogers 2021, Section 3); the smaller of that and
+ * rdp_pure_dp(eps, a). */
+double rdp_bounded_range(double eps, double a);
+
+/* k-ary randomized response with noise p (dp_accounting's two relations): replace_one, the
+ * pair R(x), R(x'); replace_special, R(x) against the uniform output R(bot), both orders. */
+double rdp_rr_replace_one(double p, double k, double a);
+/* ln(k/p - k + 1), the loss of randomized response under replace_one (0 < p <= 1), rounded up */
+double rr_loss(double p, double k);
+double rdp_rr_replace_special(double p, double k, double a);
+
+/* Repeat-and-select (Papernot & Steinke 2022): out[i] is the RDP at orders[i] of running a
+ * mechanism with the RDP curve rdp[] (at the same orders) a random number K of times and
+ * releasing the best run. shape = +inf: K is Poisson with mean `mean` (Theorem 6, with
+ * delta-hat from the improved conversion of the curve); 0 <= shape < inf: K is truncated
+ * negative binomial (shape 0 logarithmic, 1 geometric; Theorem 2, its gamma found from the
+ * mean by bisection on the safe side), then made monotone in the order. DPB_EINVAL for
+ * mean < 1, shape < 0 or an order <= 1. */
+dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t n, double mean,
+                                 double shape, double *out);
+
 #endif

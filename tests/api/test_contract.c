@@ -286,7 +286,7 @@ static void contract_more_statuses(void)
     CHECK(is_problem(&r, 422, "not_covered", NULL));
     api_reply_free(&r);
     api_postf(&r, "/v1/rounds",
-              "{\"round_id\":\"contract-422\",\"event\":{\"class_name\":\"ZCDpEvent\"},"
+              "{\"round_id\":\"contract-422\",\"event\":{\"class_name\":\"UnsupportedDpEvent\"},"
               "\"participants\":[\"nobody\"]}");
     CHECK(is_problem(&r, 422, "unsupported", "event.class_name"));
     api_reply_free(&r);

@@ -25,6 +25,7 @@ int main(int argc, char **argv)
         {WAL_TESTS, WAL_NTESTS},
         {LEDGER_TESTS, LEDGER_NTESTS},
         {SPEND_TESTS, SPEND_NTESTS},
+        {MECH_TESTS, MECH_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

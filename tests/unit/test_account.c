@@ -105,7 +105,11 @@ static void refusals(void)
           DPB_EINVAL);
     CHECK(dp_delta(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, &eps, 0, &d, NULL, &rep, NULL) ==
           DPB_ELIMIT);
-    double dl[2] = {0.0, 0.5}, e[2];
+    double dl[2] = {-1e-300, 0.5}, e[2];
+    CHECK(dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, dl, 2, e, &rep, NULL) == DPB_EINVAL);
+    dl[0] = NAN;
+    CHECK(dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, dl, 2, e, &rep, NULL) == DPB_EINVAL);
+    dl[0] = 1.0 + 1e-15;
     CHECK(dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, DP_ACCT_THM41, dl, 2, e, &rep, NULL) == DPB_EINVAL);
     /* estimates never calibrate */
     ev->unknown = DP_PARAM_ROUNDS;
