@@ -8,10 +8,10 @@ to_event(x) accepts
 - any object whose class is named like a dp_accounting event and has that event's
   attributes (the table FIELDS below),
 and returns the JSON object the daemon takes. Nothing is guessed: an object that is none of
-these is a TypeError, a missing field a ValueError, NaN or an infinite number a ValueError
-(JSON has neither), and None fields are left out (the daemon then applies its default or
-names the missing field). Events the daemon does not account (DiscreteGaussianDpEvent, ...)
-are converted all the same; the daemon answers them 422 unsupported.
+these is a TypeError, a missing field a ValueError, NaN or -inf a ValueError (JSON has
+neither; +inf is written "infinite", as the daemon spells it), and None fields are left out (the daemon then applies its default or
+names the missing field). Events the daemon does not account (UnsupportedDpEvent) are
+converted all the same; the daemon answers them 422 unsupported.
 """
 import math
 import numbers
@@ -117,6 +117,8 @@ def _value(v, path, depth):
         return int(v)
     if isinstance(v, numbers.Real):
         f = float(v)
+        if f == math.inf:
+            return "infinite"  # the daemon's spelling (RepeatAndSelectDpEvent's Poisson shape)
         if not math.isfinite(f):
             raise ValueError("%s: %r is not a finite number" % (path, v))
         return f

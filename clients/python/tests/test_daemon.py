@@ -96,7 +96,7 @@ class Compute(ClientCase):
             self.c.delta({"class_name": "NoSuchDpEvent"}, 1.0)
         self.assertEqual(cm.exception.code, "unknown_event")
         with self.assertRaises(errors.Unsupported):
-            self.c.epsilon({"class_name": "DiscreteGaussianDpEvent", "sigma": 1.0}, 1e-5)
+            self.c.epsilon({"class_name": "UnsupportedDpEvent"}, 1e-5)
         with self.assertRaises(errors.Infeasible) as cm:
             self.c.calibrate(events.self_composed({"class_name": "GaussianDpEvent",
                                                    "noise_multiplier": 0.1}, None),

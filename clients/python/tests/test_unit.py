@@ -123,7 +123,14 @@ class Events(unittest.TestCase):
         with self.assertRaises(ValueError):
             events.to_event(GaussianDpEvent(float("nan")))
         with self.assertRaises(ValueError):
-            events.to_event(GaussianDpEvent(math.inf))
+            events.to_event(GaussianDpEvent(-math.inf))
+        # +inf is the daemon's "infinite" (a Gaussian of infinite noise is then refused by the
+        # daemon with 400 wrong_type; RepeatAndSelectDpEvent's Poisson shape is accepted)
+        self.assertEqual(events.to_event(GaussianDpEvent(math.inf))["noise_multiplier"],
+                         "infinite")
+        self.assertEqual(events.to_event({"class_name": "RepeatAndSelectDpEvent", "mean": 2.0,
+                                          "shape": math.inf,
+                                          "event": GaussianDpEvent(1.0)})["shape"], "infinite")
         with self.assertRaises(TypeError):
             events.to_event(object())
         with self.assertRaises(ValueError):
