@@ -261,6 +261,14 @@ static int decode_client(json_t *j, const char *path, const char *const *allowed
     return 0;
 }
 
+/* A client's ETag: its version, and whether its spend is the background refinement's PLD
+ * value (which keeps the version: see ledger_client.version). */
+static void client_etag(const ledger_client *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "\"c%llu%s\"", (unsigned long long)c->version,
+             c->spent_accountant == DP_ACCT_PLD ? "p" : "");
+}
+
 void res_client_put(const http_request *req, http_response *resp)
 {
     static const char *const allowed[] = {"budget", "accounting", "neighboring_relation", "labels",
@@ -283,7 +291,7 @@ void res_client_put(const http_request *req, http_response *resp)
         json_decref(j);
         return;
     }
-    snprintf(resp->etag, sizeof resp->etag, "\"c%llu\"", (unsigned long long)out.version);
+    client_etag(&out, resp->etag, sizeof resp->etag);
     http_reply_json(resp, created ? 201 : 200, client_json(&out));
     json_decref(j);
     return;
@@ -401,7 +409,7 @@ void res_client_get(const http_request *req, http_response *resp)
         return;
     }
     char etag[48];
-    snprintf(etag, sizeof etag, "\"c%llu\"", (unsigned long long)c.version);
+    client_etag(&c, etag, sizeof etag);
     mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;
@@ -512,7 +520,7 @@ void res_clients_list(const http_request *req, http_response *resp)
     uint64_t version = 0;
     ledger_list(the_ledger(req), &q, page, &n, &total, &version);
     char etag[48];
-    snprintf(etag, sizeof etag, "\"l%llu\"", (unsigned long long)version);
+    snprintf(etag, sizeof etag, "\"l%llx\"", (unsigned long long)version);
     mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag)) {
         free(page);
@@ -1322,7 +1330,7 @@ void res_summary(const http_request *req, http_response *resp)
     ledger_summary s;
     ledger_get_summary(the_ledger(req), &s);
     char etag[48];
-    snprintf(etag, sizeof etag, "\"s%llu-%d\"", (unsigned long long)s.version, s.read_only);
+    snprintf(etag, sizeof etag, "\"s%llx-%d\"", (unsigned long long)s.view, s.read_only);
     mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;

@@ -72,6 +72,8 @@ static const char USAGE[] =
     "  --reservation-ttl SECS  how long a two-phase round's reservation is held when its\n"
     "                       request names no reservation_ttl_seconds; then it expires and\n"
     "                       its clients' budget is released (1 to 86400, default 3600)\n"
+    "  --no-pld-refine      do not compute pld clients' PLD spends in the background (a\n"
+    "                       pld client then shows its rdp value until near its budget)\n"
     "  --no-ledger          serve the compute API only\n"
     "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
     "                       a comma list of read, charge, admin (make one with\n"
@@ -294,7 +296,7 @@ static int verify(const char *dir)
         fprintf(stderr, "dpbudgetd: --verify: cannot read %s: %s\n", dir, strerror(errno));
         goto out;
     }
-    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0};
+    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {
@@ -397,7 +399,8 @@ static const char *const VALUED[] = {"listen",
                                      "compute-queue",
                                      "compute-deadline",
                                      NULL};
-static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log", NULL};
+static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
+                                       "no-pld-refine", NULL};
 
 static int listed(const char *const *names, const char *n)
 {
@@ -426,6 +429,8 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
             st->use_ledger = !on;
         else if (strcmp(name, "open-compute") == 0)
             st->cfg.open_compute = on;
+        else if (strcmp(name, "no-pld-refine") == 0)
+            st->lo.pld_refine = !on;
         else
             st->cfg.log_requests = !on;
         return;
@@ -742,7 +747,7 @@ int main(int argc, char **argv)
                     .compute_queue = 16,
                     .compute_deadline = 30.0},
                    NULL,
-                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0},
+                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1},
                    1,
                    NULL,
                    NULL,

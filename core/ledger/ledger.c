@@ -25,10 +25,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
 #include "fnv.h"
+#include "refine.h"
 #include "snapshot.h"
 #include "spend.h"
 #include "wal.h"
@@ -81,7 +83,8 @@ typedef struct {
     char *labels;     /* NULL or "k=v\n..." */
     double spent, dtv;
     uint64_t rounds, version;
-    uint64_t seq; /* log seq of the last change (0: recovered, durable) */
+    uint64_t seq;     /* log seq of the last change (0: recovered, durable) */
+    uint64_t refined; /* version + 1 when the background refinement settled this state */
     uint32_t nev;
     lcount *ev;
     uint32_t nrv; /* reserved events (two-phase rounds), counted in every admission */
@@ -195,6 +198,13 @@ struct ledger {
     pthread_cond_t snap_cv;
     int snap_wanted, snap_stop, snap_running, has_thread;
     spend_engine *sp; /* spends: events by content, the PLD value cache */
+    /* background refinement (refine_step): its thread, scan cursor, and what views show */
+    refiner *rf;
+    size_t rf_next;
+    uint64_t rf_pass_version, rf_idle_version, rf_pass_found;
+    uint64_t refines, boot; /* refinements applied since open; a value new at every open */
+    uint64_t refine_stale;  /* refinements discarded: the client changed meanwhile */
+    atomic_int refining;    /* the refinement is computing a PLD */
 };
 
 /* ---- small utilities ------------------------------------------------------------------------- */
@@ -1476,6 +1486,127 @@ static int cmp_clients(const void *a, const void *b)
     return sort_desc ? -c : c;
 }
 
+/* ---- Background refinement (pld_refine) ---------------------------------------------------
+ * A pld client within its budget shows its rdp value r. A thread at the lowest priority
+ * (refine.c) scans the clients in slices under the read lock for such a state not settled
+ * yet, copies its terms (holding references to its events), computes the PLD value p through
+ * the spend engine (its cache, the same code a charge uses) outside every lock, and under the
+ * write lock, briefly, shows min(p, r) naming the accountant if the client's budget and
+ * multiset are still exactly the copied ones: a charge meanwhile is never overwritten.
+ * Nothing is logged: the refined value is a function of the logged state, recomputed after a
+ * restart, so the client's version (which the log's replay must number the same) is kept;
+ * the accountant changes with it, and (version, accountant) is the client's ETag. Lists and
+ * the summary change too: their ETag (view_tag) mixes in the refinements applied since open
+ * and a value new at every open, as a snapshot may hold refined values. */
+
+static uint64_t view_tag(const ledger *l)
+{
+    uint64_t v[3] = {l->version, l->refines, l->boot};
+    return fnv64(v, sizeof v, 14695981039346656037ULL);
+}
+
+static int refine_wanted(const lclient *c)
+{
+    return c->mode == LEDGER_PLD && !c->uncertified && c->sacct == DP_ACCT_RDP && c->nev > 0 &&
+           c->refined != c->version + 1;
+}
+
+/* 1 if c still has exactly the budget and the terms o[0..m) (in its own order). */
+static int refine_same(const ledger *l, const lclient *c, double eps, double delta, uint8_t rel,
+                       const spend_term *o, size_t m)
+{
+    if (c->mode != LEDGER_PLD || c->uncertified || c->sacct != DP_ACCT_RDP || c->eps != eps ||
+        c->delta != delta || c->rel != rel || c->nev != m)
+        return 0;
+    for (size_t i = 0; i < m; i++)
+        if (l->evs[c->ev[i].ev].se != o[i].ev || c->ev[i].count != o[i].count)
+            return 0;
+    return 1;
+}
+
+#define REFINE_SLICE 1024 /* clients looked at per hold of the read lock */
+
+static int refine_step(void *arg, const int *stop)
+{
+    ledger *l = arg;
+    char *id = NULL;
+    spend_term *o = NULL, *t = NULL;
+    size_t m = 0;
+    double eps = 0.0, delta = 0.0;
+    uint8_t rel = 0;
+    pthread_rwlock_rdlock(&l->lock);
+    if (l->rf_next == 0) { /* a new pass, unless nothing changed since a pass found nothing */
+        if (l->version == l->rf_idle_version) {
+            pthread_rwlock_unlock(&l->lock);
+            return 0;
+        }
+        l->rf_pass_version = l->version;
+        l->rf_pass_found = 0;
+    }
+    for (size_t k = 0; k < REFINE_SLICE && l->rf_next < l->ncl && id == NULL; k++) {
+        const lclient *c = &l->cl[l->rf_next++];
+        if (!refine_wanted(c))
+            continue;
+        m = c->nev;
+        id = xstrdup(c->id);
+        o = malloc(m * sizeof *o);
+        t = malloc(m * sizeof *t);
+        if (id == NULL || o == NULL || t == NULL) {
+            free(id);
+            free(o);
+            free(t);
+            pthread_rwlock_unlock(&l->lock);
+            return 0; /* out of memory: try again later */
+        }
+        for (size_t i = 0; i < m; i++) {
+            o[i] = t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+            spend_event_ref(l->sp, o[i].ev); /* a withdrawn charge could drop it meanwhile */
+        }
+        eps = c->eps;
+        delta = c->delta;
+        rel = c->rel;
+        l->rf_pass_found++;
+    }
+    if (id == NULL && l->rf_next >= l->ncl) { /* the pass is over */
+        l->rf_next = 0;
+        if (l->rf_pass_found == 0)
+            l->rf_idle_version = l->rf_pass_version;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    if (id == NULL)
+        return 1;
+    spend_result r;
+    atomic_store(&l->refining, 1);
+    spend_refine(l->sp, eps, delta, (dp_relation)rel, t, m, stop, &r);
+    if (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+        pthread_rwlock_wrlock(&l->lock);
+        long pos = find_client(l, id);
+        lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
+        if (c && refine_same(l, c, eps, delta, rel, o, m)) {
+            c->refined = c->version + 1;
+            if (r.accountant == DP_ACCT_PLD && r.spent < c->spent) {
+                counters(l, c, -1);
+                c->spent = r.spent;
+                c->sacct = DP_ACCT_PLD;
+                counters(l, c, +1);
+                l->refines++;
+            }
+        } else {
+            l->refine_stale++;
+        }
+        pthread_rwlock_unlock(&l->lock);
+    }
+    atomic_store(&l->refining, 0);
+    for (size_t i = 0; i < m; i++)
+        spend_event_put(l->sp, o[i].ev);
+    free(id);
+    free(o);
+    free(t);
+    return 1;
+}
+
+/* ---- end of background refinement ---------------------------------------------------------- */
+
 static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no context argument */
 
 dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
@@ -1506,7 +1637,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
     for (size_t i = q->offset; i < m && *n < q->limit; i++)
         view_of(&l->cl[idx[i]], &out[(*n)++]);
     *total = m;
-    *version = l->version;
+    *version = view_tag(l);
     free(idx);
     pthread_rwlock_unlock(&l->lock);
     return DPB_OK;
@@ -3115,6 +3246,10 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->uncertified = l->by_status[LEDGER_UNCERTIFIED];
     s->rounds = l->nrd;
     s->version = l->version;
+    s->view = view_tag(l);
+    s->refined = l->refines;
+    s->refine_stale = l->refine_stale;
+    s->refining = atomic_load(&l->refining);
     memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
     s->read_only = ledger_ro(l);
     s->log_bytes = l->w ? wal_size_bytes(l->w) : 0;
@@ -3714,6 +3849,10 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     pthread_mutex_init(&l->snap_mu, NULL);
     pthread_cond_init(&l->snap_cv, NULL);
     l->sp = spend_engine_new(0);
+    struct timespec bt;
+    clock_gettime(CLOCK_REALTIME, &bt);
+    l->boot =
+        ((uint64_t)bt.tv_sec * 1000000000u + (uint64_t)bt.tv_nsec) ^ ((uint64_t)getpid() << 40);
     dpb_status st = DPB_ENOMEM;
     if (l->dir == NULL || l->sp == NULL || index_init(&l->cl_index, 1024) != 0 ||
         index_init(&l->nm_index, 64) != 0 || index_init(&l->rd_index, 1024) != 0 ||
@@ -3786,6 +3925,8 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     }
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
+    if (o->pld_refine) /* after recovery: it reads the state */
+        l->rf = refiner_start(refine_step, l, 0.05);
     *out = l;
     return DPB_OK;
 fail:
@@ -3809,6 +3950,8 @@ static void close_ledger(ledger *l, int snapshot)
 {
     if (l == NULL)
         return;
+    refiner_stop(l->rf); /* first: it reads the state and refers to events */
+    l->rf = NULL;
     if (l->has_thread) {
         pthread_mutex_lock(&l->snap_mu);
         l->snap_stop = 1;

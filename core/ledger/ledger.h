@@ -12,6 +12,9 @@
  *   pld mode: the rdp accountant's value of the composition while it is within the budget's
  *     eps, else the smaller of it and the PLD accountant's value of the client's whole
  *     multiset of events (tighter; computed only then, before the round's write lock).
+ *     With ledger_options.pld_refine a background thread computes the PLD value of the
+ *     others too, off every lock, and shows the smaller when the client is unchanged; a
+ *     round admits on it when the PLD cache holds it, never on an estimate.
  *   The spend names its accountant (ledger_client.spent_accountant): the compute API with it
  *   on the client's composition gives the same number (core/ledger/spend.c computes both).
  * Both modes are valid when each round's event (its privacy parameters) and each client's
@@ -135,6 +138,9 @@ typedef struct {
     double default_epsilon, default_delta;
     uint64_t snapshot_every; /* log records between snapshots (0: 100000) */
     size_t keep_outcomes;    /* per-client round answers kept in memory (0: 4 million) */
+    int pld_refine;          /* a background thread at the lowest priority replaces pld clients' rdp
+                              * spends by their PLD values when smaller (ledger.c, "Background
+                              * refinement"); 0: a pld client shows the PLD only near its budget */
 } ledger_options;
 
 typedef struct ledger ledger;
@@ -159,7 +165,9 @@ typedef struct {
     double remaining; /* max(0, epsilon - spent) */
     double delta_tv;  /* the total-variation part of the spend (shuffled epochs) */
     uint64_t rounds;  /* rounds charged */
-    uint64_t version; /* changes with every change of the client (ETag) */
+    uint64_t version; /* changes with every logged change of the client; a background
+                       * refinement (pld_refine) keeps it and turns spent_accountant to pld:
+                       * (version, spent_accountant) fixes what a read shows (the ETag) */
     ledger_status status;
     ledger_guarantee guarantee;
     int spent_accountant; /* the dp_accountant whose value for the client's composition (at
@@ -216,7 +224,8 @@ typedef struct {
 } ledger_query;
 
 /* A page of clients in the query's order; *total is the number matching, *version the
- * ledger's version (an ETag for the whole list). out holds at least q->limit entries. */
+ * ledger's view (ledger_summary.view: an ETag for the whole list). out holds at least q->limit
+ * entries. */
 dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
                        size_t *total, uint64_t *version);
 
@@ -406,7 +415,12 @@ void ledger_round_res_free(ledger_round_res *r);
 
 typedef struct {
     uint64_t clients, active, exhausted, uncertified, rounds, version;
-    uint64_t spend_hist[11]; /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
+    uint64_t view; /* changes whenever anything the summary or a list shows changes (an ETag):
+                    * the version, background refinements, and a value new at every open */
+    uint64_t refined, refine_stale; /* background refinements (pld_refine) since open: shown;
+                                     * discarded because the client changed meanwhile */
+    int refining;                   /* 1 while the refinement computes a PLD */
+    uint64_t spend_hist[11];        /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
     int read_only;
     uint64_t log_bytes;
     /* the log's fdatasync latency (wal_sync_stats) */

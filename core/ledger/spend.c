@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/cancel.h"
 #include "../dp/normal.h"
 #include "../dp/rdp.h"
 #include "fnv.h"
@@ -393,7 +394,7 @@ static void lru_push(spend_engine *g, centry *c)
 }
 
 static int cache_get(spend_engine *g, uint64_t key, double delta, dp_relation rel,
-                     const spend_term *t, size_t m, double *pld)
+                     const spend_term *t, size_t m, double *pld, int count_miss)
 {
     pthread_mutex_lock(&g->cmu);
     for (centry *c = g->cb[key & (g->cb_cap - 1)]; c; c = c->next)
@@ -405,7 +406,7 @@ static int cache_get(spend_engine *g, uint64_t key, double delta, dp_relation re
             pthread_mutex_unlock(&g->cmu);
             return 1;
         }
-    g->misses++;
+    g->misses += count_miss ? 1 : 0;
     pthread_mutex_unlock(&g->cmu);
     return 0;
 }
@@ -494,9 +495,11 @@ static double pld_of(spend_engine *g, const spend_term *t, size_t m, double delt
 {
     uint64_t key = cache_key(delta, rel, t, m);
     double p;
-    if (cache_get(g, key, delta, rel, t, m, &p))
+    if (cache_get(g, key, delta, rel, t, m, &p, 1))
         return p;
     p = pld_compute(t, m, delta, rel);
+    if (dpb_cancelled())
+        return HUGE_VAL; /* abandoned (spend_refine's caller closing): nothing kept */
     pthread_mutex_lock(&g->cmu);
     g->plds++;
     pthread_mutex_unlock(&g->cmu);
@@ -585,13 +588,20 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
         out->accountant = DP_ACCT_PLD;
         return;
     }
-    double r = rdp_of(g, t, m, delta);
+    double r = rdp_of(g, t, m, delta), p;
     if (r <= eps) {
         out->spent = r;
         out->accountant = DP_ACCT_RDP;
+        /* the PLD value when the cache holds it (spend_refine put it there): never computed
+         * here, so a round within budget costs what an rdp round does */
+        if (cache_get(g, cache_key(delta, rel, t, m), delta, rel, t, m, &p, 0) && p < r) {
+            out->spent = p;
+            out->accountant = DP_ACCT_PLD;
+            out->pld_computed = 1;
+        }
         return;
     }
-    double p = pld_of(g, t, m, delta, rel);
+    p = pld_of(g, t, m, delta, rel);
     out->pld_computed = 1;
     if (p <= r) {
         out->spent = p;
@@ -602,6 +612,29 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
     } else {
         out->spent = HUGE_VAL; /* nothing certified: spend infinite, named by neither */
     }
+}
+
+void spend_refine(spend_engine *g, double eps, double delta, dp_relation rel, spend_term *t,
+                  size_t m, const int *stop, spend_result *out)
+{
+    dpb_cancel cn = {0.0, stop};
+    const dpb_cancel *prev = dpb_cancel_enter(&cn);
+    spend_eval(g, LEDGER_PLD, eps, delta, rel, t, m, out);
+    double r = out->spent;
+    if (out->accountant == DP_ACCT_RDP && !out->pld_computed) { /* within budget: r decided */
+        double p = pld_of(g, t, m, delta, rel);
+        out->pld_computed = 1;
+        if (p < r) {
+            out->spent = p;
+            out->accountant = DP_ACCT_PLD;
+        }
+    }
+    if (dpb_cancelled()) { /* abandoned: no answer (pld_of kept nothing) */
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
+        out->pld_computed = 0;
+    }
+    dpb_cancel_leave(prev);
 }
 
 typedef struct {

@@ -15,7 +15,8 @@
  *   pld: the cheaper of two certified upper bounds that decides: the rdp accountant's value
  *     r of the composition when r <= eps (a round is admitted on it at once, whatever the
  *     PLD says), else the pld accountant's value p of the composition (the pessimistic PLD,
- *     computed only then: near or past the budget), min(p, r). The result names the
+ *     computed only then: near or past the budget, or found in the cache, or by
+ *     spend_refine), min(p, r). The result names the
  *     accountant it is (DP_ACCT_RDP or DP_ACCT_PLD): POST /v1/epsilon with that accountant
  *     on the same composition answers the same number;
  *   rdp_filter, gdp_filter: the filters' levels (docs/FILTERS.md).
@@ -91,6 +92,13 @@ typedef struct {
  * for a client of accounting mode `mode` (a ledger_mode), budget (eps, delta) and relation. */
 void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
                 size_t m, spend_result *out);
+
+/* The spend of a pld client (as spend_eval) with the PLD value always computed (through the
+ * same cache): min(p, r) naming its accountant, also when r is within the budget. *stop
+ * (read atomically; NULL: never) abandons the computation: then accountant is -1 and
+ * nothing is cached. For the ledger's background refinement (off the request path). */
+void spend_refine(spend_engine *g, double eps, double delta, dp_relation rel, spend_term *t,
+                  size_t m, const int *stop, spend_result *out);
 
 /* A pld client's spend to be: its budget, relation and terms (reordered by spend_prefetch). */
 typedef struct {

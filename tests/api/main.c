@@ -287,7 +287,9 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
         all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm);
-        /* then the suites that start their own daemons (auth, TLS) */
+        /* then the suites that start their own daemons (ledger options, auth, TLS) */
+        for (size_t i = 0; i < LEDGER_OWN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = LEDGER_OWN_TESTS[i];
         for (size_t i = 0; i < AUTH_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = AUTH_TESTS[i];
         for (size_t i = 0; i < OPERATOR_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)

@@ -108,10 +108,12 @@ static void find_base(void)
     closedir(d);
 }
 
+static int own_daemon; /* a test's own daemon (api_daemon_start): api_get_base() */
+
 static const char *api_base_url(void)
 {
     pthread_once(&base_once, find_base);
-    return base_url;
+    return own_daemon ? api_get_base() : base_url;
 }
 
 /* ---- a libcurl call with headers ------------------------------------------------------------- */
@@ -1345,10 +1347,11 @@ static void ledger_pld_mode(void)
                ",\"participants\":[\"%s\",\"%s\",\"%s\"]}",
                pld, rdp, near);
     CHECKF(r.status == 200 && jint_is(r.json, "charged", 3), "%.300s", r.body);
-    /* far from its budget a pld client is charged on the rdp bound, and says so */
+    /* far from its budget a pld client is charged on the rdp bound, or on the PLD when it is
+     * known: here it is, computed for `near` (the same composition) before the round's lock */
     const json_t *ep = entry(r.json, "admitted", pld), *en = entry(r.json, "admitted", near);
-    same_value("pld (far) spent_after vs /v1/epsilon rdp", jnum(ep, "spent_after"), want_rdp);
-    CHECK(str_is(ep, "spent_after_accountant", "rdp"));
+    same_value("pld (far) spent_after vs /v1/epsilon pld", jnum(ep, "spent_after"), want_pld);
+    CHECK(str_is(ep, "spent_after_accountant", "pld"));
     same_value("rdp spent_after vs /v1/epsilon rdp",
                jnum(entry(r.json, "admitted", rdp), "spent_after"), want_rdp);
     /* near it (rdp past the budget) the PLD decides, and is the spend */
@@ -1366,10 +1369,11 @@ static void ledger_pld_mode(void)
     spend_matches_compute(
         near, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, E100) "]}", "pld");
     spend_matches_compute(
-        pld, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, E100) "]}", "rdp");
+        pld, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, E100) "]}", "pld");
     get_client(pld, NULL, &r, NULL);
     CHECK(str_is(r.json, "accounting", "pld") && jint_is(r.json, "rounds", 2));
-    same_value("GET pld spent", jnum(r.json, "spent.epsilon"), want_rdp2);
+    same_value("GET pld spent", jnum(r.json, "spent.epsilon"), want_pld2);
+    CHECKF(want_pld2 < want_rdp2, "%g %g", want_pld2, want_rdp2);
     api_reply_free(&r);
     /* the mode of a charged client cannot change; its budget can */
     put_client(pld, "{\"budget\":{\"epsilon\":10,\"delta\":1e-5},\"accounting\":\"rdp\"}", &r,
@@ -1424,11 +1428,83 @@ static void ledger_pld_schedule_matches_compute(void)
                a, b, c);
     CHECKF(r.status == 200, "%.300s", r.body);
     api_reply_free(&r);
-    spend_matches_compute(a, COMPOSED2(SELF(2, SGS(0.81)), SELF(1, SGS(0.82))), "rdp");
+    /* a: rdp, or the PLD (computed for b, the same composition; or by the refinement) */
+    spend_matches_compute(a, COMPOSED2(SELF(2, SGS(0.81)), SELF(1, SGS(0.82))), NULL);
     spend_matches_compute(b, COMPOSED2(SELF(2, SGS(0.81)), SELF(1, SGS(0.82))), "pld");
     spend_matches_compute(
         c, "{\"class_name\":\"ComposedDpEvent\",\"events\":[" SELF(2, SGS(0.81)) "]}", "pld");
 #undef SGS
+}
+
+/* The background refinement: a pld client far from its budget, whose composition nobody
+ * else has, comes to show its PLD value (POST /v1/epsilon with accountant pld on its
+ * composition), naming pld; its ETag changes (If-None-Match with the old one: 200), its
+ * version (the log's count of its changes) does not. */
+static void ledger_pld_refined(void)
+{
+#define SGR(sigma)                                                                                 \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":40,\"event\":{\"class_name\":"              \
+    "\"PoissonSampledDpEvent\",\"sampling_probability\":0.02,\"event\":{\"class_name\":"           \
+    "\"GaussianDpEvent\",\"noise_multiplier\":" #sigma "}}}"
+    const char *id = "ledger_pld_refined-far";
+    mk_client(id, "{\"budget\":{\"epsilon\":50,\"delta\":1e-5},\"accounting\":\"pld\"}");
+    api_reply r;
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_refined-r1\",\"event\":" SGR(
+                   1.17) ",\"participants\":[\"%s\"]}",
+               id);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_refined-r2\",\"event\":" SGR(
+                   1.23) ",\"participants\":[\"%s\"]}",
+               id);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    CHECK(str_is(entry(r.json, "admitted", id), "spent_after_accountant", "rdp"));
+    api_reply_free(&r);
+    const char *comp = COMPOSED2(SELF(1, SGR(1.17)), SELF(1, SGR(1.23)));
+    double want = eps_of("pld", comp, 1e-5), rdp = eps_of("rdp", comp, 1e-5);
+    CHECKF(want < rdp, "pld %.17g, rdp %.17g", want, rdp);
+    hx h0 = {0}, h = {0};
+    get_client(id, NULL, &r, &h0);
+    long long v0 = (long long)jnum(r.json, "version");
+    int was_rdp =
+        jstr(r.json, "spent.accountant") && strcmp(jstr(r.json, "spent.accountant"), "rdp") == 0;
+    api_reply_free(&r);
+    /* poll (every 5 ms, at most 60 s) until it names pld */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *acct = NULL;
+    for (int i = 0; i < 12000; i++) {
+        memset(&h, 0, sizeof h);
+        get_client(id, NULL, &r, &h);
+        acct = r.status == 200 ? jstr(r.json, "spent.accountant") : NULL;
+        if (acct && strcmp(acct, "pld") == 0)
+            break;
+        api_reply_free(&r);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 60)
+            break;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    CHECKF(acct && strcmp(acct, "pld") == 0, "%s: still %s after 60 s", id, acct ? acct : "(none)");
+    if (acct && strcmp(acct, "pld") == 0) {
+        same_value("refined spent vs /v1/epsilon pld", jnum(r.json, "spent.epsilon"), want);
+        CHECK(jint_is(r.json, "version", v0));
+        api_reply_free(&r);
+        spend_matches_compute(id, comp, "pld");
+        if (was_rdp) { /* the ETag read before the refinement is no longer current */
+            CHECKF(strcmp(h.etag, h0.etag) != 0, "ETag %s before and after", h.etag);
+            get_client(id, h0.etag, &r, NULL);
+            CHECKF(r.status == 200, "If-None-Match %s after the refinement: %ld", h0.etag,
+                   r.status);
+            api_reply_free(&r);
+        }
+        get_client(id, h.etag, &r, NULL);
+        CHECKF(r.status == 304, "If-None-Match %s: %ld", h.etag, r.status);
+        api_reply_free(&r);
+    }
+#undef SGR
 }
 
 /* ---- 10. shuffled epochs in rdp mode --------------------------------------------------------- */
@@ -2056,5 +2132,53 @@ const tl_test LEDGER_API_TESTS[] = {
     TL_T(ledger_mixed_relations),
     TL_T(ledger_concurrency),
     TL_T(ledger_filter_adaptive),
+    TL_T(ledger_pld_refined),
 };
 const size_t LEDGER_API_NTESTS = sizeof LEDGER_API_TESTS / sizeof LEDGER_API_TESTS[0];
+
+/* --no-pld-refine: a pld client far from its budget keeps its rdp value (no refinement runs;
+ * looked at for 1 s, longer than ledger_pld_refined's refinements take here). */
+static void ledger_pld_refine_off(void)
+{
+    const char *extra[] = {"--no-pld-refine", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd --no-pld-refine did not start (%d)", st);
+    if (st != 0)
+        return;
+    own_daemon = 1;
+#define SGO(sigma)                                                                                 \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":40,\"event\":{\"class_name\":"              \
+    "\"PoissonSampledDpEvent\",\"sampling_probability\":0.02,\"event\":{\"class_name\":"           \
+    "\"GaussianDpEvent\",\"noise_multiplier\":" #sigma "}}}"
+    const char *id = "ledger_pld_refine_off-far";
+    mk_client(id, "{\"budget\":{\"epsilon\":50,\"delta\":1e-5},\"accounting\":\"pld\"}");
+    api_reply r;
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_refine_off-r1\",\"event\":" SGO(
+                   1.19) ",\"participants\":[\"%s\"]}",
+               id);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    post_round(&r, NULL,
+               "{\"round_id\":\"ledger_pld_refine_off-r2\",\"event\":" SGO(
+                   1.29) ",\"participants\":[\"%s\"]}",
+               id);
+    CHECKF(r.status == 200, "%.300s", r.body);
+    api_reply_free(&r);
+    const char *comp = COMPOSED2(SELF(1, SGO(1.19)), SELF(1, SGO(1.29)));
+    CHECK(eps_of("pld", comp, 1e-5) < eps_of("rdp", comp, 1e-5));
+    for (int i = 0; i < 200; i++) {
+        spend_matches_compute(id, comp, "rdp");
+        if (tl_failed_checks)
+            break;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    CHECK(api_daemon_stop() == 0);
+    own_daemon = 0;
+#undef SGO
+}
+
+const tl_test LEDGER_OWN_TESTS[] = {
+    TL_T(ledger_pld_refine_off),
+};
+const size_t LEDGER_OWN_NTESTS = sizeof LEDGER_OWN_TESTS / sizeof LEDGER_OWN_TESTS[0];
