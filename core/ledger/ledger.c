@@ -202,9 +202,12 @@ struct ledger {
     refiner *rf;
     size_t rf_next;
     uint64_t rf_pass_version, rf_idle_version, rf_pass_found;
-    uint64_t refines, boot; /* refinements applied since open; a value new at every open */
-    uint64_t refine_stale;  /* refinements discarded: the client changed meanwhile */
-    atomic_int refining;    /* the refinement is computing a PLD */
+    uint64_t refines, boot;    /* refinements applied since open; a value new at every open */
+    uint64_t refine_stale;     /* refinements discarded: the client changed meanwhile */
+    uint64_t refine_abandoned; /* computations stopped by a change (refine_yield) */
+    atomic_int refining;       /* the refinement is computing a PLD */
+    int rf_yield;              /* atomic: set by every change; the refinement's computation stops */
+    uint64_t rf_last_change;   /* atomic: monotonic ns of the latest change's start */
 };
 
 /* ---- small utilities ------------------------------------------------------------------------- */
@@ -969,10 +972,26 @@ static int settle(ledger *l, uint64_t seq)
     return wal_sync(l->w, seq) == DPB_OK ? 0 : -1;
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A change is starting: the background refinement gives way (its computation stops, and it
+ * waits for a quiet moment before the next), so it never takes CPU or locks from changes. */
+static void refine_yield(ledger *l)
+{
+    __atomic_store_n(&l->rf_yield, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&l->rf_last_change, mono_ns(), __ATOMIC_RELEASE);
+}
+
 /* The start of every change, under the write lock: withdraw after a failure someone else
  * saw, forget what became durable. */
 static void begin_write(ledger *l)
 {
+    refine_yield(l);
     withdraw_locked(l);
     prune_undo(l);
 }
@@ -1487,17 +1506,19 @@ static int cmp_clients(const void *a, const void *b)
 }
 
 /* ---- Background refinement (pld_refine) ---------------------------------------------------
- * A pld client within its budget shows its rdp value r. A thread at the lowest priority
- * (refine.c) scans the clients in slices under the read lock for such a state not settled
- * yet, copies its terms (holding references to its events), computes the PLD value p through
- * the spend engine (its cache, the same code a charge uses) outside every lock, and under the
- * write lock, briefly, shows min(p, r) naming the accountant if the client's budget and
- * multiset are still exactly the copied ones: a charge meanwhile is never overwritten.
- * Nothing is logged: the refined value is a function of the logged state, recomputed after a
- * restart, so the client's version (which the log's replay must number the same) is kept;
- * the accountant changes with it, and (version, accountant) is the client's ETag. Lists and
- * the summary change too: their ETag (view_tag) mixes in the refinements applied since open
- * and a value new at every open, as a snapshot may hold refined values. */
+ * A pld client within its budget shows its rdp value r. A background thread (refine.c), at
+ * normal priority but giving way to every change (a change stops its computation, and it
+ * starts one only after REFINE_QUIET_NS without changes: so it never holds a lock or a CPU
+ * a round needs for long, which a low-priority thread holding a lock would), scans the clients in
+ * slices under the read lock for such a state not settled yet, copies its terms (holding references
+ * to its events), computes the PLD value p through the spend engine (its cache, the same code a
+ * charge uses) outside every lock, and under the write lock, briefly, shows min(p, r) naming the
+ * accountant if the client's budget and multiset are still exactly the copied ones: a charge
+ * meanwhile is never overwritten. Nothing is logged: the refined value is a function of the logged
+ * state, recomputed after a restart, so the client's version (which the log's replay must number
+ * the same) is kept; the accountant changes with it, and (version, accountant) is the client's
+ * ETag. Lists and the summary change too: their ETag (view_tag) mixes in the refinements applied
+ * since open and a value new at every open, as a snapshot may hold refined values. */
 
 static uint64_t view_tag(const ledger *l)
 {
@@ -1526,9 +1547,13 @@ static int refine_same(const ledger *l, const lclient *c, double eps, double del
 
 #define REFINE_SLICE 1024 /* clients looked at per hold of the read lock */
 
+#define REFINE_QUIET_NS 100000000u /* 100 ms without a change before a computation starts */
+
 static int refine_step(void *arg, const int *stop)
 {
     ledger *l = arg;
+    if (mono_ns() - __atomic_load_n(&l->rf_last_change, __ATOMIC_ACQUIRE) < REFINE_QUIET_NS)
+        return 0; /* changes are under way: wait for a quiet moment */
     char *id = NULL;
     spend_term *o = NULL, *t = NULL;
     size_t m = 0;
@@ -1577,8 +1602,19 @@ static int refine_step(void *arg, const int *stop)
         return 1;
     spend_result r;
     atomic_store(&l->refining, 1);
-    spend_refine(l->sp, eps, delta, (dp_relation)rel, t, m, stop, &r);
-    if (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&l->rf_yield, 0, __ATOMIC_RELEASE);
+    int busy = 0;
+    if (mono_ns() - __atomic_load_n(&l->rf_last_change, __ATOMIC_ACQUIRE) < REFINE_QUIET_NS)
+        busy = 1; /* a change started while the terms were copied */
+    else
+        spend_refine(l->sp, eps, delta, (dp_relation)rel, t, m, &l->rf_yield, &r);
+    if (__atomic_load_n(&l->rf_yield, __ATOMIC_ACQUIRE) || __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+        busy = 1; /* abandoned: a change (or the close) stopped it */
+    if (busy) {
+        __atomic_fetch_add(&l->refine_abandoned, 1, __ATOMIC_RELAXED);
+        if (l->rf_next > 0)
+            l->rf_next--; /* this client again, at the next quiet moment */
+    } else {
         pthread_rwlock_wrlock(&l->lock);
         long pos = find_client(l, id);
         lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
@@ -1602,7 +1638,7 @@ static int refine_step(void *arg, const int *stop)
     free(id);
     free(o);
     free(t);
-    return 1;
+    return !busy;
 }
 
 /* ---- end of background refinement ---------------------------------------------------------- */
@@ -2163,6 +2199,7 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
                         dpb_error *err)
 {
     spend_event *pre[2] = {NULL, NULL};
+    refine_yield(l); /* before the prefetch's computations */
     if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
         prefetch_spends(l, req, pre);
     dpb_status st = round_apply(l, req, res, err);
@@ -3249,6 +3286,7 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->view = view_tag(l);
     s->refined = l->refines;
     s->refine_stale = l->refine_stale;
+    s->refine_abandoned = __atomic_load_n(&l->refine_abandoned, __ATOMIC_RELAXED);
     s->refining = atomic_load(&l->refining);
     memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
     s->read_only = ledger_ro(l);
@@ -3950,6 +3988,7 @@ static void close_ledger(ledger *l, int snapshot)
 {
     if (l == NULL)
         return;
+    refine_yield(l);     /* stops a computation under way */
     refiner_stop(l->rf); /* first: it reads the state and refers to events */
     l->rf = NULL;
     if (l->has_thread) {

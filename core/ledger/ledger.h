@@ -138,9 +138,9 @@ typedef struct {
     double default_epsilon, default_delta;
     uint64_t snapshot_every; /* log records between snapshots (0: 100000) */
     size_t keep_outcomes;    /* per-client round answers kept in memory (0: 4 million) */
-    int pld_refine;          /* a background thread at the lowest priority replaces pld clients' rdp
-                              * spends by their PLD values when smaller (ledger.c, "Background
-                              * refinement"); 0: a pld client shows the PLD only near its budget */
+    int pld_refine; /* a background thread, giving way to every change, replaces pld clients' rdp
+                     * spends by their PLD values when smaller (ledger.c, "Background
+                     * refinement"); 0: a pld client shows the PLD only near its budget */
 } ledger_options;
 
 typedef struct ledger ledger;
@@ -419,6 +419,7 @@ typedef struct {
                     * the version, background refinements, and a value new at every open */
     uint64_t refined, refine_stale; /* background refinements (pld_refine) since open: shown;
                                      * discarded because the client changed meanwhile */
+    uint64_t refine_abandoned;      /* computations stopped because a change started */
     int refining;                   /* 1 while the refinement computes a PLD */
     uint64_t spend_hist[11];        /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
     int read_only;

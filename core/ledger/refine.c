@@ -1,17 +1,12 @@
 /*
  * refine.c - the background worker of refine.h.
  */
-#define _GNU_SOURCE /* SCHED_IDLE */
 #include "refine.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 struct refiner {
     refine_step_fn step;
@@ -23,20 +18,6 @@ struct refiner {
     int stop;          /* read atomically by the step's computations */
 };
 
-/* Lowest priority for this thread only: SCHED_IDLE (allowed unprivileged on Linux), else
- * nice 19 on its thread id (setpriority acts on one thread there). Best effort. */
-static void lower_priority(void)
-{
-#ifdef SCHED_IDLE
-    struct sched_param sp = {0};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0)
-        return;
-#endif
-#ifdef SYS_gettid
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
-#endif
-}
-
 static int stopping(refiner *r)
 {
     return __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
@@ -45,7 +26,6 @@ static int stopping(refiner *r)
 static void *refine_main(void *arg)
 {
     refiner *r = arg;
-    lower_priority();
     while (!stopping(r)) {
         if (r->step(r->ctx, &r->stop))
             continue;

@@ -1,8 +1,10 @@
 /*
- * refine.h - a background worker at the lowest scheduling priority (SCHED_IDLE, else nice 19):
- * it calls step until step reports nothing left to do, then waits a poll interval (or until
- * stopped) and asks again. The ledger uses it to replace a pld client's rdp spend by its PLD
- * value while the machine has time (ledger.c, "Background refinement").
+ * refine.h - a background worker: it calls step until step reports nothing left to do, then
+ * waits a poll interval (or until stopped) and asks again. It runs at normal priority (a
+ * thread at a lower one would hold the ledger's locks while preempted, making rounds and
+ * reads wait for it); the step itself gives way to the ledger's changes. The ledger uses it to
+ * replace a pld client's rdp spend by its PLD value while the machine has time (ledger.c,
+ * "Background refinement").
  */
 #ifndef LEDGER_REFINE_H
 #define LEDGER_REFINE_H
