@@ -87,10 +87,11 @@ static int start_daemon_ex(const char *bin, const char *const *extra, const char
             dup2(fd, STDERR_FILENO);
             close(fd);
         }
-        const char *args[64] = {bin,           "--listen",   "127.0.0.1",  "--port", "0",
-                                "--port-file", port_path,    "--max-body", "65536",  "--threads",
-                                "2",           "--data-dir", data_path};
-        size_t na = 13;
+        const char *args[64] = {bin,       "--listen",        "127.0.0.1", "--port",
+                                "0",       "--port-file",     port_path,   "--max-body",
+                                "65536",   "--threads",       "2",         "--data-dir",
+                                data_path, "--max-bulk-body", "131072"};
+        size_t na = 15;
         for (size_t i = 0; extra && extra[i] && na + 1 < 64; i++)
             args[na++] = extra[i];
         args[na] = NULL;
