@@ -165,7 +165,7 @@ fi
 echo
 echo "== http: a coordinator's workflow (bench_workflow): bulk registration of 100,000 clients"
 echo "   (POST /v1/clients:batch, batches of 10,000), then eligibility of 10,000 candidates"
-start_daemon --data-dir "$tmp/flow-data" --max-body 16777216 --no-request-log
+start_daemon --data-dir "$tmp/flow-data" --no-request-log
 if ! "$FLOW_BIN" 127.0.0.1 "$port" 100000 10000; then
     echo "run.sh: bench_workflow reported an error" >&2
     fail=1
