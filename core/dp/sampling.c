@@ -200,12 +200,14 @@ dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_rel
         return DPB_OK;
     /* the others sampled: N ~ Binomial(n - 1, q). N < B: the record is kept whenever it is
      * sampled (g = q; against the batch without it a shift of 1). N >= B: it is kept with
-     * probability B/(N + 1) (g = q B/(N + 1)), and then replaces one of the others (a shift
-     * of 2, of 1 against the zero record for replace_special). */
+     * probability B/(N + 1) (g = q B/(N + 1)), and then replaces one of the others: against
+     * the batch without it (B others) a shift of 2 under every relation (the zero record of
+     * replace_special also takes a slot, so its batch still drops one of the others), against
+     * the neighbour's batch a shift of 2, of 1 against the zero record for replace_special. */
     uint64_t others = n - 1;
     double one = 1.0 / sigma, two = 2.0 / sigma;
     double mu_small_b = rel == SMP_REPLACE_ONE ? two : one;
-    double mu_big_a = rel == SMP_REPLACE_SPECIAL ? one : two;
+    double mu_big_a = two;
     double mu_big_b = rel == SMP_ADD_REMOVE ? mu_big_a : mu_small_b;
     if (B > others) /* no truncation ever */
         return push(out, 1.0, q, one, mu_small_b);
