@@ -306,7 +306,13 @@ static dpb_status tree_sigma(const dp_event *ev, dp_relation rel, double *sigma,
     if (rel != DP_REL_REPLACE_SPECIAL)
         return refuse_relation(err, "SingleEpochTreeAggregationDpEvent", "replace_special");
     unsigned d = smp_tree_depth(ev->u.tree.steps, ev->u.tree.nsteps);
-    *sigma = d == 0 ? 0.0 : ev->u.tree.noise_multiplier / sqrt((double)d);
+    double s = ev->u.tree.noise_multiplier;
+    /* a zero (or NaN) multiplier is no noise, not an event without cost: 0 below means
+     * "no step, nothing released" to every caller */
+    if (d > 0 && !(s > 0.0))
+        return dpb_fail(err, DPB_EINVAL, "event",
+                        "SingleEpochTreeAggregationDpEvent: noise_multiplier must be > 0");
+    *sigma = d == 0 ? 0.0 : s / sqrt((double)d);
     return DPB_OK;
 }
 

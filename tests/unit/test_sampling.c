@@ -237,6 +237,15 @@ static void tree_aggregation(void)
     dp_event_free(a);
     dp_event_free(b);
     dp_event_free(z);
+    /* a tree without noise is refused by every accountant (it was answered delta = 0: the
+     * multiplier 0 / sqrt(depth) read as "no step") */
+    uint64_t five = 5;
+    dp_event *nn = tree(0.0, &five, 1);
+    const dp_accountant all[] = {DP_ACCT_AUTO, DP_ACCT_RDP, DP_ACCT_PLD, DP_ACCT_GDP_EXACT};
+    for (size_t i = 0; i < 4; i++)
+        CHECKF(status_of(nn, DP_REL_REPLACE_SPECIAL, all[i]) == DPB_EINVAL, "accountant %d",
+               (int)all[i]);
+    dp_event_free(nn);
 }
 
 /* dp_accounting pld_privacy_accountant_test.py test_truncated_subsampled_gaussian_basic:
