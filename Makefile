@@ -157,8 +157,13 @@ $(BUILD)/tests/slow_sweep: $(BUILD)/tests/slow/sweep_shuffle_exact.o $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 
+$(BUILD)/tests/slow_sampling: $(BUILD)/tests/slow/sweep_sampling.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+
 test-slow: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep $(BUILD)/tests/slow_sampling
+	$(Q)./$(BUILD)/tests/slow_sampling
 	$(Q)./$(BUILD)/tests/slow_sweep
 
 # README's table of rounds per client under rdp, pld and rdp_filter (about a minute)
