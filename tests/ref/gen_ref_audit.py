@@ -172,6 +172,27 @@ CASES = [
 REL = {'add_or_remove_one': 'DP_REL_ADD_OR_REMOVE', 'replace_one': 'DP_REL_REPLACE',
        'replace_special': 'DP_REL_REPLACE_SPECIAL'}
 
+def wbk_lower(q, sigma, alpha, imax=8):
+    """WBK19 Theorem 9 (the terms dp_accounting sums, sigma relative to the replace-one
+    sensitivity) with exact binomials and exact forward differences, its positive terms
+    summed only up to i = imax: a lower bound of the theorem's value (the service's must be
+    at least this). Used at huge orders, where lgamma's round-off in ln C(alpha, i) reaches
+    4e-10 (alpha = 90861)."""
+    q, sigma = mp.mpf(q), mp.mpf(sigma)
+    c = 1 / (2 * sigma**2)
+    e2 = 2 * c  # eps(2) = 1/sigma^2
+
+    def fd(j):  # Delta^j of h(t) = e^{c t (t - 1)} at 0
+        return mp.fsum((-1)**(j - i) * mp.binomial(j, i) * mp.e**(c * i * (i - 1))
+                       for i in range(j + 1))
+    a = 1 + q**2 * mp.binomial(alpha, 2) * min(4 * (mp.e**e2 - 1), 2 * mp.e**e2)
+    for i in range(3, imax + 1):
+        jl, jh = 2 * (i // 2), 2 * ((i + 1) // 2)
+        s = min(2 * mp.e**((i - 1) * i * c), 4 * mp.sqrt(fd(jl) * fd(jh)))
+        a += q**i * mp.binomial(alpha, i) * s
+    return mp.log(a) / (alpha - 1)
+
+
 if len(sys.argv) > 1 and sys.argv[1] == '--sweep':
     sweep()
     sys.exit(0)
@@ -191,3 +212,12 @@ for n, q, B, s, rel, e in CASES:
     print('    {%dULL, %dULL, %s, %s, %s, %s, %s},' % (n, B, q, s, REL[rel], e, mp.nstr(dd, 17)))
 print('};')
 print('#define REF_AUDIT_TRUNC_COUNT (sizeof REF_AUDIT_TRUNC / sizeof REF_AUDIT_TRUNC[0])')
+print('/* WBK19 at orders where lgamma rounds ln C(alpha, 2) down (lower bounds) */')
+print('struct ref_audit_wbk {')
+print('    double q, sigma, alpha, rdp;')
+print('};')
+print('static const struct ref_audit_wbk REF_AUDIT_WBK[] = {')
+for q, sg, al in [('1e-9', '200.0', 90861), ('1e-8', '100.0', 97230), ('1e-7', '300.0', 99854)]:
+    print('    {%s, %s, %d, %s},' % (q, sg, al, lower(wbk_lower(q, sg, al))))
+print('};')
+print('#define REF_AUDIT_WBK_COUNT (sizeof REF_AUDIT_WBK / sizeof REF_AUDIT_WBK[0])')

@@ -15,3 +15,13 @@ static const struct ref_audit_trunc REF_AUDIT_TRUNC[] = {
     {6ULL, 2ULL, 0.5, 1.0, DP_REL_REPLACE, 1.0, 0.08053350135572621},
 };
 #define REF_AUDIT_TRUNC_COUNT (sizeof REF_AUDIT_TRUNC / sizeof REF_AUDIT_TRUNC[0])
+/* WBK19 at orders where lgamma rounds ln C(alpha, 2) down (lower bounds) */
+struct ref_audit_wbk {
+    double q, sigma, alpha, rdp;
+};
+static const struct ref_audit_wbk REF_AUDIT_WBK[] = {
+    {1e-9, 200.0, 90861, 4.5431079802838151e-18},
+    {1e-8, 100.0, 97230, 1.9447081527697525e-15},
+    {1e-7, 300.0, 99854, 2.219032746297679e-14},
+};
+#define REF_AUDIT_WBK_COUNT (sizeof REF_AUDIT_WBK / sizeof REF_AUDIT_WBK[0])

@@ -132,6 +132,20 @@ static void wbk_against_mpmath(void)
     }
 }
 
+/* At huge orders lgamma rounds ln C(alpha, 2) down by up to 4e-10 (alpha = 90861), far
+ * past the 1e-12 the value is rounded up by: the binomials carry a margin for it (mpmath
+ * lower bounds of the theorem's value, tests/ref/gen_ref_audit.py). */
+static void wbk_huge_orders(void)
+{
+    for (size_t i = 0; i < REF_AUDIT_WBK_COUNT; i++) {
+        const struct ref_audit_wbk *r = &REF_AUDIT_WBK[i];
+        double v = smp_rdp_without_replacement(r->q, r->sigma, r->alpha);
+        CHECKF(v >= r->rdp, "q %g sigma %g alpha %g: %.17g < %.17g", r->q, r->sigma, r->alpha, v,
+               r->rdp);
+        CHECKF(v <= r->rdp * (1.0 + 1e-7), "alpha %g: %.17g vs %.17g", r->alpha, v, r->rdp);
+    }
+}
+
 /* dp_accounting's RdpAccountant(REPLACE_ONE) on SampledWithoutReplacementDpEvent(60000, 256,
  * GaussianDpEvent(0.55)) (values computed with dp_accounting's
  * _compute_rdp_sample_wor_gaussian; its tests hold no expected values for this class): its
@@ -519,6 +533,7 @@ static void tightening(void)
 
 const tl_test SAMPLING_TESTS[] = {
     {"truncated_realizable", truncated_realizable},
+    {"wbk_huge_orders", wbk_huge_orders},
     {"tightening", tightening},
     {"wbk_against_mpmath", wbk_against_mpmath},
     {"wor_rdp_matches_dp_accounting", wor_rdp_matches_dp_accounting},
