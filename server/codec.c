@@ -346,6 +346,17 @@ static int leave_for_solver(json_t *j, const char *key, dp_param p, dp_param sol
 
 static dp_event *decode(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb);
 
+/* The required nested "event" of a combinator at path, decoded one level deeper (NULL with pb
+ * set when absent or invalid). */
+static dp_event *decode_child(json_t *j, const char *path, dp_param solve_for, int depth,
+                              problem *pb)
+{
+    char f[96];
+    join(f, sizeof f, path, "event");
+    json_t *inner = field(j, path, "event", 1, pb);
+    return inner ? decode(inner, f, solve_for, depth + 1, pb) : NULL;
+}
+
 static dp_event *new_event(dp_event_kind k, problem *pb)
 {
     dp_event *ev = dp_event_new(k);
@@ -417,12 +428,7 @@ static dp_event *decode_self(json_t *j, const char *path, dp_param solve_for, in
     if (!leave_for_solver(j, "count", DP_PARAM_COUNT, solve_for, ev) &&
         codec_uint(j, path, "count", 1, 1, (uint64_t)MAX_EXACT_INT, &ev->u.self.count, pb) < 0)
         goto fail;
-    char f[96];
-    join(f, sizeof f, path, "event");
-    json_t *inner = field(j, path, "event", 1, pb);
-    if (inner == NULL)
-        goto fail;
-    ev->u.self.event = decode(inner, f, solve_for, depth + 1, pb);
+    ev->u.self.event = decode_child(j, path, solve_for, depth, pb);
     if (ev->u.self.event == NULL)
         goto fail;
     return ev;
@@ -539,11 +545,7 @@ static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for,
         }
         ev->u.sampled.sampling_probability = q;
     }
-    join(f, sizeof f, path, "event");
-    json_t *inner = field(j, path, "event", 1, pb);
-    if (inner == NULL)
-        goto fail;
-    ev->u.sampled.event = decode(inner, f, solve_for, depth + 1, pb);
+    ev->u.sampled.event = decode_child(j, path, solve_for, depth, pb);
     if (ev->u.sampled.event == NULL)
         goto fail;
     return ev;
@@ -870,11 +872,7 @@ static dp_event *decode_fixed_sample(json_t *j, const char *path, dp_event_kind 
                     (unsigned long long)ev->u.fixed.population);
         goto fail;
     }
-    join(f, sizeof f, path, "event");
-    json_t *inner = field(j, path, "event", 1, pb);
-    if (inner == NULL)
-        goto fail;
-    ev->u.fixed.event = decode(inner, f, solve_for, depth + 1, pb);
+    ev->u.fixed.event = decode_child(j, path, solve_for, depth, pb);
     if (ev->u.fixed.event == NULL)
         goto fail;
     return ev;
@@ -1243,17 +1241,12 @@ static dp_event *decode_rs(json_t *j, const char *path, dp_param solve_for, int 
         bounded(j, path, "mean", 1, 1.0, 1e15, 0, &mean, pb) < 0 ||
         bounded(j, path, "shape", 1, 0.0, 1e6, 1, &shape, pb) < 0)
         return NULL;
-    char f[96];
-    join(f, sizeof f, path, "event");
-    json_t *inner = field(j, path, "event", 1, pb);
-    if (inner == NULL)
-        return NULL;
     dp_event *ev = new_event(DP_EV_REPEAT_AND_SELECT, pb);
     if (ev == NULL)
         return NULL;
     ev->u.rs.mean = mean;
     ev->u.rs.shape = shape;
-    ev->u.rs.event = decode(inner, f, solve_for, depth + 1, pb);
+    ev->u.rs.event = decode_child(j, path, solve_for, depth, pb);
     if (ev->u.rs.event == NULL) {
         dp_event_free(ev);
         return NULL;
