@@ -94,6 +94,8 @@ problem_code problem_from_status(dpb_status s)
         return PB_UNCERTIFIABLE;
     case DPB_ECANCELLED:
         return PB_COMPUTE_DEADLINE;
+    case DPB_EUNAVAILABLE:
+        return PB_INTERNAL; /* mapped by the ledger resources themselves */
     case DPB_EIO:
     case DPB_EREADONLY:
     case DPB_ECORRUPT:

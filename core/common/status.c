@@ -40,6 +40,8 @@ const char *dpb_strstatus(dpb_status s)
         return "budget_exceeded";
     case DPB_ECANCELLED:
         return "cancelled";
+    case DPB_EUNAVAILABLE:
+        return "unavailable";
     }
     return "unknown_status";
 }

@@ -26,7 +26,8 @@ typedef enum {
     DPB_ECONFLICT = 12,     /* the same id with a different body */
     DPB_EREADONLY = 13,     /* the ledger stopped accepting writes after an I/O failure */
     DPB_EBUDGET = 14,       /* a charge would exceed a client's budget */
-    DPB_ECANCELLED = 15     /* stopped by its caller's deadline or flag (cancel.h) */
+    DPB_ECANCELLED = 15,    /* stopped by its caller's deadline or flag (cancel.h) */
+    DPB_EUNAVAILABLE = 16   /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */

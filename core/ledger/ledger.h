@@ -141,6 +141,11 @@ typedef struct {
     int pld_refine; /* a background thread, giving way to every change, replaces pld clients' rdp
                      * spends by their PLD values when smaller (ledger.c, "Background
                      * refinement"); 0: a pld client shows the PLD only near its budget */
+    /* NULL: the embedded ledger, the file store in dir (store.h); else a PostgreSQL url: the
+     * log and snapshots live in that database, shared by any number of replicas, and dir and
+     * fs are unused */
+    const char *ledger_url;
+    unsigned pg_pool; /* connections to the database at most (0: 4) */
 } ledger_options;
 
 typedef struct ledger ledger;
@@ -435,6 +440,17 @@ void ledger_get_summary(ledger *l, ledger_summary *s);
 /* 1 once an I/O failure (or running out of memory after logging) stopped the ledger's writes:
  * it answers reads with what is durable, and refuses changes until restarted. */
 int ledger_read_only(ledger *l);
+
+/* Moving between stores: copy l's whole durable state into the empty store `to` (a data
+ * directory, or a PostgreSQL url), as one snapshot at l's last seq, so that a ledger opened on
+ * `to` holds the same clients, spends, rounds, reservations and named events.
+ * DPB_ECONFLICT: `to` is not empty (nothing written). */
+dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err);
+
+/* 0 if a and b hold the same clients (budget, mode, relation, labels, spend, rounds, status),
+ * rounds (id, state, outcomes) and named events; else 1 with why naming the first
+ * difference. */
+int ledger_compare(ledger *a, ledger *b, char *why, size_t cap);
 
 /* 128-bit FNV-1a pair over bytes: for request body hashes. */
 void ledger_hash128(const void *buf, size_t n, unsigned char out[16]);

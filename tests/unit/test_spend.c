@@ -93,7 +93,7 @@ static ledger *open_fresh_ex(char *dir, size_t n, int refine)
     fast_fs = *dpb_fs_posix();
     fast_fs.fdatasync = nosync;
     fast_fs.fsync = nosync;
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine, NULL, 0};
     ledger *l = NULL;
     dpb_error err = {0};
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
@@ -115,7 +115,7 @@ static void finish(ledger *l, const char *dir, dp_event **ev, size_t n)
 /* The ledger in dir again (no refinement: what a restart recomputes by itself). */
 static ledger *reopen(const char *dir)
 {
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0};
     dpb_error err = {0};
     ledger *l = NULL;
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
