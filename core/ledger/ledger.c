@@ -31,9 +31,9 @@
 #include "../dp/rdp.h"
 #include "fnv.h"
 #include "refine.h"
-#include "snapshot.h"
+#include "snapshot.h" /* SNAPSHOT_HEADER_BYTES: offsets in the file store's messages */
 #include "spend.h"
-#include "wal.h"
+#include "store.h"
 
 enum {
     REC_EVENT = 1,
@@ -162,10 +162,16 @@ typedef struct {
 
 struct ledger {
     ledger_options opt;
-    char *dir;
-    const dpb_fs *fs;
+    char *dir; /* the file store's data directory (messages), or NULL */
     pthread_rwlock_t lock;
-    wal *w;
+    ledger_store *st; /* the log and snapshots (store.h) */
+    int shared;       /* store_shared(st): other replicas append to the same log */
+    /* a shared store: a failed sync (DPB_ECONFLICT, DPB_EUNAVAILABLE) voided every pending
+     * record; void_gen counts such failures (bumped under the lock, read or write), done_gen
+     * those withdrawn in memory (under the write lock), void_status the latest one's status */
+    atomic_uint_fast64_t void_gen;
+    uint64_t done_gen;
+    atomic_int void_status;
     uint64_t last_seq, snap_seq, records_since_snap, version;
     atomic_int read_only; /* read without the lock (ledger_read_only) */
     /* changes not known durable yet, in log order (under the write lock) */
@@ -743,7 +749,7 @@ static void hist_pop(lclient *c, uint32_t old)
 
 static int ledger_ro(ledger *l)
 {
-    return atomic_load(&l->read_only) || (l->w != NULL && wal_failed(l->w));
+    return atomic_load(&l->read_only) || (l->st != NULL && store_failed(l->st));
 }
 
 /* Room for k more undo entries, taken before anything is logged (pushing cannot fail). */
@@ -784,7 +790,7 @@ static void push_undo(ledger *l, const lundo *u)
 /* Forget the entries whose records are durable now (they can no longer be withdrawn). */
 static void prune_undo(ledger *l)
 {
-    uint64_t d = wal_durable_seq(l->w);
+    uint64_t d = store_durable_seq(l->st);
     size_t k = 0;
     for (; k < l->nundo && l->undo[k].seq <= d; k++) {
         free(l->undo[k].labels);
@@ -938,20 +944,26 @@ static void undo_one(ledger *l, lundo *u)
     free(u->srv);
 }
 
-/* After the log failed: take back every change whose record is not durable (the log was cut
- * back to exactly the durable seq), newest first, and turn read-only. Idempotent. Caller
- * holds the write lock. */
+/* After the log failed (a file store: for good) or a shared store's sync voided the pending
+ * records: take back every change whose record is not durable (the log holds exactly the
+ * durable seq), newest first; a failed log turns the ledger read-only, a shared store's lost
+ * race or unreachable database does not (the next write catches up and computes again).
+ * Idempotent. Caller holds the write lock. */
 static void withdraw_locked(ledger *l)
 {
-    if (!wal_failed(l->w))
+    int failed = store_failed(l->st);
+    uint64_t g = atomic_load(&l->void_gen);
+    if (!failed && g == l->done_gen)
         return;
-    uint64_t d = wal_durable_seq(l->w);
+    uint64_t d = store_durable_seq(l->st);
     drop_unlogged_events(l);
     while (l->nundo > 0 && l->undo[l->nundo - 1].seq > d)
         undo_one(l, &l->undo[--l->nundo]);
     if (l->last_seq > d)
         l->last_seq = d;
-    atomic_store(&l->read_only, 1);
+    l->done_gen = g;
+    if (failed)
+        atomic_store(&l->read_only, 1);
     recount(l);
 }
 
@@ -962,14 +974,30 @@ static void withdraw(ledger *l)
     pthread_rwlock_unlock(&l->lock);
 }
 
-/* 0 once every record up to seq is durable, -1 if the log failed first (the caller then
- * withdraws and looks again). Waits for, or runs, the group commit; any lock may be held
- * (no change can be appended under a read lock, so what it covers stays put). */
+/* A shared store's sync failed with st: every pending record is void. Caller holds the lock
+ * (read or write), so no change is appended before a writer withdraws them. */
+static void voided(ledger *l, dpb_status st)
+{
+    atomic_store(&l->void_status, (int)st);
+    atomic_fetch_add(&l->void_gen, 1);
+}
+
+/* 0 once every record up to seq is durable, -1 if the log failed first or a shared store
+ * voided the pending records (the caller then withdraws and looks again). Waits for, or runs,
+ * the group commit; a lock is held (read or write: no change can be appended under a read
+ * lock, so what it covers stays put). */
 static int settle(ledger *l, uint64_t seq)
 {
-    if (seq <= wal_durable_seq(l->w))
+    if (l->shared && atomic_load(&l->void_gen) != l->done_gen)
+        return -1; /* voided, not withdrawn yet: nothing pending may be shown */
+    if (seq <= store_durable_seq(l->st))
         return 0;
-    return wal_sync(l->w, seq) == DPB_OK ? 0 : -1;
+    dpb_status st = store_sync(l->st, seq);
+    if (st == DPB_OK)
+        return 0;
+    if (l->shared && !store_failed(l->st))
+        voided(l, st);
+    return -1;
 }
 
 static uint64_t mono_ns(void)
@@ -987,13 +1015,149 @@ static void refine_yield(ledger *l)
     __atomic_store_n(&l->rf_last_change, mono_ns(), __ATOMIC_RELEASE);
 }
 
+/* ---- a shared store: catching up, lost races, an unreachable database -----------------------
+ *
+ * Every replica applies the same log with the same code, so their states agree at every seq.
+ * Before a write (and a read) a replica with nothing pending applies the records the others
+ * made durable since its last one (catch_up_locked). A change it appends at seq s is computed
+ * from the state at s - 1; the store commits it only if nobody else holds s (the seq is the
+ * primary key), else the sync fails with DPB_ECONFLICT: the change is withdrawn (with all
+ * others pending, void too), and the public call runs again on the caught-up state
+ * (RETRY_RACES), never surfacing the race. LEDGER_RACE is that internal outcome: never
+ * returned to callers (a DPB_ECONFLICT they see is a conflict of ids or bodies). */
+
+#define LEDGER_RACE ((dpb_status)1000)
+#define RACE_TRIES 50
+
+static dpb_status unavailable_error(dpb_error *err, const char *why)
+{
+    return dpb_fail(err, DPB_EUNAVAILABLE, NULL,
+                    "the ledger's database cannot be reached (%s): nothing was charged by this "
+                    "request unless a retry with the same round id finds it; retry",
+                    why && why[0] ? why : "connection lost");
+}
+
+/* The pending changes were voided by a failed sync of a shared store (and withdrawn): a lost
+ * race is computed again, an unreachable database answered. */
+static dpb_status lost(ledger *l, dpb_error *err)
+{
+    dpb_status st = (dpb_status)atomic_load(&l->void_status);
+    if (st == DPB_ECONFLICT)
+        return LEDGER_RACE;
+    dpb_error why = {0};
+    store_error(l->st, &why);
+    return unavailable_error(err, why.detail);
+}
+
+/* Jittered backoff before try attempt + 1: 0.1 ms doubling up to 20 ms, times 0.5..1.5. */
+static void race_backoff(unsigned attempt)
+{
+    static _Thread_local uint64_t x;
+    if (x == 0)
+        x = mono_ns() | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    double us = 100.0 * (double)(1u << (attempt < 8 ? attempt : 8));
+    if (us > 20000.0)
+        us = 20000.0;
+    us *= 0.5 + (double)(x >> 11) / 9007199254740992.0;
+    struct timespec ts = {0, (long)(us * 1000.0)};
+    nanosleep(&ts, NULL);
+}
+
+static dpb_status races_exhausted(dpb_error *err)
+{
+    return dpb_fail(err, DPB_EUNAVAILABLE, NULL,
+                    "the ledger lost %d races in a row to other replicas writing the same "
+                    "log: nothing was charged by this request; retry",
+                    RACE_TRIES);
+}
+
+/* st = call, run again (err cleared, after a backoff) while it lost a race, RACE_TRIES times
+ * at most. */
+#define RETRY_RACES(st, call, err)                                                                 \
+    do {                                                                                           \
+        for (unsigned try_ = 0;; try_++) {                                                         \
+            (st) = (call);                                                                         \
+            if ((st) != LEDGER_RACE)                                                               \
+                break;                                                                             \
+            dpb_error_clear(err);                                                                  \
+            if (try_ + 1 >= RACE_TRIES) {                                                          \
+                (st) = races_exhausted(err);                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            race_backoff(try_);                                                                    \
+        }                                                                                          \
+    } while (0)
+
+static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n);
+static int replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
+
+/* After records were applied by replay or catch-up: they are in the log (their events too),
+ * the clients they touched get their spends recomputed, the counters are summed again. */
+static void after_apply(ledger *l)
+{
+    l->nevs_logged = l->nevs;
+    for (size_t i = 0; i < l->ncl; i++)
+        if (l->cl[i].dirty) {
+            recompute(l, &l->cl[i]);
+            l->cl[i].dirty = 0;
+        }
+    recount(l);
+}
+
+/* A shared store, nothing pending: apply the records other replicas made durable. Caller
+ * holds the write lock. */
+static dpb_status catch_up_locked(ledger *l, dpb_error *err)
+{
+    if (!l->shared || l->nundo > 0 || ledger_ro(l))
+        return DPB_OK;
+    uint64_t before = l->last_seq, last = l->last_seq;
+    dpb_error why = {0};
+    dpb_status st = store_catch_up(l->st, l->last_seq, replay_fn, l, &last, &why);
+    if (l->last_seq != before)
+        after_apply(l);
+    if (st == DPB_OK)
+        return DPB_OK;
+    if (st == DPB_EUNAVAILABLE)
+        return unavailable_error(err, why.detail);
+    atomic_store(&l->read_only, 1);
+    return dpb_fail(err, st, NULL,
+                    "the shared ledger log holds a record this version cannot apply (%s): the "
+                    "ledger is read-only; upgrade this replica",
+                    why.detail[0] ? why.detail : dpb_strstatus(st));
+}
+
+/* Before a read: a shared store's newer records applied first (reads are linearizable across
+ * replicas); DPB_EUNAVAILABLE when its database cannot be reached. */
+static dpb_status read_begin(ledger *l, dpb_error *err)
+{
+    if (!l->shared)
+        return DPB_OK;
+    pthread_rwlock_wrlock(&l->lock);
+    withdraw_locked(l);
+    prune_undo(l);
+    dpb_status st = catch_up_locked(l, err);
+    pthread_rwlock_unlock(&l->lock);
+    return st;
+}
+
 /* The start of every change, under the write lock: withdraw after a failure someone else
- * saw, forget what became durable. */
-static void begin_write(ledger *l)
+ * saw, forget what became durable, catch up with a shared log. */
+static dpb_status begin_write(ledger *l, dpb_error *err)
 {
     refine_yield(l);
     withdraw_locked(l);
     prune_undo(l);
+    return catch_up_locked(l, err);
+}
+
+/* The generation a change appended now belongs to (commit's argument). Caller holds the
+ * write lock. */
+static uint64_t cur_gen(ledger *l)
+{
+    return atomic_load(&l->void_gen);
 }
 
 static dpb_status readonly_error(dpb_error *err)
@@ -1003,12 +1167,20 @@ static dpb_status readonly_error(dpb_error *err)
                     "is durable); fix the disk and restart it");
 }
 
-/* The change whose last record is seq, appended and applied: acknowledge it once durable;
- * if the log fails first, every change not durable (this one and those sharing its sync) is
- * withdrawn. Called without the lock. */
-static dpb_status commit(ledger *l, uint64_t seq, dpb_error *err)
+/* The change whose last record is seq, appended and applied in generation gen: acknowledge
+ * it once durable; if the log fails first, every change not durable (this one and those
+ * sharing its sync) is withdrawn. Called without the lock. */
+static dpb_status commit(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err)
 {
-    if (settle(l, seq) == 0) {
+    int ok;
+    if (l->shared) { /* under the read lock: see voided() */
+        pthread_rwlock_rdlock(&l->lock);
+        ok = atomic_load(&l->void_gen) == gen && settle(l, seq) == 0;
+        pthread_rwlock_unlock(&l->lock);
+    } else {
+        ok = settle(l, seq) == 0;
+    }
+    if (ok) {
         /* forget what is durable now, if nobody else holds the lock (else the next write
          * does): an idle ledger keeps no undo entries */
         if (pthread_rwlock_trywrlock(&l->lock) == 0) {
@@ -1018,8 +1190,10 @@ static dpb_status commit(ledger *l, uint64_t seq, dpb_error *err)
         return DPB_OK;
     }
     withdraw(l);
+    if (!store_failed(l->st))
+        return lost(l, err);
     dpb_error why = {0};
-    wal_error(l->w, &why);
+    store_error(l->st, &why);
     return dpb_fail(err, DPB_EIO, NULL,
                     "the ledger could not make its log durable (%s): the change is withdrawn, "
                     "not applied, and the ledger is read-only until restarted",
@@ -1191,7 +1365,11 @@ static dpb_status apply_logged_client(ledger *l, uint64_t seq, const char *id, d
  * durable, so the log never holds what memory does not. Caller holds the write lock. */
 static dpb_status abandon(ledger *l, dpb_status st, dpb_error *err)
 {
-    wal_abandon(l->w, "applying a logged change (out of memory)");
+    store_abandon(l->st, "applying a logged change (out of memory)");
+    if (l->shared) { /* the store dropped the pending records: memory follows, read-only */
+        atomic_store(&l->read_only, 1);
+        voided(l, DPB_ENOMEM);
+    }
     withdraw_locked(l);
     return dpb_fail(err, st, NULL,
                     "out of memory applying a change: it is withdrawn and the ledger is "
@@ -1205,10 +1383,18 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
     if (w->oom)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     uint64_t seq;
-    dpb_status st = wal_append(l->w, (uint8_t)type, w->b, w->n, &seq);
+    dpb_status st = store_append(l->st, (uint8_t)type, w->b, w->n, &seq);
+    if (st == DPB_OK && seq != l->last_seq + 1) { /* the store lost count: trust nothing */
+        store_abandon(l->st, "a record appended out of sequence");
+        atomic_store(&l->read_only, 1);
+        return dpb_fail(err, DPB_EIO, NULL,
+                        "the ledger's store appended seq %llu after %llu: the change is "
+                        "withdrawn and the ledger is read-only until restarted",
+                        (unsigned long long)seq, (unsigned long long)l->last_seq);
+    }
     if (st != DPB_OK) {
         dpb_error why = {0};
-        wal_error(l->w, &why);
+        store_error(l->st, &why);
         return dpb_fail(err, DPB_EIO, NULL,
                         "the ledger could not write its log (%s): the change is withdrawn, not "
                         "applied, and the ledger is read-only until restarted",
@@ -1299,8 +1485,19 @@ static dpb_status log_client(ledger *l, const ledger_client *in, long *pos, dpb_
     return st == DPB_OK ? DPB_OK : abandon(l, st, err);
 }
 
+static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
+                                  ledger_client *out, dpb_error *err);
+
 dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
                              dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_client_once(l, in, created, out, err), err);
+    return st;
+}
+
+static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
+                                  ledger_client *out, dpb_error *err)
 {
     if (!valid_id(in->id))
         return dpb_fail(err, DPB_EINVAL, "id", "a client id is " LEDGER_ID_RULE);
@@ -1310,9 +1507,10 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
     if ((unsigned)in->mode >= LEDGER_NMODES || (unsigned)in->relation > 1)
         return dpb_fail(err, DPB_EINVAL, "accounting", "unknown accounting mode or relation");
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
-    dpb_status st;
-    uint64_t seq = 0;
+    dpb_status st = begin_write(l, err);
+    uint64_t seq = 0, gen = cur_gen(l);
+    if (st != DPB_OK)
+        goto out;
     if (ledger_ro(l)) {
         st = readonly_error(err);
         goto out;
@@ -1335,13 +1533,22 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
 out:
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
-        st = commit(l, seq, err);
+        st = commit(l, seq, gen, err);
         maybe_snapshot(l);
     }
     return st;
 }
 
+static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err);
+
 dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_clients_once(l, in, n, err), err);
+    return st;
+}
+
+static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!valid_id(in[i].id) || !(isfinite(in[i].epsilon) && in[i].epsilon >= 0.0) ||
@@ -1349,9 +1556,9 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
             (unsigned)in[i].relation > 1)
             return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
-    dpb_status st = DPB_OK;
-    if (ledger_ro(l))
+    dpb_status st = begin_write(l, err);
+    uint64_t gen = cur_gen(l);
+    if (st == DPB_OK && ledger_ro(l))
         st = readonly_error(err);
     /* all or none: every entry is checked before the first one is logged (the batch itself
      * never charges, so an earlier entry cannot make a later one conflict) */
@@ -1370,7 +1577,7 @@ dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_
     uint64_t seq = l->last_seq;
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
-        st = commit(l, seq, err);
+        st = commit(l, seq, gen, err);
         maybe_snapshot(l);
     }
     return st;
@@ -1390,8 +1597,19 @@ static int client_same(const lclient *c, const ledger_client *in)
            c->rel == in->relation && strcmp(c->labels ? c->labels : "", in->labels) == 0;
 }
 
+static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size_t n,
+                                        ledger_put_outcome *out, dpb_error *err);
+
 dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
                                    ledger_put_outcome *out, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_clients_each_once(l, in, n, out, err), err);
+    return st;
+}
+
+static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size_t n,
+                                        ledger_put_outcome *out, dpb_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!client_entry_ok(&in[i]))
@@ -1399,9 +1617,9 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
                             "clients[%zu]: invalid id, budget, accounting or relation", i);
     memset(out, 0, n * sizeof *out);
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
-    dpb_status st = DPB_OK;
-    if (ledger_ro(l))
+    dpb_status st = begin_write(l, err);
+    uint64_t gen = cur_gen(l);
+    if (st == DPB_OK && ledger_ro(l))
         st = readonly_error(err);
     if (st == DPB_OK && reserve_undo(l, n) != 0)
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
@@ -1429,7 +1647,7 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
     }
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK && seq > 0) {
-        st = commit(l, seq, err);
+        st = commit(l, seq, gen, err);
         maybe_snapshot(l);
     }
     return st;
@@ -1437,6 +1655,8 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
 
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out)
 {
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);
         long pos = find_client(l, id);
@@ -1648,6 +1868,8 @@ static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no cont
 dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
                        size_t *total, uint64_t *version)
 {
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     rdlock_durable(l);
     uint32_t *idx = malloc((l->ncl ? l->ncl : 1) * sizeof *idx);
     if (idx == NULL) {
@@ -2202,7 +2424,8 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
     refine_yield(l); /* before the prefetch's computations */
     if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
         prefetch_spends(l, req, pre);
-    dpb_status st = round_apply(l, req, res, err);
+    dpb_status st;
+    RETRY_RACES(st, round_apply(l, req, res, err), err);
     spend_event_put(l->sp, pre[0]);
     spend_event_put(l->sp, pre[1]);
     return st;
@@ -2245,7 +2468,9 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
     uint32_t *seen = NULL;
     char why[400] = "";
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
+    if ((st = begin_write(l, err)) != DPB_OK)
+        goto fail;
+    uint64_t gen = cur_gen(l);
     long rpos = find_round(l, req->round_id);
     /* A stored round is answered (replayed, or a conflict) only once it is durable: one whose
      * record a failure cut away is withdrawn first, and then this is a new round (refused
@@ -2477,7 +2702,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
     }
     pthread_rwlock_unlock(&l->lock);
     free(ebytes);
-    st = commit(l, seq, err);
+    st = commit(l, seq, gen, err);
     maybe_snapshot(l);
     if (st != DPB_OK)
         ledger_round_res_free(res);
@@ -2555,12 +2780,12 @@ static dpb_status not_reserved(const lrnd *r, const char *what, dpb_error *err)
 }
 
 /* After a commit or release: acknowledge once its record (seq, 0: none) is durable. */
-static dpb_status finish_resolve(ledger *l, uint64_t seq, dpb_status st, ledger_round_res *res,
-                                 dpb_error *err)
+static dpb_status finish_resolve(ledger *l, uint64_t seq, uint64_t gen, dpb_status st,
+                                 ledger_round_res *res, dpb_error *err)
 {
     if (seq == 0)
         return st;
-    dpb_status cs = commit(l, seq, err);
+    dpb_status cs = commit(l, seq, gen, err);
     maybe_snapshot(l);
     if (cs != DPB_OK) {
         ledger_round_res_free(res);
@@ -2569,8 +2794,21 @@ static dpb_status finish_resolve(ledger *l, uint64_t seq, dpb_status st, ledger_
     return st;
 }
 
+static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
+                              size_t n, const unsigned char hash[16], ledger_round_res *res,
+                              dpb_error *err);
+
 dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
                          const unsigned char hash[16], ledger_round_res *res, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, res, err), err);
+    return st;
+}
+
+static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
+                              size_t n, const unsigned char hash[16], ledger_round_res *res,
+                              dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!valid_id(round_id))
@@ -2580,9 +2818,11 @@ dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *rep
                         LEDGER_MAX_PARTICIPANTS);
     uint32_t *idx = NULL, *slot = NULL;
     uint64_t seq = 0;
-    dpb_status st = DPB_OK;
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
+    dpb_status st = begin_write(l, err);
+    uint64_t gen = cur_gen(l);
+    if (st != DPB_OK)
+        goto out;
     long rp = durable_round(l, round_id);
     if (rp < 0) {
         st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
@@ -2673,20 +2913,33 @@ out:
     pthread_rwlock_unlock(&l->lock);
     free(idx);
     free(slot);
-    return finish_resolve(l, st == DPB_OK || st == DPB_ECONFLICT ? seq : 0, st, res, err);
+    return finish_resolve(l, st == DPB_OK || st == DPB_ECONFLICT ? seq : 0, gen, st, res, err);
 }
 
+static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res *res,
+                               dpb_error *err);
+
 dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, release_once(l, round_id, res, err), err);
+    return st;
+}
+
+static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res *res,
+                               dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!valid_id(round_id))
         return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
     uint64_t seq = 0;
-    dpb_status st = DPB_OK;
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
-    long rp = durable_round(l, round_id);
-    if (rp < 0) {
+    dpb_status st = begin_write(l, err);
+    uint64_t gen = cur_gen(l);
+    long rp = st == DPB_OK ? durable_round(l, round_id) : -1;
+    if (st != DPB_OK) {
+        /* the database cannot be reached: answered as such */
+    } else if (rp < 0) {
         st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
     } else if (!l->rd[rp].phase || l->rd[rp].state == LEDGER_COMMITTED) {
         res_of(l, &l->rd[rp], res);
@@ -2705,7 +2958,27 @@ dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res
             seq = 0;
     }
     pthread_rwlock_unlock(&l->lock);
-    return finish_resolve(l, seq, st, res, err);
+    return finish_resolve(l, seq, gen, st, res, err);
+}
+
+/* Release round id if it is still a reservation whose time is up: DPB_OK (*done 1 if this
+ * call released it), LEDGER_RACE, or a failure. */
+static dpb_status expire_once(ledger *l, const char *id, uint64_t now, int *done)
+{
+    uint64_t seq = 0;
+    dpb_error err = {0};
+    *done = 0;
+    pthread_rwlock_wrlock(&l->lock);
+    dpb_status st = begin_write(l, &err);
+    uint64_t gen = cur_gen(l);
+    long rp = st != DPB_OK || ledger_ro(l) ? -1 : durable_round(l, id);
+    if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now &&
+        (st = release_locked(l, rp, 1, &seq, &err)) != DPB_OK)
+        seq = 0;
+    pthread_rwlock_unlock(&l->lock);
+    if (seq && (st = commit(l, seq, gen, &err)) == DPB_OK)
+        *done = 1;
+    return st;
 }
 
 size_t ledger_expire(ledger *l, uint64_t now)
@@ -2713,6 +2986,8 @@ size_t ledger_expire(ledger *l, uint64_t now)
     enum { BATCH = 256 };
     char *ids[BATCH];
     size_t k = 0, done = 0;
+    if (read_begin(l, NULL) != DPB_OK)
+        return 0; /* a shared store's database cannot be reached: the next sweep */
     pthread_rwlock_rdlock(&l->lock);
     for (size_t i = 0; i < l->nrd && k < BATCH; i++)
         if (l->rd[i].state == LEDGER_RESERVED && l->rd[i].expires_at <= now &&
@@ -2720,17 +2995,12 @@ size_t ledger_expire(ledger *l, uint64_t now)
             k++;
     pthread_rwlock_unlock(&l->lock);
     for (size_t i = 0; i < k; i++) {
-        uint64_t seq = 0;
-        dpb_error err = {0};
-        pthread_rwlock_wrlock(&l->lock);
-        begin_write(l);
-        long rp = ledger_ro(l) ? -1 : durable_round(l, ids[i]);
-        if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now &&
-            release_locked(l, rp, 1, &seq, &err) != DPB_OK)
-            seq = 0;
-        pthread_rwlock_unlock(&l->lock);
-        if (seq && commit(l, seq, &err) == DPB_OK)
-            done++;
+        /* another replica expiring it first is a lost race: run again, it is released */
+        int one = 0;
+        dpb_status st;
+        RETRY_RACES(st, expire_once(l, ids[i], now, &one), NULL);
+        (void)st;
+        done += (size_t)one;
         free(ids[i]);
     }
     if (done)
@@ -2762,8 +3032,19 @@ static int apply_name(ledger *l, const char *name, const unsigned char *bytes, s
     return 0;
 }
 
+static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
+                                 uint64_t *seq_out, dpb_error *err);
+
 dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
                             uint64_t *seq_out, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_event_once(l, name, ev, created, seq_out, err), err);
+    return st;
+}
+
+static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
+                                 uint64_t *seq_out, dpb_error *err)
 {
     *created = 0;
     if (!valid_id(name))
@@ -2777,7 +3058,10 @@ dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int
     }
     uint64_t seq = 0;
     pthread_rwlock_wrlock(&l->lock);
-    begin_write(l);
+    st = begin_write(l, err);
+    uint64_t gen = cur_gen(l);
+    if (st != DPB_OK)
+        goto out;
     long pos = find_name(l, name);
     while (pos >= 0 && settle(l, l->nm[pos].seq) != 0) { /* shown only once durable */
         withdraw_locked(l);
@@ -2843,7 +3127,7 @@ out:
     pthread_rwlock_unlock(&l->lock);
     free(eb);
     if (st == DPB_OK && seq) {
-        st = commit(l, seq, err);
+        st = commit(l, seq, gen, err);
         maybe_snapshot(l);
     }
     return st;
@@ -2852,6 +3136,8 @@ out:
 dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)
 {
     *out = NULL;
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);
         long pos = find_name(l, name);
@@ -2882,6 +3168,8 @@ dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***na
 {
     *names = NULL;
     *n = 0;
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     rdlock_durable(l);
     size_t m = l->nnm;
     uint32_t *idx = malloc((m ? m : 1) * sizeof *idx);
@@ -2918,6 +3206,8 @@ dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_
                                  ledger_history *h)
 {
     memset(h, 0, sizeof *h);
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     rdlock_durable(l);
     long pos = find_client(l, id);
     if (pos < 0) {
@@ -3161,6 +3451,8 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
     if (q->ids ? q->n == 0 || q->n > LEDGER_MAX_PARTICIPANTS : q->label == NULL)
         return dpb_fail(err, DPB_EINVAL, "clients", "between 1 and %d client ids, or a label",
                         LEDGER_MAX_PARTICIPANTS);
+    if (read_begin(l, err) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     unsigned char *eb = NULL;
     size_t elen = 0, ecap = 0;
     dpb_status st = dp_event_encode(q->event, &eb, &elen, &ecap);
@@ -3175,7 +3467,7 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
     for (;;) {
         if (write_locked) {
             pthread_rwlock_wrlock(&l->lock);
-            begin_write(l);
+            (void)begin_write(l, NULL);      /* caught up by read_begin already, or as it can */
             if (settle(l, l->last_seq) != 0) /* answer from durable state only */
                 withdraw_locked(l);
         } else {
@@ -3256,6 +3548,8 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
 
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res)
 {
+    if (read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);
         long pos = find_round(l, round_id);
@@ -3275,8 +3569,10 @@ dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *r
 
 void ledger_get_summary(ledger *l, ledger_summary *s)
 {
+    int unavailable = read_begin(l, NULL) != DPB_OK;
     rdlock_durable(l);
     memset(s, 0, sizeof *s);
+    s->unavailable = unavailable;
     s->clients = l->ncl;
     s->active = l->by_status[LEDGER_ACTIVE];
     s->exhausted = l->by_status[LEDGER_EXHAUSTED];
@@ -3290,9 +3586,8 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->refining = atomic_load(&l->refining);
     memcpy(s->spend_hist, l->hist, sizeof s->spend_hist);
     s->read_only = ledger_ro(l);
-    s->log_bytes = l->w ? wal_size_bytes(l->w) : 0;
-    if (l->w)
-        wal_sync_stats(l->w, &s->sync_count, &s->sync_seconds, s->sync_hist);
+    s->log_bytes = store_size_bytes(l->st);
+    store_sync_stats(l->st, &s->sync_count, &s->sync_seconds, s->sync_hist);
     pthread_rwlock_unlock(&l->lock);
 }
 
@@ -3836,9 +4131,7 @@ static dpb_status take_snapshot(ledger *l)
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
         dpb_error err = {0};
-        st = snapshot_write(l->dir, l->fs, seq, w.b, w.n, &err);
-        if (st == DPB_OK)
-            st = wal_truncate_upto(l->w, seq);
+        st = store_snapshot(l->st, seq, w.b, w.n, &err);
         if (st == DPB_OK)
             l->snap_seq = seq;
     }
@@ -3877,12 +4170,32 @@ static void *snapshot_main(void *arg)
 
 dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
 {
+    ledger_store *s = NULL;
+    dpb_status st;
+    if (o->ledger_url == NULL) {
+        st = store_file_open(o->dir, o->fs, &s, err);
+    } else {
+        store_pg_options po = {0};
+        po.pool = o->pg_pool;
+        st = store_pg_open(o->ledger_url, &po, &s, err);
+    }
+    if (st != DPB_OK)
+        return st;
+    return ledger_open_store(o, s, out, err);
+}
+
+dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **out, dpb_error *err)
+{
     ledger *l = calloc(1, sizeof *l);
-    if (l == NULL)
+    if (l == NULL) {
+        store_close(s);
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    }
     l->opt = *o;
-    l->fs = o->fs ? o->fs : dpb_fs_posix();
-    l->dir = xstrdup(o->dir);
+    l->st = s;
+    l->shared = store_shared(s);
+    const char *where = o->dir && strcmp(s->ops->kind, "file") == 0 ? o->dir : s->ops->kind;
+    l->dir = xstrdup(where);
     pthread_rwlock_init(&l->lock, NULL);
     pthread_mutex_init(&l->snap_mu, NULL);
     pthread_cond_init(&l->snap_cv, NULL);
@@ -3898,27 +4211,10 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
         dpb_fail(err, st, NULL, "out of memory");
         goto fail;
     }
-    if (mkdir(o->dir, 0700) != 0 && errno != EEXIST) {
-        st = dpb_fail(err, DPB_EIO, "data_dir", "cannot create the data directory %s: %s", o->dir,
-                      strerror(errno));
-        goto fail;
-    }
-    /* snapshot.tmp must be free for a file: else no snapshot could ever be written and the
-     * log would grow without bound (a leftover regular file is simply overwritten) */
-    struct stat tsb;
-    char tmp_path[4096];
-    snprintf(tmp_path, sizeof tmp_path, "%s/snapshot.tmp", o->dir);
-    if (lstat(tmp_path, &tsb) == 0 && !S_ISREG(tsb.st_mode)) {
-        st = dpb_fail(err, DPB_EIO, "data_dir",
-                      "%s is not a regular file (a directory or link is where the daemon writes "
-                      "its snapshots): remove it",
-                      tmp_path);
-        goto fail;
-    }
     void *snap = NULL;
     size_t snap_len = 0;
     uint64_t snap_seq = 0;
-    st = snapshot_read(o->dir, l->fs, &snap_seq, &snap, &snap_len, err);
+    st = store_load_snapshot(s, &snap_seq, &snap, &snap_len, err);
     if (st != DPB_OK)
         goto fail;
     br sr = {snap, snap_len, 0, 0};
@@ -3927,40 +4223,33 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
         st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
                       "%s/snapshot is damaged near byte offset %zu (its checksum holds but its "
                       "contents do not parse): refusing to start rather than guess",
-                      o->dir, sr.at + SNAPSHOT_HEADER_BYTES);
+                      l->dir, sr.at + (l->shared ? 0 : SNAPSHOT_HEADER_BYTES));
         goto fail;
     }
     free(snap);
     l->snap_seq = l->last_seq = snap_seq;
     uint64_t next;
     size_t ncl_snap = l->ncl;
-    st = wal_open_ex(o->dir, l->fs, snap_seq, replay_fn, covered_fn, l, &l->w, &next, err);
+    st = store_replay(s, snap_seq, replay_fn, covered_fn, l, &next, err);
     for (size_t i = 0; st == DPB_OK && l->cover_bad && i < ncl_snap; i++)
         if (l->cover_bad[i])
             st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
                           "%s/wal.log holds a change of client '%s' up to seq %llu (byte offsets "
                           "before the snapshot's seq) that %s/snapshot does not hold: the "
                           "snapshot and the log disagree; refusing to start",
-                          o->dir, l->cl[i].id, (unsigned long long)snap_seq, o->dir);
+                          l->dir, l->cl[i].id, (unsigned long long)snap_seq, l->dir);
     free(l->cover_bad);
     l->cover_bad = NULL;
     if (st != DPB_OK)
         goto fail;
     if (next > 0)
         l->last_seq = next - 1;
-    l->nevs_logged = l->nevs;
     /* recompute the spend of every client the log replay touched (the snapshot's spends are
      * those computed before it was written), then the counters */
-    memset(l->by_status, 0, sizeof l->by_status);
-    memset(l->hist, 0, sizeof l->hist);
-    for (size_t i = 0; i < l->ncl; i++) {
-        if (l->cl[i].dirty)
-            recompute(l, &l->cl[i]);
-        else
+    for (size_t i = 0; i < l->ncl; i++)
+        if (!l->cl[i].dirty)
             name_spend(l, &l->cl[i]);
-        l->cl[i].dirty = 0;
-        counters(l, &l->cl[i], +1);
-    }
+    after_apply(l);
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
     if (o->pld_refine) /* after recovery: it reads the state */
@@ -3968,7 +4257,7 @@ dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
     *out = l;
     return DPB_OK;
 fail:
-    ledger_close(l);
+    ledger_close_nosnapshot(l); /* never a snapshot of a state recovered halfway */
     return st;
 }
 
@@ -3998,10 +4287,9 @@ static void close_ledger(ledger *l, int snapshot)
         pthread_mutex_unlock(&l->snap_mu);
         pthread_join(l->snap_thread, NULL);
     }
-    if (snapshot && l->w && !ledger_ro(l) && l->records_since_snap > 0)
+    if (snapshot && l->st && !ledger_ro(l) && l->records_since_snap > 0)
         take_snapshot(l);
-    if (l->w)
-        wal_close(l->w);
+    store_close(l->st);
     for (size_t i = 0; i < l->nevs; i++) {
         dp_event_free(l->evs[i].ev);
         free(l->evs[i].bytes);

@@ -153,6 +153,16 @@ typedef struct ledger ledger;
 /* Open (create or recover) a ledger. DPB_ECORRUPT names the damaged file and offset. */
 dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err);
 
+typedef struct ledger_store ledger_store; /* store.h */
+
+/* Open a ledger on the store s (store.h; o->dir, o->fs, o->ledger_url and o->pg_pool are not
+ * used): recovery from s's snapshot and log, and with a shared store the ledger catches up
+ * with the other replicas before every read and write. The ledger owns s from the call on
+ * (closed with it, or on failure). ledger_open opens the file store in o->dir, or the
+ * PostgreSQL store at o->ledger_url, and calls it. */
+dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **out,
+                             dpb_error *err);
+
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);
 
@@ -428,6 +438,8 @@ typedef struct {
     int refining;                   /* 1 while the refinement computes a PLD */
     uint64_t spend_hist[11];        /* clients by spent/budget: [0,.1), ..., [.9,1), >= 1 */
     int read_only;
+    int unavailable; /* 1: a shared store's database could not be reached to catch up: the
+                      * rest shows this replica's last state, maybe behind the others' */
     uint64_t log_bytes;
     /* the log's fdatasync latency (wal_sync_stats) */
     uint64_t sync_count;
