@@ -4261,6 +4261,136 @@ fail:
     return st;
 }
 
+/* ---- moving between stores ------------------------------------------------------------------ */
+
+dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err)
+{
+    ledger_store *s = NULL;
+    dpb_status st;
+    if (store_is_pg_url(to)) {
+        store_pg_options po = {0};
+        po.pool = 1;
+        st = store_pg_open(to, &po, &s, err);
+    } else {
+        st = store_file_open(to, NULL, &s, err);
+    }
+    if (st != DPB_OK)
+        return st;
+    if (!store_empty(s)) {
+        store_close(s);
+        return dpb_fail(err, DPB_ECONFLICT, "to",
+                        "%s already holds a ledger (a snapshot or log records): a copy goes into "
+                        "an empty store only, nothing was written",
+                        store_is_pg_url(to) ? "the database" : to);
+    }
+    if ((st = read_begin(l, err)) != DPB_OK) {
+        store_close(s);
+        return st;
+    }
+    bw w = {0};
+    rdlock_durable(l);
+    uint64_t seq = l->last_seq;
+    st = serialize(l, &w);
+    pthread_rwlock_unlock(&l->lock);
+    if (st != DPB_OK || w.oom)
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    else
+        st = store_snapshot(s, seq, w.b, w.n, err); /* the next append there gets seq + 1 */
+    free(w.b);
+    store_close(s);
+    return st;
+}
+
+/* Compare field by field; say the first difference. */
+#define DIFF(cond, ...)                                                                            \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            snprintf(why, cap, __VA_ARGS__);                                                       \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static int spends_differ(double x, double y)
+{
+    if (x == y || (isnan(x) && isnan(y)))
+        return 0;
+    return !(fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y)));
+}
+
+/* Every client, round and named event of a is in b and the same; and as many of each. */
+static int compare_locked(const ledger *a, const ledger *b, char *why, size_t cap)
+{
+    DIFF(a->ncl != b->ncl, "%zu clients against %zu", a->ncl, b->ncl);
+    DIFF(a->nrd != b->nrd, "%zu rounds against %zu", a->nrd, b->nrd);
+    DIFF(a->nnm != b->nnm, "%zu named events against %zu", a->nnm, b->nnm);
+    for (size_t i = 0; i < a->ncl; i++) {
+        const lclient *x = &a->cl[i];
+        long p = find_client(b, x->id);
+        DIFF(p < 0, "client '%s' is missing from the second", x->id);
+        const lclient *y = &b->cl[p];
+        DIFF(x->eps != y->eps || x->delta != y->delta, "client '%s': budget differs", x->id);
+        DIFF(x->mode != y->mode || x->rel != y->rel, "client '%s': accounting differs", x->id);
+        DIFF(strcmp(x->labels ? x->labels : "", y->labels ? y->labels : "") != 0,
+             "client '%s': labels differ", x->id);
+        DIFF(x->rounds != y->rounds, "client '%s': %llu rounds against %llu", x->id,
+             (unsigned long long)x->rounds, (unsigned long long)y->rounds);
+        DIFF(spends_differ(x->spent, y->spent) || spends_differ(x->dtv, y->dtv),
+             "client '%s': spent %.17g against %.17g", x->id, x->spent, y->spent);
+        DIFF(status_of(x) != status_of(y), "client '%s': status differs", x->id);
+        DIFF(x->nrv != y->nrv, "client '%s': reservations differ", x->id);
+    }
+    for (size_t i = 0; i < a->nrd; i++) {
+        const lrnd *x = &a->rd[i];
+        long p = find_round(b, x->id);
+        DIFF(p < 0, "round '%s' is missing from the second", x->id);
+        const lrnd *y = &b->rd[p];
+        DIFF(memcmp(x->hash, y->hash, 16) != 0, "round '%s': request hash differs", x->id);
+        DIFF(x->policy != y->policy || x->already_ran != y->already_ran || x->phase != y->phase,
+             "round '%s': kind differs", x->id);
+        DIFF(x->state != y->state, "round '%s': state %s against %s", x->id,
+             ledger_round_state_name((ledger_round_state)x->state),
+             ledger_round_state_name((ledger_round_state)y->state));
+        DIFF(x->n != y->n || x->admitted != y->admitted || x->reported != y->reported,
+             "round '%s': participants, admissions or reports differ", x->id);
+        DIFF(x->expires_at != y->expires_at, "round '%s': expiry differs", x->id);
+        for (uint32_t k = 0; x->out && y->out && k < x->n; k++)
+            DIFF(strcmp(x->out[k].id, y->out[k].id) != 0 ||
+                     x->out[k].admitted != y->out[k].admitted ||
+                     x->out[k].reason != y->out[k].reason ||
+                     x->out[k].reported != y->out[k].reported,
+                 "round '%s': the answer for '%s' differs", x->id, x->out[k].id);
+    }
+    for (size_t i = 0; i < a->nnm; i++) {
+        const lname *x = &a->nm[i];
+        long p = find_name(b, x->name);
+        DIFF(p < 0, "named event '%s' is missing from the second", x->name);
+        const lname *y = &b->nm[p];
+        DIFF(x->nbytes != y->nbytes || memcmp(x->bytes, y->bytes, x->nbytes) != 0,
+             "named event '%s' differs", x->name);
+    }
+    return 0;
+}
+
+int ledger_compare(ledger *a, ledger *b, char *why, size_t cap)
+{
+    if (cap > 0)
+        why[0] = '\0';
+    if (read_begin(a, NULL) != DPB_OK || read_begin(b, NULL) != DPB_OK) {
+        snprintf(why, cap, "a ledger's database cannot be reached");
+        return 1;
+    }
+    if (a == b)
+        return 0;
+    /* one lock order (by address) whoever compares */
+    ledger *first = (uintptr_t)a < (uintptr_t)b ? a : b, *second = first == a ? b : a;
+    rdlock_durable(first);
+    rdlock_durable(second);
+    int rc = compare_locked(a, b, why, cap);
+    pthread_rwlock_unlock(&second->lock);
+    pthread_rwlock_unlock(&first->lock);
+    return rc;
+}
+
 static void close_ledger(ledger *l, int snapshot);
 
 void ledger_close(ledger *l)

@@ -1,0 +1,46 @@
+/* memstore.h - a shared store (core/ledger/store.h) in memory, for tests: one log that any
+ * number of ledgers in the process append to, as replicas do to a database, with the same
+ * arbiter (a seq is taken once: a batch whose first seq is taken fails whole with
+ * DPB_ECONFLICT) and switches that make the next sync fail (DPB_ECONFLICT, DPB_EUNAVAILABLE),
+ * commit and then answer DPB_EUNAVAILABLE (the answer lost), or make catch-up fail. */
+#ifndef DPB_TESTS_MEMSTORE_H
+#define DPB_TESTS_MEMSTORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../core/ledger/store.h"
+
+typedef struct {
+    uint8_t type;
+    unsigned char *p;
+    size_t n;
+} memrec;
+
+typedef struct memlog {
+    pthread_mutex_t mu;
+    memrec *rec; /* rec[i] has seq i + 1 */
+    size_t nrec, cap;
+    unsigned char *snap; /* the newest snapshot */
+    size_t snap_len;
+    uint64_t snap_seq;
+    uint64_t snapshots;        /* snapshots written */
+    uint64_t conflicts;        /* syncs that lost the race for their first seq */
+    atomic_int fail_next;      /* DPB_ECONFLICT or DPB_EUNAVAILABLE: the next sync fails so */
+    atomic_int lose_answer;    /* 1: the next sync commits, then answers DPB_EUNAVAILABLE */
+    atomic_int catch_up_fails; /* 1: catch-up and replay answer DPB_EUNAVAILABLE */
+    atomic_int sync_sleep_us;  /* every sync sleeps this long first (to form races) */
+    /* called once (then cleared) at the start of the next sync, before it takes any lock */
+    void (*before_sync)(void *ctx);
+    void *before_ctx;
+} memlog;
+
+void memlog_init(memlog *g);
+void memlog_free(memlog *g);
+
+/* A store on g (g outlives it). */
+ledger_store *memstore_open(memlog *g);
+
+#endif
