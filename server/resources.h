@@ -29,7 +29,7 @@ void res_openapi(const http_request *req, http_response *resp);
 void res_index(const http_request *req, http_response *resp);
 void res_ui_asset(const http_request *req, http_response *resp);
 
-/* ledger.c: clients, rounds, summary */
+/* ledger_*.c: clients, rounds, summary */
 void res_client_put(const http_request *req, http_response *resp);
 void res_client_get(const http_request *req, http_response *resp);
 void res_clients_list(const http_request *req, http_response *resp);

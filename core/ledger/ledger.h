@@ -51,7 +51,14 @@
  * (the reported clients charged, the others released), released, or expired (released by
  * the ledger's background sweep, once a second, with a logged record); all logged.
  *
- * Durability: DIR/wal.log (write-ahead log) and DIR/snapshot; recovery = snapshot + replay.
+ * Durability: through a store (store.h), the only way in and out of the ledger's log and
+ * snapshots; recovery = snapshot + replay. The file store (the default) is DIR/wal.log and
+ * DIR/snapshot; a shared store (PostgreSQL, ledger_options.ledger_url) is one log for any
+ * number of replicas: the ledger catches up with it before every read and write, and a
+ * change that lost the race for its seq to another replica is withdrawn and computed again
+ * inside the call (never surfaced); an unreachable database answers DPB_EUNAVAILABLE with
+ * the change withdrawn, not read-only. Reads then answer DPB_EUNAVAILABLE too (and
+ * ledger_summary.unavailable), never a stale state as current.
  * Memory: a client is a small struct plus its distinct events and counts (and reserved
  * ones), and once charged a ring of its last LEDGER_HISTORY rounds (4 bytes each); rounds keep
  * their full per-client answers within a bounded budget of entries (older rounds keep a
@@ -139,7 +146,7 @@ typedef struct {
     uint64_t snapshot_every; /* log records between snapshots (0: 100000) */
     size_t keep_outcomes;    /* per-client round answers kept in memory (0: 4 million) */
     int pld_refine; /* a background thread, giving way to every change, replaces pld clients' rdp
-                     * spends by their PLD values when smaller (ledger.c, "Background
+                     * spends by their PLD values when smaller (ledger_clients.c, "Background
                      * refinement"); 0: a pld client shows the PLD only near its budget */
     /* NULL: the embedded ledger, the file store in dir (store.h); else a PostgreSQL url: the
      * log and snapshots live in that database, shared by any number of replicas, and dir and

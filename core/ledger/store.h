@@ -1,6 +1,6 @@
 /*
  * store.h - where the ledger's log and snapshots live: the one narrow interface between the
- * ledger's semantics (ledger.c: admission, spends, idempotency, reservations, applied to an
+ * ledger's semantics (ledger_*.c: admission, spends, idempotency, reservations, applied to an
  * in-memory state) and durability (docs/ARCHITECTURE.md, "Stores").
  *
  * The ledger is a deterministic state machine over a totally ordered log of records

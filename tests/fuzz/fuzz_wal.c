@@ -14,7 +14,7 @@
  *     file minus its header, and snapshot_write + snapshot_read give it back.
  *  3. Ledger recovery. The CRCs are a wall no mutation gets through, so the ledger gets the
  *     bytes with each complete record's CRC recomputed (nothing else changed): that is how
- *     the record decoder (ledger.c: apply_record) sees fuzzed payloads. If the input starts
+ *     the record decoder (ledger_state.c: apply_record) sees fuzzed payloads. If the input starts
  *     with the snapshot magic it is also given as DIR/snapshot (length and CRC fixed) with
  *     no log, which reaches the snapshot payload parser (load_snapshot). A recovered
  *     ledger is closed (which writes a snapshot and truncates the log) and must recover

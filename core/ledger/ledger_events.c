@@ -1,0 +1,273 @@
+/*
+ * ledger_events.c - named events and clients' charge histories.
+ */
+#include "ledger_int.h"
+
+/* ---- named events ---------------------------------------------------------------------------- */
+
+/* Store a named event in memory (bytes copied). -1 when out of memory. */
+int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq)
+{
+    if (lg_grow((void **)&l->nm, &l->cap_nm, l->nnm + 1, sizeof *l->nm) != 0)
+        return -1;
+    lname *e = &l->nm[l->nnm];
+    e->name = lg_xstrdup(name);
+    e->bytes = malloc(n ? n : 1);
+    if (e->name == NULL || e->bytes == NULL ||
+        lg_index_insert(l, &l->nm_index, l->nnm, lg_nm_hash, (uint32_t)l->nnm) != 0) {
+        free(e->name);
+        free(e->bytes);
+        return -1;
+    }
+    memcpy(e->bytes, bytes, n);
+    e->nbytes = n;
+    e->seq = seq;
+    l->nnm++;
+    return 0;
+}
+
+static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
+                                 uint64_t *seq_out, dpb_error *err);
+
+dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
+                            uint64_t *seq_out, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_event_once(l, name, ev, created, seq_out, err), err);
+    return st;
+}
+
+static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
+                                 uint64_t *seq_out, dpb_error *err)
+{
+    *created = 0;
+    if (!lg_valid_id(name))
+        return dpb_fail(err, DPB_EINVAL, "name", "an event name is " LEDGER_ID_RULE);
+    unsigned char *eb = NULL;
+    size_t elen = 0, ecap = 0;
+    dpb_status st = dp_event_encode(ev, &eb, &elen, &ecap);
+    if (st != DPB_OK) {
+        free(eb);
+        return dpb_fail(err, st, "event", "the event cannot be recorded");
+    }
+    uint64_t seq = 0;
+    pthread_rwlock_wrlock(&l->lock);
+    st = lg_begin_write(l, err);
+    uint64_t gen = lg_cur_gen(l);
+    if (st != DPB_OK)
+        goto out;
+    long pos = lg_find_name(l, name);
+    while (pos >= 0 && lg_settle(l, l->nm[pos].seq) != 0) { /* shown only once durable */
+        lg_withdraw_locked(l);
+        pos = lg_find_name(l, name);
+    }
+    if (pos >= 0) {
+        const lname *e = &l->nm[pos];
+        if (e->nbytes == elen && memcmp(e->bytes, eb, elen) == 0)
+            *seq_out = e->seq;
+        else
+            st = dpb_fail(err, DPB_ECONFLICT, "name",
+                          "the name '%s' is taken by another event (names are immutable: "
+                          "register this event under another name)",
+                          name);
+        goto out;
+    }
+    if (lg_ledger_ro(l)) {
+        st = lg_readonly_error(err);
+        goto out;
+    }
+    /* the event in the vocabulary for both relations (logged first), then the name */
+    for (int rel = 0; rel < 2 && st == DPB_OK; rel++) {
+        uint32_t idx;
+        int fresh;
+        st = lg_intern(l, eb, elen, (dp_relation)rel, &idx, &fresh);
+        if (st != DPB_OK)
+            dpb_fail(err, st, "event", "the event could not be prepared");
+    }
+    if (st == DPB_OK && lg_reserve_undo(l, l->nevs - l->nevs_logged + 1) != 0)
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    if (st != DPB_OK) {
+        lg_drop_unlogged_events(l);
+        goto out;
+    }
+    if ((st = lg_log_new_events(l, err)) != DPB_OK) {
+        lg_withdraw_locked(l);
+        goto out;
+    }
+    bw w = {0};
+    bw_str(&w, name);
+    bw_put(&w, eb, elen);
+    st = lg_log_record(l, REC_NAME, &w, err);
+    free(w.b);
+    if (st != DPB_OK) {
+        lg_withdraw_locked(l);
+        goto out;
+    }
+    seq = l->last_seq;
+    if (lg_apply_name(l, name, eb, elen, seq) != 0) {
+        st = lg_abandon(l, DPB_ENOMEM, err);
+        seq = 0;
+        goto out;
+    }
+    lundo u = {0};
+    u.seq = seq;
+    u.lversion = l->version;
+    u.kind = U_NAME;
+    u.pos = (uint32_t)(l->nnm - 1);
+    lg_push_undo(l, &u);
+    *created = 1;
+    *seq_out = seq;
+out:
+    pthread_rwlock_unlock(&l->lock);
+    free(eb);
+    if (st == DPB_OK && seq) {
+        st = lg_commit(l, seq, gen, err);
+        lg_maybe_snapshot(l);
+    }
+    return st;
+}
+
+dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)
+{
+    *out = NULL;
+    if (lg_read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        long pos = lg_find_name(l, name);
+        if (pos >= 0 && lg_settle(l, l->nm[pos].seq) != 0) {
+            pthread_rwlock_unlock(&l->lock);
+            lg_withdraw(l);
+            continue;
+        }
+        dpb_status st = DPB_ENOTFOUND;
+        if (pos >= 0) {
+            *seq = l->nm[pos].seq;
+            st = dp_event_decode(l->nm[pos].bytes, l->nm[pos].nbytes, out, NULL);
+        }
+        pthread_rwlock_unlock(&l->lock);
+        return st;
+    }
+}
+
+static const ledger *name_sort_ledger;
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(name_sort_ledger->nm[*(const uint32_t *)a].name,
+                  name_sort_ledger->nm[*(const uint32_t *)b].name);
+}
+
+dpb_status ledger_list_events(ledger *l, size_t offset, size_t limit, char ***names, size_t *n,
+                              size_t *total)
+{
+    *names = NULL;
+    *n = 0;
+    if (lg_read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
+    lg_rdlock_durable(l);
+    size_t m = l->nnm;
+    uint32_t *idx = malloc((m ? m : 1) * sizeof *idx);
+    char **out = calloc(limit ? limit : 1, sizeof *out);
+    dpb_status st = idx && out ? DPB_OK : DPB_ENOMEM;
+    if (st == DPB_OK) {
+        for (size_t i = 0; i < m; i++)
+            idx[i] = (uint32_t)i;
+        pthread_mutex_lock(&lg_sort_mu);
+        name_sort_ledger = l;
+        qsort(idx, m, sizeof *idx, cmp_names);
+        pthread_mutex_unlock(&lg_sort_mu);
+        for (size_t i = offset; i < m && *n < limit; i++)
+            if ((out[(*n)++] = lg_xstrdup(l->nm[idx[i]].name)) == NULL)
+                st = DPB_ENOMEM;
+    }
+    *total = m;
+    pthread_rwlock_unlock(&l->lock);
+    free(idx);
+    if (st != DPB_OK) {
+        for (size_t i = 0; out && i < *n; i++)
+            free(out[i]);
+        free(out);
+        *n = 0;
+        return st;
+    }
+    *names = out;
+    return DPB_OK;
+}
+
+/* ---- charge history -------------------------------------------------------------------------- */
+
+dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_t limit,
+                                 ledger_history *h)
+{
+    memset(h, 0, sizeof *h);
+    if (lg_read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
+    lg_rdlock_durable(l);
+    long pos = lg_find_client(l, id);
+    if (pos < 0) {
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_ENOTFOUND;
+    }
+    const lclient *c = &l->cl[pos];
+    size_t kept = c->hseen < LEDGER_HISTORY ? c->hseen : LEDGER_HISTORY;
+    h->total = kept;
+    h->complete = c->hseen <= LEDGER_HISTORY;
+    h->items = calloc(limit ? limit : 1, sizeof *h->items);
+    h->agg = calloc((size_t)c->nev + c->nrv + 1, sizeof *h->agg);
+    dpb_status st = h->items && h->agg ? DPB_OK : DPB_ENOMEM;
+    for (size_t k = offset; st == DPB_OK && k < kept && h->n < limit; k++) {
+        /* newest first: entry hseen - 1 - k */
+        const lrnd *r = &l->rd[c->hist[(c->hseen - 1 - k) % LEDGER_HISTORY]];
+        ledger_hist_item *it = &h->items[h->n++];
+        snprintf(it->round_id, sizeof it->round_id, "%s", r->id);
+        it->seq = r->seq;
+        it->spent_after = NAN;
+        const lout *o = NULL;
+        for (uint32_t i = 0; r->out && i < r->n && o == NULL; i++)
+            if (r->out[i].id == c->id) /* a known client's outcome points at its id */
+                o = &r->out[i];
+        if (o)
+            it->spent_after = o->after;
+        if (!r->phase || (r->state == LEDGER_COMMITTED && o && o->reported))
+            it->state = LEDGER_H_CHARGED;
+        else if (r->state == LEDGER_RESERVED)
+            it->state = LEDGER_H_RESERVED;
+        else
+            it->state = LEDGER_H_RELEASED;
+    }
+    /* the aggregate: every distinct event, charged and reserved counts */
+    for (uint32_t i = 0; st == DPB_OK && i < c->nev + c->nrv; i++) {
+        const lcount *e = i < c->nev ? &c->ev[i] : &c->rv[i - c->nev];
+        ledger_agg_item *a = NULL;
+        /* a reserved event that is also charged shares its entry (agg[j] is ev[j]) */
+        for (uint32_t j = 0; i >= c->nev && j < c->nev && a == NULL; j++)
+            if (c->ev[j].ev == e->ev)
+                a = &h->agg[j];
+        if (a == NULL) {
+            a = &h->agg[h->nagg];
+            if (dp_event_decode(l->evs[e->ev].bytes, l->evs[e->ev].nbytes, &a->event, NULL) !=
+                DPB_OK) {
+                st = DPB_ENOMEM;
+                break;
+            }
+            h->nagg++;
+        }
+        if (i < c->nev)
+            a->count += e->count;
+        else
+            a->reserved += e->count;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    if (st != DPB_OK)
+        ledger_history_free(h);
+    return st;
+}
+
+void ledger_history_free(ledger_history *h)
+{
+    for (size_t i = 0; h->agg && i < h->nagg; i++)
+        dp_event_free(h->agg[i].event);
+    free(h->agg);
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}

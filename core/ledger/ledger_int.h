@@ -1,0 +1,441 @@
+/*
+ * ledger_int.h - the ledger's internal state, shared by the files that implement ledger.h
+ * (never included outside core/ledger/ledger_*.c):
+ *   ledger_state.c    the state machine: indexes, events, spends, undo and withdrawal,
+ *                     applying records (replay, catch-up), the snapshot payload;
+ *   ledger_store.c    the glue to the store (store.h): catch-up, lost races and retries,
+ *                     group commit, the snapshot thread, open and close, copy and compare;
+ *   ledger_clients.c  clients, lists and the background refinement;
+ *   ledger_rounds.c   rounds, two-phase rounds, expiry, eligibility;
+ *   ledger_events.c   named events and charge histories.
+ */
+#ifndef DPB_LEDGER_INT_H
+#define DPB_LEDGER_INT_H
+
+#include "ledger.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../dp/normal.h"
+#include "../dp/rdp.h"
+#include "fnv.h"
+#include "refine.h"
+#include "snapshot.h" /* SNAPSHOT_HEADER_BYTES: offsets in the file store's messages */
+#include "spend.h"
+#include "store.h"
+
+enum {
+    REC_EVENT = 1,
+    REC_CLIENT = 2,
+    REC_ROUND = 3,
+    REC_RESERVE = 4,
+    REC_COMMIT = 5,
+    REC_RELEASE = 6,
+    REC_NAME = 7
+};
+enum {
+    EV_RDP = SPEND_RDP,
+    EV_TV = SPEND_TV,
+    EV_UNCERTIFIABLE = SPEND_UNCERTIFIABLE,
+    EV_PLD_ONLY = SPEND_PLD_ONLY,
+    EV_NOT_COVERED = SPEND_NOT_COVERED
+};
+#define LEV_NONE UINT32_MAX
+
+typedef struct {
+    dp_event *ev;
+    unsigned char *bytes;
+    size_t nbytes;
+    uint64_t hash;
+    dp_relation rel;
+    int kind;
+    double *rdp; /* RDP_NORDERS, kind EV_RDP */
+    double tvlog;
+    double mu2; /* gdp_ok: mu^2 of a composition of unsampled Gaussians (gdp_filter) */
+    int gdp_ok;
+    char why[200];   /* for EV_PLD_ONLY / EV_NOT_COVERED */
+    spend_event *se; /* the same event in the spend engine (a reference) */
+} lev;
+
+typedef struct {
+    uint32_t ev;
+    uint64_t count;
+} lcount;
+
+typedef struct {
+    char *id;
+    double eps, delta;
+    uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
+    int8_t sacct;                          /* the accountant the spend is (dp_accountant), -1 */
+    uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status) */
+    uint32_t last_ev; /* the event of the last round charged (LEV_NONE: none) */
+    char *labels;     /* NULL or "k=v\n..." */
+    double spent, dtv;
+    uint64_t rounds, version;
+    uint64_t seq;     /* log seq of the last change (0: recovered, durable) */
+    uint64_t refined; /* version + 1 when the background refinement settled this state */
+    uint32_t nev;
+    lcount *ev;
+    uint32_t nrv; /* reserved events (two-phase rounds), counted in every admission */
+    lcount *rv;
+    uint32_t *hist; /* the last LEDGER_HISTORY rounds that charged or reserved it (positions),
+                     * a ring: entry k at hist[k % LEDGER_HISTORY] (NULL until the first) */
+    uint32_t hseen; /* entries ever pushed */
+} lclient;
+
+/* One change applied in memory whose log record (seq) may not be durable yet: what it takes
+ * to withdraw it (see "Durability" below). */
+enum {
+    U_EVENT = 1,
+    U_CLIENT_NEW = 2,
+    U_CLIENT_SET = 3,
+    U_CHARGE = 4,
+    U_ROUND = 5,
+    U_CSNAP = 6,  /* a client's events and reservations as they were (reservation changes) */
+    U_RSTATE = 7, /* a two-phase round's state as it was (commit, release) */
+    U_NAME = 8    /* a named event, new */
+};
+typedef struct {
+    uint64_t seq;      /* the record the change waits for */
+    uint64_t lversion; /* the ledger's version before the change */
+    uint8_t kind;
+    uint32_t pos; /* event, client or round position */
+    /* U_CLIENT_SET and U_CHARGE: the client as it was */
+    uint8_t mode, rel, uncertified, ev_new, stuck;
+    int8_t sacct;
+    uint32_t ev, last_ev;
+    double eps, delta, spent, dtv;
+    uint64_t rounds, version, cseq;
+    char *labels;      /* U_CLIENT_SET: the old labels (owned) */
+    lcount *sev, *srv; /* U_CSNAP: the old events and reservations (owned) */
+    uint32_t snev, snrv;
+    uint8_t hpushed; /* U_CHARGE, U_CSNAP: a history entry was pushed over hold */
+    uint32_t hold;
+    uint8_t rstate; /* U_RSTATE: the old state and its record */
+    uint64_t rstate_seq;
+} lundo;
+
+typedef struct {
+    const char *id; /* the client's id, or owned (unknown clients) */
+    uint8_t owned, admitted, reason, reported;
+    int8_t acct; /* the accountant `after` is; -1: not known (recovered from the log) */
+    double before, after;
+} lout;
+
+typedef struct {
+    char *id;
+    unsigned char hash[16];
+    uint8_t policy, already_ran;
+    uint8_t phase, state; /* phase: 0 one step, 1 reserve; state: ledger_round_state */
+    uint64_t seq;
+    uint64_t state_seq;      /* the record of the commit or release (0: none) */
+    uint64_t expires_at;     /* reserve: unix seconds */
+    unsigned char chash[16]; /* the commit's body hash */
+    uint32_t ev[2];          /* reserve: the event interned per relation (LEV_NONE: none) */
+    uint32_t n, admitted, reported;
+    lout *out; /* NULL once summarized (never while reserved) */
+} lrnd;
+
+typedef struct {
+    char *name;
+    unsigned char *bytes; /* the encoded event */
+    size_t nbytes;
+    uint64_t seq; /* its record */
+} lname;
+
+/* open-addressing index of strings or hashes -> position (UINT32_MAX = empty) */
+typedef struct {
+    uint32_t *slot;
+    size_t cap; /* power of two */
+} lindex;
+
+struct ledger {
+    ledger_options opt;
+    char *dir; /* the file store's data directory (messages), or NULL */
+    pthread_rwlock_t lock;
+    ledger_store *st; /* the log and snapshots (store.h) */
+    int shared;       /* store_shared(st): other replicas append to the same log */
+    /* a shared store: a failed sync (DPB_ECONFLICT, DPB_EUNAVAILABLE) voided every pending
+     * record; void_gen counts such failures (bumped under the lock, read or write), done_gen
+     * those withdrawn in memory (under the write lock), void_status the latest one's status */
+    atomic_uint_fast64_t void_gen;
+    uint64_t done_gen;
+    atomic_int void_status;
+    uint64_t last_seq, snap_seq, records_since_snap, version;
+    atomic_int read_only; /* read without the lock (ledger_read_only) */
+    /* changes not known durable yet, in log order (under the write lock) */
+    lundo *undo;
+    size_t nundo, cap_undo;
+    /* events: [0, nevs_logged) are in the log; the rest are a round's scratch, dropped
+     * before the lock is released */
+    lev *evs;
+    size_t nevs, cap_evs, nevs_logged;
+    uint8_t *cover_bad; /* during open: clients whose covered log record the snapshot lacks */
+    lindex ev_index;
+    /* clients */
+    lclient *cl;
+    size_t ncl, cap_cl;
+    lindex cl_index;
+    /* rounds */
+    lrnd *rd;
+    size_t nrd, cap_rd;
+    lindex rd_index;
+    size_t kept_outcomes, oldest_kept; /* outcome entries in memory; first round with them */
+    /* named events */
+    lname *nm;
+    size_t nnm, cap_nm;
+    lindex nm_index;
+    /* counters */
+    uint64_t by_status[3], hist[11];
+    /* snapshots */
+    pthread_t snap_thread;
+    pthread_mutex_t snap_mu;
+    pthread_cond_t snap_cv;
+    int snap_wanted, snap_stop, snap_running, has_thread;
+    spend_engine *sp; /* spends: events by content, the PLD value cache */
+    /* background refinement (refine_step): its thread, scan cursor, and what views show */
+    refiner *rf;
+    size_t rf_next;
+    uint64_t rf_pass_version, rf_idle_version, rf_pass_found;
+    uint64_t refines, boot;    /* refinements applied since open; a value new at every open */
+    uint64_t refine_stale;     /* refinements discarded: the client changed meanwhile */
+    uint64_t refine_abandoned; /* computations stopped by a change (refine_yield) */
+    atomic_int refining;       /* the refinement is computing a PLD */
+    int rf_yield;              /* atomic: set by every change; the refinement's computation stops */
+    uint64_t rf_last_change;   /* atomic: monotonic ns of the latest change's start */
+};
+
+/* An index's comparison: 1 if the entry at pos has key. */
+typedef int (*lindex_eq)(const ledger *l, uint32_t pos, const void *key);
+
+typedef struct {
+    const unsigned char *bytes;
+    size_t n;
+    dp_relation rel;
+} evkey;
+
+/* A change lost the race for its seq to another replica sharing the log (ledger_store.c,
+ * "a shared store"): the call runs again; never returned to callers. */
+#define LEDGER_RACE ((dpb_status)1000)
+#define RACE_TRIES 50
+
+/* st = call, run again (err cleared, after a backoff) while it lost a race, RACE_TRIES times
+ * at most. */
+#define RETRY_RACES(st, call, err)                                                                 \
+    do {                                                                                           \
+        for (unsigned try_ = 0;; try_++) {                                                         \
+            (st) = (call);                                                                         \
+            if ((st) != LEDGER_RACE)                                                               \
+                break;                                                                             \
+            dpb_error_clear(err);                                                                  \
+            if (try_ + 1 >= RACE_TRIES) {                                                          \
+                (st) = lg_races_exhausted(err);                                                    \
+                break;                                                                             \
+            }                                                                                      \
+            lg_race_backoff(try_);                                                                 \
+        }                                                                                          \
+    } while (0)
+
+extern pthread_mutex_t lg_sort_mu; /* qsort has no context argument */
+
+/* Grow an array (never p = realloc(p)). */
+int lg_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* ---- byte writer / reader for records and snapshots -------------------------------------- */
+
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+    int oom;
+} bw;
+
+static inline void bw_put(bw *w, const void *p, size_t n)
+{
+    if (w->oom || n == 0)
+        return;
+    if (lg_grow((void **)&w->b, &w->cap, w->n + n, 1) != 0) {
+        w->oom = 1;
+        return;
+    }
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+static inline void bw_u8(bw *w, unsigned v)
+{
+    unsigned char c = (unsigned char)v;
+    bw_put(w, &c, 1);
+}
+static inline void bw_u32(bw *w, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    bw_put(w, b, 4);
+}
+static inline void bw_u64(bw *w, uint64_t v)
+{
+    bw_u32(w, (uint32_t)v);
+    bw_u32(w, (uint32_t)(v >> 32));
+}
+static inline void bw_f64(bw *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    bw_u64(w, v);
+}
+static inline void bw_str(bw *w, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    bw_u32(w, (uint32_t)n);
+    bw_put(w, s, n);
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+} br;
+
+static inline const unsigned char *br_take(br *r, size_t n)
+{
+    if (r->bad || r->n - r->at < n) {
+        r->bad = 1;
+        return NULL;
+    }
+    const unsigned char *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+static inline unsigned br_u8(br *r)
+{
+    const unsigned char *q = br_take(r, 1);
+    return q ? *q : 0;
+}
+static inline uint32_t br_u32(br *r)
+{
+    const unsigned char *q = br_take(r, 4);
+    return q ? (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24
+             : 0;
+}
+static inline uint64_t br_u64(br *r)
+{
+    uint64_t lo = br_u32(r);
+    return lo | (uint64_t)br_u32(r) << 32;
+}
+static inline double br_f64(br *r)
+{
+    uint64_t v = br_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+/* A string of at most max bytes into a fresh allocation (NULL on error). */
+static inline char *br_str(br *r, size_t max)
+{
+    uint32_t n = br_u32(r);
+    if (r->bad || n > max) {
+        r->bad = 1;
+        return NULL;
+    }
+    const unsigned char *q = br_take(r, n);
+    char *s = q ? malloc(n + 1) : NULL;
+    if (s == NULL) {
+        r->bad = 1;
+        return NULL;
+    }
+    memcpy(s, q, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* ---- shared between the ledger_*.c files (each documented where it is defined) ---- */
+
+/* ledger_state.c */
+char *lg_xstrdup(const char *s);
+int lg_index_init(lindex *x, size_t cap);
+uint64_t lg_str_hash(const char *s);
+size_t lg_index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq, const void *key);
+int lg_index_insert(ledger *l, lindex *x, size_t count,
+                    uint64_t (*hash_of)(const ledger *, uint32_t), uint32_t pos);
+uint64_t lg_cl_hash(const ledger *l, uint32_t pos);
+uint64_t lg_rd_hash(const ledger *l, uint32_t pos);
+int lg_ev_eq(const ledger *l, uint32_t pos, const void *key);
+uint64_t lg_nm_hash(const ledger *l, uint32_t pos);
+long lg_find_name(const ledger *l, const char *name);
+long lg_find_client(const ledger *l, const char *id);
+long lg_find_round(const ledger *l, const char *id);
+dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
+                     uint32_t *idx, int *fresh);
+void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out);
+ledger_status lg_status_of(const lclient *c);
+void lg_counters(ledger *l, const lclient *c, int sign);
+void lg_recompute(ledger *l, lclient *c);
+void lg_name_spend(ledger *l, lclient *c);
+int lg_add_count(lclient *c, uint32_t ev, uint64_t k);
+int lg_hist_ready(lclient *c);
+void lg_hist_push(lclient *c, uint32_t rpos, uint32_t *old);
+int lg_ledger_ro(ledger *l);
+int lg_reserve_undo(ledger *l, size_t k);
+lundo lg_client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos);
+void lg_push_undo(ledger *l, const lundo *u);
+void lg_prune_undo(ledger *l);
+void lg_drop_unlogged_events(ledger *l);
+void lg_recount(ledger *l);
+void lg_withdraw_locked(ledger *l);
+void lg_withdraw(ledger *l);
+void lg_voided(ledger *l, dpb_status st);
+int lg_settle(ledger *l, uint64_t seq);
+uint64_t lg_mono_ns(void);
+void lg_refine_yield(ledger *l);
+int lg_apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n);
+int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
+int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
+dpb_status lg_serialize(ledger *l, bw *w);
+int lg_load_snapshot(ledger *l, br *r);
+/* ledger_store.c */
+dpb_status lg_lost(ledger *l, dpb_error *err);
+void lg_race_backoff(unsigned attempt);
+dpb_status lg_races_exhausted(dpb_error *err);
+dpb_status lg_read_begin(ledger *l, dpb_error *err);
+dpb_status lg_begin_write(ledger *l, dpb_error *err);
+uint64_t lg_cur_gen(ledger *l);
+dpb_status lg_readonly_error(dpb_error *err);
+dpb_status lg_commit(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err);
+/* ledger_clients.c */
+dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,
+                           const char *labels, long *pos_out);
+void lg_client_record(bw *w, const char *id, double eps, double delta, int mode, int rel,
+                      const char *labels);
+dpb_status lg_apply_logged_client(ledger *l, uint64_t seq, const char *id, double eps, double delta,
+                                  int mode, int rel, const char *labels, long *pos_out);
+dpb_status lg_abandon(ledger *l, dpb_status st, dpb_error *err);
+dpb_status lg_log_record(ledger *l, int type, const bw *w, dpb_error *err);
+void lg_maybe_snapshot(ledger *l);
+int lg_valid_id(const char *id);
+void lg_rdlock_durable(ledger *l);
+int lg_has_label(const lclient *c, const char *kv);
+uint64_t lg_view_tag(const ledger *l);
+int lg_refine_step(void *arg, const int *stop);
+/* ledger_rounds.c */
+int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
+                      long rpos);
+dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
+                          int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
+                          uint32_t n, int apply, uint64_t expires_at);
+int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
+                     const uint32_t *idx, uint32_t m);
+dpb_status lg_log_new_events(ledger *l, dpb_error *err);
+ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
+                           double *after, int8_t *acct);
+/* ledger_events.c */
+int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq);
+
+#endif
