@@ -428,6 +428,20 @@ static dpb_status exec0(PGconn *conn, const pg_cfg *c, const char *sql, ExecStat
     return st;
 }
 
+/* 1 if an idle connection can take a statement: a server that restarted or ended the
+ * session meanwhile has sent its last words (an error or warning, handled as a notice while
+ * idle) and closed the socket, which two non-blocking reads notice now (the first takes the
+ * words, the second the end), rather than the next statement failing with it. */
+static int conn_alive(PGconn *conn)
+{
+    for (int i = 0; i < 2; i++) {
+        if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE ||
+            !PQconsumeInput(conn) || PQisBusy(conn))
+            return 0;
+    }
+    return PQstatus(conn) == CONNECTION_OK;
+}
+
 /* A new connection with the statement timeout set. */
 static PGconn *open_conn(const pg_cfg *c, dpb_error *err)
 {
@@ -545,6 +559,16 @@ static PGconn *pool_get(pg_store *p, dpb_error *err)
         if (p->nidle > 0) {
             PGconn *conn = p->idle[--p->nidle];
             pthread_mutex_unlock(&p->pmu);
+            if (conn_alive(conn))
+                return conn;
+            PQfinish(conn); /* dead while idle: open another in its place */
+            conn = open_conn(&p->cfg, err);
+            if (conn == NULL) {
+                pthread_mutex_lock(&p->pmu);
+                p->nopen--;
+                pthread_cond_signal(&p->pcv);
+                pthread_mutex_unlock(&p->pmu);
+            }
             return conn;
         }
         if (p->nopen < p->max_open) {
@@ -669,7 +693,7 @@ static dpb_status pg_load_snapshot(ledger_store *s, uint64_t *seq, void **data, 
 /*
  * fn for every record with seq > after_seq, in pages, checking that they follow each other
  * with no gap (a gap is damage: DPB_ECORRUPT); *last: the last seq seen (after_seq if none).
- * Then durable (and, with nothing pending, the append position) move up to it.
+ * Then, with nothing pending, durable and the append position move up to it.
  */
 static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, void *ctx,
                            uint64_t *last, const char *what, dpb_error *err)
@@ -742,13 +766,15 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, 
         note_error(p, &e);
         return dpb_fail(err, e.status, e.field, "%s", e.detail);
     }
+    /* With records of ours pending (a caller breaking catch-up's contract), the seqs read
+     * may be other replicas' records at our pending seqs: durable must not claim them (P2),
+     * the flush will learn of the conflict. */
     pthread_mutex_lock(&p->mu);
-    if (at > p->durable) {
+    if (p->qn == 0 && !p->syncing && at > p->durable) {
         p->durable = at;
         atomic_store(&p->durable_pub, at);
+        p->next_seq = at + 1;
     }
-    if (p->qn == 0 && !p->syncing && p->next_seq < p->durable + 1)
-        p->next_seq = p->durable + 1;
     pthread_mutex_unlock(&p->mu);
     *last = at;
     return DPB_OK;
@@ -763,15 +789,8 @@ static dpb_status pg_replay(ledger_store *s, uint64_t after_seq, store_record_fn
     (void)covered;
     uint64_t last = after_seq;
     dpb_status st = read_log(impl(s), after_seq, fn, ctx, &last, "replaying dpbudget_log", err);
-    if (st == DPB_OK) {
-        pg_store *p = impl(s);
-        pthread_mutex_lock(&p->mu);
-        /* the replayed state is the truth: the next append follows it */
-        if (p->qn == 0 && !p->syncing)
-            p->next_seq = last + 1;
-        pthread_mutex_unlock(&p->mu);
+    if (st == DPB_OK)
         *next_seq = last + 1;
-    }
     return st;
 }
 
@@ -947,6 +966,10 @@ static dpb_status pg_sync(ledger_store *s, uint64_t upto)
         dpb_error e = {0};
         int reset = 0;
         double t0 = now_s();
+        if (conn != NULL && !conn_alive(conn)) {
+            PQfinish(conn);
+            conn = NULL;
+        }
         if (conn == NULL)
             conn = open_conn(&p->cfg, &e);
         dpb_status fst =

@@ -7,7 +7,7 @@
  * server on the first pgh_up() and stops it at exit.
  *
  *   if (!pgh_up()) return;                       skip: no PostgreSQL binaries (noted once)
- *   char url[512]; pgh_fresh_db("t_x", url, sizeof url);   an empty database of its own
+ *   char url[512]; pgh_fresh_db("t_x", url, sizeof url);   an empty ledger of its own
  *   pgh_ctl("stop"), pgh_ctl("kill"), pgh_ctl("restart")   the server goes down / up
  *   pgh_sql(url, "SELECT ...", out, n)                     one statement, the first value
  */
@@ -107,13 +107,16 @@ static inline int pgh_ctl(const char *cmd)
     return pgh_run(cmd, pgh_dir_, NULL, 0);
 }
 
-/* url of database name on the server, with an optional password in it */
+/* url of the ledger called name on the server, with an optional password in it: a schema of
+ * the database postgres, made the connection's search_path (a schema is made and dropped
+ * in a moment; a database per test would cost a copy of template1 in the WAL, which the
+ * crash tests' recovery then replays) */
 static inline void pgh_db_url(const char *name, const char *password, char *url, size_t n)
 {
     const char *host = strchr(pgh_url_, '@');
-    snprintf(url, n, "postgresql://postgres%s%s%.*s/%s", password != NULL ? ":" : "",
-             password != NULL ? password : "", host != NULL ? (int)(strrchr(host, '/') - host) : 0,
-             host != NULL ? host : "", name);
+    snprintf(url, n, "postgresql://postgres%s%s%.*s/postgres?options=-csearch_path%%3D%s",
+             password != NULL ? ":" : "", password != NULL ? password : "",
+             host != NULL ? (int)(strrchr(host, '/') - host) : 0, host != NULL ? host : "", name);
 }
 
 static inline void pgh_quiet_(void *arg, const char *msg)
@@ -147,14 +150,15 @@ static inline int pgh_sql(const char *url, const char *sql, char *out, size_t n)
     return rc;
 }
 
-/* A new empty database name (dropped first if a previous run left it); its url in url. */
+/* A new empty ledger name (a schema; dropped first if a previous run left it); its url in
+ * url. */
 static inline int pgh_fresh_db(const char *name, char *url, size_t n)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", name);
     if (pgh_sql(pgh_url_, sql, NULL, 0) != 0)
         return -1;
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", name);
     if (pgh_sql(pgh_url_, sql, NULL, 0) != 0)
         return -1;
     pgh_db_url(name, NULL, url, n);
