@@ -448,10 +448,17 @@ static PGconn *open_conn(const pg_cfg *c, dpb_error *err)
     PGconn *conn = pg_connect(c, err);
     if (conn == NULL)
         return NULL;
-    char sql[64];
+    /* the statement timeout; and a commit acknowledged only once durable on the server:
+     * synchronous_commit = off (a server or url default) would acknowledge commits a crash
+     * then loses, so it becomes on (local and the remote_* levels are kept) */
+    char sql[224];
     int reset = 0;
-    snprintf(sql, sizeof sql, "SET statement_timeout = %u", c->statement_timeout_ms);
-    if (exec0(conn, c, sql, PGRES_COMMAND_OK, "setting statement_timeout", &reset, err) != DPB_OK) {
+    snprintf(sql, sizeof sql,
+             "SELECT set_config('statement_timeout', '%u', false), CASE WHEN "
+             "current_setting('synchronous_commit') = 'off' THEN "
+             "set_config('synchronous_commit', 'on', false) END",
+             c->statement_timeout_ms);
+    if (exec0(conn, c, sql, PGRES_TUPLES_OK, "setting statement_timeout", &reset, err) != DPB_OK) {
         PQfinish(conn);
         return NULL;
     }
@@ -1227,6 +1234,20 @@ dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_stor
     } else {
         p->nopen = 1;
         st = migrate_on(conn, &p->cfg, NULL, NULL, &e);
+        if (st == DPB_OK) {
+            /* fsync = off: nothing the server acknowledges survives its crash */
+            char why[128];
+            PGresult *r = run(conn, &p->cfg, "SELECT current_setting('fsync')", 0, NULL, NULL, NULL,
+                              NULL, 0, why, sizeof why);
+            int reset = 0;
+            st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "reading fsync", why, &reset, &e);
+            if (st == DPB_OK && strcmp(PQgetvalue(r, 0, 0), "on") != 0)
+                st = dpb_fail(&e, DPB_EUNSUPPORTED, "ledger_url",
+                              "PostgreSQL at %s runs with fsync = %s: a commit it acknowledges "
+                              "can be lost in a crash, so the ledger refuses it (set fsync = on)",
+                              p->cfg.safe_url, PQgetvalue(r, 0, 0));
+            PQclear(r);
+        }
         if (st == DPB_OK && PQserverVersion(conn) < 90500)
             st = dpb_fail(&e, DPB_EUNSUPPORTED, "ledger_url",
                           "PostgreSQL at %s is version %d: the ledger needs 9.5 or newer "

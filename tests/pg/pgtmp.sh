@@ -2,8 +2,8 @@
 # pgtmp.sh - a throw-away PostgreSQL server for the tests (Debian's postgresql package).
 #
 #   pgtmp.sh start DIR     initdb in DIR/data (trust authentication, UTF8) and start a server
-#                          with fsync on, listening on 127.0.0.1 at a free port and on a unix
-#                          socket in DIR; prints postgresql://postgres@127.0.0.1:PORT/postgres
+#                          with fsync on (the default), listening on 127.0.0.1 at a free
+#                          port and on a unix socket in DIR; prints postgresql://postgres@127.0.0.1:PORT/postgres
 #   pgtmp.sh url DIR       prints that url again
 #   pgtmp.sh stop DIR      fast shutdown (clients are disconnected)
 #   pgtmp.sh kill DIR      immediate shutdown (no checkpoint: a crash, for the server)
@@ -48,10 +48,11 @@ s.close()'
 pg_start() {
     dir=$1
     port=$(cat "$dir/port")
-    # -k: the unix socket in DIR; fsync on (durability is what the tests check);
-    # max_connections for several replicas' pools at once
+    # -k: the unix socket in DIR; max_connections for several replicas' pools at once. fsync
+    # stays on, PostgreSQL's default (durability is what the tests check): not set here, so
+    # that a test can turn it off with ALTER SYSTEM (a command-line setting would win)
     if ! as_owner "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=on \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 \
             -c max_connections=100 -c shared_buffers=16MB" start >/dev/null; then
         echo "pgtmp: the server in $dir did not start; its log:" >&2
         tail -n 20 "$dir/server.log" >&2 || true

@@ -662,6 +662,37 @@ static void test_server_hangs(void)
     CHECK(sql_int(url, "SELECT count(*) FROM dpbudget_log WHERE payload = 'after'") == 1);
 }
 
+/* A server that would acknowledge commits a crash loses is refused (fsync = off);
+ * synchronous_commit = off in the url is overridden (not observable from another session:
+ * this checks only that such a url works). */
+static void test_durability_settings(void)
+{
+    char url[512];
+    ledger_store *s = fresh_store("t_durable", url, sizeof url, &FAST);
+    if (s == NULL)
+        return;
+    store_close(s);
+    CHECK(pgh_sql(url, "ALTER SYSTEM SET fsync = off", NULL, 0) == 0);
+    CHECK(pgh_sql(url, "SELECT pg_reload_conf()", NULL, 0) == 0);
+    usleep(300000); /* the reload is asynchronous */
+    dpb_error e = {0};
+    CHECK(store_pg_open(url, &FAST, &s, &e) == DPB_EUNSUPPORTED);
+    CHECKF(strstr(e.detail, "fsync = off") != NULL, "%s", e.detail);
+    CHECK(pgh_sql(url, "ALTER SYSTEM RESET fsync", NULL, 0) == 0);
+    CHECK(pgh_sql(url, "SELECT pg_reload_conf()", NULL, 0) == 0);
+    usleep(300000);
+    char off[600];
+    snprintf(off, sizeof off, "%s%%20-csynchronous_commit%%3Doff", url);
+    char got[16];
+    CHECK(pgh_sql(off, "SHOW synchronous_commit", got, sizeof got) == 0 && strcmp(got, "off") == 0);
+    s = open_store(off, &FAST, NULL);
+    if (s == NULL)
+        return;
+    uint64_t seq = 0;
+    CHECK(store_append(s, 1, "x", 1, &seq) == DPB_OK && store_sync(s, seq) == DPB_OK);
+    store_close(s);
+}
+
 static void test_password_never_echoed(void)
 {
     if (!pgh_up())
@@ -704,6 +735,7 @@ int main(int argc, char **argv)
         TL_T(test_server_stopped_then_restarted),
         TL_T(test_server_killed_then_restarted),
         TL_T(test_server_hangs),
+        TL_T(test_durability_settings),
         TL_T(test_password_never_echoed),
     };
     int rc = tl_run("pg", tests, sizeof tests / sizeof tests[0], argc, argv);
