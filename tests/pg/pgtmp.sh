@@ -3,7 +3,8 @@
 #
 #   pgtmp.sh start DIR     initdb in DIR/data (trust authentication, UTF8) and start a server
 #                          with fsync on (the default), listening on 127.0.0.1 at a free
-#                          port and on a unix socket in DIR; prints postgresql://postgres@127.0.0.1:PORT/postgres
+#                          port and on a unix socket in DIR; prints its url,
+#                          postgresql://postgres@127.0.0.1:PORT/postgres
 #   pgtmp.sh url DIR       prints that url again
 #   pgtmp.sh stop DIR      fast shutdown (clients are disconnected)
 #   pgtmp.sh kill DIR      immediate shutdown (no checkpoint: a crash, for the server)
