@@ -32,10 +32,11 @@ LABEL org.opencontainers.image.title="dpbudgetd" \
       org.opencontainers.image.licenses="GPL-3.0-or-later"
 # libgsl27 pulls libgslcblas0; libgnutls30 (TLS policy, health probe) and libnettle8
 # (SHA-256 of API keys) are linked directly, so named though libmicrohttpd12 pulls them;
-# libcurl is for the tests only and is not installed.
+# libpq5 is the PostgreSQL client (--ledger-url; no server in the image); libcurl is for the
+# tests only and is not installed.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 libgnutls30 libnettle8 \
+        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 libgnutls30 libnettle8 libpq5 \
     && rm -rf /var/lib/apt/lists/*
 # A fixed uid/gid (10001, deploy/k8s/statefulset.yaml runs as the same) that owns the data
 # directory. --no-log-init: no sparse /var/log/lastlog entry for a high uid.

@@ -10,7 +10,7 @@ BUILD   ?= build
 CC      ?= cc
 VERSION := 0.3.0
 
-PKGS_CORE   := gsl fftw3
+PKGS_CORE   := gsl fftw3 libpq
 PKGS_SERVER := libmicrohttpd jansson gnutls nettle
 PKGS_TEST   := libcurl
 
@@ -38,18 +38,21 @@ SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 API_SRC    := $(wildcard tests/api/*.c)
 PERSIST_SRC := $(wildcard tests/persist/*.c)
+PG_SRC     := $(wildcard tests/pg/*.c)
 
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_blob.o $(BUILD)/gen/ui_blob.o
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o)
 PERSIST_OBJ := $(PERSIST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/api/client.o
+PG_OBJ     := $(PG_SRC:%.c=$(BUILD)/%.o)
 
 LIBCORE    := $(BUILD)/libdpcore.a
 DAEMON     := $(BUILD)/dpbudgetd
 UNIT_BIN   := $(BUILD)/tests/unit_tests
 API_BIN    := $(BUILD)/tests/api_tests
 PERSIST_BIN := $(BUILD)/tests/persist_tests
+PG_BIN     := $(BUILD)/tests/pg_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
               $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger \
@@ -107,6 +110,12 @@ $(PERSIST_BIN): $(PERSIST_OBJ) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_TEST) $(LIBS_SERVER) $(LIBS_CORE)
 
+# the PostgreSQL store against a real server (tests/pg/pgtmp.sh starts one)
+$(PG_BIN): $(PG_OBJ) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+
 $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
@@ -140,7 +149,7 @@ unit: $(UNIT_BIN)
 api: $(API_BIN) $(DAEMON)
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(DAEMON) \
+	$(Q)$(MAKE) --no-print-directory check-layers $(UNIT_BIN) $(API_BIN) $(PERSIST_BIN) $(PG_BIN) $(DAEMON) \
 	    $(FUZZ_REGRESS_BIN)
 	$(Q)sh tests/run.sh $(BUILD)
 
@@ -179,6 +188,7 @@ sanitize: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-san \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    build-san/tests/unit_tests build-san/tests/api_tests build-san/tests/persist_tests \
+	    build-san/tests/pg_tests \
 	    build-san/dpbudgetd build-san/tests/fuzz_regress_request build-san/tests/fuzz_regress_wal
 	$(Q)ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh build-san
 
@@ -206,6 +216,9 @@ check-layers:
 	@if grep -rnE '#include *[<"](microhttpd|jansson|curl/curl)\.h' core/; then \
 	    echo "check-layers: core/ must not include HTTP, JSON or curl headers"; exit 1; \
 	else echo "check-layers: core/ is free of HTTP/JSON headers"; fi
+	@if grep -rlE '#include *[<"]libpq-fe\.h' core/ server/ | grep -vx core/ledger/store_pg.c; then \
+	    echo "check-layers: only core/ledger/store_pg.c speaks to PostgreSQL (libpq)"; exit 1; \
+	else echo "check-layers: libpq is used by core/ledger/store_pg.c alone"; fi
 
 FORMAT_SRC = $(filter-out tests/unit/ref_%.h,$(wildcard core/*/*.[ch] server/*.[ch] tests/*/*.[ch] bench/*.[ch]))
 format:

@@ -3,7 +3,10 @@
 # only when something is missing. Uses sudo when not root. Quiet when all is present.
 #   Debian packages: the build and test libraries; libgnutls28-dev, nettle-dev (the
 #   daemon's TLS policy, health probe and SHA-256; GnuTLS and nettle come with
-#   libmicrohttpd anyway); openssl (the TLS tests make certificates); gnutls-bin
+#   libmicrohttpd anyway); libpq-dev (the PostgreSQL-backed ledger, --ledger-url: the
+#   client library is linked even when the embedded ledger is used); postgresql (the
+#   server binaries: the tests start a real throw-away PostgreSQL, tests/pg/pgtmp.sh, and
+#   its packaged cluster is left alone); openssl (the TLS tests make certificates); gnutls-bin
 #   (gnutls-cli, the TLS tests' client: versions and suites the policy refuses);
 #   python3 + PyYAML (the deployment-manifest check); prometheus (its
 #   promtool checks /metrics and the alert rules); chromium, nodejs and npm (the dashboard's
@@ -34,7 +37,7 @@ for c in cc make pkg-config od openssl python3; do
     command -v "$c" >/dev/null 2>&1 || base=1
 done
 if [ "$base" = 0 ]; then
-    for m in libmicrohttpd jansson gsl libcurl fftw3 gnutls nettle; do
+    for m in libmicrohttpd jansson gsl libcurl fftw3 gnutls nettle libpq; do
         pkg-config --exists "$m" 2>/dev/null || base=1
     done
 fi
@@ -42,8 +45,8 @@ if [ "$base" = 0 ]; then
     python3 -c 'import yaml' >/dev/null 2>&1 || base=1
 fi
 [ "$base" = 0 ] || need build-essential pkg-config libmicrohttpd-dev libjansson-dev libgsl-dev \
-    libcurl4-openssl-dev libfftw3-dev libgnutls28-dev nettle-dev openssl python3 python3-yaml \
-    ca-certificates
+    libcurl4-openssl-dev libfftw3-dev libgnutls28-dev nettle-dev libpq-dev openssl python3 \
+    python3-yaml ca-certificates
 if [ "$build_only" = 0 ]; then
     command -v gnutls-cli >/dev/null 2>&1 || need gnutls-bin
     command -v promtool >/dev/null 2>&1 || need prometheus
@@ -52,6 +55,8 @@ if [ "$build_only" = 0 ]; then
     command -v npm >/dev/null 2>&1 || need npm
     command -v clang-format >/dev/null 2>&1 || need clang-format
     command -v curl >/dev/null 2>&1 || need curl
+    # the PostgreSQL tests need initdb, pg_ctl and postgres (not on PATH in Debian)
+    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need postgresql
 fi
 
 if [ -n "$PKGS" ]; then

@@ -30,6 +30,8 @@ run() {
     [ "$rc" -eq 0 ] || status=1
 }
 run unit "$build/tests/unit_tests"
+# the PostgreSQL store against a real server started (and stopped) by pgtmp.sh
+run pg sh tests/pg/pgtmp.sh with "$build/tests/pg_tests"
 # the API and persistence suites log every exchange; the contract check validates them all
 # against openapi.yaml (tests/contract/validate.mjs)
 mkdir -p "$build/contract"

@@ -1,11 +1,153 @@
 /*
- * store_pg.c - PLACEHOLDER until the PostgreSQL store lands: it is to be REPLACED WHOLE by the
- * real store_pg.c (store.h); it only lets the ledger build and say clearly that this build
- * cannot use a PostgreSQL url.
+ * store_pg.c - the PostgreSQL store (store.h): the ledger's log and snapshots in tables of one
+ * database shared by any number of replicas.
+ *
+ * Schema (version SCHEMA_VERSION, applied by store_pg_migrate):
+ *     dpbudget_schema(version int PRIMARY KEY, applied_at timestamptz)  one row per migration
+ *     dpbudget_log(seq bigint PRIMARY KEY, type smallint, payload bytea)  the log, seq 1, 2, ...
+ *     dpbudget_snapshot(seq bigint PRIMARY KEY, payload bytea)           the newest 2 kept
+ * The log is kept whole (snapshots only shorten start-up; pruning is left for later).
+ *
+ * SQL relied on (portable: PostgreSQL >= 9.5 and engines speaking its protocol): bigint,
+ * smallint, bytea with binary parameters and results, a PRIMARY KEY's unique violation
+ * (SQLSTATE 23505) as the arbiter of two replicas appending the same seq, single-statement
+ * and BEGIN/COMMIT transactions at READ COMMITTED, INSERT ... ON CONFLICT DO NOTHING,
+ * ORDER BY / LIMIT / OFFSET, pg_advisory_xact_lock (migrations only), CREATE TABLE IF NOT
+ * EXISTS, SET statement_timeout, pg_total_relation_size (the size figure only). No
+ * triggers, no stored procedures, no SERIALIZABLE.
+ *
+ * Invariants (all under mu):
+ *  P1 The queue holds the pending records, seqs durable+1, durable+2, ..., next_seq-1 in
+ *     order (after a reset it is empty and next_seq == durable+1).
+ *  P2 durable only grows: the highest seq known committed (by this process or, seen by a
+ *     catch-up, by another replica).
+ *  P3 At most one thread flushes (syncing); it flushes a prefix of the queue in ONE
+ *     transaction, so the prefix commits whole or not at all. The queue is cleared, and
+ *     next_seq moved, only while no flush is in flight (a failed flush clears it itself;
+ *     abandon waits), so a seq in flight is never handed out twice by this process.
+ *  P4 Every clearing of the queue bumps gen and records (durable at that moment, why) in
+ *     fails[]. A waiter remembers gen when it starts: once gen moved, its records were
+ *     dropped unless its upto was already durable then (seqs <= durable are never reused,
+ *     seqs after it are). Its answer never claims a dropped record durable.
+ * Connections: one for the flusher (flush_conn, used only by the thread holding syncing),
+ * at most pool-1 more for catch-ups, snapshots and the rest (waited for with a timeout).
+ * A connection that failed or timed out is closed; the next use reconnects (bounded by
+ * connect_timeout), so the store is never failed for good.
  */
 #include "store.h"
 
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "wal.h"
+
+#define SCHEMA_VERSION 1
+/* pg_advisory_xact_lock's key for migrations: "dpbudget" in ASCII */
+#define MIGRATE_LOCK_KEY "7237970109966541940"
+/* rows per INSERT statement (3 parameters each; the protocol allows 65535) */
+#define ROWS_PER_STMT 1000
+/* rows per SELECT page of a replay or catch-up */
+#define ROWS_PER_PAGE 1000
+/* how many failures a waiter can fall behind and still learn its exact answer (P4) */
+#define FAIL_RING 16
+/* how old the size figure may get before a catch-up refreshes it */
+#define SIZE_REFRESH_S 10
+
+/* PostgreSQL's type oids (pg_type.h) for binary parameters */
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_INT2 21
+
+typedef struct {
+    uint64_t seq;
+    uint8_t type;
+    size_t len;
+    unsigned char *payload; /* owned */
+} pending;
+
+typedef struct {
+    uint64_t durable; /* durable when the queue was cleared */
+    dpb_status why;   /* DPB_ECONFLICT or DPB_EUNAVAILABLE */
+} fail_note;
+
+typedef struct {
+    char *url;      /* as given, the password included: only for libpq */
+    char *safe_url; /* the url without its password: for messages */
+    unsigned connect_timeout_s;
+    unsigned statement_timeout_ms;
+} pg_cfg;
+
+typedef struct {
+    pg_cfg cfg;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pending *q; /* P1 */
+    size_t qn, qcap;
+    uint64_t next_seq;
+    uint64_t durable;
+    atomic_uint_fast64_t durable_pub;
+    int syncing;
+    PGconn *flush_conn; /* the flusher's (only the thread holding syncing touches it) */
+    uint64_t gen;       /* P4 */
+    fail_note fails[FAIL_RING];
+    dpb_error last_err; /* the newest failure's detail (error()) */
+    uint64_t sync_count;
+    double sync_seconds;
+    uint64_t sync_hist[WAL_SYNC_NBUCKETS];
+
+    /* the pool of the other connections */
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv;
+    PGconn **idle;
+    unsigned nidle;
+    unsigned nopen; /* idle + lent + being opened */
+    unsigned max_open;
+
+    atomic_uint_fast64_t size_pub;
+    atomic_llong size_at; /* CLOCK_MONOTONIC seconds of the last refresh (0: never) */
+} pg_store;
+
+/* ---- small helpers ---- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void put_be64(unsigned char *b, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        b[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
 
 int store_is_pg_url(const char *s)
 {
@@ -13,21 +155,1113 @@ int store_is_pg_url(const char *s)
            (strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0);
 }
 
-dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_store **out,
-                         dpb_error *err)
+/* url without the password: "scheme://user:pw@host..." loses ":pw", and a "password=..."
+ * query parameter is dropped. Malloc'ed (NULL: out of memory). */
+static char *strip_password(const char *url)
 {
-    (void)url;
-    (void)o;
-    *out = NULL;
-    return dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL support not built");
+    size_t n = strlen(url);
+    char *out = malloc(n + 1);
+    if (out == NULL)
+        return NULL;
+    const char *p = strstr(url, "://");
+    size_t o = 0, i = 0;
+    if (p != NULL) {
+        size_t start = (size_t)(p - url) + 3;
+        memcpy(out, url, start);
+        o = i = start;
+        /* the authority ends at the first '/', '?' or '#'; user info before its last '@' */
+        size_t end = start;
+        while (end < n && url[end] != '/' && url[end] != '?' && url[end] != '#')
+            end++;
+        size_t at = end;
+        for (size_t k = start; k < end; k++)
+            if (url[k] == '@')
+                at = k;
+        if (at < end) {
+            size_t colon = start;
+            while (colon < at && url[colon] != ':')
+                colon++;
+            memcpy(out + o, url + start, colon - start);
+            o += colon - start;
+            i = at;
+        }
+    }
+    /* copy the rest, leaving out password=... parameters */
+    while (i < n) {
+        if ((url[i] == '?' || url[i] == '&') && strncmp(url + i + 1, "password=", 9) == 0) {
+            size_t j = i + 1;
+            while (j < n && url[j] != '&' && url[j] != '#')
+                j++;
+            if (url[i] == '?' && j < n && url[j] == '&') {
+                out[o++] = '?';
+                i = j + 1;
+            } else {
+                i = j;
+            }
+            continue;
+        }
+        out[o++] = url[i++];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static dpb_status cfg_init(pg_cfg *c, const char *url, const store_pg_options *o, dpb_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (!store_is_pg_url(url))
+        return dpb_fail(err, DPB_EINVAL, "ledger_url",
+                        "not a PostgreSQL url (postgresql://user@host:port/database)");
+    c->connect_timeout_s = o != NULL && o->connect_timeout_s > 0 ? o->connect_timeout_s : 5;
+    c->statement_timeout_ms =
+        o != NULL && o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 10000;
+    c->url = dup_str(url);
+    c->safe_url = strip_password(url);
+    if (c->url == NULL || c->safe_url == NULL) {
+        free(c->url);
+        free(c->safe_url);
+        return dpb_fail(err, DPB_ENOMEM, NULL, "no memory for the ledger url");
+    }
+    return DPB_OK;
+}
+
+static void cfg_release(pg_cfg *c)
+{
+    free(c->url);
+    free(c->safe_url);
+}
+
+/* libpq's message without its trailing newline, into buf. */
+static const char *msg_of(const char *m, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", m != NULL && m[0] != '\0' ? m : "no message");
+    size_t l = strlen(buf);
+    while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == ' '))
+        buf[--l] = '\0';
+    /* one line: newlines and tabs become spaces, runs of spaces one */
+    size_t o = 0;
+    for (size_t i = 0; buf[i] != '\0'; i++) {
+        char ch = buf[i] == '\n' || buf[i] == '\t' ? ' ' : buf[i];
+        if (ch == ' ' && o > 0 && buf[o - 1] == ' ')
+            continue;
+        buf[o++] = ch;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* ---- one connection ---- */
+
+/* The server's notices and warnings ("relation already exists, skipping", "terminating
+ * connection due to ...") are not the daemon's to print: failures reach err. */
+static void no_notice(void *arg, const char *msg)
+{
+    (void)arg, (void)msg;
+}
+
+static PGconn *pg_connect(const pg_cfg *c, dpb_error *err)
+{
+    char ct[16];
+    snprintf(ct, sizeof ct, "%u", c->connect_timeout_s);
+    /* dbname (the url) first: the keywords after it override what the url says */
+    const char *const keys[] = {"dbname",
+                                "connect_timeout",
+                                "keepalives",
+                                "keepalives_idle",
+                                "keepalives_interval",
+                                "keepalives_count",
+                                "application_name",
+                                NULL};
+    const char *const vals[] = {c->url, ct, "1", "10", "5", "3", "dpbudgetd", NULL};
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    char m[256];
+    if (conn == NULL) {
+        dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: no memory to connect",
+                 c->safe_url);
+        return NULL;
+    }
+    if (PQstatus(conn) != CONNECTION_OK) {
+        dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: cannot connect: %s",
+                 c->safe_url, msg_of(PQerrorMessage(conn), m, sizeof m));
+        PQfinish(conn);
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, no_notice, NULL);
+    if (PQsetnonblocking(conn, 1) != 0) {
+        dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: %s", c->safe_url,
+                 msg_of(PQerrorMessage(conn), m, sizeof m));
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+/* Wait until sock is ready for ev or the deadline (seconds, CLOCK_MONOTONIC) passes:
+ * 1 ready, 0 timed out, -1 error. */
+static int wait_sock(int sock, short ev, double deadline)
+{
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {.fd = sock, .events = ev, .revents = 0};
+        int r = poll(&p, 1, (int)(left * 1000.0) + 1);
+        if (r > 0)
+            return 1;
+        if (r == 0)
+            continue;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+/*
+ * Run one statement with binary parameters (n of them; types may be NULL) and results in
+ * resfmt (1 binary), bounded on the client side too: the server's statement_timeout cannot
+ * help when the server stops answering, so the whole exchange must end within the statement
+ * timeout plus the connect timeout. NULL: the connection failed or timed out (*why says
+ * which); otherwise the last result of the statement (the caller PQclears it).
+ */
+static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, const Oid *types,
+                     const char *const *vals, const int *lens, const int *fmts, int resfmt,
+                     char *why, size_t whyn)
+{
+    double deadline = now_s() + (double)c->statement_timeout_ms / 1000.0 + c->connect_timeout_s;
+    char m[256];
+    if (!PQsendQueryParams(conn, sql, n, types, vals, lens, fmts, resfmt)) {
+        snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+        return NULL;
+    }
+    int sock = PQsocket(conn);
+    for (;;) {
+        int f = PQflush(conn);
+        if (f == 0)
+            break;
+        int w = f < 0 ? -1 : wait_sock(sock, POLLIN | POLLOUT, deadline);
+        if (w <= 0) {
+            snprintf(why, whyn, "%s",
+                     w == 0 ? "no answer within the statement timeout"
+                            : msg_of(PQerrorMessage(conn), m, sizeof m));
+            return NULL;
+        }
+        if (!PQconsumeInput(conn)) {
+            snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+            return NULL;
+        }
+    }
+    PGresult *keep = NULL;
+    for (;;) {
+        while (PQisBusy(conn)) {
+            int w = wait_sock(sock, POLLIN, deadline);
+            if (w <= 0 || !PQconsumeInput(conn)) {
+                snprintf(why, whyn, "%s",
+                         w == 0 ? "no answer within the statement timeout"
+                                : msg_of(PQerrorMessage(conn), m, sizeof m));
+                PQclear(keep);
+                return NULL;
+            }
+        }
+        PGresult *r = PQgetResult(conn);
+        if (r == NULL)
+            break;
+        /* keep the first error, else the last result */
+        if (keep != NULL && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(keep);
+            keep = r;
+        }
+    }
+    if (keep == NULL)
+        snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+    return keep;
+}
+
+static int sqlstate_is(const PGresult *r, const char *code)
+{
+    const char *s = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    return s != NULL && strcmp(s, code) == 0;
+}
+
+/*
+ * The status of a statement's result r (NULL: see why): DPB_OK; DPB_ECONFLICT for a unique
+ * violation (23505: another replica has this seq), a serialization failure (40001) or a
+ * deadlock (40P01): the change is computed again; DPB_EUNAVAILABLE for anything else (the
+ * connection failed, timed out, the server shuts down, is in recovery or out of space...):
+ * *reset then says the connection must be closed (its state is unknown). err gets what
+ * failed (the step, the server's message and SQLSTATE).
+ */
+static dpb_status judge(PGconn *conn, const PGresult *r, ExecStatusType want, const pg_cfg *c,
+                        const char *step, const char *why, int *reset, dpb_error *err)
+{
+    if (r != NULL && PQresultStatus(r) == want)
+        return DPB_OK;
+    char m[200];
+    if (r == NULL) {
+        *reset = 1;
+        return dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: %s: %s",
+                        c->safe_url, step, why);
+    }
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    msg_of(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) != NULL
+               ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+               : PQresultErrorMessage(r),
+           m, sizeof m);
+    if (sqlstate_is(r, "23505") || sqlstate_is(r, "40001") || sqlstate_is(r, "40P01")) {
+        *reset = PQstatus(conn) != CONNECTION_OK;
+        return dpb_fail(err, DPB_ECONFLICT, NULL, "PostgreSQL at %s: %s: %s (SQLSTATE %s)",
+                        c->safe_url, step, m, state);
+    }
+    *reset = 1;
+    return dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: %s: %s (SQLSTATE %s)",
+                    c->safe_url, step, m, state != NULL ? state : "none");
+}
+
+/* A statement without parameters whose result is checked against want. */
+static dpb_status exec0(PGconn *conn, const pg_cfg *c, const char *sql, ExecStatusType want,
+                        const char *step, int *reset, dpb_error *err)
+{
+    char why[256];
+    PGresult *r = run(conn, c, sql, 0, NULL, NULL, NULL, NULL, 0, why, sizeof why);
+    dpb_status st = judge(conn, r, want, c, step, why, reset, err);
+    PQclear(r);
+    return st;
+}
+
+/* 1 if an idle connection can take a statement: a server that restarted or ended the
+ * session meanwhile has sent its last words (an error or warning, handled as a notice while
+ * idle) and closed the socket, which two non-blocking reads notice now (the first takes the
+ * words, the second the end), rather than the next statement failing with it. */
+static int conn_alive(PGconn *conn)
+{
+    for (int i = 0; i < 2; i++) {
+        if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE ||
+            !PQconsumeInput(conn) || PQisBusy(conn))
+            return 0;
+    }
+    return PQstatus(conn) == CONNECTION_OK;
+}
+
+/* A new connection with the statement timeout set. */
+static PGconn *open_conn(const pg_cfg *c, dpb_error *err)
+{
+    PGconn *conn = pg_connect(c, err);
+    if (conn == NULL)
+        return NULL;
+    /* the statement timeout; and a commit acknowledged only once durable on the server:
+     * synchronous_commit = off (a server or url default) would acknowledge commits a crash
+     * then loses, so it becomes on (local and the remote_* levels are kept) */
+    char sql[224];
+    int reset = 0;
+    snprintf(sql, sizeof sql,
+             "SELECT set_config('statement_timeout', '%u', false), CASE WHEN "
+             "current_setting('synchronous_commit') = 'off' THEN "
+             "set_config('synchronous_commit', 'on', false) END",
+             c->statement_timeout_ms);
+    if (exec0(conn, c, sql, PGRES_TUPLES_OK, "setting statement_timeout", &reset, err) != DPB_OK) {
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+/* ---- migrations ---- */
+
+/* Migration v is the statements MIGRATIONS[v - 1] (NULL-terminated), applied in the
+ * transaction holding the advisory lock. Append only: a released migration never changes. */
+static const char *const MIGRATIONS[SCHEMA_VERSION][4] = {
+    /* 1: the log and the snapshots */
+    {"CREATE TABLE dpbudget_log (seq bigint PRIMARY KEY CHECK (seq > 0), "
+     "type smallint NOT NULL, payload bytea NOT NULL)",
+     "CREATE TABLE dpbudget_snapshot (seq bigint PRIMARY KEY CHECK (seq >= 0), "
+     "payload bytea NOT NULL)",
+     NULL},
+};
+
+static dpb_status migrate_on(PGconn *conn, const pg_cfg *c, int *from, int *to, dpb_error *err)
+{
+    int reset = 0, found = 0;
+    char why[256];
+    dpb_status st = exec0(conn, c, "BEGIN", PGRES_COMMAND_OK, "migration: BEGIN", &reset, err);
+    if (st != DPB_OK)
+        return st;
+    /* several replicas starting at once: each waits here for the one migrating */
+    st = exec0(conn, c, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")", PGRES_TUPLES_OK,
+               "migration: pg_advisory_xact_lock", &reset, err);
+    if (st == DPB_OK)
+        st = exec0(conn, c,
+                   "CREATE TABLE IF NOT EXISTS dpbudget_schema (version int PRIMARY KEY, "
+                   "applied_at timestamptz NOT NULL DEFAULT now())",
+                   PGRES_COMMAND_OK, "migration: creating dpbudget_schema", &reset, err);
+    if (st == DPB_OK) {
+        PGresult *r = run(conn, c, "SELECT coalesce(max(version), 0) FROM dpbudget_schema", 0, NULL,
+                          NULL, NULL, NULL, 0, why, sizeof why);
+        st = judge(conn, r, PGRES_TUPLES_OK, c, "migration: reading dpbudget_schema", why, &reset,
+                   err);
+        if (st == DPB_OK)
+            found = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    if (st == DPB_OK && found > SCHEMA_VERSION)
+        st = dpb_fail(err, DPB_ECORRUPT, "ledger_url",
+                      "PostgreSQL at %s: the ledger schema is version %d, this dpbudgetd knows "
+                      "versions up to %d: run a newer dpbudgetd (or use another database)",
+                      c->safe_url, found, SCHEMA_VERSION);
+    for (int v = found + 1; st == DPB_OK && v <= SCHEMA_VERSION; v++) {
+        char step[64], sql[96];
+        snprintf(step, sizeof step, "migration %d", v);
+        for (int k = 0; st == DPB_OK && MIGRATIONS[v - 1][k] != NULL; k++)
+            st = exec0(conn, c, MIGRATIONS[v - 1][k], PGRES_COMMAND_OK, step, &reset, err);
+        snprintf(sql, sizeof sql, "INSERT INTO dpbudget_schema (version) VALUES (%d)", v);
+        if (st == DPB_OK)
+            st = exec0(conn, c, sql, PGRES_COMMAND_OK, step, &reset, err);
+    }
+    if (st == DPB_OK)
+        st = exec0(conn, c, "COMMIT", PGRES_COMMAND_OK, "migration: COMMIT", &reset, err);
+    else if (!reset)
+        (void)exec0(conn, c, "ROLLBACK", PGRES_COMMAND_OK, "migration: ROLLBACK", &reset, NULL);
+    if (st == DPB_OK) {
+        if (from != NULL)
+            *from = found;
+        if (to != NULL)
+            *to = found > SCHEMA_VERSION ? found : SCHEMA_VERSION;
+    }
+    return st;
 }
 
 dpb_status store_pg_migrate(const char *url, const store_pg_options *o, int *from, int *to,
                             dpb_error *err)
 {
-    (void)url;
-    (void)o;
-    (void)from;
-    (void)to;
-    return dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL support not built");
+    pg_cfg c;
+    dpb_status st = cfg_init(&c, url, o, err);
+    if (st != DPB_OK)
+        return st;
+    PGconn *conn = open_conn(&c, err);
+    if (conn == NULL) {
+        st = err != NULL && err->status != DPB_OK ? err->status : DPB_EUNAVAILABLE;
+    } else {
+        st = migrate_on(conn, &c, from, to, err);
+        PQfinish(conn);
+    }
+    cfg_release(&c);
+    return st;
+}
+
+/* ---- the pool (every connection but the flusher's) ---- */
+
+static PGconn *pool_get(pg_store *p, dpb_error *err)
+{
+    double deadline = now_s() + (double)p->cfg.statement_timeout_ms / 1000.0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double left = deadline - now_s();
+    ts.tv_sec += (time_t)left;
+    ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->pmu);
+    for (;;) {
+        if (p->nidle > 0) {
+            PGconn *conn = p->idle[--p->nidle];
+            pthread_mutex_unlock(&p->pmu);
+            if (conn_alive(conn))
+                return conn;
+            PQfinish(conn); /* dead while idle: open another in its place */
+            conn = open_conn(&p->cfg, err);
+            if (conn == NULL) {
+                pthread_mutex_lock(&p->pmu);
+                p->nopen--;
+                pthread_cond_signal(&p->pcv);
+                pthread_mutex_unlock(&p->pmu);
+            }
+            return conn;
+        }
+        if (p->nopen < p->max_open) {
+            p->nopen++;
+            pthread_mutex_unlock(&p->pmu);
+            PGconn *conn = open_conn(&p->cfg, err);
+            if (conn == NULL) {
+                pthread_mutex_lock(&p->pmu);
+                p->nopen--;
+                pthread_cond_signal(&p->pcv);
+                pthread_mutex_unlock(&p->pmu);
+            }
+            return conn;
+        }
+        if (pthread_cond_timedwait(&p->pcv, &p->pmu, &ts) != 0 && p->nidle == 0 &&
+            p->nopen >= p->max_open) {
+            pthread_mutex_unlock(&p->pmu);
+            dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url",
+                     "PostgreSQL at %s: all %u connections of the pool stayed busy for %u ms",
+                     p->cfg.safe_url, p->max_open, p->cfg.statement_timeout_ms);
+            return NULL;
+        }
+    }
+}
+
+/* Give conn back; bad (1: its state is unknown) closes it. */
+static void pool_put(pg_store *p, PGconn *conn, int bad)
+{
+    if (bad || PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
+        PQfinish(conn);
+        conn = NULL;
+    }
+    pthread_mutex_lock(&p->pmu);
+    if (conn == NULL)
+        p->nopen--;
+    else
+        p->idle[p->nidle++] = conn;
+    pthread_cond_signal(&p->pcv);
+    pthread_mutex_unlock(&p->pmu);
+}
+
+/* ---- the store's operations ---- */
+
+static pg_store *impl(const ledger_store *s)
+{
+    return (pg_store *)s->impl;
+}
+
+static void note_error_locked(pg_store *p, const dpb_error *e)
+{
+    p->last_err = *e;
+}
+
+static void note_error(pg_store *p, const dpb_error *e)
+{
+    pthread_mutex_lock(&p->mu);
+    note_error_locked(p, e);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void refresh_size(pg_store *p, PGconn *conn)
+{
+    char why[128];
+    PGresult *r = run(conn, &p->cfg,
+                      "SELECT pg_total_relation_size('dpbudget_log') + "
+                      "pg_total_relation_size('dpbudget_snapshot')",
+                      0, NULL, NULL, NULL, NULL, 0, why, sizeof why);
+    if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        atomic_store(&p->size_pub, strtoull(PQgetvalue(r, 0, 0), NULL, 10));
+        atomic_store(&p->size_at, (long long)now_s());
+    }
+    PQclear(r);
+}
+
+static dpb_status pg_load_snapshot(ledger_store *s, uint64_t *seq, void **data, size_t *len,
+                                   dpb_error *err)
+{
+    pg_store *p = impl(s);
+    *seq = 0;
+    *data = NULL;
+    *len = 0;
+    dpb_error e = {0};
+    PGconn *conn = pool_get(p, &e);
+    if (conn == NULL) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    char why[256];
+    int reset = 0;
+    PGresult *r =
+        run(conn, &p->cfg, "SELECT seq, payload FROM dpbudget_snapshot ORDER BY seq DESC LIMIT 1",
+            0, NULL, NULL, NULL, NULL, 1, why, sizeof why);
+    dpb_status st =
+        judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "reading the newest snapshot", why, &reset, &e);
+    if (st == DPB_OK && PQntuples(r) == 1) {
+        if (PQgetlength(r, 0, 0) != 8) {
+            st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                          "PostgreSQL at %s: dpbudget_snapshot.seq is not a bigint",
+                          p->cfg.safe_url);
+        } else {
+            size_t n = (size_t)PQgetlength(r, 0, 1);
+            void *d = malloc(n > 0 ? n : 1);
+            if (d == NULL) {
+                st = dpb_fail(&e, DPB_ENOMEM, NULL, "no memory for a %zu-byte snapshot", n);
+            } else {
+                memcpy(d, PQgetvalue(r, 0, 1), n);
+                *seq = get_be64((const unsigned char *)PQgetvalue(r, 0, 0));
+                *data = d;
+                *len = n;
+            }
+        }
+    }
+    PQclear(r);
+    pool_put(p, conn, reset);
+    if (st != DPB_OK) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    return DPB_OK;
+}
+
+/*
+ * fn for every record with seq > after_seq, in pages, checking that they follow each other
+ * with no gap (a gap is damage: DPB_ECORRUPT); *last: the last seq seen (after_seq if none).
+ * Then, with nothing pending, durable and the append position move up to it.
+ */
+static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, void *ctx,
+                           uint64_t *last, const char *what, dpb_error *err)
+{
+    dpb_error e = {0};
+    PGconn *conn = pool_get(p, &e);
+    if (conn == NULL) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    uint64_t at = after_seq;
+    dpb_status st = DPB_OK;
+    int reset = 0;
+    for (;;) {
+        unsigned char after_b[8];
+        put_be64(after_b, at);
+        const Oid types[1] = {OID_INT8};
+        const char *vals[1] = {(const char *)after_b};
+        const int lens[1] = {8}, fmts[1] = {1};
+        char why[256], sql[128];
+        snprintf(sql, sizeof sql,
+                 "SELECT seq, type, payload FROM dpbudget_log WHERE seq > $1 ORDER BY seq "
+                 "LIMIT %d",
+                 ROWS_PER_PAGE);
+        PGresult *r = run(conn, &p->cfg, sql, 1, types, vals, lens, fmts, 1, why, sizeof why);
+        st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, what, why, &reset, &e);
+        int rows = st == DPB_OK ? PQntuples(r) : 0;
+        for (int i = 0; i < rows && st == DPB_OK; i++) {
+            if (PQgetlength(r, i, 0) != 8 || PQgetlength(r, i, 1) != 2) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_log has columns of unexpected types",
+                              p->cfg.safe_url);
+                break;
+            }
+            uint64_t seq = get_be64((const unsigned char *)PQgetvalue(r, i, 0));
+            const unsigned char *tb = (const unsigned char *)PQgetvalue(r, i, 1);
+            unsigned type = (unsigned)tb[0] << 8 | tb[1];
+            if (seq != at + 1) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_log has no record %llu (the next "
+                              "one is %llu): the log has a gap",
+                              p->cfg.safe_url, (unsigned long long)(at + 1),
+                              (unsigned long long)seq);
+                break;
+            }
+            if (type > 255) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_log record %llu has type %u",
+                              p->cfg.safe_url, (unsigned long long)seq, type);
+                break;
+            }
+            if (fn != NULL && fn(ctx, seq, (uint8_t)type, PQgetvalue(r, i, 2),
+                                 (size_t)PQgetlength(r, i, 2)) != 0) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_log record %llu (type %u) cannot be "
+                              "applied",
+                              p->cfg.safe_url, (unsigned long long)seq, type);
+                break;
+            }
+            at = seq;
+        }
+        PQclear(r);
+        if (st != DPB_OK || rows < ROWS_PER_PAGE)
+            break;
+    }
+    if (st == DPB_OK && atomic_load(&p->size_at) + SIZE_REFRESH_S < (long long)now_s())
+        refresh_size(p, conn);
+    pool_put(p, conn, reset);
+    if (st != DPB_OK) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    /* With records of ours pending (a caller breaking catch-up's contract), the seqs read
+     * may be other replicas' records at our pending seqs: durable must not claim them (P2),
+     * the flush will learn of the conflict. */
+    pthread_mutex_lock(&p->mu);
+    if (p->qn == 0 && !p->syncing && at > p->durable) {
+        p->durable = at;
+        atomic_store(&p->durable_pub, at);
+        p->next_seq = at + 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    *last = at;
+    return DPB_OK;
+}
+
+/* covered is not called: the snapshot and the log are rows of one database written by
+ * committed transactions, with no separate file pair to cross-check (the file store's
+ * covered check guards against a snapshot file and a log file from different histories). */
+static dpb_status pg_replay(ledger_store *s, uint64_t after_seq, store_record_fn fn,
+                            store_record_fn covered, void *ctx, uint64_t *next_seq, dpb_error *err)
+{
+    (void)covered;
+    uint64_t last = after_seq;
+    dpb_status st = read_log(impl(s), after_seq, fn, ctx, &last, "replaying dpbudget_log", err);
+    if (st == DPB_OK)
+        *next_seq = last + 1;
+    return st;
+}
+
+static dpb_status pg_catch_up(ledger_store *s, uint64_t after_seq, store_record_fn fn, void *ctx,
+                              uint64_t *last_seq, dpb_error *err)
+{
+    uint64_t last = after_seq;
+    dpb_status st =
+        read_log(impl(s), after_seq, fn, ctx, &last, "catching up with dpbudget_log", err);
+    if (st == DPB_OK)
+        *last_seq = last;
+    return st;
+}
+
+static dpb_status pg_append(ledger_store *s, uint8_t type, const void *payload, size_t len,
+                            uint64_t *seq)
+{
+    pg_store *p = impl(s);
+    if (len > WAL_MAX_PAYLOAD || (payload == NULL && len > 0))
+        return DPB_EINVAL;
+    unsigned char *copy = malloc(len > 0 ? len : 1);
+    if (copy == NULL)
+        return DPB_ENOMEM;
+    if (len > 0)
+        memcpy(copy, payload, len);
+    pthread_mutex_lock(&p->mu);
+    if (p->qn == p->qcap) {
+        size_t ncap = p->qcap > 0 ? 2 * p->qcap : 64;
+        pending *nq = realloc(p->q, ncap * sizeof *nq);
+        if (nq == NULL) {
+            pthread_mutex_unlock(&p->mu);
+            free(copy);
+            return DPB_ENOMEM;
+        }
+        p->q = nq;
+        p->qcap = ncap;
+    }
+    pending *e = &p->q[p->qn++];
+    e->seq = p->next_seq++;
+    e->type = type;
+    e->len = len;
+    e->payload = copy;
+    if (seq != NULL)
+        *seq = e->seq;
+    pthread_mutex_unlock(&p->mu);
+    return DPB_OK;
+}
+
+/* Drop every pending record (P3: no flush in flight), the append position back to durable+1,
+ * and tell the waiters why (P4). */
+static void clear_queue_locked(pg_store *p, dpb_status why)
+{
+    for (size_t i = 0; i < p->qn; i++)
+        free(p->q[i].payload);
+    p->qn = 0;
+    p->next_seq = p->durable + 1;
+    p->gen++;
+    p->fails[p->gen % FAIL_RING] = (fail_note){.durable = p->durable, .why = why};
+    pthread_cond_broadcast(&p->cv);
+}
+
+/* INSERT the n records batch[] in ONE transaction on conn (the flusher's). */
+static dpb_status insert_batch(pg_store *p, PGconn *conn, const pending *batch, size_t n,
+                               int *reset, dpb_error *err)
+{
+    size_t chunk = n < ROWS_PER_STMT ? n : ROWS_PER_STMT;
+    size_t np = 3 * chunk;
+    char *sql = malloc(64 + chunk * 24);
+    Oid *types = malloc(np * sizeof *types);
+    const char **vals = malloc(np * sizeof *vals);
+    int *lens = malloc(np * sizeof *lens);
+    int *fmts = malloc(np * sizeof *fmts);
+    unsigned char *ints = malloc(chunk * 10);
+    dpb_status st = DPB_OK;
+    if (sql == NULL || types == NULL || vals == NULL || lens == NULL || fmts == NULL ||
+        ints == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "no memory to write %zu records", n);
+        goto out;
+    }
+    /* one statement is a transaction by itself; more need BEGIN ... COMMIT */
+    int txn = n > ROWS_PER_STMT;
+    if (txn) {
+        st = exec0(conn, &p->cfg, "BEGIN", PGRES_COMMAND_OK, "BEGIN", reset, err);
+        if (st != DPB_OK)
+            goto out;
+    }
+    for (size_t at = 0; at < n && st == DPB_OK; at += chunk) {
+        size_t rows = n - at < chunk ? n - at : chunk;
+        size_t o = (size_t)sprintf(sql, "INSERT INTO dpbudget_log (seq, type, payload) VALUES ");
+        for (size_t i = 0; i < rows; i++) {
+            const pending *e = &batch[at + i];
+            size_t k = 3 * i;
+            o += (size_t)sprintf(sql + o, "%s($%zu,$%zu,$%zu)", i > 0 ? "," : "", k + 1, k + 2,
+                                 k + 3);
+            put_be64(ints + 10 * i, e->seq);
+            ints[10 * i + 8] = 0;
+            ints[10 * i + 9] = e->type;
+            types[k] = OID_INT8;
+            vals[k] = (const char *)(ints + 10 * i);
+            lens[k] = 8;
+            types[k + 1] = OID_INT2;
+            vals[k + 1] = (const char *)(ints + 10 * i + 8);
+            lens[k + 1] = 2;
+            types[k + 2] = OID_BYTEA;
+            vals[k + 2] = (const char *)e->payload;
+            lens[k + 2] = (int)e->len;
+            fmts[k] = fmts[k + 1] = fmts[k + 2] = 1;
+        }
+        char why[256], step[96];
+        snprintf(step, sizeof step, "appending records %llu..%llu",
+                 (unsigned long long)batch[at].seq, (unsigned long long)batch[at + rows - 1].seq);
+        PGresult *r =
+            run(conn, &p->cfg, sql, (int)(3 * rows), types, vals, lens, fmts, 0, why, sizeof why);
+        st = judge(conn, r, PGRES_COMMAND_OK, &p->cfg, step, why, reset, err);
+        PQclear(r);
+    }
+    if (txn && st == DPB_OK)
+        st = exec0(conn, &p->cfg, "COMMIT", PGRES_COMMAND_OK, "COMMIT", reset, err);
+    else if (txn && !*reset)
+        (void)exec0(conn, &p->cfg, "ROLLBACK", PGRES_COMMAND_OK, "ROLLBACK", reset, NULL);
+out:
+    free(sql);
+    free(types);
+    free(vals);
+    free(lens);
+    free(fmts);
+    free(ints);
+    return st;
+}
+
+static dpb_status pg_sync(ledger_store *s, uint64_t upto)
+{
+    pg_store *p = impl(s);
+    dpb_status st = DPB_OK;
+    pthread_mutex_lock(&p->mu);
+    uint64_t gen0 = p->gen;
+    if (upto > p->next_seq - 1)
+        upto = p->next_seq - 1;
+    for (;;) {
+        if (p->gen != gen0) {
+            /* the queue was cleared since: done only if upto was durable by then (P4) */
+            if (p->gen - gen0 > FAIL_RING) {
+                st = DPB_EUNAVAILABLE;
+            } else {
+                const fail_note *f = &p->fails[(gen0 + 1) % FAIL_RING];
+                st = upto <= f->durable ? DPB_OK : f->why;
+            }
+            break;
+        }
+        if (p->durable >= upto)
+            break;
+        if (p->syncing) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        if (p->qn == 0)
+            break; /* nothing pending (P1: cannot happen with durable < upto) */
+        /* Become the flusher of everything queued so far (P3). */
+        p->syncing = 1;
+        size_t n = p->qn;
+        pending *batch = malloc(n * sizeof *batch);
+        if (batch == NULL) {
+            p->syncing = 0;
+            st = DPB_ENOMEM;
+            pthread_cond_broadcast(&p->cv);
+            break;
+        }
+        memcpy(batch, p->q, n * sizeof *batch); /* payloads stay owned by the queue */
+        PGconn *conn = p->flush_conn;
+        p->flush_conn = NULL;
+        pthread_mutex_unlock(&p->mu);
+
+        dpb_error e = {0};
+        int reset = 0;
+        double t0 = now_s();
+        if (conn != NULL && !conn_alive(conn)) {
+            PQfinish(conn);
+            conn = NULL;
+        }
+        if (conn == NULL)
+            conn = open_conn(&p->cfg, &e);
+        dpb_status fst =
+            conn == NULL ? DPB_EUNAVAILABLE : insert_batch(p, conn, batch, n, &reset, &e);
+        double dt = now_s() - t0;
+        if (conn != NULL && (reset || PQstatus(conn) != CONNECTION_OK ||
+                             PQtransactionStatus(conn) != PQTRANS_IDLE)) {
+            PQfinish(conn);
+            conn = NULL;
+        }
+        uint64_t target = batch[n - 1].seq;
+        free(batch);
+
+        pthread_mutex_lock(&p->mu);
+        p->flush_conn = conn;
+        p->syncing = 0;
+        if (fst == DPB_OK) {
+            p->sync_count++;
+            p->sync_seconds += dt;
+            for (int b = 0; b < WAL_SYNC_NBUCKETS; b++)
+                if (dt <= WAL_SYNC_BUCKETS[b]) {
+                    p->sync_hist[b]++;
+                    break;
+                }
+            for (size_t i = 0; i < n; i++)
+                free(p->q[i].payload);
+            memmove(p->q, p->q + n, (p->qn - n) * sizeof *p->q);
+            p->qn -= n;
+            if (target > p->durable) {
+                p->durable = target;
+                atomic_store(&p->durable_pub, target);
+            }
+            pthread_cond_broadcast(&p->cv);
+        } else {
+            if (fst == DPB_ENOMEM)
+                fst = DPB_EUNAVAILABLE; /* nothing sent; the records are dropped all the same */
+            note_error_locked(p, &e);
+            clear_queue_locked(p, fst);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+static dpb_status pg_snapshot(ledger_store *s, uint64_t seq, const void *data, size_t len,
+                              dpb_error *err)
+{
+    pg_store *p = impl(s);
+    if (data == NULL && len > 0)
+        return dpb_fail(err, DPB_EINVAL, NULL, "snapshot data is NULL");
+    if (len > 0x7fffffff)
+        return dpb_fail(err, DPB_ELIMIT, NULL, "a %zu-byte snapshot is past one bytea value", len);
+    dpb_error e = {0};
+    PGconn *conn = pool_get(p, &e);
+    if (conn == NULL) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    int reset = 0;
+    dpb_status st = exec0(conn, &p->cfg, "BEGIN", PGRES_COMMAND_OK, "snapshot: BEGIN", &reset, &e);
+    if (st == DPB_OK) {
+        unsigned char seq_b[8];
+        put_be64(seq_b, seq);
+        const Oid types[2] = {OID_INT8, OID_BYTEA};
+        const char *vals[2] = {(const char *)seq_b, data != NULL ? data : ""};
+        const int lens[2] = {8, (int)len}, fmts[2] = {1, 1};
+        char why[256];
+        PGresult *r = run(conn, &p->cfg,
+                          "INSERT INTO dpbudget_snapshot (seq, payload) VALUES ($1, $2) "
+                          "ON CONFLICT (seq) DO NOTHING",
+                          2, types, vals, lens, fmts, 0, why, sizeof why);
+        st = judge(conn, r, PGRES_COMMAND_OK, &p->cfg, "snapshot: INSERT", why, &reset, &e);
+        PQclear(r);
+    }
+    /* keep the newest 2 */
+    if (st == DPB_OK)
+        st = exec0(conn, &p->cfg,
+                   "DELETE FROM dpbudget_snapshot WHERE seq < (SELECT seq FROM dpbudget_snapshot "
+                   "ORDER BY seq DESC LIMIT 1 OFFSET 1)",
+                   PGRES_COMMAND_OK, "snapshot: DELETE of older snapshots", &reset, &e);
+    if (st == DPB_OK)
+        st = exec0(conn, &p->cfg, "COMMIT", PGRES_COMMAND_OK, "snapshot: COMMIT", &reset, &e);
+    else if (!reset)
+        (void)exec0(conn, &p->cfg, "ROLLBACK", PGRES_COMMAND_OK, "snapshot: ROLLBACK", &reset,
+                    NULL);
+    if (st == DPB_OK)
+        refresh_size(p, conn);
+    pool_put(p, conn, reset);
+    if (st != DPB_OK) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    return DPB_OK;
+}
+
+static uint64_t pg_durable_seq(const ledger_store *s)
+{
+    return atomic_load(&impl(s)->durable_pub);
+}
+
+static int pg_failed(const ledger_store *s)
+{
+    (void)s;
+    return 0; /* never failed for good: the next use reconnects */
+}
+
+/* The newest failure (DPB_OK and an empty detail if none happened). */
+static dpb_status pg_error(ledger_store *s, dpb_error *err)
+{
+    pg_store *p = impl(s);
+    pthread_mutex_lock(&p->mu);
+    *err = p->last_err;
+    pthread_mutex_unlock(&p->mu);
+    return err->status;
+}
+
+static void pg_abandon(ledger_store *s, const char *why)
+{
+    pg_store *p = impl(s);
+    pthread_mutex_lock(&p->mu);
+    while (p->syncing)
+        pthread_cond_wait(&p->cv, &p->mu);
+    dpb_error e = {0};
+    dpb_fail(&e, DPB_EUNAVAILABLE, NULL, "pending records abandoned: %s", why);
+    note_error_locked(p, &e);
+    clear_queue_locked(p, DPB_EUNAVAILABLE);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static uint64_t pg_size_bytes(const ledger_store *s)
+{
+    return atomic_load(&impl(s)->size_pub);
+}
+
+static void pg_sync_stats(ledger_store *s, uint64_t *count, double *seconds, uint64_t *hist)
+{
+    pg_store *p = impl(s);
+    pthread_mutex_lock(&p->mu);
+    *count = p->sync_count;
+    *seconds = p->sync_seconds;
+    memcpy(hist, p->sync_hist, sizeof p->sync_hist);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* 1 if the database holds no snapshot and no record; 0 otherwise, and when it cannot be
+ * asked (error() then says why). */
+static int pg_empty(ledger_store *s)
+{
+    pg_store *p = impl(s);
+    dpb_error e = {0};
+    PGconn *conn = pool_get(p, &e);
+    if (conn == NULL) {
+        note_error(p, &e);
+        return 0;
+    }
+    char why[256];
+    int reset = 0, empty = 0;
+    PGresult *r = run(conn, &p->cfg,
+                      "SELECT NOT EXISTS (SELECT 1 FROM dpbudget_log) AND "
+                      "NOT EXISTS (SELECT 1 FROM dpbudget_snapshot)",
+                      0, NULL, NULL, NULL, NULL, 0, why, sizeof why);
+    if (judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "checking that the ledger is empty", why, &reset,
+              &e) == DPB_OK)
+        empty = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    else
+        note_error(p, &e);
+    PQclear(r);
+    pool_put(p, conn, reset);
+    return empty;
+}
+
+static void pg_close(ledger_store *s)
+{
+    pg_store *p = impl(s);
+    /* best effort, as wal_close: a clean shutdown writes what was appended */
+    pthread_mutex_lock(&p->mu);
+    int any = p->qn > 0;
+    pthread_mutex_unlock(&p->mu);
+    if (any)
+        (void)pg_sync(s, UINT64_MAX);
+    for (size_t i = 0; i < p->qn; i++)
+        free(p->q[i].payload);
+    free(p->q);
+    if (p->flush_conn != NULL)
+        PQfinish(p->flush_conn);
+    for (unsigned i = 0; i < p->nidle; i++)
+        PQfinish(p->idle[i]);
+    free(p->idle);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->pmu);
+    pthread_cond_destroy(&p->pcv);
+    cfg_release(&p->cfg);
+    free(p);
+    free(s);
+}
+
+static const store_ops PG_OPS = {
+    .kind = "postgresql",
+    .shared = 1,
+    .load_snapshot = pg_load_snapshot,
+    .replay = pg_replay,
+    .append = pg_append,
+    .sync = pg_sync,
+    .catch_up = pg_catch_up,
+    .snapshot = pg_snapshot,
+    .durable_seq = pg_durable_seq,
+    .failed = pg_failed,
+    .error = pg_error,
+    .abandon = pg_abandon,
+    .size_bytes = pg_size_bytes,
+    .sync_stats = pg_sync_stats,
+    .empty = pg_empty,
+    .close = pg_close,
+};
+
+dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_store **out,
+                         dpb_error *err)
+{
+    if (out == NULL)
+        return dpb_fail(err, DPB_EINVAL, NULL, "store_pg_open: out is NULL");
+    *out = NULL;
+    pg_store *p = calloc(1, sizeof *p);
+    ledger_store *s = calloc(1, sizeof *s);
+    if (p == NULL || s == NULL) {
+        free(p);
+        free(s);
+        return dpb_fail(err, DPB_ENOMEM, NULL, "no memory for the PostgreSQL store");
+    }
+    dpb_status st = cfg_init(&p->cfg, url, o, err);
+    if (st != DPB_OK) {
+        free(p);
+        free(s);
+        return st;
+    }
+    unsigned pool = o != NULL && o->pool > 0 ? o->pool : 4;
+    p->max_open = pool > 1 ? pool - 1 : 1; /* one more is the flusher's */
+    p->idle = calloc(p->max_open, sizeof *p->idle);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_mutex_init(&p->pmu, NULL);
+    pthread_cond_init(&p->pcv, NULL);
+    p->next_seq = 1;
+    s->ops = &PG_OPS;
+    s->impl = p;
+    if (p->idle == NULL) {
+        dpb_fail(err, DPB_ENOMEM, NULL, "no memory for the PostgreSQL store");
+        pg_close(s);
+        return DPB_ENOMEM;
+    }
+    dpb_error e = {0};
+    PGconn *conn = open_conn(&p->cfg, &e);
+    if (conn == NULL) {
+        st = e.status;
+    } else {
+        p->nopen = 1;
+        st = migrate_on(conn, &p->cfg, NULL, NULL, &e);
+        if (st == DPB_OK) {
+            /* fsync = off: nothing the server acknowledges survives its crash */
+            char why[128];
+            PGresult *r = run(conn, &p->cfg, "SELECT current_setting('fsync')", 0, NULL, NULL, NULL,
+                              NULL, 0, why, sizeof why);
+            int reset = 0;
+            st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "reading fsync", why, &reset, &e);
+            if (st == DPB_OK && strcmp(PQgetvalue(r, 0, 0), "on") != 0)
+                st = dpb_fail(&e, DPB_EUNSUPPORTED, "ledger_url",
+                              "PostgreSQL at %s runs with fsync = %s: a commit it acknowledges "
+                              "can be lost in a crash, so the ledger refuses it (set fsync = on)",
+                              p->cfg.safe_url, PQgetvalue(r, 0, 0));
+            PQclear(r);
+        }
+        if (st == DPB_OK && PQserverVersion(conn) < 90500)
+            st = dpb_fail(&e, DPB_EUNSUPPORTED, "ledger_url",
+                          "PostgreSQL at %s is version %d: the ledger needs 9.5 or newer "
+                          "(INSERT ... ON CONFLICT)",
+                          p->cfg.safe_url, PQserverVersion(conn));
+        if (st == DPB_OK)
+            refresh_size(p, conn);
+        pool_put(p, conn, st != DPB_OK);
+    }
+    if (st != DPB_OK) {
+        dpb_fail(err, st, e.field, "%s", e.detail);
+        pg_close(s);
+        return st;
+    }
+    *out = s;
+    return DPB_OK;
 }
