@@ -507,25 +507,65 @@ int lg_has_label(const lclient *c, const char *kv)
     return 0;
 }
 
-static const ledger *sort_ledger;
-static ledger_sort sort_key;
-static int sort_desc;
+/* A list's order: (key, id), ascending or descending (ids are unique: a total order). */
+typedef struct {
+    const ledger *l;
+    ledger_sort key;
+    int desc;
+} list_order;
 
-static int cmp_clients(const void *a, const void *b)
+static double remaining_of(const lclient *c)
 {
-    const lclient *x = &sort_ledger->cl[*(const uint32_t *)a];
-    const lclient *y = &sort_ledger->cl[*(const uint32_t *)b];
+    return c->spent < c->eps ? c->eps - c->spent : 0.0;
+}
+
+/* < 0 when client x comes before client y in the order o. */
+static int cmp_clients(const list_order *o, uint32_t xi, uint32_t yi)
+{
+    const lclient *x = &o->l->cl[xi];
+    const lclient *y = &o->l->cl[yi];
     int c = 0;
-    if (sort_key == LEDGER_SORT_SPENT)
+    if (o->key == LEDGER_SORT_SPENT)
         c = x->spent < y->spent ? -1 : x->spent > y->spent;
-    else if (sort_key == LEDGER_SORT_REMAINING) {
-        double rx = x->spent < x->eps ? x->eps - x->spent : 0.0;
-        double ry = y->spent < y->eps ? y->eps - y->spent : 0.0;
+    else if (o->key == LEDGER_SORT_REMAINING) {
+        double rx = remaining_of(x), ry = remaining_of(y);
         c = rx < ry ? -1 : rx > ry;
     }
     if (c == 0)
         c = strcmp(x->id, y->id);
-    return sort_desc ? -c : c;
+    return o->desc ? -c : c;
+}
+
+/* heap[0..k) is a max-heap in the order o (its root comes last of the k): sift the root
+ * down. */
+static void heap_down(const list_order *o, uint32_t *heap, size_t k)
+{
+    for (size_t i = 0;;) {
+        size_t c = 2 * i + 1, big = i;
+        if (c < k && cmp_clients(o, heap[c], heap[big]) > 0)
+            big = c;
+        if (c + 1 < k && cmp_clients(o, heap[c + 1], heap[big]) > 0)
+            big = c + 1;
+        if (big == i)
+            return;
+        uint32_t t = heap[i];
+        heap[i] = heap[big];
+        heap[big] = t;
+        i = big;
+    }
+}
+
+static void heap_up(const list_order *o, uint32_t *heap, size_t i)
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (cmp_clients(o, heap[i], heap[p]) <= 0)
+            return;
+        uint32_t t = heap[i];
+        heap[i] = heap[p];
+        heap[p] = t;
+        i = p;
+    }
 }
 
 /* ---- Background refinement (pld_refine) ---------------------------------------------------
@@ -674,28 +714,42 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
     if (lg_read_begin(l, NULL) != DPB_OK)
         return DPB_EUNAVAILABLE;
     lg_rdlock_durable(l);
-    uint32_t *idx = malloc((l->ncl ? l->ncl : 1) * sizeof *idx);
+    /* the first offset + limit matching clients in the order, kept in a bounded max-heap: a
+     * page costs one pass over the clients and log(offset + limit) per match, not a sort of
+     * every client (a first page of 1M clients: a few ms) */
+    list_order o = {l, q->sort, q->descending};
+    size_t want = q->offset + q->limit;
+    if (want < q->offset || want > l->ncl)
+        want = l->ncl;
+    uint32_t *idx = malloc((want ? want : 1) * sizeof *idx);
     if (idx == NULL) {
         pthread_rwlock_unlock(&l->lock);
         return DPB_ENOMEM;
     }
-    size_t m = 0;
+    size_t m = 0, k = 0;
     for (size_t i = 0; i < l->ncl; i++) {
         const lclient *c = &l->cl[i];
         if (q->status >= 0 && lg_status_of(c) != (ledger_status)q->status)
             continue;
         if (q->label && !lg_has_label(c, q->label))
             continue;
-        idx[m++] = (uint32_t)i;
+        m++;
+        if (k < want) {
+            idx[k++] = (uint32_t)i;
+            heap_up(&o, idx, k - 1);
+        } else if (want > 0 && cmp_clients(&o, (uint32_t)i, idx[0]) < 0) {
+            idx[0] = (uint32_t)i;
+            heap_down(&o, idx, k);
+        }
     }
-    pthread_mutex_lock(&lg_sort_mu);
-    sort_ledger = l;
-    sort_key = q->sort;
-    sort_desc = q->descending;
-    qsort(idx, m, sizeof *idx, cmp_clients);
-    pthread_mutex_unlock(&lg_sort_mu);
+    for (size_t end = k; end > 1; end--) { /* heapsort: the kept clients in order */
+        uint32_t t = idx[0];
+        idx[0] = idx[end - 1];
+        idx[end - 1] = t;
+        heap_down(&o, idx, end - 1);
+    }
     *n = 0;
-    for (size_t i = q->offset; i < m && *n < q->limit; i++)
+    for (size_t i = q->offset; i < k && *n < q->limit; i++)
         view_of(&l->cl[idx[i]], &out[(*n)++]);
     *total = m;
     *version = lg_view_tag(l);

@@ -1354,7 +1354,122 @@ static void filter_schedule_table(void)
     remove_dir(dir);
 }
 
+/* ---- list pages: every order, offset, limit and filter against a full sort -------------- */
+
+static const ledger_sort *list_sort_key;
+static int list_sort_desc;
+
+static int list_ref_cmp(const void *a, const void *b)
+{
+    const ledger_client *x = a, *y = b;
+    int c = 0;
+    if (*list_sort_key == LEDGER_SORT_SPENT)
+        c = x->spent < y->spent ? -1 : x->spent > y->spent;
+    else if (*list_sort_key == LEDGER_SORT_REMAINING)
+        c = x->remaining < y->remaining ? -1 : x->remaining > y->remaining;
+    if (c == 0)
+        c = strcmp(x->id, y->id);
+    return list_sort_desc ? -c : c;
+}
+
+static void ledger_list_pages_match_sort(void)
+{
+    char dir[256];
+    ledger *l = fresh(dir, sizeof dir, NULL, 0);
+    if (l == NULL)
+        return;
+    enum { N = 300 };
+    const char *ids[N];
+    char names[N][16];
+    unsigned x = 12345;
+    for (int i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        snprintf(names[i], sizeof names[i], "c%05u", (x >> 8) % 100000u);
+        ids[i] = names[i];
+        ledger_client in, out;
+        memset(&in, 0, sizeof in);
+        snprintf(in.id, sizeof in.id, "%s", names[i]);
+        in.epsilon = 0.5 + (double)(i % 7); /* equal spends, different budgets: ties by id */
+        in.delta = 1e-5;
+        snprintf(in.labels, sizeof in.labels, "g=%d\n", i % 3);
+        int created;
+        dpb_error err = {0};
+        CHECKF(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK, "%s", err.detail);
+    }
+    dp_event *ev = gaussian(2.0);
+    for (int r = 0; r < 12 && ev; r++) { /* different spends: clients in a few rounds each */
+        const char *part[N];
+        size_t n = 0;
+        for (int i = 0; i < N; i++)
+            if ((i * 7 + r) % (1 + i % 5) == 0)
+                part[n++] = ids[i];
+        char rid[32];
+        snprintf(rid, sizeof rid, "r%d", r);
+        ledger_round_res res;
+        CHECK(charge(l, rid, ev, part, n, 0, &res) == DPB_OK);
+        ledger_round_res_free(&res);
+    }
+    dp_event_free(ev);
+    ledger_client *all = malloc(N * sizeof *all), *page = malloc(N * sizeof *page),
+                  *ref = malloc(N * sizeof *ref);
+    if (all == NULL || page == NULL || ref == NULL)
+        goto out;
+    ledger_query qa = {-1, NULL, LEDGER_SORT_ID, 0, 0, N};
+    size_t na, total;
+    uint64_t v;
+    CHECK(ledger_list(l, &qa, all, &na, &total, &v) == DPB_OK && total <= N);
+    const ledger_sort keys[3] = {LEDGER_SORT_ID, LEDGER_SORT_SPENT, LEDGER_SORT_REMAINING};
+    const char *labels[3] = {NULL, "g=1", "g=9"};
+    size_t checked = 0;
+    for (int k = 0; k < 3; k++)
+        for (int desc = 0; desc < 2; desc++)
+            for (int f = 0; f < 3; f++)
+                for (int st = -1; st <= 1; st++) {
+                    size_t m = 0; /* the reference: filter, sort */
+                    for (size_t i = 0; i < na; i++) {
+                        if (st >= 0 && all[i].status != (ledger_status)st)
+                            continue;
+                        if (labels[f] &&
+                            !(labels[f][2] == '1' && strstr(all[i].labels, "g=1\n") != NULL))
+                            continue;
+                        ref[m++] = all[i];
+                    }
+                    list_sort_key = &keys[k];
+                    list_sort_desc = desc;
+                    qsort(ref, m, sizeof *ref, list_ref_cmp);
+                    const size_t offs[4] = {0, 1, 37, m > 3 ? m - 3 : 0};
+                    const size_t lims[3] = {1, 10, 1000};
+                    for (int o = 0; o < 4; o++)
+                        for (int li = 0; li < 3; li++) {
+                            ledger_query q = {st,   labels[f], keys[k],
+                                              desc, offs[o],   lims[li] < N ? lims[li] : N};
+                            size_t n, t;
+                            CHECK(ledger_list(l, &q, page, &n, &t, &v) == DPB_OK);
+                            size_t want = offs[o] >= m ? 0 : m - offs[o];
+                            if (want > q.limit)
+                                want = q.limit;
+                            CHECKF(t == m && n == want,
+                                   "sort %d desc %d label %d status %d: "
+                                   "total %zu of %zu, page %zu of %zu",
+                                   k, desc, f, st, t, m, n, want);
+                            for (size_t i = 0; i < n && i < want; i++)
+                                CHECKF(strcmp(page[i].id, ref[offs[o] + i].id) == 0,
+                                       "sort %d desc %d offset %zu: entry %zu is %s, not %s", k,
+                                       desc, offs[o], i, page[i].id, ref[offs[o] + i].id);
+                            checked++;
+                        }
+                }
+    CHECK(checked == 3 * 2 * 3 * 3 * 12);
+out:
+    free(all);
+    free(page);
+    free(ref);
+    ledger_close(l);
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
+    TL_T(ledger_list_pages_match_sort),
     TL_T(ledger_status_last_event),
     TL_T(ledger_failed_sync_withdraws_resolution),
     TL_T(ledger_failed_sync_withdraws),
