@@ -531,9 +531,84 @@ static int cmp_clients(const list_order *o, uint32_t xi, uint32_t yi)
         double rx = remaining_of(x), ry = remaining_of(y);
         c = rx < ry ? -1 : rx > ry;
     }
-    if (c == 0)
-        c = strcmp(x->id, y->id);
+    if (c == 0) /* ties by id: its place in the id order (no string to fetch) */
+        c = o->l->rank[xi] < o->l->rank[yi] ? -1 : o->l->rank[xi] > o->l->rank[yi];
     return o->desc ? -c : c;
+}
+
+static const ledger *id_sort_ledger; /* under lg_sort_mu: qsort has no context argument */
+
+static int cmp_pos_id(const void *a, const void *b)
+{
+    return strcmp(id_sort_ledger->cl[*(const uint32_t *)a].id,
+                  id_sort_ledger->cl[*(const uint32_t *)b].id);
+}
+
+/* Bring the id order (l->by_id, l->rank) up to date with the clients: the new ones sorted
+ * and merged in (a sort only of what was added since the last list). 0, or -1 out of memory.
+ * Caller holds the read lock (the clients stay put) and not id_mu. */
+static int id_order_update(ledger *l)
+{
+    pthread_mutex_lock(&l->id_mu);
+    size_t n = l->ncl, old = l->nby_id;
+    int rc = 0;
+    uint32_t *tail = NULL, *merged = NULL;
+    if (old == n)
+        goto out;
+    rc = -1;
+    if (n > l->cap_by_id) {
+        size_t cap = l->cap_by_id ? l->cap_by_id : 1024;
+        while (cap < n)
+            cap *= 2;
+        uint32_t *b = realloc(l->by_id, cap * sizeof *b);
+        if (b == NULL)
+            goto out;
+        l->by_id = b;
+        uint32_t *r = realloc(l->rank, cap * sizeof *r);
+        if (r == NULL)
+            goto out;
+        l->rank = r;
+        l->cap_by_id = cap;
+    }
+    size_t add = n - old;
+    tail = malloc(add * sizeof *tail);
+    merged = old ? malloc(n * sizeof *merged) : NULL;
+    if (tail == NULL || (old && merged == NULL))
+        goto out;
+    for (size_t i = 0; i < add; i++)
+        tail[i] = (uint32_t)(old + i);
+    pthread_mutex_lock(&lg_sort_mu);
+    id_sort_ledger = l;
+    qsort(tail, add, sizeof *tail, cmp_pos_id);
+    pthread_mutex_unlock(&lg_sort_mu);
+    if (old == 0) {
+        memcpy(l->by_id, tail, add * sizeof *tail);
+    } else {
+        size_t i = 0, j = 0, k = 0;
+        while (i < old && j < add)
+            merged[k++] =
+                strcmp(l->cl[l->by_id[i]].id, l->cl[tail[j]].id) < 0 ? l->by_id[i++] : tail[j++];
+        while (i < old)
+            merged[k++] = l->by_id[i++];
+        while (j < add)
+            merged[k++] = tail[j++];
+        memcpy(l->by_id, merged, n * sizeof *merged);
+    }
+    for (size_t i = 0; i < n; i++)
+        l->rank[l->by_id[i]] = (uint32_t)i;
+    l->nby_id = n;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&l->id_mu);
+    free(tail);
+    free(merged);
+    return rc;
+}
+
+static int list_match(const ledger_query *q, const lclient *c)
+{
+    return (q->status < 0 || lg_status_of(c) == (ledger_status)q->status) &&
+           (!q->label || lg_has_label(c, q->label));
 }
 
 /* heap[0..k) is a max-heap in the order o (its root comes last of the k): sift the root
@@ -714,9 +789,31 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
     if (lg_read_begin(l, NULL) != DPB_OK)
         return DPB_EUNAVAILABLE;
     lg_rdlock_durable(l);
-    /* the first offset + limit matching clients in the order, kept in a bounded max-heap: a
-     * page costs one pass over the clients and log(offset + limit) per match, not a sort of
-     * every client (a first page of 1M clients: a few ms) */
+    if (id_order_update(l) != 0) {
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_ENOMEM;
+    }
+    *n = 0;
+    if (q->sort == LEDGER_SORT_ID && q->label == NULL) {
+        /* walk the id order: a page costs what it skips and shows; the total of a status
+         * (or of everyone) is the counters' */
+        size_t m = 0, end = q->offset + q->limit;
+        for (size_t j = 0; j < l->ncl && m < end; j++) {
+            uint32_t pos = l->by_id[q->descending ? l->ncl - 1 - j : j];
+            if (!list_match(q, &l->cl[pos]))
+                continue;
+            if (m >= q->offset && *n < q->limit)
+                view_of(&l->cl[pos], &out[(*n)++]);
+            m++;
+        }
+        *total = q->status >= 0 ? (size_t)l->by_status[q->status] : l->ncl;
+        *version = lg_view_tag(l);
+        pthread_rwlock_unlock(&l->lock);
+        return DPB_OK;
+    }
+    /* by spend, or a label's clients: the first offset + limit matching clients in the order
+     * (ties and the id order by rank), kept in a bounded max-heap: a page costs one pass over
+     * the clients in memory order and log(offset + limit) per match, not a sort */
     list_order o = {l, q->sort, q->descending};
     size_t want = q->offset + q->limit;
     if (want < q->offset || want > l->ncl)
@@ -728,10 +825,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
     }
     size_t m = 0, k = 0;
     for (size_t i = 0; i < l->ncl; i++) {
-        const lclient *c = &l->cl[i];
-        if (q->status >= 0 && lg_status_of(c) != (ledger_status)q->status)
-            continue;
-        if (q->label && !lg_has_label(c, q->label))
+        if (!list_match(q, &l->cl[i]))
             continue;
         m++;
         if (k < want) {
@@ -748,12 +842,11 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
         idx[end - 1] = t;
         heap_down(&o, idx, end - 1);
     }
-    *n = 0;
     for (size_t i = q->offset; i < k && *n < q->limit; i++)
         view_of(&l->cl[idx[i]], &out[(*n)++]);
     *total = m;
-    *version = lg_view_tag(l);
     free(idx);
+    *version = lg_view_tag(l);
     pthread_rwlock_unlock(&l->lock);
     return DPB_OK;
 }

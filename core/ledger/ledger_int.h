@@ -185,6 +185,13 @@ struct ledger {
     lclient *cl;
     size_t ncl, cap_cl;
     lindex cl_index;
+    /* the clients in id order (list pages), brought up to date by the next list (under
+     * id_mu, with the read lock held: the clients stay put): by_id[0, nby_id) are the
+     * positions [0, nby_id) sorted by id, rank[pos] the place of pos in it; a withdrawn new
+     * client empties it (under the write lock) */
+    pthread_mutex_t id_mu;
+    uint32_t *by_id, *rank;
+    size_t nby_id, cap_by_id;
     /* rounds */
     lrnd *rd;
     size_t nrd, cap_rd;

@@ -554,6 +554,8 @@ static void undo_one(ledger *l, lundo *u)
         free(c->rv);
         free(c->hist);
         l->ncl--;
+        if (u->pos < l->nby_id)
+            l->nby_id = 0; /* the id order is rebuilt by the next list */
         break;
     }
     case U_CLIENT_SET:

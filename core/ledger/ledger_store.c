@@ -249,6 +249,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     l->dir = lg_xstrdup(where);
     pthread_rwlock_init(&l->lock, NULL);
     pthread_mutex_init(&l->snap_mu, NULL);
+    pthread_mutex_init(&l->id_mu, NULL);
     pthread_cond_init(&l->snap_cv, NULL);
     l->sp = spend_engine_new(0);
     struct timespec bt;
@@ -495,6 +496,8 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].hist);
     }
     free(l->cl);
+    free(l->by_id);
+    free(l->rank);
     for (size_t i = 0; i < l->nundo; i++) {
         free(l->undo[i].labels);
         free(l->undo[i].sev);
@@ -512,6 +515,7 @@ static void close_ledger(ledger *l, int snapshot)
     free(l->ev_index.slot);
     pthread_rwlock_destroy(&l->lock);
     pthread_mutex_destroy(&l->snap_mu);
+    pthread_mutex_destroy(&l->id_mu);
     pthread_cond_destroy(&l->snap_cv);
     spend_engine_free(l->sp); /* after the events that referred to it */
     free(l->dir);

@@ -1409,6 +1409,22 @@ static void ledger_list_pages_match_sort(void)
         CHECK(charge(l, rid, ev, part, n, 0, &res) == DPB_OK);
         ledger_round_res_free(&res);
     }
+    if (ev) { /* a held reservation: statuses count it (the status totals must too) */
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "held");
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        rq.event = ev;
+        rq.participants = ids;
+        rq.n = 40;
+        rq.reserve = 1;
+        rq.ttl_seconds = 600;
+        ledger_hash128("held", 4, rq.body_hash);
+        ledger_round_res res;
+        dpb_error err = {0};
+        CHECKF(ledger_round(l, &rq, &res, &err) == DPB_OK, "%s", err.detail);
+        ledger_round_res_free(&res);
+    }
     dp_event_free(ev);
     ledger_client *all = malloc(N * sizeof *all), *page = malloc(N * sizeof *page),
                   *ref = malloc(N * sizeof *ref);
