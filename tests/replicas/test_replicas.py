@@ -373,6 +373,8 @@ def test_no_overspend(binary, url, reps):
             bad.append("%s charged %d rounds, the budget allows %d" % (cid, rounds, k))
         if rounds != counts[cid]:
             bad.append("%s charged %d rounds, %d admissions answered" % (cid, rounds, counts[cid]))
+    print("  no overspend: %d rounds answered, each client charged %d rounds (its budget's "
+          "worth)" % (len(answers), k))
     check(not bad, "no overspend across replicas: every client within budget, charged exactly "
           "what its budget allows, once per admission answered (%d rounds): %s"
           % (len(answers), bad[:5]))
@@ -435,6 +437,9 @@ def test_kill_replica(binary, url, reps):
         st, j, _ = one(reps[1].port, "GET", "/v1/clients/" + cid)
         if st != 200 or j["rounds"] != len(sent):
             bad.append("%s: %s rounds for %d round ids" % (cid, j and j.get("rounds"), len(sent)))
+    print("  SIGKILL: %d rounds sent, %d answered, %d cut and retried elsewhere (%d of them "
+          "replays of rounds the killed replica had committed)"
+          % (len(sent), len(answered), len(unanswered), replayed))
     check(not bad, "each round charged exactly once (%d rounds, %d of the retries were "
           "replays of rounds the killed replica had committed): %s" % (len(sent), replayed, bad))
 
@@ -509,21 +514,32 @@ def test_database_down(binary, url, reps, pg_dir):
         return
     t0 = time.time()
     ready = [wait_ready(r.port, 30) for r in reps]
+    t_ready = time.time() - t0
     check(all(ready), "every replica is ready again by itself after the database is back "
           "(%.1f s; %s)" % (time.time() - t0, ready))
     missing = [rid for rid in acked if one(reps[2].port, "GET", "/v1/rounds/" + rid)[0] != 200]
     check(acked and not missing, "every round acknowledged before the stop is there (%d): "
           "missing %s" % (len(acked), missing[:5]))
     retried = [rid for rid, _ in cut] + ["dd-down-" + r.name for r in reps]
+    late = 0  # 503s after /readyz said 200 (a pooled connection found dead on its first use)
     for n, rid in enumerate(retried):
-        st, j, _ = one(reps[n % 3].port, "POST", "/v1/rounds", round_body(rid, ids))
+        for attempt in range(25):  # as a client does: retry 503 ledger_unavailable (bounded)
+            st, j, _ = one(reps[n % 3].port, "POST", "/v1/rounds", round_body(rid, ids))
+            if st != 503 or (j or {}).get("code") != "ledger_unavailable":
+                break
+            late += 1
+            time.sleep(0.2)
         check(st == 200, "the refused round %s retried after the database is back: %s" % (rid, st))
+    check(late <= 3 * 4, "after the database is back, at most one 503 per pooled connection "
+          "(%d)" % late)
     total = len(set(acked) | set(retried))
     bad = []
     for cid in ids:
         st, j, _ = one(reps[0].port, "GET", "/v1/clients/" + cid)
         if st != 200 or j["rounds"] != total:
             bad.append("%s: %s rounds for %d round ids" % (cid, j and j.get("rounds"), total))
+    print("  outage: %d rounds acknowledged, %d refused or cut and retried, ready again after "
+          "%.1f s, %d 503s after readiness" % (len(acked), len(retried), t_ready, late))
     check(not bad, "after the outage each round is charged exactly once: %s" % bad)
 
 
