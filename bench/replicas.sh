@@ -77,6 +77,7 @@ start_replicas() {
     PORTS=
     i=1
     while [ "$i" -le "$n" ]; do
+        rm -f "$tmp/port.$db.$i"
         "$DAEMON" --listen 127.0.0.1 --port 0 --port-file "$tmp/port.$db.$i" --no-request-log \
             --ledger-url "${url%/*}/$db" 2>"$tmp/daemon.$db.$i.err" &
         pids="$pids $!"
