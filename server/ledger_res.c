@@ -44,16 +44,6 @@ static int unavailable(http_response *resp, dpb_status st)
     return 1;
 }
 
-/* DPB_EUNAVAILABLE when the ledger's database cannot be reached, else DPB_OK. A read catches
- * up with the shared log first (ledger.h), so one lookup is a probe of the database; the
- * embedded ledger always answers. */
-static dpb_status reachable(ledger *l)
-{
-    ledger_client c;
-    return ledger_get_client(l, "dpbudget-probe", &c) == DPB_EUNAVAILABLE ? DPB_EUNAVAILABLE
-                                                                          : DPB_OK;
-}
-
 /* Problems of the ledger's statuses (the compute table does not know them). */
 static void reply_ledger_error(http_response *resp, problem *pb, const dpb_error *err)
 {
@@ -1393,10 +1383,13 @@ void res_summary(const http_request *req, http_response *resp)
 {
     if (no_ledger(req, resp))
         return;
-    if (unavailable(resp, reachable(the_ledger(req))))
-        return;
     ledger_summary s;
     ledger_get_summary(the_ledger(req), &s);
+    if (s.unavailable) { /* what it holds may be behind the other replicas: not shown */
+        problem pb = {0};
+        reply_unavailable(resp, &pb, NULL);
+        return;
+    }
     char etag[48];
     snprintf(etag, sizeof etag, "\"s%llx-%d\"", (unsigned long long)s.view, s.read_only);
     mark_read_only(req, resp);
@@ -1422,7 +1415,9 @@ void res_readyz(const http_request *req, http_response *resp)
 {
     ledger *l = the_ledger(req);
     ledger_summary s = {0};
-    if (l && reachable(l) == DPB_EUNAVAILABLE) {
+    if (l)
+        ledger_get_summary(l, &s);
+    if (s.unavailable) {
         problem pb = {0};
         problem_set(&pb, PB_LEDGER_UNAVAILABLE, NULL,
                     "the ledger's database cannot be reached: this replica takes no traffic "
@@ -1430,8 +1425,6 @@ void res_readyz(const http_request *req, http_response *resp)
         http_reply_problem(resp, &pb);
         return;
     }
-    if (l)
-        ledger_get_summary(l, &s);
     if (s.read_only) {
         problem pb = {0};
         problem_set(&pb, PB_READ_ONLY, NULL,
