@@ -527,6 +527,10 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->lo.dir = v;
         snprintf(st->data_dir_from, sizeof st->data_dir_from, "%s", where);
     } else if (strcmp(name, "ledger-url") == 0) {
+        if (v[0] == '\0') { /* empty (an orchestrator's unset variable): the embedded ledger */
+            st->lo.ledger_url = NULL;
+            return;
+        }
         if (!store_is_pg_url(v)) {
             char shown[512];
             admin_redact_url(v, shown, sizeof shown);

@@ -321,6 +321,7 @@ int main(int argc, char **argv)
             {NUMBER_TESTS, NUMBER_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},
             {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
+            {ADMIN_TESTS, ADMIN_NTESTS},
         };
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
