@@ -42,14 +42,14 @@ run api "$build/tests/api_tests" "$build/dpbudgetd"
 run persist "$build/tests/persist_tests" "$build/dpbudgetd"
 # the ledger's API suites again, the ledger in a PostgreSQL of their own (tests/pg/pgtmp.sh)
 run apipg env DPB_API_PG=1 sh tests/pg/pgtmp.sh with "$build/tests/api_tests" "$build/dpbudgetd"
+# three replicas on one PostgreSQL: overspend, SIGKILL, outage, migrations, copy-ledger
+run replicas python3 tests/replicas/test_replicas.py "$build/dpbudgetd"
 unset DPB_CONTRACT_LOG
 run contract node tests/contract/validate.mjs openapi.yaml "$build/contract/exchanges.jsonl"
 run lint sh tests/contract/lint.sh
 run client sh tests/contract/typed-client.sh "$build/dpbudgetd"
 run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
 run monitoring python3 tests/monitoring/check_monitoring.py "$build/dpbudgetd"
-# three replicas on one PostgreSQL: overspend, SIGKILL, outage, migrations, copy-ledger
-run replicas python3 tests/replicas/test_replicas.py "$build/dpbudgetd"
 run browser sh tests/browser/run.sh "$build"
 run sdk python3 clients/python/tests/run_tests.py "$build/dpbudgetd"
 run readme python3 tests/readme/check_readme.py "$build/dpbudgetd"

@@ -20,6 +20,8 @@ replicated"):
 - moving between backends: copy-ledger file -> PostgreSQL -> file, compare-ledgers agrees,
   a non-empty target is refused, a difference is found and named;
 - the url's password is never printed (start-up errors, migrate).
+Every exchange is appended to $DPB_CONTRACT_LOG when set (tests/contract/validate.mjs checks
+them against openapi.yaml, the 503 ledger_unavailable answers included).
 Closing line `replicas: N passed, M failed`; exit 1 if any check failed. Every process is
 killed on exit, every request and wait has a deadline, the whole suite has one too.
 """
@@ -186,6 +188,26 @@ class Replica:
         return self.proc.returncode
 
 
+CONTRACT_LOG = os.environ.get("DPB_CONTRACT_LOG")
+log_lock = threading.Lock()
+
+
+def record(method, path, data, status, headers, raw):
+    """One exchange in the contract log (the API suites' format, tests/api/client.c)."""
+    if not CONTRACT_LOG:
+        return
+    line = json.dumps({
+        "kind": "exchange", "method": method, "path": path,
+        "request_content_type": "application/json" if data is not None else None,
+        "request_body": data.decode() if data is not None else None, "status": status,
+        "content_type": headers.get("content-type", ""), "allow": headers.get("allow", ""),
+        "retry_after": headers.get("retry-after", ""),
+        "www_authenticate": headers.get("www-authenticate", ""),
+        "body": raw.decode("utf-8", "replace")}, ensure_ascii=True)
+    with log_lock, open(CONTRACT_LOG, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+
+
 class Conn:
     """One keep-alive connection to a replica (one per thread)."""
 
@@ -207,6 +229,7 @@ class Conn:
                 r = self.c.getresponse()
                 raw = r.read()
                 hd = {k.lower(): v for k, v in r.getheaders()}
+                record(method, path, data, r.status, hd, raw)
                 try:
                     j = json.loads(raw) if raw else None
                 except ValueError:
