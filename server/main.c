@@ -80,7 +80,8 @@ static const char USAGE[] =
     "                       to every local user. While the database cannot be reached,\n"
     "                       ledger requests get 503 ledger_unavailable with Retry-After\n"
     "                       and /readyz 503; the daemon reconnects by itself\n"
-    "  --ledger-pool N      connections to the database at most (1 to 1000, default 4)\n"
+    "  --ledger-pool N      connections to the database at most, one of them for appends\n"
+    "                       (2 to 1000, default 4)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
@@ -542,7 +543,7 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         }
         st->lo.ledger_url = v;
     } else if (strcmp(name, "ledger-pool") == 0)
-        st->lo.pg_pool = (unsigned)parse_num(opt, v, 1, 1000);
+        st->lo.pg_pool = (unsigned)parse_num(opt, v, 2, 1000);
     else if (strcmp(name, "snapshot-every") == 0)
         st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
     else if (strcmp(name, "reservation-ttl") == 0)
