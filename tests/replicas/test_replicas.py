@@ -13,7 +13,8 @@ replicated"):
   round at a time), and every admission answered is one charged round;
 - a replica killed with SIGKILL while rounds are in flight: every round left unanswered is
   retried with the same id on another replica and is charged exactly once;
-- PostgreSQL stopped while rounds are in flight: the replicas answer 503 ledger_unavailable
+- PostgreSQL stopped (fast shutdown, then again with an immediate one: a crash of the
+  server) while rounds are in flight: the replicas answer 503 ledger_unavailable
   with Retry-After on ledger reads, writes and /readyz, /healthz stays 200; started again,
   the replicas answer by themselves (no restart), every acknowledged round is there and the
   unanswered ones, retried with their ids, are charged exactly once;
@@ -467,9 +468,12 @@ def test_kill_replica(binary, url, reps):
           "replays of rounds the killed replica had committed): %s" % (len(sent), replayed, bad))
 
 
-def test_database_down(binary, url, reps, pg_dir):
-    """Stop PostgreSQL while rounds are in flight, check 503s, start it again."""
-    ids = ["dd-%d" % i for i in range(6)]
+def test_database_down(binary, url, reps, pg_dir, how="stop"):
+    """Stop PostgreSQL while rounds are in flight (how: "stop", a fast shutdown, or "kill",
+    an immediate one: a crash for the server, recovered from its WAL), check 503s, start it
+    again."""
+    pre = "dd" if how == "stop" else "dk"
+    ids = ["%s-%d" % (pre, i) for i in range(6)]
     if not put_clients(reps[0].port, ids, 100000.0):
         return
     acked, cut = [], []
@@ -481,7 +485,7 @@ def test_database_down(binary, url, reps, pg_dir):
         for i in range(5000):
             if stop.is_set():
                 break
-            rid = "dd-%d-%d" % (t, i)
+            rid = "%s-%d-%d" % (pre, t, i)
             try:
                 st, j, h = c.req("POST", "/v1/rounds", round_body(rid, ids))
             except (OSError, http.client.HTTPException):
@@ -501,22 +505,22 @@ def test_database_down(binary, url, reps, pg_dir):
     for t in threads:
         t.start()
     time.sleep(0.5)
-    pg("stop", pg_dir)
+    pg(how, pg_dir)
     time.sleep(0.5)
     # while it is down: every ledger route 503 ledger_unavailable with Retry-After
     for r in reps:
-        for method, path, body in (("POST", "/v1/rounds", round_body("dd-down-" + r.name, ids)),
-                                   ("GET", "/v1/clients/dd-0", None),
+        for method, path, body in (("POST", "/v1/rounds", round_body(pre + "-down-" + r.name, ids)),
+                                   ("GET", "/v1/clients/%s-0" % pre, None),
                                    ("GET", "/v1/summary", None),
                                    ("GET", "/v1/clients?limit=5", None),
-                                   ("PUT", "/v1/clients/dd-new",
+                                   ("PUT", "/v1/clients/%s-new" % pre,
                                     {"budget": {"epsilon": 1, "delta": 1e-5}}),
                                    ("GET", "/readyz", None)):
             st, j, h = one(r.port, method, path, body)
             check(st == 503 and (j or {}).get("code") == "ledger_unavailable"
                   and h.get("retry-after") == "1",
-                  "%s %s %s with the database down: 503 ledger_unavailable, Retry-After: 1 "
-                  "(got %s %s %s)" % (r.name, method, path, st, (j or {}).get("code"),
+                  "%s %s %s with the database down (%s): 503 ledger_unavailable, Retry-After: 1 "
+                  "(got %s %s %s)" % (r.name, method, path, how, st, (j or {}).get("code"),
                                       h.get("retry-after")))
         st, j, _ = one(r.port, "GET", "/healthz")
         check(st == 200, "%s /healthz stays 200 with the database down (got %s)" % (r.name, st))
@@ -543,7 +547,7 @@ def test_database_down(binary, url, reps, pg_dir):
     missing = [rid for rid in acked if one(reps[2].port, "GET", "/v1/rounds/" + rid)[0] != 200]
     check(acked and not missing, "every round acknowledged before the stop is there (%d): "
           "missing %s" % (len(acked), missing[:5]))
-    retried = [rid for rid, _ in cut] + ["dd-down-" + r.name for r in reps]
+    retried = [rid for rid, _ in cut] + [pre + "-down-" + r.name for r in reps]
     late = 0  # 503s after /readyz said 200 (a pooled connection found dead on its first use)
     for n, rid in enumerate(retried):
         for attempt in range(25):  # as a client does: retry 503 ledger_unavailable (bounded)
@@ -561,8 +565,8 @@ def test_database_down(binary, url, reps, pg_dir):
         st, j, _ = one(reps[0].port, "GET", "/v1/clients/" + cid)
         if st != 200 or j["rounds"] != total:
             bad.append("%s: %s rounds for %d round ids" % (cid, j and j.get("rounds"), total))
-    print("  outage: %d rounds acknowledged, %d refused or cut and retried, ready again after "
-          "%.1f s, %d 503s after readiness" % (len(acked), len(retried), t_ready, late))
+    print("  outage (%s): %d rounds acknowledged, %d refused or cut and retried, ready again after "
+          "%.1f s, %d 503s after readiness" % (how, len(acked), len(retried), t_ready, late))
     check(not bad, "after the outage each round is charged exactly once: %s" % bad)
 
 
@@ -699,7 +703,8 @@ def main(argv):
                  "three replicas on one database are ready"):
             test_no_overspend(binary, db, reps)
             test_kill_replica(binary, db, reps)
-            test_database_down(binary, db, reps, pg_dir)
+            test_database_down(binary, db, reps, pg_dir, "stop")
+            test_database_down(binary, db, reps, pg_dir, "kill")
             for r in reps:
                 check(r.stop() == 0, "%s stops with status 0 on SIGTERM" % r.name)
         test_copy_between_backends(binary, url)
