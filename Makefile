@@ -56,7 +56,7 @@ PG_BIN     := $(BUILD)/tests/pg_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
               $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger \
-              $(BUILD)/bench/bench_workflow
+              $(BUILD)/bench/bench_workflow $(BUILD)/bench/bench_replicas
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -130,6 +130,8 @@ $(BUILD)/bench/bench_http: $(BUILD)/bench/bench_http.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 $(BUILD)/bench/bench_workflow: $(BUILD)/bench/bench_workflow.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^
+$(BUILD)/bench/bench_replicas: $(BUILD)/bench/bench_replicas.o
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 $(BUILD)/bench/bench_isolation: $(BUILD)/bench/bench_isolation.o
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 # the floor of the HTTP figures: bare libmicrohttpd with the daemon's threading
@@ -201,6 +203,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 	$(Q)python3 bench/bench_sdk.py $(DAEMON)
+	$(Q)sh bench/replicas.sh $(BUILD)
 
 # The PLD regime sweep with every scenario timed against dp_accounting (DP_ACCOUNTING_PATH).
 bench-pld-full: deps

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchhttp.h"
+
 #define MAX_SAMPLES 200000
 #define RESP_CAP (1u << 20)
 
@@ -54,83 +56,10 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void sleep_s(double s)
-{
-    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
-/* Case-insensitive strstr. */
-static const char *find_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return hay;
-    return NULL;
-}
-
-static int dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {120, 0}; /* a request that hangs this long is a failure */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* One request on *fd (dialled when -1; closed and reset to -1 on an error or when the server
- * closes). Returns the status, or -1. */
+/* One request on *fd to the daemon (benchhttp.h). */
 static int request(int *fd, const char *method, const char *path, const char *body, char *buf)
 {
-    if (*fd < 0 && (*fd = dial()) < 0)
-        return -1;
-    size_t blen = body ? strlen(body) : 0;
-    char head[512];
-    int hn = snprintf(head, sizeof head,
-                      "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n\r\n",
-                      method, path, blen);
-    if (send(*fd, head, (size_t)hn, MSG_NOSIGNAL) != hn ||
-        (blen && send(*fd, body, blen, MSG_NOSIGNAL) != (ssize_t)blen))
-        goto fail;
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = recv(*fd, buf + len, RESP_CAP - 1 - len, 0);
-        if (n <= 0)
-            goto fail;
-        len += (size_t)n;
-        buf[len] = '\0';
-        char *end = strstr(buf, "\r\n\r\n");
-        if (end == NULL)
-            continue;
-        const char *cl = find_ci(buf, "\r\nContent-Length:");
-        size_t want = cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
-        if (len >= (size_t)(end + 4 - buf) + want)
-            break;
-        if (len >= RESP_CAP - 1)
-            goto fail;
-    }
-    int status = 0;
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-        goto fail;
-    if (find_ci(buf, "\r\nConnection: close") != NULL) {
-        close(*fd);
-        *fd = -1;
-    }
-    return status;
-fail:
-    close(*fd);
-    *fd = -1;
-    return -1;
+    return bench_request(fd, &addr, method, path, body, buf, RESP_CAP);
 }
 
 typedef struct {

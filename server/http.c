@@ -139,7 +139,13 @@ void http_reply_json(http_response *resp, int status, json_t *body)
 
 void http_reply_problem(http_response *resp, problem *p)
 {
-    http_reply_json(resp, problem_http_status(p->code), problem_to_json(p));
+    problem_code c = p->code;
+    http_reply_json(resp, problem_http_status(c), problem_to_json(p));
+    if (c == PB_LEDGER_UNAVAILABLE) { /* whichever route found the database unreachable */
+        resp->extra_name = "Retry-After";
+        resp->extra_value = PROBLEM_LEDGER_RETRY_AFTER;
+        metrics_ledger_unavailable();
+    }
 }
 
 void http_reply_bytes(http_response *resp, int status, const char *content_type, const char *bytes,

@@ -22,11 +22,36 @@ static ledger *the_ledger(const http_request *req)
     return a ? a->ledger : NULL;
 }
 
+/* 503 ledger_unavailable (http_reply_problem adds Retry-After): the database of --ledger-url
+ * cannot be reached. Nothing of the request was acknowledged and no stale state is shown. */
+static void reply_unavailable(http_response *resp, problem *pb, const char *detail)
+{
+    problem_set(pb, PB_LEDGER_UNAVAILABLE, NULL,
+                "the ledger's database cannot be reached (%s): nothing was acknowledged; retry "
+                "after " PROBLEM_LEDGER_RETRY_AFTER " s, here or on another replica, with the "
+                "same round id (retries are idempotent)",
+                detail && detail[0] ? detail : "connection lost");
+    http_reply_problem(resp, pb);
+}
+
+/* 1 (answered 503) if st says the database could not be reached. */
+static int unavailable(http_response *resp, dpb_status st)
+{
+    if (st != DPB_EUNAVAILABLE)
+        return 0;
+    problem pb = {0};
+    reply_unavailable(resp, &pb, NULL);
+    return 1;
+}
+
 /* Problems of the ledger's statuses (the compute table does not know them). */
 static void reply_ledger_error(http_response *resp, problem *pb, const dpb_error *err)
 {
     problem_code c;
     switch (err->status) {
+    case DPB_EUNAVAILABLE:
+        reply_unavailable(resp, pb, err->detail);
+        return;
     case DPB_ECONFLICT:
         c = PB_CONFLICT;
         break;
@@ -401,7 +426,10 @@ void res_client_get(const http_request *req, http_response *resp)
     if (no_ledger(req, resp))
         return;
     ledger_client c;
-    if (ledger_get_client(the_ledger(req), req->param, &c) != DPB_OK) {
+    dpb_status st = ledger_get_client(the_ledger(req), req->param, &c);
+    if (unavailable(resp, st))
+        return;
+    if (st != DPB_OK) {
         problem pb = {0};
         problem_set(&pb, PB_NOT_FOUND, "id",
                     "no client '%.128s': create it with PUT /v1/clients/{id}", req->param);
@@ -518,7 +546,16 @@ void res_clients_list(const http_request *req, http_response *resp)
     }
     size_t n = 0, total = 0;
     uint64_t version = 0;
-    ledger_list(the_ledger(req), &q, page, &n, &total, &version);
+    dpb_status st = ledger_list(the_ledger(req), &q, page, &n, &total, &version);
+    if (st != DPB_OK) {
+        free(page);
+        if (st == DPB_EUNAVAILABLE) {
+            reply_unavailable(resp, &pb, NULL);
+            return;
+        }
+        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        goto fail;
+    }
     char etag[48];
     snprintf(etag, sizeof etag, "\"l%llx\"", (unsigned long long)version);
     mark_read_only(req, resp);
@@ -717,7 +754,15 @@ static dp_event *event_or_name(const http_request *req, json_t *j, problem *pb)
         return NULL;
     dp_event *out = NULL;
     uint64_t seq;
-    if (ledger_get_event(the_ledger(req), name, &out, &seq) != DPB_OK || out == NULL) {
+    dpb_status st = ledger_get_event(the_ledger(req), name, &out, &seq);
+    if (st == DPB_EUNAVAILABLE) {
+        problem_set(pb, PB_LEDGER_UNAVAILABLE, "event_name",
+                    "the ledger's database cannot be reached to look up the event '%s': "
+                    "nothing was acknowledged; retry after " PROBLEM_LEDGER_RETRY_AFTER " s",
+                    name);
+        return NULL;
+    }
+    if (st != DPB_OK || out == NULL) {
         problem_set(pb, PB_UNKNOWN_EVENT_NAME, "event_name",
                     "no event is registered as '%s': register it with PUT /v1/events/%s", name,
                     name);
@@ -1212,7 +1257,10 @@ void res_event_get(const http_request *req, http_response *resp)
         return;
     dp_event *ev = NULL;
     uint64_t seq = 0;
-    if (ledger_get_event(the_ledger(req), req->param, &ev, &seq) != DPB_OK || ev == NULL) {
+    dpb_status st = ledger_get_event(the_ledger(req), req->param, &ev, &seq);
+    if (unavailable(resp, st))
+        return;
+    if (st != DPB_OK || ev == NULL) {
         problem pb = {0};
         problem_set(&pb, PB_NOT_FOUND, "name",
                     "no event '%.128s': register it with PUT /v1/events/{name}", req->param);
@@ -1236,7 +1284,10 @@ void res_events_list(const http_request *req, http_response *resp)
     }
     char **names = NULL;
     size_t n = 0, total = 0;
-    if (ledger_list_events(the_ledger(req), offset, limit, &names, &n, &total) != DPB_OK) {
+    dpb_status st = ledger_list_events(the_ledger(req), offset, limit, &names, &n, &total);
+    if (unavailable(resp, st))
+        return;
+    if (st != DPB_OK) {
         problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
         http_reply_problem(resp, &pb);
         return;
@@ -1272,6 +1323,8 @@ void res_client_history(const http_request *req, http_response *resp)
     }
     ledger_history h;
     dpb_status st = ledger_client_history(the_ledger(req), req->param, offset, limit, &h);
+    if (unavailable(resp, st))
+        return;
     if (st != DPB_OK) {
         problem_set(&pb, st == DPB_ENOTFOUND ? PB_NOT_FOUND : PB_OUT_OF_MEMORY,
                     st == DPB_ENOTFOUND ? "id" : NULL, "%s",
@@ -1307,7 +1360,10 @@ void res_round_get(const http_request *req, http_response *resp)
     if (no_ledger(req, resp))
         return;
     ledger_round_res r;
-    if (ledger_get_round(the_ledger(req), req->param, &r) != DPB_OK) {
+    dpb_status st = ledger_get_round(the_ledger(req), req->param, &r);
+    if (unavailable(resp, st))
+        return;
+    if (st != DPB_OK) {
         problem pb = {0};
         problem_set(&pb, PB_NOT_FOUND, "round_id", "no round '%.128s'", req->param);
         http_reply_problem(resp, &pb);
@@ -1329,6 +1385,11 @@ void res_summary(const http_request *req, http_response *resp)
         return;
     ledger_summary s;
     ledger_get_summary(the_ledger(req), &s);
+    if (s.unavailable) { /* what it holds may be behind the other replicas: not shown */
+        problem pb = {0};
+        reply_unavailable(resp, &pb, NULL);
+        return;
+    }
     char etag[48];
     snprintf(etag, sizeof etag, "\"s%llx-%d\"", (unsigned long long)s.view, s.read_only);
     mark_read_only(req, resp);
@@ -1356,6 +1417,14 @@ void res_readyz(const http_request *req, http_response *resp)
     ledger_summary s = {0};
     if (l)
         ledger_get_summary(l, &s);
+    if (s.unavailable) {
+        problem pb = {0};
+        problem_set(&pb, PB_LEDGER_UNAVAILABLE, NULL,
+                    "the ledger's database cannot be reached: this replica takes no traffic "
+                    "until it can, and reconnects by itself (no restart needed)");
+        http_reply_problem(resp, &pb);
+        return;
+    }
     if (s.read_only) {
         problem pb = {0};
         problem_set(&pb, PB_READ_ONLY, NULL,

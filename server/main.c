@@ -19,7 +19,10 @@
 #include <jansson.h>
 
 #include "../core/ledger/ledger.h"
+#include "../core/ledger/store.h"
+#include "admin.h"
 #include "app.h"
+#include "metrics.h"
 #include "auth.h"
 #include "healthcheck.h"
 #include "http.h"
@@ -28,6 +31,7 @@
 
 static const char USAGE[] =
     "Usage: dpbudgetd [OPTIONS]\n"
+    "       dpbudgetd migrate|copy-ledger|compare-ledgers ... (dpbudgetd migrate --help)\n"
     "A privacy-budget service: differential-privacy accounting over HTTP/JSON.\n"
     "\n"
     "Options:\n"
@@ -65,7 +69,19 @@ static const char USAGE[] =
     "                       beyond that: 503 overloaded with Retry-After\n"
     "  --compute-deadline SECS  stop a computation that runs longer than this: 422\n"
     "                       compute_deadline_exceeded (default 30; decimals allowed)\n"
-    "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data)\n"
+    "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data);\n"
+    "                       unused with --ledger-url (giving both is refused: exit 2)\n"
+    "  --ledger-url URL     keep the ledger in PostgreSQL (postgresql://USER@HOST/DB, libpq's\n"
+    "                       syntax) instead of --data-dir: any number of replicas share\n"
+    "                       it and the daemon keeps no ledger files; the schema is\n"
+    "                       migrated at start. Better set as DPBUDGET_LEDGER_URL, with the\n"
+    "                       password in PGPASSWORD or a ~/.pgpass file (libpq reads them):\n"
+    "                       a password is never printed, but a command line is visible\n"
+    "                       to every local user. While the database cannot be reached,\n"
+    "                       ledger requests get 503 ledger_unavailable with Retry-After\n"
+    "                       and /readyz 503; the daemon reconnects by itself\n"
+    "  --ledger-pool N      connections to the database at most, one of them for appends\n"
+    "                       (2 to 1000, default 4)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
@@ -282,6 +298,36 @@ static int open_data_dir(const char *dir)
     return fd;
 }
 
+/* Open the ledger in the database of lo->ledger_url (shown: the url without its password):
+ * 0, or -1 after one JSON line saying what is wrong and what to do. */
+static int open_shared_ledger(const ledger_options *lo, const char *shown, ledger **out)
+{
+    dpb_error err = {0};
+    if (ledger_open(lo, out, &err) == DPB_OK)
+        return 0;
+    admin_scrub(err.detail, lo->ledger_url);
+    char ts[40];
+    http_log_time(ts, sizeof ts);
+    const char *hint =
+        err.status == DPB_EUNAVAILABLE
+            ? "the database cannot be reached: check the url's host, port, database and user, "
+              "the password (PGPASSWORD or ~/.pgpass), that PostgreSQL is up and accepts "
+              "connections from here; the daemon exits so that its supervisor starts it again"
+        : err.status == DPB_ECORRUPT
+            ? "the database holds a schema or records newer than this dpbudgetd knows (or "
+              "damaged ones): run the newer version, or restore the database from a backup"
+            : "fix what the detail names, then start again";
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
+                          "cannot open the ledger", "ledger_url", shown, "status",
+                          dpb_strstatus(err.status), "detail", err.detail, "hint", hint);
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    fprintf(stderr, "%s\n", line ? line : err.detail);
+    free(line);
+    json_decref(o);
+    *out = NULL;
+    return -1;
+}
+
 /* --verify DIR: recover a copy of DIR exactly as start-up would, report, leave DIR alone. */
 static int verify(const char *dir)
 {
@@ -362,6 +408,7 @@ typedef struct {
     http_config cfg;
     const char *port_file;
     ledger_options lo;
+    char data_dir_from[64]; /* where --data-dir was given ("": the default) */
     int use_ledger;
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
@@ -398,6 +445,8 @@ static const char *const VALUED[] = {"listen",
                                      "compute-threads",
                                      "compute-queue",
                                      "compute-deadline",
+                                     "ledger-url",
+                                     "ledger-pool",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -475,8 +524,26 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->cfg.header_timeout = (unsigned)parse_num(opt, v, 1, 3600);
     else if (strcmp(name, "max-header-bytes") == 0)
         st->cfg.max_header_bytes = parse_num(opt, v, 1024, 65536);
-    else if (strcmp(name, "data-dir") == 0)
+    else if (strcmp(name, "data-dir") == 0) {
         st->lo.dir = v;
+        snprintf(st->data_dir_from, sizeof st->data_dir_from, "%s", where);
+    } else if (strcmp(name, "ledger-url") == 0) {
+        if (v[0] == '\0') { /* empty (an orchestrator's unset variable): the embedded ledger */
+            st->lo.ledger_url = NULL;
+            return;
+        }
+        if (!store_is_pg_url(v)) {
+            char shown[512];
+            admin_redact_url(v, shown, sizeof shown);
+            fprintf(stderr,
+                    "dpbudgetd: %s needs a PostgreSQL url, postgresql://USER@HOST[:PORT]/DB "
+                    "(or postgres://...), got '%s'\n",
+                    opt, shown);
+            exit(2);
+        }
+        st->lo.ledger_url = v;
+    } else if (strcmp(name, "ledger-pool") == 0)
+        st->lo.pg_pool = (unsigned)parse_num(opt, v, 2, 1000);
     else if (strcmp(name, "snapshot-every") == 0)
         st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
     else if (strcmp(name, "reservation-ttl") == 0)
@@ -748,12 +815,15 @@ int main(int argc, char **argv)
                     .compute_deadline = 30.0},
                    NULL,
                    {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1, NULL, 0},
+                   "",
                    1,
                    NULL,
                    NULL,
                    NULL,
                    0.0,
                    3600};
+    if (argc > 1 && admin_is_command(argv[1]))
+        return admin_main(argc - 1, argv + 1);
     /* first pass: help, version, verify, and where the config file is */
     const char *config = getenv("DPBUDGET_CONFIG");
     int probe = 0;
@@ -804,6 +874,20 @@ int main(int argc, char **argv)
         textfile_release(&config_text);
         return rc;
     }
+    if (st.lo.ledger_url && st.data_dir_from[0]) {
+        fprintf(stderr,
+                "dpbudgetd: --ledger-url and --data-dir (%s) exclude each other: with "
+                "--ledger-url the ledger lives in the database and the daemon keeps no ledger "
+                "files; drop one of them\n",
+                st.data_dir_from);
+        return 2;
+    }
+    if (st.lo.ledger_url && !st.use_ledger) {
+        fprintf(stderr, "dpbudgetd: --ledger-url and --no-ledger exclude each other\n");
+        return 2;
+    }
+    if (st.lo.ledger_url)
+        st.lo.dir = NULL;
     http_config cfg = st.cfg;
     const char *port_file = st.port_file;
     ledger_options lo = st.lo;
@@ -851,7 +935,13 @@ int main(int argc, char **argv)
     app_state app = {NULL, st.reservation_ttl};
     char ts[40]; /* log line timestamps (http_log_time) */
     int lock_fd = -1;
-    if (use_ledger) {
+    char shown_url[512] = "";
+    if (lo.ledger_url)
+        admin_redact_url(lo.ledger_url, shown_url, sizeof shown_url);
+    if (use_ledger && lo.ledger_url) {
+        if (open_shared_ledger(&lo, shown_url, &app.ledger) != 0)
+            return 1;
+    } else if (use_ledger) {
         lock_fd = open_data_dir(lo.dir);
         if (lock_fd < 0)
             return 1;
@@ -874,6 +964,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (use_ledger)
+        metrics_ledger_backend(lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;
     http_server *srv = http_start(&cfg);
     if (srv == NULL) {
@@ -882,10 +974,16 @@ int main(int argc, char **argv)
     }
     unsigned port = http_port(srv);
     http_log_time(ts, sizeof ts);
-    fprintf(stderr,
-            "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\","
-            "\"port\":%u,\"version\":\"%s\"}\n",
-            ts, cfg.listen_addr, port, DPB_VERSION);
+    json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",
+                           "listening", "listen", cfg.listen_addr, "port", (int)port, "version",
+                           DPB_VERSION, "ledger",
+                           !use_ledger     ? "none"
+                           : lo.ledger_url ? shown_url
+                                           : lo.dir);
+    char *up_line = up ? json_dumps(up, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    fprintf(stderr, "%s\n", up_line ? up_line : "{\"msg\":\"listening\"}");
+    free(up_line);
+    json_decref(up);
     if (port_file) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.tmp", port_file);

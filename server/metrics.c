@@ -45,6 +45,8 @@ static uint64_t admitted_total, refused_total, rounds_total, denied[3], head_tim
 static uint64_t refusals[NREASON];
 static uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
 static uint64_t compute_busy, compute_refused, compute_places;
+static uint64_t ledger_unavailable_total;
+static const char *ledger_backend; /* "file" or "postgresql"; NULL: no ledger */
 
 static void add(uint64_t *c, uint64_t v)
 {
@@ -138,6 +140,16 @@ void metrics_compute_busy(int delta)
 void metrics_compute_refused(void)
 {
     add(&compute_refused, 1);
+}
+
+void metrics_ledger_unavailable(void)
+{
+    add(&ledger_unavailable_total, 1);
+}
+
+void metrics_ledger_backend(const char *backend)
+{
+    ledger_backend = backend;
 }
 
 void metrics_compute_capacity(unsigned places)
@@ -461,6 +473,17 @@ char *metrics_render(ledger *l, size_t *len)
                 ledger_reason_name((ledger_reason)r), (unsigned long long)get(&refusals[r]));
     if (l)
         render_ledger(&b, l);
+    if (ledger_backend)
+        put(&b,
+            "# HELP dpbudget_ledger_backend_info Where the ledger's log lives: file (the embedded "
+            "ledger, --data-dir) or postgresql (--ledger-url, shared by replicas); always 1.\n"
+            "# TYPE dpbudget_ledger_backend_info gauge\n"
+            "dpbudget_ledger_backend_info{backend=\"%s\"} 1\n"
+            "# HELP dpbudget_ledger_unavailable_total Answers 503 ledger_unavailable: the "
+            "ledger's database could not be reached.\n"
+            "# TYPE dpbudget_ledger_unavailable_total counter\n"
+            "dpbudget_ledger_unavailable_total %llu\n",
+            ledger_backend, (unsigned long long)get(&ledger_unavailable_total));
     if (b.oom) {
         free(b.buf);
         return NULL;

@@ -48,6 +48,12 @@ void metrics_compute_busy(int delta);
 void metrics_compute_refused(void);
 void metrics_compute_capacity(unsigned places);
 
+/* An answer 503 ledger_unavailable (the ledger's database could not be reached). */
+void metrics_ledger_unavailable(void);
+
+/* The ledger's backend ("file" or "postgresql", static storage), set once at start-up. */
+void metrics_ledger_backend(const char *backend);
+
 /* The exposition text (malloc'ed, NUL-terminated) or NULL when out of memory. l may be NULL. */
 char *metrics_render(ledger *l, size_t *len);
 

@@ -54,6 +54,8 @@ static const struct {
     [PB_RESERVATION_RELEASED] = {409, "reservation_released",
                                  "The round's reservation was released"},
     [PB_UNKNOWN_EVENT_NAME] = {422, "unknown_event_name", "No event is registered under this name"},
+    [PB_LEDGER_UNAVAILABLE] = {503, "ledger_unavailable",
+                               "The ledger's database cannot be reached: retry later"},
 };
 
 int problem_http_status(problem_code c)
@@ -95,7 +97,7 @@ problem_code problem_from_status(dpb_status s)
     case DPB_ECANCELLED:
         return PB_COMPUTE_DEADLINE;
     case DPB_EUNAVAILABLE:
-        return PB_INTERNAL; /* mapped by the ledger resources themselves */
+        return PB_LEDGER_UNAVAILABLE;
     case DPB_EIO:
     case DPB_EREADONLY:
     case DPB_ECORRUPT:

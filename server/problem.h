@@ -47,8 +47,14 @@ typedef enum {
     PB_RESERVATION_EXPIRED,  /* 409 a two-phase round's reservation expired: nothing to commit */
     PB_RESERVATION_RELEASED, /* 409 a two-phase round's reservation was released */
     PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
+    PB_LEDGER_UNAVAILABLE,   /* 503 the ledger's database cannot be reached: Retry-After */
     PB_COUNT_
 } problem_code;
+
+/* Retry-After of 503 ledger_unavailable: the store reconnects on the next request (each
+ * attempt bounded by its connect timeout), so a short wait costs little and a restarted or
+ * failed-over database is used again within a second of its return. */
+#define PROBLEM_LEDGER_RETRY_AFTER "1"
 
 typedef struct {
     problem_code code;

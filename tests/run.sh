@@ -40,6 +40,10 @@ export DPB_CONTRACT_LOG
 : >"$DPB_CONTRACT_LOG"
 run api "$build/tests/api_tests" "$build/dpbudgetd"
 run persist "$build/tests/persist_tests" "$build/dpbudgetd"
+# the ledger's API suites again, the ledger in a PostgreSQL of their own (tests/pg/pgtmp.sh)
+run apipg env DPB_API_PG=1 sh tests/pg/pgtmp.sh with "$build/tests/api_tests" "$build/dpbudgetd"
+# three replicas on one PostgreSQL: overspend, SIGKILL, outage, migrations, copy-ledger
+run replicas python3 tests/replicas/test_replicas.py "$build/dpbudgetd"
 unset DPB_CONTRACT_LOG
 run contract node tests/contract/validate.mjs openapi.yaml "$build/contract/exchanges.jsonl"
 run lint sh tests/contract/lint.sh

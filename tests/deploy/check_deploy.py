@@ -14,6 +14,14 @@ flags and defaults, --version, the shared libraries it links) and from server/ro
 - the image of the manifests is the one the Dockerfile tags, its version is `--version`;
 - the runtime image installs the package of every library the binary links, and no
   compiler or -dev package; users, keys files and hardening settings are as documented;
+- the replicated deployments (deploy/compose/replicated, deploy/k8s/replicated): every
+  replica gets --ledger-url (a PostgreSQL url without a literal password: an .env variable,
+  a Secret) and no --data-dir, PostgreSQL 15 keeps its data on a volume and is health-checked
+  before the replicas start, the proxy's configuration (in the directory) balances over the
+  three replicas at their --port and health-checks them with GET /readyz; the Deployment
+  reads the url from a Secret of its kustomization, probes /healthz and /readyz, rolls
+  without downtime, and its Service and PodDisruptionBudget select its pods (and no Service
+  of the single-node StatefulSet does); the kustomization lists every file of its directory;
 - deploy/monitoring: alert rules loaded where compose's Prometheus looks, every alert
   unit-tested, the Kubernetes scrape job and ServiceMonitor select deploy/k8s's Service and
   a port it names, the Grafana dashboard is JSON with a query per panel.
@@ -747,6 +755,246 @@ def check_compose(files, d, routes, image, cmd_flags):
               "%s: job %s scheme matches the daemon's TLS setting" % (rel(cfg), j.get("job_name")))
 
 
+# ---------------------------------------------------------------- replicated (PostgreSQL)
+
+
+def check_ledger_url(url, where, literal_password_ok=False):
+    """A --ledger-url value: a PostgreSQL url, no literal password (a ${VAR} substitution or
+    none at all)."""
+    url = str(url or "")
+    check(re.match(r"^postgres(ql)?://", url), "%s: --ledger-url is a postgresql:// url (got %r)"
+          % (where, url))
+    m = re.match(r"^postgres(?:ql)?://([^@/]*)@", url)
+    pw = m.group(1).split(":", 1)[1] if m and ":" in m.group(1) else None
+    check(literal_password_ok or pw is None or re.fullmatch(r"\$\{[A-Z_]+(:?\?[^}]*)?\}", pw),
+          "%s: the ledger url holds no literal password (got %r)" % (where, pw))
+    host = re.match(r"^postgres(?:ql)?://(?:[^@/]*@)?([^:/?]+)", url)
+    return host.group(1) if host else None
+
+
+def check_compose_replicated(files, d, routes, image):
+    path = os.path.join(DEPLOY, "compose", "replicated", "docker-compose.yml")
+    if not check(path in files and files[path], "%s exists" % rel(path)):
+        return
+    W = rel(path)
+    here = os.path.dirname(path)
+    comp = files[path][0]
+    services = comp.get("services", {})
+    pgs = [(n, x) for n, x in services.items() if str(x.get("image", "")).startswith("postgres:")]
+    if check(len(pgs) == 1, "%s: one postgres service" % W):
+        pn, pgsvc = pgs[0]
+        check(pgsvc.get("image") == "postgres:15", "%s: PostgreSQL 15 (got %s)" % (W, pgsvc.get("image")))
+        vols = [str(v.get("target") if isinstance(v, dict) else (str(v).split(":") + [""])[1])
+                for v in pgsvc.get("volumes", [])]
+        check("/var/lib/postgresql/data" in vols,
+              "%s: the postgres service keeps its data on a volume (got %s)" % (W, vols))
+        check((pgsvc.get("healthcheck") or {}).get("test"), "%s: postgres has a healthcheck" % W)
+    else:
+        pn = None
+    reps = [(n, x) for n, x in services.items() if "dpbudgetd" in str(x.get("image"))]
+    check(len(reps) == 3, "%s: three dpbudgetd replicas (got %d)" % (W, len(reps)))
+    ports = set()
+    for name, svc in reps:
+        S = "%s service %s" % (W, name)
+        check(svc.get("image") == image, "%s: image is %s (got %s)" % (S, image, svc.get("image")))
+        b = svc.get("build")
+        ctx = b.get("context", ".") if isinstance(b, dict) else b
+        if ctx is not None:
+            check(os.path.normpath(os.path.join(here, ctx)) == ROOT,
+                  "%s: build context is the repository root (got %s)" % (S, ctx))
+        cmd = svc.get("command")
+        if isinstance(cmd, str):
+            cmd = shlex.split(cmd)
+        check(cmd is not None, "%s: a command replaces the image's CMD (which names a --data-dir)" % S)
+        args = parse_args(cmd or [], d, S + " command")
+        env = svc.get("environment") or {}
+        if isinstance(env, list):
+            env = dict(e.split("=", 1) if "=" in e else (e, "") for e in env)
+        st = effective(d, args, parse_env(env, d, S + " environment"))
+        check("--data-dir" in d.flags and "--data-dir" not in args and
+              "DPBUDGET_DATA_DIR" not in env,
+              "%s: no --data-dir (the ledger is in PostgreSQL; both are refused)" % S)
+        host = check_ledger_url(st.get("--ledger-url"), S)
+        check(pn and host == pn, "%s: --ledger-url names the postgres service %s (got %s)"
+              % (S, pn, host))
+        dep = svc.get("depends_on") or {}
+        cond = dep.get(pn, {}).get("condition") if isinstance(dep, dict) and pn else None
+        check(cond == "service_healthy",
+              "%s: starts once postgres is healthy (depends_on condition service_healthy)" % S)
+        port = st.get("--port")
+        check(port and str(port).isdigit(), "%s: --port is a fixed port (got %s)" % (S, port))
+        ports.add(str(port))
+        check(not str(st.get("--listen")).startswith("127."), "%s: --listen is not loopback" % S)
+        keys = st.get("--api-keys")
+        if check(keys, "%s: --api-keys is given (a non-loopback daemon needs keys)" % S):
+            m = re.match(r"^/run/secrets/(.+)$", str(keys))
+            sec = (comp.get("secrets") or {}).get(m.group(1)) if m else None
+            f = os.path.join(here, sec["file"]) if sec and "file" in sec else None
+            if check(f and os.path.isfile(f), "%s: --api-keys %s is a compose secret from a file"
+                     % (S, keys)):
+                check_keys_file(open(f, encoding="utf-8").read(), rel(f))
+        vols = svc.get("volumes") or []
+        check(not vols, "%s: no volume (replicas keep no ledger files) (got %s)" % (S, vols))
+    check(len(ports) == 1, "%s: the replicas listen on one --port (got %s)" % (W, sorted(ports)))
+    # the proxy: its configuration file is in the directory, balances over the three
+    # replicas at their port and health-checks GET /readyz
+    proxies = [(n, x) for n, x in services.items()
+               if re.search(r"haproxy|nginx|envoy|traefik", str(x.get("image")))]
+    if not check(len(proxies) == 1, "%s: one proxy service" % W):
+        return
+    xn, proxy = proxies[0]
+    cfgs = []
+    for v in proxy.get("volumes", []):
+        src = v.get("source") if isinstance(v, dict) else str(v).split(":")[0]
+        if src and src.startswith("."):
+            cfgs.append(os.path.normpath(os.path.join(here, src)))
+    cfg = next((c for c in cfgs if os.path.isfile(c)), None)
+    if not check(cfg and os.path.dirname(cfg) == here,
+                 "%s service %s: mounts its configuration from %s (got %s)"
+                 % (W, xn, rel(here), [rel(c) for c in cfgs])):
+        return
+    text = open(cfg, encoding="utf-8").read()
+    port = next(iter(ports), None)
+    for name, _ in reps:
+        check(re.search(r"\b%s:%s\b" % (re.escape(name), port), text),
+              "%s: balances over %s:%s" % (rel(cfg), name, port))
+    hc = re.search(r"(?:httpchk|health_check|health)\s+(?:GET\s+)?(/\S+)", text)
+    check(hc and hc.group(1) == "/readyz" and "/readyz" in routes,
+          "%s: health-checks the replicas with GET /readyz, a GET route (got %s)"
+          % (rel(cfg), hc and hc.group(1)))
+    published = [str(p.get("target") if isinstance(p, dict) else str(p).split(":")[-1])
+                 for p in proxy.get("ports", [])]
+    check(published, "%s service %s: publishes a port" % (W, xn))
+
+
+def check_k8s_replicated(files, d, routes, image, uid):
+    rdir = os.path.join(DEPLOY, "k8s", "replicated")
+    kpath = os.path.join(rdir, "kustomization.yaml")
+    if not check(kpath in files and files[kpath], "%s exists" % rel(kpath)):
+        return
+    listed = [os.path.normpath(os.path.join(rdir, r)) for r in files[kpath][0].get("resources", [])]
+    here = sorted(p for p in files if os.path.dirname(p) == rdir and p != kpath)
+    check(sorted(listed) == here, "%s: lists every manifest of its directory (lists %s, has %s)"
+          % (rel(kpath), [rel(p) for p in listed], [rel(p) for p in here]))
+    docs = [x for p in here for x in files[p] if isinstance(x, dict)]
+
+    def named(kind, name):
+        return next((x for x in docs if x.get("kind") == kind and
+                     x["metadata"].get("name") == name), None)
+
+    deps = [x for x in docs if x.get("kind") == "Deployment"]
+    if not check(len(deps) == 1, "%s: one Deployment" % rel(rdir)):
+        return
+    dep = deps[0]
+    W = "%s Deployment/%s" % (rel(rdir), dep["metadata"].get("name"))
+    spec = dep.get("spec", {})
+    check((spec.get("replicas") or 0) >= 2, "%s: replicas >= 2 (got %s)" % (W, spec.get("replicas")))
+    ru = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+    check(spec.get("strategy", {}).get("type", "RollingUpdate") == "RollingUpdate" and
+          str(ru.get("maxUnavailable")) == "0",
+          "%s: rolls without downtime (RollingUpdate, maxUnavailable 0)" % W)
+    pod = spec.get("template", {}).get("spec", {})
+    labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    psc = pod.get("securityContext", {})
+    check(pod.get("enableServiceLinks") is False, "%s: enableServiceLinks is false" % W)
+    ctrs = [c for c in pod.get("containers", []) if "dpbudgetd" in str(c.get("image"))]
+    if not check(len(ctrs) == 1, "%s: one dpbudgetd container" % W):
+        return
+    c = ctrs[0]
+    C = "%s container %s" % (W, c.get("name"))
+    check(c.get("image") == image, "%s: image is %s (got %s)" % (C, image, c.get("image")))
+    check(not c.get("command"), "%s: no command: the image's ENTRYPOINT runs" % C)
+    args = parse_args(c.get("args", []), d, C + " args")
+    env, secret_env = {}, {}
+    for e in c.get("env", []):
+        ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+        if ref:
+            sec = named("Secret", ref.get("name"))
+            val = ((sec or {}).get("stringData") or {}).get(ref.get("key"))
+            if val is None and ref.get("key") in ((sec or {}).get("data") or {}):
+                val = base64.b64decode(sec["data"][ref["key"]]).decode("utf-8", "replace")
+            check(val is not None, "%s: env %s is a key of a Secret of the kustomization"
+                  % (C, e.get("name")))
+            env[e["name"]] = val or ""
+            secret_env[e["name"]] = True
+        else:
+            env[e["name"]] = e.get("value", "")
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+
+    def mounted(path):
+        for m in c.get("volumeMounts", []):
+            mp = m["mountPath"].rstrip("/")
+            if not m.get("subPath") and path.startswith(mp + "/"):
+                return volumes.get(m["name"]), path[len(mp) + 1:]
+        return None, None
+
+    conf = {}
+    cfg_path = args.get("--config")
+    if cfg_path:
+        vol, key = mounted(cfg_path)
+        cm = named("ConfigMap", (vol or {}).get("configMap", {}).get("name"))
+        text = (cm or {}).get("data", {}).get(key)
+        if check(text is not None, "%s: --config %s is a key of a mounted ConfigMap of the "
+                 "kustomization" % (C, cfg_path)):
+            conf = parse_config(text, d, "%s %s" % (rel(rdir), key))
+    st = effective(d, args, parse_env(env, d, C + " env"), conf)
+    check("--data-dir" not in args and "DPBUDGET_DATA_DIR" not in env and "--data-dir" not in conf,
+          "%s: no --data-dir (the ledger is in PostgreSQL; both are refused)" % C)
+    check(secret_env.get("DPBUDGET_LEDGER_URL"), "%s: DPBUDGET_LEDGER_URL comes from a Secret" % C)
+    check_ledger_url(st.get("--ledger-url"), C)
+    check(not [v for v in pod.get("volumes", []) if "persistentVolumeClaim" in v],
+          "%s: no persistent volume (replicas keep no ledger files)" % W)
+    port = st.get("--port")
+    check(port and str(port).isdigit(), "%s: --port is a fixed port (got %s)" % (C, port))
+    port = int(port) if port and str(port).isdigit() else None
+    check(not str(st.get("--listen")).startswith("127."), "%s: --listen is not loopback" % C)
+    keys = st.get("--api-keys")
+    if check(keys, "%s: --api-keys is given" % C):
+        vol, key = mounted(keys)
+        sec = named("Secret", (vol or {}).get("secret", {}).get("secretName"))
+        text = ((sec or {}).get("stringData") or {}).get(key)
+        if check(text is not None, "%s: --api-keys %s is a key of a mounted Secret" % (C, keys)):
+            check_keys_file(text, "%s Secret %s" % (rel(rdir), key))
+    cports = {x.get("name"): x.get("containerPort") for x in c.get("ports", [])}
+    check(port in cports.values(), "%s: containerPort is the --port %s" % (C, port))
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        pr = (c.get(probe) or {}).get("httpGet") or {}
+        pp = cports.get(pr.get("port")) if isinstance(pr.get("port"), str) else pr.get("port")
+        check(pr.get("path") == path and path in routes and pp == port,
+              "%s: %s is GET %s on the --port (got %s)" % (C, probe, path, pr))
+    csc = c.get("securityContext", {})
+    check(csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True, "%s: runAsNonRoot" % C)
+    ruid = csc.get("runAsUser", psc.get("runAsUser"))
+    check(ruid is None or str(ruid) == str(uid), "%s: runAsUser is the image's uid %s" % (C, uid))
+    check(csc.get("readOnlyRootFilesystem") is True and csc.get("allowPrivilegeEscalation") is False
+          and "ALL" in csc.get("capabilities", {}).get("drop", []),
+          "%s: read-only root, no privilege escalation, capabilities dropped" % C)
+    res = c.get("resources", {})
+    check(all(r in res.get(k, {}) for k in ("requests", "limits") for r in ("cpu", "memory")),
+          "%s: resources requests and limits have cpu and memory" % C)
+
+    def selects(sel):
+        return sel and all(labels.get(k) == v for k, v in sel.items())
+
+    svcs = [x for x in docs if x.get("kind") == "Service" and selects(x["spec"].get("selector"))]
+    if check(svcs, "%s: a Service of the kustomization selects the pods" % W):
+        for svc in svcs:
+            sp = svc["spec"].get("ports", [])
+            check(any(x.get("port") == port and cports.get(x.get("targetPort"), x.get("targetPort"))
+                      == port for x in sp),
+                  "Service/%s: port and targetPort are the --port %s" % (svc["metadata"]["name"], port))
+    pdbs = [x for x in docs if x.get("kind") == "PodDisruptionBudget" and
+            selects(x["spec"].get("selector", {}).get("matchLabels"))]
+    check(pdbs, "%s: a PodDisruptionBudget selects the pods" % W)
+    # the single-node StatefulSet's Services must not select the replicas (two ledgers behind
+    # one Service)
+    k8s_dir = os.path.join(DEPLOY, "k8s")
+    others = [x for p, ds in files.items() if os.path.dirname(p) == k8s_dir for x in ds
+              if isinstance(x, dict) and x.get("kind") == "Service"]
+    check(not [x for x in others if selects(x["spec"].get("selector"))],
+          "%s: no Service of deploy/k8s (the single-node ledger) selects the replicas" % W)
+
+
 # ---------------------------------------------------------------- monitoring
 
 
@@ -942,6 +1190,8 @@ def main(argv):
         if files:
             check_k8s(files, d, routes, image, uid)
             check_compose(files, d, routes, image, cmd_flags)
+            check_compose_replicated(files, d, routes, image)
+            check_k8s_replicated(files, d, routes, image, uid)
             check_monitoring(files, routes)
         check_systemd(d, prefix)
     print("deploy: %d passed, %d failed" % (passed, failed))

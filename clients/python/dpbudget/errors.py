@@ -12,7 +12,8 @@ __all__ = [
     "ReservationExpired", "ReservationReleased", "PayloadTooLarge", "UnsupportedMediaType",
     "Unprocessable", "NotCovered", "Infeasible", "Unsupported", "Uncertifiable",
     "ComputeDeadlineExceeded", "UnknownEventName", "RateLimited", "HeadersTooLarge",
-    "ServerError", "Unavailable", "Overloaded", "ReadOnly", "NotDurable", "OutOfMemory",
+    "ServerError", "Unavailable", "Overloaded", "ReadOnly", "NotDurable", "LedgerUnavailable",
+    "OutOfMemory",
     "RoundRefused", "OverBudget", "error_from_problem",
 ]
 
@@ -168,6 +169,12 @@ class NotDurable(Unavailable):
     """503 not_durable: the change could not be made durable and was not applied."""
 
 
+class LedgerUnavailable(Unavailable):
+    """503 ledger_unavailable: the ledger's PostgreSQL database (dpbudgetd --ledger-url)
+    could not be reached; nothing was acknowledged. Retried after Retry-After like every 503
+    (a round with its round id, on any replica: charged once)."""
+
+
 class OutOfMemory(Unavailable):
     """503 out_of_memory."""
 
@@ -205,6 +212,7 @@ _BY_CODE = {
     "overloaded": Overloaded,
     "read_only": ReadOnly,
     "not_durable": NotDurable,
+    "ledger_unavailable": LedgerUnavailable,
     "out_of_memory": OutOfMemory,
 }
 

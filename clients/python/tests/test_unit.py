@@ -158,6 +158,7 @@ class ErrorMapping(unittest.TestCase):
                  (409, "reservation_expired", errors.ReservationExpired),
                  (503, "overloaded", errors.Overloaded), (503, "read_only", errors.ReadOnly),
                  (503, "not_durable", errors.NotDurable), (400, "invalid_id", errors.InvalidId),
+                 (503, "ledger_unavailable", errors.LedgerUnavailable),
                  (422, "unknown_event_name", errors.UnknownEventName),
                  (400, "unknown_field", errors.BadRequest), (404, "not_found", errors.NotFound),
                  (429, "rate_limited", errors.RateLimited),
