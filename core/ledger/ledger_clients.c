@@ -797,8 +797,10 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
     if (q->sort == LEDGER_SORT_ID && q->label == NULL) {
         /* walk the id order: a page costs what it skips and shows; the total of a status
          * (or of everyone) is the counters' */
-        size_t m = 0, end = q->offset + q->limit;
-        for (size_t j = 0; j < l->ncl && m < end; j++) {
+        size_t m = 0, end = q->offset + q->limit, j = 0;
+        if (q->status < 0) /* everyone: the page starts at its offset */
+            m = j = q->offset < l->ncl ? q->offset : l->ncl;
+        for (; j < l->ncl && m < end; j++) {
             uint32_t pos = l->by_id[q->descending ? l->ncl - 1 - j : j];
             if (!list_match(q, &l->cl[pos]))
                 continue;
