@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "benchhttp.h"
+#include "benchlib.h"
 
 #define MAX_SAMPLES 200000
 #define RESP_CAP (1u << 20)
@@ -48,13 +49,6 @@ static const char HEAVY[] =
     "{\"class_name\": \"SelfComposedDpEvent\", \"count\": 1000, \"event\": "
     "{\"class_name\": \"PoissonSampledDpEvent\", \"sampling_probability\": 0.01, \"event\": "
     "{\"class_name\": \"GaussianDpEvent\", \"noise_multiplier\": 0.8}}}, \"epsilon\": 1.0}";
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* One request on *fd to the daemon (benchhttp.h). */
 static int request(int *fd, const char *method, const char *path, const char *body, char *buf)
@@ -73,19 +67,9 @@ static void add(samples *s, double x)
         s->v[s->n++] = x;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double pct(samples *s, double p)
 {
-    if (s->n == 0)
-        return 0.0;
-    qsort(s->v, s->n, sizeof *s->v, cmp);
-    size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
-    return s->v[i];
+    return bench_pct(s->v, s->n, p);
 }
 
 /* ---- loaders ---- */

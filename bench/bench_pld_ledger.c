@@ -84,12 +84,6 @@ static dp_event *dpsgd(double sigma, double q, uint64_t steps)
     return c;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct {
     ledger *l;
     atomic_int stop;
@@ -108,15 +102,6 @@ static void *reader_main(void *arg)
         usleep(2000);
     }
     return NULL;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    qsort(v, n, sizeof *v, cmp_double);
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i];
 }
 
 /* Rounds 1..R over C clients, P participants each; prints latency per block; returns the
@@ -174,7 +159,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
             int b0 = k % block == 0 ? k - block : k - 1;
             size_t nb = (size_t)(k - b0);
             memcpy(blk, lat + b0, nb * sizeof *blk);
-            double p50 = pct(blk, nb, 0.5), p99 = pct(blk, nb, 0.99);
+            double p50 = bench_pct(blk, nb, 0.5), p99 = bench_pct(blk, nb, 0.99);
             printf("   rounds %4d..%-4d  p50 %8.2f ms  p99 %8.2f ms\n", b0 + 1, k, p50, p99);
             if (k % block == 0)
                 *last_p99 = p99;
@@ -194,7 +179,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
             mx = rd->lat[i] > mx ? rd->lat[i] : mx;
         printf("   ledger_get_summary while the rounds ran: %zu reads, p50 %.3f ms, p99 %.3f ms, "
                "max %.3f ms\n",
-               rd->n, pct(rd->lat, rd->n, 0.5), pct(rd->lat, rd->n, 0.99), mx);
+               rd->n, bench_pct(rd->lat, rd->n, 0.5), bench_pct(rd->lat, rd->n, 0.99), mx);
         free(rd);
     }
     free(part);

@@ -64,19 +64,9 @@ static void add(samples *s, double x)
     pthread_mutex_unlock(&s->lock);
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double pct(samples *s, double p)
 {
-    if (s->n == 0)
-        return 0.0;
-    qsort(s->v, s->n, sizeof *s->v, cmp);
-    size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
-    return s->v[i < s->n ? i : s->n - 1];
+    return bench_pct(s->v, s->n, p);
 }
 
 static void print_lat(const char *what, samples *s)

@@ -1,5 +1,5 @@
-/* benchlib.h - the small helpers the ledger benchmarks share: a monotonic clock, resident
- * memory, and removing a data directory. */
+/* benchlib.h - the small helpers the benchmarks share: a monotonic clock, resident memory,
+ * removing a data directory, and percentiles. */
 #ifndef DPB_BENCHLIB_H
 #define DPB_BENCHLIB_H
 
@@ -7,6 +7,22 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The p-quantile (0..1, nearest rank) of v[0, n), which it sorts; 0 when n is 0. */
+static inline double bench_pct(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
 
 static inline double now_s(void)
 {
