@@ -288,6 +288,79 @@ static dpb_status log_client(ledger *l, const ledger_client *in, long *pos, dpb_
     return st == DPB_OK ? DPB_OK : lg_abandon(l, st, err);
 }
 
+/* Adds to c[*nc] the terms of client x's multiset (charged, plus held reservations and one
+ * more of last_ev when `next`), each holding a reference on its event. 0, or -1 when out of
+ * memory. */
+static int prefetch_terms(ledger *l, const lclient *x, const ledger_client *in, int next,
+                          spend_candidate *c, size_t *nc)
+{
+    size_t m = x->nev + (next ? x->nrv + 1 : 0);
+    spend_term *t = malloc((m ? m : 1) * sizeof *t);
+    if (t == NULL)
+        return -1;
+    size_t k = 0;
+    for (uint32_t i = 0; i < x->nev; i++)
+        t[k++] = (spend_term){l->evs[x->ev[i].ev].se, x->ev[i].count};
+    for (uint32_t i = 0; next && i <= x->nrv; i++) {
+        uint32_t ev = i < x->nrv ? x->rv[i].ev : x->last_ev;
+        uint64_t n = i < x->nrv ? x->rv[i].count : 1;
+        size_t j = 0;
+        while (j < k && t[j].ev != l->evs[ev].se)
+            j++;
+        if (j < k)
+            t[j].count += n;
+        else
+            t[k++] = (spend_term){l->evs[ev].se, n};
+    }
+    for (size_t j = 0; j < k; j++)
+        spend_event_ref(l->sp, t[j].ev);
+    c[(*nc)++] = (spend_candidate){in->epsilon, in->delta, (dp_relation)x->rel, t, k};
+    return 0;
+}
+
+/* Before a write lock that sets budgets: computes into the spend cache the PLD values that
+ * re-evaluating the existing pld clients whose budget changes will need (lg_recompute at the
+ * new budget: the charged multiset, and with one more of the last round's event), so that
+ * the write lock, which reads wait for, is not held for a PLD computation. Best effort: a
+ * client changed meanwhile is computed under the lock, as it would be without this. */
+static void put_prefetch(ledger *l, const ledger_client *in, size_t n)
+{
+    spend_candidate *c = NULL;
+    size_t nc = 0, cap = 0;
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (in[i].mode != LEDGER_PLD || !lg_valid_id(in[i].id))
+            continue;
+        long pos = lg_find_client(l, in[i].id);
+        if (pos < 0)
+            continue;
+        const lclient *x = &l->cl[pos];
+        if (x->mode != LEDGER_PLD || x->rel != in[i].relation || x->uncertified ||
+            (x->eps == in[i].epsilon && x->delta == in[i].delta) || x->nev == 0)
+            continue;
+        if (nc + 2 > cap) {
+            size_t ncap = cap ? 2 * cap : 8;
+            spend_candidate *nb = realloc(c, ncap * sizeof *nb);
+            if (nb == NULL)
+                break;
+            c = nb;
+            cap = ncap;
+        }
+        if (prefetch_terms(l, x, &in[i], 0, c, &nc) != 0 ||
+            (x->last_ev != LEV_NONE && prefetch_terms(l, x, &in[i], 1, c, &nc) != 0))
+            break;
+    }
+    pthread_rwlock_unlock(&l->lock);
+    if (nc)
+        spend_prefetch(l->sp, c, nc);
+    for (size_t i = 0; i < nc; i++) {
+        for (size_t k = 0; k < c[i].m; k++)
+            spend_event_put(l->sp, c[i].t[k].ev);
+        free(c[i].t);
+    }
+    free(c);
+}
+
 static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
                                   ledger_client *out, dpb_error *err);
 
@@ -295,6 +368,7 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
                              dpb_error *err)
 {
     dpb_status st;
+    put_prefetch(l, in, 1);
     RETRY_RACES(st, put_client_once(l, in, created, out, err), err);
     return st;
 }
@@ -347,6 +421,7 @@ static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n,
 dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
 {
     dpb_status st;
+    put_prefetch(l, in, n);
     RETRY_RACES(st, put_clients_once(l, in, n, err), err);
     return st;
 }
@@ -407,6 +482,7 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
                                    ledger_put_outcome *out, dpb_error *err)
 {
     dpb_status st;
+    put_prefetch(l, in, n);
     RETRY_RACES(st, put_clients_each_once(l, in, n, out, err), err);
     return st;
 }

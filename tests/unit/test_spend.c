@@ -394,8 +394,9 @@ static void spend_cache_eviction(void)
 
 typedef struct {
     ledger *l;
-    atomic_int done; /* the round returned */
+    atomic_int done; /* the change returned */
     double t0, round_s;
+    double eps; /* long_put: the budget it sets */
 } long_charge;
 
 static void *long_round(void *arg)
@@ -412,9 +413,21 @@ static void *long_round(void *arg)
     return NULL;
 }
 
-/* A round whose participant needs a long PLD computation: summaries, clients and lists are
- * read meanwhile (the PLD is computed before the round's write lock). */
-static void spend_reads_during_long_charge(void)
+static void *long_put(void *arg)
+{
+    long_charge *lc = arg;
+    put_pld(lc->l, "slow", lc->eps, 1e-5);
+    lc->round_s = now_s() - lc->t0;
+    atomic_store(&lc->done, 1);
+    return NULL;
+}
+
+/* A change (run by `change` on its own thread) that needs a long PLD computation for client
+ * "slow", whose history has 16 distinct events: summaries, clients and lists are read
+ * meanwhile, and the first read must not wait for the change's end. `lower`: the budget is
+ * first lowered below the rdp bound (so that the change's spend needs the PLD); else the
+ * change itself is given lc->eps = 0.9 of the spend. */
+static void reads_during_long_change(void *(*change)(void *), int lower, const char *what)
 {
     char dir[256];
     ledger *l = open_fresh(dir, sizeof dir);
@@ -434,15 +447,15 @@ static void spend_reads_during_long_charge(void)
             ledger_round_res_free(&res);
         dp_event_free(ev);
     }
-    /* a budget below the rdp bound: the next round needs the PLD of 17 events */
     ledger_client c;
     CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
-    put_pld(l, "slow", 0.9 * c.spent, 1e-5);
-    long_charge lc = {l, 0, now_s(), 0.0};
+    if (lower) /* a budget below the rdp bound: the next round needs the PLD of 17 events */
+        put_pld(l, "slow", 0.9 * c.spent, 1e-5);
+    long_charge lc = {l, 0, now_s(), 0.0, 0.9 * c.spent};
     pthread_t t;
-    pthread_create(&t, NULL, long_round, &lc);
+    pthread_create(&t, NULL, change, &lc);
     struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);                           /* the round has started */
+    nanosleep(&ts, NULL);                           /* the change has started */
     double deadline = now_s() + 60.0, first = -1.0; /* the first read's end, from the start */
     int reads = 0;
     while (!atomic_load(&lc.done) && now_s() < deadline) {
@@ -461,14 +474,35 @@ static void spend_reads_during_long_charge(void)
     }
     pthread_join(t, NULL);
     /* with the PLD computed under the write lock, the first read would end with the lock's
-     * release, at the round's end */
-    printf("# the long round took %.3f s\n", lc.round_s);
-    CHECKF(lc.round_s > 0.1, "the round took %.3f s: too short to show anything", lc.round_s);
+     * release, at the change's end */
+    printf("# the long %s took %.3f s\n", what, lc.round_s);
+    CHECKF(lc.round_s > 0.1, "the %s took %.3f s: too short to show anything", what, lc.round_s);
     CHECKF(reads > 0 && first < 0.5 * lc.round_s,
-           "%d reads during the %.3f s round, the first answered at %.3f s", reads, lc.round_s,
+           "%d reads during the %.3f s %s, the first answered at %.3f s", reads, lc.round_s, what,
            first);
+    if (!lower) { /* the PUT's spend is the PLD's, below the rdp bound it replaced */
+        ledger_client after;
+        CHECK(ledger_get_client(l, "slow", &after) == DPB_OK);
+        CHECKF(after.epsilon == lc.eps && after.spent <= c.spent,
+               "after the PUT: budget %.17g (want %.17g), spent %.17g (rdp %.17g)", after.epsilon,
+               lc.eps, after.spent, c.spent);
+    }
     ledger_close(l);
     tl_remove_dir(dir);
+}
+
+/* A round whose participant needs a long PLD computation (computed before the round's write
+ * lock). */
+static void spend_reads_during_long_charge(void)
+{
+    reads_during_long_change(long_round, 1, "round");
+}
+
+/* A PUT lowering a pld client's budget below its rdp bound: its re-evaluation needs the PLD
+ * of its history, computed before the PUT's write lock. */
+static void spend_reads_during_long_put(void)
+{
+    reads_during_long_change(long_put, 0, "PUT");
 }
 
 /* A pld client's state as one read of a list (its entry and the view, under one lock). */
@@ -625,8 +659,9 @@ out:
 }
 
 const tl_test SPEND_TESTS[] = {
-    TL_T(spend_pld_matches_compute), TL_T(spend_never_past_budget),
-    TL_T(spend_cache_eviction),      TL_T(spend_reads_during_long_charge),
-    TL_T(spend_refine_shows_pld),    TL_T(spend_refine_never_stale),
+    TL_T(spend_pld_matches_compute),   TL_T(spend_never_past_budget),
+    TL_T(spend_cache_eviction),        TL_T(spend_reads_during_long_charge),
+    TL_T(spend_reads_during_long_put), TL_T(spend_refine_shows_pld),
+    TL_T(spend_refine_never_stale),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
