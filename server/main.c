@@ -744,6 +744,25 @@ static void log_line(const char *level, const char *msg, const char *detail)
     (void)w; /* nowhere to report a failed log write */
 }
 
+/* Logs the ledger's snapshot failures newer than *seen (one line for them, with the last
+ * one's detail). */
+static void log_snapshot_failures(ledger *l, uint64_t *seen)
+{
+    ledger_snapshot_info si;
+    ledger_snapshot_stats(l, &si);
+    if (si.failed <= *seen)
+        return;
+    char detail[400];
+    snprintf(detail, sizeof detail, "%llu failed since start; the last: %s",
+             (unsigned long long)si.failed, si.last_error);
+    log_line("error",
+             "ledger snapshot failed: nothing is lost (every change is in the log), but the log "
+             "grows and a restart replays it until a snapshot succeeds; free space or fix the "
+             "store",
+             detail);
+    *seen = si.failed;
+}
+
 /* SIGHUP: reload the API keys and the TLS credential, each atomically (a failed one keeps
  * what is in use) with one JSON log line each. */
 static void reload(const settings *st, auth_table *keys, int tls)
@@ -998,8 +1017,22 @@ int main(int argc, char **argv)
         }
     }
     int sig = 0;
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        reload(&st, &keys, cfg.tls);
+    uint64_t snap_failed = 0; /* the failed snapshots already logged */
+    for (;;) {
+        /* a second at most between looks at the snapshots: each new failure is logged */
+        struct timespec tick = {1, 0};
+        sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGHUP) {
+            reload(&st, &keys, cfg.tls);
+            continue;
+        }
+        if (sig < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (app.ledger)
+                log_snapshot_failures(app.ledger, &snap_failed);
+            continue;
+        }
+        break;
+    }
     http_log_time(ts, sizeof ts);
     fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
             sig);

@@ -408,6 +408,18 @@ static void render_ledger(sbuf *b, ledger *l)
         "dpbudget_wal_fsync_seconds_count %llu\n",
         (unsigned long long)s.sync_count, dpb_num_str(s.sync_seconds, sum),
         (unsigned long long)s.sync_count);
+    ledger_snapshot_info si;
+    ledger_snapshot_stats(l, &si);
+    put(b,
+        "# HELP dpbudget_ledger_snapshots_total Ledger snapshots written in the background "
+        "since start.\n"
+        "# TYPE dpbudget_ledger_snapshots_total counter\n"
+        "dpbudget_ledger_snapshots_total %llu\n"
+        "# HELP dpbudget_ledger_snapshot_failures_total Ledger snapshots that failed since "
+        "start (nothing is lost, but the log grows until one succeeds; the log says why).\n"
+        "# TYPE dpbudget_ledger_snapshot_failures_total counter\n"
+        "dpbudget_ledger_snapshot_failures_total %llu\n",
+        (unsigned long long)si.written, (unsigned long long)si.failed);
 }
 
 char *metrics_render(ledger *l, size_t *len)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Defined once, in the file that defines TESTLIB_MAIN before including this header. */
@@ -64,6 +65,14 @@ typedef struct {
 /* A fresh temporary directory /tmp/<prefix>XXXXXX into buf (a failed check and -1 if it
  * cannot be made), and the removal of such a directory with the files directly in it (1 if
  * the directory itself is gone). */
+/* Seconds on the monotonic clock (deadlines and durations in tests). */
+static inline double tl_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static inline int tl_make_dir(char *buf, size_t n, const char *prefix)
 {
     snprintf(buf, n, "/tmp/%sXXXXXX", prefix);

@@ -456,6 +456,15 @@ typedef struct {
 
 void ledger_get_summary(ledger *l, ledger_summary *s);
 
+/* The background snapshots since open: written, failed, and the last failure's detail (""
+ * when none, or once a snapshot succeeded again). A failed snapshot loses nothing (every
+ * change is in the log) but leaves the log growing, and a restart replaying all of it. */
+typedef struct {
+    uint64_t written, failed;
+    char last_error[320];
+} ledger_snapshot_info;
+void ledger_snapshot_stats(ledger *l, ledger_snapshot_info *out);
+
 /* 1 once an I/O failure (or running out of memory after logging) stopped the ledger's writes:
  * it answers reads with what is durable, and refuses changes until restarted. */
 int ledger_read_only(ledger *l);

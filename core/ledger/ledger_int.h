@@ -208,6 +208,10 @@ struct ledger {
     pthread_mutex_t snap_mu;
     pthread_cond_t snap_cv;
     int snap_wanted, snap_stop, snap_running, has_thread;
+    /* the snapshot thread's outcomes (under snap_mu): snapshots written, failed, and the last
+     * failure's detail ("" once a snapshot succeeds again) */
+    uint64_t snap_done, snap_failed;
+    char snap_err[320];
     spend_engine *sp; /* spends: events by content, the PLD value cache */
     /* background refinement (refine_step): its thread, scan cursor, and what views show */
     refiner *rf;

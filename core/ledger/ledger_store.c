@@ -166,7 +166,7 @@ dpb_status lg_commit(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err)
                     why.detail[0] ? why.detail : "I/O error");
 }
 
-static dpb_status take_snapshot(ledger *l)
+static dpb_status take_snapshot(ledger *l, dpb_error *err)
 {
     bw w = {0};
     pthread_rwlock_rdlock(&l->lock);
@@ -181,10 +181,11 @@ static dpb_status take_snapshot(ledger *l)
     l->records_since_snap = 0;
     pthread_rwlock_unlock(&l->lock);
     if (st == DPB_OK) {
-        dpb_error err = {0};
-        st = store_snapshot(l->st, seq, w.b, w.n, &err);
+        st = store_snapshot(l->st, seq, w.b, w.n, err);
         if (st == DPB_OK)
             l->snap_seq = seq;
+    } else {
+        dpb_fail(err, st, NULL, "the snapshot could not be serialized (%s)", dpb_strstatus(st));
     }
     free(w.b);
     return st;
@@ -211,9 +212,20 @@ static void *snapshot_main(void *arg)
         l->snap_wanted = 0;
         l->snap_running = 1;
         pthread_mutex_unlock(&l->snap_mu);
-        take_snapshot(l); /* a failed snapshot leaves the log as it is: nothing is lost */
+        /* a failed snapshot leaves the log as it is: nothing is lost, but the log grows (and
+         * a restart replays it all) until one succeeds; counted and kept for the operator */
+        dpb_error err = {0};
+        dpb_status st = take_snapshot(l, &err);
         pthread_mutex_lock(&l->snap_mu);
         l->snap_running = 0;
+        if (st == DPB_OK) {
+            l->snap_done++;
+            l->snap_err[0] = '\0';
+        } else if (st != DPB_EREADONLY) { /* read-only: not a snapshot's failure */
+            l->snap_failed++;
+            snprintf(l->snap_err, sizeof l->snap_err, "%s",
+                     err.detail[0] ? err.detail : dpb_strstatus(st));
+        }
     }
     pthread_mutex_unlock(&l->snap_mu);
     return NULL;
@@ -470,7 +482,7 @@ static void close_ledger(ledger *l, int snapshot)
         pthread_join(l->snap_thread, NULL);
     }
     if (snapshot && l->st && !lg_ledger_ro(l) && l->records_since_snap > 0)
-        take_snapshot(l);
+        take_snapshot(l, &(dpb_error){0});
     store_close(l->st);
     for (size_t i = 0; i < l->nevs; i++) {
         dp_event_free(l->evs[i].ev);
@@ -520,6 +532,15 @@ static void close_ledger(ledger *l, int snapshot)
     spend_engine_free(l->sp); /* after the events that referred to it */
     free(l->dir);
     free(l);
+}
+
+void ledger_snapshot_stats(ledger *l, ledger_snapshot_info *out)
+{
+    pthread_mutex_lock(&l->snap_mu);
+    out->written = l->snap_done;
+    out->failed = l->snap_failed;
+    snprintf(out->last_error, sizeof out->last_error, "%s", l->snap_err);
+    pthread_mutex_unlock(&l->snap_mu);
 }
 
 void ledger_get_summary(ledger *l, ledger_summary *s)

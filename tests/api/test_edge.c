@@ -22,13 +22,6 @@
 #include "check.h"
 #include "suites.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int daemon_port(void)
 {
     const char *b = strrchr(api_get_base(), ':');
@@ -66,9 +59,9 @@ static size_t read_until_close(int fd, char *out, size_t cap, double timeout, in
 {
     size_t n = 0;
     *closed = 0;
-    double end = now_s() + timeout;
+    double end = tl_now() + timeout;
     while (n + 1 < cap) {
-        int left = (int)((end - now_s()) * 1000);
+        int left = (int)((end - tl_now()) * 1000);
         if (left <= 0)
             break;
         struct pollfd p = {fd, POLLIN, 0};
@@ -372,7 +365,7 @@ static void slowloris_neither_starves_probes_nor_lives_on(void)
     /* one dripping head from its own address, to time the head deadline */
     int drip = dial("127.0.0.3", 0);
     CHECK(drip >= 0);
-    double t0 = now_s(), drip_closed_at = 0.0;
+    double t0 = tl_now(), drip_closed_at = 0.0;
     int probes = 0, answered = 0;
     double worst = 0.0;
     for (int tick = 0; tick < 12; tick++) { /* 12 x 0.5 s */
@@ -397,11 +390,11 @@ static void slowloris_neither_starves_probes_nor_lives_on(void)
             char b[64];
             ssize_t k = recv(drip, b, sizeof b, MSG_DONTWAIT);
             if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-                drip_closed_at = now_s() - t0;
+                drip_closed_at = tl_now() - t0;
         }
         /* a probe from another loopback address, as a kubelet's would come */
         int p = dial("127.0.0.2", 0);
-        double ps = now_s();
+        double ps = tl_now();
         if (p >= 0) {
             static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n"
                                         "Connection: close\r\n\r\n";
@@ -411,12 +404,12 @@ static void slowloris_neither_starves_probes_nor_lives_on(void)
             read_until_close(p, out, sizeof out, 0.45, &closed);
             close(p);
             answered += status_of(out) == 200;
-            if (now_s() - ps > worst)
-                worst = now_s() - ps;
+            if (tl_now() - ps > worst)
+                worst = tl_now() - ps;
         }
         probes++;
         double next = t0 + 0.5 * (tick + 1);
-        while (now_s() < next) {
+        while (tl_now() < next) {
             struct timespec ts = {0, 20000000L};
             nanosleep(&ts, NULL);
         }
@@ -424,7 +417,7 @@ static void slowloris_neither_starves_probes_nor_lives_on(void)
     CHECKF(answered == probes, "%d of %d probes answered during the attack (slowest %.3f s)",
            answered, probes, worst);
     CHECKF(drip_closed_at > 1.5 && drip_closed_at < 4.0,
-           "a head dripping for %.1f s: closed at %.2f s (--header-timeout 2)", now_s() - t0,
+           "a head dripping for %.1f s: closed at %.2f s (--header-timeout 2)", tl_now() - t0,
            drip_closed_at);
     for (int i = 0; i < ATTACKERS; i++)
         if (fds[i] >= 0)
@@ -470,14 +463,14 @@ static void a_busy_server_does_not_cut_a_prompt_client(void)
                      "POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
                      strlen(slow), slow);
-    double t0 = now_s();
+    double t0 = tl_now();
     CHECK(a >= 0 && b >= 0 && send(a, req, (size_t)n, MSG_NOSIGNAL) == n);
     nanosleep(&ts, NULL);
     static const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     CHECK(send(b, probe, sizeof probe - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof probe - 1));
     int closed;
     read_until_close(b, out, sizeof out, 20.0, &closed);
-    double waited = now_s() - t0;
+    double waited = tl_now() - t0;
     CHECKF(status_of(out) == 200, "a prompt request behind a %.1f s computation: %.200s", waited,
            out[0] ? out : "(cut off without an answer)");
     read_until_close(a, out, sizeof out, 20.0, &closed);

@@ -26,13 +26,6 @@
 #define MEDIUM_H "5e-6"
 #define LIGHTER_H "1e-5"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 typedef struct {
     pthread_t tid;
     const char *h;
@@ -53,7 +46,7 @@ static void *heavy_run(void *arg)
     const char *code = json_string_value(json_object_get(r.json, "code"));
     snprintf(x->code, sizeof x->code, "%s", code ? code : "");
     snprintf(x->retry_after, sizeof x->retry_after, "%s", r.retry_after);
-    x->done_at = now_s();
+    x->done_at = tl_now();
     api_reply_free(&r);
     return NULL;
 }
@@ -70,9 +63,9 @@ static long probe(const char *method, const char *path, const char *body, double
                   double *done)
 {
     api_reply r;
-    double t0 = now_s();
+    double t0 = tl_now();
     api_call(method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, &r);
-    *done = now_s();
+    *done = tl_now();
     *took = *done - t0;
     long st = r.status;
     if (st != 200)
@@ -172,7 +165,7 @@ static void full_compute_pool_is_503_with_retry_after(void)
         return;
     heavy hv[4];
     memset(hv, 0, sizeof hv);
-    double t0 = now_s();
+    double t0 = tl_now();
     for (int i = 0; i < 4; i++) {
         hv[i].h = LIGHTER_H;
         pthread_create(&hv[i].tid, NULL, heavy_run, &hv[i]);
@@ -187,13 +180,13 @@ static void full_compute_pool_is_503_with_retry_after(void)
     api_reply_free(&m);
     /* a closed form does not queue for the pool: answered while it is full */
     api_reply r;
-    double t1 = now_s();
+    double t1 = tl_now();
     api_postf(&r, "/v1/delta",
               "{\"accountant\": \"thm41\", \"event\": {\"class_name\": "
               "\"ShuffledDpSgdEpochDpEvent\", \"noise_multiplier\": 1.0, \"rounds\": 1140369}, "
               "\"epsilon\": 1.0}");
-    CHECKF(r.status == 200 && now_s() - t1 < 1.0, "thm41 while the pool is full: %ld in %.3f s",
-           r.status, now_s() - t1);
+    CHECKF(r.status == 200 && tl_now() - t1 < 1.0, "thm41 while the pool is full: %ld in %.3f s",
+           r.status, tl_now() - t1);
     api_reply_free(&r);
     check_probes_while_busy(hv, 4, "busy-2");
     int refused = 0, served = 0;
@@ -239,9 +232,9 @@ static void computation_past_deadline_is_stopped(void)
         char body[1024];
         snprintf(body, sizeof body, "{" PLD_EVENT ", %s}", HEAVY_H, tails[i][1]);
         api_reply r;
-        double t0 = now_s();
+        double t0 = tl_now();
         api_call("POST", tails[i][0], "application/json", body, strlen(body), &r);
-        double took = now_s() - t0;
+        double took = tl_now() - t0;
         const char *code = json_string_value(json_object_get(r.json, "code"));
         CHECKF(r.status == 422 && code && strcmp(code, "compute_deadline_exceeded") == 0,
                "%s past the deadline: %ld %s", tails[i][0], r.status, r.body);
@@ -252,14 +245,14 @@ static void computation_past_deadline_is_stopped(void)
     }
     /* a calibration: every probe of its search is stopped */
     api_reply r;
-    double t0 = now_s();
+    double t0 = tl_now();
     api_postf(&r, "/v1/calibrate",
               "{\"accountant\": \"pld\", \"value_discretization_interval\": 3e-6, \"event\": "
               "{\"class_name\": \"SelfComposedDpEvent\", \"count\": 1000, \"event\": "
               "{\"class_name\": \"PoissonSampledDpEvent\", \"sampling_probability\": 0.01, "
               "\"event\": {\"class_name\": \"GaussianDpEvent\"}}}, \"solve_for\": "
               "\"noise_multiplier\", \"target\": {\"epsilon\": 1.0, \"delta\": 1e-5}}");
-    double took = now_s() - t0;
+    double took = tl_now() - t0;
     const char *code = json_string_value(json_object_get(r.json, "code"));
     CHECKF(r.status == 422 && code && strcmp(code, "compute_deadline_exceeded") == 0,
            "/v1/calibrate past the deadline: %ld %s", r.status, r.body);
@@ -289,9 +282,9 @@ static void sigterm_abandons_running_computations(void)
     }
     struct timespec ts = {0, 200 * 1000000L};
     nanosleep(&ts, NULL);
-    double t0 = now_s();
+    double t0 = tl_now();
     int st = api_daemon_stop();
-    double took = now_s() - t0;
+    double took = tl_now() - t0;
     CHECKF(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
     CHECKF(took < 4.0, "stopping took %.3f s with computations running", took);
     for (int i = 0; i < 3; i++) {

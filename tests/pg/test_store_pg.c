@@ -15,13 +15,6 @@
 #include "../../core/ledger/wal.h"
 #include "pg_harness.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static long long sql_int(const char *url, const char *sql)
 {
     char out[64];
@@ -383,7 +376,7 @@ static void test_group_commit(void)
     enum { THREADS = 8, EACH = 40 };
     writer w[THREADS];
     pthread_t t[THREADS];
-    double t0 = now_s();
+    double t0 = tl_now();
     for (int i = 0; i < THREADS; i++) {
         w[i] = (writer){.s = s, .id = i, .n = EACH};
         pthread_create(&t[i], NULL, writer_thread, &w[i]);
@@ -392,7 +385,7 @@ static void test_group_commit(void)
         pthread_join(t[i], NULL);
         CHECK(w[i].bad == 0);
     }
-    double dt = now_s() - t0;
+    double dt = tl_now() - t0;
     uint64_t count = 0, hist[WAL_SYNC_NBUCKETS];
     double secs = 0;
     store_sync_stats(s, &count, &secs, hist);
@@ -539,9 +532,9 @@ static void test_pool_is_bounded(void)
     nest n = {.s = s};
     uint64_t last = 0;
     dpb_error e = {0};
-    double t0 = now_s();
+    double t0 = tl_now();
     CHECK(store_catch_up(s, 0, nested_catch_up, &n, &last, &e) == DPB_OK);
-    double dt = now_s() - t0;
+    double dt = tl_now() - t0;
     CHECK(n.inner == DPB_EUNAVAILABLE);
     CHECKF(strstr(n.detail, "connections of the pool stayed busy") != NULL, "%s", n.detail);
     CHECKF(dt >= 0.25 && dt < 5, "%.3f s", dt);
@@ -570,14 +563,14 @@ static void outage(const char *how, const char *dbname)
     CHECK(pgh_ctl(how) == 0);
 
     dpb_error e = {0};
-    double t0 = now_s();
+    double t0 = tl_now();
     CHECK(store_append(s, 1, "lost", 4, &seq) == DPB_OK && seq == 2);
     CHECK(store_sync(s, seq) == DPB_EUNAVAILABLE);
     CHECK(store_durable_seq(s) == 1);
     CHECK(store_catch_up(s, 1, NULL, NULL, &last, &e) == DPB_EUNAVAILABLE);
     CHECK(store_append(s, 1, "lost", 4, &seq) == DPB_OK && seq == 2); /* reconnects: refused */
     CHECK(store_sync(s, seq) == DPB_EUNAVAILABLE);
-    double dt = now_s() - t0;
+    double dt = tl_now() - t0;
     CHECKF(dt < 2 * (o.connect_timeout_s + o.statement_timeout_ms / 1000.0), "%.2f s", dt);
     CHECK(store_failed(s) == 0);
     CHECK(store_error(s, &e) == DPB_EUNAVAILABLE);
@@ -631,10 +624,10 @@ static void test_server_hangs(void)
     uint64_t seq = 0, last = 0;
     CHECK(store_append(s, 1, "before", 6, &seq) == DPB_OK && store_sync(s, seq) == DPB_OK);
     CHECK(pgh_ctl("freeze") == 0);
-    double t0 = now_s();
+    double t0 = tl_now();
     CHECK(store_append(s, 1, "frozen", 6, &seq) == DPB_OK && seq == 2);
     CHECK(store_sync(s, seq) == DPB_EUNAVAILABLE);
-    double dt = now_s() - t0;
+    double dt = tl_now() - t0;
     /* the statement's deadline: statement_timeout + connect_timeout */
     CHECKF(dt >= 1.0 && dt < 4.0, "%.2f s", dt);
     dpb_error e = {0};

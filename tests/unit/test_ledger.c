@@ -1484,7 +1484,71 @@ out:
     remove_dir(dir);
 }
 
+/* A background snapshot that fails (here its rename, once; ENOSPC) loses nothing and stops
+ * nothing: it is counted with its reason, the ledger stays writable, the next snapshot
+ * succeeds and clears the reason, and a restart recovers every acknowledged round. */
+static void ledger_snapshot_failure_counted(void)
+{
+    char dir[64];
+    if (make_dir(dir, sizeof dir) != 0)
+        return;
+    switch_reset();
+    dpb_fs_fault *f = dpb_fs_fault_new(&switch_fs, DPB_FS_RENAME, 0, ENOSPC, 0);
+    dpb_error err;
+    ledger *l = f ? open_ledger(dir, dpb_fs_fault_fs(f), 1, 4, &err) : NULL;
+    CHECKF(l != NULL, "open: %s", f ? err.detail : "no fault fs");
+    if (l == NULL) {
+        dpb_fs_fault_free(f);
+        remove_dir(dir);
+        return;
+    }
+    const char *ids[] = {"ann", "ben"};
+    int acked = 0;
+    ledger_snapshot_info si = {0};
+    char rid[16];
+    /* rounds until the first snapshot has failed (a snapshot every 4 records) */
+    double deadline = tl_now() + 20.0;
+    for (int k = 0; k < 200 && si.failed == 0 && tl_now() < deadline; k++) {
+        snprintf(rid, sizeof rid, "a%d", k);
+        acked += round_of(l, rid, 50.0, ids, 2, 0, NULL) == DPB_OK;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+        ledger_snapshot_stats(l, &si);
+    }
+    CHECKF(si.failed == 1 && strstr(si.last_error, "rename") != NULL &&
+               strstr(si.last_error, "snapshot") != NULL,
+           "after the failed rename: %llu failed, last error '%s'", (unsigned long long)si.failed,
+           si.last_error);
+    CHECK(!ledger_read_only(l));
+    /* the fault fired once: the next snapshots succeed and clear the reason */
+    uint64_t written = si.written;
+    for (int k = 0; k < 200 && si.written == written && tl_now() < deadline; k++) {
+        snprintf(rid, sizeof rid, "b%d", k);
+        acked += round_of(l, rid, 50.0, ids, 2, 0, NULL) == DPB_OK;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+        ledger_snapshot_stats(l, &si);
+    }
+    CHECKF(si.written > written && si.failed == 1 && si.last_error[0] == '\0',
+           "after a good snapshot: %llu written, %llu failed, last error '%s'",
+           (unsigned long long)si.written, (unsigned long long)si.failed, si.last_error);
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    CHECKF((int)s.rounds == acked, "%llu rounds, %d acknowledged", (unsigned long long)s.rounds,
+           acked);
+    ledger_close_nosnapshot(l);
+    dpb_fs_fault_free(f);
+    l = open_ledger(dir, NULL, 1, 4, &err);
+    CHECKF(l != NULL, "reopen: %s", err.detail);
+    if (l != NULL) {
+        ledger_get_summary(l, &s);
+        CHECKF((int)s.rounds == acked, "after a restart: %llu rounds, %d acknowledged",
+               (unsigned long long)s.rounds, acked);
+        ledger_close_nosnapshot(l);
+    }
+    remove_dir(dir);
+}
+
 const tl_test LEDGER_TESTS[] = {
+    TL_T(ledger_snapshot_failure_counted),
     TL_T(ledger_list_pages_match_sort),
     TL_T(ledger_status_last_event),
     TL_T(ledger_failed_sync_withdraws_resolution),

@@ -18,13 +18,6 @@
 #include "../../core/ledger/spend.h"
 #include "suites.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps) */
 static dp_event *sgd(double sigma, double q, uint64_t steps)
 {
@@ -407,7 +400,7 @@ static void *long_round(void *arg)
     ledger_round_res res;
     if (ev && charge(lc->l, "long", ev, p, 1, &res) == DPB_OK)
         ledger_round_res_free(&res);
-    lc->round_s = now_s() - lc->t0;
+    lc->round_s = tl_now() - lc->t0;
     atomic_store(&lc->done, 1);
     dp_event_free(ev);
     return NULL;
@@ -417,7 +410,7 @@ static void *long_put(void *arg)
 {
     long_charge *lc = arg;
     put_pld(lc->l, "slow", lc->eps, 1e-5);
-    lc->round_s = now_s() - lc->t0;
+    lc->round_s = tl_now() - lc->t0;
     atomic_store(&lc->done, 1);
     return NULL;
 }
@@ -451,14 +444,14 @@ static void reads_during_long_change(void *(*change)(void *), int lower, const c
     CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
     if (lower) /* a budget below the rdp bound: the next round needs the PLD of 17 events */
         put_pld(l, "slow", 0.9 * c.spent, 1e-5);
-    long_charge lc = {l, 0, now_s(), 0.0, 0.9 * c.spent};
+    long_charge lc = {l, 0, tl_now(), 0.0, 0.9 * c.spent};
     pthread_t t;
     pthread_create(&t, NULL, change, &lc);
     struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);                           /* the change has started */
-    double deadline = now_s() + 60.0, first = -1.0; /* the first read's end, from the start */
+    nanosleep(&ts, NULL);                            /* the change has started */
+    double deadline = tl_now() + 60.0, first = -1.0; /* the first read's end, from the start */
     int reads = 0;
-    while (!atomic_load(&lc.done) && now_s() < deadline) {
+    while (!atomic_load(&lc.done) && tl_now() < deadline) {
         ledger_summary s;
         ledger_client o;
         ledger_client page[4];
@@ -469,7 +462,7 @@ static void reads_during_long_change(void *(*change)(void *), int lower, const c
         ledger_get_client(l, "other", &o);
         ledger_list(l, &q, page, &n, &total, &v);
         if (!atomic_load(&lc.done) && reads++ == 0)
-            first = now_s() - lc.t0;
+            first = tl_now() - lc.t0;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     pthread_join(t, NULL);
@@ -553,10 +546,10 @@ static void spend_refine_shows_pld(void)
     ledger_client c0, c;
     uint64_t view0 = 0, view = 0;
     CHECK(read_with_view(l, "far", &c0, &view0) == 0);
-    double deadline = now_s() + 60.0;
+    double deadline = tl_now() + 60.0;
     int polls = 0;
     while (read_with_view(l, "far", &c, &view) == 0 && c.spent_accountant != DP_ACCT_PLD &&
-           now_s() < deadline && polls++ < 60000)
+           tl_now() < deadline && polls++ < 60000)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     CHECKF(c.spent_accountant == DP_ACCT_PLD, "not refined within 60 s (accountant %d)",
            c.spent_accountant);
@@ -619,8 +612,8 @@ static void spend_refine_never_stale(void)
             goto out;
         ledger_round_res_free(&res0);
         cnt[k++] = 1;
-        double deadline = now_s() + 30.0;
-        for (int polls = 0; polls < 30000 && now_s() < deadline; polls++) {
+        double deadline = tl_now() + 30.0;
+        for (int polls = 0; polls < 30000 && tl_now() < deadline; polls++) {
             ledger_get_summary(l, &sm);
             if (sm.refining)
                 break;
@@ -638,8 +631,8 @@ static void spend_refine_never_stale(void)
                want = eps_of(ev, cnt, NEV, 1e-5, DP_ACCT_PLD);
         /* every read until the refinement of this composition is its rdp or pld value */
         ledger_client c = {0};
-        deadline = now_s() + 60.0;
-        for (int polls = 0; polls < 60000 && now_s() < deadline; polls++) {
+        deadline = tl_now() + 60.0;
+        for (int polls = 0; polls < 60000 && tl_now() < deadline; polls++) {
             CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
             int ok = (c.spent_accountant == DP_ACCT_RDP && c.spent == r) ||
                      (c.spent_accountant == DP_ACCT_PLD && c.spent == want);

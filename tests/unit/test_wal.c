@@ -277,13 +277,6 @@ static dpb_status reopen(const char *dir, const dpb_fs *fs, uint64_t after, coll
     return wal_open(dir, fs, after, collect, c, w, next, err);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* ---- CRC-32C ---- */
 
 static uint32_t crc_bitwise(const unsigned char *p, size_t n)
@@ -809,13 +802,13 @@ static void wal_group_commit_and_throughput(void)
     enum { ONE = 100 };
     unsigned char buf[GC_PAYLOAD];
     fill_payload(buf, sizeof buf, 1);
-    double t0 = now_s();
+    double t0 = tl_now();
     for (int i = 0; i < ONE; i++) {
         uint64_t seq;
         CHECK(wal_append(w, 0, buf, sizeof buf, &seq) == DPB_OK);
         CHECK(wal_sync(w, seq) == DPB_OK);
     }
-    double t1 = now_s();
+    double t1 = tl_now();
     unsigned long s1 = dpb_fs_fault_calls(counting, DPB_FS_FDATASYNC);
     CHECK(s1 == ONE);
     CHECK(wal_truncate_upto(w, ONE) == DPB_OK); /* start the 8-thread run on an empty log */
@@ -825,7 +818,7 @@ static void wal_group_commit_and_throughput(void)
     pthread_t th[GC_THREADS];
     gc_arg args[GC_THREADS];
     int started = 0;
-    double t2 = now_s();
+    double t2 = tl_now();
     for (int t = 0; t < GC_THREADS; t++) {
         args[t].w = w;
         args[t].t = t;
@@ -839,7 +832,7 @@ static void wal_group_commit_and_throughput(void)
         pthread_join(th[t], NULL);
         CHECK(args[t].failures == 0);
     }
-    double t3 = now_s();
+    double t3 = tl_now();
     unsigned long s8 = dpb_fs_fault_calls(counting, DPB_FS_FDATASYNC) - s1;
     const int total = GC_THREADS * GC_PER_THREAD;
     CHECKF(s8 >= 1 && s8 <= (unsigned long)total, "%lu fdatasyncs", s8);
