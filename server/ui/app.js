@@ -18,7 +18,9 @@
         key: sessionStorage.getItem(KEY_STORE) || '',
         cache: new Map(), /* url -> {etag, data} */
         timer: null,
-        generation: 0, /* bumps on every navigation: stale answers are dropped */
+        generation: 0, /* bumps on every refresh (navigation, action, poll): an answer to an
+                        * older one is dropped, so a late answer never replaces a newer view */
+        inflight: false, /* a refresh is waiting for its answer: polls wait their turn */
         samples: [], /* overview: {t, rounds, refusals, charged} since the page opened */
         clients: {q: '', status: '', sort: 'id', order: 'asc', limit: 20, cursors: [null]},
         lookedUp: new Map(), /* client id -> [{round, ...}] rounds looked up on its page */
@@ -744,7 +746,11 @@
     }
 
     async function refresh(force) {
-        const gen = state.generation, r = route();
+        /* a poll while an answer is awaited waits for the next tick (else, with answers slower
+         * than the polling interval, every poll would drop the one before and none show) */
+        if (!force && state.inflight) return;
+        const gen = ++state.generation, r = route();
+        state.inflight = true;
         for (const a of document.querySelectorAll('nav a'))
             a.classList.toggle('active', a.id === 'nav-' + (r.name === 'client' ? 'clients' : r.name));
         try {
@@ -754,6 +760,8 @@
             else await overview(gen);
         } catch (e) {
             if (gen === state.generation) failed(e);
+        } finally {
+            if (gen === state.generation) state.inflight = false;
         }
     }
 

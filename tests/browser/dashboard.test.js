@@ -151,7 +151,7 @@ const text = (page, sel) => page.$eval(sel, el => el.textContent.trim());
 const raw = (page, sel) => page.$eval(sel, el => el.getAttribute('data-raw'));
 /* Clicks and selections happen inside the page in one step: the views re-render while they
  * poll, so an element handle taken first can be detached by the time it is used. */
-const click = (page, sel) => page.$eval(sel, el => el.click());
+const click = (page, sel) => page.waitForSelector(sel, {timeout: WAIT}).then(() => page.$eval(sel, el => el.click()));
 const select = (page, sel, value) => page.$eval(sel, (el, v) => {
     el.value = v;
     el.dispatchEvent(new Event('input', {bubbles: true}));
@@ -319,6 +319,30 @@ async function main() {
         await waitText(page, '#cl-range', 'no clients match');
         await click(page, '#cl-clear');
         await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+    });
+
+    await test('clients: a slow answer to an older search never replaces a newer one', async () => {
+        /* the answer to the search 'nobody' is held back 1.5 s; meanwhile the search is
+         * cleared and the whole list shown: the late answer must not replace it */
+        const hold = req => {
+            if (req.url().endsWith('/v1/clients/nobody')) setTimeout(() => req.continue().catch(() => {}), 1500);
+            else req.continue().catch(() => {});
+        };
+        await page.setRequestInterception(true);
+        page.on('request', hold);
+        try {
+            await page.$eval('#cl-search', el => { el.value = 'nobody'; });
+            await click(page, '#cl-go');
+            await new Promise(r => setTimeout(r, 100));
+            await click(page, '#cl-clear');
+            await waitText(page, '#cl-range', `1–10 of ${NCLIENTS}`);
+            await new Promise(r => setTimeout(r, 2500)); /* the held answer has come back */
+            eq(await text(page, '#cl-range'), `1–10 of ${NCLIENTS}`, 'the range after the late answer');
+            assert((await rowIds(page)).includes('c00'), 'c00 is no longer listed');
+        } finally {
+            page.off('request', hold);
+            await page.setRequestInterception(false);
+        }
     });
 
     await test('one client: budget, spent, remaining and a looked-up round', async () => {
