@@ -630,17 +630,23 @@
         const cf = eventFields('cv', true);
         const epsMax = h('input', {id: 'cv-epsmax', type: 'number', step: 'any', min: 0.1, value: '4', size: 6});
         const curveOut = h('div', {class: 'result', id: 'cv-out'});
+        /* each form shows the answer to its latest submission only: an older, slower answer
+         * arriving after it is dropped (it would show a result for other inputs) */
+        let curveSeq = 0, calSeq = 0;
         const curveForm = h('form', {class: 'stack', id: 'cv-form', onsubmit: async ev => {
             ev.preventDefault();
+            const my = ++curveSeq;
             curveOut.replaceChildren(h('p', {class: 'note', text: 'computing…'}));
             const body = {event: cf.event(), accountant: cf.acct.value,
                           epsilon_range: {min: 0, max: Number(epsMax.value), points: 41},
                           tradeoff_points: 41};
             try {
                 const r = (await api('/v1/curve', {method: 'POST', body})).data;
+                if (my !== curveSeq) return;
                 banner('');
                 curveOut.replaceChildren(curveResult(r));
             } catch (e) {
+                if (my !== curveSeq) return;
                 curveOut.replaceChildren(h('p', {class: 'err', id: 'cv-err', text: problemText(e)}));
             }
         }}, cf.labels, h('label', {}, 'ε up to', epsMax), h('button', {type: 'submit', id: 'cv-go', text: 'Plot'}));
@@ -654,6 +660,7 @@
         const calOut = h('div', {class: 'result', id: 'cb-out'});
         const calForm = h('form', {class: 'stack', id: 'cb-form', onsubmit: async ev => {
             ev.preventDefault();
+            const my = ++calSeq;
             calOut.replaceChildren(h('p', {class: 'note', text: 'computing…'}));
             const e = kf.event();
             if (solve.value === 'noise_multiplier') delete e.noise_multiplier;
@@ -663,9 +670,11 @@
                           target: {epsilon: Number(tEps.value), delta: Number(tDelta.value)}};
             try {
                 const r = (await api('/v1/calibrate', {method: 'POST', body})).data;
+                if (my !== calSeq) return;
                 banner('');
                 calOut.replaceChildren(calibrationResult(r));
             } catch (err) {
+                if (my !== calSeq) return;
                 calOut.replaceChildren(h('p', {class: 'err', id: 'cb-err', text: problemText(err)}));
             }
         }}, kf.labels, h('label', {}, 'solve for', solve), h('label', {}, 'target ε', tEps),

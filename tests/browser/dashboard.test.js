@@ -400,6 +400,41 @@ async function main() {
         await page.screenshot({path: path.join(OUT, 'compute.png'), fullPage: true});
     });
 
+    await test('compute: a slow answer to an older submission never replaces a newer one', async () => {
+        /* the first calibration (target epsilon 1) is held back 1.5 s; the second (epsilon 2)
+         * is answered first: the form must keep showing the second's answer */
+        let held = false;
+        const hold = req => {
+            if (!held && req.url().endsWith('/v1/calibrate')) {
+                held = true;
+                setTimeout(() => req.continue().catch(() => {}), 1500);
+            } else {
+                req.continue().catch(() => {});
+            }
+        };
+        await page.setRequestInterception(true);
+        page.on('request', hold);
+        try {
+            await page.$eval('#cb-eps', el => { el.value = '1'; });
+            await click(page, '#cb-go');
+            await new Promise(r => setTimeout(r, 100));
+            await page.$eval('#cb-eps', el => { el.value = '2'; });
+            await click(page, '#cb-go');
+            const K2 = (await call(base, 'POST', '/v1/calibrate', {
+                event: {class_name: 'ShuffledDpSgdEpochDpEvent', noise_multiplier: 1}, accountant: 'auto',
+                solve_for: 'rounds', target: {epsilon: 2, delta: 1e-6}})).json;
+            await page.waitForFunction(v => {
+                const e = document.querySelector('#cb-value');
+                return e && Number(e.getAttribute('data-raw')) === v;
+            }, {timeout: 30000}, K2.value);
+            await new Promise(r => setTimeout(r, 2500)); /* the held answer has come back */
+            eq(Number(await raw(page, '#cb-value')), K2.value, 'calibrated rounds after the late answer');
+        } finally {
+            page.off('request', hold);
+            await page.setRequestInterception(false);
+        }
+    });
+
     await test('no CSP violation or script error on any view', async () => {
         assert(log.length === 0, log.join(' | '));
     });
