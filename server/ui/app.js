@@ -20,7 +20,7 @@
         timer: null,
         generation: 0, /* bumps on every refresh (navigation, action, poll): an answer to an
                         * older one is dropped, so a late answer never replaces a newer view */
-        inflight: false, /* a refresh is waiting for its answer: polls wait their turn */
+        inflight: 0, /* when the refresh awaiting its answer started (0: none): polls wait */
         samples: [], /* overview: {t, rounds, refusals, charged} since the page opened */
         clients: {q: '', status: '', sort: 'id', order: 'asc', limit: 20, cursors: [null]},
         lookedUp: new Map(), /* client id -> [{round, ...}] rounds looked up on its page */
@@ -756,10 +756,11 @@
 
     async function refresh(force) {
         /* a poll while an answer is awaited waits for the next tick (else, with answers slower
-         * than the polling interval, every poll would drop the one before and none show) */
-        if (!force && state.inflight) return;
+         * than the polling interval, every poll would drop the one before and none show),
+         * unless that answer is 30 s late (a stalled connection must not stop the polling) */
+        if (!force && state.inflight && Date.now() - state.inflight < 30000) return;
         const gen = ++state.generation, r = route();
-        state.inflight = true;
+        state.inflight = Date.now();
         for (const a of document.querySelectorAll('nav a'))
             a.classList.toggle('active', a.id === 'nav-' + (r.name === 'client' ? 'clients' : r.name));
         try {
@@ -770,7 +771,7 @@
         } catch (e) {
             if (gen === state.generation) failed(e);
         } finally {
-            if (gen === state.generation) state.inflight = false;
+            if (gen === state.generation) state.inflight = 0;
         }
     }
 
