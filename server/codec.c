@@ -1381,6 +1381,14 @@ json_t *codec_real(double x)
     return json_real(x);
 }
 
+json_t *codec_pair(const char *k1, json_t *v1, const char *k2, json_t *v2)
+{
+    json_t *o = json_object();
+    json_object_set_new_nocheck(o, k1, v1);
+    json_object_set_new_nocheck(o, k2, v2);
+    return o;
+}
+
 json_t *codec_uint_json(uint64_t v)
 {
     if (v <= (uint64_t)INT64_MAX)
@@ -1541,12 +1549,18 @@ json_t *codec_encode_event(const dp_event *ev)
 
 json_t *codec_conditions(const dp_report *rep)
 {
+    /* built field by field, not by json_pack (which parses its format on every call): this
+     * is in every compute answer; names and statements are core's own ASCII literals */
     json_t *arr = json_array();
     for (int i = 0; i < rep->ncond; i++) {
         const dp_condition *c = &rep->cond[i];
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:b, s:o, s:o}", "name", c->name,
-                                             "statement", c->statement, "holds", c->holds, "lhs",
-                                             codec_real(c->lhs), "rhs", codec_real(c->rhs)));
+        json_t *o = json_object();
+        json_object_set_new_nocheck(o, "name", json_string_nocheck(c->name));
+        json_object_set_new_nocheck(o, "statement", json_string_nocheck(c->statement));
+        json_object_set_new_nocheck(o, "holds", json_boolean(c->holds));
+        json_object_set_new_nocheck(o, "lhs", codec_real(c->lhs));
+        json_object_set_new_nocheck(o, "rhs", codec_real(c->rhs));
+        json_array_append_new(arr, o);
     }
     return arr;
 }

@@ -84,6 +84,9 @@ int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb);
 int codec_id(const char *s, size_t len, const char *field, problem *pb);
 
 json_t *codec_real(double x); /* "infinite" for +inf */
+/* {k1: v1, k2: v2} (steals v1 and v2; k1, k2 ASCII literals), as json_pack("{s:o, s:o}")
+ * without parsing a format on every answer */
+json_t *codec_pair(const char *k1, json_t *v1, const char *k2, json_t *v2);
 json_t *codec_uint_json(uint64_t v);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */
 void codec_put_report(json_t *obj, const dp_report *rep);

@@ -242,11 +242,13 @@ void res_delta(const http_request *req, http_response *resp)
     json_t *o = json_object();
     put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
-                                        codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
-                              &aux[i], 1));
+    for (size_t i = 0; i < n; i++) { /* not json_pack: see codec_conditions */
+        json_t *e = json_object();
+        json_object_set_new_nocheck(e, "epsilon", codec_real(eps[i]));
+        json_object_set_new_nocheck(e, "delta", codec_real(delta[i]));
+        json_object_set_new_nocheck(e, "ln_delta", codec_real(ln_delta[i]));
+        json_array_append_new(res, result_entry(e, &aux[i], 1));
+    }
     json_object_set_new(o, "results", res);
     put_event_notes(o, ev);
     if (scalar) {
@@ -307,11 +309,11 @@ void res_epsilon(const http_request *req, http_response *resp)
     json_t *o = json_object();
     put_report(o, &rep, &opt, rel);
     json_t *res = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            res, result_entry(json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
-                                        codec_real(eps[i]), "certified", isfinite(eps[i])),
-                              &aux[i], 0));
+    for (size_t i = 0; i < n; i++) { /* not json_pack: see codec_conditions */
+        json_t *e = codec_pair("delta", codec_real(dl[i]), "epsilon", codec_real(eps[i]));
+        json_object_set_new_nocheck(e, "certified", json_boolean(isfinite(eps[i])));
+        json_array_append_new(res, result_entry(e, &aux[i], 0));
+    }
     json_object_set_new(o, "results", res);
     put_event_notes(o, ev);
     if (scalar) {
@@ -413,15 +415,13 @@ void res_calibrate(const http_request *req, http_response *resp)
                         integral ? codec_uint_json((uint64_t)cal.value) : codec_real(cal.value));
     json_object_set_new(o, "tolerance", json_real(cal.tolerance));
     if (cal.has_interval)
-        json_object_set_new(
-            o, "interval",
-            json_pack("{s:o, s:o}", "min", codec_real(cal.lo), "max", codec_real(cal.hi)));
+        json_object_set_new(o, "interval",
+                            codec_pair("min", codec_real(cal.lo), "max", codec_real(cal.hi)));
+    json_object_set_new(o, "target",
+                        codec_pair("epsilon", codec_real(eps_t), "delta", codec_real(delta_t)));
     json_object_set_new(
-        o, "target",
-        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta", codec_real(delta_t)));
-    json_object_set_new(o, "achieved",
-                        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta",
-                                  codec_real(cal.achieved_delta)));
+        o, "achieved",
+        codec_pair("epsilon", codec_real(eps_t), "delta", codec_real(cal.achieved_delta)));
     json_object_set_new(o, "event", codec_encode_event(ev));
     put_report(o, &rep, &opt, rel);
     json_t *det = json_object();
