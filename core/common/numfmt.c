@@ -90,6 +90,50 @@ static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
     return 0;
 }
 
+/* x as m / 10^k for 1e-22 <= |x| < 1e-4, where %g writes an exponent, with at most 15
+ * significant digits (m < 10^15): "d.ddde-N", as short_decimal's search finds it. At 15
+ * digits or fewer, at most one decimal of that many digits lies within half a unit of x, so
+ * this is the text the first %.Pg that reads back would give, without printf. 0 when x needs
+ * more digits (or lies outside that range). */
+static size_t small_decimal(double x, char out[DPB_NUM_MAX])
+{
+    double a = fabs(x);
+    if (!(a >= 1e-22 && a < 1e-4))
+        return 0;
+    for (int k = 5; k <= 22; k++) {
+        double p = nearbyint(a * POW10[k]), m = -1.0;
+        if (p >= 1e15)
+            return 0;
+        if (p / POW10[k] == a)
+            m = p;
+        else if (p >= 1.0 && (p - 1.0) / POW10[k] == a)
+            m = p - 1.0;
+        else if (p + 1.0 < 1e15 && (p + 1.0) / POW10[k] == a)
+            m = p + 1.0;
+        if (m < 1.0)
+            continue;
+        char d[24];
+        size_t n = write_int((uint64_t)m, 0, d);
+        int e = (int)n - 1 - k;          /* m / 10^k = d[0].d[1..] * 10^e */
+        while (n > 1 && d[n - 1] == '0') /* m may end in zeros when a*10^k rounded up */
+            n--;
+        size_t o = 0;
+        if (x < 0)
+            out[o++] = '-';
+        out[o++] = d[0];
+        if (n > 1) {
+            out[o++] = '.';
+            memcpy(out + o, d + 1, n - 1);
+            o += n - 1;
+        }
+        out[o++] = 'e';
+        out[o++] = '-';
+        o += write_int((uint64_t)-e, 0, out + o);
+        return o;
+    }
+    return 0;
+}
+
 /* Drop the exponent's '+' and its leading zeros: "1e+07" -> "1e7", "1e-05" -> "1e-5". */
 static size_t trim_exponent(char *s, size_t len)
 {
@@ -132,6 +176,10 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
      * 1e-4 <= |x| < 1e15) */
     int try16;
     size_t k = short_decimal(x, out, &try16);
+    if (k)
+        return k;
+    /* and small ones (deltas: 1e-5, 2.5e-7): a short decimal in exponent notation */
+    k = small_decimal(x, out);
     if (k)
         return k;
     int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;

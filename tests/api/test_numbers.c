@@ -97,6 +97,64 @@ static void shortest_round_trip_random_bits(void)
     CHECKF(bad == 0, "%d of 200000 random doubles", bad);
 }
 
+/* %g's own text for x: the first precision whose text reads back, its exponent trimmed
+ * ("1e-05" -> "1e-5"), as dpb_num writes numbers outside plain notation. */
+static void printf_shortest(double x, char out[64])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 64, "%.*g", prec, x);
+        if (strtod(out, NULL) == x)
+            break;
+    }
+    char *e = strchr(out, 'e');
+    if (e == NULL)
+        return;
+    char *from = e + 1, *to = e + 1;
+    if (*from == '-')
+        to = ++from;
+    else if (*from == '+')
+        from++;
+    while (*from == '0' && from[1] != '\0')
+        from++;
+    memmove(to, from, strlen(from) + 1);
+}
+
+/* Small numbers (deltas: 1e-5, 2.5e-7, 1.2345e-9) are written without printf when they have
+ * 15 digits or fewer: the text must be printf's, byte for byte, digits and exponent. */
+static void small_numbers_written_as_printf_would(void)
+{
+    int bad = 0, n = 0;
+    for (int i = 0; i < 100000; i++) {
+        /* m * 10^-k with 1 to 15 digits, and random doubles in 1e-22 .. 1e-4 */
+        double x;
+        if (i % 2) {
+            char t[48];
+            unsigned long long m = next64() % (i % 4 == 1 ? 1000ULL : 1000000000000000ULL);
+            snprintf(t, sizeof t, "%llue-%d", m, 5 + (int)(next64() % 25));
+            x = strtod(t, NULL);
+        } else {
+            x = from_bits((next64() & 0x000FFFFFFFFFFFFFULL) |
+                          ((uint64_t)(1023 - 14 - next64() % 60) << 52));
+        }
+        if (next64() & 1)
+            x = -x;
+        if (x == 0.0)
+            continue;
+        char s[DPB_NUM_MAX], want[64];
+        dpb_num(x, s);
+        printf_shortest(x, want);
+        n++;
+        if (strcmp(s, want) != 0 && bad++ < 5)
+            CHECKF(0, "%.17g written '%s', printf's shortest '%s'", x, s, want);
+    }
+    CHECKF(bad == 0, "%d of %d small doubles", bad, n);
+    char s[DPB_NUM_MAX];
+    CHECK(strcmp(dpb_num_str(1e-5, s), "1e-5") == 0);
+    CHECK(strcmp(dpb_num_str(-2.5e-7, s), "-2.5e-7") == 0);
+    CHECK(strcmp(dpb_num_str(9.99999999999999e-5, s), "9.99999999999999e-5") == 0);
+    CHECK(strcmp(dpb_num_str(1e-22, s), "1e-22") == 0);
+}
+
 static void shortest_round_trip_special_values(void)
 {
     int bad = 0;
@@ -321,6 +379,7 @@ const tl_test NUMBER_TESTS[] = {
     TL_T(metrics_sums_are_shortest),
     TL_T(shortest_round_trip_random_bits),
     TL_T(shortest_round_trip_special_values),
+    TL_T(small_numbers_written_as_printf_would),
     TL_T(jsonout_matches_jansson),
     TL_T(jsonout_reals),
     TL_T(answers_say_what_was_asked),
