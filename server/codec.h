@@ -16,6 +16,7 @@
 #include "../core/dp/event.h"
 #include "../core/dp/report.h"
 #include "../core/ledger/ledger.h"
+#include "jsonout.h"
 #include "problem.h"
 
 /* Deepest event nesting accepted. */
@@ -88,8 +89,12 @@ json_t *codec_real(double x); /* "infinite" for +inf */
  * without parsing a format on every answer */
 json_t *codec_pair(const char *k1, json_t *v1, const char *k2, json_t *v2);
 json_t *codec_uint_json(uint64_t v);
+/* The same, written into an answer being written (jsonout.h) rather than a tree. */
+void codec_write_real(jsonout_w *w, double x);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */
 void codec_put_report(json_t *obj, const dp_report *rep);
 json_t *codec_conditions(const dp_report *rep);
+/* codec_put_report's members, written into the object being written. */
+void codec_write_report(jsonout_w *w, const dp_report *rep);
 
 #endif

@@ -177,15 +177,40 @@ static void put_mappings(json_t *arr, const dp_event *ev)
     }
 }
 
-/* Adds the mappings when the event holds SGLD runs. */
-static void put_event_notes(json_t *o, const dp_event *ev)
+/* Does the point have any of result_entry's extras? */
+static int has_extras(const dp_point_extra *x)
+{
+    return !isnan(x->thm41) || !isnan(x->rdp_order) || !isnan(x->limit_delta) ||
+           !isnan(x->limit_lower) || !isnan(x->closed_form);
+}
+
+/* result_entry's extras, written into the entry being written. */
+static void write_extras(jsonout_w *w, const dp_point_extra *x, int is_delta)
+{
+    if (!has_extras(x))
+        return;
+    json_t *o = result_entry(json_object(), x, is_delta);
+    if (o == NULL)
+        w->fail = 1;
+    else
+        jsonout_members(w, o);
+    json_decref(o);
+}
+
+/* The mappings when the event holds SGLD runs, written into the answer being written. */
+static void write_event_notes(jsonout_w *w, const dp_event *ev)
 {
     json_t *arr = json_array();
+    if (arr == NULL) {
+        w->fail = 1;
+        return;
+    }
     put_mappings(arr, ev);
-    if (json_array_size(arr) > 0)
-        json_object_set_new(o, "mappings", arr);
-    else
-        json_decref(arr);
+    if (json_array_size(arr) > 0) {
+        jsonout_key(w, "mappings");
+        jsonout_tree(w, arr);
+    }
+    json_decref(arr);
 }
 
 /* The report plus the accountant's own parameters (the PLD grid actually used). */
@@ -196,6 +221,59 @@ static void put_report(json_t *o, const dp_report *rep, const dp_options *opt, d
     if (rep->accountant && strcmp(rep->accountant, "pld") == 0)
         json_object_set_new(o, "value_discretization_interval",
                             json_real(opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H));
+}
+
+/* put_report, written into the answer being written. */
+static void write_report(jsonout_w *w, const dp_report *rep, const dp_options *opt, dp_relation rel)
+{
+    jsonout_key(w, "neighboring_relation");
+    jsonout_str(w, dp_relation_name(rel));
+    codec_write_report(w, rep);
+    if (rep->accountant && strcmp(rep->accountant, "pld") == 0) {
+        jsonout_key(w, "value_discretization_interval");
+        jsonout_realv(w, opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H);
+    }
+}
+
+/* An answer with results (delta, epsilon), written straight into its buffer (jsonout.h): no
+ * tree to build, walk and free. begin_results opens it with the report and opens the
+ * results; end_results closes them and adds the event's notes; reply_written closes the
+ * answer and sends it. */
+static void begin_results(jsonout_w *w, const dp_report *rep, const dp_options *opt,
+                          dp_relation rel)
+{
+    jsonout_init(w);
+    jsonout_open(w, '{');
+    write_report(w, rep, opt, rel);
+    jsonout_key(w, "results");
+    jsonout_open(w, '[');
+}
+
+static void end_results(jsonout_w *w, const dp_event *ev)
+{
+    jsonout_close(w, ']');
+    write_event_notes(w, ev);
+}
+
+static void reply_written(jsonout_w *w, http_response *resp)
+{
+    jsonout_close(w, '}');
+    size_t len = 0;
+    char *text = jsonout_finish(w, &len);
+    http_reply_text(resp, 200, text, len);
+}
+
+/* One member with a codec_real value; two of them. */
+static void write_real(jsonout_w *w, const char *key, double x)
+{
+    jsonout_key(w, key);
+    codec_write_real(w, x);
+}
+
+static void write_point(jsonout_w *w, const char *k1, double x1, const char *k2, double x2)
+{
+    write_real(w, k1, x1);
+    write_real(w, k2, x2);
 }
 
 void res_delta(const http_request *req, http_response *resp)
@@ -239,24 +317,21 @@ void res_delta(const http_request *req, http_response *resp)
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
-    json_t *res = json_array();
-    for (size_t i = 0; i < n; i++) { /* not json_pack: see codec_conditions */
-        json_t *e = json_object();
-        json_object_set_new_nocheck(e, "epsilon", codec_real(eps[i]));
-        json_object_set_new_nocheck(e, "delta", codec_real(delta[i]));
-        json_object_set_new_nocheck(e, "ln_delta", codec_real(ln_delta[i]));
-        json_array_append_new(res, result_entry(e, &aux[i], 1));
+    jsonout_w w;
+    begin_results(&w, &rep, &opt, rel);
+    for (size_t i = 0; i < n; i++) {
+        jsonout_open(&w, '{');
+        write_point(&w, "epsilon", eps[i], "delta", delta[i]);
+        write_real(&w, "ln_delta", ln_delta[i]);
+        write_extras(&w, &aux[i], 1);
+        jsonout_close(&w, '}');
     }
-    json_object_set_new(o, "results", res);
-    put_event_notes(o, ev);
+    end_results(&w, ev);
     if (scalar) {
-        json_object_set_new(o, "epsilon", codec_real(eps[0]));
-        json_object_set_new(o, "delta", codec_real(delta[0]));
-        json_object_set_new(o, "ln_delta", codec_real(ln_delta[0]));
+        write_point(&w, "epsilon", eps[0], "delta", delta[0]);
+        write_real(&w, "ln_delta", ln_delta[0]);
     }
-    http_reply_json(resp, 200, o);
+    reply_written(&w, resp);
 out:
     free(eps);
     free(delta);
@@ -306,21 +381,20 @@ void res_epsilon(const http_request *req, http_response *resp)
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
-    json_t *res = json_array();
-    for (size_t i = 0; i < n; i++) { /* not json_pack: see codec_conditions */
-        json_t *e = codec_pair("delta", codec_real(dl[i]), "epsilon", codec_real(eps[i]));
-        json_object_set_new_nocheck(e, "certified", json_boolean(isfinite(eps[i])));
-        json_array_append_new(res, result_entry(e, &aux[i], 0));
+    jsonout_w w;
+    begin_results(&w, &rep, &opt, rel);
+    for (size_t i = 0; i < n; i++) {
+        jsonout_open(&w, '{');
+        write_point(&w, "delta", dl[i], "epsilon", eps[i]);
+        jsonout_key(&w, "certified");
+        jsonout_bool(&w, isfinite(eps[i]));
+        write_extras(&w, &aux[i], 0);
+        jsonout_close(&w, '}');
     }
-    json_object_set_new(o, "results", res);
-    put_event_notes(o, ev);
-    if (scalar) {
-        json_object_set_new(o, "delta", codec_real(dl[0]));
-        json_object_set_new(o, "epsilon", codec_real(eps[0]));
-    }
-    http_reply_json(resp, 200, o);
+    end_results(&w, ev);
+    if (scalar)
+        write_point(&w, "delta", dl[0], "epsilon", eps[0]);
+    reply_written(&w, resp);
 out:
     free(dl);
     free(eps);

@@ -136,6 +136,11 @@ void http_reply_json(http_response *resp, int status, json_t *body)
     size_t n = 0;
     char *s = body ? jsonout_dump(body, &n) : NULL;
     json_decref(body);
+    http_reply_text(resp, status, s, n);
+}
+
+void http_reply_text(http_response *resp, int status, char *s, size_t n)
+{
     if (s == NULL) {
         static const char oom[] = "{\"type\":\"urn:dpbudget:problem:out_of_memory\",\"title\":"
                                   "\"Out of memory\",\"status\":503,\"code\":\"out_of_memory\","

@@ -238,6 +238,71 @@ static void jsonout_matches_jansson(void)
 
 /* Reals: the shortest text, a '.' or an exponent always (a real stays a real), every value
  * read back bit for bit; where %.17g is already shortest, jansson's exact text. */
+/* The writer (jsonout_w) gives the same bytes as the tree with the same members, and refuses
+ * what the tree's dump refuses. */
+static void jsonout_writer_matches_tree(void)
+{
+    json_t *inner = json_pack("{s:[i,{s:s}], s:f}", "z", 7, "y", "x\n\"", "r", 0.1);
+    json_t *o = json_pack("{s:s, s:b, s:[{s:f, s:f}, {s:f, s:f}], s:[], s:{}, s:O, s:f}", "a",
+                          "\xc3\xa9 \x01", "ok", 1, "list", "x", 1.0, "y", 1e-5, "x", -2.5, "y",
+                          0.30000000000000004, "empty_a", "empty_o", "tree", inner, "last", 7.8);
+    jsonout_w w;
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "a");
+    jsonout_str(&w, "\xc3\xa9 \x01");
+    jsonout_key(&w, "ok");
+    jsonout_bool(&w, 1);
+    jsonout_key(&w, "list");
+    jsonout_open(&w, '[');
+    const double xy[] = {1.0, 1e-5, -2.5, 0.30000000000000004};
+    for (int i = 0; i < 2; i++) {
+        jsonout_open(&w, '{');
+        jsonout_key(&w, "x");
+        jsonout_realv(&w, xy[2 * i]);
+        jsonout_key(&w, "y");
+        jsonout_realv(&w, xy[2 * i + 1]);
+        jsonout_close(&w, '}');
+    }
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "empty_a");
+    jsonout_open(&w, '[');
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "empty_o");
+    jsonout_open(&w, '{');
+    jsonout_close(&w, '}');
+    jsonout_key(&w, "tree");
+    jsonout_tree(&w, inner);
+    json_t *last = json_pack("{s:f}", "last", 7.8);
+    jsonout_members(&w, last);
+    jsonout_close(&w, '}');
+    size_t n = 0, m = 0;
+    char *mine = jsonout_finish(&w, &n);
+    char *tree = jsonout_dump(o, &m);
+    CHECK(mine && tree);
+    if (mine && tree)
+        CHECKF(n == m && strcmp(mine, tree) == 0, "\n writer %s\n tree   %s", mine, tree);
+    free(mine);
+    free(tree);
+    json_decref(last);
+    json_decref(inner);
+    json_decref(o);
+    /* a non-finite real, an unclosed object, a key without its value: NULL */
+    jsonout_init(&w);
+    jsonout_open(&w, '[');
+    jsonout_realv(&w, 1.0 / 0.0);
+    jsonout_close(&w, ']');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "k");
+    jsonout_close(&w, '}');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+}
+
 static void jsonout_reals(void)
 {
     json_t *a = json_array();
@@ -382,6 +447,7 @@ const tl_test NUMBER_TESTS[] = {
     TL_T(small_numbers_written_as_printf_would),
     TL_T(jsonout_matches_jansson),
     TL_T(jsonout_reals),
+    TL_T(jsonout_writer_matches_tree),
     TL_T(answers_say_what_was_asked),
     TL_T(problem_details_say_what_was_sent),
 };
