@@ -258,9 +258,7 @@ static void end_results(jsonout_w *w, const dp_event *ev)
 static void reply_written(jsonout_w *w, http_response *resp)
 {
     jsonout_close(w, '}');
-    size_t len = 0;
-    char *text = jsonout_finish(w, &len);
-    http_reply_text(resp, 200, text, len);
+    http_reply_written(resp, 200, w);
 }
 
 /* One member with a codec_real value; two of them. */

@@ -139,6 +139,13 @@ void http_reply_json(http_response *resp, int status, json_t *body)
     http_reply_text(resp, status, s, n);
 }
 
+void http_reply_written(http_response *resp, int status, jsonout_w *w)
+{
+    size_t n = 0;
+    char *s = jsonout_finish(w, &n);
+    http_reply_text(resp, status, s, n);
+}
+
 void http_reply_text(http_response *resp, int status, char *s, size_t n)
 {
     if (s == NULL) {

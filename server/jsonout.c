@@ -103,6 +103,21 @@ static void put_string(out_buf *o, const char *s, size_t n)
     put_char(o, '"');
 }
 
+static void put_int(out_buf *o, long long v)
+{
+    char b[DPB_NUM_MAX];
+    /* digits of |v| without overflow at the most negative value */
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    size_t k = sizeof b;
+    do {
+        b[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        b[--k] = '-';
+    put(o, b + k, sizeof b - k);
+}
+
 size_t jsonout_real(double x, char *out)
 {
     size_t n = dpb_num(x, out);
@@ -151,21 +166,9 @@ static void put_value(out_buf *o, const json_t *j, int depth)
     case JSON_STRING:
         put_string(o, json_string_value(j), json_string_length(j));
         break;
-    case JSON_INTEGER: {
-        char b[DPB_NUM_MAX];
-        json_int_t v = json_integer_value(j);
-        /* digits of |v| without overflow at the most negative value */
-        unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-        size_t k = sizeof b;
-        do {
-            b[--k] = (char)('0' + u % 10);
-            u /= 10;
-        } while (u);
-        if (v < 0)
-            b[--k] = '-';
-        put(o, b + k, sizeof b - k);
+    case JSON_INTEGER:
+        put_int(o, (long long)json_integer_value(j));
         break;
-    }
     case JSON_REAL: {
         double x = json_real_value(j);
         if (!isfinite(x)) {
@@ -256,6 +259,24 @@ void jsonout_str(jsonout_w *w, const char *s)
         return;
     }
     put_string(as_out(w), s, strlen(s));
+}
+
+void jsonout_strn(jsonout_w *w, const char *s, size_t n)
+{
+    before_value(w);
+    put_string(as_out(w), s, n);
+}
+
+void jsonout_int(jsonout_w *w, long long v)
+{
+    before_value(w);
+    put_int(as_out(w), v);
+}
+
+void jsonout_null(jsonout_w *w)
+{
+    before_value(w);
+    put(as_out(w), "null", 4);
 }
 
 void jsonout_bool(jsonout_w *w, int b)

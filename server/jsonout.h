@@ -44,6 +44,9 @@ void jsonout_open(jsonout_w *w, char bracket);   /* '{' or '[', as a value */
 void jsonout_close(jsonout_w *w, char bracket);  /* '}' or ']' */
 void jsonout_key(jsonout_w *w, const char *key); /* in an object: the next member's name */
 void jsonout_str(jsonout_w *w, const char *s);
+void jsonout_strn(jsonout_w *w, const char *s, size_t n); /* n bytes of s */
+void jsonout_int(jsonout_w *w, long long v);
+void jsonout_null(jsonout_w *w);
 void jsonout_bool(jsonout_w *w, int b);
 void jsonout_realv(jsonout_w *w, double x);       /* as a jansson real (finite) */
 void jsonout_tree(jsonout_w *w, const json_t *j); /* a tree as a value (borrowed) */
