@@ -1391,12 +1391,12 @@ void codec_write_real(jsonout_w *w, double x)
         jsonout_realv(w, x);
 }
 
-json_t *codec_pair(const char *k1, json_t *v1, const char *k2, json_t *v2)
+void codec_write_uint(jsonout_w *w, uint64_t v)
 {
-    json_t *o = json_object();
-    json_object_set_new_nocheck(o, k1, v1);
-    json_object_set_new_nocheck(o, k2, v2);
-    return o;
+    if (v <= (uint64_t)INT64_MAX)
+        jsonout_int(w, (long long)v);
+    else
+        jsonout_realv(w, (double)v);
 }
 
 json_t *codec_uint_json(uint64_t v)

@@ -85,12 +85,10 @@ int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb);
 int codec_id(const char *s, size_t len, const char *field, problem *pb);
 
 json_t *codec_real(double x); /* "infinite" for +inf */
-/* {k1: v1, k2: v2} (steals v1 and v2; k1, k2 ASCII literals), as json_pack("{s:o, s:o}")
- * without parsing a format on every answer */
-json_t *codec_pair(const char *k1, json_t *v1, const char *k2, json_t *v2);
 json_t *codec_uint_json(uint64_t v);
 /* The same, written into an answer being written (jsonout.h) rather than a tree. */
 void codec_write_real(jsonout_w *w, double x);
+void codec_write_uint(jsonout_w *w, uint64_t v);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */
 void codec_put_report(json_t *obj, const dp_report *rep);
 json_t *codec_conditions(const dp_report *rep);

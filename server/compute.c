@@ -274,6 +274,16 @@ static void write_point(jsonout_w *w, const char *k1, double x1, const char *k2,
     write_real(w, k2, x2);
 }
 
+/* key: {k1: x1, k2: x2}, the values as codec_real's. */
+static void write_pair(jsonout_w *w, const char *key, const char *k1, double x1, const char *k2,
+                       double x2)
+{
+    jsonout_key(w, key);
+    jsonout_open(w, '{');
+    write_point(w, k1, x1, k2, x2);
+    jsonout_close(w, '}');
+}
+
 void res_delta(const http_request *req, http_response *resp)
 {
     problem pb = {0};
@@ -479,55 +489,71 @@ void res_calibrate(const http_request *req, http_response *resp)
         http_reply_problem(resp, &pb);
         goto out;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "solve_for", json_string(sf));
+    jsonout_w w; /* written straight into the answer (jsonout.h) */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "solve_for");
+    jsonout_str(&w, sf);
     int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
                    cal.param == DP_PARAM_DATASET_SIZE;
-    json_object_set_new(o, "value",
-                        integral ? codec_uint_json((uint64_t)cal.value) : codec_real(cal.value));
-    json_object_set_new(o, "tolerance", json_real(cal.tolerance));
+    jsonout_key(&w, "value");
+    if (integral)
+        codec_write_uint(&w, (uint64_t)cal.value);
+    else
+        codec_write_real(&w, cal.value);
+    if (isfinite(cal.tolerance)) { /* as json_real, which holds no NaN or infinity */
+        jsonout_key(&w, "tolerance");
+        jsonout_realv(&w, cal.tolerance);
+    }
     if (cal.has_interval)
-        json_object_set_new(o, "interval",
-                            codec_pair("min", codec_real(cal.lo), "max", codec_real(cal.hi)));
-    json_object_set_new(o, "target",
-                        codec_pair("epsilon", codec_real(eps_t), "delta", codec_real(delta_t)));
-    json_object_set_new(
-        o, "achieved",
-        codec_pair("epsilon", codec_real(eps_t), "delta", codec_real(cal.achieved_delta)));
-    json_object_set_new(o, "event", codec_encode_event(ev));
-    put_report(o, &rep, &opt, rel);
-    json_t *det = json_object();
+        write_pair(&w, "interval", "min", cal.lo, "max", cal.hi);
+    write_pair(&w, "target", "epsilon", eps_t, "delta", delta_t);
+    write_pair(&w, "achieved", "epsilon", eps_t, "delta", cal.achieved_delta);
+    json_t *encoded = codec_encode_event(ev);
+    jsonout_key(&w, "event");
+    if (encoded)
+        jsonout_tree(&w, encoded);
+    else
+        w.fail = 1;
+    json_decref(encoded);
+    write_report(&w, &rep, &opt, rel);
+    jsonout_key(&w, "details");
+    jsonout_open(&w, '{');
     if (!isnan(cal.per_epoch_delta))
-        json_object_set_new(det, "per_epoch_delta", codec_real(cal.per_epoch_delta));
+        write_real(&w, "per_epoch_delta", cal.per_epoch_delta);
     if (!isnan(cal.rounds_eq3))
-        json_object_set_new(det, "rounds_closed_form_eq3", codec_real(cal.rounds_eq3));
+        write_real(&w, "rounds_closed_form_eq3", cal.rounds_eq3);
     if (!isnan(cal.rounds_eq4))
-        json_object_set_new(det, "rounds_closed_form_eq4", codec_real(cal.rounds_eq4));
+        write_real(&w, "rounds_closed_form_eq4", cal.rounds_eq4);
     if (!isnan(cal.regime_delta_max))
-        json_object_set_new(det, "regime_delta_max", codec_real(cal.regime_delta_max));
+        write_real(&w, "regime_delta_max", cal.regime_delta_max);
     if (!isnan(cal.limit_c1))
-        json_object_set_new(det, "c1_for_limit", codec_real(cal.limit_c1));
-    if (!isnan(cal.thm41_value))
-        json_object_set_new(det, "theorem_4_1_value",
-                            isinf(cal.thm41_value)
-                                ? json_string("none")
-                                : (integral ? codec_uint_json((uint64_t)cal.thm41_value)
-                                            : codec_real(cal.thm41_value)));
+        write_real(&w, "c1_for_limit", cal.limit_c1);
+    if (!isnan(cal.thm41_value)) {
+        jsonout_key(&w, "theorem_4_1_value");
+        if (isinf(cal.thm41_value))
+            jsonout_str(&w, "none");
+        else if (integral)
+            codec_write_uint(&w, (uint64_t)cal.thm41_value);
+        else
+            codec_write_real(&w, cal.thm41_value);
+    }
     if (!isnan(cal.regime_sigma_max))
-        json_object_set_new(det, "regime_sigma_max", codec_real(cal.regime_sigma_max));
+        write_real(&w, "regime_sigma_max", cal.regime_sigma_max);
     if (has_dataset > 0) {
         /* seed 004 Table 1: the smallest N with C sigma M / N <= max_noise_per_round */
         const dp_event *leaf = ev;
         while (leaf->kind == DP_EV_SELF_COMPOSED)
             leaf = leaf->u.self.event;
-        if (leaf->kind == DP_EV_SHUFFLED_EPOCH)
-            json_object_set_new(
-                det, "min_dataset_size",
-                codec_uint_json(dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
-                                                     leaf->u.shuffled.rounds, clip, ratio)));
+        if (leaf->kind == DP_EV_SHUFFLED_EPOCH) {
+            jsonout_key(&w, "min_dataset_size");
+            codec_write_uint(&w, dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
+                                                      leaf->u.shuffled.rounds, clip, ratio));
+        }
     }
-    json_object_set_new(o, "details", det);
-    http_reply_json(resp, 200, o);
+    jsonout_close(&w, '}');
+    jsonout_close(&w, '}');
+    http_reply_written(resp, 200, &w);
     goto out;
 fail:
     http_reply_problem(resp, &pb);
