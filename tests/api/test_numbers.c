@@ -2,6 +2,7 @@
  * same double (core/common/numfmt.h), the JSON writer (server/jsonout.h) against jansson's
  * own, and answers and problem details that say 0.05, not 0.050000000000000003. */
 #include <float.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,9 +120,22 @@ static void printf_shortest(double x, char out[64])
     memmove(to, from, strlen(from) + 1);
 }
 
-/* Small numbers (deltas: 1e-5, 2.5e-7, 1.2345e-9) are written without printf when they have
- * 15 digits or fewer: the text must be printf's, byte for byte, digits and exponent. */
-static void small_numbers_written_as_printf_would(void)
+/* dpb_num(x) is printf_shortest(x); the first 5 differences (bad so far) are reported. */
+static int same_as_printf(double x, int bad)
+{
+    char s[DPB_NUM_MAX], want[64];
+    dpb_num(x, s);
+    printf_shortest(x, want);
+    if (strcmp(s, want) == 0)
+        return 1;
+    if (bad < 5)
+        CHECKF(0, "%.17g written '%s', printf's shortest '%s'", x, s, want);
+    return 0;
+}
+
+/* Numbers written without printf (small ones with 15 digits or fewer: 1e-5, 2.5e-7; 16 or
+ * 17 digits in plain notation): the text must be printf's, byte for byte. */
+static void numbers_written_as_printf_would(void)
 {
     int bad = 0, n = 0;
     for (int i = 0; i < 100000; i++) {
@@ -140,15 +154,30 @@ static void small_numbers_written_as_printf_would(void)
             x = -x;
         if (x == 0.0)
             continue;
-        char s[DPB_NUM_MAX], want[64];
-        dpb_num(x, s);
-        printf_shortest(x, want);
         n++;
-        if (strcmp(s, want) != 0 && bad++ < 5)
-            CHECKF(0, "%.17g written '%s', printf's shortest '%s'", x, s, want);
+        bad += !same_as_printf(x, bad);
     }
     CHECKF(bad == 0, "%d of %d small doubles", bad, n);
+    /* and 16 or 17 digits in plain notation (1e-4 .. 1e15), computed exactly in integers:
+     * random doubles there, and the neighbours of powers of two (where the gap below is half
+     * the gap above) */
+    bad = n = 0;
+    for (int i = 0; i < 100000; i++) {
+        double x = from_bits((next64() & 0x000FFFFFFFFFFFFFULL) |
+                             ((uint64_t)(1023 - 14 + next64() % 64) << 52));
+        if (i % 4 == 0) {
+            x = ldexp(1.0, (int)(next64() % 63) - 13);
+            x = nextafter(x, i % 8 ? 0.0 : 1e300);
+        }
+        if (!(x >= 1e-4 && x < 1e15) || x == floor(x))
+            continue;
+        n++;
+        bad += !same_as_printf(x, bad);
+    }
+    CHECKF(bad == 0, "%d of %d doubles in plain notation", bad, n);
     char s[DPB_NUM_MAX];
+    CHECK(strcmp(dpb_num_str(0.014754478187500511, s), "0.014754478187500511") == 0);
+    CHECK(strcmp(dpb_num_str(-4.605170269485859, s), "-4.605170269485859") == 0);
     CHECK(strcmp(dpb_num_str(1e-5, s), "1e-5") == 0);
     CHECK(strcmp(dpb_num_str(-2.5e-7, s), "-2.5e-7") == 0);
     CHECK(strcmp(dpb_num_str(9.99999999999999e-5, s), "9.99999999999999e-5") == 0);
@@ -444,7 +473,7 @@ const tl_test NUMBER_TESTS[] = {
     TL_T(metrics_sums_are_shortest),
     TL_T(shortest_round_trip_random_bits),
     TL_T(shortest_round_trip_special_values),
-    TL_T(small_numbers_written_as_printf_would),
+    TL_T(numbers_written_as_printf_would),
     TL_T(jsonout_matches_jansson),
     TL_T(jsonout_reals),
     TL_T(jsonout_writer_matches_tree),
