@@ -1381,6 +1381,24 @@ json_t *codec_real(double x)
     return json_real(x);
 }
 
+void codec_write_real(jsonout_w *w, double x)
+{
+    if (isinf(x))
+        jsonout_str(w, x > 0 ? "infinite" : "-infinite");
+    else if (isnan(x))
+        jsonout_tree(w, json_null());
+    else
+        jsonout_realv(w, x);
+}
+
+void codec_write_uint(jsonout_w *w, uint64_t v)
+{
+    if (v <= (uint64_t)INT64_MAX)
+        jsonout_int(w, (long long)v);
+    else
+        jsonout_realv(w, (double)v);
+}
+
 json_t *codec_uint_json(uint64_t v)
 {
     if (v <= (uint64_t)INT64_MAX)
@@ -1541,12 +1559,18 @@ json_t *codec_encode_event(const dp_event *ev)
 
 json_t *codec_conditions(const dp_report *rep)
 {
+    /* built field by field, not by json_pack (which parses its format on every call): this
+     * is in every compute answer; names and statements are core's own ASCII literals */
     json_t *arr = json_array();
     for (int i = 0; i < rep->ncond; i++) {
         const dp_condition *c = &rep->cond[i];
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:b, s:o, s:o}", "name", c->name,
-                                             "statement", c->statement, "holds", c->holds, "lhs",
-                                             codec_real(c->lhs), "rhs", codec_real(c->rhs)));
+        json_t *o = json_object();
+        json_object_set_new_nocheck(o, "name", json_string_nocheck(c->name));
+        json_object_set_new_nocheck(o, "statement", json_string_nocheck(c->statement));
+        json_object_set_new_nocheck(o, "holds", json_boolean(c->holds));
+        json_object_set_new_nocheck(o, "lhs", codec_real(c->lhs));
+        json_object_set_new_nocheck(o, "rhs", codec_real(c->rhs));
+        json_array_append_new(arr, o);
     }
     return arr;
 }
@@ -1562,6 +1586,41 @@ void codec_put_report(json_t *obj, const dp_report *rep)
     for (int i = 0; i < rep->nwarn; i++)
         json_array_append_new(w, json_string(rep->warning[i]));
     json_object_set_new(obj, "warnings", w);
+}
+
+void codec_write_report(jsonout_w *w, const dp_report *rep)
+{
+    jsonout_key(w, "accountant");
+    jsonout_str(w, rep->accountant ? rep->accountant : "");
+    jsonout_key(w, "guarantee");
+    jsonout_str(w, dp_guarantee_name(rep->guarantee));
+    jsonout_key(w, "reference");
+    jsonout_str(w, rep->reference ? rep->reference : "");
+    jsonout_key(w, "valid");
+    jsonout_bool(w, dp_report_all_hold(rep));
+    jsonout_key(w, "conditions");
+    jsonout_open(w, '[');
+    for (int i = 0; i < rep->ncond; i++) {
+        const dp_condition *c = &rep->cond[i];
+        jsonout_open(w, '{');
+        jsonout_key(w, "name");
+        jsonout_str(w, c->name);
+        jsonout_key(w, "statement");
+        jsonout_str(w, c->statement);
+        jsonout_key(w, "holds");
+        jsonout_bool(w, c->holds);
+        jsonout_key(w, "lhs");
+        codec_write_real(w, c->lhs);
+        jsonout_key(w, "rhs");
+        codec_write_real(w, c->rhs);
+        jsonout_close(w, '}');
+    }
+    jsonout_close(w, ']');
+    jsonout_key(w, "warnings");
+    jsonout_open(w, '[');
+    for (int i = 0; i < rep->nwarn; i++)
+        jsonout_str(w, rep->warning[i]);
+    jsonout_close(w, ']');
 }
 
 /* ---- request schemas shared by the handlers (and the fuzz target) ---------------------- */

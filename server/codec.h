@@ -16,6 +16,7 @@
 #include "../core/dp/event.h"
 #include "../core/dp/report.h"
 #include "../core/ledger/ledger.h"
+#include "jsonout.h"
 #include "problem.h"
 
 /* Deepest event nesting accepted. */
@@ -85,8 +86,13 @@ int codec_id(const char *s, size_t len, const char *field, problem *pb);
 
 json_t *codec_real(double x); /* "infinite" for +inf */
 json_t *codec_uint_json(uint64_t v);
+/* The same, written into an answer being written (jsonout.h) rather than a tree. */
+void codec_write_real(jsonout_w *w, double x);
+void codec_write_uint(jsonout_w *w, uint64_t v);
 /* Adds accountant, guarantee, reference, valid, conditions, warnings to obj. */
 void codec_put_report(json_t *obj, const dp_report *rep);
 json_t *codec_conditions(const dp_report *rep);
+/* codec_put_report's members, written into the object being written. */
+void codec_write_report(jsonout_w *w, const dp_report *rep);
 
 #endif

@@ -177,15 +177,40 @@ static void put_mappings(json_t *arr, const dp_event *ev)
     }
 }
 
-/* Adds the mappings when the event holds SGLD runs. */
-static void put_event_notes(json_t *o, const dp_event *ev)
+/* Does the point have any of result_entry's extras? */
+static int has_extras(const dp_point_extra *x)
+{
+    return !isnan(x->thm41) || !isnan(x->rdp_order) || !isnan(x->limit_delta) ||
+           !isnan(x->limit_lower) || !isnan(x->closed_form);
+}
+
+/* result_entry's extras, written into the entry being written. */
+static void write_extras(jsonout_w *w, const dp_point_extra *x, int is_delta)
+{
+    if (!has_extras(x))
+        return;
+    json_t *o = result_entry(json_object(), x, is_delta);
+    if (o == NULL)
+        w->fail = 1;
+    else
+        jsonout_members(w, o);
+    json_decref(o);
+}
+
+/* The mappings when the event holds SGLD runs, written into the answer being written. */
+static void write_event_notes(jsonout_w *w, const dp_event *ev)
 {
     json_t *arr = json_array();
+    if (arr == NULL) {
+        w->fail = 1;
+        return;
+    }
     put_mappings(arr, ev);
-    if (json_array_size(arr) > 0)
-        json_object_set_new(o, "mappings", arr);
-    else
-        json_decref(arr);
+    if (json_array_size(arr) > 0) {
+        jsonout_key(w, "mappings");
+        jsonout_tree(w, arr);
+    }
+    json_decref(arr);
 }
 
 /* The report plus the accountant's own parameters (the PLD grid actually used). */
@@ -196,6 +221,67 @@ static void put_report(json_t *o, const dp_report *rep, const dp_options *opt, d
     if (rep->accountant && strcmp(rep->accountant, "pld") == 0)
         json_object_set_new(o, "value_discretization_interval",
                             json_real(opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H));
+}
+
+/* put_report, written into the answer being written. */
+static void write_report(jsonout_w *w, const dp_report *rep, const dp_options *opt, dp_relation rel)
+{
+    jsonout_key(w, "neighboring_relation");
+    jsonout_str(w, dp_relation_name(rel));
+    codec_write_report(w, rep);
+    if (rep->accountant && strcmp(rep->accountant, "pld") == 0) {
+        jsonout_key(w, "value_discretization_interval");
+        jsonout_realv(w, opt->pld_h > 0.0 ? opt->pld_h : PLD_DEFAULT_H);
+    }
+}
+
+/* An answer with results (delta, epsilon), written straight into its buffer (jsonout.h): no
+ * tree to build, walk and free. begin_results opens it with the report and opens the
+ * results; end_results closes them and adds the event's notes; reply_written closes the
+ * answer and sends it. */
+static void begin_results(jsonout_w *w, const dp_report *rep, const dp_options *opt,
+                          dp_relation rel)
+{
+    jsonout_init(w);
+    jsonout_open(w, '{');
+    write_report(w, rep, opt, rel);
+    jsonout_key(w, "results");
+    jsonout_open(w, '[');
+}
+
+static void end_results(jsonout_w *w, const dp_event *ev)
+{
+    jsonout_close(w, ']');
+    write_event_notes(w, ev);
+}
+
+static void reply_written(jsonout_w *w, http_response *resp)
+{
+    jsonout_close(w, '}');
+    http_reply_written(resp, 200, w);
+}
+
+/* One member with a codec_real value; two of them. */
+static void write_real(jsonout_w *w, const char *key, double x)
+{
+    jsonout_key(w, key);
+    codec_write_real(w, x);
+}
+
+static void write_point(jsonout_w *w, const char *k1, double x1, const char *k2, double x2)
+{
+    write_real(w, k1, x1);
+    write_real(w, k2, x2);
+}
+
+/* key: {k1: x1, k2: x2}, the values as codec_real's. */
+static void write_pair(jsonout_w *w, const char *key, const char *k1, double x1, const char *k2,
+                       double x2)
+{
+    jsonout_key(w, key);
+    jsonout_open(w, '{');
+    write_point(w, k1, x1, k2, x2);
+    jsonout_close(w, '}');
 }
 
 void res_delta(const http_request *req, http_response *resp)
@@ -239,22 +325,21 @@ void res_delta(const http_request *req, http_response *resp)
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
-    json_t *res = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            res, result_entry(json_pack("{s:o, s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
-                                        codec_real(delta[i]), "ln_delta", codec_real(ln_delta[i])),
-                              &aux[i], 1));
-    json_object_set_new(o, "results", res);
-    put_event_notes(o, ev);
-    if (scalar) {
-        json_object_set_new(o, "epsilon", codec_real(eps[0]));
-        json_object_set_new(o, "delta", codec_real(delta[0]));
-        json_object_set_new(o, "ln_delta", codec_real(ln_delta[0]));
+    jsonout_w w;
+    begin_results(&w, &rep, &opt, rel);
+    for (size_t i = 0; i < n; i++) {
+        jsonout_open(&w, '{');
+        write_point(&w, "epsilon", eps[i], "delta", delta[i]);
+        write_real(&w, "ln_delta", ln_delta[i]);
+        write_extras(&w, &aux[i], 1);
+        jsonout_close(&w, '}');
     }
-    http_reply_json(resp, 200, o);
+    end_results(&w, ev);
+    if (scalar) {
+        write_point(&w, "epsilon", eps[0], "delta", delta[0]);
+        write_real(&w, "ln_delta", ln_delta[0]);
+    }
+    reply_written(&w, resp);
 out:
     free(eps);
     free(delta);
@@ -304,21 +389,20 @@ void res_epsilon(const http_request *req, http_response *resp)
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
-    json_t *res = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            res, result_entry(json_pack("{s:o, s:o, s:b}", "delta", codec_real(dl[i]), "epsilon",
-                                        codec_real(eps[i]), "certified", isfinite(eps[i])),
-                              &aux[i], 0));
-    json_object_set_new(o, "results", res);
-    put_event_notes(o, ev);
-    if (scalar) {
-        json_object_set_new(o, "delta", codec_real(dl[0]));
-        json_object_set_new(o, "epsilon", codec_real(eps[0]));
+    jsonout_w w;
+    begin_results(&w, &rep, &opt, rel);
+    for (size_t i = 0; i < n; i++) {
+        jsonout_open(&w, '{');
+        write_point(&w, "delta", dl[i], "epsilon", eps[i]);
+        jsonout_key(&w, "certified");
+        jsonout_bool(&w, isfinite(eps[i]));
+        write_extras(&w, &aux[i], 0);
+        jsonout_close(&w, '}');
     }
-    http_reply_json(resp, 200, o);
+    end_results(&w, ev);
+    if (scalar)
+        write_point(&w, "delta", dl[0], "epsilon", eps[0]);
+    reply_written(&w, resp);
 out:
     free(dl);
     free(eps);
@@ -405,57 +489,71 @@ void res_calibrate(const http_request *req, http_response *resp)
         http_reply_problem(resp, &pb);
         goto out;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "solve_for", json_string(sf));
+    jsonout_w w; /* written straight into the answer (jsonout.h) */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "solve_for");
+    jsonout_str(&w, sf);
     int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
                    cal.param == DP_PARAM_DATASET_SIZE;
-    json_object_set_new(o, "value",
-                        integral ? codec_uint_json((uint64_t)cal.value) : codec_real(cal.value));
-    json_object_set_new(o, "tolerance", json_real(cal.tolerance));
+    jsonout_key(&w, "value");
+    if (integral)
+        codec_write_uint(&w, (uint64_t)cal.value);
+    else
+        codec_write_real(&w, cal.value);
+    if (isfinite(cal.tolerance)) { /* as json_real, which holds no NaN or infinity */
+        jsonout_key(&w, "tolerance");
+        jsonout_realv(&w, cal.tolerance);
+    }
     if (cal.has_interval)
-        json_object_set_new(
-            o, "interval",
-            json_pack("{s:o, s:o}", "min", codec_real(cal.lo), "max", codec_real(cal.hi)));
-    json_object_set_new(
-        o, "target",
-        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta", codec_real(delta_t)));
-    json_object_set_new(o, "achieved",
-                        json_pack("{s:o, s:o}", "epsilon", codec_real(eps_t), "delta",
-                                  codec_real(cal.achieved_delta)));
-    json_object_set_new(o, "event", codec_encode_event(ev));
-    put_report(o, &rep, &opt, rel);
-    json_t *det = json_object();
+        write_pair(&w, "interval", "min", cal.lo, "max", cal.hi);
+    write_pair(&w, "target", "epsilon", eps_t, "delta", delta_t);
+    write_pair(&w, "achieved", "epsilon", eps_t, "delta", cal.achieved_delta);
+    json_t *encoded = codec_encode_event(ev);
+    jsonout_key(&w, "event");
+    if (encoded)
+        jsonout_tree(&w, encoded);
+    else
+        w.fail = 1;
+    json_decref(encoded);
+    write_report(&w, &rep, &opt, rel);
+    jsonout_key(&w, "details");
+    jsonout_open(&w, '{');
     if (!isnan(cal.per_epoch_delta))
-        json_object_set_new(det, "per_epoch_delta", codec_real(cal.per_epoch_delta));
+        write_real(&w, "per_epoch_delta", cal.per_epoch_delta);
     if (!isnan(cal.rounds_eq3))
-        json_object_set_new(det, "rounds_closed_form_eq3", codec_real(cal.rounds_eq3));
+        write_real(&w, "rounds_closed_form_eq3", cal.rounds_eq3);
     if (!isnan(cal.rounds_eq4))
-        json_object_set_new(det, "rounds_closed_form_eq4", codec_real(cal.rounds_eq4));
+        write_real(&w, "rounds_closed_form_eq4", cal.rounds_eq4);
     if (!isnan(cal.regime_delta_max))
-        json_object_set_new(det, "regime_delta_max", codec_real(cal.regime_delta_max));
+        write_real(&w, "regime_delta_max", cal.regime_delta_max);
     if (!isnan(cal.limit_c1))
-        json_object_set_new(det, "c1_for_limit", codec_real(cal.limit_c1));
-    if (!isnan(cal.thm41_value))
-        json_object_set_new(det, "theorem_4_1_value",
-                            isinf(cal.thm41_value)
-                                ? json_string("none")
-                                : (integral ? codec_uint_json((uint64_t)cal.thm41_value)
-                                            : codec_real(cal.thm41_value)));
+        write_real(&w, "c1_for_limit", cal.limit_c1);
+    if (!isnan(cal.thm41_value)) {
+        jsonout_key(&w, "theorem_4_1_value");
+        if (isinf(cal.thm41_value))
+            jsonout_str(&w, "none");
+        else if (integral)
+            codec_write_uint(&w, (uint64_t)cal.thm41_value);
+        else
+            codec_write_real(&w, cal.thm41_value);
+    }
     if (!isnan(cal.regime_sigma_max))
-        json_object_set_new(det, "regime_sigma_max", codec_real(cal.regime_sigma_max));
+        write_real(&w, "regime_sigma_max", cal.regime_sigma_max);
     if (has_dataset > 0) {
         /* seed 004 Table 1: the smallest N with C sigma M / N <= max_noise_per_round */
         const dp_event *leaf = ev;
         while (leaf->kind == DP_EV_SELF_COMPOSED)
             leaf = leaf->u.self.event;
-        if (leaf->kind == DP_EV_SHUFFLED_EPOCH)
-            json_object_set_new(
-                det, "min_dataset_size",
-                codec_uint_json(dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
-                                                     leaf->u.shuffled.rounds, clip, ratio)));
+        if (leaf->kind == DP_EV_SHUFFLED_EPOCH) {
+            jsonout_key(&w, "min_dataset_size");
+            codec_write_uint(&w, dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
+                                                      leaf->u.shuffled.rounds, clip, ratio));
+        }
     }
-    json_object_set_new(o, "details", det);
-    http_reply_json(resp, 200, o);
+    jsonout_close(&w, '}');
+    jsonout_close(&w, '}');
+    http_reply_written(resp, 200, &w);
     goto out;
 fail:
     http_reply_problem(resp, &pb);

@@ -59,21 +59,25 @@ typedef struct {
     dpb_cancel cancel;
     struct MHD_Connection *conn;
     double deadline_s;
-    int ledger; /* a ledger write on the ledger lane (not a computation) */
+    int ledger;      /* a ledger write on the ledger lane (not a computation) */
+    const route *rt; /* the request's route (resolve_route), and its segment */
+    const char *param;
 } compute_job;
 
 /* Per-request state, owned by MHD's *con_cls and freed in on_completed. */
 typedef struct {
     char *buf;
     size_t len, cap;
-    int answered;  /* a response was queued at the headers (401/403/429, 413, 415) */
-    int too_large; /* the body outgrew the cap: the rest is discarded, 413 at the end */
-    size_t limit;  /* the largest body this request's route accepts */
-    double t0;     /* when the headers arrived */
-    int route;     /* index in ROUTES of the path's route (any method), -1 if none */
-    int status;    /* the status sent */
-    int method;    /* metrics_method() of the method sent */
-    char verb[16]; /* the method sent, for the request log (letters only, cut at 15) */
+    int answered;      /* a response was queued at the headers (401/403/429, 413, 415) */
+    int too_large;     /* the body outgrew the cap: the rest is discarded, 413 at the end */
+    size_t limit;      /* the largest body this request's route accepts */
+    double t0;         /* when the headers arrived */
+    int route;         /* index in ROUTES of the path's route (any method), -1 if none */
+    const route *rt;   /* the route serving the method at the path (NULL: 404 or 405) */
+    const char *param; /* rt's path segment (MHD's url) */
+    int status;        /* the status sent */
+    int method;        /* metrics_method() of the method sent */
+    char verb[16];     /* the method sent, for the request log (letters only, cut at 15) */
     /* the key: holds a reference to its key set until on_completed */
     const auth_key *key;
     char id[72];      /* the request id: the client's X-Request-Id if sane, else generated */
@@ -87,6 +91,8 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+#define REQUEST_ID_BLOCK 1024ull
 
 /* A request id: the client's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], else a fresh
  * one (process start time, pid and a counter: unique within and across restarts). */
@@ -112,8 +118,15 @@ static void request_id(const char *given, char out[72])
         __atomic_store_n(&pid, (unsigned)getpid(), __ATOMIC_RELAXED);
         __atomic_store_n(&boot, (unsigned long long)time(NULL), __ATOMIC_RELEASE);
     }
-    /* lock-free: one atomic increment; the pid is read once, not asked of the kernel */
-    unsigned long long c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    /* each thread takes the counter's values in blocks: one shared atomic add per
+     * REQUEST_ID_BLOCK requests, not per request; the pid is read once, not asked of the
+     * kernel */
+    static _Thread_local unsigned long long next, end;
+    if (next == end) {
+        next = __atomic_fetch_add(&counter, REQUEST_ID_BLOCK, __ATOMIC_RELAXED) + 1;
+        end = next + REQUEST_ID_BLOCK;
+    }
+    unsigned long long c = next++;
     snprintf(out, 72, "%llx-%x-%llx", __atomic_load_n(&boot, __ATOMIC_ACQUIRE),
              __atomic_load_n(&pid, __ATOMIC_RELAXED), c);
 }
@@ -123,6 +136,18 @@ void http_reply_json(http_response *resp, int status, json_t *body)
     size_t n = 0;
     char *s = body ? jsonout_dump(body, &n) : NULL;
     json_decref(body);
+    http_reply_text(resp, status, s, n);
+}
+
+void http_reply_written(http_response *resp, int status, jsonout_w *w)
+{
+    size_t n = 0;
+    char *s = jsonout_finish(w, &n);
+    http_reply_text(resp, status, s, n);
+}
+
+void http_reply_text(http_response *resp, int status, char *s, size_t n)
+{
     if (s == NULL) {
         static const char oom[] = "{\"type\":\"urn:dpbudget:problem:out_of_memory\",\"title\":"
                                   "\"Out of memory\",\"status\":503,\"code\":\"out_of_memory\","
@@ -220,10 +245,11 @@ static const char *allowed_methods(const char *path)
     return get ? combos[0] : post ? combos[1] : put ? combos[2] : NULL;
 }
 
-void http_dispatch(const http_request *req, http_response *resp)
+/* Dispatch to r, the route resolve_route found for the request (param: its segment), or
+ * answer 405/404 when r is NULL. */
+static void dispatch_route(const http_request *req, http_response *resp, const route *r,
+                           const char *param)
 {
-    const char *param = NULL;
-    const route *r = resolve_route(req->method, req->path, &param);
     problem p = {0};
     if (r) {
         char seg[300];
@@ -248,6 +274,13 @@ void http_dispatch(const http_request *req, http_response *resp)
                     "no resource at this path; see GET /openapi.yaml for the API");
     }
     http_reply_problem(resp, &p);
+}
+
+void http_dispatch(const http_request *req, http_response *resp)
+{
+    const char *param = NULL;
+    const route *r = resolve_route(req->method, req->path, &param);
+    dispatch_route(req, resp, r, param);
 }
 
 const char *http_query(const http_request *req, const char *key)
@@ -315,14 +348,16 @@ static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p, req_ctx *ct
 
 /* The index in ROUTES of the route serving this request, else of the first route at this
  * path (any method), or -1. */
-static int route_index(const char *method, const char *path)
+static int route_index(const char *method, const char *path, const route **served,
+                       const char **param)
 {
-    const char *param;
-    const route *r = resolve_route(method, path, &param);
+    const route *r = resolve_route(method, path, param);
+    *served = r;
     if (r)
         return (int)(r - ROUTES);
+    const char *other;
     for (int i = 0; ROUTES[i].method; i++)
-        if (route_match(&ROUTES[i], path, &param))
+        if (route_match(&ROUTES[i], path, &other))
             return i;
     return -1;
 }
@@ -337,10 +372,9 @@ static int route_scope(const http_server *s, const route *r)
  * the path's routes; for a path no route matches (404), a valid key of any scope. So no
  * method or path answers anything, not even 404 or 405, without the key its path asks for,
  * and every keyed request counts against the key's rate limit. */
-static int required_scope(const http_server *s, const char *method, const char *path)
+static int required_scope(const http_server *s, const route *r, const char *path)
 {
     const char *param;
-    const route *r = resolve_route(method, path, &param);
     if (r)
         return route_scope(s, r);
     int scope = -1;
@@ -355,7 +389,7 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                      const char *url, MHD_RESULT *ret)
 {
     auth_table *t = s->cfg.auth;
-    int scope = auth_enabled(t) ? required_scope(s, method, url) : SCOPE_NONE;
+    int scope = auth_enabled(t) ? required_scope(s, ctx->rt, url) : SCOPE_NONE;
     if (scope == SCOPE_NONE)
         return 0;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -427,10 +461,9 @@ static int json_content_type(const char *ct)
 
 /* Does this request go to the compute pool? The POST compute routes, unless the handlers
  * can tell cheaply that it is light (closed forms, a cached model). */
-static int wants_pool(const char *method, const char *url, http_request *req, req_ctx *ctx)
+static int wants_pool(http_request *req, req_ctx *ctx)
 {
-    const char *param;
-    const route *r = resolve_route(method, url, &param);
+    const route *r = ctx->rt;
     if (!(r && r->compute && r->json_body))
         return 0;
     int light = res_compute_light(req, &ctx->parsed);
@@ -452,7 +485,7 @@ static void run_compute(void *arg, const int *stop)
         problem_set(&p, PB_OVERLOADED, NULL, "the server is stopping: retry on another instance");
         http_reply_problem(&j->resp, &p);
     } else {
-        http_dispatch(&j->req, &j->resp);
+        dispatch_route(&j->req, &j->resp, j->rt, j->param);
     }
     if (!j->ledger)
         metrics_compute_busy(-1);
@@ -465,10 +498,8 @@ static void run_compute(void *arg, const int *stop)
  * keep every connection it serves (probes among them) waiting; so may an eligibility query
  * (PLDs of pld candidates). On the lane they run at the HTTP workers' priority, apart from
  * the computations. */
-static int wants_ledger_lane(const char *method, const char *url)
+static int wants_ledger_lane(const route *r)
 {
-    const char *param;
-    const route *r = resolve_route(method, url, &param);
     return r && (r->handler == res_round_post || r->handler == res_client_put ||
                  r->handler == res_clients_batch || r->handler == res_round_commit ||
                  r->handler == res_round_release || r->handler == res_event_put ||
@@ -488,6 +519,8 @@ static int start_ledger(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
         return -1;
     }
     j->req = *req;
+    j->rt = ctx->rt;
+    j->param = ctx->param;
     j->conn = c;
     j->ledger = 1;
     ctx->job = j;
@@ -525,6 +558,8 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
         return send_response(c, &resp, ctx);
     }
     j->req = *req;
+    j->rt = ctx->rt;
+    j->param = ctx->param;
     j->conn = c;
     j->deadline_s = s->cfg.compute_deadline;
     ctx->job = j;
@@ -555,7 +590,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             return MHD_NO;
         *con_cls = ctx;
         ctx->t0 = now_s();
-        ctx->route = route_index(method, url);
+        ctx->route = route_index(method, url, &ctx->rt, &ctx->param);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
             ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
@@ -563,8 +598,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         MHD_RESULT ret;
         if (refuse_head(s, c, ctx, version, &ret) || check_key(s, c, ctx, method, url, &ret))
             return ret;
-        const char *param;
-        const route *r = resolve_route(method, url, &param);
+        const route *r = ctx->rt;
         ctx->limit = body_limit(&s->cfg, r);
         if (r && r->json_body) {
             problem p = {0};
@@ -631,12 +665,12 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return send_response(c, &ctx->job->resp, ctx);
     http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c, NULL,
                         0.0,    NULL};
-    if (s->pool && wants_pool(method, url, &req, ctx))
+    if (s->pool && wants_pool(&req, ctx))
         return start_compute(s, c, ctx, &req);
-    if (s->lpool && wants_ledger_lane(method, url) && start_ledger(s, c, ctx, &req) == 0)
+    if (s->lpool && wants_ledger_lane(ctx->rt) && start_ledger(s, c, ctx, &req) == 0)
         return MHD_YES;
     http_response resp = {0};
-    http_dispatch(&req, &resp);
+    dispatch_route(&req, &resp, ctx->rt, ctx->param);
     return send_response(c, &resp, ctx);
 }
 

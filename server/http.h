@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "../core/common/cancel.h"
+#include "jsonout.h"
 #include "problem.h"
 
 typedef struct {
@@ -100,6 +101,13 @@ typedef void (*http_handler)(const http_request *req, http_response *resp);
 
 /* Answer JSON: serialises and takes ownership of body (steals the reference). */
 void http_reply_json(http_response *resp, int status, json_t *body);
+
+/* Answer JSON text already written (jsonout_finish): takes ownership of body; NULL (the
+ * writer failed) answers 503 out_of_memory, as http_reply_json does. */
+void http_reply_text(http_response *resp, int status, char *body, size_t len);
+
+/* Answer what w wrote (jsonout.h: complete, its outermost value closed). */
+void http_reply_written(http_response *resp, int status, jsonout_w *w);
 
 /* Answer a problem+json for p (releases p->extra). */
 void http_reply_problem(http_response *resp, problem *p);

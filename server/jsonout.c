@@ -2,6 +2,7 @@
 #include "jsonout.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,21 @@ static void put_string(out_buf *o, const char *s, size_t n)
     put_char(o, '"');
 }
 
+static void put_int(out_buf *o, long long v)
+{
+    char b[DPB_NUM_MAX];
+    /* digits of |v| without overflow at the most negative value */
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    size_t k = sizeof b;
+    do {
+        b[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        b[--k] = '-';
+    put(o, b + k, sizeof b - k);
+}
+
 size_t jsonout_real(double x, char *out)
 {
     size_t n = dpb_num(x, out);
@@ -150,21 +166,9 @@ static void put_value(out_buf *o, const json_t *j, int depth)
     case JSON_STRING:
         put_string(o, json_string_value(j), json_string_length(j));
         break;
-    case JSON_INTEGER: {
-        char b[DPB_NUM_MAX];
-        json_int_t v = json_integer_value(j);
-        /* digits of |v| without overflow at the most negative value */
-        unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-        size_t k = sizeof b;
-        do {
-            b[--k] = (char)('0' + u % 10);
-            u /= 10;
-        } while (u);
-        if (v < 0)
-            b[--k] = '-';
-        put(o, b + k, sizeof b - k);
+    case JSON_INTEGER:
+        put_int(o, (long long)json_integer_value(j));
         break;
-    }
     case JSON_REAL: {
         double x = json_real_value(j);
         if (!isfinite(x)) {
@@ -185,6 +189,140 @@ static void put_value(out_buf *o, const json_t *j, int depth)
         put(o, "null", 4);
         break;
     }
+}
+
+void jsonout_init(jsonout_w *w)
+{
+    memset(w, 0, sizeof *w);
+    w->first[0] = 1;
+}
+
+/* The buffer as out_buf, for the writers above: the same growth and failure. */
+static out_buf *as_out(jsonout_w *w)
+{
+    _Static_assert(offsetof(jsonout_w, buf) == offsetof(out_buf, buf) &&
+                       offsetof(jsonout_w, len) == offsetof(out_buf, len) &&
+                       offsetof(jsonout_w, cap) == offsetof(out_buf, cap) &&
+                       offsetof(jsonout_w, fail) == offsetof(out_buf, fail),
+                   "jsonout_w starts as out_buf");
+    return (out_buf *)w;
+}
+
+/* Before a value: the comma between array elements (a member's comma came with its key). */
+static void before_value(jsonout_w *w)
+{
+    if (w->after_key) {
+        w->after_key = 0;
+        return;
+    }
+    if (!w->first[w->depth])
+        put_char(as_out(w), ',');
+    w->first[w->depth] = 0;
+}
+
+void jsonout_open(jsonout_w *w, char bracket)
+{
+    before_value(w);
+    if (w->depth + 1 >= JSONOUT_DEPTH) {
+        w->fail = 1;
+        return;
+    }
+    put_char(as_out(w), bracket);
+    w->first[++w->depth] = 1;
+}
+
+void jsonout_close(jsonout_w *w, char bracket)
+{
+    if (w->depth == 0) {
+        w->fail = 1;
+        return;
+    }
+    w->depth--;
+    put_char(as_out(w), bracket);
+}
+
+void jsonout_key(jsonout_w *w, const char *key)
+{
+    if (!w->first[w->depth])
+        put_char(as_out(w), ',');
+    w->first[w->depth] = 0;
+    put_string(as_out(w), key, strlen(key));
+    put_char(as_out(w), ':');
+    w->after_key = 1;
+}
+
+void jsonout_str(jsonout_w *w, const char *s)
+{
+    before_value(w);
+    if (s == NULL) {
+        w->fail = 1;
+        return;
+    }
+    put_string(as_out(w), s, strlen(s));
+}
+
+void jsonout_strn(jsonout_w *w, const char *s, size_t n)
+{
+    before_value(w);
+    put_string(as_out(w), s, n);
+}
+
+void jsonout_int(jsonout_w *w, long long v)
+{
+    before_value(w);
+    put_int(as_out(w), v);
+}
+
+void jsonout_null(jsonout_w *w)
+{
+    before_value(w);
+    put(as_out(w), "null", 4);
+}
+
+void jsonout_bool(jsonout_w *w, int b)
+{
+    before_value(w);
+    put(as_out(w), b ? "true" : "false", b ? 4 : 5);
+}
+
+void jsonout_realv(jsonout_w *w, double x)
+{
+    before_value(w);
+    if (!isfinite(x)) {
+        w->fail = 1;
+        return;
+    }
+    char b[DPB_NUM_MAX + 2];
+    put(as_out(w), b, jsonout_real(x, b));
+}
+
+void jsonout_tree(jsonout_w *w, const json_t *j)
+{
+    before_value(w);
+    put_value(as_out(w), j, w->depth);
+}
+
+void jsonout_members(jsonout_w *w, const json_t *j)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)j, key, v)
+    {
+        jsonout_key(w, key);
+        jsonout_tree(w, v);
+    }
+}
+
+char *jsonout_finish(jsonout_w *w, size_t *len)
+{
+    if (w->depth != 0 || w->after_key || reserve(as_out(w), 1) != 0) {
+        free(w->buf);
+        w->buf = NULL;
+        return NULL;
+    }
+    w->buf[w->len] = '\0';
+    *len = w->len;
+    return w->buf;
 }
 
 char *jsonout_dump(const json_t *j, size_t *len)

@@ -23,4 +23,37 @@ char *jsonout_dump(const json_t *j, size_t *len);
  * ".0" appended to a whole number so that it stays a real. Returns the length. */
 size_t jsonout_real(double x, char *out);
 
+/* A JSON text written straight into its buffer, without building a tree first: for the
+ * answers every request of a kind sends (a thm41 delta), where the tree's allocations and
+ * its walk cost more than the computation. The same bytes jsonout_dump would write for the
+ * tree with the same members in the same order. Usage: jsonout_open(w, '{'),
+ * jsonout_key(w, "name"), a value, ..., jsonout_close(w, '}'), then jsonout_finish. Any
+ * failure (out of memory, a non-finite real given to jsonout_realv, nesting beyond
+ * JSONOUT_DEPTH) is remembered and reported by jsonout_finish. */
+#define JSONOUT_DEPTH 32
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int fail;
+    int depth, after_key;
+    unsigned char first[JSONOUT_DEPTH]; /* nothing written yet at this level */
+} jsonout_w;
+
+void jsonout_init(jsonout_w *w);
+void jsonout_open(jsonout_w *w, char bracket);   /* '{' or '[', as a value */
+void jsonout_close(jsonout_w *w, char bracket);  /* '}' or ']' */
+void jsonout_key(jsonout_w *w, const char *key); /* in an object: the next member's name */
+void jsonout_str(jsonout_w *w, const char *s);
+void jsonout_strn(jsonout_w *w, const char *s, size_t n); /* n bytes of s */
+void jsonout_int(jsonout_w *w, long long v);
+void jsonout_null(jsonout_w *w);
+void jsonout_bool(jsonout_w *w, int b);
+void jsonout_realv(jsonout_w *w, double x);       /* as a jansson real (finite) */
+void jsonout_tree(jsonout_w *w, const json_t *j); /* a tree as a value (borrowed) */
+/* Every member of object j (borrowed), as members of the object being written. */
+void jsonout_members(jsonout_w *w, const json_t *j);
+/* The text (owned by the caller, NUL-terminated) and its length, or NULL after a failure
+ * (the buffer is then freed). */
+char *jsonout_finish(jsonout_w *w, size_t *len);
+
 #endif

@@ -95,9 +95,10 @@ static int no_ledger(const http_request *req, http_response *resp)
 /* ---- clients ----------------------------------------------------------------------------------
  */
 
-static json_t *labels_json(const char *labels)
+/* The labels ("k=v" lines) as an object's value. */
+static void write_labels(jsonout_w *w, const char *labels)
 {
-    json_t *o = json_object();
+    jsonout_open(w, '{');
     for (const char *p = labels; p && *p;) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -105,32 +106,77 @@ static json_t *labels_json(const char *labels)
         if (eq) {
             char k[64];
             snprintf(k, sizeof k, "%.*s", (int)(eq - p), p);
-            json_object_set_new(o, k, json_stringn(eq + 1, len - (size_t)(eq - p) - 1));
+            jsonout_key(w, k);
+            jsonout_strn(w, eq + 1, len - (size_t)(eq - p) - 1);
         }
         p += len + (e ? 1 : 0);
     }
-    return o;
+    jsonout_close(w, '}');
 }
 
-static json_t *client_json(const ledger_client *c)
+static void write_real(jsonout_w *w, const char *key, double x)
 {
-    json_t *o = json_pack(
-        "{s:s, s:{s:o, s:o}, s:s, s:s, s:s, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o}, "
-        "s:I, s:s, s:I}",
-        "id", c->id, "budget", "epsilon", codec_real(c->epsilon), "delta", codec_real(c->delta),
-        "accounting", ledger_mode_name(c->mode), "guarantee_kind",
-        ledger_guarantee_name(c->guarantee), "guarantee_reference",
-        ledger_guarantee_reference(c->mode), "neighboring_relation", dp_relation_name(c->relation),
-        "labels", labels_json(c->labels), "spent", "epsilon", codec_real(c->spent), "delta",
-        codec_real(c->delta), "delta_total_variation", codec_real(c->delta_tv), "remaining",
-        "epsilon", codec_real(c->remaining), "rounds", (json_int_t)c->rounds, "status",
-        ledger_status_name(c->status), "version", (json_int_t)c->version);
+    jsonout_key(w, key);
+    codec_write_real(w, x);
+}
+
+static void write_int(jsonout_w *w, const char *key, long long v)
+{
+    jsonout_key(w, key);
+    jsonout_int(w, v);
+}
+
+static void write_string(jsonout_w *w, const char *key, const char *s)
+{
+    jsonout_key(w, key);
+    jsonout_str(w, s);
+}
+
+/* A client as it is answered, written straight into the answer (jsonout.h): a GET of one
+ * client builds no tree. */
+static void write_client(jsonout_w *w, const ledger_client *c)
+{
+    jsonout_open(w, '{');
+    write_string(w, "id", c->id);
+    jsonout_key(w, "budget");
+    jsonout_open(w, '{');
+    write_real(w, "epsilon", c->epsilon);
+    write_real(w, "delta", c->delta);
+    jsonout_close(w, '}');
+    write_string(w, "accounting", ledger_mode_name(c->mode));
+    write_string(w, "guarantee_kind", ledger_guarantee_name(c->guarantee));
+    write_string(w, "guarantee_reference", ledger_guarantee_reference(c->mode));
+    write_string(w, "neighboring_relation", dp_relation_name(c->relation));
+    jsonout_key(w, "labels");
+    write_labels(w, c->labels);
+    jsonout_key(w, "spent");
+    jsonout_open(w, '{');
+    write_real(w, "epsilon", c->spent);
+    write_real(w, "delta", c->delta);
+    write_real(w, "delta_total_variation", c->delta_tv);
     /* the accountant whose value for the client's composition the spend is */
-    json_t *sp = o ? json_object_get(o, "spent") : NULL;
-    if (sp && c->spent_accountant > 0)
-        json_object_set_new(sp, "accountant",
-                            json_string(dp_accountant_name((dp_accountant)c->spent_accountant)));
-    return o;
+    if (c->spent_accountant > 0)
+        write_string(w, "accountant", dp_accountant_name((dp_accountant)c->spent_accountant));
+    jsonout_close(w, '}');
+    jsonout_key(w, "remaining");
+    jsonout_open(w, '{');
+    write_real(w, "epsilon", c->remaining);
+    jsonout_close(w, '}');
+    jsonout_key(w, "rounds");
+    jsonout_int(w, (long long)c->rounds);
+    write_string(w, "status", ledger_status_name(c->status));
+    jsonout_key(w, "version");
+    jsonout_int(w, (long long)c->version);
+    jsonout_close(w, '}');
+}
+
+/* Answer one client. */
+static void reply_client(http_response *resp, int status, const ledger_client *c)
+{
+    jsonout_w w;
+    jsonout_init(&w);
+    write_client(&w, c);
+    http_reply_written(resp, status, &w);
 }
 
 static int label_char_ok(unsigned char ch, int key)
@@ -317,7 +363,7 @@ void res_client_put(const http_request *req, http_response *resp)
         return;
     }
     client_etag(&out, resp->etag, sizeof resp->etag);
-    http_reply_json(resp, created ? 201 : 200, client_json(&out));
+    reply_client(resp, created ? 201 : 200, &out);
     json_decref(j);
     return;
 fail:
@@ -441,7 +487,7 @@ void res_client_get(const http_request *req, http_response *resp)
     mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;
-    http_reply_json(resp, 200, client_json(&c));
+    reply_client(resp, 200, &c);
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
 }
 
@@ -460,11 +506,18 @@ static long long query_uint(const char *s, long long lo, long long hi)
 }
 
 /* "next_cursor" of a page of n from offset of total: the next position, or null. */
+/* The cursor of the page after this one into buf, or NULL when this page is the last. */
+static const char *next_cursor(char buf[32], size_t offset, size_t n, size_t total)
+{
+    snprintf(buf, 32, "o%zu", offset + n);
+    return offset + n < total ? buf : NULL;
+}
+
 static void set_next_cursor(json_t *o, size_t offset, size_t n, size_t total)
 {
-    char next[32];
-    snprintf(next, sizeof next, "o%zu", offset + n);
-    json_object_set_new(o, "next_cursor", offset + n < total ? json_string(next) : json_null());
+    char buf[32];
+    const char *next = next_cursor(buf, offset, n, total);
+    json_object_set_new(o, "next_cursor", next ? json_string(next) : json_null());
 }
 
 /* limit and cursor ("o" + position) of a paginated list; -1 with the problem recorded. */
@@ -563,13 +616,26 @@ void res_clients_list(const http_request *req, http_response *resp)
         free(page);
         return;
     }
-    json_t *arr = json_array();
+    jsonout_w w; /* the page written straight into the answer: no tree per client */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "clients");
+    jsonout_open(&w, '[');
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, client_json(&page[i]));
+        write_client(&w, &page[i]);
     free(page);
-    json_t *o = json_pack("{s:o, s:I}", "clients", arr, "total", (json_int_t)total);
-    set_next_cursor(o, q.offset, n, total);
-    http_reply_json(resp, 200, o);
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "total");
+    jsonout_int(&w, (long long)total);
+    jsonout_key(&w, "next_cursor");
+    char buf[32];
+    const char *next = next_cursor(buf, q.offset, n, total);
+    if (next)
+        jsonout_str(&w, next);
+    else
+        jsonout_null(&w);
+    jsonout_close(&w, '}');
+    http_reply_written(resp, 200, &w);
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
     return;
 fail:
@@ -1395,19 +1461,36 @@ void res_summary(const http_request *req, http_response *resp)
     mark_read_only(req, resp);
     if (http_not_modified(req, resp, etag))
         return;
-    json_t *h = json_array();
-    for (int i = 0; i < 11; i++)
-        json_array_append_new(
-            h, json_pack("{s:f, s:o, s:I}", "from", i / 10.0, "to",
-                         i < 10 ? json_real((i + 1) / 10.0) : json_string("infinite"), "clients",
-                         (json_int_t)s.spend_hist[i]));
-    json_t *o =
-        json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:o, s:b, s:I, s:I}", "clients",
-                  (json_int_t)s.clients, "by_status", "active", (json_int_t)s.active, "exhausted",
-                  (json_int_t)s.exhausted, "uncertified", (json_int_t)s.uncertified, "rounds",
-                  (json_int_t)s.rounds, "spent_fraction_histogram", h, "read_only", s.read_only,
-                  "log_bytes", (json_int_t)s.log_bytes, "version", (json_int_t)s.version);
-    http_reply_json(resp, 200, o);
+    jsonout_w w; /* written straight into the answer (jsonout.h) */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    write_int(&w, "clients", (long long)s.clients);
+    jsonout_key(&w, "by_status");
+    jsonout_open(&w, '{');
+    write_int(&w, "active", (long long)s.active);
+    write_int(&w, "exhausted", (long long)s.exhausted);
+    write_int(&w, "uncertified", (long long)s.uncertified);
+    jsonout_close(&w, '}');
+    write_int(&w, "rounds", (long long)s.rounds);
+    jsonout_key(&w, "spent_fraction_histogram");
+    jsonout_open(&w, '[');
+    for (int i = 0; i < 11; i++) {
+        jsonout_open(&w, '{');
+        write_real(&w, "from", i / 10.0);
+        if (i < 10)
+            write_real(&w, "to", (i + 1) / 10.0);
+        else
+            write_string(&w, "to", "infinite");
+        write_int(&w, "clients", (long long)s.spend_hist[i]);
+        jsonout_close(&w, '}');
+    }
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "read_only");
+    jsonout_bool(&w, s.read_only);
+    write_int(&w, "log_bytes", (long long)s.log_bytes);
+    write_int(&w, "version", (long long)s.version);
+    jsonout_close(&w, '}');
+    http_reply_written(resp, 200, &w);
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
 }
 

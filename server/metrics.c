@@ -37,13 +37,21 @@ _Static_assert(DP_ACCT_SHUFFLE_EXACT == NACCT - 2, "one metrics slot per account
 _Static_assert(sizeof(((ledger_summary *)0)->sync_hist) / sizeof(uint64_t) == WAL_SYNC_NBUCKETS,
                "ledger_summary.sync_hist must hold WAL_SYNC_NBUCKETS buckets");
 
-/* index MAX_ROUTES: requests that matched no route */
-static uint64_t requests[MAX_ROUTES + 1][NMETHOD][NSTATUS];
-static uint64_t hist[MAX_ROUTES + 1][NMETHOD][NLE + 1];
-static uint64_t micros[MAX_ROUTES + 1][NMETHOD]; /* latency sum in microseconds */
+/* The counters every request writes, in shards: a thread adds to its own shard, so the HTTP
+ * workers never write the same cache line per request (a scrape adds the shards up). Threads
+ * beyond NSHARD share shards, still exactly (the adds are atomic). Index MAX_ROUTES: requests
+ * that matched no route. */
+#define NSHARD 8
+typedef struct {
+    uint64_t requests[MAX_ROUTES + 1][NMETHOD][NSTATUS];
+    uint64_t hist[MAX_ROUTES + 1][NMETHOD][NLE + 1];
+    uint64_t micros[MAX_ROUTES + 1][NMETHOD]; /* latency sum in microseconds */
+    uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
+} shard;
+static _Alignas(64) shard shards[NSHARD];
+static unsigned shards_taken;
 static uint64_t admitted_total, refused_total, rounds_total, denied[3], head_timeouts;
 static uint64_t refusals[NREASON];
-static uint64_t chist[NACCT][NCLE + 1], cmicros[NACCT];
 static uint64_t compute_busy, compute_refused, compute_places;
 static uint64_t ledger_unavailable_total;
 static const char *ledger_backend; /* "file" or "postgresql"; NULL: no ledger */
@@ -56,6 +64,25 @@ static void add(uint64_t *c, uint64_t v)
 static uint64_t get(const uint64_t *c)
 {
     return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/* This thread's shard, chosen once per thread. */
+static shard *my_shard(void)
+{
+    static _Thread_local shard *mine;
+    if (mine == NULL)
+        mine = &shards[__atomic_fetch_add(&shards_taken, 1, __ATOMIC_RELAXED) % NSHARD];
+    return mine;
+}
+
+/* A sharded counter's total: the same counter (at its offset within a shard) in every shard. */
+static uint64_t shard_sum(const uint64_t *c)
+{
+    size_t off = (size_t)((const char *)c - (const char *)&shards[0]);
+    uint64_t t = 0;
+    for (int i = 0; i < NSHARD; i++)
+        t += get((const uint64_t *)((const char *)&shards[i] + off));
+    return t;
 }
 
 double metrics_now(void)
@@ -94,9 +121,10 @@ void metrics_request(int rt, int method, int status, double seconds)
     for (size_t i = 0; i + 1 < NSTATUS; i++)
         if (STATUSES[i] == status)
             s = i;
-    add(&requests[r][m][s], 1);
-    add(&hist[r][m][bucket(LE, NLE, seconds)], 1);
-    add(&micros[r][m], (uint64_t)(seconds * 1e6 + 0.5));
+    shard *h = my_shard();
+    add(&h->requests[r][m][s], 1);
+    add(&h->hist[r][m][bucket(LE, NLE, seconds)], 1);
+    add(&h->micros[r][m], (uint64_t)(seconds * 1e6 + 0.5));
 }
 
 void metrics_round(const ledger_round_res *r)
@@ -120,8 +148,9 @@ void metrics_compute(const char *accountant, double seconds)
     dp_accountant v;
     if (accountant && dp_accountant_parse(accountant, &v) == 0 && (int)v < NACCT - 1)
         a = (int)v;
-    add(&chist[a][bucket(CLE, NCLE, seconds)], 1);
-    add(&cmicros[a], (uint64_t)(seconds * 1e6 + 0.5));
+    shard *h = my_shard();
+    add(&h->chist[a][bucket(CLE, NCLE, seconds)], 1);
+    add(&h->cmicros[a], (uint64_t)(seconds * 1e6 + 0.5));
 }
 
 void metrics_head_timeout(void)
@@ -289,7 +318,7 @@ static void render_requests(sbuf *b)
         for (int m = 0; m < NMETHOD; m++) {
             route_label(r, m, lab, sizeof lab);
             for (size_t s = 0; s < NSTATUS; s++) {
-                uint64_t v = get(&requests[r][m][s]);
+                uint64_t v = shard_sum(&shards[0].requests[r][m][s]);
                 if (v == 0)
                     continue;
                 if (STATUSES[s])
@@ -308,23 +337,24 @@ static void render_requests(sbuf *b)
         if (r >= nroutes && r != MAX_ROUTES)
             continue;
         for (int m = 0; m < NMETHOD; m++) {
-            uint64_t total = 0;
+            /* each bucket read once: the cumulative counts and the total agree */
+            uint64_t n[NLE + 1], total = 0;
             for (size_t i = 0; i <= NLE; i++)
-                total += get(&hist[r][m][i]);
+                total += n[i] = shard_sum(&shards[0].hist[r][m][i]);
             if (total == 0)
                 continue;
             route_label(r, m, lab, sizeof lab);
             uint64_t cum = 0;
             for (size_t i = 0; i < NLE; i++) {
-                cum += get(&hist[r][m][i]);
+                cum += n[i];
                 put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n", lab,
                     LE[i], (unsigned long long)cum);
             }
             put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
                 (unsigned long long)total);
-            char sum[DPB_NUM_MAX];
+            char secs[DPB_NUM_MAX];
             put(b, "dpbudget_http_request_duration_seconds_sum{%s} %s\n", lab,
-                dpb_num_str((double)get(&micros[r][m]) / 1e6, sum));
+                dpb_num_str((double)shard_sum(&shards[0].micros[r][m]) / 1e6, secs));
             put(b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
                 (unsigned long long)total);
         }
@@ -338,24 +368,24 @@ static void render_compute(sbuf *b)
            "that answered.\n"
            "# TYPE dpbudget_compute_duration_seconds histogram\n");
     for (int a = 0; a < NACCT; a++) {
-        uint64_t total = 0;
+        uint64_t n[NCLE + 1], total = 0;
         for (size_t i = 0; i <= NCLE; i++)
-            total += get(&chist[a][i]);
+            total += n[i] = shard_sum(&shards[0].chist[a][i]);
         if (total == 0)
             continue;
         uint64_t cum = 0;
         for (size_t i = 0; i < NCLE; i++) {
-            cum += get(&chist[a][i]);
+            cum += n[i];
             put(b, "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"%g\"} %llu\n",
                 acct_name(a), CLE[i], (unsigned long long)cum);
         }
-        char sum[DPB_NUM_MAX];
+        char secs[DPB_NUM_MAX];
         put(b,
             "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"+Inf\"} %llu\n"
             "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %s\n"
             "dpbudget_compute_duration_seconds_count{accountant=\"%s\"} %llu\n",
             acct_name(a), (unsigned long long)total, acct_name(a),
-            dpb_num_str((double)get(&cmicros[a]) / 1e6, sum), acct_name(a),
+            dpb_num_str((double)shard_sum(&shards[0].cmicros[a]) / 1e6, secs), acct_name(a),
             (unsigned long long)total);
     }
 }

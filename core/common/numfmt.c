@@ -32,6 +32,108 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 
 #define TWO53 9007199254740992.0
 
+/* m / 10^k (k >= 1, not a whole number) in plain notation, as %g writes it: the digits of m
+ * with the point k places from the right, trailing zeros dropped. */
+static size_t plain(int neg, uint64_t m, int k, char out[DPB_NUM_MAX])
+{
+    char d[24];
+    size_t n = write_int(m, 0, d);
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    if (n <= (size_t)k) {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (size_t z = n; z < (size_t)k; z++)
+            out[o++] = '0';
+        memcpy(out + o, d, n);
+        o += n;
+    } else {
+        memcpy(out + o, d, n - (size_t)k);
+        o += n - (size_t)k;
+        out[o++] = '.';
+        memcpy(out + o, d + n - k, (size_t)k);
+        o += (size_t)k;
+    }
+    while (out[o - 1] == '0') /* m may end in zeros when a*10^k rounded up to them */
+        o--;
+    if (out[o - 1] == '.')
+        o--;
+    out[o] = '\0';
+    return o;
+}
+
+/* 5^k for k <= 27 (below 2^64). */
+static uint64_t pow5(int k)
+{
+    uint64_t p = 1;
+    while (k-- > 0)
+        p *= 5;
+    return p;
+}
+
+/* M * 2^E * 10^k rounded to a whole number, half to even (as printf rounds), computed
+ * exactly: M * 5^k fits 128 bits for M < 2^53 and k <= 27. The result must be below 2^64. */
+static uint64_t scaled_round(uint64_t M, int E, int k)
+{
+    unsigned __int128 n = (unsigned __int128)M * pow5(k);
+    int s = E + k;
+    if (s >= 0)
+        return (uint64_t)(n << s);
+    s = -s;
+    if (s >= 127)
+        return 0;
+    unsigned __int128 q = n >> s, r = n - (q << s), half = (unsigned __int128)1 << (s - 1);
+    if (r > half || (r == half && (q & 1)))
+        q++;
+    return (uint64_t)q;
+}
+
+/* x (1e-4 <= |x| < 1e15, needing 16 or 17 significant digits) as %.16g writes it when that
+ * reads back (only tried when try16), else as %.17g: the same digits, computed exactly in
+ * integers rather than by printf and strtod. The 16 digits read back when they lie within
+ * half a unit in the last place of x (the half below a power of two is half as wide), a tie
+ * going to x when its mantissa is even, as strtod rounds. */
+static size_t long_decimal(double x, int try16, char out[DPB_NUM_MAX])
+{
+    double a = fabs(x);
+    int e;
+    double f = frexp(a, &e);
+    uint64_t M = (uint64_t)ldexp(f, 53);
+    int E = e - 53;
+    /* X = floor(log10 a), checked against the 17 digits it gives */
+    int X = (int)floor(log10(a));
+    uint64_t m17 = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        m17 = scaled_round(M, E, 16 - X);
+        if (m17 >= 100000000000000000ULL)
+            X++;
+        else if (m17 < 10000000000000000ULL)
+            X--;
+        else
+            break;
+    }
+    if (!(m17 >= 10000000000000000ULL && m17 < 100000000000000000ULL))
+        return 0;
+    if (try16) {
+        int k = 15 - X;
+        uint64_t m16 = scaled_round(M, E, k);
+        if (m16 >= 1000000000000000ULL && m16 < 10000000000000000ULL) {
+            /* |m16 / 10^k - M 2^E| against half an ulp, all scaled by 10^k 2^t to integers */
+            int s = E + k, t = s < 2 ? 2 - s : 0;
+            unsigned __int128 p5 = pow5(k);
+            unsigned __int128 lhs = (unsigned __int128)m16 << t;
+            unsigned __int128 mid = ((unsigned __int128)M * p5) << (s + t);
+            unsigned __int128 half = p5 << (s + t - 1), below = p5 << (s + t - 2);
+            unsigned __int128 lim = lhs >= mid || M != (1ULL << 52) ? half : below;
+            unsigned __int128 d = lhs >= mid ? lhs - mid : mid - lhs;
+            if (d < lim || (d == lim && (M & 1) == 0))
+                return plain(x < 0, m16, k, out);
+        }
+    }
+    return plain(x < 0, m17, 16 - X, out);
+}
+
 /* x as m / 10^k with m a whole number below 2^53 and the fewest decimals k that read back to
  * x, written in plain notation; 0 when there is none (x needs more digits, or lies outside
  * 1e-4 <= |x| < 1e15, where %g writes an exponent). m and 10^k (k <= 22) are exact doubles,
@@ -62,29 +164,50 @@ static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
             m = p + 1.0;
         if (m < 0.0)
             continue;
-        /* the digits of m, then the point inserted k places from the right */
+        return plain(x < 0, (uint64_t)m, k, out);
+    }
+    return 0;
+}
+
+/* x as m / 10^k for 1e-22 <= |x| < 1e-4, where %g writes an exponent, with at most 15
+ * significant digits (m < 10^15): "d.ddde-N", as short_decimal's search finds it. At 15
+ * digits or fewer, at most one decimal of that many digits lies within half a unit of x, so
+ * this is the text the first %.Pg that reads back would give, without printf. 0 when x needs
+ * more digits (or lies outside that range). */
+static size_t small_decimal(double x, char out[DPB_NUM_MAX])
+{
+    double a = fabs(x);
+    if (!(a >= 1e-22 && a < 1e-4))
+        return 0;
+    for (int k = 5; k <= 22; k++) {
+        double p = nearbyint(a * POW10[k]), m = -1.0;
+        if (p >= 1e15)
+            return 0;
+        if (p / POW10[k] == a)
+            m = p;
+        else if (p >= 1.0 && (p - 1.0) / POW10[k] == a)
+            m = p - 1.0;
+        else if (p + 1.0 < 1e15 && (p + 1.0) / POW10[k] == a)
+            m = p + 1.0;
+        if (m < 1.0)
+            continue;
         char d[24];
         size_t n = write_int((uint64_t)m, 0, d);
+        int e = (int)n - 1 - k;          /* m / 10^k = d[0].d[1..] * 10^e */
+        while (n > 1 && d[n - 1] == '0') /* m may end in zeros when a*10^k rounded up */
+            n--;
         size_t o = 0;
         if (x < 0)
             out[o++] = '-';
-        if (n <= (size_t)k) {
-            out[o++] = '0';
+        out[o++] = d[0];
+        if (n > 1) {
             out[o++] = '.';
-            for (size_t z = n; z < (size_t)k; z++)
-                out[o++] = '0';
-            memcpy(out + o, d, n);
-            o += n;
-        } else {
-            memcpy(out + o, d, n - (size_t)k);
-            o += n - (size_t)k;
-            out[o++] = '.';
-            memcpy(out + o, d + n - k, (size_t)k);
-            o += (size_t)k;
+            memcpy(out + o, d + 1, n - 1);
+            o += n - 1;
         }
-        while (out[o - 1] == '0') /* m may end in zeros when a*10^k rounded up to them */
-            o--;
-        out[o] = '\0';
+        out[o++] = 'e';
+        out[o++] = '-';
+        o += write_int((uint64_t)-e, 0, out + o);
         return o;
     }
     return 0;
@@ -134,7 +257,13 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
     size_t k = short_decimal(x, out, &try16);
     if (k)
         return k;
+    /* and small ones (deltas: 1e-5, 2.5e-7): a short decimal in exponent notation */
+    k = small_decimal(x, out);
+    if (k)
+        return k;
     int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
+    if (in_range && fabs(x) >= DBL_MIN && (k = long_decimal(x, try16, out)) > 0)
+        return k;
     /* 15 significant digits always read back as written (DBL_DIG), so from 15 on the first
      * precision whose text reads back to x is the shortest (%g drops trailing zeros). Below
      * DBL_MIN (subnormals) fewer bits are kept and fewer digits may do: try them all. In

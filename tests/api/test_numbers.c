@@ -2,6 +2,7 @@
  * same double (core/common/numfmt.h), the JSON writer (server/jsonout.h) against jansson's
  * own, and answers and problem details that say 0.05, not 0.050000000000000003. */
 #include <float.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +98,92 @@ static void shortest_round_trip_random_bits(void)
     CHECKF(bad == 0, "%d of 200000 random doubles", bad);
 }
 
+/* %g's own text for x: the first precision whose text reads back, its exponent trimmed
+ * ("1e-05" -> "1e-5"), as dpb_num writes numbers outside plain notation. */
+static void printf_shortest(double x, char out[64])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 64, "%.*g", prec, x);
+        if (strtod(out, NULL) == x)
+            break;
+    }
+    char *e = strchr(out, 'e');
+    if (e == NULL)
+        return;
+    char *from = e + 1, *to = e + 1;
+    if (*from == '-')
+        to = ++from;
+    else if (*from == '+')
+        from++;
+    while (*from == '0' && from[1] != '\0')
+        from++;
+    memmove(to, from, strlen(from) + 1);
+}
+
+/* dpb_num(x) is printf_shortest(x); the first 5 differences (bad so far) are reported. */
+static int same_as_printf(double x, int bad)
+{
+    char s[DPB_NUM_MAX], want[64];
+    dpb_num(x, s);
+    printf_shortest(x, want);
+    if (strcmp(s, want) == 0)
+        return 1;
+    if (bad < 5)
+        CHECKF(0, "%.17g written '%s', printf's shortest '%s'", x, s, want);
+    return 0;
+}
+
+/* Numbers written without printf (small ones with 15 digits or fewer: 1e-5, 2.5e-7; 16 or
+ * 17 digits in plain notation): the text must be printf's, byte for byte. */
+static void numbers_written_as_printf_would(void)
+{
+    int bad = 0, n = 0;
+    for (int i = 0; i < 100000; i++) {
+        /* m * 10^-k with 1 to 15 digits, and random doubles in 1e-22 .. 1e-4 */
+        double x;
+        if (i % 2) {
+            char t[48];
+            unsigned long long m = next64() % (i % 4 == 1 ? 1000ULL : 1000000000000000ULL);
+            snprintf(t, sizeof t, "%llue-%d", m, 5 + (int)(next64() % 25));
+            x = strtod(t, NULL);
+        } else {
+            x = from_bits((next64() & 0x000FFFFFFFFFFFFFULL) |
+                          ((uint64_t)(1023 - 14 - next64() % 60) << 52));
+        }
+        if (next64() & 1)
+            x = -x;
+        if (x == 0.0)
+            continue;
+        n++;
+        bad += !same_as_printf(x, bad);
+    }
+    CHECKF(bad == 0, "%d of %d small doubles", bad, n);
+    /* and 16 or 17 digits in plain notation (1e-4 .. 1e15), computed exactly in integers:
+     * random doubles there, and the neighbours of powers of two (where the gap below is half
+     * the gap above) */
+    bad = n = 0;
+    for (int i = 0; i < 100000; i++) {
+        double x = from_bits((next64() & 0x000FFFFFFFFFFFFFULL) |
+                             ((uint64_t)(1023 - 14 + next64() % 64) << 52));
+        if (i % 4 == 0) {
+            x = ldexp(1.0, (int)(next64() % 63) - 13);
+            x = nextafter(x, i % 8 ? 0.0 : 1e300);
+        }
+        if (!(x >= 1e-4 && x < 1e15) || x == floor(x))
+            continue;
+        n++;
+        bad += !same_as_printf(x, bad);
+    }
+    CHECKF(bad == 0, "%d of %d doubles in plain notation", bad, n);
+    char s[DPB_NUM_MAX];
+    CHECK(strcmp(dpb_num_str(0.014754478187500511, s), "0.014754478187500511") == 0);
+    CHECK(strcmp(dpb_num_str(-4.605170269485859, s), "-4.605170269485859") == 0);
+    CHECK(strcmp(dpb_num_str(1e-5, s), "1e-5") == 0);
+    CHECK(strcmp(dpb_num_str(-2.5e-7, s), "-2.5e-7") == 0);
+    CHECK(strcmp(dpb_num_str(9.99999999999999e-5, s), "9.99999999999999e-5") == 0);
+    CHECK(strcmp(dpb_num_str(1e-22, s), "1e-22") == 0);
+}
+
 static void shortest_round_trip_special_values(void)
 {
     int bad = 0;
@@ -180,6 +267,71 @@ static void jsonout_matches_jansson(void)
 
 /* Reals: the shortest text, a '.' or an exponent always (a real stays a real), every value
  * read back bit for bit; where %.17g is already shortest, jansson's exact text. */
+/* The writer (jsonout_w) gives the same bytes as the tree with the same members, and refuses
+ * what the tree's dump refuses. */
+static void jsonout_writer_matches_tree(void)
+{
+    json_t *inner = json_pack("{s:[i,{s:s}], s:f}", "z", 7, "y", "x\n\"", "r", 0.1);
+    json_t *o = json_pack("{s:s, s:b, s:[{s:f, s:f}, {s:f, s:f}], s:[], s:{}, s:O, s:f}", "a",
+                          "\xc3\xa9 \x01", "ok", 1, "list", "x", 1.0, "y", 1e-5, "x", -2.5, "y",
+                          0.30000000000000004, "empty_a", "empty_o", "tree", inner, "last", 7.8);
+    jsonout_w w;
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "a");
+    jsonout_str(&w, "\xc3\xa9 \x01");
+    jsonout_key(&w, "ok");
+    jsonout_bool(&w, 1);
+    jsonout_key(&w, "list");
+    jsonout_open(&w, '[');
+    const double xy[] = {1.0, 1e-5, -2.5, 0.30000000000000004};
+    for (int i = 0; i < 2; i++) {
+        jsonout_open(&w, '{');
+        jsonout_key(&w, "x");
+        jsonout_realv(&w, xy[2 * i]);
+        jsonout_key(&w, "y");
+        jsonout_realv(&w, xy[2 * i + 1]);
+        jsonout_close(&w, '}');
+    }
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "empty_a");
+    jsonout_open(&w, '[');
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "empty_o");
+    jsonout_open(&w, '{');
+    jsonout_close(&w, '}');
+    jsonout_key(&w, "tree");
+    jsonout_tree(&w, inner);
+    json_t *last = json_pack("{s:f}", "last", 7.8);
+    jsonout_members(&w, last);
+    jsonout_close(&w, '}');
+    size_t n = 0, m = 0;
+    char *mine = jsonout_finish(&w, &n);
+    char *tree = jsonout_dump(o, &m);
+    CHECK(mine && tree);
+    if (mine && tree)
+        CHECKF(n == m && strcmp(mine, tree) == 0, "\n writer %s\n tree   %s", mine, tree);
+    free(mine);
+    free(tree);
+    json_decref(last);
+    json_decref(inner);
+    json_decref(o);
+    /* a non-finite real, an unclosed object, a key without its value: NULL */
+    jsonout_init(&w);
+    jsonout_open(&w, '[');
+    jsonout_realv(&w, 1.0 / 0.0);
+    jsonout_close(&w, ']');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "k");
+    jsonout_close(&w, '}');
+    CHECK(jsonout_finish(&w, &n) == NULL);
+}
+
 static void jsonout_reals(void)
 {
     json_t *a = json_array();
@@ -321,8 +473,10 @@ const tl_test NUMBER_TESTS[] = {
     TL_T(metrics_sums_are_shortest),
     TL_T(shortest_round_trip_random_bits),
     TL_T(shortest_round_trip_special_values),
+    TL_T(numbers_written_as_printf_would),
     TL_T(jsonout_matches_jansson),
     TL_T(jsonout_reals),
+    TL_T(jsonout_writer_matches_tree),
     TL_T(answers_say_what_was_asked),
     TL_T(problem_details_say_what_was_sent),
 };
