@@ -1,0 +1,34 @@
+/*
+ * reqlog.h - the request log's writer (http.c formats the lines).
+ *
+ * A line is added to a buffer of the calling thread (an HTTP worker) and written to stderr
+ * with the buffer's other lines in one write(2) of whole lines, at most REQLOG_BUF bytes:
+ * lines from several threads never interleave (a write of up to PIPE_BUF bytes to a pipe is
+ * atomic, and the others append whole). A buffer is written when the next line would not
+ * fit, by a flusher thread at most REQLOG_FLUSH_MS after its first line, and by reqlog_stop.
+ * So one write per about ten lines under load instead of one per line; the price is that
+ * lines reach the log up to REQLOG_FLUSH_MS late, slightly out of order across threads (each
+ * carries its own ts), and that a kill -9 loses at most the last REQLOG_FLUSH_MS of request
+ * lines (never a ledger change: the log is not the ledger).
+ *
+ * Thread-safe. Without reqlog_start, reqlog_line writes each line at once.
+ */
+#ifndef HTTP_REQLOG_H
+#define HTTP_REQLOG_H
+
+#include <stddef.h>
+
+#define REQLOG_BUF 4096
+#define REQLOG_FLUSH_MS 50
+
+/* Starts the flusher thread. 0, or -1 (lines are then written one by one). */
+int reqlog_start(void);
+
+/* One whole line (ending in '\n'). */
+void reqlog_line(const char *line, size_t n);
+
+/* Writes every buffered line, stops the flusher and frees the buffers; call once nothing
+ * calls reqlog_line any more. */
+void reqlog_stop(void);
+
+#endif
