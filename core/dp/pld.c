@@ -849,6 +849,12 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
 #define PLAN_CACHE_MAX_N ((size_t)1 << 20)
 #define PLAN_CACHE_POINTS ((size_t)1 << 22)
 
+/* Up to this size the transforms are complex (c2c) of the real input: FFTW plans a new r2c
+ * size in 1-6 ms (its real-data planner tries many solvers), a c2c size in 0.1-0.5 ms, and at
+ * these sizes a transform runs in well under a millisecond either way, so a request whose
+ * size was never planned before costs the planning, not the transform. */
+#define C2C_MAX_N ((size_t)1 << 16)
+
 typedef struct {
     size_t n;
     fftw_plan fwd, inv;
@@ -857,7 +863,8 @@ typedef struct {
 static plan_pair plan_cache[PLAN_CACHE];
 static size_t plan_count, plan_points;
 
-/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1). */
+/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1); complex
+ * (out of place, forward and backward) when N <= C2C_MAX_N, real (r2c, c2r) above. */
 static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
 {
     dpb_status st = DPB_ENOMEM;
@@ -870,10 +877,15 @@ static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned
             pthread_mutex_unlock(&plan_lock);
             return DPB_OK;
         }
-    double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc((N / 2 + 1) * sizeof *X);
+    int cx = N <= C2C_MAX_N;
+    double *buf = fftw_malloc(N * (cx ? sizeof(fftw_complex) : sizeof *buf));
+    fftw_complex *X = fftw_malloc((cx ? N : N / 2 + 1) * sizeof *X);
     *fwd = *inv = NULL;
-    if (buf != NULL && X != NULL) {
+    if (buf != NULL && X != NULL && cx) {
+        fftw_complex *in = (fftw_complex *)buf;
+        *fwd = fftw_plan_dft_1d((int)N, in, X, FFTW_FORWARD, FFTW_ESTIMATE);
+        *inv = fftw_plan_dft_1d((int)N, in, X, FFTW_BACKWARD, FFTW_ESTIMATE);
+    } else if (buf != NULL && X != NULL) {
         *fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
         *inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
     }
@@ -1034,15 +1046,22 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     if (N > 2 * PLD_MAX_POINTS)
         return DPB_ELIMIT;
     size_t nc = N / 2 + 1;
+    /* complex transforms (N <= C2C_MAX_N): the real input and output pass through cin/cout,
+     * X and Y hold the whole spectrum (only its first nc values are used: it is Hermitian) */
+    int cx = N <= C2C_MAX_N;
+    size_t nx = cx ? N : nc;
     double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc(nc * sizeof *X), *Y = fftw_malloc(nc * sizeof *Y);
+    fftw_complex *X = fftw_malloc(nx * sizeof *X), *Y = fftw_malloc(nx * sizeof *Y);
+    fftw_complex *cin = cx ? fftw_malloc(N * sizeof *cin) : NULL;
+    fftw_complex *cout = cx ? fftw_malloc(N * sizeof *cout) : NULL;
     double *dz = calloc(nc, sizeof *dz); /* the product's error bound per frequency, / G */
     fftw_plan fwd = NULL, inv = NULL;
     int owned = 0;
     dpb_status st = DPB_ENOMEM;
     const double u = DBL_EPSILON, eta = pld_fft_eta(N);
     double log_g = 0.0;
-    if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
+    if (buf == NULL || X == NULL || Y == NULL || dz == NULL ||
+        (cx && (cin == NULL || cout == NULL)))
         goto fail;
     if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
         goto fail;
@@ -1059,7 +1078,13 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
             if (++pos == N)
                 pos = 0;
         }
-        fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        if (cx) {
+            for (size_t j = 0; j < N; j++)
+                cin[j] = buf[j];
+            fftw_execute_dft(fwd, cin, i == 0 ? Y : X);
+        } else {
+            fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        }
         uint64_t c = terms[i].count;
         double si = sum_mass(d), cd = (double)c;
         double ei = (eta + (double)((d->n - 1) / N) * u) * si;
@@ -1100,7 +1125,17 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         s2 += w * b * b;
         sz += w * az;
     }
-    fftw_execute_dft_c2r(inv, Y, buf);
+    if (cx) { /* the whole Hermitian spectrum; the output's real part is c2r's result */
+        for (size_t f = 0; f < nc; f++)
+            cin[f] = Y[f];
+        for (size_t f = nc; f < N; f++)
+            cin[f] = conj(Y[N - f]);
+        fftw_execute_dft(inv, cin, cout);
+        for (size_t j = 0; j < N; j++)
+            buf[j] = creal(cout[j]);
+    } else {
+        fftw_execute_dft_c2r(inv, Y, buf);
+    }
     double pmax = 0.0, p2 = 0.0;
     for (size_t j = 0; j < N; j++) {
         double v = fabs(buf[j]) / (double)N;
@@ -1139,6 +1174,8 @@ fail:
     fftw_free(buf);
     fftw_free(X);
     fftw_free(Y);
+    fftw_free(cin);
+    fftw_free(cout);
     return st;
 }
 
