@@ -222,16 +222,24 @@ typedef struct {
 static void interval_masses(const loss_model *m, tails *t, double b, double *mp, double *mq)
 {
     double Sp, Sq, Fp, Fq;
-    model_eval2(m, b, 0, &Sp, &Sq);
-    if (t->Sp < 0.5 && t->Sq < 0.5) {
-        *mp = t->Sp - Sp;
-        *mq = t->Sq - Sq;
-        Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
-        Fq = 1.0 - Sq;
-    } else {
+    if (t->Sp >= 0.5 && t->Sq >= 0.5) { /* both in the lower part: the cdfs only */
         model_eval2(m, b, 1, &Fp, &Fq);
-        *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
-        *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
+        *mp = Fp - t->Fp;
+        *mq = Fq - t->Fq;
+        Sp = 1.0 - Fp; /* not used for masses while S >= 0.5 */
+        Sq = 1.0 - Fq;
+    } else {
+        model_eval2(m, b, 0, &Sp, &Sq);
+        if (t->Sp < 0.5 && t->Sq < 0.5) {
+            *mp = t->Sp - Sp;
+            *mq = t->Sq - Sq;
+            Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
+            Fq = 1.0 - Sq;
+        } else { /* one law in each part: both tails */
+            model_eval2(m, b, 1, &Fp, &Fq);
+            *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
+            *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
+        }
     }
     if (!(*mp > 0.0))
         *mp = 0.0;
@@ -798,15 +806,71 @@ static double term_F(const pld_term *terms, size_t k, double t)
     return F;
 }
 
+static double golden_level(const pld_term *terms, size_t k, double sg, double ltail);
+
 static double level_at(const pld_term *terms, size_t k, double t, double ltail)
 {
     double v = (term_F(terms, k, t) - ltail) / fabs(t);
     return v == v ? v : HUGE_VAL;
 }
 
-static double chernoff_level(const pld_term *terms, size_t k, int upper, double ltail)
+/* floor(a / m) and ceil(a / m) for m >= 1 */
+static int64_t div_floor(int64_t a, int64_t m)
+{
+    return a >= 0 ? a / m : -((-a + m - 1) / m);
+}
+
+/* For the window only, term i (count c, n points) may be replaced by its masses binned m at a
+ * time onto the bin's upper end (upper side: t > 0) or lower end (t < 0). That can only
+ * raise every E e^{tL} (e^{tl} increases with l for t > 0, decreases for t < 0), so the
+ * level stays a valid bound; it is at most c (m - 1) h wider. m = 1 + 64 / c, and at most
+ * n / 4096 (so a single 10^6-point Gaussian is summed over 4096 points, 128 points wider).
+ * *cd gets the binned copy (freed by the caller) or stays empty (the term as it is). */
+static void coarse_term(const pld_term *t, int upper, pld_pmf *cd)
+{
+    memset(cd, 0, sizeof *cd);
+    uint64_t m = 1 + 64 / t->count, cap = t->d->n / 4096;
+    if (cap < m)
+        m = cap;
+    if (m <= 1)
+        return;
+    const pld_pmf *d = t->d;
+    int64_t mm = (int64_t)m, up = upper ? mm - 1 : 0;
+    int64_t lo = div_floor(d->lo + up, mm), hi = div_floor(d->lo + (int64_t)d->n - 1 + up, mm);
+    if (pmf_alloc(cd, d->h * (double)m, lo, (size_t)(hi - lo + 1)) != DPB_OK) {
+        memset(cd, 0, sizeof *cd);
+        return;
+    }
+    for (size_t j = 0; j < d->n; j++)
+        cd->p[div_floor(d->lo + (int64_t)j + up, mm) - lo] += d->p[j];
+}
+
+static double chernoff_level(const pld_term *terms_in, size_t k, int upper, double ltail)
 {
     double sg = upper ? 1.0 : -1.0;
+    pld_term *terms = malloc(k * sizeof *terms);
+    pld_pmf *cd = calloc(k, sizeof *cd);
+    if (terms == NULL || cd == NULL) {
+        free(terms);
+        free(cd);
+        terms = NULL;
+        cd = NULL;
+    }
+    for (size_t i = 0; terms != NULL && i < k; i++) {
+        coarse_term(&terms_in[i], upper, &cd[i]);
+        terms[i] = cd[i].p != NULL ? (pld_term){&cd[i], terms_in[i].count} : terms_in[i];
+    }
+    const pld_term *use = terms != NULL ? terms : terms_in;
+    double best = golden_level(use, k, sg, ltail);
+    for (size_t i = 0; cd != NULL && i < k; i++)
+        pld_free(&cd[i]);
+    free(cd);
+    free(terms);
+    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+}
+
+static double golden_level(const pld_term *terms, size_t k, double sg, double ltail)
+{
     /* LEVEL is u(t) above and -v(t) below, minimised on both sides (NaN counts as +inf) */
 #define LEVEL(lt) level_at(terms, k, sg *exp(lt), ltail)
     double a = -12.0 * M_LN2, b = 18.0 * M_LN2;
@@ -833,7 +897,7 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
             best = f2;
     }
 #undef LEVEL
-    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+    return best;
 }
 
 /* ---- FFT plans, cached per size ------------------------------------------------------------

@@ -471,6 +471,32 @@ static void pld_roundoff_bound(void)
     dp_event_free(ev);
 }
 
+/* The Chernoff window of a composition sums a wide term (count 1, 10^5-10^6 points) over its
+ * masses binned up to 65 at a time (bin's upper end above, lower end below: the level can
+ * only widen). Two Gaussians composed once each are the Gaussian of mu^2 = sum 1/sigma^2:
+ * delta stays at or above the exact value (nothing is lost to the window) and within 1e-3
+ * of it plus the round-off bound and the tails' allowance. */
+static void pld_window_coarse_terms(void)
+{
+    const double h = 1e-4, s1 = 0.3, s2 = 0.45;
+    pld_pmf a, b, out;
+    CHECK(pld_gaussian(s1, h, &a) == DPB_OK);
+    CHECK(pld_gaussian(s2, h, &b) == DPB_OK);
+    CHECK(a.n > 4096 * 64 && b.n > 4096 * 16);
+    pld_term t[2] = {{&a, 1}, {&b, 1}};
+    CHECK(pld_compose_many(t, 2, &out) == DPB_OK);
+    double mu = sqrt(1.0 / (s1 * s1) + 1.0 / (s2 * s2));
+    for (double eps = 0.0; eps <= 40.0; eps += 2.5) {
+        double exact, d = pld_delta(&out, eps);
+        dp_gdp_delta(mu, eps, &exact, NULL);
+        CHECKF(d >= exact && d <= exact * 1.001 + out.roundoff + out.inf_mass,
+               "eps %g: %.17g vs exact %.17g", eps, d, exact);
+    }
+    pld_free(&a);
+    pld_free(&b);
+    pld_free(&out);
+}
+
 /* Long double composition (pld_extended_enter): its bound is ~2000 times smaller than the
  * double one, and the two results differ by less than the sum of their bounds at every eps
  * (the double bound is certified; so is the extended one if it agrees within it). A
@@ -546,6 +572,7 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(pld_fourier_composition),
     TL_T(pld_roundoff_bound),
     TL_T(pld_extended_precision),
+    TL_T(pld_window_coarse_terms),
     TL_T(pld_grid_coarsened),
 };
 const size_t ACCOUNTANT_NTESTS = N(ACCOUNTANT_TESTS);
