@@ -1049,7 +1049,10 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
  *     times G = prod_j (1 + e_j)^{c_j} (the other factors' moduli, each <= 1 + e_j);
  *     computing x^c by squaring (or cpow's exp(c log x) beyond 2^16) is good to about
  *     c u (1 + pi + |ln |x||) relative, counted 8 times; the k - 1 products 4 u k |Z|;
- *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f|;
+ *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f| (the
+ *     extended path); the double path replaces G by the factors' own bounds a_j + e_j:
+ *     b_f = U_f rho_f (1 + rho_f) + 4 u k |Z^_f| (term_rel: U_f = prod_j (a_j + e_j)^{c_j},
+ *     rho_f = sum_i [c_i e_i / (a_i + e_i) + 8 u c_i (1 + pi + |ln a_i|)]);
  *   - inverse (1/N F*): per point, (1/N) sum_f |dZ_f| + eta (1/N) sum_f |Z^_f| + u |p^_j|
  *     (sums over the full spectrum: half-spectrum weights 2 off 0 and N/2); in 2-norm,
  *     sqrt(sum_f |dZ_f|^2 / N) + (eta + u) ||p^||_2 (normwise stability);
@@ -1076,6 +1079,24 @@ static inline double term_error(double a, double ei, uint64_t c, double u)
     /* |ln a| <= |ln(a + e)| + 2 e / (a + e) when a >= (a + e) / 2 (one log fewer) */
     double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
     return cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
+}
+
+/* The double path's bound at one frequency, in two parts (docs/MATH.md section 6): *lu
+ * gathers ln U = sum_i c_i ln(a_i + e_i) (the product's modulus bound: |X_i| <= a_i + e_i)
+ * and *rel the relative errors sum_i [c_i e_i / (a_i + e_i) + 8 u c_i (1 + pi + |ln a_i|)]
+ * (the forward error through x^c, |x^c - y^c| <= c |x - y| max(|x|, |y|)^{c-1}, and the
+ * powers' own rounding), so that the product's error is at most U rel (1 + rel). */
+static inline void term_rel(double a, double ei, uint64_t c, double u, double *lu, double *rel)
+{
+    double cd = (double)c, ae = a + ei;
+    if (ae == 0.0) { /* X_i = 0 exactly: so is the product */
+        *lu = -HUGE_VAL;
+        return;
+    }
+    double lae = log(ae);
+    double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
+    *lu += cd * lae;
+    *rel += cd * ei / ae + 8.0 * u * cd * (1.0 + M_PI + la);
 }
 
 /* below thr(c), (a + e)^{c-1} = exp((c - 1) ln(a + e)) underflows to 0 (its argument is
@@ -1123,13 +1144,13 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
     fftw_complex *X = fftw_malloc(nx * sizeof *X), *Y = fftw_malloc(nx * sizeof *Y);
     fftw_complex *cin = cx ? fftw_malloc(N * sizeof *cin) : NULL;
     fftw_complex *cout = cx ? fftw_malloc(N * sizeof *cout) : NULL;
-    double *dz = calloc(nc, sizeof *dz); /* the product's error bound per frequency, / G */
+    double *rel = calloc(nc, sizeof *rel), *lu = calloc(nc, sizeof *lu); /* term_rel */
     fftw_plan fwd = NULL, inv = NULL;
     int owned = 0;
     dpb_status st = DPB_ENOMEM;
     const double u = DBL_EPSILON, eta = pld_fft_eta(N);
-    double log_g = 0.0;
-    if (X == NULL || Y == NULL || dz == NULL || (cx && (cin == NULL || cout == NULL)))
+    if (X == NULL || Y == NULL || rel == NULL || lu == NULL ||
+        (cx && (cin == NULL || cout == NULL)))
         goto fail;
     if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
         goto fail;
@@ -1149,14 +1170,14 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
             fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
         }
         uint64_t c = terms[i].count;
-        double si = sum_mass(d), cd = (double)c;
-        double ei = (eta + (double)((d->n - 1) / N) * u) * si;
-        log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0)); /* |X_i| <= s_i */
+        double ei = (eta + (double)((d->n - 1) / N) * u) * sum_mass(d);
         const fftw_complex *Z = i == 0 ? Y : X;
+        /* below thr the term's own error c e (a + e)^{c-1} U / (a + e)^c underflows (as in
+         * the extended path); leaving its factor a + e < 1 out of U only raises U */
         double thr = skip_threshold(c);
         for (size_t f = 0; f < nc; f++)
             if (fabs(creal(Z[f])) + fabs(cimag(Z[f])) + ei >= thr)
-                dz[f] += term_error(cabs(Z[f]), ei, c, u);
+                term_rel(cabs(Z[f]), ei, c, u, &lu[f], &rel[f]);
         if (i == 0 && c > 1)
             cpow_array(Y, Y, nc, c, 0);
         else if (i > 0)
@@ -1166,10 +1187,10 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
         st = DPB_ECANCELLED;
         goto fail;
     }
-    double g = exp(log_g), s1 = 0.0, s2 = 0.0, sz = 0.0;
+    double s1 = 0.0, s2 = 0.0, sz = 0.0;
     for (size_t f = 0; f < nc; f++) {
         double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
-        double b = g * dz[f] + 4.0 * u * (double)k * az;
+        double b = exp(lu[f]) * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
         s1 += w * b;
         s2 += w * b * b;
         sz += w * az;
@@ -1195,7 +1216,8 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
     *r_fft = window_roundoff(s1, s2, sz, pmax, p2, eta, u, N, n_out);
 fail:
     plans_put(fwd, inv, owned);
-    free(dz);
+    free(rel);
+    free(lu);
     fftw_free(X);
     fftw_free(Y);
     fftw_free(cin);
