@@ -36,7 +36,7 @@ LABEL org.opencontainers.image.title="dpbudgetd" \
 # tests only and is not installed.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 libgnutls30 libnettle8 libpq5 \
+        libmicrohttpd12 libjansson4 libgsl27 libfftw3-double3 libfftw3-long3 libgnutls30 libnettle8 libpq5 \
     && rm -rf /var/lib/apt/lists/*
 # A fixed uid/gid (10001, deploy/k8s/statefulset.yaml runs as the same) that owns the data
 # directory. --no-log-init: no sparse /var/log/lastlog entry for a high uid.

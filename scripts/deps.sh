@@ -37,7 +37,7 @@ for c in cc make pkg-config od openssl python3; do
     command -v "$c" >/dev/null 2>&1 || base=1
 done
 if [ "$base" = 0 ]; then
-    for m in libmicrohttpd jansson gsl libcurl fftw3 gnutls nettle libpq; do
+    for m in libmicrohttpd jansson gsl libcurl fftw3 fftw3l gnutls nettle libpq; do
         pkg-config --exists "$m" 2>/dev/null || base=1
     done
 fi

@@ -326,6 +326,47 @@ static dpb_status build_query(const dp_event *ev, dp_relation rel, dp_accountant
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
+/* A pld profile's FFT round-off bound (the larger direction's); 0 for other accountants. */
+static double pld_roundoff(const dp_profile *pr)
+{
+    if (pr->acct != DP_ACCT_PLD)
+        return 0.0;
+    double r = pr->dir[0].roundoff;
+    if (!pr->symmetric && pr->dir[1].roundoff > r)
+        r = pr->dir[1].roundoff;
+    return r;
+}
+
+/* The round-off bound is added to every pld delta: where it exceeds this share of a delta
+ * asked for (epsilon at delta) or answered (delta at epsilon), the profile is built again with
+ * long double transforms (pld_extended_enter), whose bound is ~2000 times smaller, so that
+ * small deltas are not answered "infinite" or loosened by the double arithmetic's bound. The
+ * same rule both ways keeps epsilon(delta(eps)) = eps. */
+#define PLD_ROUNDOFF_SHARE 1e-4
+
+/* Build the profile again in extended precision (when it is a pld profile). Returns 1 if it
+ * did (the answers must be computed again), 0 if the rebuild failed (the first profile
+ * stays). */
+static int rebuild_extended(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                            const dp_options *opt, int want_eps, double x0, dp_profile *pr,
+                            dp_report *rep)
+{
+    if (pld_roundoff(pr) == 0.0)
+        return 0;
+    dp_profile p2;
+    dp_report r2;
+    dpb_error e2 = {0};
+    int prev = pld_extended_enter(1);
+    dpb_status st = build_query(ev, rel, acct, opt, want_eps, x0, &p2, &r2, &e2);
+    pld_extended_leave(prev);
+    if (st != DPB_OK)
+        return 0;
+    dp_profile_release(pr);
+    *pr = p2;
+    *rep = r2;
+    return 1;
+}
+
 static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, const double *eps, size_t n, double *delta,
                             double *ln_delta, dp_point_extra *aux, dp_report *rep, dpb_error *err)
@@ -338,8 +379,17 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
     dp_profile pr;
     if ((st = build_query(ev, rel, acct, opt, 0, eps[0], &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n && !dpb_cancelled(); i++)
-        delta[i] = delta_point(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        int loose = 0;
+        for (size_t i = 0; i < n && !dpb_cancelled(); i++) {
+            delta[i] =
+                delta_point(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
+            loose = loose || pld_roundoff(&pr) > PLD_ROUNDOFF_SHARE * delta[i];
+        }
+        if (pass > 0 || !loose || dpb_cancelled() ||
+            !rebuild_extended(ev, rel, acct, opt, 0, eps[0], &pr, rep))
+            break;
+    }
     dp_profile_release(&pr);
     return dpb_cancelled() ? cancelled(err) : DPB_OK;
 }
@@ -372,8 +422,16 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
     dp_profile pr;
     if ((st = build_query(ev, rel, acct, opt, 1, delta[0], &pr, rep, err)) != DPB_OK)
         return st;
-    for (size_t i = 0; i < n && !dpb_cancelled(); i++)
-        eps[i] = epsilon_point(&pr, delta[i], aux ? &aux[i] : NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        int loose = 0;
+        for (size_t i = 0; i < n && !dpb_cancelled(); i++) {
+            eps[i] = epsilon_point(&pr, delta[i], aux ? &aux[i] : NULL);
+            loose = loose || (delta[i] > 0.0 && pld_roundoff(&pr) > PLD_ROUNDOFF_SHARE * delta[i]);
+        }
+        if (pass > 0 || !loose || dpb_cancelled() ||
+            !rebuild_extended(ev, rel, acct, opt, 1, delta[0], &pr, rep))
+            break;
+    }
     dp_profile_release(&pr);
     return dpb_cancelled() ? cancelled(err) : DPB_OK;
 }

@@ -222,16 +222,24 @@ typedef struct {
 static void interval_masses(const loss_model *m, tails *t, double b, double *mp, double *mq)
 {
     double Sp, Sq, Fp, Fq;
-    model_eval2(m, b, 0, &Sp, &Sq);
-    if (t->Sp < 0.5 && t->Sq < 0.5) {
-        *mp = t->Sp - Sp;
-        *mq = t->Sq - Sq;
-        Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
-        Fq = 1.0 - Sq;
-    } else {
+    if (t->Sp >= 0.5 && t->Sq >= 0.5) { /* both in the lower part: the cdfs only */
         model_eval2(m, b, 1, &Fp, &Fq);
-        *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
-        *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
+        *mp = Fp - t->Fp;
+        *mq = Fq - t->Fq;
+        Sp = 1.0 - Fp; /* not used for masses while S >= 0.5 */
+        Sq = 1.0 - Fq;
+    } else {
+        model_eval2(m, b, 0, &Sp, &Sq);
+        if (t->Sp < 0.5 && t->Sq < 0.5) {
+            *mp = t->Sp - Sp;
+            *mq = t->Sq - Sq;
+            Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
+            Fq = 1.0 - Sq;
+        } else { /* one law in each part: both tails */
+            model_eval2(m, b, 1, &Fp, &Fq);
+            *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
+            *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
+        }
     }
     if (!(*mp > 0.0))
         *mp = 0.0;
@@ -798,15 +806,71 @@ static double term_F(const pld_term *terms, size_t k, double t)
     return F;
 }
 
+static double golden_level(const pld_term *terms, size_t k, double sg, double ltail);
+
 static double level_at(const pld_term *terms, size_t k, double t, double ltail)
 {
     double v = (term_F(terms, k, t) - ltail) / fabs(t);
     return v == v ? v : HUGE_VAL;
 }
 
-static double chernoff_level(const pld_term *terms, size_t k, int upper, double ltail)
+/* floor(a / m) and ceil(a / m) for m >= 1 */
+static int64_t div_floor(int64_t a, int64_t m)
+{
+    return a >= 0 ? a / m : -((-a + m - 1) / m);
+}
+
+/* For the window only, term i (count c, n points) may be replaced by its masses binned m at a
+ * time onto the bin's upper end (upper side: t > 0) or lower end (t < 0). That can only
+ * raise every E e^{tL} (e^{tl} increases with l for t > 0, decreases for t < 0), so the
+ * level stays a valid bound; it is at most c (m - 1) h wider. m = 1 + 64 / c, and at most
+ * n / 4096 (so a single 10^6-point Gaussian is summed over 4096 points, 128 points wider).
+ * *cd gets the binned copy (freed by the caller) or stays empty (the term as it is). */
+static void coarse_term(const pld_term *t, int upper, pld_pmf *cd)
+{
+    memset(cd, 0, sizeof *cd);
+    uint64_t m = 1 + 64 / t->count, cap = t->d->n / 4096;
+    if (cap < m)
+        m = cap;
+    if (m <= 1)
+        return;
+    const pld_pmf *d = t->d;
+    int64_t mm = (int64_t)m, up = upper ? mm - 1 : 0;
+    int64_t lo = div_floor(d->lo + up, mm), hi = div_floor(d->lo + (int64_t)d->n - 1 + up, mm);
+    if (pmf_alloc(cd, d->h * (double)m, lo, (size_t)(hi - lo + 1)) != DPB_OK) {
+        memset(cd, 0, sizeof *cd);
+        return;
+    }
+    for (size_t j = 0; j < d->n; j++)
+        cd->p[div_floor(d->lo + (int64_t)j + up, mm) - lo] += d->p[j];
+}
+
+static double chernoff_level(const pld_term *terms_in, size_t k, int upper, double ltail)
 {
     double sg = upper ? 1.0 : -1.0;
+    pld_term *terms = malloc(k * sizeof *terms);
+    pld_pmf *cd = calloc(k, sizeof *cd);
+    if (terms == NULL || cd == NULL) {
+        free(terms);
+        free(cd);
+        terms = NULL;
+        cd = NULL;
+    }
+    for (size_t i = 0; terms != NULL && i < k; i++) {
+        coarse_term(&terms_in[i], upper, &cd[i]);
+        terms[i] = cd[i].p != NULL ? (pld_term){&cd[i], terms_in[i].count} : terms_in[i];
+    }
+    const pld_term *use = terms != NULL ? terms : terms_in;
+    double best = golden_level(use, k, sg, ltail);
+    for (size_t i = 0; cd != NULL && i < k; i++)
+        pld_free(&cd[i]);
+    free(cd);
+    free(terms);
+    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+}
+
+static double golden_level(const pld_term *terms, size_t k, double sg, double ltail)
+{
     /* LEVEL is u(t) above and -v(t) below, minimised on both sides (NaN counts as +inf) */
 #define LEVEL(lt) level_at(terms, k, sg *exp(lt), ltail)
     double a = -12.0 * M_LN2, b = 18.0 * M_LN2;
@@ -833,7 +897,7 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
             best = f2;
     }
 #undef LEVEL
-    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+    return best;
 }
 
 /* ---- FFT plans, cached per size ------------------------------------------------------------
@@ -849,6 +913,12 @@ static double chernoff_level(const pld_term *terms, size_t k, int upper, double 
 #define PLAN_CACHE_MAX_N ((size_t)1 << 20)
 #define PLAN_CACHE_POINTS ((size_t)1 << 22)
 
+/* Up to this size the transforms are complex (c2c) of the real input: FFTW plans a new r2c
+ * size in 1-6 ms (its real-data planner tries many solvers), a c2c size in 0.1-0.5 ms, and at
+ * these sizes a transform runs in well under a millisecond either way, so a request whose
+ * size was never planned before costs the planning, not the transform. */
+#define C2C_MAX_N ((size_t)1 << 16)
+
 typedef struct {
     size_t n;
     fftw_plan fwd, inv;
@@ -857,7 +927,8 @@ typedef struct {
 static plan_pair plan_cache[PLAN_CACHE];
 static size_t plan_count, plan_points;
 
-/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1). */
+/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1); complex
+ * (out of place, forward and backward) when N <= C2C_MAX_N, real (r2c, c2r) above. */
 static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
 {
     dpb_status st = DPB_ENOMEM;
@@ -870,10 +941,15 @@ static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned
             pthread_mutex_unlock(&plan_lock);
             return DPB_OK;
         }
-    double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc((N / 2 + 1) * sizeof *X);
+    int cx = N <= C2C_MAX_N;
+    double *buf = fftw_malloc(N * (cx ? sizeof(fftw_complex) : sizeof *buf));
+    fftw_complex *X = fftw_malloc((cx ? N : N / 2 + 1) * sizeof *X);
     *fwd = *inv = NULL;
-    if (buf != NULL && X != NULL) {
+    if (buf != NULL && X != NULL && cx) {
+        fftw_complex *in = (fftw_complex *)buf;
+        *fwd = fftw_plan_dft_1d((int)N, in, X, FFTW_FORWARD, FFTW_ESTIMATE);
+        *inv = fftw_plan_dft_1d((int)N, in, X, FFTW_BACKWARD, FFTW_ESTIMATE);
+    } else if (buf != NULL && X != NULL) {
         *fwd = fftw_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
         *inv = fftw_plan_dft_c2r_1d((int)N, X, buf, FFTW_ESTIMATE);
     }
@@ -973,7 +1049,10 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
  *     times G = prod_j (1 + e_j)^{c_j} (the other factors' moduli, each <= 1 + e_j);
  *     computing x^c by squaring (or cpow's exp(c log x) beyond 2^16) is good to about
  *     c u (1 + pi + |ln |x||) relative, counted 8 times; the k - 1 products 4 u k |Z|;
- *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f|;
+ *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f| (the
+ *     extended path); the double path replaces G by the factors' own bounds a_j + e_j:
+ *     b_f = U_f rho_f (1 + rho_f) + 4 u k |Z^_f| (term_rel: U_f = prod_j (a_j + e_j)^{c_j},
+ *     rho_f = sum_i [c_i e_i / (a_i + e_i) + 8 u c_i (1 + pi + |ln a_i|)]);
  *   - inverse (1/N F*): per point, (1/N) sum_f |dZ_f| + eta (1/N) sum_f |Z^_f| + u |p^_j|
  *     (sums over the full spectrum: half-spectrum weights 2 off 0 and N/2); in 2-norm,
  *     sqrt(sum_f |dZ_f|^2 / N) + (eta + u) ||p^||_2 (normwise stability);
@@ -985,9 +1064,318 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
  * 1000 steps, so it matters only at very small delta or very many steps.
  */
 
+/* The error bound at one frequency of term i (count c, forward error ei, computed modulus a)
+ * before the factor G: c e (a + e)^{c-1} + 8 u c (1 + pi + |ln a|) (a + e)^{c-1} (a + e),
+ * with u the arithmetic's (twice its unit round-off). */
+static inline double term_error(double a, double ei, uint64_t c, double u)
+{
+    double cd = (double)c, ae = a + ei;
+    if (ae == 0.0)
+        return 0.0; /* no mass (e = 0) and no error */
+    double lae = log(ae);
+    double pw = c == 1 ? 1.0 : exp((cd - 1.0) * lae); /* (a + e)^{c-1} */
+    if (pw == 0.0 && ae < 1.0)
+        return 0.0; /* (a + e)^c underflows too: both terms are 0 */
+    /* |ln a| <= |ln(a + e)| + 2 e / (a + e) when a >= (a + e) / 2 (one log fewer) */
+    double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
+    return cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
+}
+
+/* The double path's bound at one frequency, in two parts (docs/MATH.md section 6): *lu
+ * gathers ln U = sum_i c_i ln(a_i + e_i) (the product's modulus bound: |X_i| <= a_i + e_i)
+ * and *rel the relative errors sum_i [c_i e_i / (a_i + e_i) + 8 u c_i (1 + pi + |ln a_i|)]
+ * (the forward error through x^c, |x^c - y^c| <= c |x - y| max(|x|, |y|)^{c-1}, and the
+ * powers' own rounding), so that the product's error is at most U rel (1 + rel). */
+static inline void term_rel(double a, double ei, uint64_t c, double u, double *lu, double *rel)
+{
+    double cd = (double)c, ae = a + ei;
+    if (ae == 0.0) { /* X_i = 0 exactly: so is the product */
+        *lu = -HUGE_VAL;
+        return;
+    }
+    double lae = log(ae);
+    double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
+    *lu += cd * lae;
+    *rel += cd * ei / ae + 8.0 * u * cd * (1.0 + M_PI + la);
+}
+
+/* below thr(c), (a + e)^{c-1} = exp((c - 1) ln(a + e)) underflows to 0 (its argument is
+ * <= -746): such frequencies add nothing to the bound, so they are skipped first, on
+ * |re| + |im| >= a (no hypot, log or exp for them; the same bound either way) */
+static double skip_threshold(uint64_t c)
+{
+    return c > 1 ? exp(-746.0 / ((double)c - 1.0)) : 0.0;
+}
+
+/* The round-off bound R_fft over the n_out points read, from the spectrum's error sums (s1:
+ * sum of w b_f, s2: of w b_f^2, sz: of w |Z^_f|, w the half-spectrum weights), the
+ * output's max and 2-norm, the inverse transform's eta and the arithmetic's u. */
+static double window_roundoff(double s1, double s2, double sz, double pmax, double p2, double eta,
+                              double u, size_t N, size_t n_out)
+{
+    double e_pt = (s1 + eta * sz) / (double)N + u * pmax;
+    double e_2 = sqrt(s2 / (double)N) + (eta + u) * sqrt(p2);
+    double r_pt = (double)n_out * e_pt, r_2 = sqrt((double)n_out) * e_2;
+    return (r_pt < r_2 ? r_pt : r_2) * (1.0 + 1e-6);
+}
+
+/* buf[0..N) = term d folded modulo N (a term wider than N: its circular product is the
+ * same; each fold adds a rounding) */
+static void fold_term(const pld_pmf *d, double *buf, size_t N)
+{
+    memset(buf, 0, N * sizeof *buf);
+    for (size_t j = 0, pos = 0; j < d->n; j++) {
+        buf[pos] += d->p[j];
+        if (++pos == N)
+            pos = 0;
+    }
+}
+
+/* The transform part of pld_compose_many in double: buf[j] (j < N) gets the composed mass at
+ * circular position j, *r_fft the round-off bound over n_out points. */
+static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, size_t n_out,
+                                   double *buf, double *r_fft)
+{
+    size_t nc = N / 2 + 1;
+    /* complex transforms (N <= C2C_MAX_N): the real input and output pass through cin/cout,
+     * X and Y hold the whole spectrum (only its first nc values are used: it is Hermitian) */
+    int cx = N <= C2C_MAX_N;
+    size_t nx = cx ? N : nc;
+    fftw_complex *X = fftw_malloc(nx * sizeof *X), *Y = fftw_malloc(nx * sizeof *Y);
+    fftw_complex *cin = cx ? fftw_malloc(N * sizeof *cin) : NULL;
+    fftw_complex *cout = cx ? fftw_malloc(N * sizeof *cout) : NULL;
+    double *rel = calloc(nc, sizeof *rel), *lu = calloc(nc, sizeof *lu); /* term_rel */
+    fftw_plan fwd = NULL, inv = NULL;
+    int owned = 0;
+    dpb_status st = DPB_ENOMEM;
+    const double u = DBL_EPSILON, eta = pld_fft_eta(N);
+    if (X == NULL || Y == NULL || rel == NULL || lu == NULL ||
+        (cx && (cin == NULL || cout == NULL)))
+        goto fail;
+    if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
+        goto fail;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        /* an FFT runs to its end once started: look before each one */
+        if (dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto fail;
+        }
+        fold_term(d, buf, N);
+        if (cx) {
+            for (size_t j = 0; j < N; j++)
+                cin[j] = buf[j];
+            fftw_execute_dft(fwd, cin, i == 0 ? Y : X);
+        } else {
+            fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        }
+        uint64_t c = terms[i].count;
+        double ei = (eta + (double)((d->n - 1) / N) * u) * sum_mass(d);
+        const fftw_complex *Z = i == 0 ? Y : X;
+        /* below thr the term's own error c e (a + e)^{c-1} U / (a + e)^c underflows (as in
+         * the extended path); leaving its factor a + e < 1 out of U only raises U */
+        double thr = skip_threshold(c);
+        for (size_t f = 0; f < nc; f++)
+            if (fabs(creal(Z[f])) + fabs(cimag(Z[f])) + ei >= thr)
+                term_rel(cabs(Z[f]), ei, c, u, &lu[f], &rel[f]);
+        if (i == 0 && c > 1)
+            cpow_array(Y, Y, nc, c, 0);
+        else if (i > 0)
+            cpow_array(Y, X, nc, c, 1);
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
+    }
+    double s1 = 0.0, s2 = 0.0, sz = 0.0;
+    for (size_t f = 0; f < nc; f++) {
+        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
+        double b = exp(lu[f]) * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
+        s1 += w * b;
+        s2 += w * b * b;
+        sz += w * az;
+    }
+    if (cx) { /* the whole Hermitian spectrum; the output's real part is c2r's result */
+        for (size_t f = 0; f < nc; f++)
+            cin[f] = Y[f];
+        for (size_t f = nc; f < N; f++)
+            cin[f] = conj(Y[N - f]);
+        fftw_execute_dft(inv, cin, cout);
+        for (size_t j = 0; j < N; j++)
+            buf[j] = creal(cout[j]);
+    } else {
+        fftw_execute_dft_c2r(inv, Y, buf);
+    }
+    double pmax = 0.0, p2 = 0.0;
+    for (size_t j = 0; j < N; j++) {
+        buf[j] /= (double)N;
+        double v = fabs(buf[j]);
+        pmax = v > pmax ? v : pmax;
+        p2 += v * v;
+    }
+    *r_fft = window_roundoff(s1, s2, sz, pmax, p2, eta, u, N, n_out);
+fail:
+    plans_put(fwd, inv, owned);
+    free(rel);
+    free(lu);
+    fftw_free(X);
+    fftw_free(Y);
+    fftw_free(cin);
+    fftw_free(cout);
+    return st;
+}
+
+/* ---- extended precision ---------------------------------------------------------------------
+ * The same composition with long double transforms and powers (x87 extended on x86-64: u =
+ * LDBL_EPSILON = 2^-63, 2048 times smaller than double's), for requests whose delta the
+ * double round-off bound would dominate: the bound is the same analysis with u and eta of
+ * the long double arithmetic (pld_fft_eta scaled by LDBL_EPSILON / DBL_EPSILON), plus one
+ * double rounding per output point. About 6 times slower per transform. Where long double
+ * is double, nothing is gained and nothing is lost. */
+static _Thread_local int ext_mode;
+
+int pld_extended_enter(int on)
+{
+    int prev = ext_mode;
+    ext_mode = on;
+    return prev;
+}
+
+void pld_extended_leave(int prev)
+{
+    ext_mode = prev;
+}
+
+static inline long double complex cmull(long double complex a, long double complex b)
+{
+    long double ar = creall(a), ai = cimagl(a), br = creall(b), bi = cimagl(b);
+    return CMPLXL(ar * br - ai * bi, ar * bi + ai * br);
+}
+
+/* y[f] *= x[f]^c (acc = 1) or y[f] = x[f]^c (acc = 0), by repeated squaring for every c (its
+ * relative error, at most about 2.3 u c, is within the bound's 8 u c). */
+static void cpowl_array(long double complex *y, const long double complex *x, size_t n, uint64_t c,
+                        int acc)
+{
+    for (size_t f = 0; f < n; f++) {
+        if (acc && creall(y[f]) == 0.0L && cimagl(y[f]) == 0.0L)
+            continue;
+        long double complex r = 1.0L, b = x[f];
+        int first = 1;
+        for (uint64_t e = c; e; e >>= 1) {
+            if (e & 1) {
+                r = first ? b : cmull(r, b);
+                first = 0;
+            }
+            if (e > 1)
+                b = cmull(b, b);
+        }
+        y[f] = acc ? cmull(y[f], r) : r;
+    }
+}
+
+/* e^-700: the error of a power set to 0 (its exact value is smaller) */
+#define POW_DROPPED 9.86e-305
+
+static dpb_status transform_ext(const pld_term *terms, size_t k, size_t N, size_t n_out,
+                                double *out, double *r_fft)
+{
+    size_t nc = N / 2 + 1;
+    long double *buf = fftwl_malloc(N * sizeof *buf);
+    fftwl_complex *X = fftwl_malloc(nc * sizeof *X), *Y = fftwl_malloc(nc * sizeof *Y);
+    double *dz = calloc(nc, sizeof *dz);
+    fftwl_plan fwd = NULL, inv = NULL;
+    dpb_status st = DPB_ENOMEM;
+    const double ul = LDBL_EPSILON, u = DBL_EPSILON;
+    const double etal = pld_fft_eta(N) * (LDBL_EPSILON / DBL_EPSILON);
+    double log_g = 0.0;
+    if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
+        goto fail;
+    pthread_mutex_lock(&plan_lock);
+    fwd = fftwl_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
+    inv = fftwl_plan_dft_c2r_1d((int)N, Y, buf, FFTW_ESTIMATE);
+    pthread_mutex_unlock(&plan_lock);
+    if (fwd == NULL || inv == NULL)
+        goto fail;
+    st = DPB_OK;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        if (dpb_cancelled()) {
+            st = DPB_ECANCELLED;
+            goto fail;
+        }
+        fold_term(d, out, N); /* in double: (folds - 1) u more, below */
+        for (size_t j = 0; j < N; j++)
+            buf[j] = out[j];
+        fftwl_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        uint64_t c = terms[i].count;
+        double si = sum_mass(d), cd = (double)c;
+        double ei = (etal + (double)((d->n - 1) / N) * u) * si;
+        log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0));
+        long double complex *Z = (long double complex *)(i == 0 ? Y : X);
+        /* pthr: the powers of frequencies with |re| + |im| + e below it are set to 0 (for
+         * c = 1 nothing is: the term's own values are exact inputs to the product) */
+        double thr = skip_threshold(c), pthr = c > 1 ? exp(-700.0 / cd) : 0.0;
+        for (size_t f = 0; f < nc; f++) {
+            /* the modulus rounded to double and up (2 u relative covers both roundings) */
+            double re = (double)fabsl(creall(Z[f])), im = (double)fabsl(cimagl(Z[f]));
+            if ((re + im) * (1.0 + 4.0 * u) + ei < pthr) {
+                /* |x|^c <= (a + e)^c < e^-700: the value is set to 0 (long double has the
+                 * range to carry it, at the cost of the powers), its error counted */
+                Z[f] = 0.0L;
+                dz[f] += POW_DROPPED;
+            } else if (re + im + ei >= thr) {
+                dz[f] += term_error(hypot(re, im) * (1.0 + 2.0 * u), ei, c, ul);
+            }
+        }
+        long double complex *Yc = (long double complex *)Y;
+        if (i == 0 && c > 1)
+            cpowl_array(Yc, Yc, nc, c, 0);
+        else if (i > 0)
+            cpowl_array(Yc, (const long double complex *)X, nc, c, 1);
+    }
+    if (dpb_cancelled()) {
+        st = DPB_ECANCELLED;
+        goto fail;
+    }
+    double g = exp(log_g), s1 = 0.0, s2 = 0.0, sz = 0.0;
+    const long double complex *Yc = (const long double complex *)Y;
+    for (size_t f = 0; f < nc; f++) {
+        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0;
+        double az = hypot((double)creall(Yc[f]), (double)cimagl(Yc[f])) * (1.0 + 2.0 * u);
+        double b = g * dz[f] + 4.0 * ul * (double)k * az;
+        s1 += w * b;
+        s2 += w * b * b;
+        sz += w * az;
+    }
+    fftwl_execute_dft_c2r(inv, Y, buf);
+    double pmax = 0.0, p2 = 0.0;
+    for (size_t j = 0; j < N; j++) {
+        out[j] = (double)(buf[j] / (long double)N);
+        double v = fabs(out[j]);
+        pmax = v > pmax ? v : pmax;
+        p2 += v * v;
+    }
+    /* the division by N in long double and the rounding to double: (ul + u) |p| a point */
+    *r_fft = window_roundoff(s1, s2, sz, pmax, p2, etal, ul + u, N, n_out);
+fail:
+    pthread_mutex_lock(&plan_lock);
+    if (fwd)
+        fftwl_destroy_plan(fwd);
+    if (inv)
+        fftwl_destroy_plan(inv);
+    pthread_mutex_unlock(&plan_lock);
+    free(dz);
+    fftwl_free(buf);
+    fftwl_free(X);
+    fftwl_free(Y);
+    return st;
+}
+
 /*
  * All terms at once in the Fourier domain: one forward FFT per term on the final size N,
- * the product of the powers, one inverse FFT. The composed index c sits at position
+ * the product of the powers, one inverse FFT (in double, or in long double inside
+ * pld_extended_enter(1)). The composed index c sits at position
  * (c - sum_i count_i lo_i) mod N (a term wider than N is folded modulo N first, which the
  * circular product does anyway). The window [w_lo, w_hi] is the Chernoff window of the
  * whole composition; mass outside it aliases into it: the part from above (at most
@@ -1033,85 +1421,12 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     size_t N = good_size(n_out);
     if (N > 2 * PLD_MAX_POINTS)
         return DPB_ELIMIT;
-    size_t nc = N / 2 + 1;
-    double *buf = fftw_malloc(N * sizeof *buf);
-    fftw_complex *X = fftw_malloc(nc * sizeof *X), *Y = fftw_malloc(nc * sizeof *Y);
-    double *dz = calloc(nc, sizeof *dz); /* the product's error bound per frequency, / G */
-    fftw_plan fwd = NULL, inv = NULL;
-    int owned = 0;
-    dpb_status st = DPB_ENOMEM;
-    const double u = DBL_EPSILON, eta = pld_fft_eta(N);
-    double log_g = 0.0;
-    if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
-        goto fail;
-    if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
-        goto fail;
-    for (size_t i = 0; i < k; i++) {
-        const pld_pmf *d = terms[i].d;
-        /* an FFT runs to its end once started: look before each one */
-        if (dpb_cancelled()) {
-            st = DPB_ECANCELLED;
-            goto fail;
-        }
-        memset(buf, 0, N * sizeof *buf);
-        for (size_t j = 0, pos = 0; j < d->n; j++) {
-            buf[pos] += d->p[j];
-            if (++pos == N)
-                pos = 0;
-        }
-        fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
-        uint64_t c = terms[i].count;
-        double si = sum_mass(d), cd = (double)c;
-        double ei = (eta + (double)((d->n - 1) / N) * u) * si;
-        log_g += cd * log1p(ei + (si > 1.0 ? si - 1.0 : 0.0)); /* |X_i| <= s_i */
-        const fftw_complex *Z = i == 0 ? Y : X;
-        /* below thr, (a + e)^{c-1} = exp((c - 1) ln(a + e)) underflows to 0 (its argument is
-         * <= -746): such frequencies are skipped below anyway, so they are skipped first, on
-         * |re| + |im| >= a (no hypot, log or exp for them; the same bound either way) */
-        double thr = c > 1 ? exp(-746.0 / (cd - 1.0)) : 0.0;
-        for (size_t f = 0; f < nc; f++) {
-            if (fabs(creal(Z[f])) + fabs(cimag(Z[f])) + ei < thr)
-                continue;
-            double a = cabs(Z[f]), ae = a + ei;
-            if (ae == 0.0)
-                continue; /* no mass (e = 0) and no error */
-            double lae = log(ae);
-            double pw = c == 1 ? 1.0 : exp((cd - 1.0) * lae); /* (a + e)^{c-1} */
-            if (pw == 0.0 && ae < 1.0)
-                continue; /* (a + e)^c underflows too: both terms are 0 */
-            /* |ln a| <= |ln(a + e)| + 2 e / (a + e) when a >= (a + e) / 2 (one log fewer) */
-            double la = a >= 0.5 * ae ? fabs(lae) + 2.0 * ei / ae : a > 0.0 ? fabs(log(a)) : 0.0;
-            dz[f] += cd * ei * pw + 8.0 * u * cd * (1.0 + M_PI + la) * pw * ae;
-        }
-        if (i == 0 && c > 1)
-            cpow_array(Y, Y, nc, c, 0);
-        else if (i > 0)
-            cpow_array(Y, X, nc, c, 1);
-    }
-    if (dpb_cancelled()) {
-        st = DPB_ECANCELLED;
-        goto fail;
-    }
-    double g = exp(log_g), s1 = 0.0, s2 = 0.0, sz = 0.0;
-    for (size_t f = 0; f < nc; f++) {
-        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
-        double b = g * dz[f] + 4.0 * u * (double)k * az;
-        s1 += w * b;
-        s2 += w * b * b;
-        sz += w * az;
-    }
-    fftw_execute_dft_c2r(inv, Y, buf);
-    double pmax = 0.0, p2 = 0.0;
-    for (size_t j = 0; j < N; j++) {
-        double v = fabs(buf[j]) / (double)N;
-        pmax = v > pmax ? v : pmax;
-        p2 += v * v;
-    }
-    double e_pt = (s1 + eta * sz) / (double)N + u * pmax;
-    double e_2 = sqrt(s2 / (double)N) + (eta + u) * sqrt(p2);
-    double r_pt = (double)n_out * e_pt, r_2 = sqrt((double)n_out) * e_2;
-    double r_fft = (r_pt < r_2 ? r_pt : r_2) * (1.0 + 1e-6);
-    if ((st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
+    double *buf = fftw_malloc(N * sizeof *buf), r_fft = 1.0;
+    if (buf == NULL)
+        return DPB_ENOMEM;
+    dpb_status st = ext_mode ? transform_ext(terms, k, N, n_out, buf, &r_fft)
+                             : transform_double(terms, k, N, n_out, buf, &r_fft);
+    if (st != DPB_OK || (st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
         goto fail;
     out->roundoff = expm1(log1p(r_fft) + log_in) * (1.0 + 1e-6);
     if (!(out->roundoff <= 1.0)) /* also NaN: certify nothing rather than something */
@@ -1124,7 +1439,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     if (pos < 0)
         pos += (int64_t)N;
     for (size_t j = 0; j < n_out; j++) {
-        double v = buf[pos] / (double)N;
+        double v = buf[pos];
         out->p[j] = v > 0.0 ? v : 0.0;
         if (++pos == (int64_t)N)
             pos = 0;
@@ -1134,11 +1449,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         out->inf_mass = 1.0;
     trim_tails(out);
 fail:
-    plans_put(fwd, inv, owned);
-    free(dz);
     fftw_free(buf);
-    fftw_free(X);
-    fftw_free(Y);
     return st;
 }
 

@@ -115,6 +115,13 @@ typedef struct {
  * outside the window (at most PLD_TAIL a side) is added to +infinity. */
 dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
 
+/* While on (this thread), pld_compose_many transforms in long double (u = 2^-63 on x86-64),
+ * so its round-off bound is about 2000 times smaller, at about 6 times the transform time:
+ * for requests whose delta the double bound would dominate. enter returns the previous
+ * setting, which leave restores. */
+int pld_extended_enter(int on);
+void pld_extended_leave(int prev);
+
 /* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
  * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times
  * u (log2 N + 1); shared by every FFT round-off bound (PLD composition, shuffle_exact). */

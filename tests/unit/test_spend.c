@@ -428,10 +428,10 @@ static void reads_during_long_change(void *(*change)(void *), int lower, const c
         return;
     put_pld(l, "slow", 1000.0, 1e-5);
     put_pld(l, "other", 1000.0, 1e-5);
-    /* a history of 16 distinct events (cheap while the rdp bound decides; its PLD takes long
+    /* a history of 24 distinct events (cheap while the rdp bound decides; its PLD takes long
      * enough, also on a fast machine, for the reads to show whether they wait) */
     const char *p[] = {"slow", "other"};
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < 24; k++) {
         dp_event *ev = sgd(0.8 + 0.01 * k, 0.01, 50);
         char rid[16];
         snprintf(rid, sizeof rid, "h%d", k);
@@ -442,7 +442,7 @@ static void reads_during_long_change(void *(*change)(void *), int lower, const c
     }
     ledger_client c;
     CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
-    if (lower) /* a budget below the rdp bound: the next round needs the PLD of 17 events */
+    if (lower) /* a budget below the rdp bound: the next round needs the PLD of 25 events */
         put_pld(l, "slow", 0.9 * c.spent, 1e-5);
     long_charge lc = {l, 0, tl_now(), 0.0, 0.9 * c.spent};
     pthread_t t;
