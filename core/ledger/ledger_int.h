@@ -85,7 +85,8 @@ typedef struct {
     uint64_t refined; /* version + 1 when the background refinement settled this state */
     uint32_t nev;
     lcount *ev;
-    uint32_t nrv; /* reserved events (two-phase rounds), counted in every admission */
+    spend_memo *memo; /* spend.c's memo of ev (spend_eval_more), changed only by lg_recompute */
+    uint32_t nrv;     /* reserved events (two-phase rounds), counted in every admission */
     lcount *rv;
     uint32_t *hist; /* the last LEDGER_HISTORY rounds that charged or reserved it (positions),
                      * a ring: entry k at hist[k % LEDGER_HISTORY] (NULL until the first) */

@@ -442,46 +442,61 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
         free(eb);
         return;
     }
+    /* the relations the participants use: the round's event is registered for those */
     pthread_rwlock_rdlock(&l->lock);
     if (lg_find_round(l, req->round_id) >= 0)
         ok = 0; /* a retry: answered from the stored round */
     for (size_t i = 0; i < req->n && ok; i++) {
         long pos = lg_find_client(l, req->participants[i]);
-        if (pos < 0) {
-            rels[DP_REL_ADD_OR_REMOVE] = 1; /* a default client would be created so */
-            continue;
-        }
-        const lclient *c = &l->cl[pos];
-        rels[c->rel] = 1;
-        if (c->mode != LEDGER_PLD || c->uncertified)
-            continue;
-        if (lg_grow((void **)&t, &cap_t, nt + c->nev + c->nrv + 1, sizeof *t) != 0) {
-            ok = 0;
-            break;
-        }
-        /* the charged events and the held reservations: the multiset admission composes */
-        size_t off = nt;
-        for (uint32_t k = 0; k < c->nev + c->nrv; k++) {
-            const lcount *e = k < c->nev ? &c->ev[k] : &c->rv[k - c->nev];
-            spend_event *se = l->evs[e->ev].se;
-            size_t j = off;
-            while (j < nt && t[j].ev != se)
-                j++;
-            if (j < nt) {
-                t[j].count += e->count;
-                continue;
-            }
-            spend_event_ref(l->sp, se); /* a withdrawn charge could drop it meanwhile */
-            t[nt++] = (spend_term){se, e->count};
-        }
-        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, off, nt - off};
-        nt++; /* room for the round's event */
-        ns++;
+        rels[pos < 0 ? DP_REL_ADD_OR_REMOVE : l->cl[pos].rel] = 1; /* default clients: so */
     }
     pthread_rwlock_unlock(&l->lock);
     for (int r = 0; r < 2 && ok; r++)
         if (rels[r] && spend_event_get(l->sp, eb, elen, (dp_relation)r, &pre[r]) != DPB_OK)
             pre[r] = NULL;
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < req->n && ok; i++) {
+        long pos = lg_find_client(l, req->participants[i]);
+        if (pos < 0)
+            continue;
+        const lclient *c = &l->cl[pos];
+        if (c->mode != LEDGER_PLD || c->uncertified || pre[c->rel] == NULL)
+            continue;
+        if (lg_grow((void **)&t, &cap_t, nt + c->nev + c->nrv + 1, sizeof *t) != 0) {
+            ok = 0;
+            break;
+        }
+        /* the charged events (distinct), then the held reservations merged in: the multiset
+         * admission composes, in lg_spend_held's order */
+        size_t off = nt;
+        for (uint32_t k = 0; k < c->nev; k++)
+            t[nt++] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
+        for (uint32_t k = 0; k < c->nrv; k++) {
+            spend_event *se = l->evs[c->rv[k].ev].se;
+            size_t j = off;
+            while (j < nt && t[j].ev != se)
+                j++;
+            if (j < nt)
+                t[j].count += c->rv[k].count;
+            else
+                t[nt++] = (spend_term){se, c->rv[k].count};
+        }
+        /* decided by the rdp bound within the budget, both times: no PLD to compute (the
+         * client's memo tells in a few comparisons, under this read lock) */
+        spend_event *x = pre[c->rel];
+        dp_relation rel = (dp_relation)c->rel;
+        if (spend_rdp_within(l->sp, c->memo, c->eps, c->delta, rel, t + off, nt - off, x, 1) &&
+            spend_rdp_within(l->sp, c->memo, c->eps, c->delta, rel, t + off, nt - off, x, 2)) {
+            nt = off;
+            continue;
+        }
+        for (size_t j = off; j < nt; j++)
+            spend_event_ref(l->sp, t[j].ev); /* a withdrawn charge could drop it meanwhile */
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, off, nt - off};
+        nt++; /* room for the round's event */
+        ns++;
+    }
+    pthread_rwlock_unlock(&l->lock);
     /* each candidate: the client's terms with the round's event once more (its admission),
      * and twice more (its status after the charge: whether one more still fits) */
     spend_candidate *cand = ok ? malloc((2 * ns + 1) * sizeof *cand) : NULL;

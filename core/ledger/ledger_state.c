@@ -254,8 +254,10 @@ const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
     4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
 
 /* The client's spend with `extra` more of event `xev` (extra 0: as it is), and the
- * accountant it is. */
-static void spend_full(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
+ * accountant it is, through the client's memo (only read; update: the memo to bring to c's
+ * terms, by lg_recompute under the write lock). */
+static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_t xev,
+                       uint64_t extra, spend_result *out)
 {
     if (c->uncertified) {
         memset(out, 0, sizeof *out);
@@ -264,25 +266,18 @@ static void spend_full(ledger *l, const lclient *c, uint32_t xev, uint64_t extra
         out->spent = HUGE_VAL;
         return;
     }
-    size_t n = c->nev, m = n;
-    spend_term stack[8], *t = n + 1 <= 8 ? stack : malloc((n + 1) * sizeof *t);
+    size_t n = c->nev;
+    spend_term stack[16], *t = n <= 16 ? stack : malloc(n * sizeof *t);
     if (t == NULL) {
         memset(out, 0, sizeof *out);
         out->accountant = -1;
         out->spent = HUGE_VAL;
         return;
     }
-    int found = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
-        if (c->ev[i].ev == xev && extra) {
-            t[i].count += extra;
-            found = 1;
-        }
-    }
-    if (extra && !found)
-        t[m++] = (spend_term){l->evs[xev].se, extra};
-    spend_eval(l->sp, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, m, out);
+    spend_eval_more(l->sp, c->memo, update, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, n,
+                    extra ? l->evs[xev].se : NULL, extra, out);
     if (t != stack)
         free(t);
 }
@@ -294,7 +289,7 @@ static void spend_full(ledger *l, const lclient *c, uint32_t xev, uint64_t extra
 void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
 {
     if (c->nrv == 0) {
-        spend_full(l, c, xev, extra, out);
+        spend_full(l, c, NULL, xev, extra, out);
         return;
     }
     lclient t = *c;
@@ -318,8 +313,8 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
             ms[k].count += c->rv[i].count;
     }
     t.ev = ms;
-    t.nev = m;
-    spend_full(l, &t, xev, extra, out);
+    t.nev = m; /* the memo (of c->ev) is only read: it covers ms when the held events are new */
+    spend_full(l, &t, NULL, xev, extra, out);
     if (ms != stack)
         free(ms);
 }
@@ -349,7 +344,7 @@ void lg_counters(ledger *l, const lclient *c, int sign)
 void lg_recompute(ledger *l, lclient *c)
 {
     spend_result r;
-    spend_full(l, c, 0, 0, &r);
+    spend_full(l, c, &c->memo, 0, 0, &r);
     c->spent = r.spent;
     c->dtv = r.dtv;
     c->sacct = (int8_t)r.accountant;
@@ -551,6 +546,7 @@ static void undo_one(ledger *l, lundo *u)
         free(c->id);
         free(c->labels);
         free(c->ev);
+        spend_memo_free(c->memo);
         free(c->rv);
         free(c->hist);
         l->ncl--;

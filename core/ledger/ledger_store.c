@@ -504,6 +504,7 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].id);
         free(l->cl[i].labels);
         free(l->cl[i].ev);
+        spend_memo_free(l->cl[i].memo);
         free(l->cl[i].rv);
         free(l->cl[i].hist);
     }

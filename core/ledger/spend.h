@@ -93,6 +93,40 @@ typedef struct {
 void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
                 size_t m, spend_result *out);
 
+/* A client's memo (below): NULL until spend_eval_more makes one. */
+typedef struct spend_memo spend_memo;
+void spend_memo_free(spend_memo *mm);
+size_t spend_memo_bytes(const spend_memo *mm);
+
+/* spend_eval of the terms t[0..n) (distinct events, the caller's order; not reordered) with k
+ * more of event x (k 0: none), the same result bit for bit, at a cost that does not grow with
+ * n when the client's memo covers the composition (then O(n) comparisons and no sum over the
+ * history).
+ *
+ * The memo keeps, for rdp, rdp_filter and pld clients whose terms all have an RDP curve (and
+ * at least SPEND_MEMO_MIN of them), what spend_eval computes as left folds in sid order: the
+ * summed RDP curves and the cache key state over every term but the highest-sid one. It
+ * covers a composition whose sid-sorted terms begin with exactly those: the same terms
+ * with only the last one's count changed, plus events registered after them (a round's new
+ * event, or the last one again), which is a client's next round in the common cases. The
+ * memo is checked against t in full before each use, so it is never stale: a composition it
+ * does not cover (an older event again, a withdrawn charge, held reservations, another delta)
+ * is computed by spend_eval from scratch.
+ *
+ * memo: the client's memo (or NULL), only read: any number of callers at once. update (only
+ * with k 0): NULL, or where the client's memo is kept, by a caller that has it to itself (the
+ * ledger's write lock); memo is then *update, made to cover t from now on: advanced by the new
+ * terms, rebuilt, or freed (*update NULL) when the client is not one a memo serves. */
+#define SPEND_MEMO_MIN 16
+void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **update, int mode,
+                     double eps, double delta, dp_relation rel, const spend_term *t, size_t n,
+                     spend_event *x, uint64_t k, spend_result *out);
+
+/* 1 when the memo shows, without computing any PLD, that spend_eval_more of the same pld
+ * composition is decided by its rdp value within the budget eps (the prefetch's test). */
+int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
+                     dp_relation rel, const spend_term *t, size_t n, spend_event *x, uint64_t k);
+
 /* The spend of a pld client (as spend_eval) with the PLD value always computed (through the
  * same cache): min(p, r) naming its accountant, also when r is within the budget. *stop
  * (read atomically; NULL: never) abandons the computation: then accountant is -1 and

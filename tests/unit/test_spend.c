@@ -385,6 +385,155 @@ static void spend_cache_eviction(void)
     spend_engine_free(big);
 }
 
+/* Two spends are the same: every field, the value bit for bit. */
+static int same_spend(const spend_result *a, const spend_result *b)
+{
+    return memcmp(&a->spent, &b->spent, sizeof a->spent) == 0 &&
+           memcmp(&a->dtv, &b->dtv, sizeof a->dtv) == 0 && a->uncertified == b->uncertified &&
+           a->unsupported == b->unsupported && a->accountant == b->accountant &&
+           a->pld_computed == b->pld_computed;
+}
+
+/* spend_eval from scratch of t[0..n) with k more of x (x NULL: none), on a copy. */
+static void spend_scratch(spend_engine *g, int mode, double eps, double delta, const spend_term *t,
+                          size_t n, spend_event *x, uint64_t k, spend_result *out)
+{
+    spend_term w[64];
+    size_t m = n, i;
+    memcpy(w, t, n * sizeof *w);
+    for (i = 0; x && i < n && w[i].ev != x; i++)
+        ;
+    if (x && i < n)
+        w[i].count += k;
+    else if (x)
+        w[m++] = (spend_term){x, k};
+    spend_eval(g, mode, eps, delta, DP_REL_ADD_OR_REMOVE, w, m, out);
+}
+
+/* A client's memo (spend_eval_more) answers what spend_eval answers from scratch, bit for bit,
+ * along random histories in the rdp, rdp_filter and pld modes: newer events (a schedule),
+ * the last event again, older events again (cohorts), withdrawn charges, the terms given in
+ * another order, another delta; in pld mode also with the PLD value in the cache, and past
+ * the budget. It is used: the rdp value of a composition it covers is decided by it. */
+static void spend_memo_same_bits(void)
+{
+    enum { NEV = 44 };
+    spend_engine *g = spend_engine_new(0);
+    spend_event *se[NEV] = {NULL};
+    dp_event *ev[NEV] = {NULL};
+    int ok = g != NULL;
+    for (int i = 0; ok && i < NEV; i++) { /* registered in index order: sids grow with i */
+        if (i % 8 == 7) {
+            ev[i] = sgd(0.9 + 0.05 * i, 0.01, 10);
+        } else if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL) {
+            ev[i]->u.noise.noise_multiplier = 20.0 + 0.37 * i;
+        }
+        unsigned char *b = NULL;
+        size_t nb = 0, cap = 0;
+        ok = ev[i] != NULL && dp_event_encode(ev[i], &b, &nb, &cap) == DPB_OK &&
+             spend_event_get(g, b, nb, DP_REL_ADD_OR_REMOVE, &se[i]) == DPB_OK;
+        free(b);
+    }
+    CHECK(ok);
+    static const int modes[3] = {LEDGER_RDP, LEDGER_RDP_FILTER, LEDGER_PLD};
+    unsigned seed = 20261124;
+    long compared = 0, decided = 0, cached = 0;
+    for (int mi = 0; ok && mi < 3; mi++) {
+        int mode = modes[mi];
+        spend_memo *memo = NULL;
+        spend_term t[NEV];
+        size_t n = 0, next = 0;
+        double delta = 1e-5, eps = 1e6;
+        for (int step = 0; ok && step < 300; step++) {
+            unsigned op = (unsigned)rand_r(&seed) % 20;
+            uint64_t k = 1 + (uint64_t)(rand_r(&seed) % 3);
+            size_t i = n ? (size_t)rand_r(&seed) % n : 0;
+            if ((op < 8 || n == 0) && next < NEV) {
+                t[n++] = (spend_term){se[next++], k}; /* a newer event */
+            } else if (op < 12 && n) {
+                t[n - 1].count += k; /* the last event again */
+            } else if (op < 15 && n) {
+                t[i].count += k;       /* an older one again */
+            } else if (op < 17 && n) { /* a charge withdrawn */
+                if (t[i].count > 1) {
+                    t[i].count--;
+                } else {
+                    memmove(t + i, t + i + 1, (n - i - 1) * sizeof *t);
+                    n--;
+                }
+            } else if (op < 19 && n > 1) { /* the same terms in another order */
+                spend_term s = t[i];
+                t[i] = t[0];
+                t[0] = s;
+            } else {
+                delta = delta == 1e-5 ? 1e-6 : 1e-5;
+            }
+            spend_result a, b;
+            spend_eval_more(g, NULL, &memo, mode, eps, delta, DP_REL_ADD_OR_REMOVE, t, n, NULL, 0,
+                            &a);
+            spend_scratch(g, mode, eps, delta, t, n, NULL, 0, &b);
+            CHECKF(same_spend(&a, &b), "mode %d step %d (n %zu): %.17g, from scratch %.17g", mode,
+                   step, n, a.spent, b.spent);
+            CHECKF((n >= SPEND_MEMO_MIN) == (spend_memo_bytes(memo) > 0),
+                   "mode %d step %d: %zu terms, memo of %zu bytes", mode, step, n,
+                   spend_memo_bytes(memo));
+            compared++;
+            /* the compositions of the next round: a newer event, the last, an older one */
+            spend_event *xs[3] = {next < NEV ? se[next] : NULL, n ? t[n - 1].ev : NULL,
+                                  n ? t[i].ev : NULL};
+            for (int xi = 0; xi < 3; xi++) {
+                if (xs[xi] == NULL)
+                    continue;
+                spend_eval_more(g, memo, NULL, mode, eps, delta, DP_REL_ADD_OR_REMOVE, t, n, xs[xi],
+                                k, &a);
+                spend_scratch(g, mode, eps, delta, t, n, xs[xi], k, &b);
+                CHECKF(same_spend(&a, &b), "mode %d step %d, x %d: %.17g, from scratch %.17g", mode,
+                       step, xi, a.spent, b.spent);
+                compared++;
+                if (mode != LEDGER_PLD)
+                    continue;
+                /* the prefetch's test: decided by the memo exactly when it covers it */
+                spend_result r;
+                spend_scratch(g, LEDGER_RDP, eps, delta, t, n, xs[xi], k, &r);
+                int within = spend_rdp_within(g, memo, r.spent, delta, DP_REL_ADD_OR_REMOVE, t, n,
+                                              xs[xi], k),
+                    below = spend_rdp_within(g, memo, nextafter(r.spent, 0.0), delta,
+                                             DP_REL_ADD_OR_REMOVE, t, n, xs[xi], k);
+                CHECKF(!below, "step %d: within a budget below its rdp value %.17g", step, r.spent);
+                if (n >= SPEND_MEMO_MIN && xi < 2)
+                    CHECKF(within, "step %d, x %d: a covered composition not decided", step, xi);
+                decided += within;
+            }
+            /* pld: the PLD value in the cache (spend_refine puts it there) is the answer's,
+             * within the budget and past it */
+            if (mode == LEDGER_PLD && n >= SPEND_MEMO_MIN && step % 60 == 59) {
+                spend_term w[NEV];
+                memcpy(w, t, n * sizeof *w);
+                spend_refine(g, eps, delta, DP_REL_ADD_OR_REMOVE, w, n, NULL, &a);
+                for (int past = 0; past < 2; past++) {
+                    double e = past ? 1e-3 : eps;
+                    spend_eval_more(g, memo, NULL, mode, e, delta, DP_REL_ADD_OR_REMOVE, t, n, NULL,
+                                    0, &a);
+                    spend_scratch(g, mode, e, delta, t, n, NULL, 0, &b);
+                    CHECKF(same_spend(&a, &b) && a.accountant == DP_ACCT_PLD,
+                           "step %d (past %d): %.17g (%d), from scratch %.17g (%d)", step, past,
+                           a.spent, a.accountant, b.spent, b.accountant);
+                    cached++;
+                }
+            }
+        }
+        spend_memo_free(memo);
+    }
+    CHECKF(compared > 2000 && decided > 100 && cached >= 4,
+           "%ld compared, %ld decided by the memo, %ld from the cache", compared, decided, cached);
+    for (int i = 0; i < NEV; i++) {
+        if (g)
+            spend_event_put(g, se[i]);
+        dp_event_free(ev[i]);
+    }
+    spend_engine_free(g);
+}
+
 typedef struct {
     ledger *l;
     atomic_int done; /* the change returned */
@@ -655,6 +804,6 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_pld_matches_compute),   TL_T(spend_never_past_budget),
     TL_T(spend_cache_eviction),        TL_T(spend_reads_during_long_charge),
     TL_T(spend_reads_during_long_put), TL_T(spend_refine_shows_pld),
-    TL_T(spend_refine_never_stale),
+    TL_T(spend_refine_never_stale),    TL_T(spend_memo_same_bits),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
