@@ -85,7 +85,8 @@ typedef struct {
     uint64_t refined; /* version + 1 when the background refinement settled this state */
     uint32_t nev;
     lcount *ev;
-    spend_memo *memo; /* spend.c's memo of ev (spend_eval_more), changed only by lg_recompute */
+    spend_memo *memo; /* spend.c's memo of ev (spend_eval_more): NULL, or made and changed
+                       * only by lg_recompute, freed by lg_memo_drop (both: write lock) */
     uint32_t nrv;     /* reserved events (two-phase rounds), counted in every admission */
     lcount *rv;
     uint32_t *hist; /* the last LEDGER_HISTORY rounds that charged or reserved it (positions),
@@ -214,6 +215,11 @@ struct ledger {
     uint64_t snap_done, snap_failed;
     char snap_err[320];
     spend_engine *sp; /* spends: events by content, the PLD value cache */
+    /* the clients' memos (lclient.memo): their bytes, at most LEDGER_MEMO_BYTES, and the
+     * positions of the clients that got one, oldest first (memo_q[memo_qh..memo_qn)), whose
+     * memos go first when the bytes are over (write lock) */
+    size_t memo_bytes, memo_qh, memo_qn, memo_qcap;
+    uint32_t *memo_q;
     /* background refinement (refine_step): its thread, scan cursor, and what views show */
     refiner *rf;
     size_t rf_next;
@@ -390,6 +396,9 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
 ledger_status lg_status_of(const lclient *c);
 void lg_counters(ledger *l, const lclient *c, int sign);
 void lg_recompute(ledger *l, lclient *c);
+/* The memos of all clients together take at most this (the oldest made go first). */
+#define LEDGER_MEMO_BYTES ((size_t)64 << 20)
+void lg_memo_drop(ledger *l, lclient *c);
 void lg_name_spend(ledger *l, lclient *c);
 int lg_add_count(lclient *c, uint32_t ev, uint64_t k);
 int lg_hist_ready(lclient *c);

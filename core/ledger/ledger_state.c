@@ -341,10 +341,49 @@ void lg_counters(ledger *l, const lclient *c, int sign)
     l->hist[bucket_of(c)] += (uint64_t)sign;
 }
 
+void lg_memo_drop(ledger *l, lclient *c)
+{
+    l->memo_bytes -= spend_memo_bytes(c->memo);
+    spend_memo_free(c->memo);
+    c->memo = NULL;
+}
+
+/* The client's memo brought to its terms, and the memos' bytes kept under LEDGER_MEMO_BYTES:
+ * the memos made first are freed first (made again at their clients' next change). */
+static void memo_update(ledger *l, lclient *c, spend_result *r)
+{
+    size_t before = spend_memo_bytes(c->memo);
+    spend_full(l, c, &c->memo, 0, 0, r);
+    size_t after = spend_memo_bytes(c->memo);
+    l->memo_bytes = l->memo_bytes - before + after;
+    if (before == 0 && after > 0) {
+        if (l->memo_qn == l->memo_qcap && l->memo_qh > 0) { /* compact */
+            memmove(l->memo_q, l->memo_q + l->memo_qh,
+                    (l->memo_qn - l->memo_qh) * sizeof *l->memo_q);
+            l->memo_qn -= l->memo_qh;
+            l->memo_qh = 0;
+        }
+        if (lg_grow((void **)&l->memo_q, &l->memo_qcap, l->memo_qn + 1, sizeof *l->memo_q) != 0) {
+            lg_memo_drop(l, c); /* not one to free in turn: none kept */
+            return;
+        }
+        l->memo_q[l->memo_qn++] = (uint32_t)(c - l->cl);
+    }
+    while (l->memo_bytes > LEDGER_MEMO_BYTES && l->memo_qh < l->memo_qn) {
+        uint32_t pos = l->memo_q[l->memo_qh++];
+        if (pos < l->ncl) /* else undone meanwhile (its memo went with it) */
+            lg_memo_drop(l, &l->cl[pos]);
+    }
+}
+
 void lg_recompute(ledger *l, lclient *c)
 {
     spend_result r;
-    spend_full(l, c, &c->memo, 0, 0, &r);
+    uintptr_t a = (uintptr_t)c, b = (uintptr_t)l->cl;
+    if (a >= b && a < b + l->ncl * sizeof *c) /* a stored client (not a would-be one) */
+        memo_update(l, c, &r);
+    else
+        spend_full(l, c, NULL, 0, 0, &r);
     c->spent = r.spent;
     c->dtv = r.dtv;
     c->sacct = (int8_t)r.accountant;
@@ -546,7 +585,7 @@ static void undo_one(ledger *l, lundo *u)
         free(c->id);
         free(c->labels);
         free(c->ev);
-        spend_memo_free(c->memo);
+        lg_memo_drop(l, c);
         free(c->rv);
         free(c->hist);
         l->ncl--;

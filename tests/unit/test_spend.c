@@ -242,6 +242,82 @@ out:
     finish(l, dir, ev, NEV);
 }
 
+/* Long histories, where the ledger's spends go through the clients' memos: a schedule of 36
+ * distinct events with an old event charged again now and then, to rdp and pld clients far
+ * from, near and at their budgets. Each client's spend is the compute entry point's answer
+ * for its composition, during the schedule, at its end, and after a restart. */
+static void spend_memo_matches_compute(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    enum { NEV = 36, NC = 4 };
+    dp_event *ev[NEV] = {NULL};
+    for (int i = 0; i < NEV; i++)
+        if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL)
+            ev[i]->u.noise.noise_multiplier = 4.0 + 0.25 * i;
+    for (int i = 0; i < NEV; i++)
+        if (ev[i] == NULL)
+            goto out;
+    uint64_t all[NEV], cnt[NC][NEV] = {{0}};
+    for (int i = 0; i < NEV; i++)
+        all[i] = 1 + (i == 0 ? (NEV - 1) / 9 : 0); /* event 0 again every 9th round */
+    double p = eps_of(ev, all, NEV, 1e-5, DP_ACCT_PLD), r = eps_of(ev, all, NEV, 1e-5, DP_ACCT_RDP);
+    CHECKF(p < r, "pld %.17g, rdp %.17g", p, r);
+    const char *ids[NC] = {"rdp", "far", "near", "tight"};
+    ledger_client in, out;
+    for (int i = 0; i < NC; i++) {
+        memset(&in, 0, sizeof in);
+        snprintf(in.id, sizeof in.id, "%s", ids[i]);
+        in.epsilon = i == 2 ? 0.5 * (p + r) : i == 3 ? 0.8 * p : 100.0;
+        in.delta = 1e-5;
+        in.mode = i == 0 ? LEDGER_RDP : LEDGER_PLD;
+        int created;
+        dpb_error err = {0};
+        CHECKF(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK, "%s", err.detail);
+    }
+    int rounds = 0, refused = 0;
+    for (int k = 0; k < NEV; k++)
+        for (int again = 0; again < (k % 9 == 8 ? 2 : 1); again++) {
+            int e = again ? 0 : k;
+            char rid[32];
+            snprintf(rid, sizeof rid, "r%d", rounds++);
+            ledger_round_res res;
+            if (charge(l, rid, ev[e], ids, NC, &res) != DPB_OK)
+                goto out;
+            for (size_t j = 0; j < res.n; j++)
+                for (int i = 0; i < NC; i++)
+                    if (strcmp(res.outcomes[j].id, ids[i]) == 0) {
+                        const ledger_outcome *o = &res.outcomes[j];
+                        /* the admission's value: its composition's, by the accountant named */
+                        cnt[i][e]++;
+                        double want = eps_of(ev, cnt[i], NEV, 1e-5, o->after_accountant);
+                        CHECKF(o->spent_after == want, "%s round %d: after %.17g, %s says %.17g",
+                               ids[i], rounds, o->spent_after,
+                               dp_accountant_name(o->after_accountant), want);
+                        if (!o->admitted) {
+                            cnt[i][e]--;
+                            refused++;
+                        }
+                        CHECKF(i == 3 || o->admitted, "%s refused round %d", ids[i], rounds);
+                    }
+            ledger_round_res_free(&res);
+            if (k == 20 || k == 30)
+                for (int i = 0; i < NC; i++)
+                    check_client(l, ids[i], ev, cnt[i], NEV);
+        }
+    CHECKF(refused > 0, "the tight client was refused %d rounds", refused);
+    for (int i = 0; i < NC; i++)
+        check_client(l, ids[i], ev, cnt[i], NEV);
+    ledger_close(l);
+    l = reopen(dir);
+    for (int i = 0; l && i < NC; i++)
+        check_client(l, ids[i], ev, cnt[i], NEV);
+out:
+    finish(l, dir, ev, NEV);
+}
+
 /* Random schedules: a round is admitted for a client iff the smaller certified bound of its
  * composition after the round (rdp, pld: by the compute entry point) is within its budget. */
 static void spend_never_past_budget(void)
@@ -805,5 +881,6 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_cache_eviction),        TL_T(spend_reads_during_long_charge),
     TL_T(spend_reads_during_long_put), TL_T(spend_refine_shows_pld),
     TL_T(spend_refine_never_stale),    TL_T(spend_memo_same_bits),
+    TL_T(spend_memo_matches_compute),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
