@@ -342,7 +342,7 @@ static int verify(const char *dir)
         fprintf(stderr, "dpbudgetd: --verify: cannot read %s: %s\n", dir, strerror(errno));
         goto out;
     }
-    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0, 0, NULL, 0};
+    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0, 0, NULL, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {
@@ -833,7 +833,7 @@ int main(int argc, char **argv)
                     .compute_queue = 16,
                     .compute_deadline = 30.0},
                    NULL,
-                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1, NULL, 0},
+                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1, NULL, 0, 0},
                    "",
                    1,
                    NULL,

@@ -152,7 +152,9 @@ typedef struct {
      * log and snapshots live in that database, shared by any number of replicas, and dir and
      * fs are unused */
     const char *ledger_url;
-    unsigned pg_pool; /* connections to the database at most (0: 4) */
+    unsigned pg_pool;  /* connections to the database at most (0: 4) */
+    size_t memo_bytes; /* the clients' memos of their spends' sums, all together, at most (0:
+                        * 64 MiB; ARCHITECTURE.md): past it the oldest made go first */
 } ledger_options;
 
 typedef struct ledger ledger;
@@ -169,6 +171,10 @@ typedef struct ledger_store ledger_store; /* store.h */
  * PostgreSQL store at o->ledger_url, and calls it. */
 dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **out,
                              dpb_error *err);
+
+/* The clients that have a memo of their spend's sums, and the memos' bytes (under the read
+ * lock). */
+void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes);
 
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);

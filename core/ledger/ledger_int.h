@@ -218,7 +218,7 @@ struct ledger {
     /* the clients' memos (lclient.memo): their bytes, at most LEDGER_MEMO_BYTES, and the
      * positions of the clients that got one, oldest first (memo_q[memo_qh..memo_qn)), whose
      * memos go first when the bytes are over (write lock) */
-    size_t memo_bytes, memo_qh, memo_qn, memo_qcap;
+    size_t memo_bytes, memo_n, memo_qh, memo_qn, memo_qcap; /* memo_n: clients with one */
     uint32_t *memo_q;
     /* background refinement (refine_step): its thread, scan cursor, and what views show */
     refiner *rf;
@@ -396,7 +396,7 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
 ledger_status lg_status_of(const lclient *c);
 void lg_counters(ledger *l, const lclient *c, int sign);
 void lg_recompute(ledger *l, lclient *c);
-/* The memos of all clients together take at most this (the oldest made go first). */
+/* The memos of all clients together take at most this by default (ledger_options). */
 #define LEDGER_MEMO_BYTES ((size_t)64 << 20)
 void lg_memo_drop(ledger *l, lclient *c);
 void lg_name_spend(ledger *l, lclient *c);

@@ -344,6 +344,7 @@ void lg_counters(ledger *l, const lclient *c, int sign)
 void lg_memo_drop(ledger *l, lclient *c)
 {
     l->memo_bytes -= spend_memo_bytes(c->memo);
+    l->memo_n -= c->memo != NULL;
     spend_memo_free(c->memo);
     c->memo = NULL;
 }
@@ -356,8 +357,15 @@ static void memo_update(ledger *l, lclient *c, spend_result *r)
     spend_full(l, c, &c->memo, 0, 0, r);
     size_t after = spend_memo_bytes(c->memo);
     l->memo_bytes = l->memo_bytes - before + after;
+    l->memo_n = l->memo_n - (before > 0) + (after > 0);
     if (before == 0 && after > 0) {
-        if (l->memo_qn == l->memo_qcap && l->memo_qh > 0) { /* compact */
+        if (l->memo_qn == l->memo_qcap && l->memo_qn - l->memo_qh > 2 * l->memo_n + 64) {
+            /* mostly positions whose memo went meanwhile: the clients with one, anew */
+            l->memo_qh = l->memo_qn = 0;
+            for (size_t i = 0; i < l->ncl; i++)
+                if (l->cl[i].memo != NULL && &l->cl[i] != c)
+                    l->memo_q[l->memo_qn++] = (uint32_t)i;
+        } else if (l->memo_qn == l->memo_qcap && l->memo_qh > 0) { /* compact */
             memmove(l->memo_q, l->memo_q + l->memo_qh,
                     (l->memo_qn - l->memo_qh) * sizeof *l->memo_q);
             l->memo_qn -= l->memo_qh;
@@ -369,11 +377,20 @@ static void memo_update(ledger *l, lclient *c, spend_result *r)
         }
         l->memo_q[l->memo_qn++] = (uint32_t)(c - l->cl);
     }
-    while (l->memo_bytes > LEDGER_MEMO_BYTES && l->memo_qh < l->memo_qn) {
+    size_t cap = l->opt.memo_bytes ? l->opt.memo_bytes : LEDGER_MEMO_BYTES;
+    while (l->memo_bytes > cap && l->memo_qh < l->memo_qn) {
         uint32_t pos = l->memo_q[l->memo_qh++];
         if (pos < l->ncl) /* else undone meanwhile (its memo went with it) */
             lg_memo_drop(l, &l->cl[pos]);
     }
+}
+
+void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    *clients = l->memo_n;
+    *bytes = l->memo_bytes;
+    pthread_rwlock_unlock(&l->lock);
 }
 
 void lg_recompute(ledger *l, lclient *c)

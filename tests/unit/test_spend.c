@@ -86,7 +86,7 @@ static ledger *open_fresh_ex(char *dir, size_t n, int refine)
     fast_fs = *dpb_fs_posix();
     fast_fs.fdatasync = nosync;
     fast_fs.fsync = nosync;
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine, NULL, 0};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine, NULL, 0, 0};
     ledger *l = NULL;
     dpb_error err = {0};
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
@@ -108,7 +108,7 @@ static void finish(ledger *l, const char *dir, dp_event **ev, size_t n)
 /* The ledger in dir again (no refinement: what a restart recomputes by itself). */
 static ledger *reopen(const char *dir)
 {
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0};
     dpb_error err = {0};
     ledger *l = NULL;
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
@@ -316,6 +316,91 @@ static void spend_memo_matches_compute(void)
         check_client(l, ids[i], ev, cnt[i], NEV);
 out:
     finish(l, dir, ev, NEV);
+}
+
+/* The clients' memos together stay under ledger_options.memo_bytes: past it the oldest made
+ * are freed (and made again at their client's next change), and no spend changes: a ledger
+ * with room for 3 memos answers what one with room for all answers, and the compute entry
+ * point's value. */
+static void spend_memo_cap(void)
+{
+    enum { NEV = 20, NC = 8 };
+    char dir[2][256];
+    ledger *l[2] = {NULL, NULL};
+    dp_event *ev[NEV] = {NULL};
+    fast_fs = *dpb_fs_posix();
+    fast_fs.fdatasync = nosync;
+    fast_fs.fsync = nosync;
+    dir[0][0] = dir[1][0] = '\0';
+    for (int w = 0; w < 2; w++) {
+        if (tl_make_dir(dir[w], sizeof dir[w], "dpb_spend_") != 0)
+            goto out;
+        ledger_options o = {dir[w], &fast_fs,        0, 0.0, 0.0, 1000000, 0, 0, NULL,
+                            0,      w ? 3 * 1900 : 0};
+        dpb_error err = {0};
+        CHECKF(ledger_open(&o, &l[w], &err) == DPB_OK, "%s", err.detail);
+        if (l[w] == NULL)
+            goto out;
+    }
+    for (int i = 0; i < NEV; i++)
+        if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL)
+            ev[i]->u.noise.noise_multiplier = 6.0 + 0.5 * i;
+    for (int i = 0; i < NEV; i++)
+        if (ev[i] == NULL)
+            goto out;
+    char idb[NC][16];
+    const char *ids[NC];
+    uint64_t cnt[NC][NEV] = {{0}};
+    for (int c = 0; c < NC; c++) {
+        snprintf(idb[c], sizeof idb[c], "m%d", c);
+        ids[c] = idb[c];
+        for (int w = 0; w < 2; w++)
+            put_pld(l[w], ids[c], 100.0, 1e-5);
+    }
+    /* client c takes part in the rounds of events c .. NEV-1 (20 - c distinct events: clients
+     * 0 to 4 reach 16 and get a memo), client 0 then in two more rounds of the last event */
+    for (int k = 0; k < NEV + 2; k++) {
+        int e = k < NEV ? k : NEV - 1;
+        const char *p[NC];
+        size_t n = 0;
+        for (int c = 0; c < NC; c++)
+            if (c <= k && !(c > 0 && k >= NEV))
+                p[n++] = ids[c];
+        char rid[32];
+        snprintf(rid, sizeof rid, "r%d", k);
+        for (int w = 0; w < 2; w++) {
+            ledger_round_res res;
+            if (charge(l[w], rid, ev[e], p, n, &res) != DPB_OK)
+                goto out;
+            CHECKF(res.admitted == n, "round %d: %zu of %zu admitted", k, res.admitted, n);
+            ledger_round_res_free(&res);
+        }
+        for (size_t j = 0; j < n; j++)
+            cnt[p[j][1] - '0'][e]++;
+    }
+    size_t mc[2], mb[2];
+    for (int w = 0; w < 2; w++)
+        ledger_memo_stats(l[w], &mc[w], &mb[w]);
+    CHECKF(mc[0] == 5 && mb[0] > 0, "room for all: %zu clients with a memo, %zu bytes", mc[0],
+           mb[0]);
+    CHECKF(mc[1] >= 1 && mc[1] <= 3 && mb[1] <= 3 * 1900,
+           "room for 3: %zu clients with a memo, %zu bytes", mc[1], mb[1]);
+    for (int c = 0; c < NC; c++) {
+        ledger_client a, b;
+        CHECK(ledger_get_client(l[0], ids[c], &a) == DPB_OK &&
+              ledger_get_client(l[1], ids[c], &b) == DPB_OK);
+        CHECKF(a.spent == b.spent && a.spent_accountant == b.spent_accountant,
+               "%s: %.17g with room for all, %.17g with room for 3", ids[c], a.spent, b.spent);
+        check_client(l[1], ids[c], ev, cnt[c], NEV);
+    }
+out:
+    for (int i = 0; i < NEV; i++)
+        dp_event_free(ev[i]);
+    for (int w = 0; w < 2; w++) {
+        if (l[w])
+            ledger_close(l[w]);
+        tl_remove_dir(dir[w]);
+    }
 }
 
 /* Random schedules: a round is admitted for a client iff the smaller certified bound of its
@@ -881,6 +966,6 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_cache_eviction),        TL_T(spend_reads_during_long_charge),
     TL_T(spend_reads_during_long_put), TL_T(spend_refine_shows_pld),
     TL_T(spend_refine_never_stale),    TL_T(spend_memo_same_bits),
-    TL_T(spend_memo_matches_compute),
+    TL_T(spend_memo_matches_compute),  TL_T(spend_memo_cap),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
