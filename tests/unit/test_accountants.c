@@ -548,6 +548,49 @@ static void pld_extended_precision(void)
     dp_event_free(two);
 }
 
+/* The double profile is kept where its round-off bound r exceeds 1e-4 of delta but leaving r
+ * out would lower epsilon by at most 1e-4 of it (10000 steps of q = 0.01, sigma = 0.8 at
+ * delta = 1e-6: 0.4e-4), so no long double rebuild: the answer is above the extended one by
+ * at most that share, and the delta query at it decides alike (eps(delta(eps)) = eps). Where
+ * the share is passed (1000 steps of q = 0.01, sigma = 1 at delta = 1e-10), the answer is the
+ * extended one's. */
+static void pld_roundoff_share_of_eps(void)
+{
+    struct {
+        double q, sigma;
+        uint64_t n;
+        double delta;
+        int kept;
+    } c[] = {{0.01, 0.8, 10000, 1e-6, 1}, {0.01, 1.0, 1000, 1e-10, 0}};
+    for (size_t i = 0; i < N(c); i++) {
+        dp_event *ev = times(poisson(c[i].q, gauss(c[i].sigma)), c[i].n);
+        double e = eps_of(ev, DP_ACCT_PLD, c[i].delta), x;
+        int prev = pld_extended_enter(1);
+        x = eps_of(ev, DP_ACCT_PLD, c[i].delta);
+        pld_extended_leave(prev);
+        /* the double bound is past 1e-4 of delta: the former rule rebuilt both */
+        double r = 0.0;
+        for (int dir = 0; dir < 2; dir++) {
+            pld_pmf leaf, all;
+            CHECK(pld_sampled_gaussian(c[i].q, c[i].sigma, dir, 1e-4, &leaf) == DPB_OK);
+            pld_term t = {&leaf, c[i].n};
+            CHECK(pld_compose_many(&t, 1, &all) == DPB_OK);
+            r = all.roundoff > r ? all.roundoff : r;
+            pld_free(&leaf);
+            pld_free(&all);
+        }
+        CHECKF(r > 1e-4 * c[i].delta, "case %zu: r %g", i, r);
+        if (c[i].kept)
+            CHECKF(e > x && e <= x * (1 + 1e-4), "case %zu: %.17g, extended %.17g", i, e, x);
+        else
+            CHECKF(e == x, "case %zu: %.17g, extended %.17g", i, e, x);
+        double d = delta_of(ev, DP_ACCT_PLD, e), e2 = eps_of(ev, DP_ACCT_PLD, d);
+        CHECKF(fabs(e2 - e) <= 1e-6 * (1 + e) && e2 <= e * (1 + 1e-9) + 1e-9,
+               "case %zu: %.17g -> delta %g -> %.17g", i, e, d, e2);
+        dp_event_free(ev);
+    }
+}
+
 /* A grid too fine for the distribution is coarsened (by 2, at most 16x), not refused: the
  * answer stays an upper bound and says which grid it used. Laplace b = 0.01 spans losses
  * -100..100: 2e7 points at 1e-5, 5e6 at 4e-5. Exact: delta(eps) = 1 - e^{(eps - 1/b)/2}. */
@@ -588,6 +631,7 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(pld_fourier_composition),
     TL_T(pld_roundoff_bound),
     TL_T(pld_extended_precision),
+    TL_T(pld_roundoff_share_of_eps),
     TL_T(pld_window_coarse_terms),
     TL_T(pld_grid_coarsened),
 };
