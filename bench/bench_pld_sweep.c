@@ -354,7 +354,8 @@ int main(int argc, char **argv)
         if (cmp_this && s->ref_ok && s->ok) {
             ratio[nr] = s->t_ref / s->t_ours;
             rid[nr++] = i;
-            rel[nrel++] = (s->eps - s->ref_eps) / s->ref_eps;
+            if (isfinite(s->ref_eps)) /* both "infinite" compare as nothing (inf - inf: NaN) */
+                rel[nrel++] = isfinite(s->eps) ? (s->eps - s->ref_eps) / s->ref_eps : HUGE_VAL;
             if (s->eps > s->ref_eps * (1.0 + 1e-3))
                 bad++;
         }
@@ -403,7 +404,7 @@ int main(int argc, char **argv)
                    "%s\n",
                    rid[a], ratio[a], 1e3 * s->t_ours, 1e3 * s->t_ref, s->eps, s->ref_eps, d);
         }
-        qsort(rel, nrel, sizeof *rel, cmp_double);
+        qsort(rel, nrel, sizeof *rel, cmp_double); /* no NaN in it: the order is total */
         printf("epsilon, ours relative to dp_accounting's: min %+.2e, median %+.2e, max %+.2e; "
                "%d above it by more than 0.1%% or refused where it answers\n",
                rel[0], quantile(rel, nrel, 0.5), rel[nrel - 1], bad);
