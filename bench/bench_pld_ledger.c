@@ -171,6 +171,10 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
     *rate = k / el;
     printf("   %d rounds in %.1f s: %.1f rounds/s sustained%s; %d charges admitted, %d refused\n",
            k, el, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
+    size_t mc, mb;
+    ledger_memo_stats(l, &mc, &mb);
+    printf("   clients with a memo of their spend's sums: %zu, %.2f MiB in all (%.2f KiB each)\n",
+           mc, (double)mb / 1048576.0, mc ? (double)mb / 1024.0 / (double)mc : 0.0);
     if (rd) {
         atomic_store(&rd->stop, 1);
         pthread_join(rt, NULL);
