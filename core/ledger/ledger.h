@@ -154,7 +154,7 @@ typedef struct {
     const char *ledger_url;
     unsigned pg_pool;  /* connections to the database at most (0: 4) */
     size_t memo_bytes; /* the clients' memos of their spends' sums, all together, at most (0:
-                        * 64 MiB; docs/ARCHITECTURE.md): past it the oldest go first */
+                        * 64 MiB; docs/ARCHITECTURE.md): past it others are freed in turn */
 } ledger_options;
 
 typedef struct ledger ledger;

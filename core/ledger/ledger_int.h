@@ -215,11 +215,10 @@ struct ledger {
     uint64_t snap_done, snap_failed;
     char snap_err[320];
     spend_engine *sp; /* spends: events by content, the PLD value cache */
-    /* the clients' memos (lclient.memo): their bytes, at most LEDGER_MEMO_BYTES, and the
-     * positions of the clients that got one, oldest first (memo_q[memo_qh..memo_qn)), whose
-     * memos go first when the bytes are over (write lock) */
-    size_t memo_bytes, memo_n, memo_qh, memo_qn, memo_qcap; /* memo_n: clients with one */
-    uint32_t *memo_q;
+    /* the clients' memos (lclient.memo): their bytes (at most the cap, LEDGER_MEMO_BYTES by
+     * default), how many clients have one, and where the next memo to free is looked for
+     * when the bytes are over (write lock) */
+    size_t memo_bytes, memo_n, memo_next;
     /* background refinement (refine_step): its thread, scan cursor, and what views show */
     refiner *rf;
     size_t rf_next;
@@ -395,7 +394,7 @@ dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relatio
 void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out);
 ledger_status lg_status_of(const lclient *c);
 void lg_counters(ledger *l, const lclient *c, int sign);
-void lg_recompute(ledger *l, lclient *c);
+void lg_recompute(ledger *l, lclient *c); /* c: a stored client (in l->cl) */
 /* The memos of all clients together take at most this by default (ledger_options). */
 #define LEDGER_MEMO_BYTES ((size_t)64 << 20)
 void lg_memo_drop(ledger *l, lclient *c);

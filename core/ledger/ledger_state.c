@@ -349,8 +349,9 @@ void lg_memo_drop(ledger *l, lclient *c)
     c->memo = NULL;
 }
 
-/* The client's memo brought to its terms, and the memos' bytes kept under LEDGER_MEMO_BYTES:
- * the memos made first are freed first (made again at their clients' next change). */
+/* The client's memo brought to its terms, and the memos' bytes kept under the cap: past it
+ * the other clients' memos are freed in turn, from a cursor that goes round the clients
+ * (made again at their next change). */
 static void memo_update(ledger *l, lclient *c, spend_result *r)
 {
     size_t before = spend_memo_bytes(c->memo);
@@ -358,30 +359,11 @@ static void memo_update(ledger *l, lclient *c, spend_result *r)
     size_t after = spend_memo_bytes(c->memo);
     l->memo_bytes = l->memo_bytes - before + after;
     l->memo_n = l->memo_n - (before > 0) + (after > 0);
-    if (before == 0 && after > 0) {
-        if (l->memo_qn == l->memo_qcap && l->memo_qn - l->memo_qh > 2 * l->memo_n + 64) {
-            /* mostly positions whose memo went meanwhile: the clients with one, anew */
-            l->memo_qh = l->memo_qn = 0;
-            for (size_t i = 0; i < l->ncl; i++)
-                if (l->cl[i].memo != NULL && &l->cl[i] != c)
-                    l->memo_q[l->memo_qn++] = (uint32_t)i;
-        } else if (l->memo_qn == l->memo_qcap && l->memo_qh > 0) { /* compact */
-            memmove(l->memo_q, l->memo_q + l->memo_qh,
-                    (l->memo_qn - l->memo_qh) * sizeof *l->memo_q);
-            l->memo_qn -= l->memo_qh;
-            l->memo_qh = 0;
-        }
-        if (lg_grow((void **)&l->memo_q, &l->memo_qcap, l->memo_qn + 1, sizeof *l->memo_q) != 0) {
-            lg_memo_drop(l, c); /* not one to free in turn: none kept */
-            return;
-        }
-        l->memo_q[l->memo_qn++] = (uint32_t)(c - l->cl);
-    }
     size_t cap = l->opt.memo_bytes ? l->opt.memo_bytes : LEDGER_MEMO_BYTES;
-    while (l->memo_bytes > cap && l->memo_qh < l->memo_qn) {
-        uint32_t pos = l->memo_q[l->memo_qh++];
-        if (pos < l->ncl) /* else undone meanwhile (its memo went with it) */
-            lg_memo_drop(l, &l->cl[pos]);
+    for (size_t seen = 0; l->memo_bytes > cap && seen < l->ncl; seen++) {
+        lclient *o = &l->cl[l->memo_next++ % l->ncl];
+        if (o != c)
+            lg_memo_drop(l, o);
     }
 }
 
@@ -396,11 +378,7 @@ void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes)
 void lg_recompute(ledger *l, lclient *c)
 {
     spend_result r;
-    uintptr_t a = (uintptr_t)c, b = (uintptr_t)l->cl;
-    if (a >= b && a < b + l->ncl * sizeof *c) /* a stored client (not a would-be one) */
-        memo_update(l, c, &r);
-    else
-        spend_full(l, c, NULL, 0, 0, &r);
+    memo_update(l, c, &r);
     c->spent = r.spent;
     c->dtv = r.dtv;
     c->sacct = (int8_t)r.accountant;

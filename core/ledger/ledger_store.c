@@ -509,7 +509,6 @@ static void close_ledger(ledger *l, int snapshot)
         free(l->cl[i].hist);
     }
     free(l->cl);
-    free(l->memo_q);
     free(l->by_id);
     free(l->rank);
     for (size_t i = 0; i < l->nundo; i++) {

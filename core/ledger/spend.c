@@ -329,6 +329,16 @@ static double filter_level(const double *r, double delta)
     return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
 }
 
+/* r += count times the RDP curve v: every sum of curves in this file is a left fold of this
+ * one step, so a fold kept and continued (the clients' memos) gives the same bits as one
+ * done whole. */
+static inline void add_curve(double *r, const double *v, uint64_t count)
+{
+    double cnt = (double)count;
+    for (size_t k = 0; k < RDP_NORDERS; k++)
+        r[k] += cnt * v[k];
+}
+
 /* The rdp accountant's eps of the composition at delta: +inf when an event has no RDP curve. */
 static double rdp_of(spend_engine *g, const spend_term *t, size_t m, double delta)
 {
@@ -337,24 +347,32 @@ static double rdp_of(spend_engine *g, const spend_term *t, size_t m, double delt
         const spend_class *c = &t[i].ev->cls;
         if (c->kind != SPEND_RDP)
             return HUGE_VAL;
-        double cnt = (double)t[i].count;
-        for (size_t k = 0; k < RDP_NORDERS; k++)
-            r[k] += cnt * c->rdp[k];
+        add_curve(r, c->rdp, t[i].count);
     }
     return m == 0 ? 0.0 : rdp_convert(g, r, delta < 1.0 ? delta : 0.999999999);
 }
 
 /* ---- pld, and its cache -------------------------------------------------------------------- */
 
-static uint64_t cache_key(double delta, dp_relation rel, const spend_term *t, size_t m)
+/* The cache key of a sorted multiset: a left fold too (key_start, then key_term a term). */
+static uint64_t key_start(double delta, dp_relation rel)
 {
     uint64_t k = fnv64(&delta, sizeof delta, 14695981039346656037ULL);
     unsigned char r = (unsigned char)rel;
-    k = fnv64(&r, 1, k);
-    for (size_t i = 0; i < m; i++) {
-        k = fnv64(&t[i].ev->sid, sizeof t[i].ev->sid, k);
-        k = fnv64(&t[i].count, sizeof t[i].count, k);
-    }
+    return fnv64(&r, 1, k);
+}
+
+static uint64_t key_term(uint64_t k, uint32_t sid, uint64_t count)
+{
+    k = fnv64(&sid, sizeof sid, k);
+    return fnv64(&count, sizeof count, k);
+}
+
+static uint64_t cache_key(double delta, dp_relation rel, const spend_term *t, size_t m)
+{
+    uint64_t k = key_start(delta, rel);
+    for (size_t i = 0; i < m; i++)
+        k = key_term(k, t[i].ev->sid, t[i].count);
     return k;
 }
 
@@ -538,13 +556,11 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
         int any_rdp = 0;
         for (size_t i = 0; i < m; i++) {
             const spend_class *v = &t[i].ev->cls;
-            double cnt = (double)t[i].count;
             if (v->kind == SPEND_RDP) {
                 any_rdp = 1;
-                for (size_t k = 0; k < RDP_NORDERS; k++)
-                    r[k] += cnt * v->rdp[k];
+                add_curve(r, v->rdp, t[i].count);
             } else if (v->kind == SPEND_TV) {
-                tv += cnt * v->tvlog;
+                tv += (double)t[i].count * v->tvlog;
             } else {
                 out->unsupported = 1;
                 return;
@@ -570,8 +586,7 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
             if (mode == LEDGER_GDP_FILTER)
                 mu2 += cnt * v->mu2;
             else
-                for (size_t k = 0; k < RDP_NORDERS; k++)
-                    r[k] += cnt * v->rdp[k];
+                add_curve(r, v->rdp, t[i].count);
         }
         if (mode == LEDGER_RDP_FILTER) {
             out->spent = m == 0 ? 0.0 : filter_level(r, delta);
@@ -693,19 +708,6 @@ size_t spend_memo_bytes(const spend_memo *mm)
     return mm ? sizeof *mm + mm->cap * (sizeof *mm->s + sizeof *mm->rank) : 0;
 }
 
-static uint64_t key_start(double delta, dp_relation rel)
-{
-    uint64_t k = fnv64(&delta, sizeof delta, 14695981039346656037ULL);
-    unsigned char r = (unsigned char)rel;
-    return fnv64(&r, 1, k);
-}
-
-static uint64_t key_term(uint64_t k, uint32_t sid, uint64_t count)
-{
-    k = fnv64(&sid, sizeof sid, k);
-    return fnv64(&count, sizeof count, k);
-}
-
 /* The composition t[0..n) with k more of x (k 0: none) as P then tail[0..*nt) in sid order,
  * when the memo covers it; else 0. */
 static int memo_match(const spend_memo *mm, double delta, dp_relation rel, const spend_term *t,
@@ -762,10 +764,7 @@ static uint64_t memo_finish(const spend_memo *mm, const mtail *tail, size_t q, d
     memcpy(r, mm->rpre, sizeof mm->rpre);
     uint64_t h = mm->hpre;
     for (size_t i = 0; i < q; i++) {
-        const double *v = tail[i].t.ev->cls.rdp;
-        double cnt = (double)tail[i].t.count;
-        for (size_t k = 0; k < RDP_NORDERS; k++)
-            r[k] += cnt * v[k];
+        add_curve(r, tail[i].t.ev->cls.rdp, tail[i].t.count);
         h = key_term(h, tail[i].t.ev->sid, tail[i].t.count);
     }
     return h;
@@ -807,10 +806,7 @@ static int memo_advance(spend_memo *mm, const mtail *tail, size_t q)
     if (memo_room(mm, mm->m - 1 + q) != 0)
         return -1;
     for (size_t j = 0; j + 1 < q; j++) {
-        const double *v = tail[j].t.ev->cls.rdp;
-        double cnt = (double)tail[j].t.count;
-        for (size_t k = 0; k < RDP_NORDERS; k++)
-            mm->rpre[k] += cnt * v[k];
+        add_curve(mm->rpre, tail[j].t.ev->cls.rdp, tail[j].t.count);
         mm->hpre = key_term(mm->hpre, tail[j].t.ev->sid, tail[j].t.count);
     }
     for (size_t j = 0; j < q; j++) {
@@ -864,9 +860,7 @@ static void memo_build(spend_memo **memo, double delta, dp_relation rel, const s
         mm->rank[o[j].at] = (uint32_t)j;
         if (j + 1 == n)
             break;
-        double cnt = (double)tj->count;
-        for (size_t k = 0; k < RDP_NORDERS; k++)
-            mm->rpre[k] += cnt * tj->ev->cls.rdp[k];
+        add_curve(mm->rpre, tj->ev->cls.rdp, tj->count);
         mm->hpre = key_term(mm->hpre, tj->ev->sid, tj->count);
     }
     free(o);

@@ -120,17 +120,34 @@ static ledger *open_fresh(char *dir, size_t n)
     return open_fresh_ex(dir, n, 0);
 }
 
-static void put_pld(ledger *l, const char *id, double eps, double delta)
+static void put_client(ledger *l, const char *id, double eps, double delta, ledger_mode mode)
 {
     ledger_client in, out;
     memset(&in, 0, sizeof in);
     snprintf(in.id, sizeof in.id, "%s", id);
     in.epsilon = eps;
     in.delta = delta;
-    in.mode = LEDGER_PLD;
+    in.mode = mode;
     int created;
     dpb_error err = {0};
     CHECKF(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK, "put %s: %s", id, err.detail);
+}
+
+static void put_pld(ledger *l, const char *id, double eps, double delta)
+{
+    put_client(l, id, eps, delta, LEDGER_PLD);
+}
+
+/* n Gaussians, noise multipliers s0, s0 + step, ...: 0, or -1 when one could not be made */
+static int gaussians(dp_event **ev, int n, double s0, double step)
+{
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL)
+            ev[i]->u.noise.noise_multiplier = s0 + step * i;
+        else
+            ok = 0;
+    return ok ? 0 : -1;
 }
 
 /* One admit_eligible round; res filled (the caller frees it). */
@@ -254,29 +271,20 @@ static void spend_memo_matches_compute(void)
         return;
     enum { NEV = 36, NC = 4 };
     dp_event *ev[NEV] = {NULL};
-    for (int i = 0; i < NEV; i++)
-        if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL)
-            ev[i]->u.noise.noise_multiplier = 4.0 + 0.25 * i;
-    for (int i = 0; i < NEV; i++)
-        if (ev[i] == NULL)
-            goto out;
+    if (gaussians(ev, NEV, 4.0, 0.25) != 0)
+        goto out;
     uint64_t all[NEV], cnt[NC][NEV] = {{0}};
     for (int i = 0; i < NEV; i++)
         all[i] = 1 + (i == 0 ? (NEV - 1) / 9 : 0); /* event 0 again every 9th round */
     double p = eps_of(ev, all, NEV, 1e-5, DP_ACCT_PLD), r = eps_of(ev, all, NEV, 1e-5, DP_ACCT_RDP);
     CHECKF(p < r, "pld %.17g, rdp %.17g", p, r);
     const char *ids[NC] = {"rdp", "far", "near", "tight"};
-    ledger_client in, out;
-    for (int i = 0; i < NC; i++) {
-        memset(&in, 0, sizeof in);
-        snprintf(in.id, sizeof in.id, "%s", ids[i]);
-        in.epsilon = i == 2 ? 0.5 * (p + r) : i == 3 ? 0.8 * p : 100.0;
-        in.delta = 1e-5;
-        in.mode = i == 0 ? LEDGER_RDP : LEDGER_PLD;
-        int created;
-        dpb_error err = {0};
-        CHECKF(ledger_put_client(l, &in, &created, &out, &err) == DPB_OK, "%s", err.detail);
-    }
+    for (int i = 0; i < NC; i++)
+        put_client(l, ids[i],
+                   i == 2   ? 0.5 * (p + r)
+                   : i == 3 ? 0.8 * p
+                            : 100.0,
+                   1e-5, i == 0 ? LEDGER_RDP : LEDGER_PLD);
     int rounds = 0, refused = 0;
     for (int k = 0; k < NEV; k++)
         for (int again = 0; again < (k % 9 == 8 ? 2 : 1); again++) {
@@ -318,8 +326,8 @@ out:
     finish(l, dir, ev, NEV);
 }
 
-/* The clients' memos together stay under ledger_options.memo_bytes: past it the oldest made
- * are freed (and made again at their client's next change), and no spend changes: a ledger
+/* The clients' memos together stay under ledger_options.memo_bytes: past it others are freed
+ * in turn (and made again at their client's next change), and no spend changes: a ledger
  * with room for 3 memos answers what one with room for all answers, and the compute entry
  * point's value. */
 static void spend_memo_cap(void)
@@ -342,12 +350,8 @@ static void spend_memo_cap(void)
         if (l[w] == NULL)
             goto out;
     }
-    for (int i = 0; i < NEV; i++)
-        if ((ev[i] = dp_event_new(DP_EV_GAUSSIAN)) != NULL)
-            ev[i]->u.noise.noise_multiplier = 6.0 + 0.5 * i;
-    for (int i = 0; i < NEV; i++)
-        if (ev[i] == NULL)
-            goto out;
+    if (gaussians(ev, NEV, 6.0, 0.5) != 0)
+        goto out;
     char idb[NC][16];
     const char *ids[NC];
     uint64_t cnt[NC][NEV] = {{0}};
