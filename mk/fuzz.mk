@@ -29,7 +29,7 @@ FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 
 FUZZ_CORE_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(wildcard core/*/*.c))
 FUZZ_SRV_OBJ  := $(FUZZ_BUILD)/server/codec.o $(FUZZ_BUILD)/server/problem.o \
-                 $(FUZZ_BUILD)/server/jsonout.o
+                 $(FUZZ_BUILD)/server/jsonout.o $(FUZZ_BUILD)/server/jsonin.o
 FUZZ_T_OBJ    := $(FUZZ_BUILD)/tests/fuzz/fuzz_request.o $(FUZZ_BUILD)/tests/fuzz/fuzz_wal.o \
                  $(FUZZ_BUILD)/tests/fuzz/memo.o
 FUZZ_BIN      := $(FUZZ_BUILD)/fuzz_request $(FUZZ_BUILD)/fuzz_wal
@@ -95,7 +95,7 @@ fuzz-clean:
 
 $(BUILD)/tests/fuzz_regress_request: $(BUILD)/tests/fuzz/regress_main.o \
         $(BUILD)/tests/fuzz/fuzz_request.o $(BUILD)/server/codec.o $(BUILD)/server/problem.o \
-        $(BUILD)/server/jsonout.o \
+        $(BUILD)/server/jsonout.o $(BUILD)/server/jsonin.o \
         $(BUILD)/libdpcore.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/common/numfmt.h"
+#include "jsonin.h"
 
 /* Largest integer a double holds exactly: counts beyond it cannot be honest. */
 #define MAX_EXACT_INT 9007199254740992.0
@@ -22,7 +23,7 @@ static void join(char *buf, size_t n, const char *path, const char *key)
 json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
 {
     json_error_t e;
-    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+    json_t *j = jsonin_load(buf, len, &e);
     if (j == NULL) {
         switch (json_error_code(&e)) {
         case json_error_duplicate_key:

@@ -15,6 +15,7 @@
 #include "../core/dp/proactive.h"
 #include "../core/dp/shuffle_exact.h"
 #include "codec.h"
+#include "jsonin.h"
 #include "metrics.h"
 #include "resources.h"
 #include "../core/common/numfmt.h"
@@ -65,7 +66,7 @@ int res_compute_light(const http_request *req, json_t **parsed)
     if (strcmp(req->path, "/v1/delta") != 0 && strcmp(req->path, "/v1/epsilon") != 0 &&
         strcmp(req->path, "/v1/curve") != 0 && strcmp(req->path, "/v1/calibrate") != 0)
         return 0;
-    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *j = jsonin_load(req->body, req->body_len, NULL);
     if (!json_is_object(j)) {
         json_decref(j);
         return 0; /* the handler will say what is wrong, on the pool */

@@ -319,6 +319,7 @@ int main(int argc, char **argv)
             {SAMPLING_API_TESTS, SAMPLING_API_NTESTS},
             {WORKFLOW_TESTS, WORKFLOW_NTESTS},
             {NUMBER_TESTS, NUMBER_NTESTS},
+            {JSONIN_TESTS, JSONIN_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},
             {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
             {ADMIN_TESTS, ADMIN_NTESTS},

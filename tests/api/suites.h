@@ -29,6 +29,8 @@ extern const tl_test SAMPLING_API_TESTS[]; /* test_sampling_api.c: fixed-size, t
 extern const size_t SAMPLING_API_NTESTS;
 extern const tl_test NUMBER_TESTS[]; /* test_numbers.c: shortest round-trip numbers */
 extern const size_t NUMBER_NTESTS;
+extern const tl_test JSONIN_TESTS[]; /* test_jsonin.c: the request reader against jansson */
+extern const size_t JSONIN_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
 

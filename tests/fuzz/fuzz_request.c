@@ -16,6 +16,8 @@
  *     itself validates with, as the solver would fill it;
  *   - binary (the ledger's log): dp_event_encode -> dp_event_decode must decode all the
  *     bytes, and re-encoding gives the same bytes.
+ * The request reader's fast path (server/jsonin.h), when it takes the body, must build the
+ * tree json_loadb builds, else abort().
  * Problems (malformed JSON, unknown fields, ...) are expected outcomes.
  */
 #include <gsl/gsl_errno.h>
@@ -29,6 +31,7 @@
 #include "../../core/dp/event.h"
 #include "../../core/ledger/ledger.h"
 #include "../../server/codec.h"
+#include "../../server/jsonin.h"
 #include "../../server/problem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -334,6 +337,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gsl_set_error_handler_off(); /* as main() does */
         json_object_seed(0x5eed);    /* reproducible object order (messages name a key) */
         initialised = 1;
+    }
+    /* the request reader's fast path builds jansson's own tree, or leaves the body to it */
+    json_t *fast = jsonin_plain((const char *)data, size);
+    if (fast != NULL) {
+        json_t *ref = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
+        if (ref == NULL || !json_equal(fast, ref))
+            invariant_failed("the plain reader's tree is not json_loadb's", NULL, NULL);
+        json_decref(ref);
+        json_decref(fast);
     }
     problem pb = {0};
     json_t *j = codec_parse_object((const char *)data, size, &pb);
