@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,14 +55,42 @@ static void put_char(out_buf *o, char ch)
         o->buf[o->len++] = ch;
 }
 
-/* A string as jansson escapes it (its strings hold valid UTF-8): '"', '\\' and the control
- * characters, the others written as they are. */
-static void put_string(out_buf *o, const char *s, size_t n)
+/* Does the 8-byte word w hold a byte that JSON must escape ('"', '\\' or a control
+ * character)? Exact for the word as a whole (the classic zero-byte tests: a borrow can only
+ * start at a byte that matches). */
+static int word_needs_escape(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t found =
+        ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash);
+    return (found & highs) != 0;
+}
+
+/* The length of s's longest prefix that needs no escape. */
+static size_t clean_prefix(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (word_needs_escape(w))
+            break;
+    }
+    for (; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == '"' || ch == '\\')
+            break;
+    }
+    return i;
+}
+
+/* The escapes from s[i] on (the bytes before it need none), then the closing quote. */
+static void put_escaped(out_buf *o, const char *s, size_t i, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
-    put_char(o, '"');
-    size_t run = 0; /* bytes of s[run..i) not yet written */
-    for (size_t i = 0; i < n; i++) {
+    size_t run = i; /* bytes of s[run..i) not yet written */
+    for (; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (ch >= 0x20 && ch != '"' && ch != '\\')
             continue;
@@ -101,6 +130,33 @@ static void put_string(out_buf *o, const char *s, size_t n)
     }
     put(o, s + run, n - run);
     put_char(o, '"');
+}
+
+/* A string as jansson escapes it (its strings hold valid UTF-8): '"', '\\' and the control
+ * characters, the others written as they are; then the byte tail (0 for none, ':' after a
+ * key). The common string, with nothing to escape, is one reserve and one copy. */
+static void put_string_then(out_buf *o, const char *s, size_t n, char tail)
+{
+    if (reserve(o, n + 3) != 0)
+        return;
+    size_t clean = clean_prefix(s, n);
+    char *d = o->buf + o->len;
+    d[0] = '"';
+    memcpy(d + 1, s, clean);
+    if (clean == n) {
+        d[n + 1] = '"';
+        o->len += n + 2;
+    } else {
+        o->len += clean + 1;
+        put_escaped(o, s, clean, n);
+    }
+    if (tail)
+        put_char(o, tail);
+}
+
+static void put_string(out_buf *o, const char *s, size_t n)
+{
+    put_string_then(o, s, n, 0);
 }
 
 static void put_int(out_buf *o, long long v)
@@ -145,8 +201,7 @@ static void put_value(out_buf *o, const json_t *j, int depth)
             if (!first)
                 put_char(o, ',');
             first = 0;
-            put_string(o, key, strlen(key));
-            put_char(o, ':');
+            put_string_then(o, key, strlen(key), ':');
             put_value(o, v, depth + 1);
         }
         put_char(o, '}');
@@ -246,8 +301,7 @@ void jsonout_key(jsonout_w *w, const char *key)
     if (!w->first[w->depth])
         put_char(as_out(w), ',');
     w->first[w->depth] = 0;
-    put_string(as_out(w), key, strlen(key));
-    put_char(as_out(w), ':');
+    put_string_then(as_out(w), key, strlen(key), ':');
     w->after_key = 1;
 }
 

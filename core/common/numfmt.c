@@ -2,26 +2,39 @@
 #include "numfmt.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Integers below 2^53 in plain digits, without printf. */
+/* Integers in plain digits, without printf: two digits per division. */
 static size_t write_int(uint64_t u, int neg, char *out)
 {
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
     char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    size_t n = sizeof tmp;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        n -= 2;
+        memcpy(tmp + n, pairs + 2 * r, 2);
+    }
+    if (u >= 10) {
+        n -= 2;
+        memcpy(tmp + n, pairs + 2 * u, 2);
+    } else {
+        tmp[--n] = (char)('0' + u);
+    }
     size_t k = 0;
     if (neg)
         out[k++] = '-';
-    while (n)
-        out[k++] = tmp[--n];
+    while (n < sizeof tmp)
+        out[k++] = tmp[n++];
     out[k] = '\0';
     return k;
 }
@@ -89,20 +102,24 @@ static uint64_t scaled_round(uint64_t M, int E, int k)
     return (uint64_t)q;
 }
 
+#define NO_EXPONENT INT_MIN /* the decimal exponent is not known yet */
+
 /* x (1e-4 <= |x| < 1e15, needing 16 or 17 significant digits) as %.16g writes it when that
  * reads back (only tried when try16), else as %.17g: the same digits, computed exactly in
  * integers rather than by printf and strtod. The 16 digits read back when they lie within
  * half a unit in the last place of x (the half below a power of two is half as wide), a tie
  * going to x when its mantissa is even, as strtod rounds. */
-static size_t long_decimal(double x, int try16, char out[DPB_NUM_MAX])
+static size_t long_decimal(double x, int try16, int X, char out[DPB_NUM_MAX])
 {
     double a = fabs(x);
     int e;
     double f = frexp(a, &e);
     uint64_t M = (uint64_t)ldexp(f, 53);
     int E = e - 53;
-    /* X = floor(log10 a), checked against the 17 digits it gives */
-    int X = (int)floor(log10(a));
+    /* X = floor(log10 a) (given, when the caller knows it), checked against the 17 digits it
+     * gives */
+    if (X == NO_EXPONENT)
+        X = (int)floor(log10(a));
     uint64_t m17 = 0;
     for (int tries = 0; tries < 3; tries++) {
         m17 = scaled_round(M, E, 16 - X);
@@ -134,13 +151,76 @@ static size_t long_decimal(double x, int try16, char out[DPB_NUM_MAX])
     return plain(x < 0, m17, 16 - X, out);
 }
 
+/* x (1e-4 <= |x| < 1e15, not a whole number) in plain notation when 15 significant digits or
+ * fewer read back to it, else 0: the common case, with one multiplication and one division.
+ * X, the decimal exponent of |x| (10^X <= |x| < 10^(X+1)), is e log10(2) rounded down (e the
+ * binary exponent) or one less, which the size of the scaled value tells. A decimal of d <= 15
+ * digits that reads back lies within half an ulp (1.2e-16 relative) of x, so it is the point
+ * of the 15-digit grid nearest to x (that grid's points are 1e-15 relative or more apart), and
+ * nearbyint(|x| 10^(14-X)) finds it (the product is off by at most a sixteenth of a unit at
+ * that size): its trailing zeros dropped, it is the shortest decimal that reads back, the one
+ * %g writes. When it does not read back, no decimal of 15 digits or fewer does, and *X is
+ * set; near a power of ten, where the grid may hold 14 or 16 digits, *X is NO_EXPONENT and
+ * short_decimal decides. */
+static size_t fifteen_digits(double x, char out[DPB_NUM_MAX], int *X)
+{
+    double a = fabs(x);
+    int e;
+    frexp(a, &e);
+    int k = 14 - (int)floor(e * 0.30102999566398120);
+    *X = NO_EXPONENT;
+    if (k < 1 || k > 21)
+        return 0;
+    double p = nearbyint(a * POW10[k]);
+    if (p < 1e14) { /* X was one less */
+        k++;
+        p = nearbyint(a * POW10[k]);
+    }
+    if (!(p >= 1e14 && p < 1e15))
+        return 0;
+    if (p / POW10[k] != a) {
+        *X = 14 - k; /* the 15-digit grid, so no decimal of 15 digits or fewer reads back */
+        return 0;
+    }
+    /* drop the trailing zeros (at most 14) in four steps: 8, 4, 2 and 1 of them */
+    uint64_t m = (uint64_t)p;
+    static const uint64_t step[] = {100000000, 10000, 100, 10};
+    for (int i = 0, z = 8; i < 4; i++, z /= 2) {
+        if (k > z && m % step[i] == 0) {
+            m /= step[i];
+            k -= z;
+        }
+    }
+    return plain(x < 0, m, k, out);
+}
+
+/* Whether some whole m reads back to a at k decimals (m / 10^k == a, m < 2^53): 1 with m in
+ * *m, else 0. a * 10^k is off the exact product by at most half a unit below 2^53, and any m
+ * that reads back lies within one unit of the exact product: m is nearbyint(a * 10^k) or a
+ * neighbour. m and 10^k (k <= 22) are exact doubles, so m / 10^k is correctly rounded, as
+ * strtod of the same text is: the check is exact. Only for k where nearbyint(a * 10^k) < 2^53. */
+static int reads_back(double a, int k, double *m)
+{
+    double p = nearbyint(a * POW10[k]);
+    if (p / POW10[k] == a)
+        *m = p;
+    else if (p >= 1.0 && (p - 1.0) / POW10[k] == a)
+        *m = p - 1.0;
+    else if (p + 1.0 < TWO53 && (p + 1.0) / POW10[k] == a)
+        *m = p + 1.0;
+    else
+        return 0;
+    return 1;
+}
+
 /* x as m / 10^k with m a whole number below 2^53 and the fewest decimals k that read back to
  * x, written in plain notation; 0 when there is none (x needs more digits, or lies outside
- * 1e-4 <= |x| < 1e15, where %g writes an exponent). m and 10^k (k <= 22) are exact doubles,
- * so m / 10^k is correctly rounded, as strtod of the same text is: the check is exact. The
- * fewest decimals at a fixed magnitude are the fewest significant digits: the shortest.
- * a * 10^k is off the exact product by at most half a unit below 2^53, and any m that reads
- * back lies within one unit of the exact product: m is nearbyint(a * 10^k) or a neighbour.
+ * 1e-4 <= |x| < 1e15, where %g writes an exponent). The fewest decimals at a fixed magnitude
+ * are the fewest significant digits: the shortest.
+ * The decimals that can be checked are k = 1 .. K-1, K the first with a * 10^K >= 2^53
+ * (a * 10^k grows with k). Among them, reading back at k implies reading back at k + 1 (10m
+ * is the same number and below 2^53, since 10m != 2^53), so the fewest is found by bisection:
+ * five checks instead of up to eighteen.
  * When none is found, *try16 says whether a 16-digit form with m >= 2^53 (which this cannot
  * check) remains possible; every other form with 16 digits or fewer has been ruled out. */
 static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
@@ -149,23 +229,56 @@ static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
     *try16 = 1;
     if (!(a >= 1e-4 && a < 1e15))
         return 0;
-    for (int k = 1; k <= 22; k++) {
-        double p = nearbyint(a * POW10[k]), m = -1.0;
-        if (p >= TWO53) {
-            /* the last k held m < 2^53: 16 digits there already checked, or 16 digits here */
-            *try16 = p <= 1e16; /* 1e16 itself may be 9999999999999999 rounded up */
-            return 0;
-        }
-        if (p / POW10[k] == a)
-            m = p;
-        else if (p >= 1.0 && (p - 1.0) / POW10[k] == a)
-            m = p - 1.0;
-        else if (p + 1.0 < TWO53 && (p + 1.0) / POW10[k] == a)
-            m = p + 1.0;
-        if (m < 0.0)
-            continue;
-        return plain(x < 0, (uint64_t)m, k, out);
+    int lo = 1, hi = 22; /* K in [lo, hi + 1] */
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (nearbyint(a * POW10[mid]) >= TWO53)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
+    int K = lo; /* at most 19: a * 10^19 >= 1e15 */
+    double m = -1.0;
+    if (K == 1 || !reads_back(a, K - 1, &m)) {
+        /* the last k held m < 2^53: 16 digits there already checked, or 16 digits here
+         * (1e16 itself may be 9999999999999999 rounded up) */
+        *try16 = K > 22 || nearbyint(a * POW10[K]) <= 1e16;
+        return 0;
+    }
+    int best = K - 1;
+    lo = 1;
+    hi = K - 2; /* the fewest is in [lo, best] */
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        double mm;
+        if (reads_back(a, mid, &mm)) {
+            best = mid;
+            m = mm;
+            hi = mid - 1;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return plain(x < 0, (uint64_t)m, best, out);
+}
+
+/* After fifteen_digits ruled out 15 digits or fewer at decimal exponent X: the 16-digit
+ * decimal when it reads back and is below 2^53 (which reads_back can check), else 0 with
+ * *try16 as short_decimal sets it. 17 digits are 1e16 or more, above 2^53: the 16-digit grid is
+ * the only one left to check in doubles. */
+static size_t sixteen_digits(double x, int X, char out[DPB_NUM_MAX], int *try16)
+{
+    double a = fabs(x), m;
+    int k = 15 - X; /* 1 <= k <= 19 for 1e-4 <= a < 1e15 */
+    *try16 = 1;
+    if (nearbyint(a * POW10[k]) >= TWO53) {
+        *try16 = nearbyint(a * POW10[k]) <= 1e16;
+        return 0;
+    }
+    if (reads_back(a, k, &m))
+        return plain(x < 0, (uint64_t)m, k, out);
+    /* 1e16 itself may be 9999999999999999 rounded up */
+    *try16 = nearbyint(a * POW10[k + 1]) <= 1e16;
     return 0;
 }
 
@@ -253,8 +366,11 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
         return write_int((uint64_t)fabs(x), x < 0, out);
     /* the common case among fractions: a short decimal in plain notation (%g's range for it,
      * 1e-4 <= |x| < 1e15) */
-    int try16;
-    size_t k = short_decimal(x, out, &try16);
+    int try16, X = NO_EXPONENT;
+    size_t k = fabs(x) >= 1e-4 && fabs(x) < 1e15 ? fifteen_digits(x, out, &X) : 0;
+    if (k)
+        return k;
+    k = X != NO_EXPONENT ? sixteen_digits(x, X, out, &try16) : short_decimal(x, out, &try16);
     if (k)
         return k;
     /* and small ones (deltas: 1e-5, 2.5e-7): a short decimal in exponent notation */
@@ -262,7 +378,7 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
     if (k)
         return k;
     int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
-    if (in_range && fabs(x) >= DBL_MIN && (k = long_decimal(x, try16, out)) > 0)
+    if (in_range && fabs(x) >= DBL_MIN && (k = long_decimal(x, try16, X, out)) > 0)
         return k;
     /* 15 significant digits always read back as written (DBL_DIG), so from 15 on the first
      * precision whose text reads back to x is the shortest (%g drops trailing zeros). Below

@@ -175,7 +175,33 @@ static void numbers_written_as_printf_would(void)
         bad += !same_as_printf(x, bad);
     }
     CHECKF(bad == 0, "%d of %d doubles in plain notation", bad, n);
+    /* and short decimals in plain notation (1 to 16 digits, 1e-4 .. 1e15), found by the
+     * bisection over the number of decimals: the fewest, as printf's first precision that
+     * reads back, and the decimals next to them (one more digit, one unit off) */
+    bad = n = 0;
+    for (int i = 0; i < 100000; i++) {
+        char t[48];
+        int ndig = 1 + (int)(next64() % 16);
+        unsigned long long m = 1 + next64() % 9;
+        for (int d = 1; d < ndig; d++)
+            m = m * 10 + next64() % 10;
+        if (i % 3 == 1)
+            m = m * 10 + 1 + next64() % 9;
+        else if (i % 3 == 2)
+            m += next64() % 2 ? 1 : m > 1 ? -1ULL : 1;
+        snprintf(t, sizeof t, "%llue%d", m, -(int)(next64() % 24));
+        double x = strtod(t, NULL);
+        if (!(x >= 1e-4 && x < 1e15) || x == floor(x))
+            continue;
+        n++;
+        bad += !same_as_printf(next64() & 1 ? -x : x, bad);
+    }
+    CHECKF(bad == 0 && n > 30000, "%d of %d short decimals in plain notation", bad, n);
     char s[DPB_NUM_MAX];
+    CHECK(strcmp(dpb_num_str(0.463791055202202, s), "0.463791055202202") == 0);
+    CHECK(strcmp(dpb_num_str(123456789012345.6, s), "123456789012345.6") == 0);
+    CHECK(strcmp(dpb_num_str(0.0001, s), "0.0001") == 0);
+    CHECK(strcmp(dpb_num_str(0.30486861157348816, s), "0.30486861157348816") == 0);
     CHECK(strcmp(dpb_num_str(0.014754478187500511, s), "0.014754478187500511") == 0);
     CHECK(strcmp(dpb_num_str(-4.605170269485859, s), "-4.605170269485859") == 0);
     CHECK(strcmp(dpb_num_str(1e-5, s), "1e-5") == 0);
@@ -263,6 +289,47 @@ static void jsonout_matches_jansson(void)
     free(mine);
     free(theirs);
     json_decref(o);
+}
+
+/* Strings with one byte to escape (or not) at every offset: the writer scans eight bytes at
+ * a time, so the byte is tried in every lane of the first words and after them, and the
+ * text must stay json_dumps's. */
+static void jsonout_escapes_at_every_offset(void)
+{
+    static const char special[] = {'"',  '\\', '\n', 0x01, 0x1f, 0x20,
+                                   0x7f, '!',  '#',  '[',  ']',  (char)0xc3};
+    int bad = 0, n = 0;
+    for (size_t len = 0; len < 40; len++) {
+        for (size_t at = 0; at <= len; at++) {
+            for (size_t k = 0; k < sizeof special; k++) {
+                char str[48];
+                memset(str, 'a', len);
+                size_t sl = len;
+                if (at < len) {
+                    str[at] = special[k];
+                    if (special[k] == (char)0xc3) { /* a two-byte UTF-8 letter: e acute */
+                        memmove(str + at + 1, str + at, len - at);
+                        str[at + 1] = (char)0xa9;
+                        sl++;
+                    }
+                }
+                json_t *o = json_object();
+                json_object_set_new(o, "s", json_stringn(str, sl));
+                json_object_set_new(o, str, json_integer((json_int_t)len)); /* a key too */
+                size_t ln = 0;
+                char *mine = jsonout_dump(o, &ln), *theirs = json_dumps(o, JSON_COMPACT);
+                n++;
+                if (!(mine && theirs && strcmp(mine, theirs) == 0) && bad++ < 3)
+                    CHECKF(0, "length %zu, byte 0x%02x at %zu:\n mine   %s\n theirs %s", len,
+                           (unsigned char)special[k], at, mine ? mine : "(null)",
+                           theirs ? theirs : "(null)");
+                free(mine);
+                free(theirs);
+                json_decref(o);
+            }
+        }
+    }
+    CHECKF(bad == 0, "%d of %d strings", bad, n);
 }
 
 /* Reals: the shortest text, a '.' or an exponent always (a real stays a real), every value
@@ -475,6 +542,7 @@ const tl_test NUMBER_TESTS[] = {
     TL_T(shortest_round_trip_special_values),
     TL_T(numbers_written_as_printf_would),
     TL_T(jsonout_matches_jansson),
+    TL_T(jsonout_escapes_at_every_offset),
     TL_T(jsonout_reals),
     TL_T(jsonout_writer_matches_tree),
     TL_T(answers_say_what_was_asked),
