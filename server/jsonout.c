@@ -17,12 +17,9 @@ typedef struct {
     int fail;
 } out_buf;
 
-static int reserve(out_buf *o, size_t n)
+/* Room for n more bytes and a NUL: grow the buffer (reserve's slow path). */
+static int grow(out_buf *o, size_t n)
 {
-    if (o->fail)
-        return -1;
-    if (o->cap - o->len > n)
-        return 0;
     size_t ncap = o->cap ? o->cap : 2048;
     while (ncap - o->len <= n) {
         if (ncap > ((size_t)-1) / 2) {
@@ -39,6 +36,17 @@ static int reserve(out_buf *o, size_t n)
     o->buf = nb;
     o->cap = ncap;
     return 0;
+}
+
+/* Room for n more bytes and a NUL, else -1 (out of memory, remembered). Inline: the room is
+ * almost always there. */
+static inline int reserve(out_buf *o, size_t n)
+{
+    if (o->fail)
+        return -1;
+    if (o->cap - o->len > n)
+        return 0;
+    return grow(o, n);
 }
 
 static void put(out_buf *o, const char *s, size_t n)
