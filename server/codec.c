@@ -20,6 +20,13 @@ static void join(char *buf, size_t n, const char *path, const char *key)
         snprintf(buf, n, "%s.%s", path, key);
 }
 
+/* join() into buf, returning buf: for a problem's field, written only when there is one. */
+static const char *at(char *buf, size_t n, const char *path, const char *key)
+{
+    join(buf, n, path, key);
+    return buf;
+}
+
 json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
 {
     json_error_t e;
@@ -110,15 +117,15 @@ int codec_number(json_t *obj, const char *path, const char *key, int required, d
     json_t *v = field(obj, path, key, required, pb);
     if (v == NULL)
         return required ? -1 : 0;
-    char f[96];
-    join(f, sizeof f, path, key);
+    char f[96]; /* the field's path, written only for a problem */
     if (!json_is_number(v)) {
-        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a number", f);
+        problem_set(pb, PB_WRONG_TYPE, at(f, sizeof f, path, key), "'%s' must be a number", f);
         return -1;
     }
     double x = json_number_value(v);
     if (!isfinite(x)) {
-        problem_set(pb, PB_NUMBER_OUT_OF_RANGE, f, "'%s' must be finite", f);
+        problem_set(pb, PB_NUMBER_OUT_OF_RANGE, at(f, sizeof f, path, key), "'%s' must be finite",
+                    f);
         return -1;
     }
     *out = x;
@@ -131,14 +138,13 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
     json_t *v = field(obj, path, key, required, pb);
     if (v == NULL)
         return required ? -1 : 0;
-    char f[96];
-    join(f, sizeof f, path, key);
+    char f[96]; /* the field's path, written only for a problem */
     uint64_t u;
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i < 0) {
-            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be a whole number >= %llu", f,
-                        (unsigned long long)min);
+            problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
+                        "'%s' must be a whole number >= %llu", f, (unsigned long long)min);
             return -1;
         }
         u = (uint64_t)i;
@@ -146,19 +152,21 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
         double x = json_real_value(v);
         if (!(x >= 0.0 && x <= MAX_EXACT_INT) || x != floor(x)) {
             char num[DPB_NUM_MAX];
-            problem_set(pb, PB_INVALID_PARAMETER, f,
+            problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
                         "'%s' must be a whole number between %llu and %llu (got %s)", f,
                         (unsigned long long)min, (unsigned long long)max, dpb_num_str(x, num));
             return -1;
         }
         u = (uint64_t)x;
     } else {
-        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a whole number", f);
+        problem_set(pb, PB_WRONG_TYPE, at(f, sizeof f, path, key), "'%s' must be a whole number",
+                    f);
         return -1;
     }
     if (u < min || u > max) {
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be between %llu and %llu (got %llu)", f,
-                    (unsigned long long)min, (unsigned long long)max, (unsigned long long)u);
+        problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
+                    "'%s' must be between %llu and %llu (got %llu)", f, (unsigned long long)min,
+                    (unsigned long long)max, (unsigned long long)u);
         return -1;
     }
     *out = u;
