@@ -150,7 +150,7 @@ static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                         const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
     memset(rep, 0, sizeof *rep);
-    memset(pr, 0, sizeof *pr);
+    dp_profile_clear(pr);
     if (ev == NULL)
         return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
     if (opt && opt->pld_h != 0.0 && !(opt->pld_h >= 1e-6 && opt->pld_h <= 0.1))

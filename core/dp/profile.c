@@ -15,6 +15,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1686,10 +1687,17 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
     return DPB_OK;
 }
 
+void dp_profile_clear(dp_profile *pr)
+{
+    memset(pr, 0, offsetof(dp_profile, rdp));
+    pr->rdp_inf = 0.0;
+    memset((char *)pr + offsetof(dp_profile, npg), 0, sizeof *pr - offsetof(dp_profile, npg));
+}
+
 dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
                                 dp_profile *pr, dp_report *rep, dpb_error *err)
 {
-    memset(pr, 0, sizeof *pr);
+    dp_profile_clear(pr);
     pr->acct = DP_ACCT_RDP;
     rep->accountant = dp_accountant_name(DP_ACCT_RDP);
     rep->guarantee = DP_UPPER_BOUND;
@@ -1708,6 +1716,7 @@ dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const doubl
         pr->orders = RDP_DEFAULT_ORDERS;
         pr->norders = RDP_NORDERS;
     }
+    memset(pr->rdp, 0, pr->norders * sizeof pr->rdp[0]); /* the walk adds into them */
     dpb_status st = walk_rdp(ev, rel, 1.0, pr, rep, err);
     for (size_t i = 0; i < pr->norders; i++)
         pr->rdp_done[i] = pr->npg == 0 || pr->orders[i] == floor(pr->orders[i]);
@@ -1717,7 +1726,7 @@ dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const doubl
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
-    memset(pr, 0, sizeof *pr);
+    dp_profile_clear(pr);
     pr->acct = acct;
     rep->accountant = dp_accountant_name(acct);
     rep->guarantee = acct == DP_ACCT_GDP_CLT ? DP_ESTIMATE : DP_UPPER_BOUND;
