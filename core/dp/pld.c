@@ -26,6 +26,32 @@
 #include "../common/cancel.h"
 #include "normal.h"
 
+/* CMPLX and CMPLXL where the compiler lacks them (clang before 15 with glibc, as the fuzz
+ * build uses): a complex number is laid out as an array of its real and imaginary parts
+ * (C11 6.2.5p13), so they are set one by one, without C's rules for infinite parts. */
+#ifndef CMPLX
+static inline double complex make_complex(double re, double im)
+{
+    double complex z;
+    double *part = (double *)&z;
+    part[0] = re;
+    part[1] = im;
+    return z;
+}
+#define CMPLX(re, im) make_complex((re), (im))
+#endif
+#ifndef CMPLXL
+static inline long double complex make_complexl(long double re, long double im)
+{
+    long double complex z;
+    long double *part = (long double *)&z;
+    part[0] = re;
+    part[1] = im;
+    return z;
+}
+#define CMPLXL(re, im) make_complexl((re), (im))
+#endif
+
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void pld_fftw_lock(void)
