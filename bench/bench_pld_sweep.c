@@ -354,8 +354,13 @@ int main(int argc, char **argv)
         if (cmp_this && s->ref_ok && s->ok) {
             ratio[nr] = s->t_ref / s->t_ours;
             rid[nr++] = i;
-            if (isfinite(s->ref_eps)) /* both "infinite" compare as nothing (inf - inf: NaN) */
-                rel[nrel++] = isfinite(s->eps) ? (s->eps - s->ref_eps) / s->ref_eps : HUGE_VAL;
+            /* both "infinite" compare as nothing (inf - inf: NaN); both 0 as equal (0 / 0:
+             * NaN, which would leave the sort below in no order) */
+            if (isfinite(s->ref_eps))
+                rel[nrel++] = !isfinite(s->eps)  ? HUGE_VAL
+                              : s->ref_eps > 0.0 ? (s->eps - s->ref_eps) / s->ref_eps
+                              : s->eps > 0.0     ? HUGE_VAL
+                                                 : 0.0;
             if (s->eps > s->ref_eps * (1.0 + 1e-3))
                 bad++;
         }
