@@ -12,18 +12,14 @@
 /* Largest integer a double holds exactly: counts beyond it cannot be honest. */
 #define MAX_EXACT_INT 9007199254740992.0
 
-static void join(char *buf, size_t n, const char *path, const char *key)
+/* The field's dotted path (path.key) into buf; returns buf, so that a problem's field is
+ * written only where there is a problem. */
+static const char *join(char *buf, size_t n, const char *path, const char *key)
 {
     if (path == NULL || path[0] == '\0')
         snprintf(buf, n, "%s", key);
     else
         snprintf(buf, n, "%s.%s", path, key);
-}
-
-/* join() into buf, returning buf: for a problem's field, written only when there is one. */
-static const char *at(char *buf, size_t n, const char *path, const char *key)
-{
-    join(buf, n, path, key);
     return buf;
 }
 
@@ -119,12 +115,12 @@ int codec_number(json_t *obj, const char *path, const char *key, int required, d
         return required ? -1 : 0;
     char f[96]; /* the field's path, written only for a problem */
     if (!json_is_number(v)) {
-        problem_set(pb, PB_WRONG_TYPE, at(f, sizeof f, path, key), "'%s' must be a number", f);
+        problem_set(pb, PB_WRONG_TYPE, join(f, sizeof f, path, key), "'%s' must be a number", f);
         return -1;
     }
     double x = json_number_value(v);
     if (!isfinite(x)) {
-        problem_set(pb, PB_NUMBER_OUT_OF_RANGE, at(f, sizeof f, path, key), "'%s' must be finite",
+        problem_set(pb, PB_NUMBER_OUT_OF_RANGE, join(f, sizeof f, path, key), "'%s' must be finite",
                     f);
         return -1;
     }
@@ -143,7 +139,7 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i < 0) {
-            problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
+            problem_set(pb, PB_INVALID_PARAMETER, join(f, sizeof f, path, key),
                         "'%s' must be a whole number >= %llu", f, (unsigned long long)min);
             return -1;
         }
@@ -152,19 +148,19 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
         double x = json_real_value(v);
         if (!(x >= 0.0 && x <= MAX_EXACT_INT) || x != floor(x)) {
             char num[DPB_NUM_MAX];
-            problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
+            problem_set(pb, PB_INVALID_PARAMETER, join(f, sizeof f, path, key),
                         "'%s' must be a whole number between %llu and %llu (got %s)", f,
                         (unsigned long long)min, (unsigned long long)max, dpb_num_str(x, num));
             return -1;
         }
         u = (uint64_t)x;
     } else {
-        problem_set(pb, PB_WRONG_TYPE, at(f, sizeof f, path, key), "'%s' must be a whole number",
+        problem_set(pb, PB_WRONG_TYPE, join(f, sizeof f, path, key), "'%s' must be a whole number",
                     f);
         return -1;
     }
     if (u < min || u > max) {
-        problem_set(pb, PB_INVALID_PARAMETER, at(f, sizeof f, path, key),
+        problem_set(pb, PB_INVALID_PARAMETER, join(f, sizeof f, path, key),
                     "'%s' must be between %llu and %llu (got %llu)", f, (unsigned long long)min,
                     (unsigned long long)max, (unsigned long long)u);
         return -1;

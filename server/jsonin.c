@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +26,16 @@ static int is_digit(char ch)
     return ch >= '0' && ch <= '9';
 }
 
-/* A string of printable ASCII without escapes, r at its opening quote: its bytes in *s, *n
- * and r past its closing quote; -1 for any other string (or none). */
+/* Past the digits from q on (none: q itself). */
+static const char *skip_digits(const char *q, const char *end)
+{
+    while (q < end && is_digit(*q))
+        q++;
+    return q;
+}
+
+/* A string of ASCII bytes from space to 0x7f without escapes, r at its opening quote: its
+ * bytes in *s, *n and r past its closing quote; -1 for any other string (or none). */
 static int plain_string(reader *r, const char **s, size_t *n)
 {
     const char *q = r->p + 1;
@@ -58,8 +65,7 @@ static json_t *plain_number(reader *r)
     if (q < end && *q == '0')
         q++;
     else if (q < end && *q >= '1' && *q <= '9')
-        while (q < end && is_digit(*q))
-            q++;
+        q = skip_digits(q, end);
     else
         return NULL;
     size_t ndig = (size_t)(q - d0);
@@ -67,8 +73,7 @@ static json_t *plain_number(reader *r)
         real = 1;
         if (++q >= end || !is_digit(*q))
             return NULL;
-        while (q < end && is_digit(*q))
-            q++;
+        q = skip_digits(q, end);
     }
     if (q < end && (*q == 'e' || *q == 'E')) {
         real = 1;
@@ -76,8 +81,7 @@ static json_t *plain_number(reader *r)
             q++;
         if (q >= end || !is_digit(*q))
             return NULL;
-        while (q < end && is_digit(*q))
-            q++;
+        q = skip_digits(q, end);
     }
     if (!real) {
         if (ndig > PLAIN_INT)
@@ -107,6 +111,19 @@ static json_t *plain_number(reader *r)
 
 static json_t *plain_value(reader *r);
 
+/* r at an opening bracket: past it and the space after it; 1 when the container closes at once
+ * (r past its closing bracket), else 0. */
+static int opens_empty(reader *r, char close)
+{
+    r->p++;
+    skip_space(r);
+    if (r->p < r->end && *r->p == close) {
+        r->p++;
+        return 1;
+    }
+    return 0;
+}
+
 /* After a member or an element: a comma (1, r past it and the space after it), the closing
  * bracket (0, r past it), or anything else (-1). */
 static int after_item(reader *r, char close)
@@ -129,12 +146,8 @@ static json_t *plain_object(reader *r)
     json_t *o = json_object();
     if (o == NULL)
         return NULL;
-    r->p++; /* '{' */
-    skip_space(r);
-    if (r->p < r->end && *r->p == '}') {
-        r->p++;
+    if (opens_empty(r, '}'))
         return o;
-    }
     for (;;) {
         const char *k;
         size_t kn;
@@ -169,12 +182,8 @@ static json_t *plain_array(reader *r)
     json_t *a = json_array();
     if (a == NULL)
         return NULL;
-    r->p++; /* '[' */
-    skip_space(r);
-    if (r->p < r->end && *r->p == ']') {
-        r->p++;
+    if (opens_empty(r, ']'))
         return a;
-    }
     for (;;) {
         json_t *v = plain_value(r);
         if (v == NULL || json_array_append_new(a, v) != 0)

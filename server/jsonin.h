@@ -5,13 +5,13 @@
  * small bodies of the compute requests that was two microseconds, more than the accountant
  * takes to answer. The reader here goes over a body in place and builds the same tree
  * jansson builds, but only for the plain bodies requests are made of: objects and arrays
- * nested at most 64 deep, strings of printable ASCII without escapes, integers of at most
- * 18 digits, reals that strtod reads without overflow or underflow, true, false and null.
- * Anything else (an escape, a byte outside printable ASCII, a long integer, a duplicate key,
- * a syntax error, a body that is not an object) goes to jansson's json_loadb, which decides
- * and words the error. So the result is always exactly json_loadb's with
- * JSON_REJECT_DUPLICATES: the same tree (the same members in the same order, integers and
- * reals as jansson types them, the same doubles) or the same error.
+ * nested at most 64 deep, strings of ASCII bytes from space to 0x7f without escapes,
+ * integers of at most 18 digits, reals that strtod reads without overflow or underflow,
+ * true, false and null. Anything else (an escape, a byte below space or above 0x7f, a long
+ * integer, a duplicate key, a syntax error, a body that is not an object) goes to jansson's
+ * json_loadb, which decides and words the error. So the result is always exactly
+ * json_loadb's with JSON_REJECT_DUPLICATES: the same tree (the same members in the same
+ * order, integers and reals as jansson types them, the same doubles) or the same error.
  */
 #ifndef HTTP_JSONIN_H
 #define HTTP_JSONIN_H

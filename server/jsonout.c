@@ -63,6 +63,12 @@ static void put_char(out_buf *o, char ch)
         o->buf[o->len++] = ch;
 }
 
+/* A byte JSON must escape: '"', '\\' or a control character. */
+static int needs_escape(unsigned char ch)
+{
+    return ch < 0x20 || ch == '"' || ch == '\\';
+}
+
 /* Does the 8-byte word w hold a byte that JSON must escape ('"', '\\' or a control
  * character)? Exact for the word as a whole (the classic zero-byte tests: a borrow can only
  * start at a byte that matches). */
@@ -85,11 +91,8 @@ static size_t clean_prefix(const char *s, size_t n)
         if (word_needs_escape(w))
             break;
     }
-    for (; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x20 || ch == '"' || ch == '\\')
-            break;
-    }
+    while (i < n && !needs_escape((unsigned char)s[i]))
+        i++;
     return i;
 }
 
@@ -100,7 +103,7 @@ static void put_escaped(out_buf *o, const char *s, size_t i, size_t n)
     size_t run = i; /* bytes of s[run..i) not yet written */
     for (; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
+        if (!needs_escape(ch))
             continue;
         put(o, s + run, i - run);
         run = i + 1;

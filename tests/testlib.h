@@ -11,11 +11,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* splitmix64: the next pseudo-random 64 bits from *state (any seed; every bit pattern is
+ * reachable), for tests that draw from a fixed seed so that a failure is reproducible. */
+static inline uint64_t tl_splitmix(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
 
 /* Defined once, in the file that defines TESTLIB_MAIN before including this header. */
 extern int tl_failed_checks;

@@ -216,11 +216,8 @@ static int reads_back(double a, int k, double *m)
 /* x as m / 10^k with m a whole number below 2^53 and the fewest decimals k that read back to
  * x, written in plain notation; 0 when there is none (x needs more digits, or lies outside
  * 1e-4 <= |x| < 1e15, where %g writes an exponent). The fewest decimals at a fixed magnitude
- * are the fewest significant digits: the shortest.
- * The decimals that can be checked are k = 1 .. K-1, K the first with a * 10^K >= 2^53
- * (a * 10^k grows with k). Among them, reading back at k implies reading back at k + 1 (10m
- * is the same number and below 2^53, since 10m != 2^53), so the fewest is found by bisection:
- * five checks instead of up to eighteen.
+ * are the fewest significant digits: the shortest. Only for what fifteen_digits leaves
+ * undecided (near a power of ten): each k in turn.
  * When none is found, *try16 says whether a 16-digit form with m >= 2^53 (which this cannot
  * check) remains possible; every other form with 16 digits or fewer has been ruled out. */
 static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
@@ -229,37 +226,17 @@ static size_t short_decimal(double x, char out[DPB_NUM_MAX], int *try16)
     *try16 = 1;
     if (!(a >= 1e-4 && a < 1e15))
         return 0;
-    int lo = 1, hi = 22; /* K in [lo, hi + 1] */
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (nearbyint(a * POW10[mid]) >= TWO53)
-            hi = mid - 1;
-        else
-            lo = mid + 1;
-    }
-    int K = lo; /* at most 19: a * 10^19 >= 1e15 */
-    double m = -1.0;
-    if (K == 1 || !reads_back(a, K - 1, &m)) {
-        /* the last k held m < 2^53: 16 digits there already checked, or 16 digits here
-         * (1e16 itself may be 9999999999999999 rounded up) */
-        *try16 = K > 22 || nearbyint(a * POW10[K]) <= 1e16;
-        return 0;
-    }
-    int best = K - 1;
-    lo = 1;
-    hi = K - 2; /* the fewest is in [lo, best] */
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        double mm;
-        if (reads_back(a, mid, &mm)) {
-            best = mid;
-            m = mm;
-            hi = mid - 1;
-        } else {
-            lo = mid + 1;
+    for (int k = 1; k <= 22; k++) {
+        double p = nearbyint(a * POW10[k]), m;
+        if (p >= TWO53) {
+            /* the last k held m < 2^53: 16 digits there already checked, or 16 digits here */
+            *try16 = p <= 1e16; /* 1e16 itself may be 9999999999999999 rounded up */
+            return 0;
         }
+        if (reads_back(a, k, &m))
+            return plain(x < 0, (uint64_t)m, k, out);
     }
-    return plain(x < 0, (uint64_t)m, best, out);
+    return 0;
 }
 
 /* After fifteen_digits ruled out 15 digits or fewer at decimal exponent X: the 16-digit
@@ -366,8 +343,8 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
         return write_int((uint64_t)fabs(x), x < 0, out);
     /* the common case among fractions: a short decimal in plain notation (%g's range for it,
      * 1e-4 <= |x| < 1e15) */
-    int try16, X = NO_EXPONENT;
-    size_t k = fabs(x) >= 1e-4 && fabs(x) < 1e15 ? fifteen_digits(x, out, &X) : 0;
+    int try16, X = NO_EXPONENT, in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
+    size_t k = in_range ? fifteen_digits(x, out, &X) : 0;
     if (k)
         return k;
     k = X != NO_EXPONENT ? sixteen_digits(x, X, out, &try16) : short_decimal(x, out, &try16);
@@ -377,7 +354,6 @@ size_t dpb_num(double x, char out[DPB_NUM_MAX])
     k = small_decimal(x, out);
     if (k)
         return k;
-    int in_range = fabs(x) >= 1e-4 && fabs(x) < 1e15;
     if (in_range && fabs(x) >= DBL_MIN && (k = long_decimal(x, try16, X, out)) > 0)
         return k;
     /* 15 significant digits always read back as written (DBL_DIG), so from 15 on the first

@@ -18,11 +18,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t next64(void)
 {
-    /* splitmix64: every bit pattern is reachable, fixed seed for reproducible failures */
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    return tl_splitmix(&rng); /* fixed seed: a failure is reproducible */
 }
 
 static double from_bits(uint64_t u)
@@ -175,9 +171,9 @@ static void numbers_written_as_printf_would(void)
         bad += !same_as_printf(x, bad);
     }
     CHECKF(bad == 0, "%d of %d doubles in plain notation", bad, n);
-    /* and short decimals in plain notation (1 to 16 digits, 1e-4 .. 1e15), found by the
-     * bisection over the number of decimals: the fewest, as printf's first precision that
-     * reads back, and the decimals next to them (one more digit, one unit off) */
+    /* and short decimals in plain notation (1 to 16 digits, 1e-4 .. 1e15), found on the 15-
+     * and 16-digit grids: the fewest, as printf's first precision that reads back, and the
+     * decimals next to them (one more digit, one unit off) */
     bad = n = 0;
     for (int i = 0; i < 100000; i++) {
         char t[48];

@@ -115,14 +115,6 @@ static size_t acked_total;
 
 /* ---- small helpers ---- */
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -439,9 +431,9 @@ static void *worker_main(void *arg)
                            "{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":5},"
                            "\"participants\":[",
                            rid);
-        int k = 1 + (int)(splitmix(&w->rng) % MAX_COHORT);
+        int k = 1 + (int)(tl_splitmix(&w->rng) % MAX_COHORT);
         for (int i = 0; i < k;) {
-            int c_ix = (int)(splitmix(&w->rng) % NCLIENTS);
+            int c_ix = (int)(tl_splitmix(&w->rng) % NCLIENTS);
             if (r->cohort & (1u << c_ix))
                 continue;
             r->cohort |= 1u << c_ix;
@@ -872,7 +864,7 @@ static int ensure_set_up(void)
     for (int i = 0; i < NWORKERS; i++) {
         workers[i].id = i;
         workers[i].rng = seed ^ (0x1000193ull * (uint64_t)(i + 1));
-        splitmix(&workers[i].rng);
+        tl_splitmix(&workers[i].rng);
     }
     double ms = start_daemon();
     CHECKF(ms >= 0, "dpbudgetd did not start on an empty data directory");
@@ -963,10 +955,10 @@ static void kill9_cycles_lose_no_acknowledged_round(void)
 {
     if (ensure_set_up() != 0)
         return;
-    int ncycles = 8 + (int)(splitmix(&main_rng) % 3);
+    int ncycles = 8 + (int)(tl_splitmix(&main_rng) % 3);
     for (int cyc = 0; cyc < ncycles; cyc++) {
         int before = tl_failed_checks;
-        long delay = 100 + (long)(splitmix(&main_rng) % 501);
+        long delay = 100 + (long)(tl_splitmix(&main_rng) % 501);
         cur_phase = cyc + 1;
         size_t acked0 = acked_total;
         int alive;
@@ -1026,7 +1018,7 @@ static void sigterm_exits_0_and_restart_recovers(void)
     int before = tl_failed_checks;
     cur_phase++;
     int alive;
-    long delay = 100 + (long)(splitmix(&main_rng) % 301);
+    long delay = 100 + (long)(tl_splitmix(&main_rng) % 301);
     int st = load_then_signal(delay, SIGTERM, &alive);
     CHECKF(alive, "dpbudgetd died under load before the SIGTERM");
     CHECKF(!alive || st != -1, "dpbudgetd did not stop within 5 s of SIGTERM");
