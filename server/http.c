@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "jsonout.h"
 #include "../core/common/numfmt.h"
 #include "metrics.h"
+#include "mhdwrap.h"
 #include "reqlog.h"
 #include "resources.h"
 #include "tls.h"
@@ -42,12 +44,17 @@ struct http_server {
     workpool *lpool; /* the ledger writes' threads (the ledger lane) */
 };
 
-/* libmicrohttpd's memory pool per connection: the request head is read into it, and a head
- * that does not fit is answered by libmicrohttpd itself (an HTML 431 that is not ours). It is
- * twice the largest --max-header-bytes, so any head up to that size, and far beyond, reaches
- * our own check and its problem+json 431. Pages are touched as bytes arrive, but
- * libmicrohttpd clears the pool between requests: this much per busy connection. */
-#define HTTP_CONNECTION_MEMORY ((size_t)128 * 1024)
+/* libmicrohttpd's memory pool per connection, which holds the request head and its parsed
+ * headers: twice --max-header-bytes, and at least libmicrohttpd's default (32 KiB), so that
+ * any head up to the limit fits and reaches our own check and its exact 431. A head that
+ * outgrows the pool is refused by libmicrohttpd itself, answered as problem+json all the
+ * same (mhdwrap.h). No larger: libmicrohttpd 0.9.75 clears the whole pool between two
+ * requests on a kept-alive connection, a cost paid on every request. */
+static size_t connection_memory(size_t max_header_bytes)
+{
+    size_t m = 2 * max_header_bytes;
+    return m < (size_t)32 * 1024 ? (size_t)32 * 1024 : m;
+}
 
 /* The ledger lane (ledger writes, off the HTTP workers): threads and places waiting. */
 #define HTTP_LEDGER_THREADS 8u
@@ -85,6 +92,16 @@ typedef struct {
     compute_job *job; /* a compute request on the pool (its connection suspended), or done */
     json_t *parsed;   /* the body parsed once (owned), handed to the handler as req.parsed */
 } req_ctx;
+
+/* What library_answer needs of the server (one per process). */
+static size_t lib_max_header_bytes;
+static int lib_log_requests;
+static int lib_tls;
+/* The connection whose request the access handler saw last on this thread, and its
+ * context: a refusal libmicrohttpd raises while reading a body (broken chunked encoding)
+ * comes on that thread with the request's context still alive (library_answer). */
+static _Thread_local struct MHD_Connection *cur_conn;
+static _Thread_local req_ctx *cur_ctx;
 
 static double now_s(void)
 {
@@ -332,9 +349,9 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
 {
     if (ctx)
         ctx->status = resp->status;
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        resp->body_len, resp->body ? (void *)resp->body : (void *)"",
-        resp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    /* never MHD_create_response_from_buffer: that one is libmicrohttpd's own (mhdwrap.h) */
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(
+        resp->body_len, resp->body ? (void *)resp->body : (void *)"", resp->body ? free : NULL);
     if (r == NULL) {
         free(resp->body);
         resp->body = NULL;
@@ -609,6 +626,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (ctx == NULL)
             return MHD_NO;
         *con_cls = ctx;
+        cur_conn = c;
+        cur_ctx = ctx;
         ctx->t0 = now_s();
         ctx->route = route_index(method, url, &ctx->rt, &ctx->param);
         ctx->method = metrics_method(method);
@@ -640,6 +659,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         }
         return MHD_YES;
     }
+    cur_conn = c;
+    cur_ctx = ctx;
     if (ctx->answered) {
         *upload_size = 0; /* discard */
         return MHD_YES;
@@ -746,6 +767,109 @@ static void lw_str(line_w *w, const char *s)
     lw_put(w, s, strlen(s));
 }
 
+/* One line of the request log: whole lines, written in batches per worker (reqlog.h), so
+ * no stdio lock is shared by the workers and lines from several threads never interleave;
+ * ms to the microsecond, written shortest (0.12, not 0.120). */
+static void log_request(const char *id, const char *verb, const route *r, int status, double dt,
+                        const char *key, int aborted)
+{
+    char ts[40], num[DPB_NUM_MAX], line[512];
+    line_w w = {line, line + sizeof line, 0};
+    http_log_time(ts, sizeof ts);
+    lw_str(&w, "{\"ts\":\"");
+    lw_str(&w, ts);
+    lw_str(&w, "\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"");
+    lw_str(&w, id);
+    lw_str(&w, "\",\"method\":\"");
+    lw_str(&w, verb);
+    lw_str(&w, "\",\"route\":\"");
+    lw_str(&w, r ? r->path : "unmatched");
+    lw_str(&w, r && r->prefix ? "{id}" : "");
+    lw_str(&w, r && r->suffix ? r->suffix : "");
+    lw_str(&w, "\",\"status\":");
+    lw_put(&w, num, dpb_num((double)status, num));
+    lw_str(&w, ",\"ms\":");
+    lw_put(&w, num, dpb_num(nearbyint(dt * 1e6) / 1e3, num));
+    lw_str(&w, ",\"key\":\"");
+    lw_str(&w, key);
+    lw_str(&w, aborted ? "\",\"aborted\":true}\n" : "\"}\n");
+    if (!w.over)
+        reqlog_line(line, (size_t)(w.p - line));
+}
+
+/* Writes a whole answer to the connection's socket at once (plain TCP), for the refusals
+ * libmicrohttpd would send with a doubled head (mhdwrap_doubles_head); 0 when it was
+ * written whole. The bytes libmicrohttpd would have sent: status line, Date, the service's
+ * headers, Content-Length, the body. */
+static int write_answer(struct MHD_Connection *c, const http_response *resp, const char *id)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL || resp->body == NULL)
+        return -1;
+    char date[64], head[512];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) == NULL ||
+        strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+        return -1;
+    const char *reason = MHD_get_reason_phrase_for((unsigned)resp->status);
+    int n =
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n"
+                 "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                 "X-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n",
+                 resp->status, reason ? reason : "", date, resp->content_type, id, resp->body_len);
+    if (n < 0 || (size_t)n >= sizeof head)
+        return -1;
+    struct iovec iov[2] = {{head, (size_t)n}, {resp->body, resp->body_len}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(ci->connect_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w != (ssize_t)((size_t)n + resp->body_len))
+        return -1;
+    (void)shutdown(ci->connect_fd, SHUT_WR); /* the answer is all: FIN before the close */
+    return 0;
+}
+
+/* libmicrohttpd's own refusals (mhdwrap.h): the problem+json, headers, request id, count and
+ * log line of any answer, and Connection: close (the library closes the connection after a
+ * refusal in any case). A refusal raised while a body was being read belongs to a request
+ * the handler has seen (its id, route and log line); one raised on the head, to none yet. */
+static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, const char *body)
+{
+    problem p = {0};
+    mhdwrap_problem(status, body, __atomic_load_n(&lib_max_header_bytes, __ATOMIC_RELAXED), &p);
+    http_response resp = {0};
+    http_reply_problem(&resp, &p);
+    resp.close = 1;
+    req_ctx own = {0};
+    req_ctx *ctx = cur_conn == c && cur_ctx != NULL ? cur_ctx : NULL;
+    if (ctx == NULL) {
+        ctx = &own;
+        ctx->route = -1;
+        ctx->method = metrics_method(NULL);
+        ctx->t0 = now_s();
+        request_id(NULL, ctx->id);
+    }
+    ctx->answered = 1;
+    MHD_RESULT ret;
+    if (!__atomic_load_n(&lib_tls, __ATOMIC_RELAXED) && mhdwrap_doubles_head(status, body) &&
+        write_answer(c, &resp, ctx->id) == 0) {
+        /* written: the library closes the connection without sending anything itself */
+        ctx->status = resp.status;
+        free(resp.body);
+        ret = MHD_NO;
+    } else {
+        ret = send_response(c, &resp, ctx);
+    }
+    if (ctx == &own) { /* no request context: counted and logged here, not in on_completed */
+        metrics_request(-1, ctx->method, ctx->status, 0.0);
+        if (__atomic_load_n(&lib_log_requests, __ATOMIC_RELAXED))
+            log_request(ctx->id, "-", NULL, ctx->status, now_s() - ctx->t0, auth_name(NULL), 0);
+    }
+    return ret;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -761,34 +885,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         int quiet =
             r && ctx->status == 200 &&
             (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
-        if (s->cfg.log_requests && !quiet) {
-            /* whole lines, written in batches per worker (reqlog.h): no stdio lock shared
-             * by the workers, lines from several threads never interleave; ms to the
-             * microsecond, written shortest (0.12, not 0.120) */
-            char ts[40], num[DPB_NUM_MAX], line[512];
-            line_w w = {line, line + sizeof line, 0};
-            http_log_time(ts, sizeof ts);
-            lw_str(&w, "{\"ts\":\"");
-            lw_str(&w, ts);
-            lw_str(&w, "\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"");
-            lw_str(&w, ctx->id);
-            lw_str(&w, "\",\"method\":\"");
-            lw_str(&w, ctx->verb);
-            lw_str(&w, "\",\"route\":\"");
-            lw_str(&w, r ? r->path : "unmatched");
-            lw_str(&w, r && r->prefix ? "{id}" : "");
-            lw_str(&w, r && r->suffix ? r->suffix : "");
-            lw_str(&w, "\",\"status\":");
-            lw_put(&w, num, dpb_num((double)ctx->status, num));
-            lw_str(&w, ",\"ms\":");
-            lw_put(&w, num, dpb_num(nearbyint(dt * 1e6) / 1e3, num));
-            lw_str(&w, ",\"key\":\"");
-            lw_str(&w, auth_name(ctx->key));
-            lw_str(&w,
-                   toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\"}\n" : "\",\"aborted\":true}\n");
-            if (!w.over)
-                reqlog_line(line, (size_t)(w.p - line));
-        }
+        if (s->cfg.log_requests && !quiet)
+            log_request(ctx->id, ctx->verb, r, ctx->status, dt, auth_name(ctx->key),
+                        toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         auth_key_release(ctx->key); /* the key set it belongs to may now be freed */
         if (ctx->job) {
             free(ctx->job->resp.body); /* NULL once sent */
@@ -796,6 +895,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         }
         json_decref(ctx->parsed);
         free(ctx->buf);
+        if (cur_ctx == ctx) {
+            cur_conn = NULL;
+            cur_ctx = NULL;
+        }
         free(ctx);
         *con_cls = NULL;
     }
@@ -877,6 +980,13 @@ http_server *http_start(const http_config *cfg)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
+    __atomic_store_n(&lib_max_header_bytes, cfg->max_header_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&lib_log_requests, cfg->log_requests, __ATOMIC_RELAXED);
+    __atomic_store_n(&lib_tls, cfg->tls != 0, __ATOMIC_RELAXED);
+    if (mhdwrap_start(library_answer) != 0)
+        fprintf(stderr, "dpbudgetd: warning: libmicrohttpd's own refusals of malformed requests "
+                        "will be HTML, not problem+json (its functions cannot be interposed in "
+                        "this build)\n");
     struct MHD_OptionItem tls[TLS_NOPTIONS] = {{MHD_OPTION_END, 0, NULL}};
     if (cfg->tls && tls_options(cfg, tls) != 0) {
         edge_stop(s->edge);
@@ -890,9 +1000,9 @@ http_server *http_start(const http_config *cfg)
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        HTTP_CONNECTION_MEMORY, MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_connections_per_ip,
-        MHD_OPTION_NOTIFY_CONNECTION, edge_on_connection, s->edge, MHD_OPTION_URI_LOG_CALLBACK,
-        edge_on_uri, s->edge, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        connection_memory(cfg->max_header_bytes), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        cfg->max_connections_per_ip, MHD_OPTION_NOTIFY_CONNECTION, edge_on_connection, s->edge,
+        MHD_OPTION_URI_LOG_CALLBACK, edge_on_uri, s->edge, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (s->d == NULL) {
         fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");

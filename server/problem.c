@@ -56,6 +56,8 @@ static const struct {
     [PB_UNKNOWN_EVENT_NAME] = {422, "unknown_event_name", "No event is registered under this name"},
     [PB_LEDGER_UNAVAILABLE] = {503, "ledger_unavailable",
                                "The ledger's database cannot be reached: retry later"},
+    [PB_HTTP_VERSION] = {505, "http_version_not_supported",
+                         "This HTTP version is not supported: use HTTP/1.1"},
 };
 
 int problem_http_status(problem_code c)

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "../../server/auth.h"
 #include "../../server/resources.h"
 #include "check.h"
@@ -322,19 +324,112 @@ static void oversized_and_hostless_heads_are_problems(void)
     static const char old[] = "GET /healthz HTTP/1.0\r\n\r\n";
     exchange(old, sizeof old - 1, out, sizeof out, 3.0, &closed);
     CHECKF(status_of(out) == 200, "HTTP/1.0: %.300s", out);
-    /* libmicrohttpd answers these itself, before the service sees a request, with its own
-     * bodies (README: the residual): they are at least refused and the connection closed */
-    static const char *const theirs[] = {
-        "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n",
-        "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n",
-        "POST /v1/delta HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n",
-        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n",
+}
+
+/* raw is exactly one HTTP/1.1 answer, with this status, Connection: close and a
+ * problem+json body of exactly Content-Length bytes whose status and code are these. */
+static int raw_is_one_problem(const char *raw, size_t n, int status, const char *code)
+{
+    const char *end = strstr(raw, "\r\n\r\n");
+    const char *cl = strstr(raw, "\r\nContent-Length: ");
+    if (!raw_is_problem(raw, status, code) || end == NULL || cl == NULL || cl > end ||
+        count_of(raw, "\nHTTP/1.") != 0 || strstr(raw, "\r\nConnection: close\r\n") == NULL)
+        return 0;
+    const char *body = end + 4;
+    if ((size_t)strtoul(cl + 18, NULL, 10) != n - (size_t)(body - raw))
+        return 0;
+    json_error_t e;
+    json_t *j = json_loads(body, 0, &e);
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+    int ok = j && json_integer_value(json_object_get(j, "status")) == status &&
+             strcmp(json_string_value(json_object_get(j, "code")) ?: "", code) == 0 && detail &&
+             strlen(detail) > 20;
+    json_decref(j);
+    return ok;
+}
+
+/* Before: libmicrohttpd refused some malformed requests itself, before the service saw a
+ * request, with its own HTML pages (and the head of the Content-Length refusals twice).
+ * Now every refusal of every kind it makes is one problem+json answer, the connection
+ * closed, and the service goes on serving. The kinds: request and header lines it cannot
+ * parse, versions other than 1.x, Content-Length that is not a number or not a 64-bit one,
+ * broken chunked encoding and chunk sizes beyond 64 bits, and heads or request lines that
+ * outgrow its memory for a connection, by length or by the number of headers. */
+static void library_refusals_are_problems(void)
+{
+    struct {
+        const char *head; /* the request, before any filler */
+        size_t fill;      /* bytes of 'a' appended, then tail */
+        const char *tail;
+        int status;
+        const char *code;
+    } cases[] = {
+        {"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 0, "", 505, "http_version_not_supported"},
+        {"GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 0, "", 505, "http_version_not_supported"},
+        {"GET /healthz HTTP/0.9\r\nHost: x\r\n\r\n", 0, "", 505, "http_version_not_supported"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n", 0, "", 400, "bad_request"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\n\x01\x02\r\n\r\n", 0, "", 400, "bad_request"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n", 0, "", 400,
+         "invalid_framing"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 0, "", 400,
+         "invalid_framing"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Length: 1.5\r\n\r\n{}", 0, "", 400,
+         "invalid_framing"},
+        /* a malformed length followed by a body: the answer must still arrive whole */
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Length: 12ab\r\n\r\n", 20000, "", 400,
+         "invalid_framing"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", 0,
+         "", 413, "body_too_large"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551616\r\n\r\n", 0,
+         "", 413, "body_too_large"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 0,
+         "", 400, "invalid_framing"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}xx", 0, "",
+         400, "invalid_framing"},
+        {"POST /v1/delta HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "FFFFFFFFFFFFFFFFFFFFFF\r\n",
+         0, "", 413, "body_too_large"},
+        /* heads beyond the connection's memory: a long URL, a long header, many headers */
+        {"GET /", 200000, " HTTP/1.1\r\nHost: x\r\n\r\n", 431, "headers_too_large"},
+        {"GET /healthz?q=", 40000, " HTTP/1.1\r\nHost: x\r\n\r\n", 431, "headers_too_large"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", 40000, "\r\n\r\n", 431,
+         "headers_too_large"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", 300000, "\r\n\r\n", 431,
+         "headers_too_large"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", 1500000, "\r\n\r\n", 431,
+         "headers_too_large"},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\n", 0, NULL, 431, "headers_too_large"},
     };
-    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
-        exchange(theirs[i], strlen(theirs[i]), out, sizeof out, 3.0, &closed);
-        int s = status_of(out);
-        CHECKF(s >= 400 && s < 600 && closed, "#%zu: %.200s", i, out);
+    size_t cap = 1600000;
+    char *req = malloc(cap);
+    static char out[8192];
+    if (req == NULL)
+        return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].head);
+        memcpy(req, cases[i].head, n);
+        if (cases[i].tail == NULL) { /* 3000 short headers: 15 KB, but 3000 parsed headers */
+            for (int k = 0; k < 3000; k++)
+                n += (size_t)snprintf(req + n, cap - n, "A%d: b\r\n", k % 10);
+            memcpy(req + n, "\r\n", 2);
+            n += 2;
+        } else {
+            memset(req + n, 'a', cases[i].fill);
+            n += cases[i].fill;
+            memcpy(req + n, cases[i].tail, strlen(cases[i].tail));
+            n += strlen(cases[i].tail);
+        }
+        int closed;
+        size_t got = exchange(req, n, out, sizeof out, 5.0, &closed);
+        CHECKF(raw_is_one_problem(out, got, cases[i].status, cases[i].code) && closed,
+               "case %zu (%.40s...): want one %d %s and the connection closed, got %.400s", i,
+               cases[i].head, cases[i].status, cases[i].code, out);
     }
+    free(req);
+    api_reply r;
+    api_get("/healthz", &r);
+    CHECKF(r.status == 200, "the service still serves after the refusals: %ld", r.status);
+    api_reply_free(&r);
 }
 
 /* ---------------------------------------------------------------- slowloris */
@@ -587,6 +682,7 @@ static void edge_limits_are_options(void)
 const tl_test EDGE_SHARED_TESTS[] = {
     TL_T(smuggled_request_is_never_executed),
     TL_T(oversized_and_hostless_heads_are_problems),
+    TL_T(library_refusals_are_problems),
 };
 const size_t EDGE_SHARED_NTESTS = sizeof EDGE_SHARED_TESTS / sizeof EDGE_SHARED_TESTS[0];
 
