@@ -79,6 +79,7 @@ typedef struct {
     int answered;      /* a response was queued at the headers (401/403/429, 413, 415) */
     int too_large;     /* the body outgrew the cap: the rest is discarded, 413 at the end */
     size_t limit;      /* the largest body this request's route accepts */
+    size_t declared;   /* Content-Length when it is within limit, else 0 */
     double t0;         /* when the headers arrived */
     int route;         /* index in ROUTES of the path's route (any method), -1 if none */
     const route *rt;   /* the route serving the method at the path (NULL: 404 or 405) */
@@ -645,7 +646,10 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
             const char *ct =
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-            if (cl && strtoull(cl, NULL, 10) > ctx->limit) {
+            unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+            if (declared <= ctx->limit)
+                ctx->declared = (size_t)declared;
+            if (declared > ctx->limit) {
                 problem_set(&p, PB_BODY_TOO_LARGE, NULL,
                             "the body is %s bytes; at most %zu are accepted", cl, ctx->limit);
             } else if (!json_content_type(ct)) {
@@ -680,7 +684,9 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
             return MHD_YES;
         }
         if (ctx->len + *upload_size > ctx->cap) {
-            size_t ncap = ctx->cap ? ctx->cap : 1024;
+            /* the declared length when there is one (within the cap): one allocation of
+             * the body's size */
+            size_t ncap = ctx->cap ? ctx->cap : ctx->declared ? ctx->declared : 1024;
             while (ncap < ctx->len + *upload_size)
                 ncap *= 2;
             if (ncap > ctx->limit)

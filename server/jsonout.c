@@ -17,10 +17,14 @@ typedef struct {
     int fail;
 } out_buf;
 
+/* The first buffer: most answers fit, and it stays below glibc's large chunks (1024 bytes
+ * and up), whose allocation first consolidates the fast bins. */
+#define JSONOUT_FIRST_CAP 1000
+
 /* Room for n more bytes and a NUL: grow the buffer (reserve's slow path). */
 static int grow(out_buf *o, size_t n)
 {
-    size_t ncap = o->cap ? o->cap : 2048;
+    size_t ncap = o->cap ? o->cap : JSONOUT_FIRST_CAP;
     while (ncap - o->len <= n) {
         if (ncap > ((size_t)-1) / 2) {
             o->fail = 1;
