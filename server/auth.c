@@ -30,7 +30,8 @@ struct auth_key {
 struct auth_keyset {
     unsigned long refs; /* atomic: the table's reference and every request's */
     size_t n;
-    auth_key *keys;
+    auth_key *keys;    /* freed when refs reaches 0 (the set itself stays: auth_find) */
+    auth_keyset *next; /* the table's list of every set it has published */
 };
 
 static int hexval(int c)
@@ -106,12 +107,15 @@ static const char *parse_line(char *line, auth_key *k, int *blank)
     return NULL;
 }
 
+/* Drops a reference; the last one frees the keys. The set's own few bytes stay, on the
+ * table's list until auth_free: auth_find may still read the count of a set it loaded just
+ * as a reload retired it, and sees 0 there instead of freed memory. */
 static void set_unref(auth_keyset *s)
 {
     if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     free(s->keys);
-    free(s);
+    s->keys = NULL;
 }
 
 /* Parse a whole key file into a new set (refs 1), or NULL with a message. */
@@ -193,7 +197,9 @@ int auth_reload(auth_table *t, const char *path, size_t *nkeys, char *err, size_
                 __atomic_load(&old->keys[j].full_at, &f, __ATOMIC_ACQUIRE);
                 __atomic_store(&s->keys[i].full_at, &f, __ATOMIC_RELEASE);
             }
-    t->set = s;
+    s->next = t->published;
+    t->published = s;
+    __atomic_store_n(&t->set, s, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&t->lock);
     set_unref(old);
     if (nkeys)
@@ -205,6 +211,12 @@ void auth_free(auth_table *t)
 {
     set_unref(t->set);
     t->set = NULL;
+    while (t->published) {
+        auth_keyset *s = t->published;
+        t->published = s->next;
+        free(s->keys); /* NULL unless a request still held it: none may at this point */
+        free(s);
+    }
     pthread_mutex_destroy(&t->lock);
 }
 
@@ -230,13 +242,22 @@ const auth_key *auth_find(auth_table *t, const char *authorization)
     sha256_init(&sc);
     sha256_update(&sc, n, (const uint8_t *)tok);
     sha256_digest(&sc, sizeof h, h);
-    pthread_mutex_lock(&t->lock);
-    auth_keyset *s = t->set;
-    if (s)
-        __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&t->lock);
-    if (s == NULL)
-        return NULL;
+    /* a reference on the current set, without a lock: one only while the count is not 0.
+     * A set is current while the table holds its reference, so the count is 0 only once
+     * a reload has retired the set and its last request has ended; then t->set has moved
+     * on, and it is read again. A set's count stays readable after that (set_unref). */
+    auth_keyset *s;
+    for (;;) {
+        s = __atomic_load_n(&t->set, __ATOMIC_ACQUIRE);
+        if (s == NULL)
+            return NULL;
+        unsigned long r = __atomic_load_n(&s->refs, __ATOMIC_RELAXED);
+        while (r != 0 && !__atomic_compare_exchange_n(&s->refs, &r, r + 1, 1, __ATOMIC_ACQ_REL,
+                                                      __ATOMIC_RELAXED))
+            ;
+        if (r != 0)
+            break;
+    }
     const auth_key *found = NULL;
     for (size_t i = 0; i < s->n; i++) {
         /* no early exit: every key is compared, and the match selected without a branch */

@@ -11,10 +11,13 @@
  * [A-Za-z0-9._@:+-] (it goes into the logs), nothing after the name, no hash twice, and at
  * least one key. Otherwise the whole file is refused with "PATH line N: reason".
  *
- * Reload: auth_reload parses the file into a new set and swaps it in under a lock; requests
- * hold a reference (auth_find takes one, auth_key_release drops it) so a request never sees
- * a half set nor a freed one; a failed reload leaves the previous set in place. A key whose
- * hash is in both sets keeps its rate-limit bucket.
+ * Reload: auth_reload parses the file into a new set and swaps it in (reloads take a lock;
+ * requests do not); requests hold a reference (auth_find takes one without a lock,
+ * auth_key_release drops it) so a request never sees a half set nor a freed one, and a
+ * request that starts after auth_reload returned sees the new set; a failed reload leaves
+ * the previous set in place. A key whose hash is in both sets keeps its rate-limit bucket.
+ * A replaced set's keys are freed with its last request; its header (about 32 bytes) is
+ * kept until auth_free.
  */
 #ifndef HTTP_AUTH_H
 #define HTTP_AUTH_H
@@ -30,9 +33,11 @@ typedef struct auth_keyset auth_keyset;
 typedef struct auth_table_s {
     double rate;  /* requests per second per key; 0 = unlimited */
     double burst; /* bucket size */
-    /* private: the current set (refcounted), swapped under lock */
+    /* private: the current set (refcounted; swapped under the lock, which only reloads
+     * take) and every set ever published (their few bytes are kept until auth_free) */
     pthread_mutex_t lock;
     auth_keyset *set;
+    auth_keyset *published;
 } auth_table;
 
 /* Initialise an empty table (no keys: auth_enabled is 0). */

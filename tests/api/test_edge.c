@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "../../server/auth.h"
+#include "../../server/mhdwrap.h"
 #include "../../server/resources.h"
 #include "check.h"
 #include "suites.h"
@@ -432,6 +433,28 @@ static void library_refusals_are_problems(void)
     api_reply_free(&r);
 }
 
+/* The same mapping when libmicrohttpd is built without its messages (every body ""): by
+ * status alone, every refusal still gets a code of the right class and a sentence. */
+static void library_refusal_codes_without_messages(void)
+{
+    static const struct {
+        unsigned status;
+        problem_code code;
+    } want[] = {{400, PB_BAD_REQUEST},       {413, PB_BODY_TOO_LARGE}, {414, PB_HEADERS_TOO_LARGE},
+                {431, PB_HEADERS_TOO_LARGE}, {505, PB_HTTP_VERSION},   {500, PB_INTERNAL},
+                {418, PB_BAD_REQUEST},       {503, PB_INTERNAL}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        problem p = {0};
+        mhdwrap_problem(want[i].status, "", 16384, &p);
+        CHECKF(p.code == want[i].code && strlen(p.detail) > 20, "%u: %s (%s)", want[i].status,
+               problem_code_name(p.code), p.detail);
+        CHECKF(!mhdwrap_doubles_head(want[i].status, ""), "%u without a body", want[i].status);
+    }
+    problem p = {0};
+    mhdwrap_problem(431, NULL, 4096, &p);
+    CHECKF(strstr(p.detail, "4096") != NULL, "the limit in the sentence: %s", p.detail);
+}
+
 /* ---------------------------------------------------------------- slowloris */
 
 #define ATTACKERS 400
@@ -683,6 +706,7 @@ const tl_test EDGE_SHARED_TESTS[] = {
     TL_T(smuggled_request_is_never_executed),
     TL_T(oversized_and_hostless_heads_are_problems),
     TL_T(library_refusals_are_problems),
+    TL_T(library_refusal_codes_without_messages),
 };
 const size_t EDGE_SHARED_NTESTS = sizeof EDGE_SHARED_TESTS / sizeof EDGE_SHARED_TESTS[0];
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../server/auth.h"
 #include "check.h"
 #include "suites.h"
 
@@ -296,6 +298,74 @@ static void keys_reload_on_sighup(void)
     teardown();
 }
 
+/* auth_find takes no lock: reloads race with lookups here, in the process. Two threads look
+ * keys up and release them while the main thread swaps two key files 300 times: the key in
+ * both is always found with its scope, the key only in the first file is found exactly in
+ * that file's sets, and (under the sanitizer run) no set is read after it was freed. */
+typedef struct {
+    auth_table *t;
+    int stop;
+    long found, wrong;
+} finder;
+
+static void *find_loop(void *arg)
+{
+    finder *f = arg;
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+        const auth_key *k = auth_find(f->t, "Bearer " READ_TOKEN);
+        if (k == NULL || !auth_allows(k, SCOPE_READ) || strcmp(auth_name(k), "reader") != 0)
+            __atomic_add_fetch(&f->wrong, 1, __ATOMIC_RELAXED);
+        else
+            __atomic_add_fetch(&f->found, 1, __ATOMIC_RELAXED);
+        auth_key_release(k);
+        const auth_key *a = auth_find(f->t, "Bearer " ADMIN_TOKEN);
+        if (a != NULL && strcmp(auth_name(a), "operator") != 0)
+            __atomic_add_fetch(&f->wrong, 1, __ATOMIC_RELAXED);
+        auth_key_release(a);
+    }
+    return NULL;
+}
+
+static void keys_reload_races_with_lookups(void)
+{
+    setup();
+    char one[4096], two[4096], err[256];
+    snprintf(one, sizeof one, "%s", path_of("keys1"));
+    snprintf(two, sizeof two, "%s", path_of("keys2"));
+    write_text(one, READ_HASH " read reader\n" ADMIN_HASH " admin operator\n");
+    write_text(two, READ_HASH " read reader\n" NEW_HASH " admin rotated\n");
+    auth_table t;
+    auth_init(&t, 0.0, 0.0);
+    CHECK(auth_reload(&t, one, NULL, err, sizeof err) == 0);
+    finder f[2] = {{&t, 0, 0, 0}, {&t, 0, 0, 0}};
+    pthread_t th[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++)
+        started += pthread_create(&th[i], NULL, find_loop, &f[i]) == 0;
+    /* both threads looking keys up before the first reload, and all through the reloads */
+    for (int w = 0; w < 2000 && started == 2 &&
+                    (__atomic_load_n(&f[0].found, __ATOMIC_RELAXED) == 0 ||
+                     __atomic_load_n(&f[1].found, __ATOMIC_RELAXED) == 0);
+         w++)
+        usleep(1000);
+    for (int i = 0; i < 300; i++) {
+        CHECK(auth_reload(&t, i % 2 ? two : one, NULL, err, sizeof err) == 0);
+        if (i % 30 == 0)
+            usleep(1000);
+    }
+    /* after the last reload (file two) the first file's admin key is gone at once */
+    CHECK(auth_find(&t, "Bearer " ADMIN_TOKEN) == NULL);
+    for (int i = 0; i < started; i++) {
+        __atomic_store_n(&f[i].stop, 1, __ATOMIC_RELEASE);
+        pthread_join(th[i], NULL);
+        CHECKF(f[i].wrong == 0 && f[i].found > 0, "thread %d: %ld found, %ld wrong", i, f[i].found,
+               f[i].wrong);
+    }
+    CHECK(started == 2);
+    auth_free(&t);
+    teardown();
+}
+
 /* Make a self-signed certificate and key for 127.0.0.1 (names relative to dir). */
 static int make_cert(const char *cert, const char *key)
 {
@@ -525,6 +595,7 @@ const tl_test OPERATOR_TESTS[] = {
     TL_T(config_long_comment_stays_comment),
     TL_T(keyfile_refused_whole),
     TL_T(keys_reload_on_sighup),
+    TL_T(keys_reload_races_with_lookups),
     TL_T(tls_policy),
     TL_T(tls_handshake_deadline),
     TL_T(tls_cert_reload_on_sighup),
