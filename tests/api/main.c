@@ -14,11 +14,13 @@
  * DPB_TEST_PG_URL (tests/pg/pgtmp.sh with ... provides one): the same semantics on both
  * backends. Without a url (no PostgreSQL binaries) they are skipped with a note.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #define TESTLIB_MAIN
 #include "suites.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,25 +198,19 @@ const char *api_daemon_log(void)
     return log_path;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    (void)remove(path); /* and go on: remove what can be removed */
+    return 0;
+}
+
+/* The daemon's directory, whatever it left there (port file, log, ledger, LOCK). */
 static void cleanup_tmpdir(void)
 {
     have_tmpdir = 0;
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", port_path);
-    unlink(tmp);
-    unlink(port_path);
-    unlink(log_path);
-    char f[192];
-    snprintf(f, sizeof f, "%s/wal.log", data_path);
-    unlink(f);
-    snprintf(f, sizeof f, "%s/snapshot", data_path);
-    unlink(f);
-    snprintf(f, sizeof f, "%s/snapshot.tmp", data_path);
-    unlink(f);
-    snprintf(f, sizeof f, "%s/wal.log.tmp", data_path);
-    unlink(f);
-    rmdir(data_path);
-    rmdir(tmpdir);
+    if (tmpdir[0])
+        (void)nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static int daemon_started;
