@@ -215,19 +215,37 @@ void edge_request_done(edge *e, struct MHD_Connection *mc)
 typedef struct {
     int content_length, transfer_encoding, host;
     int te_chunked; /* the one Transfer-Encoding is exactly "chunked" */
-    int bad_name;   /* a name with whitespace, or a folded framing header (below) */
+    int bad_name;   /* a name that is not a token, or a folded framing header (below) */
 } head_facts;
+
+/* A field name is a token (RFC 9110 5.1, 5.6.2): one or more letters, digits and
+ * !#$%&'*+-.^_`|~ (ASCII only, whatever the locale). */
+static int token_name(const char *k, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)k[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              (ch != 0 && strchr("!#$%&'*+-.^_`|~", ch) != NULL)))
+            return 0;
+    }
+    return 1;
+}
 
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                     size_t key_size, const char *value, size_t value_size)
 {
     head_facts *f = cls;
     (void)kind;
-    /* libmicrohttpd 0.9.75 keeps whitespace before the colon in the name, and appends a
-     * folded continuation line (obs-fold) to the name, not the value: "Transfer-Encoding:"
-     * + " chunked" becomes a header "Transfer-Encodingchunked". A proxy in front may read
-     * either as Transfer-Encoding (RFC 9112 5.1, 5.2): refuse both rather than disagree. */
-    if (strpbrk(key, " \t") != NULL ||
+    /* libmicrohttpd 0.9.75 takes any bytes before the colon as the name, whitespace and
+     * control characters included ("\vTransfer-Encoding", "Transfer-Encoding "), and
+     * appends a folded continuation line (obs-fold) to the name, not the value:
+     * "Transfer-Encoding:" + " chunked" becomes a header "Transfer-Encodingchunked". A
+     * proxy in front may read such a name as Transfer-Encoding or Content-Length (RFC 9112
+     * 5.1, 5.2): refuse every name that is not a token, and those folds, rather than
+     * disagree with it. */
+    if (!token_name(key, key_size) ||
         (key_size > 14 && strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH, 14) == 0) ||
         (key_size > 17 && strncasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING, 17) == 0))
         f->bad_name++;
@@ -264,10 +282,11 @@ problem_code edge_check_head(edge *e, struct MHD_Connection *mc, const char *ver
     int http10 = version && strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     if (f.bad_name) {
         problem_set(p, PB_INVALID_FRAMING, NULL,
-                    "a header has whitespace before its colon, or a Content-Length or "
-                    "Transfer-Encoding header continues on a folded line (RFC 9112 sections "
-                    "5.1 and 5.2): send each header on one line as 'Name: value'; the "
-                    "connection is closed");
+                    "a header name is empty or holds a character other than letters, digits "
+                    "and !#$%%&'*+-.^_`|~ (whitespace before its colon, say), or a "
+                    "Content-Length or Transfer-Encoding header continues on a folded line "
+                    "(RFC 9110 section 5.6.2, RFC 9112 sections 5.1 and 5.2): send each header "
+                    "on one line as 'Name: value'; the connection is closed");
     } else if (f.transfer_encoding && f.content_length) {
         problem_set(p, PB_INVALID_FRAMING, NULL,
                     "the request has both Content-Length and Transfer-Encoding: send one "

@@ -12,8 +12,9 @@
  * Head checks (edge_check_head), on the first call of the access handler, before any
  * authentication or routing: the size of the head (431), message framing (RFC 9112 6.3:
  * Content-Length together with Transfer-Encoding, repeated Content-Length or
- * Transfer-Encoding, a transfer coding other than chunked: 400 and the connection closed,
- * since its next bytes cannot be trusted to start a request), Host on HTTP/1.1, and %00 in
+ * Transfer-Encoding, a transfer coding other than chunked, a header name that is not a
+ * token (RFC 9110 5.6.2) or a folded framing header: 400 and the connection closed, since
+ * its next bytes cannot be trusted to start a request), Host on HTTP/1.1, and %00 in
  * the raw URL (libmicrohttpd would decode it to a NUL that silently cuts the path or a
  * query argument short, so "alice%00evil" would address "alice").
  */

@@ -248,6 +248,12 @@ static void smuggled_request_is_never_executed(void)
         {"Transfer-Encoding : chunked\r\n", 0, "", "0\r\n\r\n", "smuggled-7"},
         {"Transfer-Encoding:\r\n chunked\r\n", 0, "", "0\r\n\r\n", "smuggled-8"},
         {"X-Pad: 1\r\n", 0, "Transfer-Encoding: x\r\n\tchunked\r\n", "0\r\n\r\n", "smuggled-9"},
+        /* names that are not tokens: a proxy may strip or map the odd byte (RFC 9110 5.6.2) */
+        {"\vTransfer-Encoding: chunked\r\n", 1, "", "0\r\n\r\n", "smuggled-10"},
+        {"Transfer\x01Encoding: chunked\r\n", 1, "", "0\r\n\r\n", "smuggled-11"},
+        {"\xc3\x84: 1\r\n", 1, "", "{}", "smuggled-12"},
+        {"X(y): 1\r\n", 1, "", "{}", "smuggled-13"},
+        {"X\x7fY: 1\r\n", 1, "", "{}", "smuggled-14"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char body[256], second[512], first[256], req[1024], out[4096];
