@@ -29,12 +29,6 @@
 #include "tls.h"
 #include "workpool.h"
 
-#if MHD_VERSION < 0x00097002
-typedef int MHD_RESULT;
-#else
-typedef enum MHD_Result MHD_RESULT;
-#endif
-
 struct http_server {
     struct MHD_Daemon *d;
     http_config cfg;
@@ -94,10 +88,9 @@ typedef struct {
     json_t *parsed;   /* the body parsed once (owned), handed to the handler as req.parsed */
 } req_ctx;
 
-/* What library_answer needs of the server (one per process). */
-static size_t lib_max_header_bytes;
-static int lib_log_requests;
-static int lib_tls;
+/* The running server's configuration, for library_answer (one server per process; set
+ * before libmicrohttpd starts, cleared after it stops). */
+static const http_config *lib_cfg;
 /* The connection whose request the access handler saw last on this thread, and its
  * context: a refusal libmicrohttpd raises while reading a body (broken chunked encoding)
  * comes on that thread with the request's context still alive (library_answer). */
@@ -346,6 +339,10 @@ int http_not_modified(const http_request *req, http_response *resp, const char *
     return 0;
 }
 
+/* The headers every answer carries besides its Content-Type (send_response, write_answer). */
+static const char *const EVERY_ANSWER[][2] = {{"Cache-Control", "no-store"},
+                                              {"X-Content-Type-Options", "nosniff"}};
+
 static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, req_ctx *ctx)
 {
     if (ctx)
@@ -360,8 +357,8 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
     }
     resp->body = NULL;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    for (size_t i = 0; i < sizeof EVERY_ANSWER / sizeof EVERY_ANSWER[0]; i++)
+        MHD_add_response_header(r, EVERY_ANSWER[i][0], EVERY_ANSWER[i][1]);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
     if (resp->etag[0])
@@ -820,12 +817,16 @@ static int write_answer(struct MHD_Connection *c, const http_response *resp, con
         strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
         return -1;
     const char *reason = MHD_get_reason_phrase_for((unsigned)resp->status);
-    int n =
-        snprintf(head, sizeof head,
-                 "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n"
-                 "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
-                 "X-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n",
-                 resp->status, reason ? reason : "", date, resp->content_type, id, resp->body_len);
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n",
+                     resp->status, reason ? reason : "", date, resp->content_type);
+    for (size_t i = 0; i < sizeof EVERY_ANSWER / sizeof EVERY_ANSWER[0] && n >= 0; i++)
+        if ((size_t)n < sizeof head)
+            n += snprintf(head + n, sizeof head - (size_t)n, "%s: %s\r\n", EVERY_ANSWER[i][0],
+                          EVERY_ANSWER[i][1]);
+    if (n >= 0 && (size_t)n < sizeof head)
+        n += snprintf(head + n, sizeof head - (size_t)n,
+                      "X-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n", id, resp->body_len);
     if (n < 0 || (size_t)n >= sizeof head)
         return -1;
     struct iovec iov[2] = {{head, (size_t)n}, {resp->body, resp->body_len}};
@@ -843,8 +844,9 @@ static int write_answer(struct MHD_Connection *c, const http_response *resp, con
  * the handler has seen (its id, route and log line); one raised on the head, to none yet. */
 static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, const char *body)
 {
+    const http_config *cfg = lib_cfg;
     problem p = {0};
-    mhdwrap_problem(status, body, __atomic_load_n(&lib_max_header_bytes, __ATOMIC_RELAXED), &p);
+    mhdwrap_problem(status, body, cfg ? cfg->max_header_bytes : 0, &p);
     http_response resp = {0};
     http_reply_problem(&resp, &p);
     resp.close = 1;
@@ -854,12 +856,11 @@ static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, cons
         ctx = &own;
         ctx->route = -1;
         ctx->method = metrics_method(NULL);
-        ctx->t0 = now_s();
         request_id(NULL, ctx->id);
     }
     ctx->answered = 1;
     MHD_RESULT ret;
-    if (!__atomic_load_n(&lib_tls, __ATOMIC_RELAXED) && mhdwrap_doubles_head(status, body) &&
+    if (cfg && !cfg->tls && mhdwrap_doubles_head(status, body) &&
         write_answer(c, &resp, ctx->id) == 0) {
         /* written: the library closes the connection without sending anything itself */
         ctx->status = resp.status;
@@ -870,8 +871,8 @@ static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, cons
     }
     if (ctx == &own) { /* no request context: counted and logged here, not in on_completed */
         metrics_request(-1, ctx->method, ctx->status, 0.0);
-        if (__atomic_load_n(&lib_log_requests, __ATOMIC_RELAXED))
-            log_request(ctx->id, "-", NULL, ctx->status, now_s() - ctx->t0, auth_name(NULL), 0);
+        if (cfg && cfg->log_requests)
+            log_request(ctx->id, "-", NULL, ctx->status, 0.0, auth_name(NULL), 0);
     }
     return ret;
 }
@@ -986,9 +987,6 @@ http_server *http_start(const http_config *cfg)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 1;
     }
-    __atomic_store_n(&lib_max_header_bytes, cfg->max_header_bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&lib_log_requests, cfg->log_requests, __ATOMIC_RELAXED);
-    __atomic_store_n(&lib_tls, cfg->tls != 0, __ATOMIC_RELAXED);
     if (mhdwrap_start(library_answer) != 0)
         fprintf(stderr, "dpbudgetd: warning: libmicrohttpd's own refusals of malformed requests "
                         "will be HTML, not problem+json (its functions cannot be interposed in "
@@ -1001,6 +999,7 @@ http_server *http_start(const http_config *cfg)
     }
     if (cfg->tls)
         flags |= MHD_USE_TLS;
+    lib_cfg = &s->cfg; /* before any worker thread exists */
     s->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -1012,6 +1011,7 @@ http_server *http_start(const http_config *cfg)
     if (s->d == NULL) {
         fprintf(stderr, "dpbudgetd: cannot listen on %s port %u: %s\n", cfg->listen_addr, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");
+        lib_cfg = NULL;
         tls_release();
         edge_stop(s->edge);
         free(s);
@@ -1019,6 +1019,7 @@ http_server *http_start(const http_config *cfg)
     }
     if (start_pool(s) != 0) {
         MHD_stop_daemon(s->d);
+        lib_cfg = NULL;
         tls_release();
         edge_stop(s->edge);
         free(s);
@@ -1045,6 +1046,8 @@ void http_stop(http_server *s)
     workpool_stop(s->pool);
     workpool_stop(s->lpool);
     MHD_stop_daemon(s->d);
+    if (lib_cfg == &s->cfg)
+        lib_cfg = NULL;
     if (s->cfg.log_requests)
         reqlog_stop(); /* the buffered request lines: after the last request's */
     tls_release();

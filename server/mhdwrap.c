@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef MHDWRAP_RESULT (*queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+typedef MHD_RESULT (*queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 
 static mhdwrap_answer answer_fn;
 static queue_fn library_queue;
@@ -52,8 +52,7 @@ struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer,
     return r;
 }
 
-MHDWRAP_RESULT MHD_queue_response(struct MHD_Connection *c, unsigned int status,
-                                  struct MHD_Response *r)
+MHD_RESULT MHD_queue_response(struct MHD_Connection *c, unsigned int status, struct MHD_Response *r)
 {
     queue_fn q = find_library_queue();
     if (r != NULL && r == made) {

@@ -35,22 +35,18 @@
 
 #include "problem.h"
 
+/* What libmicrohttpd's callbacks and MHD_queue_response return, before and after 0.9.70
+ * (the server's one spelling of it) */
 #if MHD_VERSION < 0x00097002
-typedef int MHDWRAP_RESULT;
+typedef int MHD_RESULT;
 #else
-typedef enum MHD_Result MHDWRAP_RESULT;
-/* Does libmicrohttpd 0.9.75 send the head of this refusal twice? It does for those it
- * raises while parsing the headers, a malformed (400) or oversized (413) Content-Length:
- * the state machine builds the answer's head again after the refusal has built it. Those
- * answers are written to the socket by the caller and the library told to close. */
-int mhdwrap_doubles_head(unsigned status, const char *library_body);
-
+typedef enum MHD_Result MHD_RESULT;
 #endif
 
 /* Queues the service's answer to a refusal of libmicrohttpd's: its HTTP status and its own
  * body (HTML; "" when the library was built without messages). */
-typedef MHDWRAP_RESULT (*mhdwrap_answer)(struct MHD_Connection *c, unsigned status,
-                                         const char *library_body);
+typedef MHD_RESULT (*mhdwrap_answer)(struct MHD_Connection *c, unsigned status,
+                                     const char *library_body);
 
 /* Installs the handler (process-wide). 0 when libmicrohttpd's refusals will reach it, -1
  * when the interposition is not in effect (the library's HTML pages then stay). */
