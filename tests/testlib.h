@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +95,8 @@ static inline int tl_make_dir(char *buf, size_t n, const char *prefix)
     return 0;
 }
 
+/* Remove dir and everything below it (symbolic links are removed, not followed); 1 when
+ * dir itself is gone. */
 static inline int tl_remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -104,7 +107,11 @@ static inline int tl_remove_dir(const char *dir)
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                 continue;
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
+            struct stat sb;
+            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+                (void)tl_remove_dir(p);
+            else
+                unlink(p);
         }
         closedir(d);
     }

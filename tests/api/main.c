@@ -14,13 +14,11 @@
  * DPB_TEST_PG_URL (tests/pg/pgtmp.sh with ... provides one): the same semantics on both
  * backends. Without a url (no PostgreSQL binaries) they are skipped with a note.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
 #define TESTLIB_MAIN
 #include "suites.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,19 +201,12 @@ const char *api_daemon_log(void)
     return log_path;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    (void)remove(path); /* and go on: remove what can be removed */
-    return 0;
-}
-
 /* The daemon's directory, whatever it left there (port file, log, ledger, LOCK). */
 static void cleanup_tmpdir(void)
 {
     have_tmpdir = 0;
     if (tmpdir[0])
-        (void)nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        (void)tl_remove_dir(tmpdir);
 }
 
 static int daemon_started;

@@ -1072,27 +1072,6 @@ static void sigterm_exits_0_and_restart_recovers(void)
 
 /* ---- main ---- */
 
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int is_executable(const char *path)
 {
     struct stat sb;
@@ -1310,7 +1289,7 @@ static void startup_says_what_is_wrong(void)
     }
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    remove_tree(dir);
+    (void)tl_remove_dir(dir);
 }
 
 /* ---- a full disk: the ledger goes read-only, and says so ---- */
@@ -1573,7 +1552,7 @@ static int reservations_child(void)
         dump_log();
     stop_daemon(SIGKILL, 5000);
     conn_free(&c);
-    remove_tree(dir);
+    (void)tl_remove_dir(dir);
     return tl_failed_checks - fails0;
 }
 
@@ -1641,7 +1620,7 @@ int main(int argc, char **argv)
         stop_daemon(SIGKILL, 5000);
     if (set_up) {
         if (rc == 0)
-            remove_tree(tmpdir);
+            (void)tl_remove_dir(tmpdir);
         else
             fprintf(stderr, "persist_tests: data kept in %s\n", tmpdir);
     }
