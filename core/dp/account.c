@@ -338,19 +338,21 @@ static double pld_roundoff(const dp_profile *pr)
 }
 
 /* The round-off bound is added to every pld delta: where it exceeds this share of a delta
- * asked for (epsilon at delta) or answered (delta at epsilon), the profile is built again with
- * long double transforms (pld_extended_enter), whose bound is ~2000 times smaller, so that
- * small deltas are not answered "infinite" or loosened by the double arithmetic's bound. The
- * same rule both ways keeps epsilon(delta(eps)) = eps. */
+ * asked for (epsilon at delta) or answered (delta at epsilon), the profile is built again,
+ * tilted toward the losses the query reads (pld_tilt_enter: the bound there falls with the
+ * Chernoff bound, to 1e-19 and below) or where that does not apply with long double
+ * transforms (pld_extended_enter, a bound ~2000 times smaller), so that small deltas are not
+ * answered "infinite" or loosened by the double arithmetic's bound. The same rule both ways
+ * keeps epsilon(delta(eps)) = eps. */
 #define PLD_ROUNDOFF_SHARE 1e-4
 
 /* ... unless leaving the bound out would lower that epsilon by at most this share of it
- * (0.08%): a rebuild costing four to eight times the first build would then tighten the
- * answer by less than that, and the double answer, round-off bound included, stays within
- * 0.1% of what the same grid gives without any round-off bound (what dp_accounting reports:
- * it bounds none). At 1e-4 (0.01%), compositions at deltas of 1e-7 to 1e-12 were rebuilt for
- * 0.02-0.08% and took two to four times dp_accounting's time. Both ways the point is a pair
- * (eps, delta) of an answer; its epsilon without the bound r is the profile's epsilon at
+ * (0.08%): a rebuild costing one to four times the first build (in long double four to
+ * eight) would then tighten the answer by less than that, and the double answer, round-off bound
+ * included, stays within 0.1% of what the same grid gives without any round-off bound (what
+ * dp_accounting reports: it bounds none). At 1e-4 (0.01%), compositions at deltas of 1e-7 to 1e-12
+ * were rebuilt for 0.02-0.08% and took two to four times dp_accounting's time. Both ways the point
+ * is a pair (eps, delta) of an answer; its epsilon without the bound r is the profile's epsilon at
  * delta + r (delta_pmf(e) + r <= delta + r), so a delta query and the epsilon query at its
  * answer decide alike: epsilon(delta(eps)) = eps still holds. */
 #define PLD_ROUNDOFF_EPS_SHARE 8e-4
@@ -366,12 +368,46 @@ static int roundoff_loose(dp_profile *pr, double eps, double delta)
     return !(eps - e0 <= PLD_ROUNDOFF_EPS_SHARE * eps);
 }
 
-/* Build the profile again in extended precision (when it is a pld profile). Returns 1 if it
- * did (the answers must be computed again), 0 if the rebuild failed (the first profile
- * stays). */
+/* The rebuild's composition is tilted (pld.h: pld_tilt_enter) at the losses the query reads:
+ * with r the first profile's round-off bound and eps_1 its epsilon, the answer at delta lies
+ * above eps_1(delta + 2 r) (the exact distribution's delta is at least the first one's less
+ * 2 r), the floor, and near eps_1(delta + r) (the first profile's without its bound), the aim;
+ * a delta query at eps reads eps (the aim) and its answer delta_1(eps) lies at most r above the
+ * exact one (the floor eps_1(delta_1 + r)). Both are rounded down to a multiple of 1/16 less
+ * half of one, so that a delta query at eps and the epsilon query at its answer tilt alike and
+ * eps(delta(eps)) = eps still holds. */
+#define PLD_TILT_STEP 0.0625
+
+static double tilt_round(double x)
+{
+    double l0 = PLD_TILT_STEP * floor(x / PLD_TILT_STEP - 0.5);
+    return isfinite(l0) && l0 > 0.0 ? l0 : NAN;
+}
+
+/* The tilt for a query at the points x (eps, want_eps = 0, whose first answers are y; or
+ * deltas): the smallest floor and aim over the points. */
+static pld_tilt_at tilt_for(dp_profile *pr, int want_eps, const double *x, const double *y,
+                            size_t n)
+{
+    double fl = HUGE_VAL, aim = HUGE_VAL, r = pld_roundoff(pr);
+    for (size_t i = 0; i < n; i++) {
+        double d = want_eps ? x[i] + r : y[i], f, a;
+        if (!(x[i] > 0.0) || !(d + r < 1.0))
+            continue;
+        f = dp_profile_epsilon(pr, d + r, NULL);
+        a = want_eps ? dp_profile_epsilon(pr, d, NULL) : x[i];
+        fl = f < fl ? f : fl;
+        aim = a < aim ? a : aim;
+    }
+    return (pld_tilt_at){tilt_round(fl), tilt_round(aim)};
+}
+
+/* Build the profile again with the round-off made small (when it is a pld profile): tilted
+ * (tilt_for), or in long double where the tilt does not apply. Returns 1 if it did (the
+ * answers must be computed again), 0 if the rebuild failed (the first profile stays). */
 static int rebuild_extended(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, int want_eps, double x0, dp_profile *pr,
-                            dp_report *rep)
+                            const dp_options *opt, int want_eps, double x0, pld_tilt_at at,
+                            dp_profile *pr, dp_report *rep)
 {
     if (pld_roundoff(pr) == 0.0)
         return 0;
@@ -379,7 +415,9 @@ static int rebuild_extended(const dp_event *ev, dp_relation rel, dp_accountant a
     dp_report r2;
     dpb_error e2 = {0};
     int prev = pld_extended_enter(1);
+    pld_tilt_at prev_tilt = pld_tilt_enter(at);
     dpb_status st = build_query(ev, rel, acct, opt, want_eps, x0, &p2, &r2, &e2);
+    pld_tilt_leave(prev_tilt);
     pld_extended_leave(prev);
     if (st != DPB_OK)
         return 0;
@@ -409,7 +447,8 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
             loose = loose || roundoff_loose(&pr, eps[i], delta[i]);
         }
         if (pass > 0 || !loose || dpb_cancelled() ||
-            !rebuild_extended(ev, rel, acct, opt, 0, eps[0], &pr, rep))
+            !rebuild_extended(ev, rel, acct, opt, 0, eps[0], tilt_for(&pr, 0, eps, delta, n), &pr,
+                              rep))
             break;
     }
     dp_profile_release(&pr);
@@ -451,7 +490,8 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
             loose = loose || (delta[i] > 0.0 && roundoff_loose(&pr, eps[i], delta[i]));
         }
         if (pass > 0 || !loose || dpb_cancelled() ||
-            !rebuild_extended(ev, rel, acct, opt, 1, delta[0], &pr, rep))
+            !rebuild_extended(ev, rel, acct, opt, 1, delta[0], tilt_for(&pr, 1, delta, NULL, n),
+                              &pr, rep))
             break;
     }
     dp_profile_release(&pr);

@@ -85,6 +85,7 @@ static dpb_status pmf_alloc(pld_pmf *d, double h, int64_t lo, size_t n)
     d->n = n;
     d->inf_mass = 0.0;
     d->roundoff = 0.0;
+    d->tilt = (pld_tilt_err){0};
     return DPB_OK;
 }
 
@@ -96,6 +97,7 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
     memcpy(dst->p, src->p, src->n * sizeof *src->p);
     dst->inf_mass = src->inf_mass;
     dst->roundoff = src->roundoff;
+    dst->tilt = src->tilt;
     return DPB_OK;
 }
 
@@ -832,14 +834,6 @@ static double term_F(const pld_term *terms, size_t k, double t)
     return F;
 }
 
-static double golden_level(const pld_term *terms, size_t k, double sg, double ltail);
-
-static double level_at(const pld_term *terms, size_t k, double t, double ltail)
-{
-    double v = (term_F(terms, k, t) - ltail) / fabs(t);
-    return v == v ? v : HUGE_VAL;
-}
-
 /* floor(a / m) and ceil(a / m) for m >= 1 */
 static int64_t div_floor(int64_t a, int64_t m)
 {
@@ -871,59 +865,104 @@ static void coarse_term(const pld_term *t, int upper, pld_pmf *cd)
         cd->p[div_floor(d->lo + (int64_t)j + up, mm) - lo] += d->p[j];
 }
 
-static double chernoff_level(const pld_term *terms_in, size_t k, int upper, double ltail)
+/* The terms for window searches (coarse_term on each, upper or lower side): *use points at
+ * the copies where made, at the terms themselves otherwise (or when memory is short); free
+ * with coarse_free. */
+typedef struct {
+    pld_term *terms;
+    pld_pmf *cd;
+    const pld_term *use;
+} coarse_set;
+
+static void coarse_make(const pld_term *terms_in, size_t k, int upper, coarse_set *cs)
 {
-    double sg = upper ? 1.0 : -1.0;
-    pld_term *terms = malloc(k * sizeof *terms);
-    pld_pmf *cd = calloc(k, sizeof *cd);
-    if (terms == NULL || cd == NULL) {
-        free(terms);
-        free(cd);
-        terms = NULL;
-        cd = NULL;
+    cs->terms = malloc(k * sizeof *cs->terms);
+    cs->cd = calloc(k, sizeof *cs->cd);
+    cs->use = terms_in;
+    if (cs->terms == NULL || cs->cd == NULL)
+        return;
+    for (size_t i = 0; i < k; i++) {
+        coarse_term(&terms_in[i], upper, &cs->cd[i]);
+        cs->terms[i] =
+            cs->cd[i].p != NULL ? (pld_term){&cs->cd[i], terms_in[i].count} : terms_in[i];
     }
-    for (size_t i = 0; terms != NULL && i < k; i++) {
-        coarse_term(&terms_in[i], upper, &cd[i]);
-        terms[i] = cd[i].p != NULL ? (pld_term){&cd[i], terms_in[i].count} : terms_in[i];
-    }
-    const pld_term *use = terms != NULL ? terms : terms_in;
-    double best = golden_level(use, k, sg, ltail);
-    for (size_t i = 0; cd != NULL && i < k; i++)
-        pld_free(&cd[i]);
-    free(cd);
-    free(terms);
-    return isfinite(best) ? sg * best : sg * HUGE_VAL;
+    cs->use = cs->terms;
 }
 
-static double golden_level(const pld_term *terms, size_t k, double sg, double ltail)
+static void coarse_free(coarse_set *cs, size_t k)
 {
-    /* LEVEL is u(t) above and -v(t) below, minimised on both sides (NaN counts as +inf) */
-#define LEVEL(lt) level_at(terms, k, sg *exp(lt), ltail)
+    for (size_t i = 0; cs->cd != NULL && i < k; i++)
+        pld_free(&cs->cd[i]);
+    free(cs->cd);
+    free(cs->terms);
+}
+
+/* What golden_min minimises over x = ln t: a level (F(theta0 + sg t) - f0 - ltail) / t (sg =
+ * +-1: the Chernoff bound of the law tilted by theta0, whose log-mgf is F(theta0 + s) - f0),
+ * or with sg = 0 the exponent F(t) - t l0 of the Chernoff bound on P(S >= l0). NaN counts as
+ * +inf. */
+typedef struct {
+    const pld_term *terms;
+    size_t k;
+    double sg, theta0, f0, ltail, l0;
+} golden_ctx;
+
+static double golden_eval(const golden_ctx *g, double x)
+{
+    double t = exp(x), v;
+    if (g->sg == 0.0)
+        v = term_F(g->terms, g->k, t) - t * g->l0;
+    else
+        v = (term_F(g->terms, g->k, g->theta0 + g->sg * t) - g->f0 - g->ltail) / t;
+    return v == v ? v : HUGE_VAL;
+}
+
+/* The smallest value golden section finds over ln t in [2^-12, 2^18] (17 evaluations), and
+ * where (*at: that t). */
+static double golden_min(const golden_ctx *gc, double *at)
+{
     double a = -12.0 * M_LN2, b = 18.0 * M_LN2;
     const double g = 0.5 * (3.0 - sqrt(5.0));
-    double x1 = a + g * (b - a), x2 = b - g * (b - a), f1 = LEVEL(x1), f2 = LEVEL(x2);
-    double best = f1 < f2 ? f1 : f2;
+    double x1 = a + g * (b - a), x2 = b - g * (b - a);
+    double f1 = golden_eval(gc, x1), f2 = golden_eval(gc, x2);
+    double best = f1 < f2 ? f1 : f2, xb = f1 < f2 ? x1 : x2;
     for (int it = 0; it < 15; it++) {
         if (f1 < f2) {
             b = x2;
             x2 = x1;
             f2 = f1;
             x1 = a + g * (b - a);
-            f1 = LEVEL(x1);
+            f1 = golden_eval(gc, x1);
         } else {
             a = x1;
             x1 = x2;
             f1 = f2;
             x2 = b - g * (b - a);
-            f2 = LEVEL(x2);
+            f2 = golden_eval(gc, x2);
         }
-        if (f1 < best)
+        if (f1 < best) {
             best = f1;
-        if (f2 < best)
+            xb = x1;
+        }
+        if (f2 < best) {
             best = f2;
+            xb = x2;
+        }
     }
-#undef LEVEL
+    if (at != NULL)
+        *at = exp(xb);
     return best;
+}
+
+static double chernoff_level(const pld_term *terms_in, size_t k, int upper, double ltail)
+{
+    double sg = upper ? 1.0 : -1.0;
+    coarse_set cs;
+    coarse_make(terms_in, k, upper, &cs);
+    golden_ctx gc = {cs.use, k, sg, 0.0, 0.0, ltail, 0.0};
+    double best = golden_min(&gc, NULL);
+    coarse_free(&cs, k);
+    return isfinite(best) ? sg * best : sg * HUGE_VAL;
 }
 
 /* ---- FFT plans, cached per size ------------------------------------------------------------
@@ -1133,34 +1172,55 @@ static double skip_threshold(uint64_t c)
     return c > 1 ? exp(-746.0 / ((double)c - 1.0)) : 0.0;
 }
 
-/* The round-off bound R_fft over the n_out points read, from the spectrum's error sums (s1:
- * sum of w b_f, s2: of w b_f^2, sz: of w |Z^_f|, w the half-spectrum weights), the
- * output's max and 2-norm, the inverse transform's eta and the arithmetic's u. */
-static double window_roundoff(double s1, double s2, double sz, double pmax, double p2, double eta,
-                              double u, size_t N, size_t n_out)
+/* A transform's round-off: every output point's error is at most ept, the error vector's
+ * 2-norm at most e2 (over all N points). */
+typedef struct {
+    double ept, e2;
+} fft_err;
+
+/* The bounds from the spectrum's error sums (s1: sum of w b_f, s2: of w b_f^2, sz: of w
+ * |Z^_f|, w the half-spectrum weights), the output's max and 2-norm, the inverse transform's
+ * eta and the arithmetic's u. */
+static fft_err output_error(double s1, double s2, double sz, double pmax, double p2, double eta,
+                            double u, size_t N)
 {
-    double e_pt = (s1 + eta * sz) / (double)N + u * pmax;
-    double e_2 = sqrt(s2 / (double)N) + (eta + u) * sqrt(p2);
-    double r_pt = (double)n_out * e_pt, r_2 = sqrt((double)n_out) * e_2;
+    return (fft_err){(s1 + eta * sz) / (double)N + u * pmax,
+                     sqrt(s2 / (double)N) + (eta + u) * sqrt(p2)};
+}
+
+/* The round-off bound R_fft over n_out points read: per point, or by Cauchy-Schwarz. */
+static double window_roundoff(fft_err e, size_t n_out)
+{
+    double r_pt = (double)n_out * e.ept, r_2 = sqrt((double)n_out) * e.e2;
     return (r_pt < r_2 ? r_pt : r_2) * (1.0 + 1e-6);
 }
 
 /* buf[0..N) = term d folded modulo N (a term wider than N: its circular product is the
- * same; each fold adds a rounding) */
-static void fold_term(const pld_pmf *d, double *buf, size_t N)
+ * same; each fold adds a rounding), tilted when theta != 0: each mass times
+ * e^{theta l - lm}. Returns a bound on the 1-norm of what was written. */
+static double fold_term(const pld_pmf *d, double *buf, size_t N, double theta, double lm)
 {
     memset(buf, 0, N * sizeof *buf);
+    double s = 0.0;
     for (size_t j = 0, pos = 0; j < d->n; j++) {
-        buf[pos] += d->p[j];
+        double v = d->p[j];
+        if (theta != 0.0 && v > 0.0)
+            v *= exp(theta * ((double)(d->lo + (int64_t)j) * d->h) - lm);
+        buf[pos] += v;
+        s += v;
         if (++pos == N)
             pos = 0;
     }
+    return s * (1.0 + (double)d->n * DBL_EPSILON);
 }
 
 /* The transform part of pld_compose_many in double: buf[j] (j < N) gets the composed mass at
- * circular position j, *r_fft the round-off bound over n_out points. */
-static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, size_t n_out,
-                                   double *buf, double *r_fft)
+ * circular position j, *fe its round-off. With lm != NULL each term i is tilted first
+ * (fold_term with theta and lm[i]); the bound is then the tilted values' (a tilted mass may
+ * fall below the doubles' range: its error, at most 2^-1074 a point, is counted as the
+ * term's forward error). */
+static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, double *buf,
+                                   double theta, const double *lm, fft_err *fe)
 {
     size_t nc = N / 2 + 1;
     /* complex transforms (N <= C2C_MAX_N): the real input and output pass through cin/cout,
@@ -1187,7 +1247,7 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
             st = DPB_ECANCELLED;
             goto fail;
         }
-        fold_term(d, buf, N);
+        double si = fold_term(d, buf, N, lm ? theta : 0.0, lm ? lm[i] : 0.0);
         if (cx) {
             for (size_t j = 0; j < N; j++)
                 cin[j] = buf[j];
@@ -1196,7 +1256,9 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
             fftw_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
         }
         uint64_t c = terms[i].count;
-        double ei = (eta + (double)((d->n - 1) / N) * u) * sum_mass(d);
+        double ei = (eta + (double)((d->n - 1) / N) * u) * si;
+        if (lm != NULL)
+            ei += 2.0 * (double)d->n * DBL_TRUE_MIN;
         const fftw_complex *Z = i == 0 ? Y : X;
         /* below thr the term's own error c e (a + e)^{c-1} U / (a + e)^c underflows (as in
          * the extended path); leaving its factor a + e < 1 out of U only raises U */
@@ -1239,7 +1301,7 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, si
         pmax = v > pmax ? v : pmax;
         p2 += v * v;
     }
-    *r_fft = window_roundoff(s1, s2, sz, pmax, p2, eta, u, N, n_out);
+    *fe = output_error(s1, s2, sz, pmax, p2, eta, u, N);
 fail:
     plans_put(fwd, inv, owned);
     free(rel);
@@ -1303,8 +1365,7 @@ static void cpowl_array(long double complex *y, const long double complex *x, si
 /* e^-700: the error of a power set to 0 (its exact value is smaller) */
 #define POW_DROPPED 9.86e-305
 
-static dpb_status transform_ext(const pld_term *terms, size_t k, size_t N, size_t n_out,
-                                double *out, double *r_fft)
+static dpb_status transform_ext(const pld_term *terms, size_t k, size_t N, double *out, fft_err *fe)
 {
     size_t nc = N / 2 + 1;
     long double *buf = fftwl_malloc(N * sizeof *buf);
@@ -1330,7 +1391,7 @@ static dpb_status transform_ext(const pld_term *terms, size_t k, size_t N, size_
             st = DPB_ECANCELLED;
             goto fail;
         }
-        fold_term(d, out, N); /* in double: (folds - 1) u more, below */
+        fold_term(d, out, N, 0.0, 0.0); /* in double: (folds - 1) u more, below */
         for (size_t j = 0; j < N; j++)
             buf[j] = out[j];
         fftwl_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
@@ -1383,7 +1444,7 @@ static dpb_status transform_ext(const pld_term *terms, size_t k, size_t N, size_
         p2 += v * v;
     }
     /* the division by N in long double and the rounding to double: (ul + u) |p| a point */
-    *r_fft = window_roundoff(s1, s2, sz, pmax, p2, etal, ul + u, N, n_out);
+    *fe = output_error(s1, s2, sz, pmax, p2, etal, ul + u, N);
 fail:
     pthread_mutex_lock(&plan_lock);
     if (fwd)
@@ -1395,6 +1456,223 @@ fail:
     fftwl_free(buf);
     fftwl_free(X);
     fftwl_free(Y);
+    return st;
+}
+
+/* Where the composed index m sits in the circular result of size N: (m - sum_i count_i lo_i)
+ * mod N, in exact integer arithmetic (the sum can pass 2^53). */
+static int64_t circular_pos(const pld_term *terms, size_t k, int64_t m, size_t N)
+{
+    __int128 acc = (__int128)m;
+    for (size_t i = 0; i < k; i++)
+        acc -= ((__int128)(terms[i].count % N) * (__int128)terms[i].d->lo) % (__int128)N;
+    int64_t pos = (int64_t)(acc % (__int128)N);
+    return pos < 0 ? pos + (int64_t)N : pos;
+}
+
+/* ---- the tilted composition (pld_tilt_enter; docs/MATH.md section 6) -------------------------
+ * With M_i(theta) = sum_j p_ij e^{theta l_j} and any numbers lm_i, the terms tilted to
+ * p~_ij = p_ij e^{theta l_j - lm_i} compose to p~_m = p_m e^{theta m h - F}, F = sum_i c_i lm_i,
+ * exactly (a path's losses sum to its index times h). The FFT computes the tilted law with an
+ * error e_m bounded as for any composition (pointwise ept, 2-norm e2), and
+ * p_m = p~_m e^{F - theta m h}: the error reaches the loss m h scaled by e^{F - theta m h}, which
+ * for theta the Chernoff optimum at l0 is at most about the Chernoff bound on P(S >= m h),
+ * small where delta is small, instead of 1. Below l0 the scale grows without bound: that part
+ * is not kept; the mass it held (the finite total less what is kept above l0) is put on l0.
+ * The bound, for every eps (pld_delta): delta_true(eps) <= delta(eps) + sum_{m h > eps, m > cut}
+ * a_m, a_m the error of point m after untilting (pld_tilt_err):
+ *   - kept points m > cut hold p'_m = max(v_m, 0) e^{F - theta m h} scale with p_m <= p'_m + a_m,
+ *     where scale covers the tilt's rounding: each tilted mass carries a relative error at
+ *     most rho_i (the exponent's rounding, exp's and the product's), so the composition of the
+ *     computed masses is at least prod_i (1 - rho_i)^{c_i} = 1 - rho times the exact one (all
+ *     terms are positive), and the untilting weight at most kap relative;
+ *   - the point cut holds r = max(0, F_fin - sum_{m > cut} p'_m) (F_fin >= the finite mass);
+ *     for eps >= cut delta only reads the points above eps, and for eps < cut the true mass at
+ *     or below cut, B, weighs at most w_cut = 1 - e^{eps - cut h} a unit, so
+ *     delta(eps) - delta_true(eps) >= sum_{m > cut} (w_m - w_cut)(p'_m - p_m) >= -sum a_m in
+ *     both cases of r (r >= F_fin - sum p'_m, and r >= 0 >= ... when F_fin < sum p'_m);
+ *   - mass outside the window: above it (untilted, at most PLD_TAIL) to +infinity as usual;
+ *     the circular wrap only adds mass (every tilted mass is >= 0), which only raises deltas.
+ */
+static _Thread_local pld_tilt_at tilt_at = {NAN, NAN};
+
+pld_tilt_at pld_tilt_enter(pld_tilt_at at)
+{
+    pld_tilt_at prev = tilt_at;
+    tilt_at = at;
+    return prev;
+}
+
+void pld_tilt_leave(pld_tilt_at prev)
+{
+    tilt_at = prev;
+}
+
+/* The sum of a_m over the kept points above eps (tilted compositions: pld_tilt_err). */
+static double tilt_roundoff(const pld_tilt_err *t, double h, double eps)
+{
+    if (eps != eps)
+        return 1.0;
+    int64_t a = t->lo + 1;
+    if (eps >= (double)a * h) {
+        if (eps >= (double)t->hi * h)
+            return 0.0;
+        a = (int64_t)floor(eps / h) + 1;
+        while (a > t->lo + 1 && (double)(a - 1) * h > eps)
+            a--;
+        while ((double)a * h <= eps)
+            a++;
+    }
+    if (a > t->hi)
+        return 0.0;
+    /* sum_{m=a}^{hi} e^{x_m} and of e^{2 x_m}, x_m = logw - theta m h: geometric */
+    double th = t->theta * h, cnt = (double)(t->hi - a + 1), x = t->logw - t->theta * (double)a * h;
+    double s1 = exp(x) * (expm1(-th * cnt) / expm1(-th));
+    double s2 = exp(2.0 * x) * (expm1(-2.0 * th * cnt) / expm1(-2.0 * th));
+    double r1 = t->ept * s1, r2 = t->e2 * sqrt(s2);
+    double r = (r1 < r2 ? r1 : r2) * t->scale;
+    return r == r && r < 1.0 ? r : 1.0;
+}
+
+/* The tilted law's mass left outside the circular window: it lands elsewhere in it, which only
+ * adds mass (at most this much, tilted, at a loss l >= l0: e^{F - theta l} <= about the
+ * Chernoff bound at l0 times this, untilted). */
+#define TILT_TAIL 1e-10
+
+/* compose_tilted's choice: theta > 0 at the Chernoff optimum for P(S >= aim) (the minimum of
+ * F(t) - t aim, found on the coarse copies, which is enough: any theta gives a valid bound), and
+ * the tilted law's own Chernoff window [*vt, *ut] at TILT_TAIL (for tightness only). Returns 0
+ * when the optimum is at the search's lower end (l0 is not above the law's mean). */
+static int tilt_choose(const pld_term *terms, size_t k, double aim, double *theta, double *ut,
+                       double *vt)
+{
+    coarse_set cs;
+    coarse_make(terms, k, 1, &cs);
+    golden_ctx gc = {cs.use, k, 0.0, 0.0, 0.0, 0.0, aim};
+    double th = 0.0, ltail = log(TILT_TAIL);
+    golden_min(&gc, &th);
+    int ok = th > 0x1p-11 && isfinite(th);
+    if (ok) {
+        double f0 = term_F(cs.use, k, th);
+        golden_ctx up = {cs.use, k, 1.0, th, f0, ltail, 0.0},
+                   dn = {cs.use, k, -1.0, th, f0, ltail, 0.0};
+        *ut = golden_min(&up, NULL);
+        *vt = -golden_min(&dn, NULL);
+        *theta = th;
+        ok = isfinite(f0);
+    }
+    coarse_free(&cs, k);
+    return ok;
+}
+
+/* pld_compose_many through a tilt at.aim kept above l0 = at.floor; *done = 0 (and nothing
+ * computed) where it does not apply. */
+static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at, pld_pmf *out,
+                                 int *done)
+{
+    double l0 = at.floor, aim = at.aim > l0 ? at.aim : l0;
+    *done = 0;
+    const double u = DBL_EPSILON;
+    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_fin_err = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        double c = (double)terms[i].count, lf = log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
+        if (d->roundoff != 0.0 || d->tilt.theta != 0.0 || !(lf > -HUGE_VAL))
+            return DPB_OK; /* composed inputs: their errors would be tilted too */
+        nat_lo += c * (double)d->lo;
+        nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
+        log_fin += c * lf;
+        log_fin_err += 4.0 * u * (c * fabs(lf) + 1.0);
+    }
+    double ltail = log(PLD_TAIL), upl = chernoff_level(terms, k, 1, ltail);
+    if (!(nat_hi > nat_lo) || !isfinite(upl) || !(l0 > 0.0))
+        return DPB_OK;
+    double top = ceil(upl / h) < nat_hi ? ceil(upl / h) : nat_hi;
+    double bound_up = ceil(upl / h) < nat_hi ? PLD_TAIL : 0.0;
+    double cut = floor(l0 / h), theta = 0.0, ut = NAN, vt = NAN;
+    if (!(cut > nat_lo))
+        return DPB_OK;
+    if (cut >= top) { /* all the finite mass (but PLD_TAIL) is at or below l0: onto it */
+        dpb_status st = pmf_alloc(out, h, (int64_t)cut, 1);
+        if (st == DPB_OK) {
+            double fin = exp(log_fin + log_fin_err);
+            out->p[0] = fin < 1.0 ? fin : 1.0;
+            out->inf_mass = fmin(1.0, -expm1(log_fin) + bound_up);
+        }
+        *done = 1;
+        return st;
+    }
+    if (!tilt_choose(terms, k, aim, &theta, &ut, &vt))
+        return DPB_OK;
+    /* kept: [cut, top]. The circular result holds N indices, [top - N + 1, top]: tilted mass
+     * from above top lands N lower, below cut if N > ut - cut; tilted mass from below lands N
+     * higher, above top if the window reaches down to vt (the tilted law's levels at
+     * TILT_TAIL: what passes them only adds mass, and little) */
+    double hi = top, span = top - (isfinite(vt) && floor(vt / h) < cut ? floor(vt / h) : cut);
+    if (isfinite(ut) && ceil(ut / h) - cut > span)
+        span = ceil(ut / h) - cut;
+    if (span > nat_hi - nat_lo) /* the whole law fits: nothing wraps */
+        span = nat_hi - nat_lo;
+    if (!(span + 1.0 <= (double)PLD_MAX_POINTS))
+        return DPB_OK;
+    size_t N = good_size((size_t)(span + 1.0)), n_out = (size_t)(hi - cut + 1.0);
+    /* the tilts' lm_i, their rounding rho_i (the exponent theta l - lm_i: theta l rounded
+     * twice, the difference once; exp and the product within 2 u), the untilting's kap */
+    double *lm = malloc(k * sizeof *lm), F = 0.0, Fabs = 0.0, lrho = 0.0;
+    if (lm == NULL)
+        return DPB_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        double c = (double)terms[i].count;
+        lm[i] = log_mgf(d, theta);
+        double lmax = fmax(fabs((double)d->lo * h), fabs((double)(d->lo + (int64_t)d->n - 1) * h));
+        double rho = 4.0 * u * (theta * lmax + fabs(lm[i]) + 2.0);
+        F += c * lm[i];
+        Fabs += c * fabs(lm[i]);
+        lrho += c * log1p(-rho);
+    }
+    double rho_all = -expm1(lrho);
+    double kap = 4.0 * u * ((double)(k + 2) * Fabs + theta * fmax(fabs(cut), fabs(hi)) * h + 4.0);
+    if (!isfinite(F) || !(rho_all < 1e-3) || !(kap < 1e-3)) {
+        free(lm);
+        return DPB_OK;
+    }
+    *done = 1;
+    double *buf = fftw_malloc(N * sizeof *buf);
+    fft_err fe = {1.0, 1.0};
+    dpb_status st = buf == NULL ? DPB_ENOMEM : transform_double(terms, k, N, buf, theta, lm, &fe);
+    free(lm);
+    if (st != DPB_OK || (st = pmf_alloc(out, h, (int64_t)cut, n_out)) != DPB_OK)
+        goto fail;
+    /* scale: 1 / ((1 - kap)(1 - rho)), and the product's own rounding */
+    double scale = (1.0 + 2.0 * u) / ((1.0 - kap) * (1.0 - rho_all));
+    int64_t pos = circular_pos(terms, k, (int64_t)cut, N);
+    double kept = 0.0;
+    for (size_t j = 0; j < n_out; j++) {
+        double v = buf[pos];
+        if (++pos == (int64_t)N)
+            pos = 0;
+        if (j == 0 || !(v > 0.0))
+            continue;
+        out->p[j] = v * exp(F - theta * ((double)((int64_t)cut + (int64_t)j) * h)) * scale;
+        kept += out->p[j];
+    }
+    /* the point cut: the finite mass (rounded up) less what is kept (rounded down) */
+    double fin = exp(log_fin + log_fin_err);
+    double rest = (fin < 1.0 ? fin : 1.0) - kept * (1.0 - (double)n_out * u);
+    out->p[0] = rest > 0.0 ? rest : 0.0;
+    out->inf_mass = -expm1(log_fin) + bound_up;
+    if (out->inf_mass > 1.0)
+        out->inf_mass = 1.0;
+    /* a_m = err_m e^{F - theta m h} scale (1 + kap): the weight as tilt_roundoff sums it, the
+     * geometric sums' own rounding inside the last factor */
+    out->tilt = (pld_tilt_err){theta,      F,     scale * (1.0 + 8.0 * kap + 1e-12) * (1.0 + 1e-6),
+                               fe.ept,     fe.e2, (int64_t)cut,
+                               (int64_t)hi};
+    out->roundoff = tilt_roundoff(&out->tilt, h, -HUGE_VAL);
+    trim_tails(out);
+fail:
+    fftw_free(buf);
     return st;
 }
 
@@ -1412,6 +1690,15 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
 {
     if (k == 0)
         return DPB_EINVAL;
+    for (size_t i = 0; i < k; i++)
+        if (terms[i].d->h != terms[0].d->h || terms[i].count == 0)
+            return DPB_EINVAL;
+    if (isfinite(tilt_at.floor)) {
+        int done;
+        dpb_status st = compose_tilted(terms, k, tilt_at, out, &done);
+        if (done || st != DPB_OK)
+            return st;
+    }
     double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_in = 0.0;
     size_t nmax = 1;
     for (size_t i = 0; i < k; i++) {
@@ -1447,23 +1734,18 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     size_t N = good_size(n_out);
     if (N > 2 * PLD_MAX_POINTS)
         return DPB_ELIMIT;
-    double *buf = fftw_malloc(N * sizeof *buf), r_fft = 1.0;
+    double *buf = fftw_malloc(N * sizeof *buf);
     if (buf == NULL)
         return DPB_ENOMEM;
-    dpb_status st = ext_mode ? transform_ext(terms, k, N, n_out, buf, &r_fft)
-                             : transform_double(terms, k, N, n_out, buf, &r_fft);
+    fft_err fe = {1.0, 1.0};
+    dpb_status st = ext_mode ? transform_ext(terms, k, N, buf, &fe)
+                             : transform_double(terms, k, N, buf, 0.0, NULL, &fe);
     if (st != DPB_OK || (st = pmf_alloc(out, h, (int64_t)w_lo, n_out)) != DPB_OK)
         goto fail;
-    out->roundoff = expm1(log1p(r_fft) + log_in) * (1.0 + 1e-6);
+    out->roundoff = expm1(log1p(window_roundoff(fe, n_out)) + log_in) * (1.0 + 1e-6);
     if (!(out->roundoff <= 1.0)) /* also NaN: certify nothing rather than something */
         out->roundoff = 1.0;
-    /* (w_lo - sum_i count_i lo_i) mod N in exact integer arithmetic (the sum can pass 2^53) */
-    __int128 acc = (__int128)(int64_t)w_lo;
-    for (size_t i = 0; i < k; i++)
-        acc -= ((__int128)(terms[i].count % N) * (__int128)terms[i].d->lo) % (__int128)N;
-    int64_t pos = (int64_t)(acc % (__int128)N);
-    if (pos < 0)
-        pos += (int64_t)N;
+    int64_t pos = circular_pos(terms, k, (int64_t)w_lo, N);
     for (size_t j = 0; j < n_out; j++) {
         double v = buf[pos];
         out->p[j] = v > 0.0 ? v : 0.0;
@@ -1500,19 +1782,23 @@ double pld_delta(const pld_pmf *d, double eps)
             break;
         s += d->p[i] * -expm1(eps - l);
     }
-    double delta = dp_round_up(d->inf_mass + d->roundoff + s, 1e-12);
+    double r = d->tilt.theta != 0.0 ? tilt_roundoff(&d->tilt, d->h, eps) : d->roundoff;
+    double delta = dp_round_up(d->inf_mass + r + s, 1e-12);
     return delta > 1.0 ? 1.0 : delta;
 }
 
 double pld_epsilon(const pld_pmf *d, double delta)
 {
-    if (d->inf_mass + d->roundoff > delta)
+    int tilted = d->tilt.theta != 0.0;
+    if (d->inf_mass + (tilted ? 0.0 : d->roundoff) > delta)
         return HUGE_VAL;
     if (pld_delta(d, 0.0) <= delta)
         return 0.0;
-    /* For eps in [l_{i-1}, l_i): delta(eps) = A_i - e^eps B_i with A_i = inf + sum_{k>=i} p_k
-     * and B_i = sum_{k>=i} p_k e^{-l_k}. Walk down until the root falls in the interval. */
-    double A = d->inf_mass + d->roundoff, B = 0.0, eps = 0.0;
+    /* For eps in [l_{i-1}, l_i): delta(eps) = A_i + R_i - e^eps B_i with A_i = inf +
+     * sum_{k>=i} p_k, B_i = sum_{k>=i} p_k e^{-l_k} and R_i the round-off bound (for a tilted
+     * composition the same over the interval: the points above eps are the same). Walk down
+     * until the root falls in the interval. */
+    double A = d->inf_mass + (tilted ? 0.0 : d->roundoff), B = 0.0, eps = 0.0;
     for (size_t i = d->n; i-- > 0;) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
         if (l <= 0.0)
@@ -1522,8 +1808,9 @@ double pld_epsilon(const pld_pmf *d, double delta)
         double lprev = l - d->h;
         if (lprev < 0.0)
             lprev = 0.0;
-        if (A - exp(lprev) * B > delta) {
-            eps = B > 0.0 ? log((A - delta) / B) : l;
+        double R = tilted ? tilt_roundoff(&d->tilt, d->h, lprev) : 0.0;
+        if (A + R - exp(lprev) * B > delta) {
+            eps = B > 0.0 ? log((A + R - delta) / B) : l;
             if (eps < lprev)
                 eps = lprev;
             if (eps > l)
@@ -1536,9 +1823,12 @@ double pld_epsilon(const pld_pmf *d, double delta)
     for (int k = 0; k < 64 && pld_delta(d, eps) > delta; k++)
         eps = eps * (1.0 + 1e-10) + 1e-12;
     if (pld_delta(d, eps) > delta) {
-        /* the closed form was off (masses e^{-l} below the doubles' range): bisect up to the
-         * top grid point, where only the mass at infinity and the round-off bound are left */
+        /* the closed form was off (masses e^{-l} below the doubles' range, or a tilted bound
+         * reaching past the last point): bisect up to the top grid point, or the tilted
+         * bound's, where only the mass at infinity and the round-off bound are left */
         double lo = eps, hi = (double)(d->lo + (int64_t)d->n - 1) * d->h;
+        if (tilted && (double)d->tilt.hi * d->h > hi)
+            hi = (double)d->tilt.hi * d->h;
         if (!(hi > lo) || pld_delta(d, hi) > delta)
             return HUGE_VAL;
         for (int k = 0; k < 200 && hi - lo > 1e-12 * hi; k++) {

@@ -31,13 +31,24 @@
 /* Largest grid a distribution may have (memory bound: 8 bytes a point, twice for FFT). */
 #define PLD_MAX_POINTS ((size_t)1 << 23)
 
+/* The round-off bound of a composition computed through an exponential tilt
+ * (pld_tilt_enter): the error of the point at loss m h (lo < m <= hi) is at most
+ * a_m = err_m scale e^{logw - theta m h}, where the err_m are bounded pointwise by ept and
+ * in 2-norm by e2, so the error of delta(eps) is at most the sum of a_m over m h > eps, by
+ * the smaller of ept sum W_m and e2 (sum W_m^2)^(1/2) (pld_delta). theta = 0: no tilt. */
 typedef struct {
-    double h;        /* grid step of the loss */
-    int64_t lo;      /* p[i] is the mass at loss (lo + i) h */
-    size_t n;        /* number of grid points (>= 1) */
-    double *p;       /* owned */
-    double inf_mass; /* P(L = +infinity) */
-    double roundoff; /* bound on sum_i |p[i] - exact p[i]| from FFT round-off (0 for leaves) */
+    double theta, logw, scale, ept, e2;
+    int64_t lo, hi;
+} pld_tilt_err;
+
+typedef struct {
+    double h;          /* grid step of the loss */
+    int64_t lo;        /* p[i] is the mass at loss (lo + i) h */
+    size_t n;          /* number of grid points (>= 1) */
+    double *p;         /* owned */
+    double inf_mass;   /* P(L = +infinity) */
+    double roundoff;   /* bound on sum_i |p[i] - exact p[i]| from FFT round-off (0 for leaves) */
+    pld_tilt_err tilt; /* a tilted composition's finer bound (tilt.theta 0: none) */
 } pld_pmf;
 
 enum { PLD_REMOVE = 0, PLD_ADD = 1 };
@@ -122,13 +133,31 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
 int pld_extended_enter(int on);
 void pld_extended_leave(int prev);
 
+/* While floor is finite (this thread), pld_compose_many computes the composition in double
+ * through an exponential tilt (docs/MATH.md section 6): each term's masses are multiplied by
+ * e^{theta l} (theta > 0 from the Chernoff bound at the loss aim >= floor), composed, and
+ * divided again, so the FFT's round-off reaches a loss l scaled by about
+ * e^{F(theta) - theta l}, near the Chernoff bound at l, instead of by 1. The result is exact
+ * (to its bound) only at losses above floor: the mass below it is moved up onto floor, which
+ * keeps every delta an upper bound and makes those below floor loose. For requests whose delta
+ * the double bound would dominate, at the cost of one double composition. Where the tilt
+ * cannot help (floor not above the composition's mean, the inputs composed already, or the
+ * window too large), the composition is computed as without it (in long double inside
+ * pld_extended_enter). floor NAN turns it off. enter returns the previous setting. */
+typedef struct {
+    double floor, aim;
+} pld_tilt_at;
+pld_tilt_at pld_tilt_enter(pld_tilt_at at);
+void pld_tilt_leave(pld_tilt_at prev);
+
 /* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
  * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times
  * u (log2 N + 1); shared by every FFT round-off bound (PLD composition, shuffle_exact). */
 double pld_fft_eta(size_t N);
 
 /* delta(eps) for any real eps (an upper bound for the mechanism, by construction): the
- * discrete sum plus the FFT round-off bound d->roundoff. */
+ * discrete sum plus the FFT round-off bound (d->roundoff, or for a tilted composition its
+ * bound over the losses above eps). */
 double pld_delta(const pld_pmf *d, double eps);
 
 /* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when

@@ -1336,8 +1336,13 @@ static dpb_status items_push(pld_items *L, pld_item *x)
     return DPB_OK;
 }
 
-/* Compose the items of L (at least one) into out; L's items are consumed (freed) either way. */
-static dpb_status compose_items(pld_items *L, double h, pair *out, dpb_error *err)
+/* Compositions nested in this thread's current one (a composed event inside a leaf): only the
+ * outermost is tilted (pld_tilt_enter), the others are pieces read at every loss. */
+static _Thread_local int compose_depth;
+
+/* Compose the items of L (at least one) into out; L's items are consumed (freed) either way.
+ * top: the outermost composition's result (not a piece of it). */
+static dpb_status compose_items(pld_items *L, double h, int top, pair *out, dpb_error *err)
 {
     dpb_status st = DPB_OK;
     memset(out, 0, sizeof *out);
@@ -1359,7 +1364,11 @@ static dpb_status compose_items(pld_items *L, double h, pair *out, dpb_error *er
     for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
         for (size_t i = 0; i < L->n; i++)
             t[i] = (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
+        pld_tilt_at saved = pld_tilt_enter((pld_tilt_at){NAN, NAN});
+        if (top)
+            pld_tilt_leave(saved);
         st = pld_compose_many(t, L->n, &out->d[dir]);
+        pld_tilt_leave(saved);
     }
     free(t);
     items_free(L);
@@ -1471,7 +1480,7 @@ static dpb_status collect_terms(const dp_event *ev, dp_relation rel, double h, i
     }
     if (L->points > PLD_TERMS_POINTS && L->n > 1) {
         pld_item merged = {.count = 1};
-        if ((st = compose_items(L, h, &merged.leaf, err)) != DPB_OK)
+        if ((st = compose_items(L, h, 0, &merged.leaf, err)) != DPB_OK)
             return st;
         if ((st = items_push(L, &merged)) != DPB_OK) {
             pair_free(&merged.leaf);
@@ -1485,7 +1494,9 @@ static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, i
                                 pair *out, dp_report *rep, dpb_error *err)
 {
     pld_items L = {0};
+    compose_depth++;
     dpb_status st = collect_terms(ev, rel, h, strict, 1, &L, rep, err);
+    compose_depth--;
     if (st == DPB_OK && L.gauss_mu2 > 0.0) {
         pld_item g = {.count = 1};
         g.leaf.symmetric = 1;
@@ -1505,7 +1516,7 @@ static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, i
         out->symmetric = 1;
         return pld_status(pld_identity(h, &out->d[0]), err, h);
     }
-    return compose_items(&L, h, out, err);
+    return compose_items(&L, h, compose_depth == 0, out, err);
 }
 
 /* A requested grid too fine for the composition (more than PLD_MAX_POINTS points) is

@@ -407,16 +407,19 @@ static void pld_fourier_composition(void)
     /* many steps at a small delta: each leaf's cut tail goes to +infinity once per step, so
      * a cut at 1e-15 made 13806 steps certify nothing at delta = 1e-12 (eps = inf); the
      * leaves are cut at 1e-22 now. dp_accounting: 1.8897; RDP: 2.67. Without a round-off
-     * bound this read 1.788, 5% below dp_accounting: the FFT round-off bound of 13806 +
-     * 1479 steps (about 2e-9) exceeds 1e-12, so nothing is certified there (inf); at
-     * delta = 1e-6 the bound is negligible and the answer stays below RDP's. */
+     * bound this read 1.788: the FFT round-off bound of 13806 + 1479 steps in double (about
+     * 2e-9) exceeds 1e-12 and certified nothing there (inf); in long double (1e-12) it
+     * doubled delta. Tilted, it is 1e-19 at eps 1.8: 1.7951, whose delta the long double
+     * composition's own masses confirm to 1e-15 (dp_accounting's truncation sends each
+     * step's 1e-15 tails to infinity, 1.4e-11 in all); at delta = 1e-6 the answer stays
+     * below RDP's. */
     dp_event *two = dp_event_new(DP_EV_COMPOSED);
     two->u.composed.events = calloc(2, sizeof(dp_event *));
     two->u.composed.events[0] = times(poisson(0.000812, gauss(0.89)), 13806);
     two->u.composed.events[1] = times(poisson(0.00168, gauss(15.5)), 1479);
     two->u.composed.n = 2;
     double p = eps_of(two, DP_ACCT_PLD, 1e-12), r = eps_of(two, DP_ACCT_RDP, 1e-12);
-    CHECKF(p >= 1.8897, "pld %.9g (inf: not certified) rdp %.9g", p, r);
+    CHECKF(p >= 1.7950 && p <= 1.7952, "pld %.9g (inf: not certified) rdp %.9g", p, r);
     p = eps_of(two, DP_ACCT_PLD, 1e-6), r = eps_of(two, DP_ACCT_RDP, 1e-6);
     CHECKF(isfinite(p) && p > 0.5 && p < r, "pld %.9g rdp %.9g", p, r);
     dp_event_free(two);
@@ -457,14 +460,16 @@ static void pld_roundoff_bound(void)
     }
     /* In double the bound, ~1e-10 here, certified nothing at delta = 1e-12 (inf) and read
      * delta >= 1e-11 at eps = 50. Where it exceeds 1e-4 of delta the accountant composes
-     * again in long double (bound ~5e-14). dp_accounting's PLDAccountant at the same grid:
-     * eps(1e-12) = 3.9152487, eps(1e-9) = 2.9895903; ours lies above (the bound, 5% of
-     * 1e-12, is added to delta there) and within 0.2%. */
+     * again, tilted (pld_tilt_enter; in long double the bound was ~5e-14, 5% of 1e-12).
+     * dp_accounting's PLDAccountant at the same grid: eps(1e-12) = 3.9152487, eps(1e-9) =
+     * 2.9895903; ours is 3.9144762 at 1e-12, where the long double masses read delta
+     * 1.0010e-12 (+-4.7e-14): dp_accounting's lies 2e-4 above (its truncated tails, 1e-15 a
+     * step, go to infinity: 0.5% of delta). */
     dp_event *ev = times(poisson(0.01, gauss(1.0)), 1000);
     double d = delta_of(ev, DP_ACCT_PLD, 50.0);
     CHECKF(d > 0.0 && d < 1e-12, "delta %g", d);
     double e = eps_of(ev, DP_ACCT_PLD, 1e-12);
-    CHECKF(e >= 3.9152487 && e <= 3.9152487 * 1.002, "eps %.9g", e);
+    CHECKF(e >= 3.9144 && e <= 3.9152487 * 1.002, "eps %.9g", e);
     e = eps_of(ev, DP_ACCT_PLD, 1e-9);
     CHECKF(e >= 2.9895903 * (1 - 1e-6) && e <= 2.9895903 * 1.0001, "eps %.9g", e);
     CHECK(eps_of(ev, DP_ACCT_PLD, 1e-5) == eps_of(ev, DP_ACCT_PLD, 1e-5)); /* not refused */
@@ -501,7 +506,8 @@ static void pld_window_coarse_terms(void)
  * double one, and the two results differ by less than the sum of their bounds at every eps
  * (the double bound is certified; so is the extended one if it agrees within it). A
  * heterogeneous composition with small counts, whose double bound moved eps by 7% at
- * delta = 3.6e-10 (4.90 against dp_accounting's 4.6053; its grid 1e-4). */
+ * delta = 3.6e-10 (4.90 against dp_accounting's 4.6053; its grid 1e-4): the accountant's
+ * rebuild (tilted) answers within 1e-6 of dp_accounting's. */
 /* The terms composed in double and in long double: the double bound is below max_double,
  * the extended one below share of it, and the two results agree within the sum of their
  * bounds at every eps in [-2, eps_hi]. */
@@ -544,17 +550,122 @@ static void pld_extended_precision(void)
     two->u.composed.events[1] = times(poisson(0.000153, gauss(16.6)), 30);
     two->u.composed.n = 2;
     double e = eps_of(two, DP_ACCT_PLD, 3.6e-10);
-    CHECKF(e >= 4.6052582 && e <= 4.6052582 * 1.0005, "eps %.9g", e);
+    CHECKF(e >= 4.6052582 * (1.0 - 1e-6) && e <= 4.6052582 * 1.0005, "eps %.9g", e);
     dp_event_free(two);
+}
+
+/* The tilted composition (pld_tilt_enter) against the long double one, composed from the same
+ * terms: its delta is never below the exact distribution's (which is at least the extended
+ * one's less twice its bound r_x), below the floor too (the mass below is moved up onto the
+ * floor), and from 1 below its aim within 1e-6 of the extended one's plus r_x (further down
+ * its bound grows as e^{theta (aim - eps)}).
+ * Where the long double bound matters (smaller), the tilted one is at least 1000 times
+ * smaller; epsilon inverts it: delta(epsilon(d)) <= d. Cases: DP-SGD steps (both directions), a
+ * heterogeneous composition whose delta at 5e-12 the double bound (5e-9) dominates, and Laplace
+ * with a Gaussian. */
+static void tilted_vs_extended(const pld_term *t, size_t k, double floor_, double aim, int smaller,
+                               const char *what)
+{
+    pld_pmf x, w;
+    int prev = pld_extended_enter(1);
+    CHECK(pld_compose_many(t, k, &x) == DPB_OK);
+    pld_extended_leave(prev);
+    pld_tilt_at was = pld_tilt_enter((pld_tilt_at){floor_, aim});
+    CHECK(pld_compose_many(t, k, &w) == DPB_OK);
+    pld_tilt_leave(was);
+    /* tilted, or (the whole law below the floor) one point and no round-off at all */
+    CHECKF(w.tilt.theta > 0.0 || (w.n == 1 && w.roundoff == 0.0), "%s: theta %g", what,
+           w.tilt.theta);
+    if (smaller)
+        CHECKF(w.roundoff < 1e-3 * x.roundoff, "%s: %g vs %g", what, w.roundoff, x.roundoff);
+    double prev_d = 1.0;
+    for (double eps = floor_ - 2.0; eps <= aim + 6.0; eps += 0.125) {
+        double dw = pld_delta(&w, eps), dx = pld_delta(&x, eps) - x.roundoff;
+        CHECKF(dw >= dx - x.roundoff, "%s eps %g: %.17g vs %.17g", what, eps, dw, dx);
+        if (eps >= aim - 1.0)
+            CHECKF(dw <= dx * (1.0 + 1e-6) + x.roundoff + 1e-300, "%s eps %g: %.17g vs %.17g", what,
+                   eps, dw, dx);
+        CHECKF(dw <= prev_d, "%s eps %g: delta rises", what, eps);
+        prev_d = dw;
+        if (eps >= floor_ && dw > w.inf_mass) {
+            double e = pld_epsilon(&w, dw);
+            CHECKF(e <= eps + 1e-9 && pld_delta(&w, e) <= dw, "%s eps %g: epsilon %.17g", what, eps,
+                   e);
+        }
+    }
+    pld_free(&x);
+    pld_free(&w);
+}
+
+static void pld_tilted_composition(void)
+{
+    for (int dir = 0; dir < 2; dir++) {
+        pld_pmf s, a, b, c, l, g;
+        CHECK(pld_sampled_gaussian(0.01, 1.0, dir, 1e-4, &s) == DPB_OK);
+        pld_term one = {&s, 1000};
+        tilted_vs_extended(&one, 1, 4.0, 5.0, 1, dir ? "dpsgd add" : "dpsgd remove");
+        /* aimed far above the floor: the round-off near the floor is scaled up e^{theta 7} */
+        tilted_vs_extended(&one, 1, 0.5, 7.5, 0, dir ? "dpsgd add, far" : "dpsgd remove, far");
+        CHECK(pld_sampled_gaussian(0.0138, 0.609, dir, 1e-4, &a) == DPB_OK);
+        CHECK(pld_sampled_gaussian(0.00352, 1.09, dir, 1e-4, &b) == DPB_OK);
+        CHECK(pld_sampled_gaussian(0.00133, 0.529, dir, 1e-4, &c) == DPB_OK);
+        pld_term three[3] = {{&a, 172}, {&b, 4}, {&c, 48385}};
+        if (dir == PLD_REMOVE) /* the add direction's whole law lies below 14.8 */
+            tilted_vs_extended(three, 3, 14.8125, 18.5, 1, "three remove");
+        pld_free(&s);
+        pld_free(&a);
+        pld_free(&b);
+        pld_free(&c);
+        CHECK(pld_laplace(2.0, 1e-4, &l) == DPB_OK);
+        CHECK(pld_gaussian(3.0, 1e-4, &g) == DPB_OK);
+        pld_term two[2] = {{&l, 60}, {&g, 40}};
+        tilted_vs_extended(two, 2, 16.0, 17.0, 0, "laplace and gauss");
+        pld_free(&l);
+        pld_free(&g);
+    }
+}
+
+/* 2000 Gaussian steps of sigma 20 compose to the Gaussian mechanism of mu = sqrt(5): tilted at
+ * 16 (delta 3e-10 there) above 12, delta stays at or above the exact value and within 0.1% of
+ * it (and the 1e-15 the window moves to infinity) from 1e-7 down to 1e-15, where the double
+ * bound (~1e-10) would swamp it. A floor above the law's top (its window ends near 24) leaves
+ * one point: delta is the mass at infinity. */
+static void pld_tilted_exact_gaussian(void)
+{
+    pld_pmf g, w, top;
+    CHECK(pld_gaussian(20.0, 1e-4, &g) == DPB_OK);
+    pld_term t = {&g, 2000};
+    pld_tilt_at was = pld_tilt_enter((pld_tilt_at){12.0, 16.0});
+    CHECK(pld_compose_many(&t, 1, &w) == DPB_OK);
+    pld_tilt_leave(was);
+    CHECK(w.tilt.theta > 0.0);
+    double mu = sqrt(5.0);
+    for (double eps = 12.0; eps <= 30.0; eps += 0.25) {
+        double exact, d = pld_delta(&w, eps);
+        dp_gdp_delta(mu, eps, &exact, NULL);
+        if (exact < 1e-15)
+            break;
+        CHECKF(d >= exact && d <= exact * 1.001 + w.inf_mass, "eps %g: %.17g vs exact %.17g", eps,
+               d, exact);
+    }
+    was = pld_tilt_enter((pld_tilt_at){40.0, 40.0});
+    CHECK(pld_compose_many(&t, 1, &top) == DPB_OK);
+    pld_tilt_leave(was);
+    CHECK(top.n == 1 && top.roundoff == 0.0 && top.inf_mass >= 1e-15 && top.inf_mass < 1e-14);
+    CHECK(pld_delta(&top, 40.0) == dp_round_up(top.inf_mass, 1e-12));
+    CHECK(pld_delta(&top, 20.0) > 0.99); /* below the floor: all the mass sits on it */
+    pld_free(&g);
+    pld_free(&w);
+    pld_free(&top);
 }
 
 /* The double profile is kept where its round-off bound r exceeds 1e-4 of delta but leaving r
  * out would lower epsilon by at most 8e-4 of it (10000 steps of q = 0.01, sigma = 0.8 at
  * delta = 1e-6: 0.4e-4 above the extended answer; sigma = 1 at delta = 1e-7: 3.4e-4, which
- * the former share of 1e-4 rebuilt), so no long double rebuild: the answer is above the
- * extended one by at most that share, and the delta query at it decides alike
- * (eps(delta(eps)) = eps). Where the share is passed (1000 steps of q = 0.01, sigma = 1 at
- * delta = 1e-10), the answer is the extended one's. */
+ * the former share of 1e-4 rebuilt), so no rebuild: the answer is above the long double one
+ * by at most that share, and the delta query at it decides alike (eps(delta(eps)) = eps).
+ * Where the share is passed (1000 steps of q = 0.01, sigma = 1 at delta = 1e-10), the answer
+ * is the rebuilt (tilted) one's: at most the long double one's, and within 1e-4 of it. */
 static void pld_roundoff_share_of_eps(void)
 {
     struct {
@@ -584,7 +695,7 @@ static void pld_roundoff_share_of_eps(void)
         if (c[i].kept)
             CHECKF(e > x && e <= x * (1 + 8e-4), "case %zu: %.17g, extended %.17g", i, e, x);
         else
-            CHECKF(e == x, "case %zu: %.17g, extended %.17g", i, e, x);
+            CHECKF(e <= x && e >= x * (1 - 1e-4), "case %zu: %.17g, extended %.17g", i, e, x);
         double d = delta_of(ev, DP_ACCT_PLD, e), e2 = eps_of(ev, DP_ACCT_PLD, d);
         CHECKF(fabs(e2 - e) <= 1e-6 * (1 + e) && e2 <= e * (1 + 1e-9) + 1e-9,
                "case %zu: %.17g -> delta %g -> %.17g", i, e, d, e2);
@@ -633,6 +744,8 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(pld_roundoff_bound),
     TL_T(pld_extended_precision),
     TL_T(pld_roundoff_share_of_eps),
+    TL_T(pld_tilted_composition),
+    TL_T(pld_tilted_exact_gaussian),
     TL_T(pld_window_coarse_terms),
     TL_T(pld_grid_coarsened),
 };
