@@ -373,14 +373,16 @@ static int roundoff_loose(dp_profile *pr, double eps, double delta)
  * above eps_1(delta + 2 r) (the exact distribution's delta is at least the first one's less
  * 2 r), the floor, and near eps_1(delta + r) (the first profile's without its bound), the aim;
  * a delta query at eps reads eps (the aim) and its answer delta_1(eps) lies at most r above the
- * exact one (the floor eps_1(delta_1 + r)). Both are rounded down to a multiple of 1/16 less
- * half of one, so that a delta query at eps and the epsilon query at its answer tilt alike and
- * eps(delta(eps)) = eps still holds. */
+ * exact one (the floor eps_1(delta_1 + r)). Both are rounded down, to a multiple of 1/16 less
+ * half of one (from 1 up) or to 2^(k/16) for an integer k less half of one (below 1), so that
+ * a delta query at eps and the epsilon query at its answer tilt alike and eps(delta(eps)) =
+ * eps still holds. */
 #define PLD_TILT_STEP 0.0625
 
 static double tilt_round(double x)
 {
-    double l0 = PLD_TILT_STEP * floor(x / PLD_TILT_STEP - 0.5);
+    double l0 = x >= 1.0 ? PLD_TILT_STEP * floor(x / PLD_TILT_STEP - 0.5)
+                         : exp2(PLD_TILT_STEP * floor(log2(x) / PLD_TILT_STEP - 0.5));
     return isfinite(l0) && l0 > 0.0 ? l0 : NAN;
 }
 

@@ -604,6 +604,23 @@ static size_t good_size(size_t n)
     return best;
 }
 
+/* A composition's transform size: good_size up to 64, above it the smallest 2^j m >= n with
+ * m one of 16, 18, 20, 21, 24, 27, 30 (products of 2, 3, 5 and 7, which FFTW handles well):
+ * at most 14% above n (6% on average, against about 3% for good_size), and few enough sizes
+ * that their plans stay cached (see the plan cache below). */
+static size_t ladder_size(size_t n)
+{
+    static const size_t m[] = {16, 18, 20, 21, 24, 27, 30, 32};
+    if (n <= 64)
+        return good_size(n);
+    size_t p = 1;
+    while (32 * p < n)
+        p *= 2;
+    for (size_t i = 0;; i++)
+        if (m[i] * p >= n)
+            return m[i] * p;
+}
+
 /* Move tiny tails: the top bins whose total is <= PLD_TAIL to +infinity, the bottom bins
  * whose total is <= PLD_TAIL up to the first kept bin. Shrinks the array in place. */
 static void trim_tails(pld_pmf *d)
@@ -965,16 +982,97 @@ static double chernoff_level(const pld_term *terms_in, size_t k, int upper, doub
     return isfinite(best) ? sg * best : sg * HUGE_VAL;
 }
 
+/* ---- work memory, kept across compositions ---------------------------------------------------
+ * A composition's transforms need 32 to 80 bytes a point of work memory. glibc maps blocks
+ * that large afresh for each request, and the page faults of touching them took about 40% of
+ * a small composition's time (11 Laplace steps: N = 160 000). Freed work blocks are kept
+ * instead, at most SCRATCH_KEEP bytes in SCRATCH_SLOTS blocks for the whole process (a
+ * larger block is freed at once; to keep a new one the smallest kept ones go), and the next
+ * composition of any thread takes the smallest that fits. */
+#define SCRATCH_SLOTS 8
+#define SCRATCH_KEEP ((size_t)64 << 20)
+
+static struct {
+    void *p;
+    size_t size;
+} scratch[SCRATCH_SLOTS];
+static size_t scratch_held;
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* bytes rounded up to a multiple of 64 (each array of a block keeps FFTW's SIMD alignment) */
+static size_t scratch_round(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+/* A block of at least bytes (fftw_malloc'ed), *size its real size; NULL if out of memory. */
+static void *scratch_get(size_t bytes, size_t *size)
+{
+    pthread_mutex_lock(&scratch_lock);
+    size_t best = SCRATCH_SLOTS;
+    for (size_t i = 0; i < SCRATCH_SLOTS; i++)
+        if (scratch[i].p != NULL && scratch[i].size >= bytes &&
+            (best == SCRATCH_SLOTS || scratch[i].size < scratch[best].size))
+            best = i;
+    if (best < SCRATCH_SLOTS) {
+        void *p = scratch[best].p;
+        *size = scratch[best].size;
+        scratch[best].p = NULL;
+        scratch_held -= *size;
+        pthread_mutex_unlock(&scratch_lock);
+        return p;
+    }
+    pthread_mutex_unlock(&scratch_lock);
+    *size = bytes;
+    return fftw_malloc(bytes);
+}
+
+/* Give a block back: kept if it fits the budget (evicting the smallest kept ones), else freed. */
+static void scratch_put(void *p, size_t size)
+{
+    void *drop[SCRATCH_SLOTS + 1];
+    size_t nd = 0;
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&scratch_lock);
+    while (size <= SCRATCH_KEEP) {
+        size_t slot = SCRATCH_SLOTS, small = SCRATCH_SLOTS;
+        for (size_t i = 0; i < SCRATCH_SLOTS; i++) {
+            if (scratch[i].p == NULL)
+                slot = slot == SCRATCH_SLOTS ? i : slot;
+            else if (small == SCRATCH_SLOTS || scratch[i].size < scratch[small].size)
+                small = i;
+        }
+        if (slot < SCRATCH_SLOTS && scratch_held + size <= SCRATCH_KEEP) {
+            scratch[slot].p = p;
+            scratch[slot].size = size;
+            scratch_held += size;
+            p = NULL;
+            break;
+        }
+        if (small == SCRATCH_SLOTS)
+            break;
+        drop[nd++] = scratch[small].p;
+        scratch_held -= scratch[small].size;
+        scratch[small].p = NULL;
+    }
+    pthread_mutex_unlock(&scratch_lock);
+    for (size_t i = 0; i < nd; i++)
+        fftw_free(drop[i]);
+    fftw_free(p);
+}
+
 /* ---- FFT plans, cached per size ------------------------------------------------------------
- * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create: the same sizes recur across
- * requests (good_size rounds to a few thousand sizes in all), so a pair (r2c, c2r) is kept
- * per size, created under plan_lock and never destroyed while the process runs: at most
- * PLAN_CACHE pairs, of sizes up to PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a plan
- * holds O(N) twiddle factors: at most ~64 MiB); other plans are made and destroyed per call
- * (large transforms take far longer than their planning anyway). Cached plans are
- * executed with the new-array interface on fftw_malloc'ed (so SIMD-aligned) buffers, which
- * FFTW documents as thread-safe for distinct arrays. */
-#define PLAN_CACHE 64
+ * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create, and a real-input (r2c) size
+ * 4-20 ms from 2^16 to 2^20, as long as its transforms take up to 2^19 (measured on the 2-core
+ * machine). Compositions therefore use a short ladder of sizes (ladder_size: 7 an octave, 98
+ * up to 2^20 with 3.1 M points in all), so the same sizes recur across requests, and a pair of
+ * plans is kept per size, created under plan_lock and never destroyed while the process runs:
+ * at most PLAN_CACHE pairs, of sizes up to PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a
+ * plan holds O(N) twiddle factors: at most ~64 MiB); other plans are made and destroyed per
+ * call. Cached plans are executed with the new-array interface on fftw_malloc'ed (so
+ * SIMD-aligned) buffers, which FFTW documents as thread-safe for distinct arrays. */
+#define PLAN_CACHE 128
 #define PLAN_CACHE_MAX_N ((size_t)1 << 20)
 #define PLAN_CACHE_POINTS ((size_t)1 << 22)
 
@@ -985,24 +1083,57 @@ static double chernoff_level(const pld_term *terms_in, size_t k, int upper, doub
 #define C2C_MAX_N ((size_t)1 << 16)
 
 typedef struct {
-    size_t n;
+    size_t n; /* 0: an empty slot */
     fftw_plan fwd, inv;
+    unsigned users; /* calls executing the pair now: never evicted while > 0 */
+    uint64_t used;  /* when last taken (least recently used goes first) */
 } plan_pair;
 
 static plan_pair plan_cache[PLAN_CACHE];
-static size_t plan_count, plan_points;
+static size_t plan_points;
+static uint64_t plan_tick;
 
-/* The plans for size N: cached (*owned = 0) or made for this call (*owned = 1); complex
- * (out of place, forward and backward) when N <= C2C_MAX_N, real (r2c, c2r) above. */
-static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned)
+/* Make room for a pair of size N (under plan_lock): evict the least recently used pairs no
+ * call is using until a slot and the points are free. The free slot, or -1. */
+static int plan_room(size_t N)
+{
+    if (N > PLAN_CACHE_MAX_N)
+        return -1;
+    for (;;) {
+        int empty = -1, lru = -1;
+        for (int i = 0; i < PLAN_CACHE; i++) {
+            if (plan_cache[i].n == 0)
+                empty = empty < 0 ? i : empty;
+            else if (plan_cache[i].users == 0 &&
+                     (lru < 0 || plan_cache[i].used < plan_cache[lru].used))
+                lru = i;
+        }
+        if (empty >= 0 && plan_points + N <= PLAN_CACHE_POINTS)
+            return empty;
+        if (lru < 0)
+            return -1;
+        fftw_destroy_plan(plan_cache[lru].fwd);
+        fftw_destroy_plan(plan_cache[lru].inv);
+        plan_points -= plan_cache[lru].n;
+        plan_cache[lru].n = 0;
+    }
+}
+
+/* The plans for size N: cached (*slot >= 0, held until plans_put) or made for this call
+ * (*slot = -1); complex (out of place, forward and backward) when N <= C2C_MAX_N, real (r2c,
+ * c2r) above. */
+static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *slot)
 {
     dpb_status st = DPB_ENOMEM;
+    *slot = -1;
     pthread_mutex_lock(&plan_lock);
-    for (size_t i = 0; i < plan_count; i++)
+    for (int i = 0; i < PLAN_CACHE; i++)
         if (plan_cache[i].n == N) {
             *fwd = plan_cache[i].fwd;
             *inv = plan_cache[i].inv;
-            *owned = 0;
+            plan_cache[i].users++;
+            plan_cache[i].used = ++plan_tick;
+            *slot = i;
             pthread_mutex_unlock(&plan_lock);
             return DPB_OK;
         }
@@ -1020,10 +1151,9 @@ static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned
     }
     if (*fwd != NULL && *inv != NULL) {
         st = DPB_OK;
-        *owned =
-            plan_count >= PLAN_CACHE || N > PLAN_CACHE_MAX_N || plan_points + N > PLAN_CACHE_POINTS;
-        if (!*owned) {
-            plan_cache[plan_count++] = (plan_pair){N, *fwd, *inv};
+        *slot = plan_room(N);
+        if (*slot >= 0) {
+            plan_cache[*slot] = (plan_pair){N, *fwd, *inv, 1, ++plan_tick};
             plan_points += N;
         }
     } else {
@@ -1038,13 +1168,15 @@ static dpb_status plans_get(size_t N, fftw_plan *fwd, fftw_plan *inv, int *owned
     return st;
 }
 
-static void plans_put(fftw_plan fwd, fftw_plan inv, int owned)
+static void plans_put(fftw_plan fwd, fftw_plan inv, int slot)
 {
-    if (!owned)
-        return;
     pthread_mutex_lock(&plan_lock);
-    fftw_destroy_plan(fwd);
-    fftw_destroy_plan(inv);
+    if (slot >= 0) {
+        plan_cache[slot].users--;
+    } else if (fwd != NULL) {
+        fftw_destroy_plan(fwd);
+        fftw_destroy_plan(inv);
+    }
     pthread_mutex_unlock(&plan_lock);
 }
 
@@ -1164,6 +1296,29 @@ static inline void term_rel(double a, double ei, uint64_t c, double u, double *l
     *rel += cd * ei / ae + 8.0 * u * cd * (1.0 + M_PI + la);
 }
 
+/* term_rel at the value re + i im, with one logarithm and no hypot where e is below 1e-6 of
+ * a = |re + i im| (the common case): ln a = ln(a^2) / 2, and ln(a + e) = ln a + log1p(e / a)
+ * <= ln a + e / a, an upper bound within c (e / a)^2 / 2 <= 5e-13 c of it (the arithmetic's
+ * own rounding, about c u (1 + |ln a|) in ln U, as for log(a + e), is inside the final 1e-6
+ * margin). */
+static inline void term_rel_z(double re, double im, double ei, uint64_t c, double u, double *lu,
+                              double *rel)
+{
+    double s = re * re + im * im;
+    if (!(s >= 0x1p-1000)) { /* tiny or 0: a^2 loses bits (or is 0) */
+        term_rel(hypot(re, im), ei, c, u, lu, rel);
+        return;
+    }
+    double a = sqrt(s), t = ei / a;
+    if (!(t <= 1e-6)) {
+        term_rel(a, ei, c, u, lu, rel);
+        return;
+    }
+    double cd = (double)c, la = 0.5 * log(s);
+    *lu += cd * (la + t);
+    *rel += cd * ei / (a + ei) + 8.0 * u * cd * (1.0 + M_PI + fabs(la) + t);
+}
+
 /* below thr(c), (a + e)^{c-1} = exp((c - 1) ln(a + e)) underflows to 0 (its argument is
  * <= -746): such frequencies add nothing to the bound, so they are skipped first, on
  * |re| + |im| >= a (no hypot, log or exp for them; the same bound either way) */
@@ -1227,18 +1382,29 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
      * X and Y hold the whole spectrum (only its first nc values are used: it is Hermitian) */
     int cx = N <= C2C_MAX_N;
     size_t nx = cx ? N : nc;
-    fftw_complex *X = fftw_malloc(nx * sizeof *X), *Y = fftw_malloc(nx * sizeof *Y);
-    fftw_complex *cin = cx ? fftw_malloc(N * sizeof *cin) : NULL;
-    fftw_complex *cout = cx ? fftw_malloc(N * sizeof *cout) : NULL;
-    double *rel = calloc(nc, sizeof *rel), *lu = calloc(nc, sizeof *lu); /* term_rel */
+    /* one work block: X, Y, (cin, cout), and term_rel's rel and lu, each 64-byte aligned */
+    size_t bx = scratch_round(nx * sizeof(fftw_complex)),
+           bn = scratch_round(N * sizeof(fftw_complex));
+    size_t bd = scratch_round(nc * sizeof(double)), held = 0;
+    char *work = scratch_get(2 * bx + (cx ? 2 * bn : 0) + 2 * bd, &held);
+    fftw_complex *X = NULL, *Y = NULL, *cin = NULL, *cout = NULL;
+    double *rel = NULL, *lu = NULL;
     fftw_plan fwd = NULL, inv = NULL;
-    int owned = 0;
+    int slot = -1;
     dpb_status st = DPB_ENOMEM;
     const double u = DBL_EPSILON, eta = pld_fft_eta(N);
-    if (X == NULL || Y == NULL || rel == NULL || lu == NULL ||
-        (cx && (cin == NULL || cout == NULL)))
+    if (work == NULL)
         goto fail;
-    if ((st = plans_get(N, &fwd, &inv, &owned)) != DPB_OK)
+    X = (fftw_complex *)work;
+    Y = (fftw_complex *)(work + bx);
+    rel = (double *)(work + 2 * bx);
+    lu = (double *)(work + 2 * bx + bd);
+    if (cx) {
+        cin = (fftw_complex *)(work + 2 * bx + 2 * bd);
+        cout = (fftw_complex *)(work + 2 * bx + 2 * bd + bn);
+    }
+    memset(rel, 0, 2 * bd);
+    if ((st = plans_get(N, &fwd, &inv, &slot)) != DPB_OK)
         goto fail;
     for (size_t i = 0; i < k; i++) {
         const pld_pmf *d = terms[i].d;
@@ -1265,7 +1431,7 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
         double thr = skip_threshold(c);
         for (size_t f = 0; f < nc; f++)
             if (fabs(creal(Z[f])) + fabs(cimag(Z[f])) + ei >= thr)
-                term_rel(cabs(Z[f]), ei, c, u, &lu[f], &rel[f]);
+                term_rel_z(creal(Z[f]), cimag(Z[f]), ei, c, u, &lu[f], &rel[f]);
         if (i == 0 && c > 1)
             cpow_array(Y, Y, nc, c, 0);
         else if (i > 0)
@@ -1277,7 +1443,10 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
     }
     double s1 = 0.0, s2 = 0.0, sz = 0.0;
     for (size_t f = 0; f < nc; f++) {
-        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0, az = cabs(Y[f]);
+        /* |Y_f| by sqrt (within 1.25 u of it, inside the final margin) unless tiny */
+        double re = creal(Y[f]), im = cimag(Y[f]), sq = re * re + im * im;
+        double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0;
+        double az = sq >= 0x1p-1000 ? sqrt(sq) : hypot(re, im);
         double b = exp(lu[f]) * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
         s1 += w * b;
         s2 += w * b * b;
@@ -1303,13 +1472,8 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
     }
     *fe = output_error(s1, s2, sz, pmax, p2, eta, u, N);
 fail:
-    plans_put(fwd, inv, owned);
-    free(rel);
-    free(lu);
-    fftw_free(X);
-    fftw_free(Y);
-    fftw_free(cin);
-    fftw_free(cout);
+    plans_put(fwd, inv, slot);
+    scratch_put(work, held);
     return st;
 }
 
@@ -1615,7 +1779,7 @@ static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at
         span = nat_hi - nat_lo;
     if (!(span + 1.0 <= (double)PLD_MAX_POINTS))
         return DPB_OK;
-    size_t N = good_size((size_t)(span + 1.0)), n_out = (size_t)(hi - cut + 1.0);
+    size_t N = ladder_size((size_t)(span + 1.0)), n_out = (size_t)(hi - cut + 1.0);
     /* the tilts' lm_i, their rounding rho_i (the exponent theta l - lm_i: theta l rounded
      * twice, the difference once; exp and the product within 2 u), the untilting's kap */
     double *lm = malloc(k * sizeof *lm), F = 0.0, Fabs = 0.0, lrho = 0.0;
@@ -1638,7 +1802,8 @@ static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at
         return DPB_OK;
     }
     *done = 1;
-    double *buf = fftw_malloc(N * sizeof *buf);
+    size_t held = 0;
+    double *buf = scratch_get(N * sizeof *buf, &held);
     fft_err fe = {1.0, 1.0};
     dpb_status st = buf == NULL ? DPB_ENOMEM : transform_double(terms, k, N, buf, theta, lm, &fe);
     free(lm);
@@ -1672,7 +1837,7 @@ static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at
     out->roundoff = tilt_roundoff(&out->tilt, h, -HUGE_VAL);
     trim_tails(out);
 fail:
-    fftw_free(buf);
+    scratch_put(buf, held);
     return st;
 }
 
@@ -1731,10 +1896,11 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     if (!(width >= 1.0) || width > (double)PLD_MAX_POINTS)
         return DPB_ELIMIT;
     size_t n_out = (size_t)width;
-    size_t N = good_size(n_out);
+    size_t N = ladder_size(n_out);
     if (N > 2 * PLD_MAX_POINTS)
         return DPB_ELIMIT;
-    double *buf = fftw_malloc(N * sizeof *buf);
+    size_t held = 0;
+    double *buf = scratch_get(N * sizeof *buf, &held);
     if (buf == NULL)
         return DPB_ENOMEM;
     fft_err fe = {1.0, 1.0};
@@ -1757,7 +1923,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
         out->inf_mass = 1.0;
     trim_tails(out);
 fail:
-    fftw_free(buf);
+    scratch_put(buf, held);
     return st;
 }
 
@@ -1792,13 +1958,13 @@ double pld_epsilon(const pld_pmf *d, double delta)
     int tilted = d->tilt.theta != 0.0;
     if (d->inf_mass + (tilted ? 0.0 : d->roundoff) > delta)
         return HUGE_VAL;
-    if (pld_delta(d, 0.0) <= delta)
-        return 0.0;
     /* For eps in [l_{i-1}, l_i): delta(eps) = A_i + R_i - e^eps B_i with A_i = inf +
      * sum_{k>=i} p_k, B_i = sum_{k>=i} p_k e^{-l_k} and R_i the round-off bound (for a tilted
      * composition the same over the interval: the points above eps are the same). Walk down
-     * until the root falls in the interval. */
+     * until the root falls in the interval; where it does not above 0, the answer may be 0
+     * (checked by the direct sum, which reads every point above 0: only then). */
     double A = d->inf_mass + (tilted ? 0.0 : d->roundoff), B = 0.0, eps = 0.0;
+    int found = 0;
     for (size_t i = d->n; i-- > 0;) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
         if (l <= 0.0)
@@ -1815,9 +1981,12 @@ double pld_epsilon(const pld_pmf *d, double delta)
                 eps = lprev;
             if (eps > l)
                 eps = l;
+            found = 1;
             break;
         }
     }
+    if (!found && pld_delta(d, 0.0) <= delta)
+        return 0.0;
     /* Round up and verify with the direct sum. */
     eps = dp_round_up(eps, 1e-12) + 1e-15;
     for (int k = 0; k < 64 && pld_delta(d, eps) > delta; k++)
