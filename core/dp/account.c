@@ -357,9 +357,46 @@ static double pld_roundoff(const dp_profile *pr)
  * answer decide alike: epsilon(delta(eps)) = eps still holds. */
 #define PLD_ROUNDOFF_EPS_SHARE 8e-4
 
+/* The round-off bound at eps (a tilted profile's falls with eps; others' is the same). */
+static double pld_roundoff_eps(const dp_profile *pr, double eps)
+{
+    if (pr->acct != DP_ACCT_PLD)
+        return 0.0;
+    double r = pld_roundoff_at(&pr->dir[0], eps);
+    if (!pr->symmetric && pld_roundoff_at(&pr->dir[1], eps) > r)
+        r = pld_roundoff_at(&pr->dir[1], eps);
+    return r;
+}
+
+/* Whether an answer eps lies at or below a tilted profile's floor (plus 4 grid steps): there
+ * the profile is loose (the mass below the floor sits on it), so the floor was estimated too
+ * high. */
+static int below_floor(const dp_profile *pr, double eps)
+{
+    if (pr->acct != DP_ACCT_PLD)
+        return 0;
+    for (int d = 0; d < (pr->symmetric ? 1 : 2); d++)
+        if (isfinite(pr->dir[d].floor) && !(eps > pr->dir[d].floor + 4.0 * pr->dir[d].h))
+            return 1;
+    return 0;
+}
+
+/* Whether a delta query's double profile is composed again tilted because an epsilon query
+ * at its answer would be tilted at once (pld_tilt_direct), so that the two agree. */
+static int tilt_direct(const dp_profile *pr, double delta)
+{
+    if (pr->acct != DP_ACCT_PLD || isfinite(pr->dir[0].floor) ||
+        (!pr->symmetric && isfinite(pr->dir[1].floor)))
+        return 0;
+    double steps = pr->dir[0].steps;
+    if (!pr->symmetric && pr->dir[1].steps > steps)
+        steps = pr->dir[1].steps;
+    return pld_tilt_direct(steps, delta);
+}
+
 static int roundoff_loose(dp_profile *pr, double eps, double delta)
 {
-    double r = pld_roundoff(pr);
+    double r = pld_roundoff_eps(pr, eps);
     if (!(r > PLD_ROUNDOFF_SHARE * delta))
         return 0;
     if (!(delta > 0.0) || !(delta + r < 1.0) || !isfinite(eps) || !(eps > 0.0))
@@ -401,7 +438,7 @@ static pld_tilt_at tilt_for(dp_profile *pr, int want_eps, const double *x, const
         fl = f < fl ? f : fl;
         aim = a < aim ? a : aim;
     }
-    return (pld_tilt_at){tilt_round(fl), tilt_round(aim)};
+    return (pld_tilt_at){tilt_round(fl), tilt_round(aim), 0.0};
 }
 
 /* Build the profile again with the round-off made small (when it is a pld profile): tilted
@@ -448,6 +485,8 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
                 delta_point(&pr, eps[i], ln_delta ? &ln_delta[i] : NULL, aux ? &aux[i] : NULL);
             loose = loose || roundoff_loose(&pr, eps[i], delta[i]);
         }
+        if (n == 1 && pld_roundoff(&pr) > 0.0 && tilt_direct(&pr, delta[0]))
+            loose = 1;
         if (pass > 0 || !loose || dpb_cancelled() ||
             !rebuild_extended(ev, rel, acct, opt, 0, eps[0], tilt_for(&pr, 0, eps, delta, n), &pr,
                               rep))
@@ -483,13 +522,31 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
         return st;
     }
     dp_profile pr;
-    if ((st = build_query(ev, rel, acct, opt, 1, delta[0], &pr, rep, err)) != DPB_OK)
+    /* one point: compositions whose double bound would be loose at it are tilted at once
+     * (pld.h, direct); an answer at the estimated floor builds again without */
+    pld_tilt_at prev = pld_tilt_enter((pld_tilt_at){NAN, NAN, n == 1 ? delta[0] : 0.0});
+    st = build_query(ev, rel, acct, opt, 1, delta[0], &pr, rep, err);
+    pld_tilt_leave(prev);
+    if (st != DPB_OK)
         return st;
     for (int pass = 0; pass < 2; pass++) {
-        int loose = 0;
+        int loose = 0, low = 0;
         for (size_t i = 0; i < n && !dpb_cancelled(); i++) {
             eps[i] = epsilon_point(&pr, delta[i], aux ? &aux[i] : NULL);
+            low = low || below_floor(&pr, eps[i]);
             loose = loose || (delta[i] > 0.0 && roundoff_loose(&pr, eps[i], delta[i]));
+        }
+        if (pass == 0 && low && !dpb_cancelled()) {
+            dp_profile p2;
+            dp_report r2;
+            dpb_error e2 = {0};
+            if (build_query(ev, rel, acct, opt, 1, delta[0], &p2, &r2, &e2) == DPB_OK) {
+                dp_profile_release(&pr);
+                pr = p2;
+                *rep = r2;
+                pass = -1; /* the answers again, from the double profile */
+                continue;
+            }
         }
         if (pass > 0 || !loose || dpb_cancelled() ||
             !rebuild_extended(ev, rel, acct, opt, 1, delta[0], tilt_for(&pr, 1, delta, NULL, n),

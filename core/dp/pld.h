@@ -49,6 +49,9 @@ typedef struct {
     double inf_mass;   /* P(L = +infinity) */
     double roundoff;   /* bound on sum_i |p[i] - exact p[i]| from FFT round-off (0 for leaves) */
     pld_tilt_err tilt; /* a tilted composition's finer bound (tilt.theta 0: none) */
+    double floor;      /* losses below it are not kept exactly: their mass is moved up onto it
+                        * (a tilted composition); -HUGE_VAL: every loss is kept */
+    double steps;      /* leaves composed into it (1 for a leaf): the double bound's scale */
 } pld_pmf;
 
 enum { PLD_REMOVE = 0, PLD_ADD = 1 };
@@ -146,9 +149,27 @@ void pld_extended_leave(int prev);
  * pld_extended_enter). floor NAN turns it off. enter returns the previous setting. */
 typedef struct {
     double floor, aim;
+    double delta; /* floor NAN and delta > 0: an epsilon at delta will be asked (direct) */
 } pld_tilt_at;
 pld_tilt_at pld_tilt_enter(pld_tilt_at at);
 void pld_tilt_leave(pld_tilt_at prev);
+
+/* Whether a composition of this many leaves (pld_pmf.steps) is tilted at once for an answer
+ * near delta: where its double round-off bound (about 3 eta steps, eta = pld_fft_eta(2^20);
+ * measured 2.5-3.4 times eta steps from 10^3 to 10^5 steps) would pass 1e-3 of delta. The
+ * same test decides an epsilon query at delta (direct, below) and a delta query answering
+ * delta, which is then composed again tilted: the two agree (a tilted delta is at most the
+ * double one, and the test holds for every smaller delta). */
+int pld_tilt_direct(double steps, double delta);
+
+/* Direct: with floor NAN and delta > 0, a composition pld_tilt_direct accepts is tilted at once, at
+ * floor and aim estimated from its own terms (the Chernoff bound at delta, corrected by the
+ * saddle-point factor, less a margin), instead of being composed in double first. An answer at or
+ * below the floor (d->floor) means the estimate was too high: the caller composes again without. */
+
+/* The round-off bound pld_delta adds at eps (d->roundoff, or a tilted composition's over the
+ * points above eps). */
+double pld_roundoff_at(const pld_pmf *d, double eps);
 
 /* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
  * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times

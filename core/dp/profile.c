@@ -1364,7 +1364,7 @@ static dpb_status compose_items(pld_items *L, double h, int top, pair *out, dpb_
     for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
         for (size_t i = 0; i < L->n; i++)
             t[i] = (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
-        pld_tilt_at saved = pld_tilt_enter((pld_tilt_at){NAN, NAN});
+        pld_tilt_at saved = pld_tilt_enter((pld_tilt_at){NAN, NAN, 0.0});
         if (top)
             pld_tilt_leave(saved);
         st = pld_compose_many(t, L->n, &out->d[dir]);
