@@ -88,6 +88,7 @@ static dpb_status pmf_alloc(pld_pmf *d, double h, int64_t lo, size_t n)
     d->tilt = (pld_tilt_err){0};
     d->floor = -HUGE_VAL;
     d->steps = 1.0;
+    d->gauss_mu = 0.0;
     return DPB_OK;
 }
 
@@ -102,6 +103,7 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
     dst->tilt = src->tilt;
     dst->floor = src->floor;
     dst->steps = src->steps;
+    dst->gauss_mu = src->gauss_mu;
     return DPB_OK;
 }
 
@@ -470,6 +472,35 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
     return pld_atoms(atom_l, atom_p, 2, delta, h, out);
 }
 
+dpb_status pld_gaussian_exact(double mu, double h, pld_pmf *out)
+{
+    if (!(mu > 0.0) || !isfinite(mu) || bad_h(h))
+        return DPB_EINVAL;
+    dpb_status st = pmf_alloc(out, h, 0, 1);
+    if (st == DPB_OK)
+        out->gauss_mu = mu;
+    return st;
+}
+
+/* delta(eps) of the exact Gaussian law (pld_gaussian_exact), before rounding up: the closed
+ * form for eps >= 0; below, from the pair's symmetry, delta(eps) = 1 - e^eps + e^eps
+ * delta(-eps) (the hockey-stick divergence of the reversed pair, which is the same pair). */
+static double gauss_exact_delta(double mu, double eps)
+{
+    double d = 1.0, ld;
+    if (eps != eps)
+        return 1.0;
+    if (eps >= 0.0) {
+        if (isinf(eps))
+            return 0.0;
+        return dp_gdp_delta(mu, eps, &d, &ld) == DPB_OK ? d : 1.0;
+    }
+    if (isinf(eps) || dp_gdp_delta(mu, -eps, &d, &ld) != DPB_OK)
+        return 1.0;
+    double v = -expm1(eps) + exp(eps) * d;
+    return v < 1.0 ? v * (1.0 + 4.0 * DBL_EPSILON) : 1.0;
+}
+
 dpb_status pld_identity(double h, pld_pmf *out)
 {
     if (bad_h(h))
@@ -771,7 +802,7 @@ static double convolve_roundoff(const pld_pmf *a, const pld_pmf *b)
 
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
 {
-    if (a->h != b->h)
+    if (a->h != b->h || a->gauss_mu > 0.0 || b->gauss_mu > 0.0)
         return DPB_EINVAL;
     size_t n = a->n + b->n - 1;
     dpb_status st = pmf_alloc(out, a->h, a->lo + b->lo, n);
@@ -1921,7 +1952,7 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     if (k == 0)
         return DPB_EINVAL;
     for (size_t i = 0; i < k; i++)
-        if (terms[i].d->h != terms[0].d->h || terms[i].count == 0)
+        if (terms[i].d->h != terms[0].d->h || terms[i].count == 0 || terms[i].d->gauss_mu > 0.0)
             return DPB_EINVAL;
     if (isfinite(tilt_at.floor) || tilt_at.delta > 0.0) {
         int done;
@@ -2007,6 +2038,10 @@ dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out)
 
 double pld_delta(const pld_pmf *d, double eps)
 {
+    if (d->gauss_mu > 0.0) {
+        double v = dp_round_up(d->inf_mass + gauss_exact_delta(d->gauss_mu, eps), 1e-12);
+        return v < 1.0 ? v : 1.0;
+    }
     double s = 0.0;
     for (size_t i = d->n; i-- > 0;) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
@@ -2020,6 +2055,19 @@ double pld_delta(const pld_pmf *d, double eps)
 
 double pld_epsilon(const pld_pmf *d, double delta)
 {
+    if (d->gauss_mu > 0.0) { /* the closed form's inverse, checked against pld_delta */
+        double e;
+        if (!(delta > d->inf_mass))
+            return HUGE_VAL;
+        if (pld_delta(d, 0.0) <= delta)
+            return 0.0;
+        if (dp_gdp_epsilon(d->gauss_mu, (delta - d->inf_mass) * (1.0 - 4.0 * DBL_EPSILON), &e) !=
+            DPB_OK)
+            return HUGE_VAL;
+        for (int k = 0; k < 64 && pld_delta(d, e) > delta; k++)
+            e = e * (1.0 + 1e-10) + 1e-12;
+        return pld_delta(d, e) <= delta ? e : HUGE_VAL;
+    }
     int tilted = d->tilt.theta != 0.0;
     if (d->inf_mass + (tilted ? 0.0 : d->roundoff) > delta)
         return HUGE_VAL;

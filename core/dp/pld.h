@@ -52,6 +52,8 @@ typedef struct {
     double floor;      /* losses below it are not kept exactly: their mass is moved up onto it
                         * (a tilted composition); -HUGE_VAL: every loss is kept */
     double steps;      /* leaves composed into it (1 for a leaf): the double bound's scale */
+    double gauss_mu;   /* > 0: exactly the Gaussian mechanism's law of this mu, on no grid
+                        * (pld_gaussian_exact); p holds nothing and it composes with nothing */
 } pld_pmf;
 
 enum { PLD_REMOVE = 0, PLD_ADD = 1 };
@@ -67,7 +69,13 @@ dpb_status pld_laplace(double b, double h, pld_pmf *out);
 dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_pmf *out);
 dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *out);
 dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
-dpb_status pld_identity(double h, pld_pmf *out);    /* no privacy loss */
+dpb_status pld_identity(double h, pld_pmf *out); /* no privacy loss */
+
+/* The Gaussian mechanism of parameter mu (sensitivity over noise) exactly: its loss is
+ * N(mu^2/2, mu^2) under P, and pld_delta and pld_epsilon answer in closed form (dp_gdp_delta,
+ * rounded up) at every eps, with no grid and no round-off bound. For a composition of
+ * Gaussian mechanisms only, whose mu^2 add up; it cannot be composed further (DPB_EINVAL). */
+dpb_status pld_gaussian_exact(double mu, double h, pld_pmf *out);
 dpb_status pld_non_private(double h, pld_pmf *out); /* all mass at +infinity */
 
 /* ---- issue 16: leaves of dp_accounting's mechanism events ---- */

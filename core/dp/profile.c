@@ -1497,6 +1497,15 @@ static dpb_status compose_terms(const dp_event *ev, dp_relation rel, double h, i
     compose_depth++;
     dpb_status st = collect_terms(ev, rel, h, strict, 1, &L, rep, err);
     compose_depth--;
+    if (st == DPB_OK && L.gauss_mu2 > 0.0 && L.n == 0 && compose_depth == 0 &&
+        isfinite(L.gauss_mu2)) {
+        /* Gaussian mechanisms only, and the answer itself (not a piece of a larger
+         * composition): their law exactly, answered in closed form (pld_gaussian_exact) */
+        items_free(&L);
+        memset(out, 0, sizeof *out);
+        out->symmetric = 1;
+        return pld_status(pld_gaussian_exact(sqrt(L.gauss_mu2), h, &out->d[0]), err, h);
+    }
     if (st == DPB_OK && L.gauss_mu2 > 0.0) {
         pld_item g = {.count = 1};
         g.leaf.symmetric = 1;

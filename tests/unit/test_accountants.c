@@ -44,13 +44,18 @@ static dp_event *leaf(dp_event_kind k)
     return dp_event_new(k);
 }
 
-static double eps_of(const dp_event *ev, dp_accountant a, double delta)
+static double eps_of_rel(const dp_event *ev, dp_relation rel, dp_accountant a, double delta)
 {
     double e = NAN;
     dp_report rep;
-    dpb_status st = dp_epsilon(ev, DP_REL_ADD_OR_REMOVE, a, &delta, 1, &e, &rep, NULL);
+    dpb_status st = dp_epsilon(ev, rel, a, &delta, 1, &e, &rep, NULL);
     CHECKF(st == DPB_OK, "status %d", st);
     return e;
+}
+
+static double eps_of(const dp_event *ev, dp_accountant a, double delta)
+{
+    return eps_of_rel(ev, DP_REL_ADD_OR_REMOVE, a, delta);
 }
 
 static double delta_of(const dp_event *ev, dp_accountant a, double eps)
@@ -660,6 +665,53 @@ static void pld_tilted_exact_gaussian(void)
     pld_free(&top);
 }
 
+/* Gaussian mechanisms alone are answered exactly (pld_gaussian_exact): delta is the closed
+ * form rounded up (at most 1e-11 above it), below 0 too (1 - e^eps + e^eps delta(-eps); the
+ * discretised law, an upper bound, lies above it everywhere), and epsilon inverts it; such a
+ * law composes with nothing. Through the accountant, 363 Gaussian steps of sigma 12.8 under
+ * replace_one answer as gdp_exact does, and a Gaussian with a sampled one is still composed
+ * on the grid. */
+static void pld_gaussian_exact_law(void)
+{
+    pld_pmf x, g, out;
+    const double mu = 1.7;
+    CHECK(pld_gaussian_exact(mu, 1e-4, &x) == DPB_OK);
+    CHECK(pld_gaussian(1.0 / mu, 1e-4, &g) == DPB_OK);
+    for (double eps = -6.0; eps <= 12.0; eps += 0.5) {
+        double d = pld_delta(&x, eps), grid = pld_delta(&g, eps), exact = 1.0, ld;
+        if (eps >= 0.0)
+            dp_gdp_delta(mu, eps, &exact, &ld);
+        else if (dp_gdp_delta(mu, -eps, &exact, &ld) == DPB_OK)
+            exact = -expm1(eps) + exp(eps) * exact;
+        CHECKF(d >= exact && d <= exact * (1.0 + 1e-11) + 1e-300 && grid >= exact,
+               "eps %g: %.17g exact %.17g grid %.17g", eps, d, exact, grid);
+        if (eps >= 0.0 && d < 1.0 && d > 0.0) {
+            double e = pld_epsilon(&x, d);
+            CHECKF(e <= eps * (1.0 + 1e-9) + 1e-12 && pld_delta(&x, e) <= d, "eps %g: %.17g", eps,
+                   e);
+        }
+    }
+    pld_term t = {&x, 2};
+    CHECK(pld_compose_many(&t, 1, &out) == DPB_EINVAL);
+    CHECK(pld_compose(&x, &g, &out) == DPB_EINVAL);
+    pld_free(&x);
+    pld_free(&g);
+    dp_event *ev = times(gauss(12.8), 363);
+    double p = eps_of_rel(ev, DP_REL_REPLACE, DP_ACCT_PLD, 3.7e-6);
+    double q = eps_of_rel(ev, DP_REL_REPLACE, DP_ACCT_GDP_EXACT, 3.7e-6);
+    CHECKF(p >= q && p <= q * (1.0 + 1e-9), "pld %.17g gdp %.17g", p, q);
+    dp_event_free(ev);
+    dp_event *two = dp_event_new(DP_EV_COMPOSED);
+    two->u.composed.events = calloc(2, sizeof(dp_event *));
+    two->u.composed.events[0] = times(gauss(12.8), 363);
+    two->u.composed.events[1] = times(poisson(0.01, gauss(1.0)), 100);
+    two->u.composed.n = 2;
+    p = eps_of(two, DP_ACCT_PLD, 1e-6);
+    q = eps_of(two, DP_ACCT_RDP, 1e-6);
+    CHECKF(isfinite(p) && p < q, "pld %g rdp %g", p, q);
+    dp_event_free(two);
+}
+
 /* Compositions share FFTW plans (cached per size, least recently used out, never while a call
  * executes them) and work blocks (kept across calls). Ten compositions on sizes from 81920 to
  * 2359296, whose plans pass the cache's 4 M points (5.9 M up to 2^20: pairs are evicted, and
@@ -822,6 +874,7 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(pld_tilted_composition),
     TL_T(pld_tilted_exact_gaussian),
     TL_T(pld_shared_plans_and_work),
+    TL_T(pld_gaussian_exact_law),
     TL_T(pld_window_coarse_terms),
     TL_T(pld_grid_coarsened),
 };
