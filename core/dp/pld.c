@@ -1486,7 +1486,8 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
         double re = creal(Y[f]), im = cimag(Y[f]), sq = re * re + im * im;
         double w = (f == 0 || 2 * f == N) ? 1.0 : 2.0;
         double az = sq >= 0x1p-1000 ? sqrt(sq) : hypot(re, im);
-        double b = exp(lu[f]) * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
+        double U = lu[f] > -746.0 ? exp(lu[f]) : 0.0; /* below, exp underflows to 0 */
+        double b = U * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
         s1 += w * b;
         s2 += w * b * b;
         sz += w * az;
@@ -1741,6 +1742,36 @@ static double tilt_roundoff(const pld_tilt_err *t, double h, double eps)
  * adds mass (at most this much, tilted, at a loss l >= l0: e^{F - theta l} <= about the
  * Chernoff bound at l0 times this, untilted). */
 #define TILT_TAIL 1e-10
+
+static void *side_main(void *p)
+{
+    pld_side *s = p;
+    tilt_at = s->tilt;
+    ext_mode = s->ext;
+    const dpb_cancel *prev = dpb_cancel_enter(s->cancel);
+    s->fn(s->arg);
+    dpb_cancel_leave(prev);
+    return NULL;
+}
+
+void pld_side_run(pld_side *s, void (*fn)(void *), void *arg)
+{
+    s->fn = fn;
+    s->arg = arg;
+    s->tilt = tilt_at;
+    s->ext = ext_mode;
+    s->cancel = dpb_cancel_enter(NULL); /* what is installed (NULL changes nothing) */
+    s->running = pthread_create(&s->thread, NULL, side_main, s) == 0;
+    if (!s->running)
+        fn(arg);
+}
+
+void pld_side_join(pld_side *s)
+{
+    if (s->running)
+        pthread_join(s->thread, NULL);
+    s->running = 0;
+}
 
 double pld_roundoff_at(const pld_pmf *d, double eps)
 {
@@ -2077,18 +2108,28 @@ double pld_epsilon(const pld_pmf *d, double delta)
      * until the root falls in the interval; where it does not above 0, the answer may be 0
      * (checked by the direct sum, which reads every point above 0: only then). */
     double A = d->inf_mass + (tilted ? 0.0 : d->roundoff), B = 0.0, eps = 0.0;
+    /* e^{-l} by recursion down the grid, recomputed every 64 points: the walk only finds the
+     * interval and a first value, which the direct sum then checks */
+    double el = 0.0, eh = exp(d->h);
     int found = 0;
-    for (size_t i = d->n; i-- > 0;) {
+    for (size_t i = d->n, k = 0; i-- > 0; k++) {
         double l = (double)(d->lo + (int64_t)i) * d->h;
         if (l <= 0.0)
             break;
+        el = (k & 63) == 0 ? exp(-l) : el * eh;
         A += d->p[i];
-        B += d->p[i] * exp(-l);
+        B += d->p[i] * el;
         double lprev = l - d->h;
         if (lprev < 0.0)
             lprev = 0.0;
-        double R = tilted ? tilt_roundoff(&d->tilt, d->h, lprev) : 0.0;
-        if (A + R - exp(lprev) * B > delta) {
+        /* e^{lprev} B (NaN where e^{-l} underflows: the closed form cannot be used there);
+         * a tilted bound at lprev is at most d->roundoff (its value at the floor): it is
+         * evaluated only where it could decide (each costs six exponentials) */
+        double eB = lprev == 0.0 ? B : el > 0.0 ? B / (el * eh) : B > 0.0 ? HUGE_VAL : NAN;
+        double R = 0.0;
+        if (tilted && A + d->roundoff - eB > delta)
+            R = tilt_roundoff(&d->tilt, d->h, lprev);
+        if (A + R - eB > delta) {
             eps = B > 0.0 ? log((A + R - delta) / B) : l;
             if (eps < lprev)
                 eps = lprev;
@@ -2102,9 +2143,12 @@ double pld_epsilon(const pld_pmf *d, double delta)
         return 0.0;
     /* Round up and verify with the direct sum. */
     eps = dp_round_up(eps, 1e-12) + 1e-15;
-    for (int k = 0; k < 64 && pld_delta(d, eps) > delta; k++)
+    double dv = pld_delta(d, eps);
+    for (int k = 0; k < 64 && dv > delta; k++) {
         eps = eps * (1.0 + 1e-10) + 1e-12;
-    if (pld_delta(d, eps) > delta) {
+        dv = pld_delta(d, eps);
+    }
+    if (dv > delta) {
         /* the closed form was off (masses e^{-l} below the doubles' range, or a tilted bound
          * reaching past the last point): bisect up to the top grid point, or the tilted
          * bound's, where only the mass at infinity and the round-off bound are left */

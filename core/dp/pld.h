@@ -16,6 +16,7 @@
 #ifndef DP_PLD_H
 #define DP_PLD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -178,6 +179,22 @@ int pld_tilt_direct(double steps, double delta);
 /* The round-off bound pld_delta adds at eps (d->roundoff, or a tilted composition's over the
  * points above eps). */
 double pld_roundoff_at(const pld_pmf *d, double eps);
+
+/* A job run on a second thread with the calling thread's PLD settings (tilt, extended
+ * precision) and cancellation installed (the two directions of a composition are independent:
+ * a request composes them side by side). pld_side_run starts fn(arg), or runs it before
+ * returning when no thread can be made; pld_side_join waits for it. */
+typedef struct {
+    pthread_t thread;
+    int running;
+    void (*fn)(void *);
+    void *arg;
+    pld_tilt_at tilt;
+    int ext;
+    const struct dpb_cancel *cancel;
+} pld_side;
+void pld_side_run(pld_side *s, void (*fn)(void *), void *arg);
+void pld_side_join(pld_side *s);
 
 /* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
  * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times

@@ -1028,6 +1028,23 @@ static dpb_status sampled_leaf(const dp_event *ev, dp_relation rel, double h, pa
     return pld_status(st, err, h);
 }
 
+/* One direction of a Poisson-sampled leaf (run on its own thread, pld_side, beside the other). */
+typedef struct {
+    int gauss;
+    double q, s;
+    int dir;
+    double h;
+    pld_pmf *out;
+    dpb_status st;
+} sampled_job;
+
+static void sampled_job_run(void *p)
+{
+    sampled_job *j = p;
+    j->st = j->gauss ? pld_sampled_gaussian(j->q, j->s, j->dir, j->h, j->out)
+                     : pld_sampled_laplace(j->q, j->s, j->dir, j->h, j->out);
+}
+
 static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int strict, pair *out,
                            dp_report *rep, dpb_error *err)
 {
@@ -1117,15 +1134,20 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, double h, int st
             return pld_status(pld_non_private(h, &out->d[0]), err, h);
         }
         out->symmetric = 0;
-        for (int dir = 0; dir < 2; dir++) {
-            st = in->kind == DP_EV_GAUSSIAN ? pld_sampled_gaussian(q, s, dir, h, &out->d[dir])
-                                            : pld_sampled_laplace(q, s, dir, h, &out->d[dir]);
-            if (st != DPB_OK) {
-                if (dir == 1)
-                    pld_free(&out->d[0]);
-                return pld_status(st, err, h);
+        /* the two directions side by side (pld_side) */
+        sampled_job job[2];
+        for (int dir = 0; dir < 2; dir++)
+            job[dir] = (sampled_job){in->kind == DP_EV_GAUSSIAN, q, s, dir, h, &out->d[dir], 0};
+        pld_side side = {0};
+        pld_side_run(&side, sampled_job_run, &job[1]);
+        sampled_job_run(&job[0]);
+        pld_side_join(&side);
+        for (int dir = 0; dir < 2; dir++)
+            if (job[dir].st != DPB_OK) {
+                if (job[1 - dir].st == DPB_OK)
+                    pld_free(&out->d[1 - dir]);
+                return pld_status(job[dir].st, err, h);
             }
-        }
         return DPB_OK;
     }
     case DP_EV_SELF_COMPOSED:
@@ -1336,6 +1358,20 @@ static dpb_status items_push(pld_items *L, pld_item *x)
     return DPB_OK;
 }
 
+/* One direction of a composition (run on its own thread, pld_side, beside the other). */
+typedef struct {
+    const pld_term *t;
+    size_t n;
+    pld_pmf *out;
+    dpb_status st;
+} dir_job;
+
+static void dir_job_run(void *p)
+{
+    dir_job *j = p;
+    j->st = pld_compose_many(j->t, j->n, j->out);
+}
+
 /* Compositions nested in this thread's current one (a composed event inside a leaf): only the
  * outermost is tilted (pld_tilt_enter), the others are pieces read at every loss. */
 static _Thread_local int compose_depth;
@@ -1356,25 +1392,46 @@ static dpb_status compose_items(pld_items *L, double h, int top, pair *out, dpb_
         items_free(L);
         return DPB_OK;
     }
-    pld_term *t = malloc(L->n * sizeof *t);
+    int ndir = out->symmetric ? 1 : 2;
+    dir_job job[2];
+    pld_term *t = malloc(2 * L->n * sizeof *t);
     if (t == NULL) {
         items_free(L);
         return pld_status(DPB_ENOMEM, err, h);
     }
-    for (int dir = 0; dir < (out->symmetric ? 1 : 2) && st == DPB_OK; dir++) {
-        for (size_t i = 0; i < L->n; i++)
-            t[i] = (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
-        pld_tilt_at saved = pld_tilt_enter((pld_tilt_at){NAN, NAN, 0.0});
-        if (top)
-            pld_tilt_leave(saved);
-        st = pld_compose_many(t, L->n, &out->d[dir]);
-        pld_tilt_leave(saved);
+    uint64_t most = 0;
+    for (int dir = 0; dir < ndir; dir++) {
+        for (size_t i = 0; i < L->n; i++) {
+            t[dir * L->n + i] =
+                (pld_term){&L->it[i].leaf.d[L->it[i].leaf.symmetric ? 0 : dir], L->it[i].count};
+            most = L->it[i].count > most ? L->it[i].count : most;
+        }
+        job[dir] = (dir_job){t + dir * L->n, L->n, &out->d[dir], DPB_OK};
     }
+    pld_tilt_at saved = pld_tilt_enter((pld_tilt_at){NAN, NAN, 0.0});
+    if (top)
+        pld_tilt_leave(saved);
+    /* the directions side by side where each is more than a few dozen microseconds of work
+     * (a thread costs about that) */
+    pld_side side = {0};
+    int apart = ndir == 2 && (L->points >= 8192 || most >= 16);
+    if (apart)
+        pld_side_run(&side, dir_job_run, &job[1]);
+    dir_job_run(&job[0]);
+    if (apart)
+        pld_side_join(&side);
+    else if (ndir == 2 && job[0].st == DPB_OK)
+        dir_job_run(&job[1]);
+    pld_tilt_leave(saved);
     free(t);
     items_free(L);
+    for (int dir = 0; dir < ndir; dir++)
+        if (job[dir].st != DPB_OK)
+            st = job[dir].st;
     if (st != DPB_OK) {
-        if (!out->symmetric && out->d[0].p != NULL)
-            pld_free(&out->d[0]);
+        for (int dir = 0; dir < ndir; dir++)
+            if (job[dir].st == DPB_OK && out->d[dir].p != NULL)
+                pld_free(&out->d[dir]);
         memset(out, 0, sizeof *out);
         return pld_status(st, err, h);
     }
