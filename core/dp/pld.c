@@ -902,10 +902,12 @@ static int64_t div_floor(int64_t a, int64_t m)
  * 243 points wider). The searches evaluate each term 17 to 100 times a composition: with
  * 64 for 1024, leaves of 10^5-10^6 points composed tens of times took 15% of the time.
  * *cd gets the binned copy (freed by the caller) or stays empty (the term as it is). */
-static void coarse_term(const pld_term *t, int upper, pld_pmf *cd)
+static void coarse_term(const pld_term *t, int upper, int rough, pld_pmf *cd)
 {
     memset(cd, 0, sizeof *cd);
     uint64_t m = 1 + 1024 / t->count, cap = t->d->n / 4096;
+    if (rough && m < t->d->n / 65536) /* estimates: at most 65536 points a term */
+        m = t->d->n / 65536;
     if (cap < m)
         m = cap;
     if (m <= 1)
@@ -921,7 +923,8 @@ static void coarse_term(const pld_term *t, int upper, pld_pmf *cd)
         cd->p[div_floor(d->lo + (int64_t)j + up, mm) - lo] += d->p[j];
 }
 
-/* The terms for window searches (coarse_term on each, upper or lower side): *use points at
+/* The terms for window searches (coarse_term on each, upper or lower side; rough: at most
+ * 65536 points a term, for the tilt's estimates, which bound nothing): *use points at
  * the copies where made, at the terms themselves otherwise (or when memory is short); free
  * with coarse_free. */
 typedef struct {
@@ -930,7 +933,7 @@ typedef struct {
     const pld_term *use;
 } coarse_set;
 
-static void coarse_make(const pld_term *terms_in, size_t k, int upper, coarse_set *cs)
+static void coarse_make(const pld_term *terms_in, size_t k, int upper, int rough, coarse_set *cs)
 {
     cs->terms = malloc(k * sizeof *cs->terms);
     cs->cd = calloc(k, sizeof *cs->cd);
@@ -938,7 +941,7 @@ static void coarse_make(const pld_term *terms_in, size_t k, int upper, coarse_se
     if (cs->terms == NULL || cs->cd == NULL)
         return;
     for (size_t i = 0; i < k; i++) {
-        coarse_term(&terms_in[i], upper, &cs->cd[i]);
+        coarse_term(&terms_in[i], upper, rough, &cs->cd[i]);
         cs->terms[i] =
             cs->cd[i].p != NULL ? (pld_term){&cs->cd[i], terms_in[i].count} : terms_in[i];
     }
@@ -961,6 +964,7 @@ typedef struct {
     const pld_term *terms;
     size_t k;
     double sg, theta0, f0, ltail, l0;
+    int rough; /* an estimate: 10 steps (a bracket of 17% in t), not 15 (1.5%) */
 } golden_ctx;
 
 static double golden_eval(const golden_ctx *g, double x)
@@ -982,7 +986,7 @@ static double golden_min(const golden_ctx *gc, double *at)
     double x1 = a + g * (b - a), x2 = b - g * (b - a);
     double f1 = golden_eval(gc, x1), f2 = golden_eval(gc, x2);
     double best = f1 < f2 ? f1 : f2, xb = f1 < f2 ? x1 : x2;
-    for (int it = 0; it < 15; it++) {
+    for (int it = 0; it < (gc->rough ? 10 : 15); it++) {
         if (f1 < f2) {
             b = x2;
             x2 = x1;
@@ -1014,8 +1018,8 @@ static double chernoff_level(const pld_term *terms_in, size_t k, int upper, doub
 {
     double sg = upper ? 1.0 : -1.0;
     coarse_set cs;
-    coarse_make(terms_in, k, upper, &cs);
-    golden_ctx gc = {cs.use, k, sg, 0.0, 0.0, ltail, 0.0};
+    coarse_make(terms_in, k, upper, 0, &cs);
+    golden_ctx gc = {cs.use, k, sg, 0.0, 0.0, ltail, 0.0, 0};
     double best = golden_min(&gc, NULL);
     coarse_free(&cs, k);
     return isfinite(best) ? sg * best : sg * HUGE_VAL;
@@ -1227,18 +1231,13 @@ static inline double complex cmul(double complex a, double complex b)
 }
 
 /* y[f] *= x[f]^c (acc = 1) or y[f] = x[f]^c (acc = 0) for f < n, c >= 1: by repeated
- * squaring up to c = 2^16 (relative error about c u, like cpow's, and far cheaper), a block of
- * frequencies at a time so the loops vectorise; by cpow beyond. */
+ * squaring for every count (relative error at most about 2.3 u c, within the 8 u c counted
+ * for the powers, as in the extended path; cpow, used above 2^16 before, took a logarithm,
+ * an exponential, an atan2 and a sincos a frequency), a block of frequencies at a time so
+ * the loops vectorise. */
 #define POW_BLOCK 256
 static void cpow_array(double complex *y, const double complex *x, size_t n, uint64_t c, int acc)
 {
-    if (c > 65536) {
-        for (size_t f = 0; f < n; f++) {
-            double complex v = cpow(x[f], (double)c);
-            y[f] = acc ? cmul(y[f], v) : v;
-        }
-        return;
-    }
     double complex b[POW_BLOCK], r[POW_BLOCK];
     for (size_t f0 = 0; f0 < n; f0 += POW_BLOCK) {
         size_t m = n - f0 < POW_BLOCK ? n - f0 : POW_BLOCK;
@@ -1283,8 +1282,9 @@ static void cpow_array(double complex *y, const double complex *x, size_t n, uin
  *   - powers: |x^c - y^c| <= c |x - y| max(|x|, |y|)^{c-1} and every |X_j| <= s_j <= 1, so
  *     the exact inputs' error reaches the product as at most c_i e_i (a_i + e_i)^{c_i - 1}
  *     times G = prod_j (1 + e_j)^{c_j} (the other factors' moduli, each <= 1 + e_j);
- *     computing x^c by squaring (or cpow's exp(c log x) beyond 2^16) is good to about
- *     c u (1 + pi + |ln |x||) relative, counted 8 times; the k - 1 products 4 u k |Z|;
+ *     computing x^c by squaring is good to about 2.3 c u relative, inside the
+ *     c u (1 + pi + |ln |x||) counted 8 times (the margin of cpow's exp(c log x), used above
+ *     2^16 before); the k - 1 products 4 u k |Z|;
  *     so the product's error at f is at most b_f = G sum_i [...] + 4 u k |Z^_f| (the
  *     extended path); the double path replaces G by the factors' own bounds a_j + e_j:
  *     b_f = U_f rho_f (1 + rho_f) + 4 u k |Z^_f| (term_rel: U_f = prod_j (a_j + e_j)^{c_j},
@@ -1798,17 +1798,16 @@ static double terms_steps(const pld_term *terms, size_t k)
     return s;
 }
 
-static int tilt_estimate(const pld_term *terms, size_t k, double delta, pld_tilt_at *at)
+static int tilt_estimate(const pld_term *terms, const pld_term *rough, size_t k, double delta,
+                         pld_tilt_at *at)
 {
     if (!pld_tilt_direct(terms_steps(terms, k), delta))
         return 0;
-    coarse_set cs;
-    coarse_make(terms, k, 1, &cs);
-    golden_ctx gc = {cs.use, k, 1.0, 0.0, 0.0, log(delta), 0.0};
+    golden_ctx gc = {rough, k, 1.0, 0.0, 0.0, log(delta), 0.0, 1};
     double th = 0.0, aim = golden_min(&gc, &th);
     if (isfinite(aim) && th > 0.0) {
-        double d = 1e-3 * th, f0 = term_F(cs.use, k, th);
-        double var = (term_F(cs.use, k, th + d) - 2.0 * f0 + term_F(cs.use, k, th - d)) / (d * d);
+        double d = 1e-3 * th, f0 = term_F(rough, k, th);
+        double var = (term_F(rough, k, th + d) - 2.0 * f0 + term_F(rough, k, th - d)) / (d * d);
         double pre = th * (1.0 + th) * sqrt(2.0 * M_PI * var);
         if (pre > 1.0 && isfinite(pre)) {
             gc.ltail = log(delta) + log(pre);
@@ -1816,7 +1815,6 @@ static int tilt_estimate(const pld_term *terms, size_t k, double delta, pld_tilt
             aim = isfinite(a2) ? a2 : aim;
         }
     }
-    coarse_free(&cs, k);
     if (!(isfinite(aim) && aim > 0.0 && th > 0.0))
         return 0;
     double margin = fmax(2.0 / th, 0.1 * aim);
@@ -1828,36 +1826,41 @@ static int tilt_estimate(const pld_term *terms, size_t k, double delta, pld_tilt
  * F(t) - t aim, found on the coarse copies, which is enough: any theta gives a valid bound), and
  * the tilted law's own Chernoff window [*vt, *ut] at TILT_TAIL (for tightness only). Returns 0
  * when the optimum is at the search's lower end (l0 is not above the law's mean). */
-static int tilt_choose(const pld_term *terms, size_t k, double aim, double *theta, double *ut,
+static int tilt_choose(const pld_term *win, size_t k, double aim, double *theta, double *ut,
                        double *vt)
 {
-    coarse_set cs;
-    coarse_make(terms, k, 1, &cs);
-    golden_ctx gc = {cs.use, k, 0.0, 0.0, 0.0, 0.0, aim};
+    golden_ctx gc = {win, k, 0.0, 0.0, 0.0, 0.0, aim, 0};
     double th = 0.0, ltail = log(TILT_TAIL);
     golden_min(&gc, &th);
     int ok = th > 0x1p-11 && isfinite(th);
     if (ok) {
-        double f0 = term_F(cs.use, k, th);
-        golden_ctx up = {cs.use, k, 1.0, th, f0, ltail, 0.0},
-                   dn = {cs.use, k, -1.0, th, f0, ltail, 0.0};
+        double f0 = term_F(win, k, th);
+        /* the window's levels in full steps: they set the transform's size */
+        golden_ctx up = {win, k, 1.0, th, f0, ltail, 0.0, 0},
+                   dn = {win, k, -1.0, th, f0, ltail, 0.0, 0};
         *ut = golden_min(&up, NULL);
         *vt = -golden_min(&dn, NULL);
         *theta = th;
         ok = isfinite(f0);
     }
-    coarse_free(&cs, k);
     return ok;
 }
 
 /* pld_compose_many through a tilt at.aim kept above l0 = at.floor; *done = 0 (and nothing
- * computed) where it does not apply. */
-static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at, pld_pmf *out,
-                                 int *done)
+ * computed) where it does not apply. win: the terms' copies for window searches (coarse_make),
+ * for the tilt and its window; the direct estimate takes rough ones. */
+static dpb_status compose_tilted_in(const pld_term *terms, const pld_term *win, size_t k,
+                                    pld_tilt_at at, pld_pmf *out, int *done)
 {
     *done = 0;
-    if (!isfinite(at.floor) && !tilt_estimate(terms, k, at.delta, &at))
-        return DPB_OK;
+    if (!isfinite(at.floor)) { /* direct: the floor and aim from rough copies */
+        coarse_set cs;
+        coarse_make(terms, k, 1, 1, &cs);
+        int ok = tilt_estimate(terms, cs.use, k, at.delta, &at);
+        coarse_free(&cs, k);
+        if (!ok)
+            return DPB_OK;
+    }
     double l0 = at.floor, aim = at.aim > l0 ? at.aim : l0;
     const double u = DBL_EPSILON;
     double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_fin_err = 0.0;
@@ -1891,7 +1894,7 @@ static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at
         *done = 1;
         return st;
     }
-    if (!tilt_choose(terms, k, aim, &theta, &ut, &vt))
+    if (!tilt_choose(win, k, aim, &theta, &ut, &vt))
         return DPB_OK;
     /* kept: [cut, top]. The circular result holds N indices, [top - N + 1, top]: tilted mass
      * from above top lands N lower, below cut if N > ut - cut; tilted mass from below lands N
@@ -1965,6 +1968,19 @@ static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at
     trim_tails(out);
 fail:
     scratch_put(buf, held);
+    return st;
+}
+
+static dpb_status compose_tilted(const pld_term *terms, size_t k, pld_tilt_at at, pld_pmf *out,
+                                 int *done)
+{
+    *done = 0;
+    if (!isfinite(at.floor) && !pld_tilt_direct(terms_steps(terms, k), at.delta))
+        return DPB_OK; /* direct, and the double bound will do */
+    coarse_set cs;
+    coarse_make(terms, k, 1, 0, &cs);
+    dpb_status st = compose_tilted_in(terms, cs.use, k, at, out, done);
+    coarse_free(&cs, k);
     return st;
 }
 
