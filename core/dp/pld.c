@@ -1738,6 +1738,23 @@ static double tilt_roundoff(const pld_tilt_err *t, double h, double eps)
     return r == r && r < 1.0 ? r : 1.0;
 }
 
+/* How far above its least the tilt's Chernoff exponent at the aim may be (tilt_choose), where
+ * the window at the least passes TILT_WIDE points: the bound grows e^5 times (from about 1e-10
+ * of delta), and the windows of leaves with heavy upper tails (sigma 0.3-0.6), which the tilt
+ * raises, shrink by a third to a half. */
+#define TILT_SLACK 5.0
+#define TILT_WIDE ((double)(1 << 19))
+
+/* The span compose_tilted's circular window needs for the tilted law's levels ut and vt (kept
+ * [cut, top], in grid indices; at most nat, the whole law's). */
+static double tilt_span(double ut, double vt, double cut, double top, double h, double nat)
+{
+    double span = top - (isfinite(vt) && floor(vt / h) < cut ? floor(vt / h) : cut);
+    if (isfinite(ut) && ceil(ut / h) - cut > span)
+        span = ceil(ut / h) - cut;
+    return span > nat ? nat : span; /* the whole law fits: nothing wraps */
+}
+
 /* The tilted law's mass left outside the circular window: it lands elsewhere in it, which only
  * adds mass (at most this much, tilted, at a loss l >= l0: e^{F - theta l} <= about the
  * Chernoff bound at l0 times this, untilted). */
@@ -1826,14 +1843,26 @@ static int tilt_estimate(const pld_term *terms, const pld_term *rough, size_t k,
  * F(t) - t aim, found on the coarse copies, which is enough: any theta gives a valid bound), and
  * the tilted law's own Chernoff window [*vt, *ut] at TILT_TAIL (for tightness only). Returns 0
  * when the optimum is at the search's lower end (l0 is not above the law's mean). */
-static int tilt_choose(const pld_term *win, size_t k, double aim, double *theta, double *ut,
-                       double *vt)
+static int tilt_choose(const pld_term *win, size_t k, double aim, double slack, double *theta,
+                       double *ut, double *vt)
 {
     golden_ctx gc = {win, k, 0.0, 0.0, 0.0, 0.0, aim, 0};
     double th = 0.0, ltail = log(TILT_TAIL);
-    golden_min(&gc, &th);
-    int ok = th > 0x1p-11 && isfinite(th);
+    double gmin = golden_min(&gc, &th);
+    int ok = th > 0x1p-11 && isfinite(th) && isfinite(gmin);
     if (ok) {
+        /* slack > 0: a smaller theta whose Chernoff exponent at aim is slack above the least:
+         * the bound there grows by e^slack (from about 1e-10 of delta), the tilted law's upper
+         * tail, which sets the window, shrinks (G is convex: bisect left of the minimum) */
+        double lo = th / 16.0, hi = th;
+        for (int it = 0; it < (slack > 0.0 ? 30 : 0); it++) {
+            double mid = 0.5 * (lo + hi), g = golden_eval(&gc, log(mid));
+            if (g > gmin + slack)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        th = hi;
         double f0 = term_F(win, k, th);
         /* the window's levels in full steps: they set the transform's size */
         golden_ctx up = {win, k, 1.0, th, f0, ltail, 0.0, 0},
@@ -1894,17 +1923,21 @@ static dpb_status compose_tilted_in(const pld_term *terms, const pld_term *win, 
         *done = 1;
         return st;
     }
-    if (!tilt_choose(win, k, aim, &theta, &ut, &vt))
+    if (!tilt_choose(win, k, aim, 0.0, &theta, &ut, &vt))
         return DPB_OK;
     /* kept: [cut, top]. The circular result holds N indices, [top - N + 1, top]: tilted mass
      * from above top lands N lower, below cut if N > ut - cut; tilted mass from below lands N
      * higher, above top if the window reaches down to vt (the tilted law's levels at
-     * TILT_TAIL: what passes them only adds mass, and little) */
-    double hi = top, span = top - (isfinite(vt) && floor(vt / h) < cut ? floor(vt / h) : cut);
-    if (isfinite(ut) && ceil(ut / h) - cut > span)
-        span = ceil(ut / h) - cut;
-    if (span > nat_hi - nat_lo) /* the whole law fits: nothing wraps */
-        span = nat_hi - nat_lo;
+     * TILT_TAIL: what passes them only adds mass, and little). Where that passes
+     * TILT_WIDE points, a smaller theta (TILT_SLACK) is tried, and kept if its window is
+     * smaller. */
+    double hi = top, span = tilt_span(ut, vt, cut, top, h, nat_hi - nat_lo);
+    double th2, ut2, vt2, span2;
+    if (span > TILT_WIDE && tilt_choose(win, k, aim, TILT_SLACK, &th2, &ut2, &vt2) &&
+        (span2 = tilt_span(ut2, vt2, cut, top, h, nat_hi - nat_lo)) < span) {
+        theta = th2;
+        span = span2;
+    }
     if (!(span + 1.0 <= (double)PLD_MAX_POINTS))
         return DPB_OK;
     size_t N = ladder_size((size_t)(span + 1.0)), n_out = (size_t)(hi - cut + 1.0);
