@@ -18,6 +18,7 @@
 #include <gsl/gsl_errno.h>
 #include <jansson.h>
 
+#include "../core/dp/pld.h"
 #include "../core/ledger/ledger.h"
 #include "../core/ledger/store.h"
 #include "admin.h"
@@ -992,6 +993,7 @@ int main(int argc, char **argv)
         ledger_close(app.ledger);
         return 1;
     }
+    pld_warm_plans_start(); /* FFT plans for the PLD accountant, on a thread of their own */
     unsigned port = http_port(srv);
     http_log_time(ts, sizeof ts);
     json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",

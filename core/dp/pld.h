@@ -196,6 +196,12 @@ typedef struct {
 void pld_side_run(pld_side *s, void (*fn)(void *), void *arg);
 void pld_side_join(pld_side *s);
 
+/* FFTW plans for the transform sizes compositions use (up to 2^20) made ahead and kept, on
+ * this thread (pld_warm_plans) or on one of its own (pld_warm_plans_start, which returns at
+ * once): the daemon starts it with the service, so that no request pays the planning. */
+void pld_warm_plans(void);
+void pld_warm_plans_start(void);
+
 /* Componentwise error of one computed DFT of length N per unit of the input's 1-norm
  * (|y^_f - y_f| <= pld_fft_eta(N) sum_j |x_j| for every f): a generous constant times
  * u (log2 N + 1); shared by every FFT round-off bound (PLD composition, shuffle_exact). */
