@@ -343,12 +343,13 @@ static void calibrate_noise_infeasible(void)
     CHECKF(at > 0.0 && isfinite(at), "best_achievable.at = %g", at);
     api_reply_free(&r);
 
-    /* Nothing certified even at the best point (the PLD grid would exceed its size limit):
-     * the answer reports no delta there, neither null nor a stale value below the target. */
+    /* Nothing certified even at the best point (the PLD grid of a Laplace mechanism of scale
+     * 1e-4 would exceed its size limit, coarsened too): the answer reports no delta there,
+     * neither null nor a stale value below the target. */
     api_postf(&r, "/v1/calibrate",
               "{\"accountant\":\"pld\",\"value_discretization_interval\":1e-6,\"event\":{"
               "\"class_name\":\"SelfComposedDpEvent\",\"count\":null,\"event\":{\"class_name\":"
-              "\"GaussianDpEvent\",\"noise_multiplier\":0.01}},\"solve_for\":\"count\","
+              "\"LaplaceDpEvent\",\"noise_multiplier\":0.0001}},\"solve_for\":\"count\","
               "\"target\":{\"epsilon\":1,\"delta\":1e-5}}");
     CHECK(is_problem(&r, 422, "infeasible", "count"));
     json_t *best = jget(r.json, "best_achievable");
@@ -357,6 +358,18 @@ static void calibrate_noise_infeasible(void)
            "%.300s", r.body);
     CHECKF(jstr(r.json, "detail") && strstr(jstr(r.json, "detail"), "certifies nothing"), "%.300s",
            r.body);
+    api_reply_free(&r);
+    /* Gaussian mechanisms alone are exact at any grid (no size limit): one run of noise 0.01
+     * gives delta 1 at epsilon 1, and the answer says so. */
+    api_postf(&r, "/v1/calibrate",
+              "{\"accountant\":\"pld\",\"value_discretization_interval\":1e-6,\"event\":{"
+              "\"class_name\":\"SelfComposedDpEvent\",\"count\":null,\"event\":{\"class_name\":"
+              "\"GaussianDpEvent\",\"noise_multiplier\":0.01}},\"solve_for\":\"count\","
+              "\"target\":{\"epsilon\":1,\"delta\":1e-5}}");
+    CHECK(is_problem(&r, 422, "infeasible", "count"));
+    CHECKF(jnum(r.json, "best_achievable.delta") == 1.0 &&
+               jnum(r.json, "best_achievable.at") == 1.0,
+           "%.300s", r.body);
     api_reply_free(&r);
 }
 
