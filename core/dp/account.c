@@ -326,15 +326,22 @@ static dpb_status build_query(const dp_event *ev, dp_relation rel, dp_accountant
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
-/* A pld profile's FFT round-off bound (the larger direction's); 0 for other accountants. */
-static double pld_roundoff(const dp_profile *pr)
+/* A pld profile's FFT round-off bound at eps (the larger direction's; a tilted profile's falls
+ * with eps, others' is the same everywhere); 0 for other accountants. */
+static double pld_roundoff_eps(const dp_profile *pr, double eps)
 {
     if (pr->acct != DP_ACCT_PLD)
         return 0.0;
-    double r = pr->dir[0].roundoff;
-    if (!pr->symmetric && pr->dir[1].roundoff > r)
-        r = pr->dir[1].roundoff;
+    double r = pld_roundoff_at(&pr->dir[0], eps);
+    if (!pr->symmetric && pld_roundoff_at(&pr->dir[1], eps) > r)
+        r = pld_roundoff_at(&pr->dir[1], eps);
     return r;
+}
+
+/* ... and its largest value (at -infinity: pld_pmf.roundoff). */
+static double pld_roundoff(const dp_profile *pr)
+{
+    return pld_roundoff_eps(pr, -HUGE_VAL);
 }
 
 /* The round-off bound is added to every pld delta: where it exceeds this share of a delta
@@ -356,17 +363,6 @@ static double pld_roundoff(const dp_profile *pr)
  * delta + r (delta_pmf(e) + r <= delta + r), so a delta query and the epsilon query at its
  * answer decide alike: epsilon(delta(eps)) = eps still holds. */
 #define PLD_ROUNDOFF_EPS_SHARE 8e-4
-
-/* The round-off bound at eps (a tilted profile's falls with eps; others' is the same). */
-static double pld_roundoff_eps(const dp_profile *pr, double eps)
-{
-    if (pr->acct != DP_ACCT_PLD)
-        return 0.0;
-    double r = pld_roundoff_at(&pr->dir[0], eps);
-    if (!pr->symmetric && pld_roundoff_at(&pr->dir[1], eps) > r)
-        r = pld_roundoff_at(&pr->dir[1], eps);
-    return r;
-}
 
 /* Whether an answer eps lies at or below a tilted profile's floor (plus 4 grid steps): there
  * the profile is loose (the mass below the floor sits on it), so the floor was estimated too
@@ -441,29 +437,36 @@ static pld_tilt_at tilt_for(dp_profile *pr, int want_eps, const double *x, const
     return (pld_tilt_at){tilt_round(fl), tilt_round(aim), 0.0};
 }
 
-/* Build the profile again with the round-off made small (when it is a pld profile): tilted
- * (tilt_for), or in long double where the tilt does not apply. Returns 1 if it did (the
- * answers must be computed again), 0 if the rebuild failed (the first profile stays). */
-static int rebuild_extended(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, int want_eps, double x0, pld_tilt_at at,
-                            dp_profile *pr, dp_report *rep)
+/* Build the profile again in place of *pr, tilted by at, in extended precision if ext (else as
+ * the caller computes). Returns 1 if it did (the answers must be computed again), 0 if the
+ * rebuild failed (the first profile stays). */
+static int rebuild(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
+                   int want_eps, double x0, int ext, pld_tilt_at at, dp_profile *pr, dp_report *rep)
 {
-    if (pld_roundoff(pr) == 0.0)
-        return 0;
     dp_profile p2;
     dp_report r2;
     dpb_error e2 = {0};
-    int prev = pld_extended_enter(1);
+    int prev = ext ? pld_extended_enter(1) : 0;
     pld_tilt_at prev_tilt = pld_tilt_enter(at);
     dpb_status st = build_query(ev, rel, acct, opt, want_eps, x0, &p2, &r2, &e2);
     pld_tilt_leave(prev_tilt);
-    pld_extended_leave(prev);
+    if (ext)
+        pld_extended_leave(prev);
     if (st != DPB_OK)
         return 0;
     dp_profile_release(pr);
     *pr = p2;
     *rep = r2;
     return 1;
+}
+
+/* Build the profile again with the round-off made small (when it is a pld profile): tilted
+ * (tilt_for), or in long double where the tilt does not apply. */
+static int rebuild_extended(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                            const dp_options *opt, int want_eps, double x0, pld_tilt_at at,
+                            dp_profile *pr, dp_report *rep)
+{
+    return pld_roundoff(pr) != 0.0 && rebuild(ev, rel, acct, opt, want_eps, x0, 1, at, pr, rep);
 }
 
 static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant acct,
@@ -536,17 +539,10 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
             low = low || below_floor(&pr, eps[i]);
             loose = loose || (delta[i] > 0.0 && roundoff_loose(&pr, eps[i], delta[i]));
         }
-        if (pass == 0 && low && !dpb_cancelled()) {
-            dp_profile p2;
-            dp_report r2;
-            dpb_error e2 = {0};
-            if (build_query(ev, rel, acct, opt, 1, delta[0], &p2, &r2, &e2) == DPB_OK) {
-                dp_profile_release(&pr);
-                pr = p2;
-                *rep = r2;
-                pass = -1; /* the answers again, from the double profile */
-                continue;
-            }
+        if (pass == 0 && low && !dpb_cancelled() &&
+            rebuild(ev, rel, acct, opt, 1, delta[0], 0, (pld_tilt_at){NAN, NAN, 0.0}, &pr, rep)) {
+            pass = -1; /* the answers again, from the double profile */
+            continue;
         }
         if (pass > 0 || !loose || dpb_cancelled() ||
             !rebuild_extended(ev, rel, acct, opt, 1, delta[0], tilt_for(&pr, 1, delta, NULL, n),

@@ -977,8 +977,8 @@ static double golden_eval(const golden_ctx *g, double x)
     return v == v ? v : HUGE_VAL;
 }
 
-/* The smallest value golden section finds over ln t in [2^-12, 2^18] (17 evaluations), and
- * where (*at: that t). */
+/* The smallest value golden section finds over ln t in [2^-12, 2^18] (17 evaluations, 12 for
+ * an estimate), and where (*at: that t). */
 static double golden_min(const golden_ctx *gc, double *at)
 {
     double a = -12.0 * M_LN2, b = 18.0 * M_LN2;
@@ -1110,11 +1110,12 @@ static void scratch_put(void *p, size_t size)
  * 4-20 ms from 2^16 to 2^20, as long as its transforms take up to 2^19 (measured on the 2-core
  * machine). Compositions therefore use a short ladder of sizes (ladder_size: 7 an octave, 98
  * up to 2^20 with 3.1 M points in all), so the same sizes recur across requests, and a pair of
- * plans is kept per size, created under plan_lock and never destroyed while the process runs:
- * at most PLAN_CACHE pairs, of sizes up to PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a
- * plan holds O(N) twiddle factors: at most ~64 MiB); other plans are made and destroyed per
- * call. Cached plans are executed with the new-array interface on fftw_malloc'ed (so
- * SIMD-aligned) buffers, which FFTW documents as thread-safe for distinct arrays. */
+ * plans is kept per size, created under plan_lock: at most PLAN_CACHE pairs, of sizes up to
+ * PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a plan holds O(N) twiddle factors: at most
+ * ~64 MiB), the least recently used pair no call is executing destroyed to make room; other
+ * plans are made and destroyed per call. Cached plans are executed with the new-array interface on
+ * fftw_malloc'ed (so SIMD-aligned) buffers, which FFTW documents as thread-safe for distinct
+ * arrays. */
 #define PLAN_CACHE 128
 #define PLAN_CACHE_MAX_N ((size_t)1 << 20)
 #define PLAN_CACHE_POINTS ((size_t)1 << 22)
@@ -1228,14 +1229,12 @@ static void plans_put(fftw_plan fwd, fftw_plan inv, int slot)
  * 2^16 to 2^20; about half a second of one core for all). */
 void pld_warm_plans(void)
 {
-    static const size_t m[] = {16, 18, 20, 21, 24, 27, 30};
-    for (size_t p = 256; 16 * p <= PLAN_CACHE_MAX_N; p *= 2)
-        for (size_t i = 0; i < sizeof m / sizeof *m && m[i] * p <= PLAN_CACHE_MAX_N; i++) {
-            fftw_plan fwd, inv;
-            int slot;
-            if (plans_get(m[i] * p, &fwd, &inv, &slot) == DPB_OK)
-                plans_put(fwd, inv, slot);
-        }
+    for (size_t N = 4096; N <= PLAN_CACHE_MAX_N; N = ladder_size(N + 1)) {
+        fftw_plan fwd, inv;
+        int slot;
+        if (plans_get(N, &fwd, &inv, &slot) == DPB_OK)
+            plans_put(fwd, inv, slot);
+    }
 }
 
 static void *warm_main(void *arg)
@@ -1824,12 +1823,6 @@ double pld_roundoff_at(const pld_pmf *d, double eps)
     return d->tilt.theta != 0.0 ? tilt_roundoff(&d->tilt, d->h, eps) : d->roundoff;
 }
 
-/* Direct mode (pld.h): the floor and aim for an epsilon at delta, estimated from the terms
- * (their coarse copies: an estimate, which is all the floor and aim need), where the double
- * composition's bound (about 3 eta sum c, measured 2.5-3.4 times it from 10^3 to 10^5 steps)
- * would pass 1e-3 of delta. The aim: the Chernoff level at delta times the saddle-point
- * factor theta (1 + theta) sigma sqrt(2 pi) (delta(eps) is about the Chernoff bound over it,
- * sigma^2 = F''(theta)); the floor 2 / theta or a tenth of it lower. Returns 0 otherwise. */
 int pld_tilt_direct(double steps, double delta)
 {
     return 3.0 * pld_fft_eta((size_t)1 << 20) * steps > 1e-3 * delta && delta > 0.0 && delta < 1.0;
@@ -1844,11 +1837,13 @@ static double terms_steps(const pld_term *terms, size_t k)
     return s;
 }
 
-static int tilt_estimate(const pld_term *terms, const pld_term *rough, size_t k, double delta,
-                         pld_tilt_at *at)
+/* Direct mode (pld.h), where pld_tilt_direct holds: the floor and aim for an epsilon at
+ * delta, estimated from rough copies of the terms (an estimate is all the floor and aim need).
+ * The aim: the Chernoff level at delta times the saddle-point factor theta (1 + theta) sigma
+ * sqrt(2 pi) (delta(eps) is about the Chernoff bound over it, sigma^2 = F''(theta)); the floor
+ * 2 / theta or a tenth of it lower. Returns 0 where no floor above 0 is found. */
+static int tilt_estimate(const pld_term *rough, size_t k, double delta, pld_tilt_at *at)
 {
-    if (!pld_tilt_direct(terms_steps(terms, k), delta))
-        return 0;
     golden_ctx gc = {rough, k, 1.0, 0.0, 0.0, log(delta), 0.0, 1};
     double th = 0.0, aim = golden_min(&gc, &th);
     if (isfinite(aim) && th > 0.0) {
@@ -1914,7 +1909,7 @@ static dpb_status compose_tilted_in(const pld_term *terms, const pld_term *win, 
     if (!isfinite(at.floor)) { /* direct: the floor and aim from rough copies */
         coarse_set cs;
         coarse_make(terms, k, 1, 1, &cs);
-        int ok = tilt_estimate(terms, cs.use, k, at.delta, &at);
+        int ok = tilt_estimate(cs.use, k, at.delta, &at);
         coarse_free(&cs, k);
         if (!ok)
             return DPB_OK;
@@ -2074,8 +2069,6 @@ dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out)
     for (size_t i = 0; i < k; i++) {
         const pld_pmf *d = terms[i].d;
         double c = (double)terms[i].count;
-        if (d->h != h || terms[i].count == 0)
-            return DPB_EINVAL;
         nat_lo += c * (double)d->lo;
         nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
         log_fin += c * log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));

@@ -158,7 +158,7 @@ void pld_extended_leave(int prev);
  * pld_extended_enter). floor NAN turns it off. enter returns the previous setting. */
 typedef struct {
     double floor, aim;
-    double delta; /* floor NAN and delta > 0: an epsilon at delta will be asked (direct) */
+    double delta; /* floor NAN and delta > 0: an epsilon at delta will be asked (direct, below) */
 } pld_tilt_at;
 pld_tilt_at pld_tilt_enter(pld_tilt_at at);
 void pld_tilt_leave(pld_tilt_at prev);
@@ -169,12 +169,12 @@ void pld_tilt_leave(pld_tilt_at prev);
  * same test decides an epsilon query at delta (direct, below) and a delta query answering
  * delta, which is then composed again tilted: the two agree (a tilted delta is at most the
  * double one, and the test holds for every smaller delta). */
+/* Direct: with floor NAN and delta > 0, a composition pld_tilt_direct accepts is tilted at once,
+ * at floor and aim estimated from its own terms (the Chernoff bound at delta, corrected by the
+ * saddle-point factor, less a margin), instead of being composed in double first. An answer at
+ * or below the floor (d->floor) means the estimate was too high: the caller composes again
+ * without. */
 int pld_tilt_direct(double steps, double delta);
-
-/* Direct: with floor NAN and delta > 0, a composition pld_tilt_direct accepts is tilted at once, at
- * floor and aim estimated from its own terms (the Chernoff bound at delta, corrected by the
- * saddle-point factor, less a margin), instead of being composed in double first. An answer at or
- * below the floor (d->floor) means the estimate was too high: the caller composes again without. */
 
 /* The round-off bound pld_delta adds at eps (d->roundoff, or a tilted composition's over the
  * points above eps). */
