@@ -27,6 +27,10 @@ double dp_mills(double x);
 /* Q(x) = 1 - Phi(x), the upper tail, without cancellation for large x. */
 double dp_Q(double x);
 
+/* Q(x) given phi = phi(x) (= phi(-x)), which a caller may have at hand: one density serves
+ * Q(x) and Phi(-x) = dp_Q_pdf(-x, phi), and phi(x - d) = phi(x) e^{x d - d^2/2} is a product. */
+double dp_Q_pdf(double x, double phi);
+
 /* Phi(x), the standard normal CDF; Phi(x) = Q(-x). */
 double dp_Phi(double x);
 

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "../../core/dp/normal.h"
+#include "ref_erfcx_dense.h"
 #include "ref_values.h"
 #include "suites.h"
 
@@ -16,6 +17,43 @@ static void erfcx_matches_reference(void)
     CHECK(isinf(dp_erfcx(-27.0)));
     CHECK(isnan(dp_erfcx(NAN)));
     CHECK(dp_erfcx(INFINITY) == 0.0);
+}
+
+/* The polynomial table on [0, 25): every interval's ends and middle, and random points,
+ * against mpmath (tests/unit/ref_erfcx_dense.h), within 2 ulp-ish; then a dense sweep
+ * against exp(x^2) erfc(x) from libm (a few ulp itself), which a wrong coefficient anywhere
+ * would leave far behind. */
+static void erfcx_table_matches_reference(void)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < N(REF_ERFCX_DENSE); i++) {
+        double x = REF_ERFCX_DENSE[i][0], want = REF_ERFCX_DENSE[i][1];
+        double e = fabs(dp_erfcx(x) - want) / want;
+        worst = e > worst ? e : worst;
+    }
+    CHECK(worst < 1e-15);
+    worst = 0.0;
+    for (int i = 0; i < 250000; i++) {
+        double x = i * 1e-4 + 0.3e-4 * (i % 3), hi = x * x, lo = fma(x, x, -hi);
+        double libm = exp(hi) * (1.0 + lo) * erfc(x), e = fabs(dp_erfcx(x) - libm) / libm;
+        worst = e > worst ? e : worst;
+    }
+    CHECK(worst < 2e-15);
+    /* across the switch to the asymptotic series at 25: no step */
+    double below = dp_erfcx(nextafter(25.0, 0.0)), at = dp_erfcx(25.0);
+    CHECK(below >= at && (below - at) / at < 1e-15);
+}
+
+/* Q from a density at hand agrees with Q, on both sides and past the cut-offs */
+static void q_pdf_agrees_with_q(void)
+{
+    static const double xs[] = {-45.0, -8.0, -1.0, -1e-9, 0.0, 0.3, 2.0, 9.0, 30.0, 36.9};
+    for (size_t i = 0; i < N(xs); i++) {
+        double x = xs[i], phi = dp_npdf(x);
+        CHECK_REL(dp_Q_pdf(x, phi), dp_Q(x), 1e-15);
+        CHECK_REL(dp_Q_pdf(-x, phi), dp_Phi(x), 1e-15);
+    }
+    CHECK(isnan(dp_Q_pdf(NAN, 0.1)));
 }
 
 static void phi_and_q_match_reference(void)
@@ -127,6 +165,8 @@ static void gdp_properties(void)
 
 const tl_test NORMAL_TESTS[] = {
     TL_T(erfcx_matches_reference),
+    TL_T(erfcx_table_matches_reference),
+    TL_T(q_pdf_agrees_with_q),
     TL_T(phi_and_q_match_reference),
     TL_T(phi_inv_matches_reference),
     TL_T(phi_inv_round_trips),
