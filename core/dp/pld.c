@@ -121,6 +121,7 @@ typedef struct {
 } loss_model;
 
 static void mixture_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
+static void model_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
 
 /* Laplace(c, b) survival P(Y > y) and cdf P(Y <= y), each without cancellation. */
 static double lap_surv(double c, double b, double y)
@@ -135,18 +136,78 @@ static double lap_cdf(double c, double b, double y)
 /* Which tail of the loss law: under P or under Q, survival S(l) = P(L > l) or cdf F. */
 enum { S_P = 0, F_P = 1, S_Q = 2, F_Q = 3 };
 
+/* Up to EVAL_BLOCK points at a time: model_eval2 over a block of the grid. */
+#define EVAL_BLOCK 64
+
+/* The Gaussian (kind 0) and sampled Gaussian (kind 2) laws at n <= EVAL_BLOCK points, stage
+ * by stage: a point's value is a chain of dependent libm calls, so evaluated one point after
+ * the other the processor waits on each; each stage here is a loop of independent calls it
+ * overlaps. model_eval2 calls this with n = 1, so both give the same value bit for bit.
+ *   kind 0: under P, L ~ N(m, 1/s^2); under Q, N(-m, 1/s^2); m = 1/(2 s^2).
+ *   kind 2, remove: P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2), L > l <=> X > x;
+ *           add:    P = N(0,s^2), Q = (1-q)N(0,s^2) + qN(1,s^2), L > l <=> X < x;
+ *   with x = s^2 ln(a/q) + 1/2, a = e^{+-l} - 1 + q (a <= 0: L > l always (remove) or never);
+ *   its two normal tails share one density: phi((x-1)/s) = phi(x/s) e^{(2x-1)/(2 s^2)}, which
+ *   is phi(x/s) a/q, a product. */
+static void model_eval2_many(const loss_model *m, const double *l, size_t n, int cdf, double *vp,
+                             double *vq)
+{
+    if (m->kind != 0 && m->kind != 2) {
+        for (size_t i = 0; i < n; i++)
+            model_eval2(m, l[i], cdf, vp + i, vq + i);
+        return;
+    }
+    double s = m->s, q = m->q, z0[EVAL_BLOCK], z1[EVAL_BLOCK], p0[EVAL_BLOCK], r[EVAL_BLOCK];
+    if (m->kind == 0) {
+        double mean = 0.5 / (s * s);
+        for (size_t i = 0; i < n; i++) {
+            z0[i] = (l[i] - mean) * s;
+            z1[i] = (l[i] + mean) * s;
+            p0[i] = dp_npdf(z0[i]);
+        }
+        for (size_t i = 0; i < n; i++)
+            r[i] = dp_npdf(z1[i]);
+        for (size_t i = 0; i < n; i++) /* Phi(z) = Q(-z) */
+            vp[i] = cdf ? dp_Q_pdf(-z0[i], p0[i]) : dp_Q_pdf(z0[i], p0[i]);
+        for (size_t i = 0; i < n; i++)
+            vq[i] = cdf ? dp_Q_pdf(-z1[i], r[i]) : dp_Q_pdf(z1[i], r[i]);
+        return;
+    }
+    int remove = m->dir == PLD_REMOVE, upper = remove != cdf; /* the wanted event is X > x */
+    for (size_t i = 0; i < n; i++) {
+        double a = remove ? expm1(l[i]) + q : expm1(-l[i]) + q;
+        r[i] = a > 0.0 ? a / q : 0.0;
+    }
+    for (size_t i = 0; i < n; i++)
+        z0[i] = r[i] > 0.0 ? log(r[i]) : 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double x = s * s * z0[i] + 0.5;
+        z0[i] = x / s;
+        z1[i] = (x - 1.0) / s;
+        p0[i] = dp_npdf(z0[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        double phi1 = p0[i] > 1e-290 ? p0[i] * r[i] : dp_npdf(z1[i]); /* p0 underflows */
+        double t1 = upper ? dp_Q_pdf(z1[i], phi1) : dp_Q_pdf(-z1[i], phi1);
+        double t0 = upper ? dp_Q_pdf(z0[i], p0[i]) : dp_Q_pdf(-z0[i], p0[i]);
+        double mix = (1.0 - q) * t0 + q * t1;
+        if (!(r[i] > 0.0)) /* a <= 0 */
+            t0 = mix = (remove != cdf) ? 1.0 : 0.0;
+        vp[i] = remove ? mix : t0;
+        vq[i] = remove ? t0 : mix;
+    }
+}
+
 /* S (cdf = 0) or F (cdf = 1) of the loss L = ln(P/Q) at l, under P (*vp) and under Q (*vq)
  * at once: both laws are built from the same normal or Laplace tails. */
 static void model_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq)
 {
     double s = m->s, q = m->q;
     switch (m->kind) {
-    case 0: { /* under P: L ~ N(m, 1/s^2), under Q: N(-m, 1/s^2), m = 1/(2 s^2) */
-        double mean = 0.5 / (s * s);
-        *vp = cdf ? dp_Phi((l - mean) * s) : dp_Q((l - mean) * s);
-        *vq = cdf ? dp_Phi((l + mean) * s) : dp_Q((l + mean) * s);
+    case 0:
+    case 2:
+        model_eval2_many(m, &l, 1, cdf, vp, vq);
         return;
-    }
     case 1: /* Laplace P = Lap(0, b), Q = Lap(1, b): atoms at +-1/b */
         if (l >= 1.0 / s) {
             *vp = *vq = cdf ? 1.0 : 0.0;
@@ -158,24 +219,6 @@ static void model_eval2(const loss_model *m, double l, int cdf, double *vp, doub
             *vq = cdf ? lap_surv(1.0, s, y) : lap_cdf(1.0, s, y);
         }
         return;
-    case 2: {
-        int remove = m->dir == PLD_REMOVE;
-        double a = remove ? expm1(l) + q : expm1(-l) + q;
-        if (a <= 0.0) { /* remove: L > l always; add: never */
-            *vp = *vq = (remove != cdf) ? 1.0 : 0.0;
-            return;
-        }
-        double x = s * s * log(a / q) + 0.5;
-        /* remove: P = (1-q)N(0)+qN(1), Q = N(0), L > l <=> X > x;
-         * add:    P = N(0), Q = (1-q)N(0)+qN(1), L > l <=> X < x */
-        int upper = remove != cdf; /* the wanted event is X > x */
-        double t0 = upper ? dp_Q(x / s) : dp_Phi(x / s);
-        double t1 = upper ? dp_Q((x - 1.0) / s) : dp_Phi((x - 1.0) / s);
-        double mix = (1.0 - q) * t0 + q * t1;
-        *vp = remove ? mix : t0;
-        *vq = remove ? t0 : mix;
-        return;
-    }
     case 4:
         mixture_eval2(m, l, cdf, vp, vq);
         return;
@@ -253,24 +296,37 @@ typedef struct {
     double Sp, Fp, Sq, Fq;
 } tails;
 
-static void interval_masses(const loss_model *m, tails *t, double b, double *mp, double *mq)
+/* The masses of (a, b] from the values at b: F where a law's S(a) >= 1/2 (the lower part),
+ * S where S(a) < 1/2 (the upper part); bS or bF is read only where needed. */
+static int needs_cdf(const tails *t)
+{
+    return t->Sp >= 0.5 || t->Sq >= 0.5;
+}
+static int needs_surv(const tails *t)
+{
+    return t->Sp < 0.5 || t->Sq < 0.5;
+}
+static void interval_masses(tails *t, const tails *b, double *mp, double *mq)
 {
     double Sp, Sq, Fp, Fq;
-    if (t->Sp >= 0.5 && t->Sq >= 0.5) { /* both in the lower part: the cdfs only */
-        model_eval2(m, b, 1, &Fp, &Fq);
+    if (!needs_surv(t)) { /* both in the lower part: the cdfs only */
+        Fp = b->Fp;
+        Fq = b->Fq;
         *mp = Fp - t->Fp;
         *mq = Fq - t->Fq;
         Sp = 1.0 - Fp; /* not used for masses while S >= 0.5 */
         Sq = 1.0 - Fq;
     } else {
-        model_eval2(m, b, 0, &Sp, &Sq);
-        if (t->Sp < 0.5 && t->Sq < 0.5) {
+        Sp = b->Sp;
+        Sq = b->Sq;
+        if (!needs_cdf(t)) {
             *mp = t->Sp - Sp;
             *mq = t->Sq - Sq;
             Fp = 1.0 - Sp; /* not used for masses while S < 0.5 */
             Fq = 1.0 - Sq;
         } else { /* one law in each part: both tails */
-            model_eval2(m, b, 1, &Fp, &Fq);
+            Fp = b->Fp;
+            Fq = b->Fq;
             *mp = t->Sp < 0.5 ? t->Sp - Sp : Fp - t->Fp;
             *mq = t->Sq < 0.5 ? t->Sq - Sq : Fq - t->Fq;
         }
@@ -322,13 +378,33 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
     model_eval2(m, l0, 1, &t.Fp, &t.Fq);
     out->p[0] = t.Fp; /* all P-mass at or below the lowest knot: rounded up onto it */
     double eh = exp(h), xi = 0.0, omh = -expm1(-h);
-    for (size_t i = 0; i + 1 < out->n; i++) {
-        double li = (double)(klo + (int64_t)i) * h, mp, mq;
-        /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
-        xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
-        interval_masses(m, &t, li + h, &mp, &mq);
-        split_interval(&out->p[i], &out->p[i + 1], xi, li, omh, mp, mq);
-        if ((i & 4095) == 4095 && dpb_cancelled()) {
+    /* The knots' upper ends in blocks (model_eval2_many), each tail evaluated only where
+     * interval_masses reads it: S above both medians, F below, both between them. */
+    double lb[EVAL_BLOCK], Sp[EVAL_BLOCK] = {0}, Sq[EVAL_BLOCK] = {0}, Fp[EVAL_BLOCK] = {0},
+                           Fq[EVAL_BLOCK] = {0};
+    for (size_t i0 = 0; i0 + 1 < out->n; i0 += EVAL_BLOCK) {
+        size_t k = out->n - 1 - i0 < EVAL_BLOCK ? out->n - 1 - i0 : EVAL_BLOCK;
+        for (size_t j = 0; j < k; j++)
+            lb[j] = (double)(klo + (int64_t)(i0 + j)) * h + h;
+        size_t have_s = k, have_f = k; /* the tails are known from this index of the block on */
+        for (size_t j = 0; j < k; j++) {
+            size_t i = i0 + j;
+            double li = (double)(klo + (int64_t)i) * h, mp, mq;
+            if (needs_surv(&t) && have_s > j) {
+                model_eval2_many(m, lb + j, k - j, 0, Sp + j, Sq + j);
+                have_s = j;
+            }
+            if (needs_cdf(&t) && have_f > j) {
+                model_eval2_many(m, lb + j, k - j, 1, Fp + j, Fq + j);
+                have_f = j;
+            }
+            /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
+            xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
+            tails b = {Sp[j], Fp[j], Sq[j], Fq[j]};
+            interval_masses(&t, &b, &mp, &mq);
+            split_interval(&out->p[i], &out->p[i + 1], xi, li, omh, mp, mq);
+        }
+        if ((i0 / EVAL_BLOCK) % 64 == 63 && dpb_cancelled()) {
             pld_free(out);
             return DPB_ECANCELLED;
         }
