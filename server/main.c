@@ -92,6 +92,10 @@ static const char USAGE[] =
     "                       its clients' budget is released (1 to 86400, default 3600)\n"
     "  --no-pld-refine      do not compute pld clients' PLD spends in the background (a\n"
     "                       pld client then shows its rdp value until near its budget)\n"
+    "  --pld-plan-memory MIB  memory for the FFT plans the PLD accountant keeps, planned\n"
+    "                       at start, smallest transform sizes first (0 to 65536, default\n"
+    "                       192: every size up to 2^20, about 140 MiB resident; 0: none\n"
+    "                       kept, each computation plans its own, 1-20 ms a size)\n"
     "  --no-ledger          serve the compute API only\n"
     "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
     "                       a comma list of read, charge, admin (make one with\n"
@@ -415,6 +419,7 @@ typedef struct {
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
     unsigned long reservation_ttl;
+    unsigned long pld_plan_mib; /* --pld-plan-memory */
 } settings;
 
 /* The largest PEM and config files read (far above real ones; over it: refused). */
@@ -449,6 +454,7 @@ static const char *const VALUED[] = {"listen",
                                      "compute-deadline",
                                      "ledger-url",
                                      "ledger-pool",
+                                     "pld-plan-memory",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -550,6 +556,8 @@ static void apply(settings *st, const char *name, const char *v, const char *whe
         st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
     else if (strcmp(name, "reservation-ttl") == 0)
         st->reservation_ttl = parse_num(opt, v, 1, LEDGER_TTL_MAX);
+    else if (strcmp(name, "pld-plan-memory") == 0)
+        st->pld_plan_mib = parse_num(opt, v, 0, 65536);
     else if (strcmp(name, "api-keys") == 0)
         st->api_keys = v;
     else if (strcmp(name, "tls-cert") == 0)
@@ -842,7 +850,8 @@ int main(int argc, char **argv)
                    NULL,
                    NULL,
                    0.0,
-                   3600};
+                   3600,
+                   PLD_PLAN_MEMORY_DEFAULT >> 20};
     if (argc > 1 && admin_is_command(argv[1]))
         return admin_main(argc - 1, argv + 1);
     /* first pass: help, version, verify, and where the config file is */
@@ -993,6 +1002,7 @@ int main(int argc, char **argv)
         ledger_close(app.ledger);
         return 1;
     }
+    pld_plan_memory((size_t)st.pld_plan_mib << 20);
     pld_warm_plans_start(); /* FFT plans for the PLD accountant, on a thread of their own */
     unsigned port = http_port(srv);
     http_log_time(ts, sizeof ts);

@@ -1184,17 +1184,18 @@ static void scratch_put(void *p, size_t size)
 /* ---- FFT plans, cached per size ------------------------------------------------------------
  * FFTW_ESTIMATE plans cost O(N) trigonometric calls to create, and a real-input (r2c) size
  * 4-20 ms from 2^16 to 2^20, as long as its transforms take up to 2^19 (measured on the 2-core
- * machine). Compositions therefore use a short ladder of sizes (ladder_size: 7 an octave, 98
- * up to 2^20 with 3.1 M points in all), so the same sizes recur across requests, and a pair of
- * plans is kept per size, created under plan_lock: at most PLAN_CACHE pairs, of sizes up to
- * PLAN_CACHE_MAX_N and PLAN_CACHE_POINTS in all (a plan holds O(N) twiddle factors: at most
- * ~64 MiB), the least recently used pair no call is executing destroyed to make room; other
- * plans are made and destroyed per call. Cached plans are executed with the new-array interface on
- * fftw_malloc'ed (so SIMD-aligned) buffers, which FFTW documents as thread-safe for distinct
- * arrays. */
-#define PLAN_CACHE 128
+ * machine). Compositions therefore use a short ladder of sizes (ladder_size: 7 an octave, 113
+ * up to 2^20 with 11.3 M points in all), so the same sizes recur across requests, and a pair
+ * of plans is kept per size, created under plan_lock: at most PLAN_CACHE pairs, of sizes up
+ * to PLAN_CACHE_MAX_N, holding at most plan_budget points in all (a pair holds O(N) twiddle
+ * factors: 12-16 bytes a point measured, PLAN_BYTES_PER_POINT counted; the default budget
+ * holds the whole ladder, about 140 MiB resident), the least recently used pair no call is
+ * executing destroyed to make room; other plans are made and destroyed per call. Cached
+ * plans are executed with the new-array interface on fftw_malloc'ed (so SIMD-aligned)
+ * buffers, which FFTW documents as thread-safe for distinct arrays. */
+#define PLAN_CACHE 192
 #define PLAN_CACHE_MAX_N ((size_t)1 << 20)
-#define PLAN_CACHE_POINTS ((size_t)1 << 22)
+#define PLAN_BYTES_PER_POINT 16
 
 /* Up to this size the transforms are complex (c2c) of the real input: FFTW plans a new r2c
  * size in 1-6 ms (its real-data planner tries many solvers), a c2c size in 0.1-0.5 ms, and at
@@ -1211,7 +1212,15 @@ typedef struct {
 
 static plan_pair plan_cache[PLAN_CACHE];
 static size_t plan_points;
+static size_t plan_budget = (size_t)PLD_PLAN_MEMORY_DEFAULT / PLAN_BYTES_PER_POINT;
 static uint64_t plan_tick;
+
+void pld_plan_memory(size_t bytes)
+{
+    pthread_mutex_lock(&plan_lock);
+    plan_budget = bytes / PLAN_BYTES_PER_POINT;
+    pthread_mutex_unlock(&plan_lock);
+}
 
 /* Make room for a pair of size N (under plan_lock): evict the least recently used pairs no
  * call is using until a slot and the points are free. The free slot, or -1. */
@@ -1228,7 +1237,7 @@ static int plan_room(size_t N)
                      (lru < 0 || plan_cache[i].used < plan_cache[lru].used))
                 lru = i;
         }
-        if (empty >= 0 && plan_points + N <= PLAN_CACHE_POINTS)
+        if (empty >= 0 && plan_points + N <= plan_budget)
             return empty;
         if (lru < 0)
             return -1;
@@ -1300,12 +1309,17 @@ static void plans_put(fftw_plan fwd, fftw_plan inv, int slot)
     pthread_mutex_unlock(&plan_lock);
 }
 
-/* The ladder's sizes from 4096 to PLAN_CACHE_MAX_N (57 sizes, 3.0 M points: they fit the
- * cache) planned ahead, so that no request pays the planning (4-20 ms a real-input size from
- * 2^16 to 2^20; about half a second of one core for all). */
+/* The ladder's sizes up to PLAN_CACHE_MAX_N, smallest first, as many as the budget holds,
+ * planned ahead so that no request pays the planning (4-20 ms a real-input size from 2^16 to
+ * 2^20; about 0.3 s of one core for all). */
 void pld_warm_plans(void)
 {
-    for (size_t N = 4096; N <= PLAN_CACHE_MAX_N; N = ladder_size(N + 1)) {
+    for (size_t N = 16; N <= PLAN_CACHE_MAX_N; N = ladder_size(N + 1)) {
+        pthread_mutex_lock(&plan_lock);
+        int room = plan_points + N <= plan_budget;
+        pthread_mutex_unlock(&plan_lock);
+        if (!room)
+            return;
         fftw_plan fwd, inv;
         int slot;
         if (plans_get(N, &fwd, &inv, &slot) == DPB_OK)

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -168,6 +169,45 @@ static void keyfile_long_comment_stays_comment(void)
         CHECK(api_daemon_stop() == 0);
     }
     teardown();
+}
+
+/* --pld-plan-memory: 0 keeps no FFT plans (each computation plans its own) and the answer is
+ * the default daemon's, bit for bit; a value that is not a whole number in [0, 65536] is
+ * refused at start (exit 2, naming the option). */
+static double pld_eps_with(const char *mib)
+{
+    const char *extra[] = {"--no-ledger", "--pld-plan-memory", mib, NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd --pld-plan-memory %s did not start (%d)", mib, st);
+    if (st != 0)
+        return NAN;
+    api_reply r;
+    api_postf(&r, "/v1/epsilon",
+              "{\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":1000,\"event\":"
+              "{\"class_name\":\"PoissonSampledDpEvent\",\"sampling_probability\":0.01,"
+              "\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":1}}},"
+              "\"delta\":1e-5,\"accountant\":\"pld\"}");
+    CHECKF(r.status == 200, "%.300s", r.body);
+    double e = r.status == 200 ? jnum(r.json, "epsilon") : NAN;
+    api_reply_free(&r);
+    CHECK(api_daemon_stop() == 0);
+    return e;
+}
+
+static void pld_plan_memory_option(void)
+{
+    double none = pld_eps_with("0"), dflt = pld_eps_with("192");
+    CHECKF(none > 1.8 && none < 1.9 && none == dflt, "%.17g without plans kept, %.17g with", none,
+           dflt);
+    static const char *const bad[] = {"-1", "65537", "1.5", "lots", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *extra[] = {"--no-ledger", "--pld-plan-memory", bad[i], NULL};
+        int st = api_daemon_start(extra, NULL, "http");
+        CHECKF(st == 1002, "--pld-plan-memory '%s': %d, want exit 2", bad[i], st);
+        CHECK(log_has("--pld-plan-memory"));
+        if (st == 0)
+            api_daemon_stop();
+    }
 }
 
 /* A long config comment whose tail (past byte 1023) reads as an option is not applied. */
@@ -593,6 +633,7 @@ static void healthcheck_probe(void)
 const tl_test OPERATOR_TESTS[] = {
     TL_T(keyfile_long_comment_stays_comment),
     TL_T(config_long_comment_stays_comment),
+    TL_T(pld_plan_memory_option),
     TL_T(keyfile_refused_whole),
     TL_T(keys_reload_on_sighup),
     TL_T(keys_reload_races_with_lookups),

@@ -714,10 +714,11 @@ static void pld_gaussian_exact_law(void)
 
 /* Compositions share FFTW plans (cached per size, least recently used out, never while a call
  * executes them) and work blocks (kept across calls). Ten compositions on sizes from 81920 to
- * 2359296, whose plans pass the cache's 4 M points (5.9 M up to 2^20: pairs are evicted, and
- * the largest is never cached), computed by two threads at once in opposite orders, three
- * times each: every answer is the one computed alone. (The sanitizer run checks that no plan or
- * block is used after it is freed.) */
+ * 2359296, whose plans pass a cache cut to 64 MiB (4 M points; they need 5.9 M up to 2^20:
+ * pairs are evicted, and the largest is never cached), computed by two threads at once in
+ * opposite orders, three times each: every answer is the one computed alone, and the one
+ * computed with no plans kept at all. (The sanitizer run checks that no plan or block is used
+ * after it is freed.) */
 #define SHARED_CASES 10
 static const uint64_t shared_counts[SHARED_CASES] = {1,    81,   1300, 1600, 1780,
                                                      2320, 2940, 3630, 4130, 19683};
@@ -755,9 +756,16 @@ static void pld_shared_plans_and_work(void)
     pld_pmf leaf;
     CHECK(pld_sampled_gaussian(0.05, 0.8, PLD_REMOVE, 1e-4, &leaf) == DPB_OK);
     double alone[SHARED_CASES];
+    pld_plan_memory(0);
     for (size_t i = 0; i < SHARED_CASES; i++) {
         alone[i] = shared_case(&leaf, i);
         CHECKF(alone[i] > 0.0, "case %zu", i);
+    }
+    pld_plan_memory((size_t)64 << 20);
+    for (size_t i = 0; i < SHARED_CASES; i++) {
+        double kept = shared_case(&leaf, i);
+        CHECKF(kept == alone[i], "case %zu: %.17g with plans kept, %.17g without", i, kept,
+               alone[i]);
     }
     CHECKF(alone[SHARED_CASES - 1] - 1.0 > 1e6, "largest window %g", alone[SHARED_CASES - 1]);
     shared_job a = {&leaf, 0, {{0}}}, b = {&leaf, 1, {{0}}};
@@ -771,6 +779,7 @@ static void pld_shared_plans_and_work(void)
             CHECKF(a.got[r][i] == alone[i] && b.got[r][i] == alone[i],
                    "round %d case %zu: %.17g %.17g alone %.17g", r, i, a.got[r][i], b.got[r][i],
                    alone[i]);
+    pld_plan_memory(PLD_PLAN_MEMORY_DEFAULT);
     pld_free(&leaf);
 }
 
