@@ -915,29 +915,45 @@ static double log_mgf(const pld_pmf *d, double t)
     double th = t * d->h, a = fabs(th);
     int down = t > 0.0; /* the largest exponent is at the top for t > 0 */
     size_t top = down ? hi - 1 : lo, m = hi - lo;
-    /* four interleaved streams (k = 4j + r), so the recursions do not wait on each other */
-    double s4[4] = {0.0, 0.0, 0.0, 0.0}, w4[4], step = exp(-4.0 * a);
+    /* four interleaved streams (k = 4j + r), so the recursions do not wait on each other;
+     * each in a variable of its own (an array's elements went through memory, and every
+     * addition waited on the store before it) */
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, step = exp(-4.0 * a);
     for (size_t k0 = 0; k0 < m; k0 += 256) {
         size_t k1 = m - k0 < 256 ? m : k0 + 256;
-        for (int r = 0; r < 4; r++)
-            w4[r] = exp(-a * (double)(k0 + (size_t)r));
+        double w0 = exp(-a * (double)k0), w1 = exp(-a * (double)(k0 + 1));
+        double w2 = exp(-a * (double)(k0 + 2)), w3 = exp(-a * (double)(k0 + 3));
         size_t k = k0;
-        if (down)
-            for (; k + 4 <= k1; k += 4)
-                for (int r = 0; r < 4; r++) {
-                    s4[r] += d->p[hi - 1 - k - (size_t)r] * w4[r];
-                    w4[r] *= step;
-                }
-        else
-            for (; k + 4 <= k1; k += 4)
-                for (int r = 0; r < 4; r++) {
-                    s4[r] += d->p[lo + k + (size_t)r] * w4[r];
-                    w4[r] *= step;
-                }
+        if (down) {
+            const double *p = d->p + hi - 1;
+            for (; k + 4 <= k1; k += 4) {
+                s0 += p[-(ptrdiff_t)k] * w0;
+                s1 += p[-(ptrdiff_t)k - 1] * w1;
+                s2 += p[-(ptrdiff_t)k - 2] * w2;
+                s3 += p[-(ptrdiff_t)k - 3] * w3;
+                w0 *= step;
+                w1 *= step;
+                w2 *= step;
+                w3 *= step;
+            }
+        } else {
+            const double *p = d->p + lo;
+            for (; k + 4 <= k1; k += 4) {
+                s0 += p[k] * w0;
+                s1 += p[k + 1] * w1;
+                s2 += p[k + 2] * w2;
+                s3 += p[k + 3] * w3;
+                w0 *= step;
+                w1 *= step;
+                w2 *= step;
+                w3 *= step;
+            }
+        }
+        const double wr[3] = {w0, w1, w2};
         for (int r = 0; k < k1; k++, r++)
-            s4[0] += d->p[down ? hi - 1 - k : lo + k] * w4[r];
+            s0 += d->p[down ? hi - 1 - k : lo + k] * wr[r];
     }
-    double s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+    double s = (s0 + s1) + (s2 + s3);
     return th * (double)(d->lo + (int64_t)top) + log(s);
 }
 
@@ -995,8 +1011,16 @@ static void coarse_term(const pld_term *t, int upper, int rough, pld_pmf *cd)
         memset(cd, 0, sizeof *cd);
         return;
     }
-    for (size_t j = 0; j < d->n; j++)
-        cd->p[div_floor(d->lo + (int64_t)j + up, mm) - lo] += d->p[j];
+    /* point j goes to bin floor((d->lo + j + up) / m) - lo: walked, not divided */
+    size_t b = 0;
+    int64_t pos = d->lo + up - lo * mm; /* in [0, m) */
+    for (size_t j = 0; j < d->n; j++) {
+        cd->p[b] += d->p[j];
+        if (++pos == mm) {
+            pos = 0;
+            b++;
+        }
+    }
 }
 
 /* The terms for window searches (coarse_term on each, upper or lower side; rough: at most
@@ -1598,7 +1622,9 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
         st = DPB_ECANCELLED;
         goto fail;
     }
-    double s1 = 0.0, s2 = 0.0, sz = 0.0;
+    /* four running sums of each (f mod 4), so that the additions do not wait on each other */
+    double s1v[4] = {0.0, 0.0, 0.0, 0.0}, s2v[4] = {0.0, 0.0, 0.0, 0.0};
+    double szv[4] = {0.0, 0.0, 0.0, 0.0};
     for (size_t f = 0; f < nc; f++) {
         /* |Y_f| by sqrt (within 1.25 u of it, inside the final margin) unless tiny */
         double re = creal(Y[f]), im = cimag(Y[f]), sq = re * re + im * im;
@@ -1606,10 +1632,12 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
         double az = sq >= 0x1p-1000 ? sqrt(sq) : hypot(re, im);
         double U = lu[f] > -746.0 ? exp(lu[f]) : 0.0; /* below, exp underflows to 0 */
         double b = U * rel[f] * (1.0 + rel[f]) + 4.0 * u * (double)k * az;
-        s1 += w * b;
-        s2 += w * b * b;
-        sz += w * az;
+        s1v[f & 3] += w * b;
+        s2v[f & 3] += w * b * b;
+        szv[f & 3] += w * az;
     }
+    double s1 = (s1v[0] + s1v[1]) + (s1v[2] + s1v[3]), s2 = (s2v[0] + s2v[1]) + (s2v[2] + s2v[3]);
+    double sz = (szv[0] + szv[1]) + (szv[2] + szv[3]);
     if (cx) { /* the whole Hermitian spectrum; the output's real part is c2r's result */
         for (size_t f = 0; f < nc; f++)
             cin[f] = Y[f];
@@ -1621,13 +1649,16 @@ static dpb_status transform_double(const pld_term *terms, size_t k, size_t N, do
     } else {
         fftw_execute_dft_c2r(inv, Y, buf);
     }
-    double pmax = 0.0, p2 = 0.0;
-    for (size_t j = 0; j < N; j++) {
+    double pm[4] = {0.0, 0.0, 0.0, 0.0}, q2[4] = {0.0, 0.0, 0.0, 0.0};
+    for (size_t j = 0; j < N; j++)
         buf[j] /= (double)N;
+    for (size_t j = 0; j < N; j++) { /* four running sums and maxima, as above */
         double v = fabs(buf[j]);
-        pmax = v > pmax ? v : pmax;
-        p2 += v * v;
+        pm[j & 3] = v > pm[j & 3] ? v : pm[j & 3];
+        q2[j & 3] += v * v;
     }
+    double pmax = fmax(fmax(pm[0], pm[1]), fmax(pm[2], pm[3]));
+    double p2 = (q2[0] + q2[1]) + (q2[2] + q2[3]);
     *fe = output_error(s1, s2, sz, pmax, p2, eta, u, N);
 fail:
     plans_put(fwd, inv, slot);
