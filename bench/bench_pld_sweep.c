@@ -2,7 +2,8 @@
  * bench_pld_sweep.c - the PLD accountant over a fixed-seed sweep of the regimes users meet,
  * timed side by side with Google's dp_accounting PLDAccountant when a checkout of it is
  * given (DP_ACCOUNTING_PATH: its python/dp_accounting directory; the Python side is
- * bench/pld_sweep_dp_accounting.py, run under $PYTHON with numpy, scipy, attr and mpmath).
+ * bench/pld_sweep_dp_accounting.py, run under $PYTHON with numpy, scipy, attr, mpmath and
+ * absl).
  *
  * Scenarios: compositions of 1-4 mechanisms (Poisson-sampled Gaussians, Gaussians, Laplace,
  * sampled Laplace), q log-uniform in [1e-4, 1], sigma (or the Laplace scale) in [0.3, 30],
@@ -285,7 +286,7 @@ int main(int argc, char **argv)
     int verbose = getenv("PLD_SWEEP_VERBOSE") != NULL;
     if (compare && ref_start(python, script) != 0) {
         printf("dp_accounting at %s could not be started with %s (needs numpy, scipy, attr, "
-               "mpmath): timing our side only\n",
+               "mpmath, absl): timing our side only\n",
                dpa, python);
         ref_stop();
         compare = 0;

@@ -1,10 +1,10 @@
 #!/bin/sh
 # pld_sweep.sh BUILD_DIR - the PLD regime sweep (bench_pld_sweep), timed side by side with
 # Google's dp_accounting when DP_ACCOUNTING_PATH names a checkout's python/dp_accounting
-# directory (it is never part of this repository). The Python side needs numpy, scipy, attr
-# and mpmath (Debian: python3-numpy python3-scipy python3-attr python3-mpmath); $PYTHON, or
-# the first of python3 and /usr/bin/python3 that imports them, runs it. Without a checkout
-# the sweep times our side only and says so.
+# directory (it is never part of this repository). The Python side needs numpy, scipy, attr,
+# mpmath and absl (Debian: python3-numpy python3-scipy python3-attr python3-mpmath
+# python3-absl); $PYTHON, or the first of python3 and /usr/bin/python3 that imports them,
+# runs it. Without a checkout the sweep times our side only and says so.
 set -u
 BUILD=${1:-build}
 echo
@@ -15,14 +15,14 @@ if [ -n "${DP_ACCOUNTING_PATH:-}" ]; then
         unset DP_ACCOUNTING_PATH
     elif [ -z "${PYTHON:-}" ]; then
         for py in python3 /usr/bin/python3; do
-            if "$py" -c 'import numpy, scipy, attr, mpmath' 2>/dev/null; then
+            if "$py" -c 'import numpy, scipy, attr, mpmath, absl' 2>/dev/null; then
                 PYTHON=$py
                 export PYTHON
                 break
             fi
         done
         if [ -z "${PYTHON:-}" ]; then
-            echo "   no python3 with numpy, scipy, attr and mpmath: skipping the comparison"
+            echo "   no python3 with numpy, scipy, attr, mpmath and absl: skipping the comparison"
             unset DP_ACCOUNTING_PATH
         fi
     fi
