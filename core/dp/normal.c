@@ -1,11 +1,12 @@
 /*
  * normal.c - normal tails and Gaussian DP.
  *
- * erfcx: for 0 <= x < 25 a table of polynomials, one per interval of width 1/4: erfcx is
- * entire, and its degree-10 Chebyshev interpolants on these intervals are within 4e-16 of
- * it (tests/ref/gen_erfcx_table.py makes and checks the table, core/dp/erfcx_table.h). That
- * is one lookup and ten fused multiply-adds where exp(x^2) erfc(x) costs two libm calls,
- * and the discretisation of a PLD leaf evaluates it twice per grid point. For x >= 25 the
+ * erfcx: for 0 < x < 25 a table of polynomials, one per interval of width 1/4: erfcx is
+ * entire, and its degree-10 Chebyshev interpolants on these intervals, evaluated in double
+ * by Estrin's scheme, are within 5e-16 of it, relative (tests/ref/gen_erfcx_table.py makes
+ * and checks the table, core/dp/erfcx_table.h). That is one lookup and a few independent
+ * products where exp(x^2) erfc(x) costs two libm calls, and the discretisation of a PLD
+ * leaf evaluates it twice per grid point. erfcx(0) = 1 exactly. For x >= 25 the
  * asymptotic series sum_k (-1)^k (2k-1)!! / (2x^2)^k, truncated after 12 terms, is accurate
  * to far below an ulp. For x < 0 the product exp(x^2) erfc(x) is formed with x^2 split
  * exactly (hi + lo by fma), so the only errors are those of libm's exp and erfc (a few
@@ -19,6 +20,8 @@
 #include <gsl/gsl_cdf.h>
 
 #include "erfcx_table.h"
+
+_Static_assert(ERFCX_TABLE_DEG == 10, "dp_erfcx's Estrin scheme is written for degree 10");
 
 #define SQRT_2PI 2.50662827463100050241576528481104525
 #define LN_SQRT_2PI 0.918938533204672741780329736405617640
