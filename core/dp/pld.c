@@ -159,18 +159,18 @@ static void model_eval2_many(const loss_model *m, const double *l, size_t n, int
     }
     double s = m->s, q = m->q, z0[EVAL_BLOCK], z1[EVAL_BLOCK], p0[EVAL_BLOCK], r[EVAL_BLOCK];
     if (m->kind == 0) {
-        double mean = 0.5 / (s * s);
+        double mean = 0.5 / (s * s), *p1 = r; /* phi(z1) */
         for (size_t i = 0; i < n; i++) {
             z0[i] = (l[i] - mean) * s;
             z1[i] = (l[i] + mean) * s;
             p0[i] = dp_npdf(z0[i]);
         }
         for (size_t i = 0; i < n; i++)
-            r[i] = dp_npdf(z1[i]);
+            p1[i] = dp_npdf(z1[i]);
         for (size_t i = 0; i < n; i++) /* Phi(z) = Q(-z) */
             vp[i] = cdf ? dp_Q_pdf(-z0[i], p0[i]) : dp_Q_pdf(z0[i], p0[i]);
         for (size_t i = 0; i < n; i++)
-            vq[i] = cdf ? dp_Q_pdf(-z1[i], r[i]) : dp_Q_pdf(z1[i], r[i]);
+            vq[i] = cdf ? dp_Q_pdf(-z1[i], p1[i]) : dp_Q_pdf(z1[i], p1[i]);
         return;
     }
     int remove = m->dir == PLD_REMOVE, upper = remove != cdf; /* the wanted event is X > x */
