@@ -296,8 +296,9 @@ typedef struct {
     double Sp, Fp, Sq, Fq;
 } tails;
 
-/* The masses of (a, b] from the values at b: F where a law's S(a) >= 1/2 (the lower part),
- * S where S(a) < 1/2 (the upper part); bS or bF is read only where needed. */
+/* The masses of (a, b] from the tails at a (*t) and at b (*b): F where a law's S(a) >= 1/2
+ * (the lower part), S where S(a) < 1/2 (the upper part). needs_surv and needs_cdf say which of
+ * b's values are read, so the caller evaluates only those. */
 static int needs_cdf(const tails *t)
 {
     return t->Sp >= 0.5 || t->Sq >= 0.5;
