@@ -1,16 +1,14 @@
 /* cancel.c - the calling thread's cancellation scope (cancel.h). */
 #include "cancel.h"
 
-#include <time.h>
+#include "clock.h"
 
 static _Thread_local const dpb_cancel *current;
 static _Thread_local int fired;
 
 double dpb_cancel_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return dpb_mono_s();
 }
 
 const dpb_cancel *dpb_cancel_enter(const dpb_cancel *c)
