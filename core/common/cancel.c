@@ -3,6 +3,8 @@
 
 #include "clock.h"
 
+#include <stddef.h>
+
 static _Thread_local const dpb_cancel *current;
 static _Thread_local int fired;
 
