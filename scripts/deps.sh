@@ -13,7 +13,8 @@
 #   browser tests, driven by puppeteer-core from tests/browser/package-lock.json with the
 #   system's chromium; and the contract checks of tests/contract: linters, response
 #   validation, the typed client); clang-format (make format, format-check); curl (the
-#   README's examples, run by tests/readme/check_readme.py). A command
+#   examples of README.md, docs/API.md and docs/PYTHON.md, run by
+#   tests/readme/check_readme.py). A command
 #   already present is left alone (a newer node from elsewhere is kept).
 #   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
 #   installed from another package-lock.json (the versions pinned there; no install

@@ -2006,7 +2006,8 @@ static void ledger_concurrency(void)
  * round's noise from the previous answer (the spend it was shown); every admitted charge keeps
  * the filter's theorem true for the realised sequence (checked here from the sigmas sent) and
  * the clients halt before their budget; an event no filter can account is 422, a budget change
- * 409; the README's rdp_filter figure (55 rounds of 50 sampled steps at eps 4) is the daemon's. */
+ * 409; docs/LEDGER.md's rdp_filter figure (55 rounds of 50 sampled steps at eps 4) is the
+ * daemon's. */
 static void ledger_filter_adaptive(void)
 {
     const char *f = "ledger_filter_adaptive-f", *g = "ledger_filter_adaptive-g",
@@ -2094,7 +2095,7 @@ static void ledger_filter_adaptive(void)
                NULL);
     CHECK(is_problem(&rp, 409, "conflict", "budget"));
     api_reply_free(&rp);
-    /* README: 50 Poisson-sampled steps per round, eps 4: 55 rounds under rdp_filter */
+    /* docs/LEDGER.md: 50 Poisson-sampled steps per round, eps 4: 55 rounds under rdp_filter */
     mk_client(t4, "{\"budget\":{\"epsilon\":4,\"delta\":1e-5},\"accounting\":\"rdp_filter\"}");
     for (int t = 0; t < 60; t++) {
         post_round(&rp, NULL,

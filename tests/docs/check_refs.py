@@ -12,7 +12,8 @@ Checks every file `git ls-files` lists (text files; binary files are skipped):
   slugs: lower case, punctuation dropped, spaces as hyphens); `#anchor` alone refers to
   the file itself;
 - the documents the README points to exist (docs/MATH.md, docs/ARCHITECTURE.md,
-  docs/OPERATIONS.md);
+  docs/OPERATIONS.md, and the pages its text moved to: docs/API.md, docs/ACCOUNTING.md,
+  docs/LEDGER.md, docs/NETWORK.md, docs/PYTHON.md, docs/PERFORMANCE.md, docs/DEVELOPING.md);
 - with --daemon: the operator's guide and the binary agree on the options: every option
   `DPBUDGETD --help` lists is described in docs/OPERATIONS.md, and every option of the
   guide's table (rows starting with `--name`) is one the binary has.
@@ -29,7 +30,8 @@ _SH = "sha" + "red"
 OUTSIDE = re.compile(r"\.\./" + _SH + "|" + _SH + r"/(?:design|seeds)" + r"|(?<![\w.])/(?:work|home|root)/")
 MD_NAME = re.compile(r"(?<![\w./-])([\w./-]*[\w-]\.md)\b")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-REQUIRED = ["docs/MATH.md", "docs/ARCHITECTURE.md", "docs/OPERATIONS.md"]
+REQUIRED = ["docs/MATH.md", "docs/ARCHITECTURE.md", "docs/OPERATIONS.md", "docs/API.md", "docs/ACCOUNTING.md",
+            "docs/LEDGER.md", "docs/NETWORK.md", "docs/PYTHON.md", "docs/PERFORMANCE.md", "docs/DEVELOPING.md"]
 # This file describes the patterns it looks for: it is not checked against them.
 SELF = "tests/docs/check_refs.py"
 

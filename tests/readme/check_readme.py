@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""check_readme.py DPBUDGETD [README] - run the README's examples against a fresh daemon.
+"""check_readme.py DPBUDGETD [PAGE...] - run the examples of the README and the docs pages that
+show the API (PAGES: README.md, docs/API.md, docs/PYTHON.md) against a fresh daemon each.
 
-Every ```console block of README.md is an example. Its lines starting with `$ ` are
+Every ```console block of a page is an example; each page in PAGES must hold at least one. Its lines starting with `$ ` are
 commands (a command continues on the next lines while its quotes are open or its line ends
 in a backslash); the lines after a command, up to the next command or the end of the block,
-are the answer it shows. The test starts DPBUDGETD on an ephemeral loopback port with a data
-directory of its own, runs each block's commands in order in one bash (so `EV=...` carries
+are the answer it shows. For each page, the test starts DPBUDGETD on an ephemeral loopback
+port with a data directory of its own (a page's examples run against a fresh daemon, as a
+reader would run them), runs each block's commands in order in one bash (so `EV=...` carries
 over to the block's later commands; blocks share the daemon, so a client registered in one
 block exists in the next), with `localhost:8080` replaced by the daemon's address, and
 compares each command's output with the answer shown.
 
-The comparison (documented in README.md, "Examples (real answers)"):
+The comparison (documented in docs/API.md, "Examples (real answers)"):
 - An answer is JSON in which `...` is an elision:
   - `...` in place of object members (`{"a":1, ... "b":2}` or `{"a":1,...,"b":2}`) means
     "any further members"; the members shown must be present with the values shown, in
@@ -30,8 +32,8 @@ The comparison (documented in README.md, "Examples (real answers)"):
 - A block preceded by the line `<!-- readme-test: skip -->` is not run (for examples whose
   computation takes long); its commands must still parse.
 
-Prints `FAIL ...` with the difference per failed example and one closing line
-`readme: N passed, M failed` (N + M = the examples run); exits 1 if any failed.
+Prints `FAIL page:line: ...` with the difference per failed example and one closing line
+`readme: N passed, M failed` (N + M = the examples run, on every page); exits 1 if any failed.
 """
 import os
 import re
@@ -45,7 +47,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP_MARK = "<!-- readme-test: skip -->"
 SEP = "@@readme-test-end-of-command@@"
-DEADLINE_S = 120  # the whole README, including the daemon's start
+DEADLINE_S = 120  # every page, including the daemons' starts
+# The pages whose examples run by default, relative to the repository's root.
+PAGES = ["README.md", "docs/API.md", "docs/PYTHON.md"]
 
 
 class Ellipsis_:
@@ -57,7 +61,7 @@ ELL = Ellipsis_()
 
 
 class Num:
-    """A number as printed in the README: its text and its value."""
+    """A number as printed in a page: its text and its value."""
 
     def __init__(self, text):
         self.text = text
@@ -84,8 +88,8 @@ class Glob:
 # ---------------------------------------------------------------- blocks and commands
 
 
-def blocks(text):
-    """[(line number, skip, [(command, shown answer)])] of the README's console blocks."""
+def blocks(text, name="README.md"):
+    """[(line number, skip, [(command, shown answer)])] of a page's console blocks."""
     out = []
     lines = text.split("\n")
     i = 0
@@ -96,7 +100,7 @@ def blocks(text):
             j = start
             while j < len(lines) and lines[j].strip() != "```":
                 j += 1
-            out.append((start, skip, commands(lines[start:j], start)))
+            out.append((start, skip, commands(lines[start:j], start, name)))
             i = j + 1
         else:
             i += 1
@@ -113,12 +117,12 @@ def complete(cmd):
     return True
 
 
-def commands(lines, first_line):
+def commands(lines, first_line, name="README.md"):
     cmds = []
     i = 0
     while i < len(lines):
         if not lines[i].startswith("$ "):
-            raise SystemExit("README.md:%d: a console block must start with `$ `" % (first_line + i + 1))
+            raise SystemExit("%s:%d: a console block must start with `$ `" % (name, first_line + i + 1))
         cmd = lines[i][2:]
         i += 1
         while not complete(cmd) and i < len(lines):
@@ -411,20 +415,11 @@ def run_block(cmds, port, timeout):
     return outs[:-1], r.stderr.strip()
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: check_readme.py DPBUDGETD [README]")
-    binary = os.path.abspath(sys.argv[1])
-    readme = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "README.md")
-    with open(readme) as f:
-        bl = blocks(f.read())
+def run_page(binary, name, bl, deadline):
+    """Run one page's blocks against a daemon of its own: (passed, failed, skipped)."""
     passed = failed = skipped = 0
-    for msg in self_test():
-        failed += 1
-        print("FAIL " + msg)
     tmp = tempfile.mkdtemp(prefix="readme-test-")
     proc, port = start_daemon(binary, tmp)
-    deadline = time.time() + DEADLINE_S
     try:
         for line, skip, cmds in bl:
             for cmd, shown in cmds:  # the patterns must parse even when skipped
@@ -439,7 +434,7 @@ def main():
             outs, err = run_block(cmds, port, max(1.0, deadline - time.time()))
             if outs is None:
                 failed += len(cmds)
-                print("FAIL README.md:%d: the block did not run: %s" % (line, err))
+                print("FAIL %s:%d: the block did not run: %s" % (name, line, err))
                 continue
             for (cmd, shown), out in zip(cmds, outs):
                 diff = compare(shown, out)
@@ -448,7 +443,7 @@ def main():
                     passed += 1
                 else:
                     failed += 1
-                    print("FAIL README.md:%d: $ %s\n     %s" % (line, first, diff))
+                    print("FAIL %s:%d: $ %s\n     %s" % (name, line, first, diff))
     finally:
         proc.terminate()
         try:
@@ -456,6 +451,36 @@ def main():
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+    return passed, failed, skipped
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: check_readme.py DPBUDGETD [PAGE...]")
+    binary = os.path.abspath(sys.argv[1])
+    pages = sys.argv[2:] or [os.path.join(ROOT, p) for p in PAGES]
+    parsed = []
+    passed = failed = skipped = 0
+    for page in pages:
+        full = os.path.abspath(page)
+        name = os.path.relpath(full, ROOT) if full.startswith(ROOT + os.sep) else page
+        with open(page) as f:
+            bl = blocks(f.read(), name)
+        if not bl:
+            failed += 1
+            print("FAIL %s: no ```console block: the page shows no example to run" % name)
+        parsed.append((name, bl))
+    for msg in self_test():
+        failed += 1
+        print("FAIL " + msg)
+    deadline = time.time() + DEADLINE_S
+    for name, bl in parsed:
+        if not bl:
+            continue
+        p, f, s = run_page(binary, name, bl, deadline)
+        passed += p
+        failed += f
+        skipped += s
     if skipped:
         print("readme: %d commands in blocks marked skip" % skipped)
     print("readme: %d passed, %d failed" % (passed, failed))

@@ -1,5 +1,5 @@
 /*
- * schedule_table.c - the README's table of rounds per client for a DP-SGD federated schedule,
+ * schedule_table.c - docs/LEDGER.md's table of rounds per client for a DP-SGD federated schedule,
  * computed by the ledger the daemon runs (core/ledger), so the table can be regenerated:
  *
  *     make schedule-table

@@ -1288,7 +1288,7 @@ static void filter_rules(void)
     remove_dir(dir);
 }
 
-/* README's table (make schedule-table): rounds of 50 Poisson-sampled steps (q = 0.01,
+/* docs/LEDGER.md's table (make schedule-table): rounds of 50 Poisson-sampled steps (q = 0.01,
  * sigma = 1) a client gets at delta = 1e-5. rdp and rdp_filter through the ledger; pld by its
  * halt condition, the spend the ledger computes (the PLD of the client's multiset) at n and
  * n + 1 rounds. */
