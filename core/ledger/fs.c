@@ -1,5 +1,6 @@
-/* fs.c - the POSIX dpb_fs, the helper loops over a dpb_fs, and the fault-injecting
- * wrapper used by the persistence tests. */
+/* fs.c - the POSIX dpb_fs, the helper loops over a dpb_fs (and the path and error helpers
+ * the log and the snapshot share), and the fault-injecting wrapper used by the persistence
+ * tests. Calls only libc and common/status. */
 #include "fs.h"
 
 #include <errno.h>
@@ -13,13 +14,17 @@
 
 /* ---- the real file system ---- */
 
+/* r = call, again while it fails with EINTR. */
+#define RETRY_EINTR(r, call)                                                                       \
+    do {                                                                                           \
+        (r) = (call);                                                                              \
+    } while ((r) < 0 && errno == EINTR)
+
 static int posix_open(void *ctx, const char *path, int flags, int mode)
 {
     (void)ctx;
     int fd;
-    do {
-        fd = open(path, flags | O_CLOEXEC, (mode_t)mode);
-    } while (fd < 0 && errno == EINTR);
+    RETRY_EINTR(fd, open(path, flags | O_CLOEXEC, (mode_t)mode));
     return fd;
 }
 
@@ -27,9 +32,7 @@ static ssize_t posix_write(void *ctx, int fd, const void *buf, size_t n)
 {
     (void)ctx;
     ssize_t r;
-    do {
-        r = write(fd, buf, n);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, write(fd, buf, n));
     return r;
 }
 
@@ -37,9 +40,7 @@ static ssize_t posix_pread(void *ctx, int fd, void *buf, size_t n, off_t off)
 {
     (void)ctx;
     ssize_t r;
-    do {
-        r = pread(fd, buf, n, off);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, pread(fd, buf, n, off));
     return r;
 }
 
@@ -47,9 +48,7 @@ static int posix_fdatasync(void *ctx, int fd)
 {
     (void)ctx;
     int r;
-    do {
-        r = fdatasync(fd);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, fdatasync(fd));
     return r;
 }
 
@@ -57,9 +56,7 @@ static int posix_fsync(void *ctx, int fd)
 {
     (void)ctx;
     int r;
-    do {
-        r = fsync(fd);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, fsync(fd));
     return r;
 }
 
@@ -73,9 +70,7 @@ static int posix_rename(void *ctx, const char *from, const char *to)
 {
     (void)ctx;
     int r;
-    do {
-        r = rename(from, to);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, rename(from, to));
     return r;
 }
 
@@ -83,9 +78,7 @@ static int posix_unlink(void *ctx, const char *path)
 {
     (void)ctx;
     int r;
-    do {
-        r = unlink(path);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, unlink(path));
     return r;
 }
 
@@ -93,9 +86,7 @@ static int posix_ftruncate(void *ctx, int fd, off_t len)
 {
     (void)ctx;
     int r;
-    do {
-        r = ftruncate(fd, len);
-    } while (r < 0 && errno == EINTR);
+    RETRY_EINTR(r, ftruncate(fd, len));
     return r;
 }
 
@@ -166,6 +157,22 @@ int dpb_fs_fsync_dir(const dpb_fs *fs, const char *dir)
     return rc == 0 ? 0 : -1;
 }
 
+char *dpb_fs_join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + 1 + strlen(name) + 1;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+dpb_status dpb_fs_io_fail(dpb_error *err, const char *path, const char *what, int errnum)
+{
+    char eb[128];
+    return dpb_fail(err, DPB_EIO, NULL, "%s: %s failed: %s", path, what,
+                    dpb_fs_strerror(errnum, eb, sizeof eb));
+}
+
 const char *dpb_fs_strerror(int errnum, char *buf, size_t n)
 {
     if (n == 0)
@@ -221,14 +228,19 @@ static int fault_decide(struct dpb_fs_fault *f, dpb_fs_op op)
 #define FAULT_SELF(ctx) ((struct dpb_fs_fault *)(ctx))
 #define INNER(f) ((f)->inner)
 
+/* 1 (errno set to the injected error) when a call of kind op is to fail; 0: pass it on. */
+static int fault_fails(struct dpb_fs_fault *f, dpb_fs_op op)
+{
+    if (fault_decide(f, op) == PASS)
+        return 0;
+    errno = f->err;
+    return 1;
+}
+
 static int fault_open(void *ctx, const char *path, int flags, int mode)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_OPEN) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->open(INNER(f)->ctx, path, flags, mode);
+    return fault_fails(f, DPB_FS_OPEN) ? -1 : INNER(f)->open(INNER(f)->ctx, path, flags, mode);
 }
 
 static ssize_t fault_write(void *ctx, int fd, const void *buf, size_t n)
@@ -247,31 +259,19 @@ static ssize_t fault_write(void *ctx, int fd, const void *buf, size_t n)
 static ssize_t fault_pread(void *ctx, int fd, void *buf, size_t n, off_t off)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_PREAD) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->pread(INNER(f)->ctx, fd, buf, n, off);
+    return fault_fails(f, DPB_FS_PREAD) ? -1 : INNER(f)->pread(INNER(f)->ctx, fd, buf, n, off);
 }
 
 static int fault_fdatasync(void *ctx, int fd)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_FDATASYNC) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->fdatasync(INNER(f)->ctx, fd);
+    return fault_fails(f, DPB_FS_FDATASYNC) ? -1 : INNER(f)->fdatasync(INNER(f)->ctx, fd);
 }
 
 static int fault_fsync(void *ctx, int fd)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_FSYNC) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->fsync(INNER(f)->ctx, fd);
+    return fault_fails(f, DPB_FS_FSYNC) ? -1 : INNER(f)->fsync(INNER(f)->ctx, fd);
 }
 
 static int fault_close(void *ctx, int fd)
@@ -293,41 +293,25 @@ static int fault_close(void *ctx, int fd)
 static int fault_rename(void *ctx, const char *from, const char *to)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_RENAME) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->rename(INNER(f)->ctx, from, to);
+    return fault_fails(f, DPB_FS_RENAME) ? -1 : INNER(f)->rename(INNER(f)->ctx, from, to);
 }
 
 static int fault_unlink(void *ctx, const char *path)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_UNLINK) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->unlink(INNER(f)->ctx, path);
+    return fault_fails(f, DPB_FS_UNLINK) ? -1 : INNER(f)->unlink(INNER(f)->ctx, path);
 }
 
 static int fault_ftruncate(void *ctx, int fd, off_t len)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_FTRUNCATE) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->ftruncate(INNER(f)->ctx, fd, len);
+    return fault_fails(f, DPB_FS_FTRUNCATE) ? -1 : INNER(f)->ftruncate(INNER(f)->ctx, fd, len);
 }
 
 static int fault_fstat_size(void *ctx, int fd, off_t *size)
 {
     struct dpb_fs_fault *f = FAULT_SELF(ctx);
-    if (fault_decide(f, DPB_FS_FSTAT_SIZE) != PASS) {
-        errno = f->err;
-        return -1;
-    }
-    return INNER(f)->fstat_size(INNER(f)->ctx, fd, size);
+    return fault_fails(f, DPB_FS_FSTAT_SIZE) ? -1 : INNER(f)->fstat_size(INNER(f)->ctx, fd, size);
 }
 
 dpb_fs_fault *dpb_fs_fault_new(const dpb_fs *inner, dpb_fs_op op, long countdown, int err,

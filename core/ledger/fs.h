@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "../common/status.h"
+
 typedef struct dpb_fs {
     int (*open)(void *ctx, const char *path, int flags, int mode);  /* -1 + errno */
     ssize_t (*write)(void *ctx, int fd, const void *buf, size_t n); /* may be short */
@@ -52,6 +54,15 @@ int dpb_fs_fsync_dir(const dpb_fs *fs, const char *dir);
 
 /* Thread-safe strerror: the message for errnum written into buf (n bytes); returns buf. */
 const char *dpb_fs_strerror(int errnum, char *buf, size_t n);
+
+/* dir + "/" + name, malloc'ed (owned by the caller: free it); NULL if out of memory. The
+ * log and the snapshot name their files with it. */
+char *dpb_fs_join_path(const char *dir, const char *name);
+
+/* Record a failed I/O step in err (may be NULL; first error wins) as DPB_EIO with the
+ * detail "PATH: WHAT failed: <strerror(errnum)>", and return DPB_EIO. path and what are
+ * borrowed (copied into err). */
+dpb_status dpb_fs_io_fail(dpb_error *err, const char *path, const char *what, int errnum);
 
 /* ---- fault injection (tests) ----
  *

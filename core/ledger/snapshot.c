@@ -43,23 +43,6 @@ static uint64_t get_le(const unsigned char *p, int n)
     return v;
 }
 
-/* dir + "/" + name, malloc'ed; NULL if out of memory. */
-static char *join_path(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + 1 + strlen(name) + 1;
-    char *p = malloc(n);
-    if (p != NULL)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static dpb_status io_fail(dpb_error *err, const char *path, const char *what, int errnum)
-{
-    char eb[128];
-    return dpb_fail(err, DPB_EIO, NULL, "%s: %s failed: %s", path, what,
-                    dpb_fs_strerror(errnum, eb, sizeof eb));
-}
-
 dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const void *data,
                           size_t len, dpb_error *err)
 {
@@ -70,8 +53,8 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
 
     if (dir == NULL || fs == NULL || (data == NULL && len > 0))
         return dpb_fail(err, DPB_EINVAL, NULL, "snapshot_write: NULL argument");
-    path = join_path(dir, SNAP_NAME);
-    tmp = join_path(dir, SNAP_TMP_NAME);
+    path = dpb_fs_join_path(dir, SNAP_NAME);
+    tmp = dpb_fs_join_path(dir, SNAP_TMP_NAME);
     if (path == NULL || tmp == NULL) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "snapshot_write: out of memory");
         goto out;
@@ -88,32 +71,32 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
 
     fd = fs->open(fs->ctx, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        st = io_fail(err, tmp, "open", errno);
+        st = dpb_fs_io_fail(err, tmp, "open", errno);
         goto out;
     }
     tmp_exists = 1;
     if (dpb_fs_write_all(fs, fd, hdr, sizeof hdr) != 0 ||
         (len > 0 && dpb_fs_write_all(fs, fd, data, len) != 0)) {
-        st = io_fail(err, tmp, "write", errno);
+        st = dpb_fs_io_fail(err, tmp, "write", errno);
         goto out;
     }
     if (fs->fsync(fs->ctx, fd) != 0) {
-        st = io_fail(err, tmp, "fsync", errno);
+        st = dpb_fs_io_fail(err, tmp, "fsync", errno);
         goto out;
     }
     int rc = fs->close(fs->ctx, fd);
     fd = -1;
     if (rc != 0) {
-        st = io_fail(err, tmp, "close", errno);
+        st = dpb_fs_io_fail(err, tmp, "close", errno);
         goto out;
     }
     if (fs->rename(fs->ctx, tmp, path) != 0) {
-        st = io_fail(err, path, "rename of " SNAP_TMP_NAME, errno);
+        st = dpb_fs_io_fail(err, path, "rename of " SNAP_TMP_NAME, errno);
         goto out;
     }
     tmp_exists = 0;
     if (dpb_fs_fsync_dir(fs, dir) != 0) {
-        st = io_fail(err, dir, "fsync of the directory", errno);
+        st = dpb_fs_io_fail(err, dir, "fsync of the directory", errno);
         goto out;
     }
 
@@ -143,7 +126,7 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
         *seq = 0;
     if (dir == NULL || fs == NULL || seq == NULL || data == NULL || len == NULL)
         return dpb_fail(err, DPB_EINVAL, NULL, "snapshot_read: NULL argument");
-    path = join_path(dir, SNAP_NAME);
+    path = dpb_fs_join_path(dir, SNAP_NAME);
     if (path == NULL) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "snapshot_read: out of memory");
         goto out;
@@ -151,18 +134,18 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
     fd = fs->open(fs->ctx, path, O_RDONLY, 0);
     if (fd < 0) {
         if (errno != ENOENT)
-            st = io_fail(err, path, "open", errno);
+            st = dpb_fs_io_fail(err, path, "open", errno);
         goto out; /* absent: DPB_OK, nothing */
     }
     off_t fsize;
     if (fs->fstat_size(fs->ctx, fd, &fsize) != 0) {
-        st = io_fail(err, path, "fstat", errno);
+        st = dpb_fs_io_fail(err, path, "fstat", errno);
         goto out;
     }
     unsigned char hdr[SNAPSHOT_HEADER_BYTES];
     ssize_t got = dpb_fs_pread_full(fs, fd, hdr, sizeof hdr, 0);
     if (got < 0) {
-        st = io_fail(err, path, "read", errno);
+        st = dpb_fs_io_fail(err, path, "read", errno);
         goto out;
     }
     if ((size_t)got < sizeof hdr) {
@@ -205,7 +188,7 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
     }
     got = dpb_fs_pread_full(fs, fd, buf, (size_t)n, SNAPSHOT_HEADER_BYTES);
     if (got < 0) {
-        st = io_fail(err, path, "read", errno);
+        st = dpb_fs_io_fail(err, path, "read", errno);
         goto out;
     }
     if ((uint64_t)got != n) {

@@ -131,25 +131,6 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* ---- small helpers ---- */
-
-/* dir + "/" + name, malloc'ed; NULL if out of memory. */
-static char *join_path(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + 1 + strlen(name) + 1;
-    char *p = malloc(n);
-    if (p != NULL)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static dpb_status io_fail(dpb_error *err, const char *path, const char *what, int errnum)
-{
-    char eb[128];
-    return dpb_fail(err, DPB_EIO, NULL, "%s: %s failed: %s", path, what,
-                    dpb_fs_strerror(errnum, eb, sizeof eb));
-}
-
 /* ---- reading: a window over the file ---- */
 
 typedef struct {
@@ -289,7 +270,7 @@ static int resync(reader *r, uint64_t off, uint64_t lo, uint64_t hi, uint64_t *a
 static dpb_status fail_locked(wal *w, const char *what, int errnum)
 {
     if (!atomic_load(&w->failed)) {
-        io_fail(&w->fail, w->path, what, errnum);
+        dpb_fs_io_fail(&w->fail, w->path, what, errnum);
         atomic_store(&w->failed, 1);
         if (w->fs->ftruncate(w->fs->ctx, w->fd, (off_t)w->durable_off) == 0) {
             w->size = w->durable_off;
@@ -321,7 +302,7 @@ static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_se
         const unsigned char *payload = NULL;
         int kind = read_record(r, off, &h, &payload);
         if (kind == REC_IOERR)
-            return io_fail(err, path, "read", errno);
+            return dpb_fs_io_fail(err, path, "read", errno);
         const char *why = NULL;
         char seqwhy[96];
         if (kind != REC_OK) {
@@ -343,7 +324,7 @@ static dpb_status scan_and_replay(reader *r, const char *path, uint64_t after_se
             uint64_t at = 0, seq = 0;
             int found = resync(r, off, lo, hi, &at, &seq);
             if (found < 0)
-                return io_fail(err, path, "read", errno);
+                return dpb_fs_io_fail(err, path, "read", errno);
             if (found)
                 return dpb_fail(err, DPB_ECORRUPT, NULL,
                                 "%s: damaged record at byte offset %" PRIu64
@@ -409,8 +390,8 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
     w->fd = -1;
     w->fs = fs;
     w->dir = strdup(dir);
-    w->path = join_path(dir, WAL_NAME);
-    w->tmp_path = join_path(dir, WAL_TMP_NAME);
+    w->path = dpb_fs_join_path(dir, WAL_NAME);
+    w->tmp_path = dpb_fs_join_path(dir, WAL_TMP_NAME);
     if (w->dir == NULL || w->path == NULL || w->tmp_path == NULL) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "wal_open: out of memory");
         goto out;
@@ -418,17 +399,17 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
 
     /* A leftover of a crashed wal_truncate_upto: wal.log is still the valid log. */
     if (fs->unlink(fs->ctx, w->tmp_path) != 0 && errno != ENOENT) {
-        st = io_fail(err, w->tmp_path, "unlink", errno);
+        st = dpb_fs_io_fail(err, w->tmp_path, "unlink", errno);
         goto out;
     }
     w->fd = fs->open(fs->ctx, w->path, O_RDWR | O_CREAT | O_APPEND, 0644);
     if (w->fd < 0) {
-        st = io_fail(err, w->path, "open", errno);
+        st = dpb_fs_io_fail(err, w->path, "open", errno);
         goto out;
     }
     off_t fsize;
     if (fs->fstat_size(fs->ctx, w->fd, &fsize) != 0) {
-        st = io_fail(err, w->path, "fstat", errno);
+        st = dpb_fs_io_fail(err, w->path, "fstat", errno);
         goto out;
     }
 
@@ -454,17 +435,17 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
         goto out;
     }
     if (keep < r.size && fs->ftruncate(fs->ctx, w->fd, (off_t)keep) != 0) {
-        st = io_fail(err, w->path, "ftruncate (dropping a torn tail)", errno);
+        st = dpb_fs_io_fail(err, w->path, "ftruncate (dropping a torn tail)", errno);
         goto out;
     }
     /* Everything replayed (and the cut, if any) is durable before anyone acts on it; the
      * directory sync makes a newly created wal.log durable. */
     if (fs->fsync(fs->ctx, w->fd) != 0) {
-        st = io_fail(err, w->path, "fsync", errno);
+        st = dpb_fs_io_fail(err, w->path, "fsync", errno);
         goto out;
     }
     if (dpb_fs_fsync_dir(fs, w->dir) != 0) {
-        st = io_fail(err, w->dir, "fsync of the directory", errno);
+        st = dpb_fs_io_fail(err, w->dir, "fsync of the directory", errno);
         goto out;
     }
 
