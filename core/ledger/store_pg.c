@@ -46,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "wal.h"
 
 #define SCHEMA_VERSION 1
@@ -98,10 +99,8 @@ typedef struct {
     PGconn *flush_conn; /* the flusher's (only the thread holding syncing touches it) */
     uint64_t gen;       /* P4 */
     fail_note fails[FAIL_RING];
-    dpb_error last_err; /* the newest failure's detail (error()) */
-    uint64_t sync_count;
-    double sync_seconds;
-    uint64_t sync_hist[WAL_SYNC_NBUCKETS];
+    dpb_error last_err;   /* the newest failure's detail (error()) */
+    wal_sync_tally syncs; /* commit latency of the flushes */
 
     /* the pool of the other connections */
     pthread_mutex_t pmu;
@@ -112,17 +111,10 @@ typedef struct {
     unsigned max_open;
 
     atomic_uint_fast64_t size_pub;
-    atomic_llong size_at; /* CLOCK_MONOTONIC seconds of the last refresh (0: never) */
+    atomic_llong size_at; /* dpb_mono_s() seconds of the last refresh (0: never) */
 } pg_store;
 
 /* ---- small helpers ---- */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void put_be64(unsigned char *b, uint64_t v)
 {
@@ -296,12 +288,12 @@ static PGconn *pg_connect(const pg_cfg *c, dpb_error *err)
     return conn;
 }
 
-/* Wait until sock is ready for ev or the deadline (seconds, CLOCK_MONOTONIC) passes:
+/* Wait until sock is ready for ev or the deadline (seconds, dpb_mono_s) passes:
  * 1 ready, 0 timed out, -1 error. */
 static int wait_sock(int sock, short ev, double deadline)
 {
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - dpb_mono_s();
         if (left <= 0)
             return 0;
         struct pollfd p = {.fd = sock, .events = ev, .revents = 0};
@@ -326,7 +318,8 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
                      const char *const *vals, const int *lens, const int *fmts, int resfmt,
                      char *why, size_t whyn)
 {
-    double deadline = now_s() + (double)c->statement_timeout_ms / 1000.0 + c->connect_timeout_s;
+    double deadline =
+        dpb_mono_s() + (double)c->statement_timeout_ms / 1000.0 + c->connect_timeout_s;
     char m[256];
     if (!PQsendQueryParams(conn, sql, n, types, vals, lens, fmts, resfmt)) {
         snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
@@ -549,12 +542,26 @@ dpb_status store_pg_migrate(const char *url, const store_pg_options *o, int *fro
 
 /* ---- the pool (every connection but the flusher's) ---- */
 
+/* A new connection for a place already counted in nopen (the pool's mutex not held); if
+ * it cannot be opened, the place is given back and a waiter woken. NULL then (err says why). */
+static PGconn *pool_open(pg_store *p, dpb_error *err)
+{
+    PGconn *conn = open_conn(&p->cfg, err);
+    if (conn == NULL) {
+        pthread_mutex_lock(&p->pmu);
+        p->nopen--;
+        pthread_cond_signal(&p->pcv);
+        pthread_mutex_unlock(&p->pmu);
+    }
+    return conn;
+}
+
 static PGconn *pool_get(pg_store *p, dpb_error *err)
 {
-    double deadline = now_s() + (double)p->cfg.statement_timeout_ms / 1000.0;
+    double deadline = dpb_mono_s() + (double)p->cfg.statement_timeout_ms / 1000.0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    double left = deadline - now_s();
+    double left = deadline - dpb_mono_s();
     ts.tv_sec += (time_t)left;
     ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
     if (ts.tv_nsec >= 1000000000L) {
@@ -569,26 +576,12 @@ static PGconn *pool_get(pg_store *p, dpb_error *err)
             if (conn_alive(conn))
                 return conn;
             PQfinish(conn); /* dead while idle: open another in its place */
-            conn = open_conn(&p->cfg, err);
-            if (conn == NULL) {
-                pthread_mutex_lock(&p->pmu);
-                p->nopen--;
-                pthread_cond_signal(&p->pcv);
-                pthread_mutex_unlock(&p->pmu);
-            }
-            return conn;
+            return pool_open(p, err);
         }
         if (p->nopen < p->max_open) {
             p->nopen++;
             pthread_mutex_unlock(&p->pmu);
-            PGconn *conn = open_conn(&p->cfg, err);
-            if (conn == NULL) {
-                pthread_mutex_lock(&p->pmu);
-                p->nopen--;
-                pthread_cond_signal(&p->pcv);
-                pthread_mutex_unlock(&p->pmu);
-            }
-            return conn;
+            return pool_open(p, err);
         }
         if (pthread_cond_timedwait(&p->pcv, &p->pmu, &ts) != 0 && p->nidle == 0 &&
             p->nopen >= p->max_open) {
@@ -645,7 +638,7 @@ static void refresh_size(pg_store *p, PGconn *conn)
                       0, NULL, NULL, NULL, NULL, 0, why, sizeof why);
     if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
         atomic_store(&p->size_pub, strtoull(PQgetvalue(r, 0, 0), NULL, 10));
-        atomic_store(&p->size_at, (long long)now_s());
+        atomic_store(&p->size_at, (long long)dpb_mono_s());
     }
     PQclear(r);
 }
@@ -766,7 +759,7 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, 
         if (st != DPB_OK || rows < ROWS_PER_PAGE)
             break;
     }
-    if (st == DPB_OK && atomic_load(&p->size_at) + SIZE_REFRESH_S < (long long)now_s())
+    if (st == DPB_OK && atomic_load(&p->size_at) + SIZE_REFRESH_S < (long long)dpb_mono_s())
         refresh_size(p, conn);
     pool_put(p, conn, reset);
     if (st != DPB_OK) {
@@ -972,7 +965,7 @@ static dpb_status pg_sync(ledger_store *s, uint64_t upto)
 
         dpb_error e = {0};
         int reset = 0;
-        double t0 = now_s();
+        double t0 = dpb_mono_s();
         if (conn != NULL && !conn_alive(conn)) {
             PQfinish(conn);
             conn = NULL;
@@ -981,7 +974,7 @@ static dpb_status pg_sync(ledger_store *s, uint64_t upto)
             conn = open_conn(&p->cfg, &e);
         dpb_status fst =
             conn == NULL ? DPB_EUNAVAILABLE : insert_batch(p, conn, batch, n, &reset, &e);
-        double dt = now_s() - t0;
+        double dt = dpb_mono_s() - t0;
         if (conn != NULL && (reset || PQstatus(conn) != CONNECTION_OK ||
                              PQtransactionStatus(conn) != PQTRANS_IDLE)) {
             PQfinish(conn);
@@ -994,13 +987,7 @@ static dpb_status pg_sync(ledger_store *s, uint64_t upto)
         p->flush_conn = conn;
         p->syncing = 0;
         if (fst == DPB_OK) {
-            p->sync_count++;
-            p->sync_seconds += dt;
-            for (int b = 0; b < WAL_SYNC_NBUCKETS; b++)
-                if (dt <= WAL_SYNC_BUCKETS[b]) {
-                    p->sync_hist[b]++;
-                    break;
-                }
+            wal_sync_tally_add(&p->syncs, dt);
             for (size_t i = 0; i < n; i++)
                 free(p->q[i].payload);
             memmove(p->q, p->q + n, (p->qn - n) * sizeof *p->q);
@@ -1115,9 +1102,7 @@ static void pg_sync_stats(ledger_store *s, uint64_t *count, double *seconds, uin
 {
     pg_store *p = impl(s);
     pthread_mutex_lock(&p->mu);
-    *count = p->sync_count;
-    *seconds = p->sync_seconds;
-    memcpy(hist, p->sync_hist, sizeof p->sync_hist);
+    wal_sync_tally_get(&p->syncs, count, seconds, hist);
     pthread_mutex_unlock(&p->mu);
 }
 

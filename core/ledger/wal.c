@@ -65,8 +65,8 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
+#include "../common/clock.h"
 #include "crc32c.h"
 
 #define WAL_NAME "wal.log"
@@ -95,10 +95,7 @@ struct wal {
     atomic_int failed;
     _Atomic uint64_t size_pub;    /* copy of size for wal_size_bytes */
     _Atomic uint64_t durable_pub; /* copy of durable_seq for wal_durable_seq */
-    /* fdatasync latency (under mu): count, total, and a histogram (WAL_SYNC_BUCKETS) */
-    uint64_t sync_count;
-    double sync_seconds;
-    uint64_t sync_hist[WAL_SYNC_NBUCKETS];
+    wal_sync_tally syncs;         /* fdatasync latency (under mu) */
 };
 
 /* ---- little-endian encoding ---- */
@@ -199,17 +196,13 @@ enum { REC_OK, REC_SHORT_HDR, REC_BAD_LEN, REC_SHORT, REC_BAD_CRC, REC_IOERR };
 
 static const char *rec_what(int kind)
 {
-    switch (kind) {
-    case REC_SHORT_HDR:
-        return "incomplete header";
-    case REC_BAD_LEN:
-        return "length over the limit";
-    case REC_SHORT:
-        return "incomplete payload";
-    case REC_BAD_CRC:
-        return "checksum mismatch";
-    }
-    return "bad record";
+    static const char *const what[] = {
+        [REC_SHORT_HDR] = "incomplete header",
+        [REC_BAD_LEN] = "length over the limit",
+        [REC_SHORT] = "incomplete payload",
+        [REC_BAD_CRC] = "checksum mismatch",
+    };
+    return kind > REC_OK && kind < REC_IOERR ? what[kind] : "bad record";
 }
 
 /* Read and check the record at off (length and CRC; not seq). On REC_OK, *h is its
@@ -366,13 +359,65 @@ dpb_status wal_open(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_r
     return wal_open_ex(dir, fs, after_seq, fn, NULL, ctx, out, next_seq, err);
 }
 
+/* Free w and what it owns but its descriptor and locks (wal_open's failure path, wal_close). */
+static void wal_free(wal *w)
+{
+    free(w->buf);
+    free(w->dir);
+    free(w->path);
+    free(w->tmp_path);
+    free(w);
+}
+
+/* Recover the log open at w->fd (RECOVERY above): scan it, replaying through fn and showing
+ * covered records to covered, refuse a log that ends below after_seq, cut a torn tail, and
+ * make the file and its directory durable. On DPB_OK, *res is what the scan found (its
+ * valid_end is the log's size from now on); otherwise err says why and nothing was cut. */
+static dpb_status wal_recover(wal *w, uint64_t after_seq, wal_replay_fn fn, wal_replay_fn covered,
+                              void *ctx, scan_result *res, dpb_error *err)
+{
+    const dpb_fs *fs = w->fs;
+    off_t fsize;
+    if (fs->fstat_size(fs->ctx, w->fd, &fsize) != 0)
+        return dpb_fs_io_fail(err, w->path, "fstat", errno);
+    reader r = {0};
+    r.fs = fs;
+    r.fd = w->fd;
+    r.size = (uint64_t)fsize;
+    dpb_status st = scan_and_replay(&r, w->path, after_seq, fn, covered, ctx, res, err);
+    free(r.buf);
+    if (st != DPB_OK)
+        return st;
+
+    uint64_t keep = res->valid_end;
+    if (res->count > 0 && res->last_seq < after_seq) {
+        /* The snapshot claims records the log never held durably. A snapshot covers only
+         * durable records, so this is damage (or a snapshot of an older version of the
+         * daemon written ahead of the log): never cut the log on the strength of it. */
+        return dpb_fail(err, DPB_ECORRUPT, NULL,
+                        "%s: the log ends at seq %" PRIu64 " (byte offset %" PRIu64
+                        ") but the snapshot claims to cover up to seq %" PRIu64
+                        ": the snapshot and the log disagree; refusing to start (the files are "
+                        "left as they are)",
+                        w->path, res->last_seq, res->valid_end, after_seq);
+    }
+    if (keep < r.size && fs->ftruncate(fs->ctx, w->fd, (off_t)keep) != 0)
+        return dpb_fs_io_fail(err, w->path, "ftruncate (dropping a torn tail)", errno);
+    /* Everything replayed (and the cut, if any) is durable before anyone acts on it; the
+     * directory sync makes a newly created wal.log durable. */
+    if (fs->fsync(fs->ctx, w->fd) != 0)
+        return dpb_fs_io_fail(err, w->path, "fsync", errno);
+    if (dpb_fs_fsync_dir(fs, w->dir) != 0)
+        return dpb_fs_io_fail(err, w->dir, "fsync of the directory", errno);
+    return DPB_OK;
+}
+
 dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wal_replay_fn fn,
                        wal_replay_fn covered, void *ctx, wal **out, uint64_t *next_seq,
                        dpb_error *err)
 {
     dpb_status st = DPB_OK;
     wal *w = NULL;
-    reader r = {0};
     int locks = 0; /* 1: mutex initialised, 2: and cond */
 
     if (out != NULL)
@@ -407,47 +452,10 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
         st = dpb_fs_io_fail(err, w->path, "open", errno);
         goto out;
     }
-    off_t fsize;
-    if (fs->fstat_size(fs->ctx, w->fd, &fsize) != 0) {
-        st = dpb_fs_io_fail(err, w->path, "fstat", errno);
-        goto out;
-    }
-
-    r.fs = fs;
-    r.fd = w->fd;
-    r.size = (uint64_t)fsize;
     scan_result res = {0};
-    st = scan_and_replay(&r, w->path, after_seq, fn, covered, ctx, &res, err);
+    st = wal_recover(w, after_seq, fn, covered, ctx, &res, err);
     if (st != DPB_OK)
         goto out;
-
-    uint64_t keep = res.valid_end;
-    if (res.count > 0 && res.last_seq < after_seq) {
-        /* The snapshot claims records the log never held durably. A snapshot covers only
-         * durable records, so this is damage (or a snapshot of an older version of the
-         * daemon written ahead of the log): never cut the log on the strength of it. */
-        st = dpb_fail(err, DPB_ECORRUPT, NULL,
-                      "%s: the log ends at seq %" PRIu64 " (byte offset %" PRIu64
-                      ") but the snapshot claims to cover up to seq %" PRIu64
-                      ": the snapshot and the log disagree; refusing to start (the files are "
-                      "left as they are)",
-                      w->path, res.last_seq, res.valid_end, after_seq);
-        goto out;
-    }
-    if (keep < r.size && fs->ftruncate(fs->ctx, w->fd, (off_t)keep) != 0) {
-        st = dpb_fs_io_fail(err, w->path, "ftruncate (dropping a torn tail)", errno);
-        goto out;
-    }
-    /* Everything replayed (and the cut, if any) is durable before anyone acts on it; the
-     * directory sync makes a newly created wal.log durable. */
-    if (fs->fsync(fs->ctx, w->fd) != 0) {
-        st = dpb_fs_io_fail(err, w->path, "fsync", errno);
-        goto out;
-    }
-    if (dpb_fs_fsync_dir(fs, w->dir) != 0) {
-        st = dpb_fs_io_fail(err, w->dir, "fsync of the directory", errno);
-        goto out;
-    }
 
     if (pthread_mutex_init(&w->mu, NULL) != 0) {
         st = dpb_fail(err, DPB_ENOMEM, NULL, "wal_open: cannot create a mutex");
@@ -460,6 +468,7 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
     }
     locks = 2;
 
+    uint64_t keep = res.valid_end;
     uint64_t last = keep > 0 ? res.last_seq : 0;
     w->next_seq = (last > after_seq ? last : after_seq) + 1;
     w->size = keep;
@@ -473,7 +482,6 @@ dpb_status wal_open_ex(const char *dir, const dpb_fs *fs, uint64_t after_seq, wa
     w = NULL;
 
 out:
-    free(r.buf);
     if (w != NULL) {
         if (w->fd >= 0)
             (void)fs->close(fs->ctx, w->fd); /* read-only use so far: nothing to lose */
@@ -481,10 +489,7 @@ out:
             pthread_cond_destroy(&w->cv);
         if (locks >= 1)
             pthread_mutex_destroy(&w->mu);
-        free(w->dir);
-        free(w->path);
-        free(w->tmp_path);
-        free(w);
+        wal_free(w);
     }
     return st;
 }
@@ -570,21 +575,13 @@ dpb_status wal_sync(wal *w, uint64_t upto)
         uint64_t target_off = w->size;
         int fd = w->fd;
         pthread_mutex_unlock(&w->mu);
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t t0 = dpb_mono_ns();
         int rc = w->fs->fdatasync(w->fs->ctx, fd);
         int e = errno;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double dt = (double)(dpb_mono_ns() - t0) * 1e-9;
         pthread_mutex_lock(&w->mu);
         w->syncing = 0;
-        double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-        w->sync_count++;
-        w->sync_seconds += dt;
-        for (int b = 0; b < WAL_SYNC_NBUCKETS; b++)
-            if (dt <= WAL_SYNC_BUCKETS[b]) {
-                w->sync_hist[b]++;
-                break;
-            }
+        wal_sync_tally_add(&w->syncs, dt);
         if (rc != 0) {
             fail_locked(w, "fdatasync", e);
         } else if (!atomic_load(&w->failed)) {
@@ -705,12 +702,29 @@ const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS] = {
     1e-4, 2.5e-4, 5e-4,   1e-3, 2e-3, 3e-3, 5e-3, 7.5e-3, 1e-2, 1.5e-2,  2e-2,
     3e-2, 5e-2,   7.5e-2, 0.1,  0.25, 0.5,  1.0,  2.5,    5.0,  HUGE_VAL};
 
+void wal_sync_tally_add(wal_sync_tally *t, double dt)
+{
+    t->count++;
+    t->seconds += dt;
+    for (int b = 0; b < WAL_SYNC_NBUCKETS; b++)
+        if (dt <= WAL_SYNC_BUCKETS[b]) {
+            t->hist[b]++;
+            break;
+        }
+}
+
+void wal_sync_tally_get(const wal_sync_tally *t, uint64_t *count, double *seconds,
+                        uint64_t hist[WAL_SYNC_NBUCKETS])
+{
+    *count = t->count;
+    *seconds = t->seconds;
+    memcpy(hist, t->hist, sizeof t->hist);
+}
+
 void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS])
 {
     pthread_mutex_lock(&w->mu);
-    *count = w->sync_count;
-    *seconds = w->sync_seconds;
-    memcpy(hist, w->sync_hist, sizeof w->sync_hist);
+    wal_sync_tally_get(&w->syncs, count, seconds, hist);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -760,9 +774,5 @@ void wal_close(wal *w)
     (void)w->fs->close(w->fs->ctx, w->fd);         /* nothing left to lose: see wal.h */
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
-    free(w->buf);
-    free(w->dir);
-    free(w->path);
-    free(w->tmp_path);
-    free(w);
+    wal_free(w);
 }

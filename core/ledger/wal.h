@@ -111,6 +111,22 @@ uint64_t wal_size_bytes(const wal *w);
 extern const double WAL_SYNC_BUCKETS[WAL_SYNC_NBUCKETS];
 void wal_sync_stats(wal *w, uint64_t *count, double *seconds, uint64_t hist[WAL_SYNC_NBUCKETS]);
 
+/* Those three figures, kept by the log and by the PostgreSQL store (its commit latency),
+ * each under its own lock: the caller of both functions below holds it. */
+typedef struct {
+    uint64_t count;
+    double seconds;
+    uint64_t hist[WAL_SYNC_NBUCKETS];
+} wal_sync_tally;
+
+/* Count one sync that took dt seconds: count + 1, seconds + dt, and its bucket + 1 (the
+ * first b with dt <= WAL_SYNC_BUCKETS[b]). */
+void wal_sync_tally_add(wal_sync_tally *t, double dt);
+
+/* Copy t out: *count, *seconds and hist[0..WAL_SYNC_NBUCKETS) (caller-owned). */
+void wal_sync_tally_get(const wal_sync_tally *t, uint64_t *count, double *seconds,
+                        uint64_t hist[WAL_SYNC_NBUCKETS]);
+
 /* Give up on every record not durable yet, for a caller that appended a record it then could
  * not apply (out of memory): the wal becomes failed as after an I/O error (why names the step,
  * reported with ENOMEM by wal_error) and the file is cut back to the last durable record. */
