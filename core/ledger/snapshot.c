@@ -1,5 +1,6 @@
 /*
- * snapshot.c - snapshot files (snapshot.h).
+ * snapshot.c - snapshot files (snapshot.h). May call: fs.c, crc32c.c. Called by
+ * store_file.c.
  *
  * Durability protocol of snapshot_write (docs/ARCHITECTURE.md, "Snapshots"):
  *   1. open DIR/snapshot.tmp (O_CREAT | O_TRUNC: a leftover of a crash is overwritten)

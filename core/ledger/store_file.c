@@ -4,6 +4,8 @@
  *
  * A thin wrapper: the wal's group commit, sticky failure and recovery rules are the store's.
  * Nobody else appends to the log, so there is never anything to catch up with.
+ *
+ * May call: wal.c, snapshot.c, fs.c. Called by the ledger through store.h.
  */
 #include "store.h"
 

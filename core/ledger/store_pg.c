@@ -33,6 +33,9 @@
  * at most pool-1 more for catch-ups, snapshots and the rest (waited for with a timeout).
  * A connection that failed or timed out is closed; the next use reconnects (bounded by
  * connect_timeout), so the store is never failed for good.
+ *
+ * May call: libpq, wal.h (only the sync-latency tally, wal_sync_tally, shared with the file
+ * store's figures), common/clock. Called by the ledger through store.h.
  */
 #include "store.h"
 

@@ -1,5 +1,7 @@
 /*
- * wal.c - the write-ahead log (wal.h).
+ * wal.c - the write-ahead log (wal.h). May call: fs.c (every file operation, paths and
+ * error details), crc32c.c, common/clock. Called by store_file.c (and, for the sync-latency
+ * tally alone, by store_pg.c).
  *
  * FILE
  *   DIR/wal.log is a sequence of records and nothing else (no file header):
