@@ -4,6 +4,8 @@
  * through ledger_mem.h, records encoded through ledger_record.h.
  */
 #include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* A filter's target (eps, delta) is fixed before its first charge: one raised after seeing
  * outputs voids the guarantee, and one lowered is not what the filter ran against. */

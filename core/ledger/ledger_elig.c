@@ -5,6 +5,7 @@
  * ledger_mem.h.
  */
 #include "ledger_txn.h"
+#include "ledger_mem.h"
 
 /* 1 if the counts a[0..n) hold the same entries as b[0..n) (in any order). */
 static int same_counts(const lcount *a, const lcount *b, uint32_t n)
@@ -183,8 +184,8 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
     int write_locked = 0;
     for (;;) {
         if (write_locked) {
-            pthread_rwlock_wrlock(&l->lock);
-            (void)lg_begin_write(l, NULL);      /* caught up by read_begin already, or as it can */
+            lg_txn t; /* never logs: the write lock for scratch events only */
+            (void)lg_txn_begin(&t, l, NULL);    /* caught up by read_begin already, or as it can */
             if (lg_settle(l, l->last_seq) != 0) /* answer from durable state only */
                 lg_withdraw_locked(l);
         } else {

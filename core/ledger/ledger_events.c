@@ -3,6 +3,8 @@
  * one write transaction (ledger_txn.h); reads settle what they show.
  */
 #include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
                                  uint64_t *seq_out, dpb_error *err)

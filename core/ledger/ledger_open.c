@@ -5,6 +5,9 @@
  * summary. Calls the verbs (ledger.h, ledger_verbs.h) and every layer below.
  */
 #include "ledger_verbs.h"
+#include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 static void *snapshot_main(void *arg)
 {

@@ -4,6 +4,7 @@
  * ledger_mem.h (layer 4). Calls ledger_mem.h and dp events' codec, nothing above.
  */
 #include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* ---- encoding -------------------------------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #ifndef DPB_LEDGER_RECORD_H
 #define DPB_LEDGER_RECORD_H
 
-#include "ledger_mem.h"
+#include "ledger_int.h"
 
 enum {
     REC_EVENT = 1,

@@ -4,6 +4,7 @@
  * the ledger's lock; logs nothing.
  */
 #include "ledger_verbs.h"
+#include "ledger_mem.h"
 
 #include "../common/clock.h"
 

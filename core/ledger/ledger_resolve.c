@@ -4,6 +4,8 @@
  * write transaction (ledger_txn.h).
  */
 #include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* Log and apply the release of the reservation at rp (expired: by the ledger, its time up).
  * Caller holds the write lock after begin. */

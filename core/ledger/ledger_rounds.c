@@ -4,6 +4,8 @@
  * A round is one write transaction (ledger_txn.h); its spends are prefetched before it.
  */
 #include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* Why client id's accounting mode cannot account the event v. */
 static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode, const lev *v)

@@ -4,6 +4,7 @@
  * shared decoders and ledger_mem.h (layer 4), nothing above.
  */
 #include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* The whole state as one payload. Caller holds at least the read lock. */
 dpb_status lg_serialize(ledger *l, bw *w)

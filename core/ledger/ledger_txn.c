@@ -5,6 +5,8 @@
  * a verb.
  */
 #include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 #include "../common/clock.h"
 
@@ -102,7 +104,7 @@ dpb_status lg_read_begin(ledger *l, dpb_error *err)
 
 /* The start of every change, under the write lock: withdraw after a failure someone else
  * saw, forget what became durable, catch up with a shared log. */
-dpb_status lg_begin_write(ledger *l, dpb_error *err)
+static dpb_status begin_write(ledger *l, dpb_error *err)
 {
     lg_refine_yield(l);
     lg_withdraw_locked(l);
@@ -110,7 +112,7 @@ dpb_status lg_begin_write(ledger *l, dpb_error *err)
     return catch_up_locked(l, err);
 }
 
-dpb_status lg_readonly_error(dpb_error *err)
+static dpb_status readonly_error(dpb_error *err)
 {
     return dpb_fail(err, DPB_EREADONLY, NULL,
                     "the ledger is read-only after an I/O failure (it answers reads with what "
@@ -248,14 +250,14 @@ dpb_status lg_txn_begin(lg_txn *t, ledger *l, dpb_error *err)
 {
     *t = (lg_txn){l, err, 0, 0, 0};
     pthread_rwlock_wrlock(&l->lock);
-    dpb_status st = lg_begin_write(l, err);
+    dpb_status st = begin_write(l, err);
     t->gen = atomic_load(&l->void_gen); /* the generation a change appended now belongs to */
     return st;
 }
 
 dpb_status lg_txn_writable(lg_txn *t)
 {
-    return lg_ledger_ro(t->l) ? lg_readonly_error(t->err) : DPB_OK;
+    return lg_ledger_ro(t->l) ? readonly_error(t->err) : DPB_OK;
 }
 
 dpb_status lg_txn_reserve(lg_txn *t, size_t k)

@@ -10,7 +10,7 @@
 #ifndef DPB_LEDGER_TXN_H
 #define DPB_LEDGER_TXN_H
 
-#include "ledger_record.h"
+#include "ledger_int.h"
 
 /* A change lost the race for its seq to another replica sharing the log ("a shared store" in
  * ledger_txn.c): the call runs again; never returned to callers. */
@@ -75,10 +75,6 @@ dpb_status lg_txn_end_nosnap(lg_txn *t, dpb_status st);
 
 /* ---- pieces of a change, for the verbs that need them apart ---------------------------- */
 
-/* The start of every change, under the write lock (lg_txn_begin's second half). */
-dpb_status lg_begin_write(ledger *l, dpb_error *err);
-/* The error of a change refused by a read-only ledger (DPB_EREADONLY). */
-dpb_status lg_readonly_error(dpb_error *err);
 /* Ask the snapshot thread for a snapshot if enough records were appended since the last. */
 void lg_maybe_snapshot(ledger *l);
 /* Serialize the durable state and store it as a snapshot (no lock held). DPB_EREADONLY when

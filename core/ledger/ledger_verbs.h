@@ -8,7 +8,7 @@
 #ifndef DPB_LEDGER_VERBS_H
 #define DPB_LEDGER_VERBS_H
 
-#include "ledger_txn.h"
+#include "ledger_int.h"
 
 /* One step of the background refinement (refine.c's step function; arg: the ledger): looks
  * at a slice of clients under the read lock, computes one PLD spend outside every lock and
