@@ -6,7 +6,8 @@
  */
 #include "ledger_mem.h"
 
-int lg_add_count(lclient *c, uint32_t ev, uint64_t k)
+/* Add k to c's charged count of ev (a new entry if needed). 0, or -1 out of memory. */
+static int add_count(lclient *c, uint32_t ev, uint64_t k)
 {
     for (uint32_t i = 0; i < c->nev; i++)
         if (c->ev[i].ev == ev) {
@@ -30,7 +31,7 @@ int lg_hist_ready(lclient *c)
 }
 
 /* Push round position rpos (hist_ready done); *old: the entry it overwrote. */
-void lg_hist_push(lclient *c, uint32_t rpos, uint32_t *old)
+static void hist_push(lclient *c, uint32_t rpos, uint32_t *old)
 {
     uint32_t *slot = &c->hist[c->hseen % LEDGER_HISTORY];
     if (old)
@@ -189,7 +190,7 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
         }
         lg_counters(l, c, -1);
     }
-    int bad = rv_adjust(c, ev, hold) != 0 || (charge && lg_add_count(c, ev, 1) != 0);
+    int bad = rv_adjust(c, ev, hold) != 0 || (charge && add_count(c, ev, 1) != 0);
     if (bad && seq) { /* put back exactly what was */
         free(c->ev);
         free(c->rv);
@@ -207,7 +208,7 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
             c->uncertified = 1;
     }
     if (rpos >= 0) {
-        lg_hist_push(c, (uint32_t)rpos, &u.hold);
+        hist_push(c, (uint32_t)rpos, &u.hold);
         u.hpushed = 1;
     }
     c->version = ++l->version;
@@ -302,11 +303,11 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
             if (c->ev[k].ev == ev)
                 u.ev_new = 0;
         lg_counters(l, c, -1);
-        if (lg_hist_ready(c) != 0 || lg_add_count(c, ev, 1) != 0) {
+        if (lg_hist_ready(c) != 0 || add_count(c, ev, 1) != 0) {
             lg_counters(l, c, +1);
             return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
         }
-        lg_hist_push(c, (uint32_t)(l->nrd - 1), &u.hold);
+        hist_push(c, (uint32_t)(l->nrd - 1), &u.hold);
         u.hpushed = 1;
         lg_push_undo(l, &u);
         c->seq = seq;
@@ -379,10 +380,10 @@ int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable)
 {
     lclient *c = &l->cl[pos];
     int bad = 0;
-    if (lg_add_count(c, ev, 1) != 0 || lg_hist_ready(c) != 0)
+    if (add_count(c, ev, 1) != 0 || lg_hist_ready(c) != 0)
         bad = 1;
     else
-        lg_hist_push(c, (uint32_t)l->nrd, NULL);
+        hist_push(c, (uint32_t)l->nrd, NULL);
     c->rounds++;
     c->last_ev = ev;
     if (uncertifiable && l->evs[ev].kind == EV_UNCERTIFIABLE)

@@ -49,7 +49,8 @@ uint64_t lg_str_hash(const char *s)
 }
 
 /* Find: returns the slot position for key (hash h) using eq(pos) to compare. */
-size_t lg_index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq, const void *key)
+static size_t index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq,
+                         const void *key)
 {
     size_t m = x->cap - 1, i = (size_t)h & m;
     while (x->slot[i] != UINT32_MAX && !eq(l, x->slot[i], key))
@@ -144,19 +145,19 @@ uint64_t lg_nm_hash(const ledger *l, uint32_t pos)
 
 long lg_find_name(const ledger *l, const char *name)
 {
-    size_t i = lg_index_find(l, &l->nm_index, lg_str_hash(name), nm_eq, name);
+    size_t i = index_find(l, &l->nm_index, lg_str_hash(name), nm_eq, name);
     return l->nm_index.slot[i] == UINT32_MAX ? -1 : (long)l->nm_index.slot[i];
 }
 
 long lg_find_client(const ledger *l, const char *id)
 {
-    size_t i = lg_index_find(l, &l->cl_index, lg_str_hash(id), cl_eq, id);
+    size_t i = index_find(l, &l->cl_index, lg_str_hash(id), cl_eq, id);
     return l->cl_index.slot[i] == UINT32_MAX ? -1 : (long)l->cl_index.slot[i];
 }
 
 long lg_find_round(const ledger *l, const char *id)
 {
-    size_t i = lg_index_find(l, &l->rd_index, lg_str_hash(id), rd_eq, id);
+    size_t i = index_find(l, &l->rd_index, lg_str_hash(id), rd_eq, id);
     return l->rd_index.slot[i] == UINT32_MAX ? -1 : (long)l->rd_index.slot[i];
 }
 
@@ -165,7 +166,7 @@ uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, in
 {
     evkey k = {bytes, n, (dp_relation)rel};
     uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
-    size_t s = lg_index_find(l, &l->ev_index, h, lg_ev_eq, &k);
+    size_t s = index_find(l, &l->ev_index, h, lg_ev_eq, &k);
     return l->ev_index.slot[s];
 }
 

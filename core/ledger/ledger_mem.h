@@ -28,8 +28,6 @@ char *lg_xstrdup(const char *s);
 int lg_index_init(lindex *x, size_t cap);
 /* The FNV-1a hash the string indexes use. */
 uint64_t lg_str_hash(const char *s);
-/* The slot of key (hash h, compared by eq) in x: its entry, or the empty slot it would take. */
-size_t lg_index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq, const void *key);
 /* Insert pos into x (count entries before it), doubling x past half full (hash_of rehashes).
  * 0, or -1 out of memory (x unchanged). */
 int lg_index_insert(ledger *l, lindex *x, size_t count,
@@ -125,13 +123,8 @@ void lg_refine_yield(ledger *l);
 
 /* ---- ledger_apply.c: the changes, applied in memory (live with undo, or replayed) -------- */
 
-/* Add k to c's charged count of ev (a new entry if needed). 0, or -1 out of memory. */
-int lg_add_count(lclient *c, uint32_t ev, uint64_t k);
 /* Allocate c's history ring before anything changes. 0, or -1 out of memory. */
 int lg_hist_ready(lclient *c);
-/* Push round position rpos into c's history (hist_ready done); *old (if not NULL) receives
- * the entry it overwrote. */
-void lg_hist_push(lclient *c, uint32_t rpos, uint32_t *old);
 /* Insert or update client id in memory, no undo (replay, or under apply_logged_client); *pos
  * receives its position. DPB_ENOMEM. Write lock. */
 dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,

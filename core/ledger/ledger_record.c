@@ -233,7 +233,7 @@ static int apply_resolve(ledger *l, uint8_t type, br *r)
     return rc;
 }
 
-int lg_apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n)
+static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n)
 {
     br r = {p, n, 0, 0};
     switch (type) {
@@ -258,7 +258,7 @@ int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, siz
     ledger *l = ctx;
     l->last_seq = seq;
     l->records_since_snap++;
-    return lg_apply_record(l, type, payload, len);
+    return apply_record(l, type, payload, len);
 }
 
 void lg_after_apply(ledger *l)

@@ -52,11 +52,10 @@ void lg_name_record(bw *w, const char *name, const unsigned char *eb, size_t n);
 
 /* ---- ledger_record.c: replay ------------------------------------------------------------ */
 
-/* Apply one record (type, payload p[0..n)) to the state: the clients it touches are marked
- * dirty (lg_after_apply recomputes them). 0, or -1 when it does not decode or apply (a
- * damaged log, or one from a newer version). Write lock (or a ledger being opened). */
-int lg_apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n);
-/* store.h's replay callback (ctx: the ledger): the record seq applied. 0, or -1. */
+/* store.h's replay callback (ctx: the ledger): the record seq applied to the state, the
+ * clients it touches marked dirty (lg_after_apply recomputes them). 0, or -1 when it does not
+ * decode or apply (a damaged log, or one from a newer version). Write lock (or a ledger being
+ * opened). */
 int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
 /* store.h's callback for a record the snapshot claims to hold (seq <= its seq): 0 when the
  * snapshot is seen to hold it (clients: checked after the scan, l->cover_bad), else -1. */
