@@ -263,12 +263,6 @@ void lg_client_release(lclient *c)
     free(c->hist);
 }
 
-void lg_name_release(lname *nm)
-{
-    free(nm->name);
-    free(nm->bytes);
-}
-
 /* Free a round's outcomes out[0..n) (NULL: none) with the ids they own. */
 void lg_outcomes_free(lout *out, uint32_t n)
 {

@@ -56,11 +56,10 @@ void lg_drop_last_event(ledger *l);
 /* Drop the interned events not in the log (a dry run, a refused or failed change), so their
  * indices stay free for the next logged event. Write lock. */
 void lg_drop_unlogged_events(ledger *l);
-/* Free what an event, a client (not its memo: lg_memo_drop) or a named event owns; the
- * entry itself stays (an array element). */
+/* Free what an event or a client (not its memo: lg_memo_drop) owns; the entry itself stays
+ * (an array element). */
 void lg_event_release(lev *e);
 void lg_client_release(lclient *c);
-void lg_name_release(lname *nm);
 /* Free a round's outcomes out[0..n) (NULL: none) and the ids they own. */
 void lg_outcomes_free(lout *out, uint32_t n);
 /* Serialises the sorts that read a ledger through a global (qsort has no context). */

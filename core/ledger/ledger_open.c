@@ -320,8 +320,10 @@ static void close_ledger(ledger *l, int snapshot)
     for (size_t i = 0; i < l->nundo; i++)
         lg_undo_release(&l->undo[i]);
     free(l->undo);
-    for (size_t i = 0; i < l->nnm; i++)
-        lg_name_release(&l->nm[i]);
+    for (size_t i = 0; i < l->nnm; i++) {
+        free(l->nm[i].name);
+        free(l->nm[i].bytes);
+    }
     free(l->nm);
     free(l->nm_index.slot);
     free(l->cl_index.slot);

@@ -110,6 +110,40 @@ static void undo_scalars(lclient *c, const lundo *u)
     c->seq = u->cseq;
 }
 
+/* The newest client, named event or round (at pos), created by a change withdrawn now. */
+static void drop_client(ledger *l, uint32_t pos)
+{
+    lclient *c = &l->cl[pos];
+    lg_index_delete(&l->cl_index, lg_str_hash(c->id), pos, lg_cl_hash, l);
+    lg_client_release(c);
+    lg_memo_drop(l, c);
+    l->ncl--;
+    if (pos < l->nby_id)
+        l->nby_id = 0; /* the id order is rebuilt by the next list */
+}
+
+static void drop_name(ledger *l, uint32_t pos)
+{
+    lg_index_delete(&l->nm_index, lg_str_hash(l->nm[pos].name), pos, lg_nm_hash, l);
+    free(l->nm[pos].name);
+    free(l->nm[pos].bytes);
+    l->nnm--;
+}
+
+static void drop_round(ledger *l, uint32_t pos)
+{
+    lrnd *r = &l->rd[pos];
+    lg_index_delete(&l->rd_index, lg_str_hash(r->id), pos, lg_rd_hash, l);
+    if (r->out) {
+        lg_outcomes_free(r->out, r->n);
+        l->kept_outcomes -= r->n;
+    }
+    free(r->id);
+    l->nrd--;
+    if (l->oldest_kept > l->nrd)
+        l->oldest_kept = l->nrd;
+}
+
 static void undo_one(ledger *l, lundo *u)
 {
     switch (u->kind) {
@@ -117,16 +151,9 @@ static void undo_one(ledger *l, lundo *u)
         lg_drop_last_event(l);
         l->nevs_logged--;
         break;
-    case U_CLIENT_NEW: {
-        lclient *c = &l->cl[u->pos];
-        lg_index_delete(&l->cl_index, lg_str_hash(c->id), u->pos, lg_cl_hash, l);
-        lg_client_release(c);
-        lg_memo_drop(l, c);
-        l->ncl--;
-        if (u->pos < l->nby_id)
-            l->nby_id = 0; /* the id order is rebuilt by the next list */
+    case U_CLIENT_NEW:
+        drop_client(l, u->pos);
         break;
-    }
     case U_CLIENT_SET:
     case U_CHARGE: {
         lclient *c = &l->cl[u->pos];
@@ -170,26 +197,12 @@ static void undo_one(ledger *l, lundo *u)
             r->out[i].reported = 0;
         break;
     }
-    case U_NAME: {
-        lname *nm = &l->nm[u->pos];
-        lg_index_delete(&l->nm_index, lg_str_hash(nm->name), u->pos, lg_nm_hash, l);
-        lg_name_release(nm);
-        l->nnm--;
+    case U_NAME:
+        drop_name(l, u->pos);
         break;
-    }
-    case U_ROUND: {
-        lrnd *r = &l->rd[u->pos];
-        lg_index_delete(&l->rd_index, lg_str_hash(r->id), u->pos, lg_rd_hash, l);
-        if (r->out) {
-            lg_outcomes_free(r->out, r->n);
-            l->kept_outcomes -= r->n;
-        }
-        free(r->id);
-        l->nrd--;
-        if (l->oldest_kept > l->nrd)
-            l->oldest_kept = l->nrd;
+    case U_ROUND:
+        drop_round(l, u->pos);
         break;
-    }
     }
     l->version = u->lversion;
     lg_undo_release(u);
