@@ -237,6 +237,37 @@ static void evict_outcomes(ledger *l)
     }
 }
 
+/* A live charge of ev to the client at pos by the round just stored (position l->nrd - 1,
+ * record seq), its undo entry pushed (room reserved). 0, or -1 out of memory (nothing
+ * changed). */
+static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
+{
+    lclient *c = &l->cl[pos];
+    lundo u = lg_client_undo(l, seq, U_CHARGE, pos);
+    u.ev = ev;
+    u.ev_new = 1;
+    for (uint32_t k = 0; k < c->nev; k++)
+        if (c->ev[k].ev == ev)
+            u.ev_new = 0;
+    lg_counters(l, c, -1);
+    if (lg_hist_ready(c) != 0 || add_count(c, ev, 1) != 0) {
+        lg_counters(l, c, +1);
+        return -1;
+    }
+    hist_push(c, (uint32_t)(l->nrd - 1), &u.hold);
+    u.hpushed = 1;
+    lg_push_undo(l, &u);
+    c->seq = seq;
+    c->rounds++;
+    c->last_ev = ev;
+    if (l->evs[ev].kind == EV_UNCERTIFIABLE)
+        c->uncertified = 1;
+    lg_recompute(l, c); /* the same multiset the admission evaluated: a cache hit */
+    c->version = ++l->version;
+    lg_counters(l, c, +1);
+    return 0;
+}
+
 /* Store a round in memory; takes ownership of out. When apply (a live round: undo entries for
  * the round and each admitted client are reserved), charges every admitted client the
  * round's event interned for its own relation (evi[rel]) and recomputes its spend. */
@@ -289,35 +320,12 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         long pos = lg_find_client(l, out[i].id);
         if (pos < 0)
             continue;
-        lclient *c = &l->cl[pos];
-        uint32_t ev = evi[c->rel];
-        if (expires_at) { /* hold it: counted by every admission until committed or released */
-            if (lg_reserve_change(l, seq, pos, ev, 1, 0, (long)l->nrd - 1) != 0)
-                return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
-            continue;
-        }
-        lundo u = lg_client_undo(l, seq, U_CHARGE, pos);
-        u.ev = ev;
-        u.ev_new = 1;
-        for (uint32_t k = 0; k < c->nev; k++)
-            if (c->ev[k].ev == ev)
-                u.ev_new = 0;
-        lg_counters(l, c, -1);
-        if (lg_hist_ready(c) != 0 || add_count(c, ev, 1) != 0) {
-            lg_counters(l, c, +1);
+        uint32_t ev = evi[l->cl[pos].rel];
+        /* a reservation holds it: counted by every admission until committed or released */
+        int bad = expires_at ? lg_reserve_change(l, seq, pos, ev, 1, 0, (long)l->nrd - 1)
+                             : charge_live(l, seq, pos, ev);
+        if (bad != 0)
             return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
-        }
-        hist_push(c, (uint32_t)(l->nrd - 1), &u.hold);
-        u.hpushed = 1;
-        lg_push_undo(l, &u);
-        c->seq = seq;
-        c->rounds++;
-        c->last_ev = ev;
-        if (l->evs[ev].kind == EV_UNCERTIFIABLE)
-            c->uncertified = 1;
-        lg_recompute(l, c); /* the same multiset the admission evaluated: a cache hit */
-        c->version = ++l->version;
-        lg_counters(l, c, +1);
     }
     l->kept_outcomes += n;
     evict_outcomes(l);
