@@ -6,7 +6,8 @@
  * here; the functions are declared by the layer headers, top to bottom:
  *   (verbs: ledger.h, ledger_verbs.h) -> ledger_txn.h -> ledger_record.h -> ledger_mem.h
  *   -> spend.h, store.h.
- * A file includes the header of its own layer and of the layers below it, never above.
+ * ledger_open.c (the top: open, close, the threads) calls the verbs. A file includes the
+ * header of its own layer and of the layers below it, never above.
  */
 #ifndef DPB_LEDGER_INT_H
 #define DPB_LEDGER_INT_H

@@ -6,6 +6,15 @@
  * "caller holds the write lock" (or "a lock") is every caller's duty, as said per function.
  * Within the layer the files call downward in that order (names, index, spendof, undo,
  * apply, view).
+ *
+ * Invariants (under the lock):
+ *   - every client's spend fields are those computed from its event counts (recomputed on
+ *     each change; recovered clients are recomputed once after replay);
+ *   - the order of records in the log is the order in which changes were applied;
+ *   - status and spend-bucket counters equal the sums over clients;
+ *   - an interned event's index never changes and is logged (EVENT record) before any
+ *     record that refers to it;
+ *   - every change whose record may not be durable yet has an undo entry (ledger_undo.c).
  */
 #ifndef DPB_LEDGER_MEM_H
 #define DPB_LEDGER_MEM_H

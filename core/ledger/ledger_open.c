@@ -1,8 +1,9 @@
 /*
- * ledger_open.c - layer 1 (top): the ledger's life: open (snapshot and log replayed through
- * ledger_record.h), the snapshot thread (which also sweeps expired reservations through
- * ledger_expire) and the refinement thread, close, copy to another store, compare, and the
- * summary. Calls the verbs (ledger.h, ledger_verbs.h) and every layer below.
+ * ledger_open.c - layer 0, the top (above the verbs): the ledger's life: open (snapshot and
+ * log replayed through ledger_record.h), the snapshot thread (which also sweeps expired
+ * reservations through ledger_expire) and the refinement thread, close, copy to another
+ * store, compare, and the summary. Calls the verbs (ledger.h, ledger_verbs.h) and every
+ * layer below.
  */
 #include "ledger_verbs.h"
 #include "ledger_txn.h"
