@@ -146,7 +146,7 @@ typedef struct {
     uint64_t snapshot_every; /* log records between snapshots (0: 100000) */
     size_t keep_outcomes;    /* per-client round answers kept in memory (0: 4 million) */
     int pld_refine; /* a background thread, giving way to every change, replaces pld clients' rdp
-                     * spends by their PLD values when smaller (ledger_clients.c, "Background
+                     * spends by their PLD values when smaller (ledger_refine.c, "Background
                      * refinement"); 0: a pld client shows the PLD only near its budget */
     /* NULL: the embedded ledger, the file store in dir (store.h); else a PostgreSQL url: the
      * log and snapshots live in that database, shared by any number of replicas, and dir and

@@ -1,241 +1,11 @@
 /*
- * ledger_clients.c - clients: registration (one, many, each), reads, lists, and the
- * background refinement of pld spends.
+ * ledger_clients.c - layer 1 (verbs): clients: registration (one, many, each), reads and
+ * lists. Each change is one write transaction (ledger_txn.h); the state is read and applied
+ * through ledger_mem.h, records encoded through ledger_record.h.
  */
-#include "ledger_int.h"
-
-/* ---- clients --------------------------------------------------------------------------------- */
-
-static const char *const MODE_NAMES[LEDGER_NMODES] = {"rdp", "pld", "rdp_filter", "gdp_filter"};
-
-const char *ledger_mode_name(ledger_mode m)
-{
-    return (unsigned)m < LEDGER_NMODES ? MODE_NAMES[m] : "unknown";
-}
-
-int ledger_mode_parse(const char *s, ledger_mode *m)
-{
-    for (int i = 0; i < LEDGER_NMODES; i++)
-        if (strcmp(s, MODE_NAMES[i]) == 0) {
-            *m = (ledger_mode)i;
-            return 0;
-        }
-    return -1;
-}
-
-int ledger_mode_is_filter(ledger_mode m)
-{
-    return m == LEDGER_RDP_FILTER || m == LEDGER_GDP_FILTER;
-}
-
-const char *ledger_guarantee_name(ledger_guarantee g)
-{
-    static const char *const names[] = {"fixed_sequence_composition", "adaptive_filter", "none"};
-    return (unsigned)g < 3 ? names[g] : "unknown";
-}
-
-const char *ledger_guarantee_reference(ledger_mode m)
-{
-    switch (m) {
-    case LEDGER_RDP:
-        return "RDP composition (Mironov 2017, Proposition 1) with the improved conversion "
-               "(Canonne, Kamath, Steinke 2020): valid when every round's event and the client's "
-               "participation are fixed independently of earlier outputs";
-    case LEDGER_PLD:
-        return "composition of pessimistic privacy-loss distributions (Koskela et al. 2020; "
-               "Doroshenko et al. 2022): valid when every round's event and the client's "
-               "participation are fixed independently of earlier outputs";
-    case LEDGER_RDP_FILTER:
-        return "Renyi filters (Feldman & Zrnic 2021) at 21 orders committed in advance, delta "
-               "split over the orders by a union bound, each with the improved conversion "
-               "(Canonne, Kamath, Steinke 2020): (epsilon, delta)-DP for the budget under fully "
-               "adaptive choices (docs/FILTERS.md)";
-    case LEDGER_GDP_FILTER:
-        return "Gaussian-DP filter (Smith & Thakurta 2022, fully adaptive composition for GDP): "
-               "the summed mu^2 stays within the mu-GDP that meets the budget, (epsilon, "
-               "delta)-DP under fully adaptive choices (docs/FILTERS.md)";
-    }
-    return "unknown";
-}
-
-ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, int uncertified)
-{
-    if (!ledger_mode_is_filter(m))
-        return LEDGER_FIXED_SEQUENCE;
-    return !uncertified && spent <= eps ? LEDGER_ADAPTIVE_FILTER : LEDGER_NO_GUARANTEE;
-}
-
-static void view_of(const lclient *c, ledger_client *v)
-{
-    memset(v, 0, sizeof *v);
-    snprintf(v->id, sizeof v->id, "%s", c->id);
-    v->epsilon = c->eps;
-    v->delta = c->delta;
-    v->mode = (ledger_mode)c->mode;
-    v->relation = (dp_relation)c->rel;
-    snprintf(v->labels, sizeof v->labels, "%s", c->labels ? c->labels : "");
-    v->spent = c->spent;
-    v->remaining = c->spent < c->eps ? c->eps - c->spent : 0.0;
-    v->delta_tv = c->dtv;
-    v->rounds = c->rounds;
-    v->version = c->version;
-    v->status = lg_status_of(c);
-    v->guarantee = ledger_guarantee_of(v->mode, c->spent, c->eps, c->uncertified);
-    v->spent_accountant = c->sacct;
-}
-
-/* Insert or update a client in memory (no logging). */
-dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,
-                           const char *labels, long *pos_out)
-{
-    long pos = lg_find_client(l, id);
-    if (pos < 0) {
-        if (lg_grow((void **)&l->cl, &l->cap_cl, l->ncl + 1, sizeof *l->cl) != 0)
-            return DPB_ENOMEM;
-        lclient *c = &l->cl[l->ncl];
-        memset(c, 0, sizeof *c);
-        c->last_ev = LEV_NONE;
-        c->id = lg_xstrdup(id);
-        if (c->id == NULL)
-            return DPB_ENOMEM;
-        if (lg_index_insert(l, &l->cl_index, l->ncl, lg_cl_hash, (uint32_t)l->ncl) != 0) {
-            free(c->id);
-            return DPB_ENOMEM;
-        }
-        pos = (long)l->ncl++;
-    } else {
-        lg_counters(l, &l->cl[pos], -1);
-    }
-    lclient *c = &l->cl[pos];
-    c->eps = eps;
-    c->delta = delta;
-    c->mode = (uint8_t)mode;
-    c->rel = (uint8_t)rel;
-    free(c->labels);
-    c->labels = labels && labels[0] ? lg_xstrdup(labels) : NULL;
-    c->version = ++l->version;
-    lg_recompute(l, c);
-    lg_counters(l, c, +1);
-    if (pos_out)
-        *pos_out = pos;
-    return DPB_OK;
-}
-
-void lg_client_record(bw *w, const char *id, double eps, double delta, int mode, int rel,
-                      const char *labels)
-{
-    bw_str(w, id);
-    bw_f64(w, eps);
-    bw_f64(w, delta);
-    bw_u8(w, (unsigned)mode);
-    bw_u8(w, (unsigned)rel);
-    bw_str(w, labels);
-}
-
-/* Apply a client change whose record (seq) was just appended, keeping what it takes to
- * withdraw it (an undo entry must be reserved). Caller holds the write lock. */
-dpb_status lg_apply_logged_client(ledger *l, uint64_t seq, const char *id, double eps, double delta,
-                                  int mode, int rel, const char *labels, long *pos_out)
-{
-    long pos = lg_find_client(l, id);
-    lundo u = lg_client_undo(l, seq, pos < 0 ? U_CLIENT_NEW : U_CLIENT_SET, pos);
-    if (pos >= 0) {
-        lclient *c = &l->cl[pos];
-        u.eps = c->eps;
-        u.delta = c->delta;
-        u.mode = c->mode;
-        u.rel = c->rel;
-        u.labels = c->labels; /* taken over: apply_client sets fresh labels */
-        c->labels = NULL;
-    }
-    dpb_status st = lg_apply_client(l, id, eps, delta, mode, rel, labels, &pos);
-    if (st != DPB_OK) {
-        if (u.kind == U_CLIENT_SET) {
-            free(l->cl[pos].labels);
-            l->cl[pos].labels = u.labels;
-        }
-        return st;
-    }
-    u.pos = (uint32_t)pos;
-    lg_push_undo(l, &u);
-    l->cl[pos].seq = seq;
-    if (pos_out)
-        *pos_out = pos;
-    return DPB_OK;
-}
-
-/* An appended record that cannot be applied (out of memory): give up on everything not
- * durable, so the log never holds what memory does not. Caller holds the write lock. */
-dpb_status lg_abandon(ledger *l, dpb_status st, dpb_error *err)
-{
-    store_abandon(l->st, "applying a logged change (out of memory)");
-    if (l->shared) { /* the store dropped the pending records: memory follows, read-only */
-        atomic_store(&l->read_only, 1);
-        lg_voided(l, DPB_ENOMEM);
-    }
-    lg_withdraw_locked(l);
-    return dpb_fail(err, st, NULL,
-                    "out of memory applying a change: it is withdrawn and the ledger is "
-                    "read-only until restarted");
-}
-
-/* Append a record. On failure the caller withdraws (the ledger turns read-only). Caller
- * holds the write lock. */
-dpb_status lg_log_record(ledger *l, int type, const bw *w, dpb_error *err)
-{
-    if (w->oom)
-        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    uint64_t seq;
-    dpb_status st = store_append(l->st, (uint8_t)type, w->b, w->n, &seq);
-    if (st == DPB_OK && seq != l->last_seq + 1) { /* the store lost count: trust nothing */
-        store_abandon(l->st, "a record appended out of sequence");
-        atomic_store(&l->read_only, 1);
-        return dpb_fail(err, DPB_EIO, NULL,
-                        "the ledger's store appended seq %llu after %llu: the change is "
-                        "withdrawn and the ledger is read-only until restarted",
-                        (unsigned long long)seq, (unsigned long long)l->last_seq);
-    }
-    if (st != DPB_OK) {
-        dpb_error why = {0};
-        store_error(l->st, &why);
-        return dpb_fail(err, DPB_EIO, NULL,
-                        "the ledger could not write its log (%s): the change is withdrawn, not "
-                        "applied, and the ledger is read-only until restarted",
-                        why.detail[0] ? why.detail : dpb_strstatus(st));
-    }
-    l->last_seq = seq;
-    l->records_since_snap++;
-    return DPB_OK;
-}
-
-void lg_maybe_snapshot(ledger *l)
-{
-    uint64_t every = l->opt.snapshot_every ? l->opt.snapshot_every : 100000;
-    if (l->records_since_snap < every || !l->has_thread)
-        return;
-    pthread_mutex_lock(&l->snap_mu);
-    l->snap_wanted = 1;
-    pthread_cond_signal(&l->snap_cv);
-    pthread_mutex_unlock(&l->snap_mu);
-}
-
-int ledger_id_valid(const char *id, size_t len)
-{
-    if (id == NULL || len == 0 || len > LEDGER_ID_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)id[i];
-        int alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || c == '\0' || strchr("._~:@+-", c) == NULL))
-            return 0;
-    }
-    return 1;
-}
-
-int lg_valid_id(const char *id)
-{
-    return ledger_id_valid(id, strlen(id));
-}
+#include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 /* A filter's target (eps, delta) is fixed before its first charge: one raised after seeing
  * outputs voids the guarantee, and one lowered is not what the filter ran against. */
@@ -273,19 +43,16 @@ static int client_conflict(const lclient *c, const ledger_client *in, const char
 
 /* Log the client record of in and apply it (an undo entry reserved); *pos receives its
  * position. On failure everything not durable is withdrawn. Caller holds the write lock. */
-static dpb_status log_client(ledger *l, const ledger_client *in, long *pos, dpb_error *err)
+static dpb_status log_client(lg_txn *t, const ledger_client *in, long *pos)
 {
     bw w = {0};
     lg_client_record(&w, in->id, in->epsilon, in->delta, in->mode, in->relation, in->labels);
-    dpb_status st = lg_log_record(l, REC_CLIENT, &w, err);
-    free(w.b);
-    if (st != DPB_OK) {
-        lg_withdraw_locked(l);
+    dpb_status st = lg_txn_log(t, REC_CLIENT, &w);
+    if (st != DPB_OK)
         return st;
-    }
-    st = lg_apply_logged_client(l, l->last_seq, in->id, in->epsilon, in->delta, in->mode,
+    st = lg_apply_logged_client(t->l, t->l->last_seq, in->id, in->epsilon, in->delta, in->mode,
                                 in->relation, in->labels, pos);
-    return st == DPB_OK ? DPB_OK : lg_abandon(l, st, err);
+    return st == DPB_OK ? DPB_OK : lg_txn_abandon(t, st);
 }
 
 /* Adds to c[*nc] the terms of client x's multiset (charged, plus held reservations and one
@@ -361,106 +128,6 @@ static void put_prefetch(ledger *l, const ledger_client *in, size_t n)
     free(c);
 }
 
-static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
-                                  ledger_client *out, dpb_error *err);
-
-dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
-                             dpb_error *err)
-{
-    dpb_status st;
-    put_prefetch(l, in, 1);
-    RETRY_RACES(st, put_client_once(l, in, created, out, err), err);
-    return st;
-}
-
-static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
-                                  ledger_client *out, dpb_error *err)
-{
-    if (!lg_valid_id(in->id))
-        return dpb_fail(err, DPB_EINVAL, "id", "a client id is " LEDGER_ID_RULE);
-    if (!(isfinite(in->epsilon) && in->epsilon >= 0.0) || !(in->delta > 0.0 && in->delta < 1.0))
-        return dpb_fail(err, DPB_EINVAL, "budget",
-                        "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
-    if ((unsigned)in->mode >= LEDGER_NMODES || (unsigned)in->relation > 1)
-        return dpb_fail(err, DPB_EINVAL, "accounting", "unknown accounting mode or relation");
-    pthread_rwlock_wrlock(&l->lock);
-    dpb_status st = lg_begin_write(l, err);
-    uint64_t seq = 0, gen = lg_cur_gen(l);
-    if (st != DPB_OK)
-        goto out;
-    if (lg_ledger_ro(l)) {
-        st = lg_readonly_error(err);
-        goto out;
-    }
-    long pos = lg_find_client(l, in->id);
-    const char *field, *why;
-    if (pos >= 0 && client_conflict(&l->cl[pos], in, &field, &why)) {
-        st = dpb_fail(err, DPB_ECONFLICT, field, "%s", why);
-        goto out;
-    }
-    if (lg_reserve_undo(l, 1) != 0) {
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    *created = pos < 0;
-    st = log_client(l, in, &pos, err);
-    seq = l->last_seq;
-    if (st == DPB_OK)
-        view_of(&l->cl[pos], out);
-out:
-    pthread_rwlock_unlock(&l->lock);
-    if (st == DPB_OK) {
-        st = lg_commit(l, seq, gen, err);
-        lg_maybe_snapshot(l);
-    }
-    return st;
-}
-
-static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err);
-
-dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
-{
-    dpb_status st;
-    put_prefetch(l, in, n);
-    RETRY_RACES(st, put_clients_once(l, in, n, err), err);
-    return st;
-}
-
-static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!lg_valid_id(in[i].id) || !(isfinite(in[i].epsilon) && in[i].epsilon >= 0.0) ||
-            !(in[i].delta > 0.0 && in[i].delta < 1.0) || (unsigned)in[i].mode >= LEDGER_NMODES ||
-            (unsigned)in[i].relation > 1)
-            return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
-    pthread_rwlock_wrlock(&l->lock);
-    dpb_status st = lg_begin_write(l, err);
-    uint64_t gen = lg_cur_gen(l);
-    if (st == DPB_OK && lg_ledger_ro(l))
-        st = lg_readonly_error(err);
-    /* all or none: every entry is checked before the first one is logged (the batch itself
-     * never charges, so an earlier entry cannot make a later one conflict) */
-    for (size_t i = 0; i < n && st == DPB_OK; i++) {
-        long pos = lg_find_client(l, in[i].id);
-        const char *field, *why;
-        if (pos >= 0 && client_conflict(&l->cl[pos], &in[i], &field, &why))
-            st = dpb_fail(err, DPB_ECONFLICT, field, "entry %zu: %s", i, why);
-    }
-    if (st == DPB_OK && lg_reserve_undo(l, n) != 0)
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    for (size_t i = 0; i < n && st == DPB_OK; i++) {
-        long pos;
-        st = log_client(l, &in[i], &pos, err);
-    }
-    uint64_t seq = l->last_seq;
-    pthread_rwlock_unlock(&l->lock);
-    if (st == DPB_OK) {
-        st = lg_commit(l, seq, gen, err);
-        lg_maybe_snapshot(l);
-    }
-    return st;
-}
-
 /* 1 if entry in is valid on its own (the checks of ledger_put_client before the lock). */
 static int client_entry_ok(const ledger_client *in)
 {
@@ -475,15 +142,77 @@ static int client_same(const lclient *c, const ledger_client *in)
            c->rel == in->relation && strcmp(c->labels ? c->labels : "", in->labels) == 0;
 }
 
-static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size_t n,
-                                        ledger_put_outcome *out, dpb_error *err);
+static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
+                                  ledger_client *out, dpb_error *err)
+{
+    if (!lg_valid_id(in->id))
+        return dpb_fail(err, DPB_EINVAL, "id", "a client id is " LEDGER_ID_RULE);
+    if (!(isfinite(in->epsilon) && in->epsilon >= 0.0) || !(in->delta > 0.0 && in->delta < 1.0))
+        return dpb_fail(err, DPB_EINVAL, "budget",
+                        "a budget needs epsilon >= 0 (finite) and 0 < delta < 1");
+    if ((unsigned)in->mode >= LEDGER_NMODES || (unsigned)in->relation > 1)
+        return dpb_fail(err, DPB_EINVAL, "accounting", "unknown accounting mode or relation");
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, err);
+    if (st == DPB_OK)
+        st = lg_txn_writable(&t);
+    long pos = st == DPB_OK ? lg_find_client(l, in->id) : -1;
+    const char *field, *why;
+    if (st == DPB_OK && pos >= 0 && client_conflict(&l->cl[pos], in, &field, &why))
+        st = dpb_fail(err, DPB_ECONFLICT, field, "%s", why);
+    if (st == DPB_OK)
+        st = lg_txn_reserve(&t, 1);
+    if (st == DPB_OK) {
+        *created = pos < 0;
+        st = log_client(&t, in, &pos);
+    }
+    if (st == DPB_OK)
+        lg_client_view(&l->cl[pos], out);
+    return lg_txn_end(&t, st);
+}
 
-dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
-                                   ledger_put_outcome *out, dpb_error *err)
+dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, ledger_client *out,
+                             dpb_error *err)
+{
+    dpb_status st;
+    put_prefetch(l, in, 1);
+    RETRY_RACES(st, put_client_once(l, in, created, out, err), err);
+    return st;
+}
+
+static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!client_entry_ok(&in[i]))
+            return dpb_fail(err, DPB_EINVAL, "clients", "entry %zu: invalid id or budget", i);
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, err);
+    if (st == DPB_OK)
+        st = lg_txn_writable(&t);
+    /* all or none: every entry is checked before the first one is logged (the batch itself
+     * never charges, so an earlier entry cannot make a later one conflict) */
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        long pos = lg_find_client(l, in[i].id);
+        const char *field, *why;
+        if (pos >= 0 && client_conflict(&l->cl[pos], &in[i], &field, &why))
+            st = dpb_fail(err, DPB_ECONFLICT, field, "entry %zu: %s", i, why);
+    }
+    if (st == DPB_OK)
+        st = lg_txn_reserve(&t, n);
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        long pos;
+        st = log_client(&t, &in[i], &pos);
+    }
+    if (st == DPB_OK)
+        lg_txn_wait(&t, l->last_seq);
+    return lg_txn_end(&t, st);
+}
+
+dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
 {
     dpb_status st;
     put_prefetch(l, in, n);
-    RETRY_RACES(st, put_clients_each_once(l, in, n, out, err), err);
+    RETRY_RACES(st, put_clients_once(l, in, n, err), err);
     return st;
 }
 
@@ -495,14 +224,12 @@ static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size
             return dpb_fail(err, DPB_EINVAL, "clients",
                             "clients[%zu]: invalid id, budget, accounting or relation", i);
     memset(out, 0, n * sizeof *out);
-    pthread_rwlock_wrlock(&l->lock);
-    dpb_status st = lg_begin_write(l, err);
-    uint64_t gen = lg_cur_gen(l);
-    if (st == DPB_OK && lg_ledger_ro(l))
-        st = lg_readonly_error(err);
-    if (st == DPB_OK && lg_reserve_undo(l, n) != 0)
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    uint64_t seq = 0;
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, err);
+    if (st == DPB_OK)
+        st = lg_txn_writable(&t);
+    if (st == DPB_OK)
+        st = lg_txn_reserve(&t, n);
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
         ledger_put_outcome *o = &out[i];
         long pos = lg_find_client(l, in[i].id);
@@ -514,73 +241,41 @@ static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size
         } else if (pos >= 0 && client_same(&l->cl[pos], &in[i])) {
             o->result = LEDGER_PUT_UNCHANGED;
             /* shown only once durable: wait for the change that made it so */
-            if (l->cl[pos].seq > seq)
-                seq = l->cl[pos].seq;
+            if (l->cl[pos].seq > 0)
+                lg_txn_wait(&t, l->cl[pos].seq);
         } else {
             o->result = pos < 0 ? LEDGER_PUT_CREATED : LEDGER_PUT_UPDATED;
-            if ((st = log_client(l, &in[i], &pos, err)) != DPB_OK)
+            if ((st = log_client(&t, &in[i], &pos)) != DPB_OK)
                 break;
-            seq = l->last_seq;
         }
         o->version = pos >= 0 ? l->cl[pos].version : 0;
     }
-    pthread_rwlock_unlock(&l->lock);
-    if (st == DPB_OK && seq > 0) {
-        st = lg_commit(l, seq, gen, err);
-        lg_maybe_snapshot(l);
-    }
+    return lg_txn_end(&t, st);
+}
+
+dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
+                                   ledger_put_outcome *out, dpb_error *err)
+{
+    dpb_status st;
+    put_prefetch(l, in, n);
+    RETRY_RACES(st, put_clients_each_once(l, in, n, out, err), err);
     return st;
+}
+
+static dpb_status show_client(const ledger *l, long pos, void *out)
+{
+    lg_client_view(&l->cl[pos], out);
+    return DPB_OK;
 }
 
 dpb_status ledger_get_client(ledger *l, const char *id, ledger_client *out)
 {
-    if (lg_read_begin(l, NULL) != DPB_OK)
-        return DPB_EUNAVAILABLE;
-    for (;;) {
-        pthread_rwlock_rdlock(&l->lock);
-        long pos = lg_find_client(l, id);
-        if (pos >= 0 && lg_settle(l, l->cl[pos].seq) != 0) {
-            pthread_rwlock_unlock(&l->lock);
-            lg_withdraw(l); /* then look again: only what is durable is shown */
-            continue;
-        }
-        if (pos >= 0)
-            view_of(&l->cl[pos], out);
-        pthread_rwlock_unlock(&l->lock);
-        return pos >= 0 ? DPB_OK : DPB_ENOTFOUND;
-    }
-}
-
-/* Take the read lock on a state whose every change is durable. */
-void lg_rdlock_durable(ledger *l)
-{
-    for (;;) {
-        pthread_rwlock_rdlock(&l->lock);
-        if (lg_settle(l, l->last_seq) == 0)
-            return;
-        pthread_rwlock_unlock(&l->lock);
-        lg_withdraw(l);
-    }
+    return lg_read_one(l, lg_find_client, id, lg_seq_client, show_client, out);
 }
 
 int ledger_read_only(ledger *l)
 {
     return lg_ledger_ro(l);
-}
-
-int lg_has_label(const lclient *c, const char *kv)
-{
-    if (c->labels == NULL)
-        return 0;
-    size_t n = strlen(kv);
-    for (const char *p = c->labels; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && memcmp(p, kv, n) == 0)
-            return 1;
-        p += len + (e ? 1 : 0);
-    }
-    return 0;
 }
 
 /* A list's order: (key, id), ascending or descending (ids are unique: a total order). */
@@ -594,6 +289,8 @@ static double remaining_of(const lclient *c)
 {
     return c->spent < c->eps ? c->eps - c->spent : 0.0;
 }
+
+/* < 0 when client x comes before client y in the order o. */
 
 /* < 0 when client x comes before client y in the order o. */
 static int cmp_clients(const list_order *o, uint32_t xi, uint32_t yi)
@@ -719,146 +416,6 @@ static void heap_up(const list_order *o, uint32_t *heap, size_t i)
     }
 }
 
-/* ---- Background refinement (pld_refine) ---------------------------------------------------
- * A pld client within its budget shows its rdp value r. A background thread (refine.c), at
- * normal priority but giving way to every change (a change stops its computation, and it
- * starts one only after REFINE_QUIET_NS without changes: so it never holds a lock or a CPU
- * a round needs for long, which a low-priority thread holding a lock would), scans the clients in
- * slices under the read lock for such a state not settled yet, copies its terms (holding references
- * to its events), computes the PLD value p through the spend engine (its cache, the same code a
- * charge uses) outside every lock, and under the write lock, briefly, shows min(p, r) naming the
- * accountant if the client's budget and multiset are still exactly the copied ones: a charge
- * meanwhile is never overwritten. Nothing is logged: the refined value is a function of the logged
- * state, recomputed after a restart, so the client's version (which the log's replay must number
- * the same) is kept; the accountant changes with it, and (version, accountant) is the client's
- * ETag. Lists and the summary change too: their ETag (view_tag) mixes in the refinements applied
- * since open and a value new at every open, as a snapshot may hold refined values. */
-
-uint64_t lg_view_tag(const ledger *l)
-{
-    uint64_t v[3] = {l->version, l->refines, l->boot};
-    return fnv64(v, sizeof v, 14695981039346656037ULL);
-}
-
-static int refine_wanted(const lclient *c)
-{
-    return c->mode == LEDGER_PLD && !c->uncertified && c->sacct == DP_ACCT_RDP && c->nev > 0 &&
-           c->refined != c->version + 1;
-}
-
-/* 1 if c still has exactly the budget and the terms o[0..m) (in its own order). */
-static int refine_same(const ledger *l, const lclient *c, double eps, double delta, uint8_t rel,
-                       const spend_term *o, size_t m)
-{
-    if (c->mode != LEDGER_PLD || c->uncertified || c->sacct != DP_ACCT_RDP || c->eps != eps ||
-        c->delta != delta || c->rel != rel || c->nev != m)
-        return 0;
-    for (size_t i = 0; i < m; i++)
-        if (l->evs[c->ev[i].ev].se != o[i].ev || c->ev[i].count != o[i].count)
-            return 0;
-    return 1;
-}
-
-#define REFINE_SLICE 1024 /* clients looked at per hold of the read lock */
-
-#define REFINE_QUIET_NS 100000000u /* 100 ms without a change before a computation starts */
-
-int lg_refine_step(void *arg, const int *stop)
-{
-    ledger *l = arg;
-    if (lg_mono_ns() - __atomic_load_n(&l->rf_last_change, __ATOMIC_ACQUIRE) < REFINE_QUIET_NS)
-        return 0; /* changes are under way: wait for a quiet moment */
-    char *id = NULL;
-    spend_term *o = NULL, *t = NULL;
-    size_t m = 0;
-    double eps = 0.0, delta = 0.0;
-    uint8_t rel = 0;
-    pthread_rwlock_rdlock(&l->lock);
-    if (l->rf_next == 0) { /* a new pass, unless nothing changed since a pass found nothing */
-        if (l->version == l->rf_idle_version) {
-            pthread_rwlock_unlock(&l->lock);
-            return 0;
-        }
-        l->rf_pass_version = l->version;
-        l->rf_pass_found = 0;
-    }
-    for (size_t k = 0; k < REFINE_SLICE && l->rf_next < l->ncl && id == NULL; k++) {
-        const lclient *c = &l->cl[l->rf_next++];
-        if (!refine_wanted(c))
-            continue;
-        m = c->nev;
-        id = lg_xstrdup(c->id);
-        o = malloc(m * sizeof *o);
-        t = malloc(m * sizeof *t);
-        if (id == NULL || o == NULL || t == NULL) {
-            free(id);
-            free(o);
-            free(t);
-            pthread_rwlock_unlock(&l->lock);
-            return 0; /* out of memory: try again later */
-        }
-        for (size_t i = 0; i < m; i++) {
-            o[i] = t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
-            spend_event_ref(l->sp, o[i].ev); /* a withdrawn charge could drop it meanwhile */
-        }
-        eps = c->eps;
-        delta = c->delta;
-        rel = c->rel;
-        l->rf_pass_found++;
-    }
-    if (id == NULL && l->rf_next >= l->ncl) { /* the pass is over */
-        l->rf_next = 0;
-        if (l->rf_pass_found == 0)
-            l->rf_idle_version = l->rf_pass_version;
-    }
-    pthread_rwlock_unlock(&l->lock);
-    if (id == NULL)
-        return 1;
-    spend_result r;
-    atomic_store(&l->refining, 1);
-    __atomic_store_n(&l->rf_yield, 0, __ATOMIC_RELEASE);
-    int busy = 0;
-    if (lg_mono_ns() - __atomic_load_n(&l->rf_last_change, __ATOMIC_ACQUIRE) < REFINE_QUIET_NS)
-        busy = 1; /* a change started while the terms were copied */
-    else
-        spend_refine(l->sp, eps, delta, (dp_relation)rel, t, m, &l->rf_yield, &r);
-    if (__atomic_load_n(&l->rf_yield, __ATOMIC_ACQUIRE) || __atomic_load_n(stop, __ATOMIC_ACQUIRE))
-        busy = 1; /* abandoned: a change (or the close) stopped it */
-    if (busy) {
-        __atomic_fetch_add(&l->refine_abandoned, 1, __ATOMIC_RELAXED);
-        if (l->rf_next > 0)
-            l->rf_next--; /* this client again, at the next quiet moment */
-    } else {
-        pthread_rwlock_wrlock(&l->lock);
-        long pos = lg_find_client(l, id);
-        lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
-        if (c && refine_same(l, c, eps, delta, rel, o, m)) {
-            c->refined = c->version + 1;
-            if (r.accountant == DP_ACCT_PLD && r.spent < c->spent) {
-                lg_counters(l, c, -1);
-                c->spent = r.spent;
-                c->sacct = DP_ACCT_PLD;
-                lg_counters(l, c, +1);
-                l->refines++;
-            }
-        } else {
-            l->refine_stale++;
-        }
-        pthread_rwlock_unlock(&l->lock);
-    }
-    atomic_store(&l->refining, 0);
-    for (size_t i = 0; i < m; i++)
-        spend_event_put(l->sp, o[i].ev);
-    free(id);
-    free(o);
-    free(t);
-    return !busy;
-}
-
-/* ---- end of background refinement ---------------------------------------------------------- */
-
-pthread_mutex_t lg_sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no context argument */
-
 dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, size_t *n,
                        size_t *total, uint64_t *version)
 {
@@ -881,7 +438,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
             if (!list_match(q, &l->cl[pos]))
                 continue;
             if (m >= q->offset && *n < q->limit)
-                view_of(&l->cl[pos], &out[(*n)++]);
+                lg_client_view(&l->cl[pos], &out[(*n)++]);
             m++;
         }
         *total = q->status >= 0 ? (size_t)l->by_status[q->status] : l->ncl;
@@ -921,7 +478,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
         heap_down(&o, idx, end - 1);
     }
     for (size_t i = q->offset; i < k && *n < q->limit; i++)
-        view_of(&l->cl[idx[i]], &out[(*n)++]);
+        lg_client_view(&l->cl[idx[i]], &out[(*n)++]);
     *total = m;
     free(idx);
     *version = lg_view_tag(l);

@@ -1,41 +1,10 @@
 /*
- * ledger_events.c - named events and clients' charge histories.
+ * ledger_events.c - layer 1 (verbs): named events and clients' charge histories. A name is
+ * one write transaction (ledger_txn.h); reads settle what they show.
  */
-#include "ledger_int.h"
-
-/* ---- named events ---------------------------------------------------------------------------- */
-
-/* Store a named event in memory (bytes copied). -1 when out of memory. */
-int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq)
-{
-    if (lg_grow((void **)&l->nm, &l->cap_nm, l->nnm + 1, sizeof *l->nm) != 0)
-        return -1;
-    lname *e = &l->nm[l->nnm];
-    e->name = lg_xstrdup(name);
-    e->bytes = malloc(n ? n : 1);
-    if (e->name == NULL || e->bytes == NULL ||
-        lg_index_insert(l, &l->nm_index, l->nnm, lg_nm_hash, (uint32_t)l->nnm) != 0) {
-        free(e->name);
-        free(e->bytes);
-        return -1;
-    }
-    memcpy(e->bytes, bytes, n);
-    e->nbytes = n;
-    e->seq = seq;
-    l->nnm++;
-    return 0;
-}
-
-static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
-                                 uint64_t *seq_out, dpb_error *err);
-
-dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
-                            uint64_t *seq_out, dpb_error *err)
-{
-    dpb_status st;
-    RETRY_RACES(st, put_event_once(l, name, ev, created, seq_out, err), err);
-    return st;
-}
+#include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev, int *created,
                                  uint64_t *seq_out, dpb_error *err)
@@ -50,17 +19,10 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
         free(eb);
         return dpb_fail(err, st, "event", "the event cannot be recorded");
     }
-    uint64_t seq = 0;
-    pthread_rwlock_wrlock(&l->lock);
-    st = lg_begin_write(l, err);
-    uint64_t gen = lg_cur_gen(l);
-    if (st != DPB_OK)
+    lg_txn t;
+    if ((st = lg_txn_begin(&t, l, err)) != DPB_OK)
         goto out;
-    long pos = lg_find_name(l, name);
-    while (pos >= 0 && lg_settle(l, l->nm[pos].seq) != 0) { /* shown only once durable */
-        lg_withdraw_locked(l);
-        pos = lg_find_name(l, name);
-    }
+    long pos = lg_find_durable_locked(l, lg_find_name, name, lg_seq_name);
     if (pos >= 0) {
         const lname *e = &l->nm[pos];
         if (e->nbytes == elen && memcmp(e->bytes, eb, elen) == 0)
@@ -72,10 +34,8 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
                           name);
         goto out;
     }
-    if (lg_ledger_ro(l)) {
-        st = lg_readonly_error(err);
+    if ((st = lg_txn_writable(&t)) != DPB_OK)
         goto out;
-    }
     /* the event in the vocabulary for both relations (logged first), then the name */
     for (int rel = 0; rel < 2 && st == DPB_OK; rel++) {
         uint32_t idx;
@@ -84,29 +44,21 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
         if (st != DPB_OK)
             dpb_fail(err, st, "event", "the event could not be prepared");
     }
-    if (st == DPB_OK && lg_reserve_undo(l, l->nevs - l->nevs_logged + 1) != 0)
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    if (st == DPB_OK)
+        st = lg_txn_reserve(&t, l->nevs - l->nevs_logged + 1);
     if (st != DPB_OK) {
         lg_drop_unlogged_events(l);
         goto out;
     }
-    if ((st = lg_log_new_events(l, err)) != DPB_OK) {
-        lg_withdraw_locked(l);
+    if ((st = lg_txn_log_events(&t)) != DPB_OK)
         goto out;
-    }
     bw w = {0};
-    bw_str(&w, name);
-    bw_put(&w, eb, elen);
-    st = lg_log_record(l, REC_NAME, &w, err);
-    free(w.b);
-    if (st != DPB_OK) {
-        lg_withdraw_locked(l);
+    lg_name_record(&w, name, eb, elen);
+    if ((st = lg_txn_log(&t, REC_NAME, &w)) != DPB_OK)
         goto out;
-    }
-    seq = l->last_seq;
+    uint64_t seq = l->last_seq;
     if (lg_apply_name(l, name, eb, elen, seq) != 0) {
-        st = lg_abandon(l, DPB_ENOMEM, err);
-        seq = 0;
+        st = lg_txn_abandon(&t, DPB_ENOMEM);
         goto out;
     }
     lundo u = {0};
@@ -118,36 +70,35 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
     *created = 1;
     *seq_out = seq;
 out:
-    pthread_rwlock_unlock(&l->lock);
     free(eb);
-    if (st == DPB_OK && seq) {
-        st = lg_commit(l, seq, gen, err);
-        lg_maybe_snapshot(l);
-    }
+    return lg_txn_end(&t, st);
+}
+
+dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
+                            uint64_t *seq_out, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, put_event_once(l, name, ev, created, seq_out, err), err);
     return st;
+}
+
+typedef struct {
+    dp_event **ev;
+    uint64_t *seq;
+} event_out;
+
+static dpb_status show_event(const ledger *l, long pos, void *arg)
+{
+    event_out *o = arg;
+    *o->seq = l->nm[pos].seq;
+    return dp_event_decode(l->nm[pos].bytes, l->nm[pos].nbytes, o->ev, NULL);
 }
 
 dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)
 {
     *out = NULL;
-    if (lg_read_begin(l, NULL) != DPB_OK)
-        return DPB_EUNAVAILABLE;
-    for (;;) {
-        pthread_rwlock_rdlock(&l->lock);
-        long pos = lg_find_name(l, name);
-        if (pos >= 0 && lg_settle(l, l->nm[pos].seq) != 0) {
-            pthread_rwlock_unlock(&l->lock);
-            lg_withdraw(l);
-            continue;
-        }
-        dpb_status st = DPB_ENOTFOUND;
-        if (pos >= 0) {
-            *seq = l->nm[pos].seq;
-            st = dp_event_decode(l->nm[pos].bytes, l->nm[pos].nbytes, out, NULL);
-        }
-        pthread_rwlock_unlock(&l->lock);
-        return st;
-    }
+    event_out o = {out, seq};
+    return lg_read_one(l, lg_find_name, name, lg_seq_name, show_event, &o);
 }
 
 static const ledger *name_sort_ledger;

@@ -1,13 +1,13 @@
 /*
- * ledger_int.h - the ledger's internal state, shared by the files that implement ledger.h
- * (never included outside core/ledger/ledger_*.c):
- *   ledger_state.c    the state machine: indexes, events, spends, undo and withdrawal,
- *                     applying records (replay, catch-up), the snapshot payload;
- *   ledger_store.c    the glue to the store (store.h): catch-up, lost races and retries,
- *                     group commit, the snapshot thread, open and close, copy and compare;
- *   ledger_clients.c  clients, lists and the background refinement;
- *   ledger_rounds.c   rounds, two-phase rounds, expiry, eligibility;
- *   ledger_events.c   named events and charge histories.
+ * ledger_int.h - the ledger's shared type definitions, the bottom of core/ledger's layers
+ * (never included outside core/ledger/ledger_*.c): the in-memory state (struct ledger, its
+ * clients, rounds, events, named events, undo entries, indexes) and the byte writer and
+ * reader that records and snapshots are made of. Only types and inline byte helpers live
+ * here; the functions are declared by the layer headers, top to bottom:
+ *   (verbs: ledger.h, ledger_verbs.h) -> ledger_txn.h -> ledger_record.h -> ledger_mem.h
+ *   -> spend.h, store.h.
+ * ledger_open.c (the top: open, close, the threads) calls the verbs. A file includes the
+ * header of its own layer and of the layers below it, never above.
  */
 #ifndef DPB_LEDGER_INT_H
 #define DPB_LEDGER_INT_H
@@ -33,15 +33,6 @@
 #include "spend.h"
 #include "store.h"
 
-enum {
-    REC_EVENT = 1,
-    REC_CLIENT = 2,
-    REC_ROUND = 3,
-    REC_RESERVE = 4,
-    REC_COMMIT = 5,
-    REC_RELEASE = 6,
-    REC_NAME = 7
-};
 enum {
     EV_RDP = SPEND_RDP,
     EV_TV = SPEND_TV,
@@ -240,31 +231,9 @@ typedef struct {
     dp_relation rel;
 } evkey;
 
-/* A change lost the race for its seq to another replica sharing the log (ledger_store.c,
- * "a shared store"): the call runs again; never returned to callers. */
-#define LEDGER_RACE ((dpb_status)1000)
-#define RACE_TRIES 50
-
-/* st = call, run again (err cleared, after a backoff) while it lost a race, RACE_TRIES times
- * at most. */
-#define RETRY_RACES(st, call, err)                                                                 \
-    do {                                                                                           \
-        for (unsigned try_ = 0;; try_++) {                                                         \
-            (st) = (call);                                                                         \
-            if ((st) != LEDGER_RACE)                                                               \
-                break;                                                                             \
-            dpb_error_clear(err);                                                                  \
-            if (try_ + 1 >= RACE_TRIES) {                                                          \
-                (st) = lg_races_exhausted(err);                                                    \
-                break;                                                                             \
-            }                                                                                      \
-            lg_race_backoff(try_);                                                                 \
-        }                                                                                          \
-    } while (0)
-
-extern pthread_mutex_t lg_sort_mu; /* qsort has no context argument */
-
-/* Grow an array (never p = realloc(p)). */
+/* Grow *p (elements of elem bytes, *cap of them) to hold at least need: doubling from 16,
+ * never p = realloc(p). 0, or -1 out of memory (*p and *cap unchanged). Defined in
+ * ledger_index.c; declared here for the byte writer below. */
 int lg_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* ---- byte writer / reader for records and snapshots -------------------------------------- */
@@ -372,90 +341,5 @@ static inline char *br_str(br *r, size_t max)
     s[n] = '\0';
     return s;
 }
-
-/* ---- shared between the ledger_*.c files (each documented where it is defined) ---- */
-
-/* ledger_state.c */
-char *lg_xstrdup(const char *s);
-int lg_index_init(lindex *x, size_t cap);
-uint64_t lg_str_hash(const char *s);
-size_t lg_index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq, const void *key);
-int lg_index_insert(ledger *l, lindex *x, size_t count,
-                    uint64_t (*hash_of)(const ledger *, uint32_t), uint32_t pos);
-uint64_t lg_cl_hash(const ledger *l, uint32_t pos);
-uint64_t lg_rd_hash(const ledger *l, uint32_t pos);
-int lg_ev_eq(const ledger *l, uint32_t pos, const void *key);
-uint64_t lg_nm_hash(const ledger *l, uint32_t pos);
-long lg_find_name(const ledger *l, const char *name);
-long lg_find_client(const ledger *l, const char *id);
-long lg_find_round(const ledger *l, const char *id);
-dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
-                     uint32_t *idx, int *fresh);
-void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out);
-ledger_status lg_status_of(const lclient *c);
-void lg_counters(ledger *l, const lclient *c, int sign);
-void lg_recompute(ledger *l, lclient *c); /* c: a stored client (in l->cl) */
-/* The memos of all clients together take at most this by default (ledger_options). */
-#define LEDGER_MEMO_BYTES ((size_t)64 << 20)
-void lg_memo_drop(ledger *l, lclient *c);
-void lg_name_spend(ledger *l, lclient *c);
-int lg_add_count(lclient *c, uint32_t ev, uint64_t k);
-int lg_hist_ready(lclient *c);
-void lg_hist_push(lclient *c, uint32_t rpos, uint32_t *old);
-int lg_ledger_ro(ledger *l);
-int lg_reserve_undo(ledger *l, size_t k);
-lundo lg_client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos);
-void lg_push_undo(ledger *l, const lundo *u);
-void lg_prune_undo(ledger *l);
-void lg_drop_unlogged_events(ledger *l);
-void lg_recount(ledger *l);
-void lg_withdraw_locked(ledger *l);
-void lg_withdraw(ledger *l);
-void lg_voided(ledger *l, dpb_status st);
-int lg_settle(ledger *l, uint64_t seq);
-uint64_t lg_mono_ns(void);
-void lg_refine_yield(ledger *l);
-int lg_apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n);
-int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
-int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
-dpb_status lg_serialize(ledger *l, bw *w);
-int lg_load_snapshot(ledger *l, br *r);
-/* ledger_store.c */
-dpb_status lg_lost(ledger *l, dpb_error *err);
-void lg_race_backoff(unsigned attempt);
-dpb_status lg_races_exhausted(dpb_error *err);
-dpb_status lg_read_begin(ledger *l, dpb_error *err);
-dpb_status lg_begin_write(ledger *l, dpb_error *err);
-uint64_t lg_cur_gen(ledger *l);
-dpb_status lg_readonly_error(dpb_error *err);
-dpb_status lg_commit(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err);
-/* ledger_clients.c */
-dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,
-                           const char *labels, long *pos_out);
-void lg_client_record(bw *w, const char *id, double eps, double delta, int mode, int rel,
-                      const char *labels);
-dpb_status lg_apply_logged_client(ledger *l, uint64_t seq, const char *id, double eps, double delta,
-                                  int mode, int rel, const char *labels, long *pos_out);
-dpb_status lg_abandon(ledger *l, dpb_status st, dpb_error *err);
-dpb_status lg_log_record(ledger *l, int type, const bw *w, dpb_error *err);
-void lg_maybe_snapshot(ledger *l);
-int lg_valid_id(const char *id);
-void lg_rdlock_durable(ledger *l);
-int lg_has_label(const lclient *c, const char *kv);
-uint64_t lg_view_tag(const ledger *l);
-int lg_refine_step(void *arg, const int *stop);
-/* ledger_rounds.c */
-int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
-                      long rpos);
-dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
-                          int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                          uint32_t n, int apply, uint64_t expires_at);
-int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
-                     const uint32_t *idx, uint32_t m);
-dpb_status lg_log_new_events(ledger *l, dpb_error *err);
-ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
-                           double *after, int8_t *acct);
-/* ledger_events.c */
-int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq);
 
 #endif

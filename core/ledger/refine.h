@@ -3,7 +3,7 @@
  * waits a poll interval (or until stopped) and asks again. It runs at normal priority (a
  * thread at a lower one would hold the ledger's locks while preempted, making rounds and
  * reads wait for it); the step itself gives way to the ledger's changes. The ledger uses it to
- * replace a pld client's rdp spend by its PLD value while the machine has time (ledger_clients.c,
+ * replace a pld client's rdp spend by its PLD value while the machine has time (ledger_refine.c,
  * "Background refinement").
  */
 #ifndef LEDGER_REFINE_H

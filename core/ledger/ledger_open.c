@@ -1,195 +1,14 @@
 /*
- * ledger_store.c - the ledger and its store (store.h): catching up with a shared log, lost
- * races computed again, group commit, the snapshot thread, open and close, copy and compare.
+ * ledger_open.c - layer 0, the top (above the verbs): the ledger's life: open (snapshot and
+ * log replayed through ledger_record.h), the snapshot thread (which also sweeps expired
+ * reservations through ledger_expire) and the refinement thread, close, copy to another
+ * store, compare, and the summary. Calls the verbs (ledger.h, ledger_verbs.h) and every
+ * layer below.
  */
-#include "ledger_int.h"
-
-/* ---- a shared store: catching up, lost races, an unreachable database -----------------------
- *
- * Every replica applies the same log with the same code, so their states agree at every seq.
- * Before a write (and a read) a replica with nothing pending applies the records the others
- * made durable since its last one (catch_up_locked). A change it appends at seq s is computed
- * from the state at s - 1; the store commits it only if nobody else holds s (the seq is the
- * primary key), else the sync fails with DPB_ECONFLICT: the change is withdrawn (with all
- * others pending, void too), and the public call runs again on the caught-up state
- * (RETRY_RACES), never surfacing the race. LEDGER_RACE is that internal outcome: never
- * returned to callers (a DPB_ECONFLICT they see is a conflict of ids or bodies). */
-
-static dpb_status unavailable_error(dpb_error *err, const char *why)
-{
-    return dpb_fail(err, DPB_EUNAVAILABLE, NULL,
-                    "the ledger's database cannot be reached (%s): nothing was charged by this "
-                    "request unless a retry with the same round id finds it; retry",
-                    why && why[0] ? why : "connection lost");
-}
-
-/* The pending changes were voided by a failed sync of a shared store (and withdrawn): a lost
- * race is computed again, an unreachable database answered. */
-dpb_status lg_lost(ledger *l, dpb_error *err)
-{
-    dpb_status st = (dpb_status)atomic_load(&l->void_status);
-    if (st == DPB_ECONFLICT)
-        return LEDGER_RACE;
-    dpb_error why = {0};
-    store_error(l->st, &why);
-    return unavailable_error(err, why.detail);
-}
-
-/* Jittered backoff before try attempt + 1: 0.1 ms doubling up to 20 ms, times 0.5..1.5. */
-void lg_race_backoff(unsigned attempt)
-{
-    static _Thread_local uint64_t x;
-    if (x == 0)
-        x = lg_mono_ns() | 1;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    double us = 100.0 * (double)(1u << (attempt < 8 ? attempt : 8));
-    if (us > 20000.0)
-        us = 20000.0;
-    us *= 0.5 + (double)(x >> 11) / 9007199254740992.0;
-    struct timespec ts = {0, (long)(us * 1000.0)};
-    nanosleep(&ts, NULL);
-}
-
-dpb_status lg_races_exhausted(dpb_error *err)
-{
-    return dpb_fail(err, DPB_EUNAVAILABLE, NULL,
-                    "the ledger lost %d races in a row to other replicas writing the same "
-                    "log: nothing was charged by this request; retry",
-                    RACE_TRIES);
-}
-
-/* After records were applied by replay or catch-up: they are in the log (their events too),
- * the clients they touched get their spends recomputed, the counters are summed again. */
-static void after_apply(ledger *l)
-{
-    l->nevs_logged = l->nevs;
-    for (size_t i = 0; i < l->ncl; i++)
-        if (l->cl[i].dirty) {
-            lg_recompute(l, &l->cl[i]);
-            l->cl[i].dirty = 0;
-        }
-    lg_recount(l);
-}
-
-/* A shared store, nothing pending: apply the records other replicas made durable. Caller
- * holds the write lock. */
-static dpb_status catch_up_locked(ledger *l, dpb_error *err)
-{
-    if (!l->shared || l->nundo > 0 || lg_ledger_ro(l))
-        return DPB_OK;
-    uint64_t before = l->last_seq, last = l->last_seq;
-    dpb_error why = {0};
-    dpb_status st = store_catch_up(l->st, l->last_seq, lg_replay_fn, l, &last, &why);
-    if (l->last_seq != before)
-        after_apply(l);
-    if (st == DPB_OK)
-        return DPB_OK;
-    if (st == DPB_EUNAVAILABLE)
-        return unavailable_error(err, why.detail);
-    atomic_store(&l->read_only, 1);
-    return dpb_fail(err, st, NULL,
-                    "the shared ledger log holds a record this version cannot apply (%s): the "
-                    "ledger is read-only; upgrade this replica",
-                    why.detail[0] ? why.detail : dpb_strstatus(st));
-}
-
-/* Before a read: a shared store's newer records applied first (reads are linearizable across
- * replicas); DPB_EUNAVAILABLE when its database cannot be reached. */
-dpb_status lg_read_begin(ledger *l, dpb_error *err)
-{
-    if (!l->shared)
-        return DPB_OK;
-    pthread_rwlock_wrlock(&l->lock);
-    lg_withdraw_locked(l);
-    lg_prune_undo(l);
-    dpb_status st = catch_up_locked(l, err);
-    pthread_rwlock_unlock(&l->lock);
-    return st;
-}
-
-/* The start of every change, under the write lock: withdraw after a failure someone else
- * saw, forget what became durable, catch up with a shared log. */
-dpb_status lg_begin_write(ledger *l, dpb_error *err)
-{
-    lg_refine_yield(l);
-    lg_withdraw_locked(l);
-    lg_prune_undo(l);
-    return catch_up_locked(l, err);
-}
-
-/* The generation a change appended now belongs to (commit's argument). Caller holds the
- * write lock. */
-uint64_t lg_cur_gen(ledger *l)
-{
-    return atomic_load(&l->void_gen);
-}
-
-dpb_status lg_readonly_error(dpb_error *err)
-{
-    return dpb_fail(err, DPB_EREADONLY, NULL,
-                    "the ledger is read-only after an I/O failure (it answers reads with what "
-                    "is durable); fix the disk and restart it");
-}
-
-/* The change whose last record is seq, appended and applied in generation gen: acknowledge
- * it once durable; if the log fails first, every change not durable (this one and those
- * sharing its sync) is withdrawn. Called without the lock. */
-dpb_status lg_commit(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err)
-{
-    int ok;
-    if (l->shared) { /* under the read lock: see lg_voided() */
-        pthread_rwlock_rdlock(&l->lock);
-        ok = atomic_load(&l->void_gen) == gen && lg_settle(l, seq) == 0;
-        pthread_rwlock_unlock(&l->lock);
-    } else {
-        ok = lg_settle(l, seq) == 0;
-    }
-    if (ok) {
-        /* forget what is durable now, if nobody else holds the lock (else the next write
-         * does): an idle ledger keeps no undo entries */
-        if (pthread_rwlock_trywrlock(&l->lock) == 0) {
-            lg_prune_undo(l);
-            pthread_rwlock_unlock(&l->lock);
-        }
-        return DPB_OK;
-    }
-    lg_withdraw(l);
-    if (!store_failed(l->st))
-        return lg_lost(l, err);
-    dpb_error why = {0};
-    store_error(l->st, &why);
-    return dpb_fail(err, DPB_EIO, NULL,
-                    "the ledger could not make its log durable (%s): the change is withdrawn, "
-                    "not applied, and the ledger is read-only until restarted",
-                    why.detail[0] ? why.detail : "I/O error");
-}
-
-static dpb_status take_snapshot(ledger *l, dpb_error *err)
-{
-    bw w = {0};
-    pthread_rwlock_rdlock(&l->lock);
-    /* a snapshot holds only durable changes (and none after a failure): else a change
-     * refused as not durable could come back from it */
-    if (lg_ledger_ro(l) || lg_settle(l, l->last_seq) != 0) {
-        pthread_rwlock_unlock(&l->lock);
-        return DPB_EREADONLY;
-    }
-    uint64_t seq = l->last_seq;
-    dpb_status st = lg_serialize(l, &w);
-    l->records_since_snap = 0;
-    pthread_rwlock_unlock(&l->lock);
-    if (st == DPB_OK) {
-        st = store_snapshot(l->st, seq, w.b, w.n, err);
-        if (st == DPB_OK)
-            l->snap_seq = seq;
-    } else {
-        dpb_fail(err, st, NULL, "the snapshot could not be serialized (%s)", dpb_strstatus(st));
-    }
-    free(w.b);
-    return st;
-}
+#include "ledger_verbs.h"
+#include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
 
 static void *snapshot_main(void *arg)
 {
@@ -215,7 +34,7 @@ static void *snapshot_main(void *arg)
         /* a failed snapshot leaves the log as it is: nothing is lost, but the log grows (and
          * a restart replays it all) until one succeeds; counted and kept for the operator */
         dpb_error err = {0};
-        dpb_status st = take_snapshot(l, &err);
+        dpb_status st = lg_take_snapshot(l, &err);
         pthread_mutex_lock(&l->snap_mu);
         l->snap_running = 0;
         if (st == DPB_OK) {
@@ -313,7 +132,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     for (size_t i = 0; i < l->ncl; i++)
         if (!l->cl[i].dirty)
             lg_name_spend(l, &l->cl[i]);
-    after_apply(l);
+    lg_after_apply(l);
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
     if (o->pld_refine) /* after recovery: it reads the state */
@@ -482,40 +301,25 @@ static void close_ledger(ledger *l, int snapshot)
         pthread_join(l->snap_thread, NULL);
     }
     if (snapshot && l->st && !lg_ledger_ro(l) && l->records_since_snap > 0)
-        take_snapshot(l, &(dpb_error){0});
+        lg_take_snapshot(l, &(dpb_error){0});
     store_close(l->st);
-    for (size_t i = 0; i < l->nevs; i++) {
-        dp_event_free(l->evs[i].ev);
-        free(l->evs[i].bytes);
-        free(l->evs[i].rdp);
-    }
+    for (size_t i = 0; i < l->nevs; i++)
+        lg_event_release(&l->evs[i]);
     free(l->evs);
     for (size_t i = 0; i < l->nrd; i++) {
-        lrnd *r = &l->rd[i];
-        if (r->out)
-            for (uint32_t k = 0; k < r->n; k++)
-                if (r->out[k].owned)
-                    free((char *)r->out[k].id);
-        free(r->out);
-        free(r->id);
+        lg_outcomes_free(l->rd[i].out, l->rd[i].n);
+        free(l->rd[i].id);
     }
     free(l->rd);
     for (size_t i = 0; i < l->ncl; i++) {
-        free(l->cl[i].id);
-        free(l->cl[i].labels);
-        free(l->cl[i].ev);
+        lg_client_release(&l->cl[i]);
         spend_memo_free(l->cl[i].memo);
-        free(l->cl[i].rv);
-        free(l->cl[i].hist);
     }
     free(l->cl);
     free(l->by_id);
     free(l->rank);
-    for (size_t i = 0; i < l->nundo; i++) {
-        free(l->undo[i].labels);
-        free(l->undo[i].sev);
-        free(l->undo[i].srv);
-    }
+    for (size_t i = 0; i < l->nundo; i++)
+        lg_undo_release(&l->undo[i]);
     free(l->undo);
     for (size_t i = 0; i < l->nnm; i++) {
         free(l->nm[i].name);

@@ -1,0 +1,273 @@
+/*
+ * ledger_index.c - layer 4: the ledger's indexes (open addressing over positions in its
+ * arrays), the lookups of clients, rounds and named events, and the event vocabulary
+ * (interning, dropping scratch events). Calls spend.h (event references) and
+ * ledger_names.c only.
+ */
+#include "ledger_mem.h"
+
+pthread_mutex_t lg_sort_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no context argument */
+
+char *lg_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Grow an array (never p = realloc(p)). */
+int lg_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, nc * elem);
+    if (np == NULL)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+int lg_index_init(lindex *x, size_t cap)
+{
+    x->slot = malloc(cap * sizeof *x->slot);
+    if (x->slot == NULL)
+        return -1;
+    memset(x->slot, 0xff, cap * sizeof *x->slot);
+    x->cap = cap;
+    return 0;
+}
+
+uint64_t lg_str_hash(const char *s)
+{
+    return fnv64(s, strlen(s), 14695981039346656037ULL);
+}
+
+/* Find: returns the slot position for key (hash h) using eq(pos) to compare. */
+static size_t index_find(const ledger *l, const lindex *x, uint64_t h, lindex_eq eq,
+                         const void *key)
+{
+    size_t m = x->cap - 1, i = (size_t)h & m;
+    while (x->slot[i] != UINT32_MAX && !eq(l, x->slot[i], key))
+        i = (i + 1) & m;
+    return i;
+}
+
+int lg_index_insert(ledger *l, lindex *x, size_t count,
+                    uint64_t (*hash_of)(const ledger *, uint32_t), uint32_t pos)
+{
+    if ((count + 1) * 2 > x->cap) {
+        lindex nx;
+        if (lg_index_init(&nx, x->cap * 2) != 0)
+            return -1;
+        for (size_t i = 0; i < x->cap; i++)
+            if (x->slot[i] != UINT32_MAX) {
+                size_t j = (size_t)hash_of(l, x->slot[i]) & (nx.cap - 1);
+                while (nx.slot[j] != UINT32_MAX)
+                    j = (j + 1) & (nx.cap - 1);
+                nx.slot[j] = x->slot[i];
+            }
+        free(x->slot);
+        *x = nx;
+    }
+    size_t j = (size_t)hash_of(l, pos) & (x->cap - 1);
+    while (x->slot[j] != UINT32_MAX)
+        j = (j + 1) & (x->cap - 1);
+    x->slot[j] = pos;
+    return 0;
+}
+
+/* Remove position pos (present, hashing to h) from x: linear probing with backward shift, so
+ * every other key stays reachable from its home slot. */
+void lg_index_delete(lindex *x, uint64_t h, uint32_t pos,
+                     uint64_t (*hash_of)(const ledger *, uint32_t), const ledger *l)
+{
+    size_t m = x->cap - 1, i = (size_t)h & m;
+    while (x->slot[i] != pos) {
+        if (x->slot[i] == UINT32_MAX)
+            return;
+        i = (i + 1) & m;
+    }
+    x->slot[i] = UINT32_MAX;
+    for (size_t j = (i + 1) & m; x->slot[j] != UINT32_MAX; j = (j + 1) & m) {
+        size_t k = (size_t)hash_of(l, x->slot[j]) & m;
+        /* the entry at j may move to the hole at i unless its home k lies in (i, j] */
+        int stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+        if (!stays) {
+            x->slot[i] = x->slot[j];
+            x->slot[j] = UINT32_MAX;
+            i = j;
+        }
+    }
+}
+
+static int cl_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->cl[pos].id, key) == 0;
+}
+uint64_t lg_cl_hash(const ledger *l, uint32_t pos)
+{
+    return lg_str_hash(l->cl[pos].id);
+}
+static int rd_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->rd[pos].id, key) == 0;
+}
+uint64_t lg_rd_hash(const ledger *l, uint32_t pos)
+{
+    return lg_str_hash(l->rd[pos].id);
+}
+
+static int lg_ev_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    const evkey *k = key;
+    const lev *e = &l->evs[pos];
+    return e->rel == k->rel && e->nbytes == k->n && memcmp(e->bytes, k->bytes, k->n) == 0;
+}
+static uint64_t ev_hash(const ledger *l, uint32_t pos)
+{
+    return l->evs[pos].hash;
+}
+
+static int nm_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->nm[pos].name, key) == 0;
+}
+uint64_t lg_nm_hash(const ledger *l, uint32_t pos)
+{
+    return lg_str_hash(l->nm[pos].name);
+}
+
+long lg_find_name(const ledger *l, const char *name)
+{
+    size_t i = index_find(l, &l->nm_index, lg_str_hash(name), nm_eq, name);
+    return l->nm_index.slot[i] == UINT32_MAX ? -1 : (long)l->nm_index.slot[i];
+}
+
+long lg_find_client(const ledger *l, const char *id)
+{
+    size_t i = index_find(l, &l->cl_index, lg_str_hash(id), cl_eq, id);
+    return l->cl_index.slot[i] == UINT32_MAX ? -1 : (long)l->cl_index.slot[i];
+}
+
+long lg_find_round(const ledger *l, const char *id)
+{
+    size_t i = index_find(l, &l->rd_index, lg_str_hash(id), rd_eq, id);
+    return l->rd_index.slot[i] == UINT32_MAX ? -1 : (long)l->rd_index.slot[i];
+}
+
+/* The event's index for relation rel if interned, else UINT32_MAX (LEV_NONE). */
+uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel)
+{
+    evkey k = {bytes, n, (dp_relation)rel};
+    uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
+    size_t s = index_find(l, &l->ev_index, h, lg_ev_eq, &k);
+    return l->ev_index.slot[s];
+}
+
+/* The event's classification, from the spend engine (which computed it once for all). */
+static dpb_status classify(lev *e)
+{
+    const spend_class *c = spend_event_class(e->se);
+    e->kind = c->kind;
+    e->tvlog = c->tvlog;
+    e->mu2 = c->mu2;
+    e->gdp_ok = c->gdp_ok;
+    snprintf(e->why, sizeof e->why, "%s", c->why);
+    if (c->rdp != NULL) {
+        e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+        if (e->rdp == NULL)
+            return DPB_ENOMEM;
+        memcpy(e->rdp, c->rdp, RDP_NORDERS * sizeof *e->rdp);
+    }
+    return DPB_OK;
+}
+
+/* Intern (ev, rel); *idx receives its index and *fresh whether it is new (to be logged).
+ * ev is borrowed; the ledger keeps a decoded copy. */
+dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
+                     uint32_t *idx, int *fresh)
+{
+    uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
+    uint32_t have = lg_find_event(l, bytes, n, (int)rel);
+    *fresh = 0;
+    if (have != LEV_NONE) {
+        *idx = have;
+        return DPB_OK;
+    }
+    if (lg_grow((void **)&l->evs, &l->cap_evs, l->nevs + 1, sizeof *l->evs) != 0)
+        return DPB_ENOMEM;
+    lev *e = &l->evs[l->nevs];
+    memset(e, 0, sizeof *e);
+    dpb_status st = spend_event_get(l->sp, bytes, n, rel, &e->se);
+    if (st != DPB_OK)
+        return st;
+    e->bytes = malloc(n ? n : 1);
+    if (e->bytes == NULL || dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
+        spend_event_put(l->sp, e->se);
+        free(e->bytes);
+        return e->bytes ? DPB_ECORRUPT : DPB_ENOMEM;
+    }
+    memcpy(e->bytes, bytes, n);
+    e->nbytes = n;
+    e->hash = h;
+    e->rel = rel;
+    *idx = (uint32_t)l->nevs;
+    if (classify(e) != DPB_OK ||
+        lg_index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
+        spend_event_put(l->sp, e->se);
+        lg_event_release(e);
+        return DPB_ENOMEM;
+    }
+    l->nevs++;
+    *fresh = 1;
+    return DPB_OK;
+}
+
+/* Drop the newest interned event (not referenced by any client or round). */
+void lg_drop_last_event(ledger *l)
+{
+    lev *e = &l->evs[l->nevs - 1];
+    lg_index_delete(&l->ev_index, e->hash, (uint32_t)(l->nevs - 1), ev_hash, l);
+    lg_event_release(e);
+    spend_event_put(l->sp, e->se);
+    l->nevs--;
+}
+
+/* Drop the events interned by a round that are not in the log (a dry run, a refused or
+ * failed round): their indices must stay free for the next logged event. */
+void lg_drop_unlogged_events(ledger *l)
+{
+    while (l->nevs > l->nevs_logged)
+        lg_drop_last_event(l);
+}
+
+void lg_event_release(lev *e)
+{
+    dp_event_free(e->ev);
+    free(e->bytes);
+    free(e->rdp);
+}
+
+void lg_client_release(lclient *c)
+{
+    free(c->id);
+    free(c->labels);
+    free(c->ev);
+    free(c->rv);
+    free(c->hist);
+}
+
+/* Free a round's outcomes out[0..n) (NULL: none) with the ids they own. */
+void lg_outcomes_free(lout *out, uint32_t n)
+{
+    for (uint32_t i = 0; out && i < n; i++)
+        if (out[i].owned)
+            free((char *)out[i].id);
+    free(out);
+}

@@ -1,0 +1,185 @@
+/*
+ * ledger_mem.h - layer 4 of core/ledger: the in-memory state and its undo (the contract of
+ * ledger_names.c, ledger_index.c, ledger_spendof.c, ledger_undo.c, ledger_apply.c and
+ * ledger_view.c). These files change and read struct ledger (ledger_int.h) and call only
+ * spend.h and store.h below them; they never log a record nor take or release the lock:
+ * "caller holds the write lock" (or "a lock") is every caller's duty, as said per function.
+ * Within the layer the files call downward in that order (names, index, spendof, undo,
+ * apply, view).
+ *
+ * Invariants (under the lock):
+ *   - every client's spend fields are those computed from its event counts (recomputed on
+ *     each change; recovered clients are recomputed once after replay);
+ *   - the order of records in the log is the order in which changes were applied;
+ *   - status and spend-bucket counters equal the sums over clients;
+ *   - an interned event's index never changes and is logged (EVENT record) before any
+ *     record that refers to it;
+ *   - every change whose record may not be durable yet has an undo entry (ledger_undo.c).
+ */
+#ifndef DPB_LEDGER_MEM_H
+#define DPB_LEDGER_MEM_H
+
+#include "ledger_int.h"
+
+/* The memos of all clients together take at most this by default (ledger_options). */
+#define LEDGER_MEMO_BYTES ((size_t)64 << 20)
+
+/* ---- ledger_names.c: names and checks of ledger.h's values (no state) ------------------- */
+
+/* 1 if the NUL-terminated id is a valid client, round or event id (ledger_id_valid). */
+int lg_valid_id(const char *id);
+
+/* ---- ledger_index.c: strings, the open-addressing indexes, the event vocabulary --------- */
+
+/* A fresh copy of s (owned by the caller), or NULL out of memory. */
+char *lg_xstrdup(const char *s);
+/* An empty index of cap slots (a power of two). 0, or -1 out of memory. */
+int lg_index_init(lindex *x, size_t cap);
+/* The FNV-1a hash the string indexes use. */
+uint64_t lg_str_hash(const char *s);
+/* Insert pos into x (count entries before it), doubling x past half full (hash_of rehashes).
+ * 0, or -1 out of memory (x unchanged). */
+int lg_index_insert(ledger *l, lindex *x, size_t count,
+                    uint64_t (*hash_of)(const ledger *, uint32_t), uint32_t pos);
+/* Remove pos (hashing to h) from x, keeping every other key reachable. */
+void lg_index_delete(lindex *x, uint64_t h, uint32_t pos,
+                     uint64_t (*hash_of)(const ledger *, uint32_t), const ledger *l);
+/* The hashes of client, round and named-event positions (index rebuilds and deletes). */
+uint64_t lg_cl_hash(const ledger *l, uint32_t pos);
+uint64_t lg_rd_hash(const ledger *l, uint32_t pos);
+uint64_t lg_nm_hash(const ledger *l, uint32_t pos);
+/* The position of a named event, client or round, or -1. A lock is held. */
+long lg_find_name(const ledger *l, const char *name);
+long lg_find_client(const ledger *l, const char *id);
+long lg_find_round(const ledger *l, const char *id);
+/* The index of the encoded event (bytes, n) interned for rel, or LEV_NONE. A lock is held. */
+uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel);
+/* Intern the encoded event for rel (bytes borrowed; the ledger keeps a copy and a decoded
+ * event, and a reference in the spend engine): *idx its index, *fresh 1 when new (then it
+ * is scratch until logged: l->nevs_logged). DPB_ENOMEM, DPB_ECORRUPT (bytes do not decode).
+ * Caller holds the write lock. */
+dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
+                     uint32_t *idx, int *fresh);
+/* Drop the newest interned event (referenced by no client or round). Write lock. */
+void lg_drop_last_event(ledger *l);
+/* Drop the interned events not in the log (a dry run, a refused or failed change), so their
+ * indices stay free for the next logged event. Write lock. */
+void lg_drop_unlogged_events(ledger *l);
+/* Free what an event or a client (not its memo: lg_memo_drop) owns; the entry itself stays
+ * (an array element). */
+void lg_event_release(lev *e);
+void lg_client_release(lclient *c);
+/* Free a round's outcomes out[0..n) (NULL: none) and the ids they own. */
+void lg_outcomes_free(lout *out, uint32_t n);
+/* Serialises the sorts that read a ledger through a global (qsort has no context). */
+extern pthread_mutex_t lg_sort_mu;
+
+/* ---- ledger_spendof.c: spends, statuses, counters, memos, admission ---------------------- */
+
+/* The spend admission sees for c (its charged events and held reservations) with `extra`
+ * more of event xev (extra 0: as it is), into *out (HUGE_VAL when it cannot be computed:
+ * never admits then). c is borrowed; a lock is held. */
+void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out);
+/* The honest status of c (ledger.h). */
+ledger_status lg_status_of(const lclient *c);
+/* Count c out of (sign -1) or into (+1) the status and spend-bucket counters. Write lock. */
+void lg_counters(ledger *l, const lclient *c, int sign);
+/* The counters summed again over every client. Write lock. */
+void lg_recount(ledger *l);
+/* Recompute the spend, accountant and status of c (a stored client), bringing its memo to
+ * its terms and the memos' bytes under the cap. Write lock. */
+void lg_recompute(ledger *l, lclient *c);
+/* Free c's memo (made again at its next change). Write lock. */
+void lg_memo_drop(ledger *l, lclient *c);
+/* The accountant of a spend recovered from a snapshot (which stores the value only). */
+void lg_name_spend(ledger *l, lclient *c);
+/* The admission test of `extra` more rounds of event xev for c (stored: known 1, or a new
+ * client with the default budget), counting its held reservations; *after (and *acct, if
+ * not NULL) receive the spend and accountant it would leave. LEDGER_OK when admitted. */
+ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
+                           double *after, int8_t *acct);
+
+/* ---- ledger_undo.c: durability, memory never ahead of the log ---------------------------- */
+
+/* 1 once the ledger is read-only (a failed log, an abandoned change). No lock needed. */
+int lg_ledger_ro(ledger *l);
+/* Room for k more undo entries, taken before anything is logged (pushing cannot fail then).
+ * 0, or -1 out of memory. Write lock. */
+int lg_reserve_undo(ledger *l, size_t k);
+/* An undo entry of change (seq, kind) to the client at pos (or -1), holding what any change
+ * of a client may alter; the kind-specific fields are the caller's. */
+lundo lg_client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos);
+/* Free what an undo entry owns (old labels, events and reservations). */
+void lg_undo_release(lundo *u);
+/* Push *u (room reserved; its owned pointers are taken over). Write lock. */
+void lg_push_undo(ledger *l, const lundo *u);
+/* Forget the undo entries whose records are durable now. Write lock. */
+void lg_prune_undo(ledger *l);
+/* After a failed log or a voided shared sync: take back, newest first, every change whose
+ * record is not durable; a failed log makes the ledger read-only. Idempotent. Write lock. */
+void lg_withdraw_locked(ledger *l);
+/* lg_withdraw_locked under the write lock it takes (no lock held by the caller). */
+void lg_withdraw(ledger *l);
+/* A shared store's sync failed with st: every pending record is void. A lock is held. */
+void lg_voided(ledger *l, dpb_status st);
+/* 0 once every record up to seq is durable (waits for, or runs, the group commit); -1 if the
+ * log failed first or a shared store voided the pending records (the caller withdraws and
+ * looks again). A lock is held (read or write). */
+int lg_settle(ledger *l, uint64_t seq);
+/* A change is starting: the background refinement gives way. No lock needed. */
+void lg_refine_yield(ledger *l);
+
+/* ---- ledger_apply.c: the changes, applied in memory (live with undo, or replayed) -------- */
+
+/* Allocate c's history ring before anything changes. 0, or -1 out of memory. */
+int lg_hist_ready(lclient *c);
+/* Insert or update client id in memory, no undo (replay, or under apply_logged_client); *pos
+ * receives its position. DPB_ENOMEM. Write lock. */
+dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,
+                           const char *labels, long *pos_out);
+/* The same for a change whose record seq was just appended, pushing its undo entry (room
+ * reserved). DPB_ENOMEM (the caller abandons). Write lock. */
+dpb_status lg_apply_logged_client(ledger *l, uint64_t seq, const char *id, double eps, double delta,
+                                  int mode, int rel, const char *labels, long *pos_out);
+/* Store a named event (bytes copied) whose record is seq. 0, or -1 out of memory. Write lock. */
+int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq);
+/* A reservation change of the client at pos: held count of ev += hold (+1 or -1), `charge`
+ * more of ev charged, round rpos pushed into its history (rpos >= 0). Live (seq: its record,
+ * an undo entry reserved) or replayed (seq 0: the client is marked for recomputation). 0, or
+ * -1 out of memory. Write lock. */
+int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
+                      long rpos);
+/* Store a round (record seq) in memory, taking ownership of out[0..n) once stored (l->nrd
+ * grew); a reservation when expires_at != 0 (evi: its event per relation). With apply (live,
+ * undo entries reserved for the round and each admitted client) every admitted client is
+ * charged (or held) its relation's event evi[rel]. DPB_ENOMEM (the caller abandons). Write
+ * lock. */
+dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
+                          int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
+                          uint32_t n, int apply, uint64_t expires_at);
+/* A replayed charge of the admitted client at pos with event ev by the round being stored
+ * (position l->nrd); uncertifiable: its recorded spend says the event made it so. 0, or -1
+ * out of memory. Write lock. */
+int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable);
+/* Resolve the reservation at rp: commit it (charge the admitted outcomes idx[0..m), release
+ * the others) or release it (state LEDGER_RELEASED or LEDGER_EXPIRED). Live (seq: its
+ * record; undo room for the round and each admitted client) or replayed (seq 0). 0, or -1 on
+ * a bad index or out of memory (the caller abandons). Write lock. */
+int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
+                     const uint32_t *idx, uint32_t m);
+
+/* ---- ledger_view.c: the state shown through ledger.h's structs --------------------------- */
+
+/* The stored client c as ledger.h shows it. A lock is held. */
+void lg_client_view(const lclient *c, ledger_client *v);
+/* The stored round r as ledger.h shows it (outcomes allocated: ledger_round_res_free). */
+void lg_round_view(const ledger *l, const lrnd *r, ledger_round_res *res);
+/* The accounting mode and, for an admitted charge, the guarantee of outcome o (creating: a
+ * round may create the client with the default budget). A lock is held. */
+void lg_outcome_guarantee(const ledger *l, ledger_outcome *o, int creating);
+/* 1 if c carries the label "k=v" kv. */
+int lg_has_label(const lclient *c, const char *kv);
+/* The ETag of lists and the summary: the version, the refinements and the open. */
+uint64_t lg_view_tag(const ledger *l);
+
+#endif

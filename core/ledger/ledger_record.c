@@ -1,0 +1,352 @@
+/*
+ * ledger_record.c - layer 3: the log's records (ledger_record.h), encoded and replayed. The
+ * encoders only write bytes; the appliers decode one record each and apply it through
+ * ledger_mem.h (layer 4). Calls ledger_mem.h and dp events' codec, nothing above.
+ */
+#include "ledger_record.h"
+#include "ledger_mem.h"
+
+/* ---- encoding -------------------------------------------------------------------------------- */
+
+void lg_client_record(bw *w, const char *id, double eps, double delta, int mode, int rel,
+                      const char *labels)
+{
+    bw_str(w, id);
+    bw_f64(w, eps);
+    bw_f64(w, delta);
+    bw_u8(w, (unsigned)mode);
+    bw_u8(w, (unsigned)rel);
+    bw_str(w, labels);
+}
+
+void lg_event_record(bw *w, const ledger *l, uint32_t idx)
+{
+    bw_u32(w, idx);
+    bw_u8(w, (unsigned)l->evs[idx].rel);
+    bw_put(w, l->evs[idx].bytes, l->evs[idx].nbytes);
+}
+
+void lg_round_record(bw *w, const char *id, const unsigned char hash[16], int policy,
+                     int already_ran, uint32_t ev, const lout *out, uint32_t n)
+{
+    bw_str(w, id);
+    bw_put(w, hash, 16);
+    bw_u8(w, (unsigned)policy);
+    bw_u8(w, (unsigned)already_ran);
+    bw_u32(w, ev);
+    bw_u32(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        bw_str(w, out[i].id);
+        bw_u8(w, out[i].admitted);
+        bw_u8(w, out[i].reason);
+        bw_f64(w, out[i].before);
+        bw_f64(w, out[i].after);
+    }
+}
+
+void lg_commit_record(bw *w, const char *id, const unsigned char hash[16], const uint32_t *idx,
+                      size_t m)
+{
+    bw_str(w, id);
+    bw_put(w, hash, 16);
+    bw_u32(w, (uint32_t)m);
+    for (size_t i = 0; i < m; i++)
+        bw_u32(w, idx[i]);
+}
+
+void lg_release_record(bw *w, const char *id, int expired)
+{
+    bw_str(w, id);
+    bw_u8(w, (unsigned)expired);
+}
+
+void lg_name_record(bw *w, const char *name, const unsigned char *eb, size_t n)
+{
+    bw_str(w, name);
+    bw_put(w, eb, n);
+}
+
+/* ---- replay ---------------------------------------------------------------------------------- */
+
+void lg_read_outcome(ledger *l, br *r, lout *o, int with_reported)
+{
+    char *pid = br_str(r, LEDGER_ID_MAX);
+    o->admitted = (uint8_t)br_u8(r);
+    o->reason = (uint8_t)br_u8(r);
+    o->before = br_f64(r);
+    o->after = br_f64(r);
+    o->acct = -1;
+    o->reported = with_reported ? (uint8_t)br_u8(r) : 0;
+    long pos = pid ? lg_find_client(l, pid) : -1;
+    if (pos >= 0) {
+        o->id = l->cl[pos].id;
+        free(pid);
+    } else {
+        o->id = pid;
+        o->owned = 1;
+    }
+}
+
+int lg_restore_name(ledger *l, const char *name, const unsigned char *b, size_t n, uint64_t seq)
+{
+    dp_event *ev = NULL;
+    int bad = name == NULL || lg_find_name(l, name) >= 0 ||
+              dp_event_decode(b, n, &ev, NULL) != DPB_OK || lg_apply_name(l, name, b, n, seq) != 0;
+    dp_event_free(ev);
+    return bad ? -1 : 0;
+}
+
+static int apply_event(ledger *l, br *r)
+{
+    uint32_t idx = br_u32(r);
+    unsigned rel = br_u8(r);
+    if (r->bad || rel > 1 || idx != l->nevs)
+        return -1;
+    uint32_t got;
+    int fresh;
+    if (lg_intern(l, r->p + r->at, r->n - r->at, (dp_relation)rel, &got, &fresh) != DPB_OK ||
+        !fresh || got != idx)
+        return -1;
+    return 0;
+}
+
+static int apply_client(ledger *l, br *r)
+{
+    char *id = br_str(r, LEDGER_ID_MAX);
+    double eps = br_f64(r), delta = br_f64(r);
+    unsigned mode = br_u8(r), rel = br_u8(r);
+    char *labels = br_str(r, LEDGER_LABELS_MAX);
+    int bad = r->bad || mode >= LEDGER_NMODES || rel > 1 ||
+              lg_apply_client(l, id, eps, delta, (int)mode, (int)rel, labels, NULL) != DPB_OK;
+    free(id);
+    free(labels);
+    return bad ? -1 : 0;
+}
+
+/* The charges (or holds, expires != 0) of a replayed round's admitted clients out[0..cnt),
+ * each with its own relation's interned event (same bytes as ev); evs2 receives a
+ * reservation's events per relation. 0, or -1. */
+static int replay_charges(ledger *l, uint32_t ev, const lout *out, uint32_t cnt, uint64_t expires,
+                          uint32_t evs2[2])
+{
+    int bad = 0;
+    for (uint32_t i = 0; i < cnt; i++) {
+        long pos = lg_find_client(l, out[i].id);
+        if (pos < 0 || !out[i].admitted)
+            continue;
+        lclient *c = &l->cl[pos];
+        uint32_t evc = ev;
+        if (l->evs[ev].rel != c->rel) {
+            int fresh;
+            if (lg_intern(l, l->evs[ev].bytes, l->evs[ev].nbytes, (dp_relation)c->rel, &evc,
+                          &fresh) != DPB_OK)
+                bad = 1;
+        }
+        if (expires) { /* a reservation: held, not charged */
+            evs2[c->rel] = evc;
+            bad |= lg_reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd) != 0;
+            continue;
+        }
+        bad |= lg_replay_charge(l, pos, evc, isinf(out[i].after)) != 0;
+    }
+    return bad ? -1 : 0;
+}
+
+static int apply_round(ledger *l, uint8_t type, br *r)
+{
+    char *id = br_str(r, LEDGER_ID_MAX);
+    const unsigned char *h = br_take(r, 16);
+    unsigned policy = br_u8(r), ran = br_u8(r);
+    uint32_t ev = br_u32(r), cnt = br_u32(r);
+    uint64_t expires = 0;
+    /* a round id is stored once: a second record of it means the snapshot and the log
+     * overlap (a wrong snapshot seq) */
+    if (r->bad || ev >= l->nevs || cnt > LEDGER_MAX_PARTICIPANTS ||
+        (id != NULL && lg_find_round(l, id) >= 0)) {
+        free(id);
+        return -1;
+    }
+    lout *out = calloc(cnt ? cnt : 1, sizeof *out);
+    if (out == NULL) {
+        free(id);
+        return -1;
+    }
+    for (uint32_t i = 0; i < cnt && !r->bad; i++)
+        lg_read_outcome(l, r, &out[i], 0);
+    if (type == REC_RESERVE) {
+        expires = br_u64(r);
+        if (expires == 0)
+            r->bad = 1;
+    }
+    int bad = r->bad || (type == REC_RESERVE && r->at != r->n);
+    unsigned char hash[16] = {0};
+    uint32_t evs2[2] = {ev, ev};
+    if (expires)
+        evs2[0] = evs2[1] = LEV_NONE;
+    if (!bad) {
+        memcpy(hash, h, 16);
+        /* charges go to each client's own interned event (same bytes, its relation) */
+        bad = replay_charges(l, ev, out, cnt, expires, evs2) != 0;
+    }
+    if (bad || lg_store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt, 0,
+                              expires) != DPB_OK) {
+        lg_outcomes_free(out, cnt);
+        free(id);
+        return -1;
+    }
+    free(id);
+    return 0;
+}
+
+static int apply_name(ledger *l, br *r)
+{
+    char *name = br_str(r, LEDGER_ID_MAX);
+    int bad = r->bad || lg_restore_name(l, name, r->p + r->at, r->n - r->at, l->last_seq) != 0;
+    free(name);
+    return bad ? -1 : 0;
+}
+
+static int apply_resolve(ledger *l, uint8_t type, br *r)
+{
+    char *id = br_str(r, LEDGER_ID_MAX);
+    long rp = id ? lg_find_round(l, id) : -1;
+    free(id);
+    if (rp < 0 || l->rd[rp].state != LEDGER_RESERVED || l->rd[rp].out == NULL)
+        return -1;
+    if (type == REC_RELEASE) {
+        unsigned why = br_u8(r);
+        if (r->bad || r->at != r->n || why > 1)
+            return -1;
+        return lg_resolve_round(l, rp, 0, why ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0);
+    }
+    const unsigned char *h = br_take(r, 16);
+    uint32_t m = br_u32(r);
+    if (r->bad || m > l->rd[rp].n || (size_t)m * 4 != r->n - r->at)
+        return -1;
+    uint32_t *idx = malloc((m ? m : 1) * sizeof *idx);
+    if (idx == NULL)
+        return -1;
+    for (uint32_t i = 0; i < m; i++)
+        idx[i] = br_u32(r);
+    int rc = lg_resolve_round(l, rp, 0, LEDGER_COMMITTED, h, idx, m);
+    free(idx);
+    return rc;
+}
+
+static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t n)
+{
+    br r = {p, n, 0, 0};
+    switch (type) {
+    case REC_EVENT:
+        return apply_event(l, &r);
+    case REC_CLIENT:
+        return apply_client(l, &r);
+    case REC_ROUND:
+    case REC_RESERVE:
+        return apply_round(l, type, &r);
+    case REC_NAME:
+        return apply_name(l, &r);
+    case REC_COMMIT:
+    case REC_RELEASE:
+        return apply_resolve(l, type, &r);
+    }
+    return -1;
+}
+
+int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
+{
+    ledger *l = ctx;
+    l->last_seq = seq;
+    l->records_since_snap++;
+    return apply_record(l, type, payload, len);
+}
+
+void lg_after_apply(ledger *l)
+{
+    l->nevs_logged = l->nevs;
+    for (size_t i = 0; i < l->ncl; i++)
+        if (l->cl[i].dirty) {
+            lg_recompute(l, &l->cl[i]);
+            l->cl[i].dirty = 0;
+        }
+    lg_recount(l);
+}
+
+/* ---- records the snapshot claims to hold ----------------------------------------------------
+ * A log record with seq <= the snapshot's seq (a crash came between the snapshot and the
+ * log's truncation) is skipped, but only once the snapshot is seen to hold it: the same event
+ * at the same index, the round with the same id and seq, a client whose last such record is
+ * what the snapshot holds (checked after the scan, cover_bad). Anything else means the
+ * snapshot's seq is wrong (format 1 does not checksum it). */
+
+static int covered_client(ledger *l, br *r)
+{
+    char *id = br_str(r, LEDGER_ID_MAX);
+    double eps = br_f64(r), delta = br_f64(r);
+    unsigned mode = br_u8(r), rel = br_u8(r);
+    char *labels = br_str(r, LEDGER_LABELS_MAX);
+    long pos = !r->bad && id ? lg_find_client(l, id) : -1;
+    int rc = -1;
+    if (pos >= 0 &&
+        (l->cover_bad != NULL || (l->cover_bad = calloc(l->ncl ? l->ncl : 1, 1)) != NULL)) {
+        const lclient *c = &l->cl[pos];
+        l->cover_bad[pos] =
+            !(c->eps == eps && c->delta == delta && c->mode == mode && c->rel == rel &&
+              strcmp(c->labels ? c->labels : "", labels ? labels : "") == 0);
+        rc = 0;
+    }
+    free(id);
+    free(labels);
+    return rc;
+}
+
+/* The stored round named first in r: its position, or -1. */
+static long covered_round(ledger *l, br *r)
+{
+    char *id = br_str(r, LEDGER_ID_MAX);
+    long pos = id ? lg_find_round(l, id) : -1;
+    free(id);
+    return pos;
+}
+
+int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
+{
+    ledger *l = ctx;
+    const unsigned char *p = payload;
+    br r = {p, len, 0, 0};
+    switch (type) {
+    case REC_EVENT: {
+        uint32_t idx = br_u32(&r);
+        unsigned rel = br_u8(&r);
+        if (r.bad || idx >= l->nevs)
+            return -1;
+        const lev *e = &l->evs[idx];
+        return e->rel == rel && e->nbytes == len - r.at &&
+                       memcmp(e->bytes, p + r.at, e->nbytes) == 0
+                   ? 0
+                   : -1;
+    }
+    case REC_CLIENT:
+        return covered_client(l, &r);
+    case REC_ROUND:
+    case REC_RESERVE: {
+        long pos = covered_round(l, &r);
+        return pos >= 0 && l->rd[pos].seq == seq ? 0 : -1;
+    }
+    case REC_COMMIT:
+    case REC_RELEASE: {
+        long pos = covered_round(l, &r);
+        return pos >= 0 && l->rd[pos].state_seq == seq ? 0 : -1;
+    }
+    case REC_NAME: {
+        char *name = br_str(&r, LEDGER_ID_MAX);
+        long pos = name ? lg_find_name(l, name) : -1;
+        free(name);
+        return pos >= 0 && l->nm[pos].seq == seq && l->nm[pos].nbytes == len - r.at &&
+                       memcmp(l->nm[pos].bytes, p + r.at, len - r.at) == 0
+                   ? 0
+                   : -1;
+    }
+    }
+    return -1;
+}

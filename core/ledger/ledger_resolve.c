@@ -1,0 +1,264 @@
+/*
+ * ledger_resolve.c - layer 1 (verbs): the second phase of two-phase rounds (commit, release,
+ * expiry of reservations whose time is up) and reading a stored round. Each change is one
+ * write transaction (ledger_txn.h).
+ */
+#include "ledger_txn.h"
+#include "ledger_record.h"
+#include "ledger_mem.h"
+
+/* Log and apply the release of the reservation at rp (expired: by the ledger, its time up).
+ * Caller holds the write lock after begin. */
+static dpb_status release_locked(lg_txn *t, long rp, int expired)
+{
+    ledger *l = t->l;
+    dpb_status st = lg_txn_reserve(t, 1 + (size_t)l->rd[rp].admitted);
+    if (st != DPB_OK)
+        return st;
+    bw w = {0};
+    lg_release_record(&w, l->rd[rp].id, expired);
+    if ((st = lg_txn_log(t, REC_RELEASE, &w)) != DPB_OK)
+        return st;
+    if (lg_resolve_round(l, rp, t->seq, expired ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL,
+                         0) != 0)
+        return lg_txn_abandon(t, DPB_ENOMEM);
+    return DPB_OK;
+}
+
+/* Why a round that is not reserved cannot be committed or released (DPB_ECONFLICT). */
+static dpb_status not_reserved(const lrnd *r, const char *what, dpb_error *err)
+{
+    if (!r->phase)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                        "round '%s' was charged in one step (its request had no \"phase\": "
+                        "\"reserve\"): there is nothing to %s",
+                        r->id, what);
+    if (r->state == LEDGER_COMMITTED)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id", "round '%s' was already committed%s", r->id,
+                        strcmp(what, "commit") == 0 ? " with another list of reported clients"
+                                                    : ": its charges stand");
+    if (r->state == LEDGER_EXPIRED)
+        return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                        "the reservation of round '%s' expired (its reservation_ttl_seconds "
+                        "passed) and its clients' budget was released: reserve a new round",
+                        r->id);
+    return dpb_fail(err, DPB_ECONFLICT, "round_id",
+                    "the reservation of round '%s' was released: reserve a new round", r->id);
+}
+
+/* The reported ids as indices of round r's admitted outcomes, into idx[0..n) (an
+ * open-addressing index of them). DPB_OK, DPB_EINVAL (not admitted, listed twice),
+ * DPB_ENOMEM. */
+static dpb_status reported_indices(const lrnd *r, const char *round_id, const char *const *reported,
+                                   size_t n, uint32_t *idx, dpb_error *err)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)r->n)
+        cap *= 2;
+    uint32_t *slot = malloc(cap * sizeof *slot);
+    if (slot == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    memset(slot, 0xff, cap * sizeof *slot);
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->out[i].admitted) {
+            size_t h = (size_t)lg_str_hash(r->out[i].id) & (cap - 1);
+            while (slot[h] != UINT32_MAX)
+                h = (h + 1) & (cap - 1);
+            slot[h] = i;
+        }
+    dpb_status st = DPB_OK;
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
+        while (slot[h] != UINT32_MAX && strcmp(r->out[slot[h]].id, reported[i]) != 0)
+            h = (h + 1) & (cap - 1);
+        char f[40];
+        snprintf(f, sizeof f, "reported[%zu]", i);
+        if (slot[h] == UINT32_MAX) {
+            st = dpb_fail(err, DPB_EINVAL, f,
+                          "'%s' was not admitted to round '%s': only its admitted clients can "
+                          "report",
+                          reported[i], round_id);
+            break;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (idx[k] == slot[h]) {
+                st = dpb_fail(err, DPB_EINVAL, f, "'%s' is listed twice", reported[i]);
+                break;
+            }
+        idx[i] = slot[h];
+    }
+    free(slot);
+    return st;
+}
+
+static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
+                              size_t n, const unsigned char hash[16], ledger_round_res *res,
+                              dpb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!lg_valid_id(round_id))
+        return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
+    if (n > LEDGER_MAX_PARTICIPANTS)
+        return dpb_fail(err, DPB_EINVAL, "reported", "at most %d reported clients",
+                        LEDGER_MAX_PARTICIPANTS);
+    uint32_t *idx = NULL;
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, err);
+    if (st != DPB_OK)
+        goto out;
+    long rp = lg_find_durable_locked(l, lg_find_round, round_id, lg_seq_round_state);
+    if (rp < 0) {
+        st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
+        goto out;
+    }
+    if (l->rd[rp].phase && l->rd[rp].state == LEDGER_COMMITTED &&
+        memcmp(l->rd[rp].chash, hash, 16) == 0) {
+        lg_round_view(l, &l->rd[rp], res);
+        res->replayed = 1;
+        goto out;
+    }
+    if (l->rd[rp].phase && l->rd[rp].state == LEDGER_RESERVED &&
+        l->rd[rp].expires_at <= (uint64_t)time(NULL) && !lg_ledger_ro(l) &&
+        (st = release_locked(&t, rp, 1)) != DPB_OK)
+        goto out;
+    const lrnd *r = &l->rd[rp];
+    if (!r->phase || r->state != LEDGER_RESERVED) {
+        lg_round_view(l, r, res); /* the caller tells expired from released */
+        st = not_reserved(r, "commit", err);
+        goto out;
+    }
+    if ((st = lg_txn_writable(&t)) != DPB_OK)
+        goto out;
+    idx = malloc((n ? n : 1) * sizeof *idx);
+    if (idx == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    if ((st = reported_indices(r, round_id, reported, n, idx, err)) != DPB_OK ||
+        (st = lg_txn_reserve(&t, 1 + (size_t)r->admitted)) != DPB_OK)
+        goto out;
+    bw w = {0};
+    lg_commit_record(&w, round_id, hash, idx, n);
+    if ((st = lg_txn_log(&t, REC_COMMIT, &w)) != DPB_OK)
+        goto out;
+    if (lg_resolve_round(l, rp, t.seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n) != 0) {
+        st = lg_txn_abandon(&t, DPB_ENOMEM);
+        goto out;
+    }
+    lg_round_view(l, &l->rd[rp], res);
+out:
+    free(idx);
+    if (st != DPB_OK && st != DPB_ECONFLICT)
+        t.wait = 0; /* only an answer, or the release of an expired reservation, commits */
+    int wait = t.wait;
+    dpb_status cs = lg_txn_end(&t, st);
+    if (wait && cs != st)
+        ledger_round_res_free(res);
+    return cs;
+}
+
+dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                         const unsigned char hash[16], ledger_round_res *res, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, res, err), err);
+    return st;
+}
+
+static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res *res,
+                               dpb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!lg_valid_id(round_id))
+        return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, err);
+    long rp =
+        st == DPB_OK ? lg_find_durable_locked(l, lg_find_round, round_id, lg_seq_round_state) : -1;
+    if (st != DPB_OK) {
+        /* the database cannot be reached: answered as such */
+    } else if (rp < 0) {
+        st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
+    } else if (!l->rd[rp].phase || l->rd[rp].state == LEDGER_COMMITTED) {
+        lg_round_view(l, &l->rd[rp], res);
+        st = not_reserved(&l->rd[rp], "release", err);
+    } else if (l->rd[rp].state != LEDGER_RESERVED) {
+        lg_round_view(l, &l->rd[rp], res); /* released or expired already: idempotent */
+        res->replayed = 1;
+    } else if ((st = lg_txn_writable(&t)) == DPB_OK) {
+        int expired = l->rd[rp].expires_at <= (uint64_t)time(NULL);
+        st = release_locked(&t, rp, expired);
+        if (st == DPB_OK)
+            lg_round_view(l, &l->rd[rp], res);
+    }
+    int wait = t.wait;
+    st = lg_txn_end(&t, st);
+    if (wait && st != DPB_OK)
+        ledger_round_res_free(res);
+    return st;
+}
+
+dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err)
+{
+    dpb_status st;
+    RETRY_RACES(st, release_once(l, round_id, res, err), err);
+    return st;
+}
+
+/* Release round id if it is still a reservation whose time is up: DPB_OK (*done 1 if this
+ * call released it), LEDGER_RACE, or a failure. */
+static dpb_status expire_once(ledger *l, const char *id, uint64_t now, int *done)
+{
+    dpb_error err = {0};
+    *done = 0;
+    lg_txn t;
+    dpb_status st = lg_txn_begin(&t, l, &err);
+    long rp = st != DPB_OK || lg_ledger_ro(l)
+                  ? -1
+                  : lg_find_durable_locked(l, lg_find_round, id, lg_seq_round_state);
+    if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now)
+        st = release_locked(&t, rp, 1);
+    int wait = t.wait;
+    st = lg_txn_end_nosnap(&t, st);
+    if (wait && st == DPB_OK)
+        *done = 1;
+    return st;
+}
+
+size_t ledger_expire(ledger *l, uint64_t now)
+{
+    enum { BATCH = 256 };
+    char *ids[BATCH];
+    size_t k = 0, done = 0;
+    if (lg_read_begin(l, NULL) != DPB_OK)
+        return 0; /* a shared store's database cannot be reached: the next sweep */
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < l->nrd && k < BATCH; i++)
+        if (l->rd[i].state == LEDGER_RESERVED && l->rd[i].expires_at <= now &&
+            (ids[k] = lg_xstrdup(l->rd[i].id)) != NULL)
+            k++;
+    pthread_rwlock_unlock(&l->lock);
+    for (size_t i = 0; i < k; i++) {
+        /* another replica expiring it first is a lost race: run again, it is released */
+        int one = 0;
+        dpb_status st;
+        RETRY_RACES(st, expire_once(l, ids[i], now, &one), NULL);
+        (void)st;
+        done += (size_t)one;
+        free(ids[i]);
+    }
+    if (done)
+        lg_maybe_snapshot(l);
+    return done;
+}
+
+static dpb_status show_round(const ledger *l, long pos, void *res)
+{
+    lg_round_view(l, &l->rd[pos], res);
+    return DPB_OK;
+}
+
+dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res)
+{
+    return lg_read_one(l, lg_find_round, round_id, lg_seq_round_state, show_round, res);
+}

@@ -1,0 +1,200 @@
+/*
+ * ledger_spendof.c - layer 4: a client's spend (computed by spend.c through the client's
+ * memo), its status and the counters over clients, the memos' budget, and the admission
+ * test of a charge. Calls spend.h, ledger_index.c and ledger_names.c.
+ */
+#include "ledger_mem.h"
+
+const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
+    1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 63, 128, 256, 512, 1024};
+/* their positions in RDP_DEFAULT_ORDERS (checked by the unit tests) */
+const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
+    4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
+
+/* The client's spend with `extra` more of event `xev` (extra 0: as it is), and the
+ * accountant it is, through the client's memo (only read; update: the memo to bring to c's
+ * terms, by lg_recompute under the write lock). */
+static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_t xev,
+                       uint64_t extra, spend_result *out)
+{
+    if (c->uncertified) {
+        memset(out, 0, sizeof *out);
+        out->uncertified = 1;
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
+        return;
+    }
+    size_t n = c->nev;
+    spend_term stack[16], *t = n <= 16 ? stack : malloc(n * sizeof *t);
+    if (t == NULL) {
+        memset(out, 0, sizeof *out);
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+    spend_eval_more(l->sp, c->memo, update, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, n,
+                    extra ? l->evs[xev].se : NULL, extra, out);
+    if (t != stack)
+        free(t);
+}
+
+/* The honest status (ledger.h): exhausted when the spend reached the budget, or when the
+ * event of the client's last charged round would not be admitted again now. */
+/* The spend that admission sees: the charged events and the held reservations, with `extra`
+ * more of xev. Reservations enter as pending counts in the same multiset (spend_of). */
+void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
+{
+    if (c->nrv == 0) {
+        spend_full(l, c, NULL, xev, extra, out);
+        return;
+    }
+    lclient t = *c;
+    lcount stack[8], *ms = c->nev + c->nrv <= 8 ? stack : malloc((c->nev + c->nrv) * sizeof *ms);
+    if (ms == NULL) {
+        memset(out, 0, sizeof *out);
+        out->accountant = -1;
+        out->spent = HUGE_VAL; /* refuses: never admits on a spend it could not compute */
+        return;
+    }
+    uint32_t m = c->nev;
+    if (m)
+        memcpy(ms, c->ev, m * sizeof *ms);
+    for (uint32_t i = 0; i < c->nrv; i++) {
+        uint32_t k = 0;
+        while (k < m && ms[k].ev != c->rv[i].ev)
+            k++;
+        if (k == m)
+            ms[m++] = c->rv[i];
+        else
+            ms[k].count += c->rv[i].count;
+    }
+    t.ev = ms;
+    t.nev = m; /* the memo (of c->ev) is only read: it covers ms when the held events are new */
+    spend_full(l, &t, NULL, xev, extra, out);
+    if (ms != stack)
+        free(ms);
+}
+
+ledger_status lg_status_of(const lclient *c)
+{
+    if (c->uncertified)
+        return LEDGER_UNCERTIFIED;
+    return c->spent >= c->eps || c->stuck ? LEDGER_EXHAUSTED : LEDGER_ACTIVE;
+}
+
+static int bucket_of(const lclient *c)
+{
+    if (!(c->spent < c->eps) || !(c->eps > 0.0))
+        return 10;
+    double f = 10.0 * c->spent / c->eps; /* < 10 here; never cast a value out of int range */
+    return !(f >= 0.0) ? 0 : f >= 9.0 ? 9 : (int)f;
+}
+
+/* Unaccount / account a client in the counters around a change. */
+void lg_counters(ledger *l, const lclient *c, int sign)
+{
+    l->by_status[lg_status_of(c)] += (uint64_t)sign;
+    l->hist[bucket_of(c)] += (uint64_t)sign;
+}
+
+void lg_recount(ledger *l)
+{
+    memset(l->by_status, 0, sizeof l->by_status);
+    memset(l->hist, 0, sizeof l->hist);
+    for (size_t i = 0; i < l->ncl; i++)
+        lg_counters(l, &l->cl[i], +1);
+}
+
+void lg_memo_drop(ledger *l, lclient *c)
+{
+    l->memo_bytes -= spend_memo_bytes(c->memo);
+    l->memo_n -= c->memo != NULL;
+    spend_memo_free(c->memo);
+    c->memo = NULL;
+}
+
+/* The client's memo brought to its terms, and the memos' bytes kept under the cap: past it
+ * the other clients' memos are freed in turn, from a cursor that goes round the clients
+ * (made again at their next change). */
+static void memo_update(ledger *l, lclient *c, spend_result *r)
+{
+    size_t before = spend_memo_bytes(c->memo);
+    spend_full(l, c, &c->memo, 0, 0, r);
+    size_t after = spend_memo_bytes(c->memo);
+    l->memo_bytes = l->memo_bytes - before + after;
+    l->memo_n = l->memo_n - (before > 0) + (after > 0);
+    size_t cap = l->opt.memo_bytes ? l->opt.memo_bytes : LEDGER_MEMO_BYTES;
+    for (size_t seen = 0; l->memo_bytes > cap && seen < l->ncl; seen++) {
+        lclient *o = &l->cl[l->memo_next++ % l->ncl];
+        if (o != c)
+            lg_memo_drop(l, o);
+    }
+}
+
+void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    *clients = l->memo_n;
+    *bytes = l->memo_bytes;
+    pthread_rwlock_unlock(&l->lock);
+}
+
+void lg_recompute(ledger *l, lclient *c)
+{
+    spend_result r;
+    memo_update(l, c, &r);
+    c->spent = r.spent;
+    c->dtv = r.dtv;
+    c->sacct = (int8_t)r.accountant;
+    if (r.uncertified)
+        c->uncertified = 1;
+    c->stuck = 0;
+    if (c->last_ev != LEV_NONE && !c->uncertified && c->spent < c->eps) {
+        spend_result more;
+        lg_spend_held(l, c, c->last_ev, 1, &more);
+        c->stuck = !(more.spent <= c->eps);
+    }
+}
+
+/* The accountant of a spend recovered from a snapshot (which stores the value only). */
+void lg_name_spend(ledger *l, lclient *c)
+{
+    spend_term stack[8], *t = c->nev <= 8 ? stack : malloc(c->nev * sizeof *t);
+    c->sacct = -1;
+    if (t == NULL || c->uncertified) {
+        if (t != stack)
+            free(t);
+        return;
+    }
+    for (uint32_t i = 0; i < c->nev; i++)
+        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+    c->sacct = (int8_t)spend_accountant_of(l->sp, c->mode, c->eps, c->delta, t, c->nev, c->spent);
+    if (t != stack)
+        free(t);
+}
+
+/* The admission test of `extra` more rounds of event xev for client c (a stored client, or a
+ * new one with the default budget), counting its held reservations; *after receives the
+ * spend they would leave. LEDGER_OK when admitted. */
+ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
+                           double *after, int8_t *acct)
+{
+    const lev *v = &l->evs[xev];
+    spend_result sr;
+    lg_spend_held(l, c, xev, extra, &sr);
+    *after = sr.spent;
+    if (acct)
+        *acct = (int8_t)sr.accountant;
+    if (v->kind == EV_UNCERTIFIABLE || sr.uncertified)
+        return LEDGER_UNCERTIFIABLE;
+    if (sr.unsupported && ledger_mode_is_filter((ledger_mode)c->mode))
+        return LEDGER_FILTER_UNSUPPORTED;
+    if (sr.unsupported || v->kind == EV_NOT_COVERED ||
+        (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
+        return LEDGER_UNSUPPORTED;
+    if (known && c->spent >= c->eps && !(*after <= c->eps))
+        return LEDGER_EXHAUSTED_ALREADY;
+    return *after <= c->eps ? LEDGER_OK : LEDGER_OVER_BUDGET;
+}

@@ -1,0 +1,111 @@
+/*
+ * ledger_txn.h - layer 2 of core/ledger: the write transaction and the read path (the
+ * contract of ledger_txn.c). A change is, once: lock, begin (withdraw what a failure voided,
+ * forget what is durable, catch up with a shared log), check writable, reserve undo room,
+ * log each record and apply it (layer 4, through the verb), unlock, then commit (acknowledge
+ * once durable; withdraw if the log fails first) and maybe trigger a snapshot. A verb that
+ * loses its seq to another replica runs again (RETRY_RACES). Reads settle what they show.
+ * Calls ledger_record.h (layer 3) and ledger_mem.h (layer 4), store.h below; never a verb.
+ */
+#ifndef DPB_LEDGER_TXN_H
+#define DPB_LEDGER_TXN_H
+
+#include "ledger_int.h"
+
+/* A change lost the race for its seq to another replica sharing the log ("a shared store" in
+ * ledger_txn.c): the call runs again; never returned to callers. */
+#define LEDGER_RACE ((dpb_status)1000)
+#define RACE_TRIES 50
+
+/* st = call, run again (err cleared, after a backoff) while it lost a race, RACE_TRIES times
+ * at most. */
+#define RETRY_RACES(st, call, err)                                                                 \
+    do {                                                                                           \
+        for (unsigned try_ = 0;; try_++) {                                                         \
+            (st) = (call);                                                                         \
+            if ((st) != LEDGER_RACE)                                                               \
+                break;                                                                             \
+            dpb_error_clear(err);                                                                  \
+            if (try_ + 1 >= RACE_TRIES) {                                                          \
+                (st) = lg_races_exhausted(err);                                                    \
+                break;                                                                             \
+            }                                                                                      \
+            lg_race_backoff(try_);                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* Jittered backoff before try attempt + 1 (0.1 ms doubling up to 20 ms, times 0.5..1.5). */
+void lg_race_backoff(unsigned attempt);
+/* The error of RACE_TRIES lost races in a row (DPB_EUNAVAILABLE). */
+dpb_status lg_races_exhausted(dpb_error *err);
+
+/* ---- the write transaction ------------------------------------------------------------------ */
+
+typedef struct {
+    ledger *l;
+    dpb_error *err;
+    uint64_t gen; /* the void generation its records belong to */
+    uint64_t seq; /* what the change waits for: its last record, or a change it shows */
+    int wait;     /* 1: commit seq at the end */
+} lg_txn;
+
+/* Take the write lock and begin a change (l's lock held on return, whatever the status):
+ * DPB_OK, or the status of a shared store that cannot catch up (err filled). */
+dpb_status lg_txn_begin(lg_txn *t, ledger *l, dpb_error *err);
+/* DPB_OK, or DPB_EREADONLY (err filled) when the ledger is read-only. */
+dpb_status lg_txn_writable(lg_txn *t);
+/* Room for k undo entries before anything is logged: DPB_OK, or DPB_ENOMEM (err filled). */
+dpb_status lg_txn_reserve(lg_txn *t, size_t k);
+/* Append the record (type, w; w->b freed): the change then waits for it. On failure every
+ * change not durable is withdrawn (the ledger turns read-only) and nothing is committed. */
+dpb_status lg_txn_log(lg_txn *t, int type, bw *w);
+/* Append the interned events not in the log yet, in index order, each with its undo entry
+ * (room reserved). Failure as lg_txn_log. */
+dpb_status lg_txn_log_events(lg_txn *t);
+/* A logged change that cannot be applied (out of memory): everything not durable is
+ * withdrawn, the ledger read-only until restarted; returns st with err filled. */
+dpb_status lg_txn_abandon(lg_txn *t, dpb_status st);
+/* The change also waits for seq to be durable (a change it shows). */
+void lg_txn_wait(lg_txn *t, uint64_t seq);
+/* Release the lock; if the change waits for a record, acknowledge it once durable and
+ * trigger a snapshot when due. Returns the commit's failure, else st. */
+dpb_status lg_txn_end(lg_txn *t, dpb_status st);
+/* lg_txn_end without the snapshot trigger (a sweep triggers it once at its end). */
+dpb_status lg_txn_end_nosnap(lg_txn *t, dpb_status st);
+
+/* ---- pieces of a change, for the verbs that need them apart ---------------------------- */
+
+/* Ask the snapshot thread for a snapshot if enough records were appended since the last. */
+void lg_maybe_snapshot(ledger *l);
+/* Serialize the durable state and store it as a snapshot (no lock held). DPB_EREADONLY when
+ * the ledger is read-only or not settled (not a failure), else the store's status. */
+dpb_status lg_take_snapshot(ledger *l, dpb_error *err);
+
+/* ---- the read path -------------------------------------------------------------------------- */
+
+/* Before a read: a shared store's newer records applied first (linearizable across
+ * replicas). DPB_OK, or DPB_EUNAVAILABLE when its database cannot be reached. No lock held. */
+dpb_status lg_read_begin(ledger *l, dpb_error *err);
+/* Take the read lock on a state whose every change is durable. */
+void lg_rdlock_durable(ledger *l);
+/* The seq a stored entry at pos is shown after (client, named event, round, round with its
+ * last state change). */
+uint64_t lg_seq_client(const ledger *l, long pos);
+uint64_t lg_seq_name(const ledger *l, long pos);
+uint64_t lg_seq_round(const ledger *l, long pos);
+uint64_t lg_seq_round_state(const ledger *l, long pos);
+/* Take the read lock and find key (find) once what shows it (seq_of) is durable: its
+ * position or -1, the read lock held on return. */
+long lg_rdlock_find(ledger *l, long (*find)(const ledger *, const char *), const char *key,
+                    uint64_t (*seq_of)(const ledger *, long));
+/* A read of one stored entry: after lg_read_begin, key found once durable (lg_rdlock_find)
+ * and shown by show(l, pos, out) under the read lock. DPB_EUNAVAILABLE (a shared store's
+ * database cannot be reached), DPB_ENOTFOUND, or show's status. */
+dpb_status lg_read_one(ledger *l, long (*find)(const ledger *, const char *), const char *key,
+                       uint64_t (*seq_of)(const ledger *, long),
+                       dpb_status (*show)(const ledger *, long, void *), void *out);
+/* The same under the write lock already held: what a failure cut away is withdrawn first. */
+long lg_find_durable_locked(ledger *l, long (*find)(const ledger *, const char *), const char *key,
+                            uint64_t (*seq_of)(const ledger *, long));
+
+#endif
