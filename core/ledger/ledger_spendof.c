@@ -5,12 +5,6 @@
  */
 #include "ledger_mem.h"
 
-const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
-    1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 63, 128, 256, 512, 1024};
-/* their positions in RDP_DEFAULT_ORDERS (checked by the unit tests) */
-const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
-    4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
-
 /* The client's spend with `extra` more of event `xev` (extra 0: as it is), and the
  * accountant it is, through the client's memo (only read; update: the memo to bring to c's
  * terms, by lg_recompute under the write lock). */

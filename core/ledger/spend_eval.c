@@ -20,6 +20,13 @@
 #include "ledger.h"
 #include "spend_int.h"
 
+/* The rdp_filter's orders (ledger.h), defined here beside the filter level that reads them. */
+const double LEDGER_FILTER_ORDERS[LEDGER_FILTER_NORDERS] = {
+    1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 63, 128, 256, 512, 1024};
+/* their positions in RDP_DEFAULT_ORDERS (checked by the unit tests) */
+const unsigned char LEDGER_FILTER_ORDER_INDEX[LEDGER_FILTER_NORDERS] = {
+    4, 9, 14, 19, 29, 39, 49, 69, 89, 100, 104, 108, 112, 120, 128, 136, 151, 152, 153, 154, 155};
+
 /* rdp conversion constants for one delta (spend_rdp_convert) */
 struct conv {
     double delta;
