@@ -14,13 +14,13 @@
  *     file minus its header, and snapshot_write + snapshot_read give it back.
  *  3. Ledger recovery. The CRCs are a wall no mutation gets through, so the ledger gets the
  *     bytes with each complete record's CRC recomputed (nothing else changed): that is how
- *     the record decoder (ledger_record.c: apply_record) sees fuzzed payloads. If the input starts
- *     with the snapshot magic it is also given as DIR/snapshot (length and CRC fixed) with
- *     no log, which reaches the snapshot payload parser (ledger_snapfmt.c: lg_load_snapshot). A
- * recovered ledger is closed (which writes a snapshot and truncates the log) and must recover again
- * to the same clients and summary. DPB_ECORRUPT, DPB_EIO, ... are expected outcomes; crashes, UB,
- * leaks and broken invariants (abort) are not. The accountants' answers are memoised (memo.c,
- * linked with
+ *     the record decoder (ledger_record.c: apply_record) sees fuzzed payloads. If the
+ *     input starts with the snapshot magic it is also given as DIR/snapshot (length and CRC
+ *     fixed) with no log, which reaches the snapshot payload parser (ledger_snapfmt.c:
+ *     lg_load_snapshot). A recovered ledger is closed (which writes a snapshot and truncates
+ *     the log) and must recover again to the same clients and summary.
+ * DPB_ECORRUPT, DPB_EIO, ... are expected outcomes; crashes, UB, leaks and broken
+ * invariants (abort) are not. The accountants' answers are memoised (memo.c, linked with
  * --wrap): recomputing them for the same events was most of each input's time.
  */
 #include <errno.h>
