@@ -25,9 +25,10 @@
 #include "metrics.h"
 #include "mhdwrap.h"
 #include "reqlog.h"
-#include "resources.h"
+#include "routes.h"
 #include "tls.h"
 #include "workpool.h"
+#include "../core/common/clock.h"
 
 struct http_server {
     struct MHD_Daemon *d;
@@ -96,13 +97,6 @@ static const http_config *lib_cfg;
  * comes on that thread with the request's context still alive (library_answer). */
 static _Thread_local struct MHD_Connection *cur_conn;
 static _Thread_local req_ctx *cur_ctx;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 #define REQUEST_ID_BLOCK 1024ull
 
@@ -439,7 +433,7 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                       : "this endpoint needs an API key: send 'Authorization: Bearer <token>'");
         resp.extra_name = "WWW-Authenticate";
         resp.extra_value = "Bearer realm=\"dpbudget\"";
-    } else if (!auth_take(t, ctx->key, now_s(), &wait)) {
+    } else if (!auth_take(t, ctx->key, dpb_mono_s(), &wait)) {
         /* before the scope: every request made with a key counts, refused ones too */
         char rate[DPB_NUM_MAX];
         problem_set(&p, PB_RATE_LIMITED, NULL,
@@ -494,14 +488,16 @@ static int json_content_type(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-/* Does this request go to the compute pool? The POST compute routes, unless the handlers
- * can tell cheaply that it is light (closed forms, a cached model). */
+/* Does this request go to the compute pool? The compute lane's routes, unless the route's
+ * light test can tell cheaply that it is light (closed forms, a cached model). */
 static int wants_pool(http_request *req, req_ctx *ctx)
 {
     const route *r = ctx->rt;
-    if (!(r && r->compute && r->json_body))
+    if (!(r && r->lane == LANE_COMPUTE))
         return 0;
-    int light = res_compute_light(req, &ctx->parsed);
+    if (r->light == NULL)
+        return 1;
+    int light = r->light(req, &ctx->parsed);
     req->parsed = ctx->parsed; /* freed in on_completed, after the handler, wherever it ran */
     return !light;
 }
@@ -527,18 +523,13 @@ static void run_compute(void *arg, const int *stop)
     MHD_resume_connection(j->conn);
 }
 
-/* Does this request go to the ledger lane? The ledger's writes (a round, its commit or
- * release, a client's put, a batch of them, a named event): they wait for the log's
- * fdatasync and a pld round may compute PLDs first, and an HTTP worker that did that would
- * keep every connection it serves (probes among them) waiting; so may an eligibility query
- * (PLDs of pld candidates). On the lane they run at the HTTP workers' priority, apart from
- * the computations. */
+/* Does this request go to the ledger lane (route.lane, routes.h)? The ledger's writes wait
+ * for the log's fdatasync and a pld round may compute PLDs first, and an HTTP worker that did
+ * that would keep every connection it serves (probes among them) waiting; so may an
+ * eligibility query (PLDs of pld candidates). */
 static int wants_ledger_lane(const route *r)
 {
-    return r && (r->handler == res_round_post || r->handler == res_client_put ||
-                 r->handler == res_clients_batch || r->handler == res_round_commit ||
-                 r->handler == res_round_release || r->handler == res_event_put ||
-                 r->handler == res_eligibility);
+    return r && r->lane == LANE_LEDGER;
 }
 
 /* Take a place on the ledger lane and suspend the connection until the write is done.
@@ -626,7 +617,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         *con_cls = ctx;
         cur_conn = c;
         cur_ctx = ctx;
-        ctx->t0 = now_s();
+        ctx->t0 = dpb_mono_s();
         ctx->route = route_index(method, url, &ctx->rt, &ctx->param);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
@@ -667,7 +658,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     if (*upload_size > 0 && s->cfg.request_timeout &&
-        now_s() - ctx->t0 > (double)s->cfg.request_timeout) {
+        dpb_mono_s() - ctx->t0 > (double)s->cfg.request_timeout) {
         /* a slow sender: drop the connection rather than let it hold resources */
         ctx->status = 408;
         return MHD_NO;
@@ -884,14 +875,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     req_ctx *ctx = *con_cls;
     edge_request_done(s->edge, c);
     if (ctx) {
-        double dt = now_s() - ctx->t0;
+        double dt = dpb_mono_s() - ctx->t0;
         if (ctx->status)
             metrics_request(ctx->route, ctx->method, ctx->status, dt);
         const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
         /* probes and scrapes are counted, not logged (they would fill the log) */
-        int quiet =
-            r && ctx->status == 200 &&
-            (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
+        int quiet = r && ctx->status == 200 && r->quiet;
         if (s->cfg.log_requests && !quiet)
             log_request(ctx->id, ctx->verb, r, ctx->status, dt, auth_name(ctx->key),
                         toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);

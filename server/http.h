@@ -49,8 +49,8 @@ typedef struct {
     int tls;
     const char *tls_priorities;
     unsigned tls_handshake_timeout;
-    /* Compute requests (the POST compute routes that res_compute_light does not vouch for)
-     * run on their own pool (workpool.h), never on the HTTP workers: compute_threads
+    /* Compute requests (the routes on LANE_COMPUTE whose light test does not vouch for them,
+     * routes.h) run on their own pool (workpool.h), never on the HTTP workers: compute_threads
      * threads (0 = one per CPU), compute_queue more waiting; beyond that 503 overloaded
      * with Retry-After. compute_deadline: seconds a computation may run before it is
      * stopped (422 compute_deadline_exceeded). */
