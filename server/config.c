@@ -23,34 +23,6 @@
 /* The largest config file read (far above real ones; over it: refused). */
 #define CONFIG_CAP ((size_t)1 << 20)
 
-void config_defaults(config_settings *st)
-{
-    *st = (config_settings){{.listen_addr = "127.0.0.1",
-                             .port = 8080,
-                             .max_body = 65536,
-                             .max_bulk_body = 4194304,
-                             .conn_timeout = 30,
-                             .request_timeout = 60,
-                             .max_connections = 1024,
-                             .max_connections_per_ip = 256,
-                             .header_timeout = 5,
-                             .max_header_bytes = 16384,
-                             .log_requests = 1,
-                             .tls_handshake_timeout = 5,
-                             .compute_queue = 16,
-                             .compute_deadline = 30.0},
-                            NULL,
-                            {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1, NULL, 0, 0},
-                            "",
-                            1,
-                            NULL,
-                            NULL,
-                            NULL,
-                            0.0,
-                            3600,
-                            PLD_PLAN_MEMORY_DEFAULT >> 20};
-}
-
 /* Parse an unsigned integer in [lo, hi] or exit with a message. */
 static unsigned long parse_num(const char *opt, const char *s, unsigned long lo, unsigned long hi)
 {
@@ -77,7 +49,8 @@ static double parse_real(const char *opt, const char *v, double lo, double hi, c
     return x;
 }
 
-/* The options that take a whole number: its range and the field it sets. */
+/* The options that take a whole number: its range, the field it sets and its default (that
+ * of --help; 0 for ledger-pool and snapshot-every: the ledger's own, 4 and 100000). */
 typedef enum { NUM_UINT, NUM_SIZE, NUM_ULONG, NUM_U64 } num_kind;
 #define AT(field) offsetof(config_settings, field)
 static const struct {
@@ -85,51 +58,67 @@ static const struct {
     unsigned long lo, hi;
     size_t at;
     num_kind kind;
+    unsigned long def;
 } NUMERIC[] = {
-    {"port", 0, 65535, AT(cfg.port), NUM_UINT},
-    {"threads", 0, 256, AT(cfg.threads), NUM_UINT},
-    {"max-body", 64, 64UL * 1024 * 1024, AT(cfg.max_body), NUM_SIZE},
-    {"max-bulk-body", 64, 256UL * 1024 * 1024, AT(cfg.max_bulk_body), NUM_SIZE},
-    {"conn-timeout", 1, 3600, AT(cfg.conn_timeout), NUM_UINT},
-    {"request-timeout", 1, 3600, AT(cfg.request_timeout), NUM_UINT},
-    {"compute-threads", 0, 256, AT(cfg.compute_threads), NUM_UINT},
-    {"compute-queue", 0, 100000, AT(cfg.compute_queue), NUM_UINT},
-    {"max-connections", 1, 100000, AT(cfg.max_connections), NUM_UINT},
-    {"max-connections-per-ip", 0, 100000, AT(cfg.max_connections_per_ip), NUM_UINT},
-    {"header-timeout", 1, 3600, AT(cfg.header_timeout), NUM_UINT},
-    {"max-header-bytes", 1024, 65536, AT(cfg.max_header_bytes), NUM_SIZE},
-    {"ledger-pool", 2, 1000, AT(lo.pg_pool), NUM_UINT},
-    {"snapshot-every", 1, 1000000000UL, AT(lo.snapshot_every), NUM_U64},
-    {"reservation-ttl", 1, LEDGER_TTL_MAX, AT(reservation_ttl), NUM_ULONG},
-    {"pld-plan-memory", 0, 65536, AT(pld_plan_mib), NUM_ULONG},
-    {"tls-handshake-timeout", 1, 3600, AT(cfg.tls_handshake_timeout), NUM_UINT},
+    {"port", 0, 65535, AT(cfg.port), NUM_UINT, 8080},
+    {"threads", 0, 256, AT(cfg.threads), NUM_UINT, 0},
+    {"max-body", 64, 64UL * 1024 * 1024, AT(cfg.max_body), NUM_SIZE, 65536},
+    {"max-bulk-body", 64, 256UL * 1024 * 1024, AT(cfg.max_bulk_body), NUM_SIZE, 4194304},
+    {"conn-timeout", 1, 3600, AT(cfg.conn_timeout), NUM_UINT, 30},
+    {"request-timeout", 1, 3600, AT(cfg.request_timeout), NUM_UINT, 60},
+    {"compute-threads", 0, 256, AT(cfg.compute_threads), NUM_UINT, 0},
+    {"compute-queue", 0, 100000, AT(cfg.compute_queue), NUM_UINT, 16},
+    {"max-connections", 1, 100000, AT(cfg.max_connections), NUM_UINT, 1024},
+    {"max-connections-per-ip", 0, 100000, AT(cfg.max_connections_per_ip), NUM_UINT, 256},
+    {"header-timeout", 1, 3600, AT(cfg.header_timeout), NUM_UINT, 5},
+    {"max-header-bytes", 1024, 65536, AT(cfg.max_header_bytes), NUM_SIZE, 16384},
+    {"ledger-pool", 2, 1000, AT(lo.pg_pool), NUM_UINT, 0},
+    {"snapshot-every", 1, 1000000000UL, AT(lo.snapshot_every), NUM_U64, 0},
+    {"reservation-ttl", 1, LEDGER_TTL_MAX, AT(reservation_ttl), NUM_ULONG, 3600},
+    {"pld-plan-memory", 0, 65536, AT(pld_plan_mib), NUM_ULONG, PLD_PLAN_MEMORY_DEFAULT >> 20},
+    {"tls-handshake-timeout", 1, 3600, AT(cfg.tls_handshake_timeout), NUM_UINT, 5},
 };
 #undef AT
+#define NNUMERIC (sizeof NUMERIC / sizeof NUMERIC[0])
+
+/* Sets NUMERIC[i]'s field of st to x. */
+static void set_numeric(config_settings *st, size_t i, unsigned long x)
+{
+    char *field = (char *)st + NUMERIC[i].at;
+    switch (NUMERIC[i].kind) {
+    case NUM_UINT:
+        *(unsigned *)(void *)field = (unsigned)x;
+        break;
+    case NUM_SIZE:
+        *(size_t *)(void *)field = x;
+        break;
+    case NUM_ULONG:
+        *(unsigned long *)(void *)field = x;
+        break;
+    case NUM_U64:
+        *(uint64_t *)(void *)field = x;
+        break;
+    }
+}
+
+void config_defaults(config_settings *st)
+{
+    *st = (config_settings){
+        .cfg = {.listen_addr = "127.0.0.1", .log_requests = 1, .compute_deadline = 30.0},
+        .lo = {.dir = "dpbudget-data", .pld_refine = 1},
+        .use_ledger = 1};
+    for (size_t i = 0; i < NNUMERIC; i++)
+        set_numeric(st, i, NUMERIC[i].def);
+}
 
 /* Sets the whole-number option name from v: 1, or 0 when name is not one of them. */
 static int apply_numeric(config_settings *st, const char *opt, const char *name, const char *v)
 {
-    for (size_t i = 0; i < sizeof NUMERIC / sizeof NUMERIC[0]; i++) {
-        if (strcmp(name, NUMERIC[i].name) != 0)
-            continue;
-        unsigned long x = parse_num(opt, v, NUMERIC[i].lo, NUMERIC[i].hi);
-        char *field = (char *)st + NUMERIC[i].at;
-        switch (NUMERIC[i].kind) {
-        case NUM_UINT:
-            *(unsigned *)(void *)field = (unsigned)x;
-            break;
-        case NUM_SIZE:
-            *(size_t *)(void *)field = x;
-            break;
-        case NUM_ULONG:
-            *(unsigned long *)(void *)field = x;
-            break;
-        case NUM_U64:
-            *(uint64_t *)(void *)field = x;
-            break;
+    for (size_t i = 0; i < NNUMERIC; i++)
+        if (strcmp(name, NUMERIC[i].name) == 0) {
+            set_numeric(st, i, parse_num(opt, v, NUMERIC[i].lo, NUMERIC[i].hi));
+            return 1;
         }
-        return 1;
-    }
     return 0;
 }
 
