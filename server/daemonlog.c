@@ -1,7 +1,7 @@
 /*
  * daemonlog.c - the daemon's own JSON log lines (daemonlog.h).
  *
- * May call: http.h (http_log_time, the one format of "ts"), the ledger's snapshot counters.
+ * May call: reqlog.h (reqlog_time, the one format of "ts"), the ledger's snapshot counters.
  */
 #include "daemonlog.h"
 
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "reqlog.h"
 
 /* One JSON log line: {"ts":..,"level":..,"msg":..,"detail":..}, the detail escaped, written
  * with one write so that it never interleaves with the request threads' lines (stderr is
@@ -18,7 +18,7 @@
 void daemonlog_line(const char *level, const char *msg, const char *detail)
 {
     char ts[40], line[2048];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     int n =
         snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\",\"detail\":\"",
                  ts, level, msg);
@@ -79,7 +79,7 @@ void daemonlog_json(json_t *o, const char *fallback)
 void daemonlog_stopping(int sig)
 {
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
             sig);
 }

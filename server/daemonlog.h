@@ -1,6 +1,6 @@
 /*
  * daemonlog.h - the daemon's own log lines on stderr (start-up, signals, the ledger's
- * snapshot failures): one JSON object per line, "ts" first (http_log_time). The request log
+ * snapshot failures): one JSON object per line, "ts" first (reqlog_time). The request log
  * is another writer (reqlog.h).
  */
 #ifndef HTTP_DAEMONLOG_H

@@ -1,5 +1,8 @@
 /*
- * http.h - the HTTP layer: libmicrohttpd glue, one routing table, response helpers.
+ * http.h - the HTTP layer: libmicrohttpd glue, one routing table, response helpers. Three
+ * files serve it: http.c (the daemon and the request life-cycle), httproute.c (the routing
+ * table at work, httproute.h) and httpreply.c (what handlers call to answer: the reply
+ * helpers, http_query, http_header, http_not_modified). Handlers call httpreply.c only.
  *
  * Request life-cycle (libmicrohttpd 0.9.75): the access handler is called once with the
  * headers, then with each piece of the body, then once more with none; the body is
@@ -126,10 +129,6 @@ unsigned http_port(const http_server *s);
 
 /* Stop accepting, finish in-flight requests, free. */
 void http_stop(http_server *s);
-
-/* Now as RFC 3339 in UTC with milliseconds (2026-01-31T12:00:00.123Z), the "ts" of every
- * JSON log line; n >= 32. */
-void http_log_time(char *out, size_t n);
 
 /* Dispatch a request through the routing table (exposed for tests and benchmarks). */
 void http_dispatch(const http_request *req, http_response *resp);

@@ -29,6 +29,7 @@
 #include "auth.h"
 #include "healthcheck.h"
 #include "http.h"
+#include "reqlog.h"
 #include "textfile.h"
 #include "tls.h"
 
@@ -237,7 +238,7 @@ static void startup_error(const char *msg, const char *dir, const char *path, in
                           const char *hint)
 {
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg", msg,
                           "data_dir", dir, "path", path);
     if (o && e) {
@@ -312,7 +313,7 @@ static int open_shared_ledger(const ledger_options *lo, const char *shown, ledge
         return 0;
     admin_scrub(err.detail, lo->ledger_url);
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     const char *hint =
         err.status == DPB_EUNAVAILABLE
             ? "the database cannot be reached: check the url's host, port, database and user, "
@@ -591,7 +592,7 @@ static int open_ledger(const config_settings *st, const char *shown, app_state *
     if (ledger_open(lo, &app->ledger, &err) == DPB_OK)
         return 0;
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     json_t *o =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
                   "cannot open the ledger", "data_dir", lo->dir, "status",
@@ -610,7 +611,7 @@ static int open_ledger(const config_settings *st, const char *shown, app_state *
 static void log_listening(const config_settings *st, const char *shown, unsigned port)
 {
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",
                            "listening", "listen", st->cfg.listen_addr, "port", (int)port, "version",
                            DPB_VERSION, "ledger",
