@@ -8,6 +8,7 @@
 
 #include "resources.h"
 
+/* One catalogue entry for an event class. */
 static json_t *event_entry(const char *cls, const char *fields, const char *accountants,
                            const char *description)
 {

@@ -24,29 +24,39 @@
 #include "resources.h"
 #include "../core/common/numfmt.h"
 
-/* Parse the body, check the top-level fields, decode relation + accountant and, when
- * want_event, the event. */
-static json_t *decode_common(const http_request *req, const char *const *allowed, int want_event,
-                             dp_event **ev, dp_relation *rel, dp_accountant *acct, dp_options *opt,
-                             problem *pb)
+/* A compute request decoded (decode_common): what it owns until compute_req_release. */
+typedef struct {
+    json_t *j;    /* the body, one JSON object */
+    dp_event *ev; /* the event (NULL until decoded) */
+    dp_relation rel;
+    dp_accountant acct;
+    dp_options opt; /* opt.cancel: the request's compute deadline */
+} compute_req;
+
+/* Parse the body into c (zeroed by the caller), check the top-level fields, decode relation
+ * + accountant and, when want_event, the event. 0, or -1 with pb set. */
+static int decode_common(const http_request *req, const char *const *allowed, int want_event,
+                         compute_req *c, problem *pb)
 {
-    memset(opt, 0, sizeof *opt);
-    json_t *j =
+    c->j =
         req->parsed ? json_incref(req->parsed) : codec_parse_object(req->body, req->body_len, pb);
-    if (j == NULL)
-        return NULL;
-    if (codec_compute_common(j, allowed, rel, acct, opt, pb) < 0)
-        goto fail;
-    opt->cancel = req->cancel; /* the request's compute deadline */
+    if (c->j == NULL)
+        return -1;
+    if (codec_compute_common(c->j, allowed, &c->rel, &c->acct, &c->opt, pb) < 0)
+        return -1;
+    c->opt.cancel = req->cancel; /* the request's compute deadline */
     if (want_event) {
-        *ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, pb);
-        if (*ev == NULL)
-            goto fail;
+        c->ev = codec_event(json_object_get(c->j, "event"), "event", DP_PARAM_NONE, pb);
+        if (c->ev == NULL)
+            return -1;
     }
-    return j;
-fail:
-    json_decref(j);
-    return NULL;
+    return 0;
+}
+
+static void compute_req_release(compute_req *c)
+{
+    dp_event_free(c->ev);
+    json_decref(c->j);
 }
 
 /* The computations that are cheap whatever their parameters: closed forms and Renyi DP
@@ -321,19 +331,15 @@ static void write_point_result(jsonout_w *w, const point_query *q, double in, do
 static void res_points(const http_request *req, http_response *resp, const point_query *q)
 {
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
+    compute_req c = {0};
     double *in = NULL, *out = NULL, *ln_delta = NULL;
     dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, q->fields, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL ||
+    if (decode_common(req, q->fields, 1, &c, &pb) < 0 ||
         (q->is_delta
-             ? codec_number_list_inf(j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)
-             : codec_number_list(j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)) < 0) {
+             ? codec_number_list_inf(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)
+             : codec_number_list(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)) < 0) {
         http_reply_problem(resp, &pb);
         goto out;
     }
@@ -348,9 +354,10 @@ static void res_points(const http_request *req, http_response *resp, const point
     dp_report rep;
     dpb_error err = {0};
     double t0 = metrics_now();
-    dpb_status st = q->is_delta
-                        ? dp_delta_ex(ev, rel, acct, &opt, in, n, out, ln_delta, aux, &rep, &err)
-                        : dp_epsilon_ex(ev, rel, acct, &opt, in, n, out, aux, &rep, &err);
+    dpb_status st =
+        q->is_delta
+            ? dp_delta_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, ln_delta, aux, &rep, &err)
+            : dp_epsilon_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, aux, &rep, &err);
     metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         if (strcmp(err.field, q->one) == 0 && !scalar)
@@ -359,10 +366,10 @@ static void res_points(const http_request *req, http_response *resp, const point
         goto out;
     }
     jsonout_w w;
-    begin_results(&w, &rep, &opt, rel);
+    begin_results(&w, &rep, &c.opt, c.rel);
     for (size_t i = 0; i < n; i++)
         write_point_result(&w, q, in[i], out[i], ln_delta ? ln_delta[i] : 0.0, &aux[i]);
-    end_results(&w, ev);
+    end_results(&w, c.ev);
     if (scalar) {
         write_point(&w, q->one, in[0], q->out, out[0]);
         if (q->is_delta)
@@ -374,8 +381,7 @@ out:
     free(out);
     free(ln_delta);
     free(aux);
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
 }
 
 void res_delta(const http_request *req, http_response *resp)
@@ -403,20 +409,27 @@ static const struct {
     {"c1", DP_PARAM_C1},
 };
 
-/* The body's solve_for, target and dataset of a calibration: 0, or -1 with pb set.
- * *has_dataset: codec_dataset's answer (clip and ratio set when 1). */
-static int decode_calibration(json_t *j, const char **sf, dp_param *param, double *eps_t,
-                              double *delta_t, int *has_dataset, double *clip, double *ratio,
-                              problem *pb)
+/* What a calibration asks, besides the event: the parameter to solve for (its name as
+ * given, borrowed from the body), the target, and the dataset when there is one. */
+typedef struct {
+    const char *sf;
+    dp_param param;
+    double eps_t, delta_t;
+    int has_dataset; /* codec_dataset's answer: clip and ratio are set when 1 */
+    double clip, ratio;
+} cal_ask;
+
+/* The body's solve_for, target and dataset of a calibration into *q: 0, or -1 with pb set. */
+static int decode_calibration(json_t *j, cal_ask *q, problem *pb)
 {
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
-    if (codec_string(j, "", "solve_for", 1, sf, pb) < 0)
+    if (codec_string(j, "", "solve_for", 1, &q->sf, pb) < 0)
         return -1;
-    *param = DP_PARAM_NONE;
+    q->param = DP_PARAM_NONE;
     for (size_t i = 0; i < sizeof SOLVE_FOR / sizeof SOLVE_FOR[0]; i++)
-        if (strcmp(*sf, SOLVE_FOR[i].name) == 0)
-            *param = SOLVE_FOR[i].param;
-    if (*param == DP_PARAM_NONE) {
+        if (strcmp(q->sf, SOLVE_FOR[i].name) == 0)
+            q->param = SOLVE_FOR[i].param;
+    if (q->param == DP_PARAM_NONE) {
         problem_set(pb, PB_INVALID_PARAMETER, "solve_for",
                     "solve_for must be \"noise_multiplier\", \"rounds\", \"count\", "
                     "\"sampling_probability\", \"noise_std\", \"laplace_scale\", "
@@ -434,10 +447,10 @@ static int decode_calibration(json_t *j, const char **sf, dp_param *param, doubl
         return -1;
     }
     if (codec_only_fields(t, "target", target_fields, pb) < 0 ||
-        codec_number(t, "target", "epsilon", 1, eps_t, pb) < 0 ||
-        codec_number(t, "target", "delta", 1, delta_t, pb) < 0)
+        codec_number(t, "target", "epsilon", 1, &q->eps_t, pb) < 0 ||
+        codec_number(t, "target", "delta", 1, &q->delta_t, pb) < 0)
         return -1;
-    if ((*has_dataset = codec_dataset(j, clip, ratio, pb)) < 0)
+    if ((q->has_dataset = codec_dataset(j, &q->clip, &q->ratio, pb)) < 0)
         return -1;
     return 0;
 }
@@ -514,28 +527,22 @@ static void write_cal_details(jsonout_w *w, const dp_calibration *cal, const dp_
 void res_calibrate(const http_request *req, http_response *resp)
 {
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
-    /* the event is decoded once solve_for is known: it names the field left out */
-    json_t *j = decode_common(req, CODEC_CALIBRATE_FIELDS, 0, &ev, &rel, &acct, &opt, &pb);
-    const char *sf;
-    dp_param param = DP_PARAM_NONE;
-    double eps_t = 0, delta_t = 0, clip = 0, ratio = 0;
-    int has_dataset = 0;
-    if (j == NULL ||
-        decode_calibration(j, &sf, &param, &eps_t, &delta_t, &has_dataset, &clip, &ratio, &pb) < 0)
+    compute_req c = {0};
+    cal_ask q = {0};
+    if (decode_common(req, CODEC_CALIBRATE_FIELDS, 0, &c, &pb) < 0 ||
+        decode_calibration(c.j, &q, &pb) < 0)
         goto fail;
-    ev = codec_event(json_object_get(j, "event"), "event", param, &pb);
-    if (ev == NULL)
+    /* the event is decoded once solve_for is known: it names the field left out */
+    c.ev = codec_event(json_object_get(c.j, "event"), "event", q.param, &pb);
+    if (c.ev == NULL)
         goto fail;
 
     dp_calibration cal;
     dp_report rep;
     dpb_error err = {0};
     double t0 = metrics_now();
-    dpb_status st = dp_calibrate_ex(ev, rel, acct, &opt, eps_t, delta_t, &cal, &rep, &err);
+    dpb_status st =
+        dp_calibrate_ex(c.ev, c.rel, c.acct, &c.opt, q.eps_t, q.delta_t, &cal, &rep, &err);
     metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         reply_calibration_error(req, resp, &pb, &err, &cal, &rep);
@@ -545,7 +552,7 @@ void res_calibrate(const http_request *req, http_response *resp)
     jsonout_init(&w);
     jsonout_open(&w, '{');
     jsonout_key(&w, "solve_for");
-    jsonout_str(&w, sf);
+    jsonout_str(&w, q.sf);
     int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
                    cal.param == DP_PARAM_DATASET_SIZE;
     jsonout_key(&w, "value");
@@ -556,25 +563,24 @@ void res_calibrate(const http_request *req, http_response *resp)
     }
     if (cal.has_interval)
         write_pair(&w, "interval", "min", cal.lo, "max", cal.hi);
-    write_pair(&w, "target", "epsilon", eps_t, "delta", delta_t);
-    write_pair(&w, "achieved", "epsilon", eps_t, "delta", cal.achieved_delta);
-    json_t *encoded = codec_encode_event(ev);
+    write_pair(&w, "target", "epsilon", q.eps_t, "delta", q.delta_t);
+    write_pair(&w, "achieved", "epsilon", q.eps_t, "delta", cal.achieved_delta);
+    json_t *encoded = codec_encode_event(c.ev);
     jsonout_key(&w, "event");
     if (encoded)
         jsonout_tree(&w, encoded);
     else
         w.fail = 1;
     json_decref(encoded);
-    write_report(&w, &rep, &opt, rel);
-    write_cal_details(&w, &cal, ev, integral, has_dataset, clip, ratio);
+    write_report(&w, &rep, &c.opt, c.rel);
+    write_cal_details(&w, &cal, c.ev, integral, q.has_dataset, q.clip, q.ratio);
     jsonout_close(&w, '}');
     http_reply_written(resp, 200, &w);
     goto out;
 fail:
     http_reply_problem(resp, &pb);
 out:
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
 }
 
 /* The curve's epsilons: the list 'epsilons', or the grid 'epsilon_range' {min, max, points}.
@@ -686,15 +692,12 @@ static json_t *pair_list(const char *k1, const double *x1, const char *k2, const
 void res_curve(const http_request *req, http_response *resp)
 {
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
+    compute_req c = {0};
     double *eps = NULL, *delta = NULL, *alpha = NULL, *beta = NULL;
     size_t n = 0, na = 0;
-    json_t *j = decode_common(req, CODEC_CURVE_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL || decode_curve_epsilons(j, &eps, &n, &pb) < 0 ||
-        decode_curve_alphas(j, &alpha, &na, &pb) < 0)
+    if (decode_common(req, CODEC_CURVE_FIELDS, 1, &c, &pb) < 0 ||
+        decode_curve_epsilons(c.j, &eps, &n, &pb) < 0 ||
+        decode_curve_alphas(c.j, &alpha, &na, &pb) < 0)
         goto fail;
     delta = malloc(n * sizeof *delta);
     beta = malloc((na ? na : 1) * sizeof *beta);
@@ -705,17 +708,18 @@ void res_curve(const http_request *req, http_response *resp)
     dp_report rep;
     dpb_error err = {0};
     double t0 = metrics_now();
-    dpb_status st = dp_curve(ev, rel, acct, &opt, eps, n, delta, alpha, na, beta, &rep, &err);
+    dpb_status st =
+        dp_curve(c.ev, c.rel, c.acct, &c.opt, eps, n, delta, alpha, na, beta, &rep, &err);
     metrics_compute(rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
     json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
+    put_report(o, &rep, &c.opt, c.rel);
     json_object_set_new(o, "curve", pair_list("epsilon", eps, "delta", delta, n));
     if (rep.accountant && strcmp(rep.accountant, "shuffle_exact") == 0)
-        json_object_set_new(o, "theorem_4_1", curve_thm41(ev, rel));
+        json_object_set_new(o, "theorem_4_1", curve_thm41(c.ev, c.rel));
     if (na)
         json_object_set_new(o, "tradeoff", pair_list("alpha", alpha, "beta", beta, na));
     http_reply_json(resp, 200, o);
@@ -727,8 +731,7 @@ out:
     free(delta);
     free(alpha);
     free(beta);
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
 }
 
 /* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of docs/MATH.md section 4; D is
@@ -843,31 +846,27 @@ fail:
     json_decref(j);
 }
 
-/* One catalogue entry for an event class. */
 /* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */
 
 void res_rdp(const http_request *req, http_response *resp)
 {
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
+    compute_req c = {0};
     double *orders = NULL, *curve = NULL;
     size_t n = RDP_NORDERS;
     int scalar = 0;
-    json_t *j = decode_common(req, CODEC_RDP_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL)
+    if (decode_common(req, CODEC_RDP_FIELDS, 1, &c, &pb) < 0)
         goto fail;
-    if (acct != DP_ACCT_AUTO && acct != DP_ACCT_RDP) {
+    if (c.acct != DP_ACCT_AUTO && c.acct != DP_ACCT_RDP) {
         problem_set(&pb, PB_UNSUPPORTED, "accountant",
                     "an RDP curve comes from the rdp accountant only (accountant \"rdp\" or "
                     "\"auto\"; got \"%s\")",
-                    dp_accountant_name(acct));
+                    dp_accountant_name(c.acct));
         goto fail;
     }
-    if (json_object_get(j, "orders")) {
-        if (codec_number_list(j, "order", "orders", RDP_MAX_ORDERS, &orders, &n, &scalar, &pb) < 0)
+    if (json_object_get(c.j, "orders")) {
+        if (codec_number_list(c.j, "order", "orders", RDP_MAX_ORDERS, &orders, &n, &scalar, &pb) <
+            0)
             goto fail;
         for (size_t i = 0; i < n; i++)
             if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER)) {
@@ -887,14 +886,14 @@ void res_rdp(const http_request *req, http_response *resp)
     dp_report rep;
     dpb_error err = {0};
     double t0 = metrics_now();
-    dpb_status st = dp_rdp_curve_at(ev, rel, orders, n, curve, &rep, &err);
+    dpb_status st = dp_rdp_curve_at(c.ev, c.rel, orders, n, curve, &rep, &err);
     metrics_compute("rdp", metrics_now() - t0);
     if (st != DPB_OK) {
         reply_core_error(req, resp, &pb, &err, &rep);
         goto out;
     }
     json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
+    put_report(o, &rep, &c.opt, c.rel);
     json_object_set_new(o, "bound",
                         json_string("upper bound on the Renyi divergence of order alpha between "
                                     "the outputs on neighbouring datasets, both orders of the "
@@ -913,6 +912,5 @@ fail:
 out:
     free(orders);
     free(curve);
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
 }
