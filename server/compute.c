@@ -31,6 +31,8 @@ typedef struct {
     dp_relation rel;
     dp_accountant acct;
     dp_options opt; /* opt.cancel: the request's compute deadline */
+    dp_report rep;  /* what the core reports of the computation */
+    dpb_error err;  /* and why it refused */
 } compute_req;
 
 /* Parse the body into c (zeroed by the caller), check the top-level fields, decode relation
@@ -57,6 +59,15 @@ static void compute_req_release(compute_req *c)
 {
     dp_event_free(c->ev);
     json_decref(c->j);
+}
+
+/* malloc(bytes), or NULL with pb set to out_of_memory. */
+static void *alloc_or_problem(size_t bytes, problem *pb)
+{
+    void *p = malloc(bytes);
+    if (p == NULL)
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    return p;
 }
 
 /* The computations that are cheap whatever their parameters: closed forms and Renyi DP
@@ -339,34 +350,27 @@ static void res_points(const http_request *req, http_response *resp, const point
     if (decode_common(req, q->fields, 1, &c, &pb) < 0 ||
         (q->is_delta
              ? codec_number_list_inf(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)
-             : codec_number_list(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)) < 0) {
+             : codec_number_list(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)) < 0 ||
+        (out = alloc_or_problem(n * sizeof *out, &pb)) == NULL ||
+        (q->is_delta && (ln_delta = alloc_or_problem(n * sizeof *ln_delta, &pb)) == NULL) ||
+        (aux = alloc_or_problem(n * sizeof *aux, &pb)) == NULL) {
         http_reply_problem(resp, &pb);
         goto out;
     }
-    out = malloc(n * sizeof *out);
-    ln_delta = q->is_delta ? malloc(n * sizeof *ln_delta) : NULL;
-    aux = malloc(n * sizeof *aux);
-    if (out == NULL || aux == NULL || (q->is_delta && ln_delta == NULL)) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    dp_report rep;
-    dpb_error err = {0};
     double t0 = metrics_now();
     dpb_status st =
         q->is_delta
-            ? dp_delta_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, ln_delta, aux, &rep, &err)
-            : dp_epsilon_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, aux, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
+            ? dp_delta_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, ln_delta, aux, &c.rep, &c.err)
+            : dp_epsilon_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, aux, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
-        if (strcmp(err.field, q->one) == 0 && !scalar)
-            strcpy(err.field, q->many);
-        reply_core_error(req, resp, &pb, &err, &rep);
+        if (strcmp(c.err.field, q->one) == 0 && !scalar)
+            strcpy(c.err.field, q->many);
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
         goto out;
     }
     jsonout_w w;
-    begin_results(&w, &rep, &c.opt, c.rel);
+    begin_results(&w, &c.rep, &c.opt, c.rel);
     for (size_t i = 0; i < n; i++)
         write_point_result(&w, q, in[i], out[i], ln_delta ? ln_delta[i] : 0.0, &aux[i]);
     end_results(&w, c.ev);
@@ -538,14 +542,12 @@ void res_calibrate(const http_request *req, http_response *resp)
         goto fail;
 
     dp_calibration cal;
-    dp_report rep;
-    dpb_error err = {0};
     double t0 = metrics_now();
     dpb_status st =
-        dp_calibrate_ex(c.ev, c.rel, c.acct, &c.opt, q.eps_t, q.delta_t, &cal, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
+        dp_calibrate_ex(c.ev, c.rel, c.acct, &c.opt, q.eps_t, q.delta_t, &cal, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
-        reply_calibration_error(req, resp, &pb, &err, &cal, &rep);
+        reply_calibration_error(req, resp, &pb, &c.err, &cal, &c.rep);
         goto out;
     }
     jsonout_w w; /* written straight into the answer (jsonout.h) */
@@ -572,7 +574,7 @@ void res_calibrate(const http_request *req, http_response *resp)
     else
         w.fail = 1;
     json_decref(encoded);
-    write_report(&w, &rep, &c.opt, c.rel);
+    write_report(&w, &c.rep, &c.opt, c.rel);
     write_cal_details(&w, &cal, c.ev, integral, q.has_dataset, q.clip, q.ratio);
     jsonout_close(&w, '}');
     http_reply_written(resp, 200, &w);
@@ -623,11 +625,9 @@ static int decode_curve_epsilons(json_t *j, double **eps, size_t *n, problem *pb
         return -1;
     }
     *n = (size_t)pts;
-    *eps = malloc(*n * sizeof **eps);
-    if (*eps == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    *eps = alloc_or_problem(*n * sizeof **eps, pb);
+    if (*eps == NULL)
         return -1;
-    }
     for (size_t i = 0; i < *n; i++)
         (*eps)[i] = lo + (hi - lo) * (double)i / (double)(*n - 1);
     return 0;
@@ -655,11 +655,9 @@ static int decode_curve_alphas(json_t *j, double **alpha, size_t *na, problem *p
                    : 0;
     if (has_tp) {
         *na = (size_t)tp;
-        *alpha = malloc(*na * sizeof **alpha);
-        if (*alpha == NULL) {
-            problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        *alpha = alloc_or_problem(*na * sizeof **alpha, pb);
+        if (*alpha == NULL)
             return -1;
-        }
         for (size_t i = 0; i < *na; i++)
             (*alpha)[i] = (double)i / (double)(*na - 1);
     }
@@ -688,6 +686,21 @@ static json_t *pair_list(const char *k1, const double *x1, const char *k2, const
     return a;
 }
 
+/* The curve's answer: the report, the (epsilon, delta) points, Theorem 4.1 beside a
+ * shuffle_exact curve, and the trade-off points when alphas were asked (na > 0). */
+static json_t *curve_answer(const compute_req *c, const double *eps, const double *delta, size_t n,
+                            const double *alpha, const double *beta, size_t na)
+{
+    json_t *o = json_object();
+    put_report(o, &c->rep, &c->opt, c->rel);
+    json_object_set_new(o, "curve", pair_list("epsilon", eps, "delta", delta, n));
+    if (c->rep.accountant && strcmp(c->rep.accountant, "shuffle_exact") == 0)
+        json_object_set_new(o, "theorem_4_1", curve_thm41(c->ev, c->rel));
+    if (na)
+        json_object_set_new(o, "tradeoff", pair_list("alpha", alpha, "beta", beta, na));
+    return o;
+}
+
 /* POST /v1/curve: delta over an epsilon grid and trade-off points, for plotting. */
 void res_curve(const http_request *req, http_response *resp)
 {
@@ -697,35 +710,20 @@ void res_curve(const http_request *req, http_response *resp)
     size_t n = 0, na = 0;
     if (decode_common(req, CODEC_CURVE_FIELDS, 1, &c, &pb) < 0 ||
         decode_curve_epsilons(c.j, &eps, &n, &pb) < 0 ||
-        decode_curve_alphas(c.j, &alpha, &na, &pb) < 0)
-        goto fail;
-    delta = malloc(n * sizeof *delta);
-    beta = malloc((na ? na : 1) * sizeof *beta);
-    if (delta == NULL || beta == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    dp_report rep;
-    dpb_error err = {0};
-    double t0 = metrics_now();
-    dpb_status st =
-        dp_curve(c.ev, c.rel, c.acct, &c.opt, eps, n, delta, alpha, na, beta, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
-    if (st != DPB_OK) {
-        reply_core_error(req, resp, &pb, &err, &rep);
+        decode_curve_alphas(c.j, &alpha, &na, &pb) < 0 ||
+        (delta = alloc_or_problem(n * sizeof *delta, &pb)) == NULL ||
+        (beta = alloc_or_problem((na ? na : 1) * sizeof *beta, &pb)) == NULL) {
+        http_reply_problem(resp, &pb);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &c.opt, c.rel);
-    json_object_set_new(o, "curve", pair_list("epsilon", eps, "delta", delta, n));
-    if (rep.accountant && strcmp(rep.accountant, "shuffle_exact") == 0)
-        json_object_set_new(o, "theorem_4_1", curve_thm41(c.ev, c.rel));
-    if (na)
-        json_object_set_new(o, "tradeoff", pair_list("alpha", alpha, "beta", beta, na));
-    http_reply_json(resp, 200, o);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
+    double t0 = metrics_now();
+    dpb_status st =
+        dp_curve(c.ev, c.rel, c.acct, &c.opt, eps, n, delta, alpha, na, beta, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
+    if (st != DPB_OK)
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
+    else
+        http_reply_json(resp, 200, curve_answer(&c, eps, delta, n, alpha, beta, na));
 out:
     free(eps);
     free(delta);
@@ -848,52 +846,40 @@ fail:
 
 /* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */
 
-void res_rdp(const http_request *req, http_response *resp)
+/* The RDP request's accountant (auto or rdp) and orders (none: *orders stays NULL, the
+ * default orders): 0 with *orders owned by the caller, or -1 with pb set. */
+static int decode_rdp(const compute_req *c, double **orders, size_t *n, problem *pb)
 {
-    problem pb = {0};
-    compute_req c = {0};
-    double *orders = NULL, *curve = NULL;
-    size_t n = RDP_NORDERS;
     int scalar = 0;
-    if (decode_common(req, CODEC_RDP_FIELDS, 1, &c, &pb) < 0)
-        goto fail;
-    if (c.acct != DP_ACCT_AUTO && c.acct != DP_ACCT_RDP) {
-        problem_set(&pb, PB_UNSUPPORTED, "accountant",
+    if (c->acct != DP_ACCT_AUTO && c->acct != DP_ACCT_RDP) {
+        problem_set(pb, PB_UNSUPPORTED, "accountant",
                     "an RDP curve comes from the rdp accountant only (accountant \"rdp\" or "
                     "\"auto\"; got \"%s\")",
-                    dp_accountant_name(c.acct));
-        goto fail;
+                    dp_accountant_name(c->acct));
+        return -1;
     }
-    if (json_object_get(c.j, "orders")) {
-        if (codec_number_list(c.j, "order", "orders", RDP_MAX_ORDERS, &orders, &n, &scalar, &pb) <
-            0)
-            goto fail;
-        for (size_t i = 0; i < n; i++)
-            if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER)) {
-                char f[48], num[DPB_NUM_MAX];
-                snprintf(f, sizeof f, "orders[%zu]", i);
-                problem_set(&pb, PB_INVALID_PARAMETER, f,
-                            "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
-                            dpb_num_str(orders[i], num));
-                goto fail;
-            }
-    }
-    curve = malloc(n * sizeof *curve);
-    if (curve == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    dp_report rep;
-    dpb_error err = {0};
-    double t0 = metrics_now();
-    dpb_status st = dp_rdp_curve_at(c.ev, c.rel, orders, n, curve, &rep, &err);
-    metrics_compute("rdp", metrics_now() - t0);
-    if (st != DPB_OK) {
-        reply_core_error(req, resp, &pb, &err, &rep);
-        goto out;
-    }
+    if (json_object_get(c->j, "orders") == NULL)
+        return 0;
+    if (codec_number_list(c->j, "order", "orders", RDP_MAX_ORDERS, orders, n, &scalar, pb) < 0)
+        return -1;
+    for (size_t i = 0; i < *n; i++)
+        if (!((*orders)[i] > 1.0 && (*orders)[i] <= RDP_MAX_ORDER)) {
+            char f[48], num[DPB_NUM_MAX];
+            snprintf(f, sizeof f, "orders[%zu]", i);
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
+                        dpb_num_str((*orders)[i], num));
+            return -1;
+        }
+    return 0;
+}
+
+/* The RDP answer: the report, what the bound is, the orders (NULL: the default ones) and the
+ * curve's values at them. */
+static json_t *rdp_answer(const compute_req *c, const double *orders, const double *curve, size_t n)
+{
     json_t *o = json_object();
-    put_report(o, &rep, &c.opt, c.rel);
+    put_report(o, &c->rep, &c->opt, c->rel);
     json_object_set_new(o, "bound",
                         json_string("upper bound on the Renyi divergence of order alpha between "
                                     "the outputs on neighbouring datasets, both orders of the "
@@ -905,10 +891,28 @@ void res_rdp(const http_request *req, http_response *resp)
     }
     json_object_set_new(o, "orders", ord);
     json_object_set_new(o, "rdp", val);
-    http_reply_json(resp, 200, o);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
+    return o;
+}
+
+void res_rdp(const http_request *req, http_response *resp)
+{
+    problem pb = {0};
+    compute_req c = {0};
+    double *orders = NULL, *curve = NULL;
+    size_t n = RDP_NORDERS;
+    if (decode_common(req, CODEC_RDP_FIELDS, 1, &c, &pb) < 0 ||
+        decode_rdp(&c, &orders, &n, &pb) < 0 ||
+        (curve = alloc_or_problem(n * sizeof *curve, &pb)) == NULL) {
+        http_reply_problem(resp, &pb);
+        goto out;
+    }
+    double t0 = metrics_now();
+    dpb_status st = dp_rdp_curve_at(c.ev, c.rel, orders, n, curve, &c.rep, &c.err);
+    metrics_compute("rdp", metrics_now() - t0);
+    if (st != DPB_OK)
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
+    else
+        http_reply_json(resp, 200, rdp_answer(&c, orders, curve, n));
 out:
     free(orders);
     free(curve);
