@@ -88,9 +88,6 @@ int res_compute_light(const http_request *req, json_t **parsed)
      * raised to megabytes): the pool takes it */
     if (req->body_len > 16384)
         return 0;
-    if (strcmp(req->path, "/v1/delta") != 0 && strcmp(req->path, "/v1/epsilon") != 0 &&
-        strcmp(req->path, "/v1/curve") != 0 && strcmp(req->path, "/v1/calibrate") != 0)
-        return 0;
     json_t *j = jsonin_load(req->body, req->body_len, NULL);
     if (!json_is_object(j)) {
         json_decref(j);
