@@ -1,7 +1,13 @@
 /*
- * main.c - dpbudgetd: configuration from flags, start the HTTP server, wait for signals:
- * SIGHUP reloads the API keys and the TLS certificate, SIGINT or SIGTERM stop gracefully
- * (libmicrohttpd finishes in-flight requests). --healthcheck probes a running daemon.
+ * main.c - dpbudgetd: the usage text, the start-up (options through config.h, the access
+ * checks, the ledger: the data-directory lock or the database with --ledger-url), the HTTP
+ * server, and the wait for signals: SIGHUP reloads the API keys and the TLS certificate,
+ * SIGINT or SIGTERM stop gracefully (libmicrohttpd finishes in-flight requests).
+ * --healthcheck probes a running daemon, --verify checks a data directory offline.
+ *
+ * May call: config.h, daemonlog.h, reqlog.h (reqlog_time), http.h (http_start, http_stop),
+ * auth.h, tls.h, healthcheck.h, admin.h, metrics.h, textfile.h, and the ledger and PLD APIs
+ * of core.
  */
 #include <errno.h>
 #include <limits.h>
