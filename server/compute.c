@@ -1,7 +1,11 @@
 /*
- * compute.c - the stateless compute resources: POST /v1/delta, /v1/epsilon, /v1/calibrate
- * and GET /v1/accountants. Each handler has the same shape: decode (strict) -> core ->
- * encode. No numerics here.
+ * compute.c - the stateless compute resources: POST /v1/delta, /v1/epsilon, /v1/calibrate,
+ * /v1/curve, /v1/proactive and /v1/rdp, and their light test (route.light, routes.h). Each
+ * handler has the same shape: decode (strict) -> core -> encode. No numerics here. GET
+ * /v1/accountants, the catalogue, is in accountants.c.
+ *
+ * May call: core/dp, codec.h, jsonin.h, jsonout.h, metrics.h and http.h's reply helpers;
+ * never the transport (http.c runs these handlers through the route table).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,29 +24,50 @@
 #include "resources.h"
 #include "../core/common/numfmt.h"
 
-/* Parse the body, check the top-level fields, decode relation + accountant and, when
- * want_event, the event. */
-static json_t *decode_common(const http_request *req, const char *const *allowed, int want_event,
-                             dp_event **ev, dp_relation *rel, dp_accountant *acct, dp_options *opt,
-                             problem *pb)
+/* A compute request decoded (decode_common): what it owns until compute_req_release. */
+typedef struct {
+    json_t *j;    /* the body, one JSON object */
+    dp_event *ev; /* the event (NULL until decoded) */
+    dp_relation rel;
+    dp_accountant acct;
+    dp_options opt; /* opt.cancel: the request's compute deadline */
+    dp_report rep;  /* what the core reports of the computation */
+    dpb_error err;  /* and why it refused */
+} compute_req;
+
+/* Parse the body into c (zeroed by the caller), check the top-level fields, decode relation
+ * + accountant and, when want_event, the event. 0, or -1 with pb set. */
+static int decode_common(const http_request *req, const char *const *allowed, int want_event,
+                         compute_req *c, problem *pb)
 {
-    memset(opt, 0, sizeof *opt);
-    json_t *j =
+    c->j =
         req->parsed ? json_incref(req->parsed) : codec_parse_object(req->body, req->body_len, pb);
-    if (j == NULL)
-        return NULL;
-    if (codec_compute_common(j, allowed, rel, acct, opt, pb) < 0)
-        goto fail;
-    opt->cancel = req->cancel; /* the request's compute deadline */
+    if (c->j == NULL)
+        return -1;
+    if (codec_compute_common(c->j, allowed, &c->rel, &c->acct, &c->opt, pb) < 0)
+        return -1;
+    c->opt.cancel = req->cancel; /* the request's compute deadline */
     if (want_event) {
-        *ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, pb);
-        if (*ev == NULL)
-            goto fail;
+        c->ev = codec_event(json_object_get(c->j, "event"), "event", DP_PARAM_NONE, pb);
+        if (c->ev == NULL)
+            return -1;
     }
-    return j;
-fail:
-    json_decref(j);
-    return NULL;
+    return 0;
+}
+
+static void compute_req_release(compute_req *c)
+{
+    dp_event_free(c->ev);
+    json_decref(c->j);
+}
+
+/* malloc(bytes), or NULL with pb set to out_of_memory. */
+static void *alloc_or_problem(size_t bytes, problem *pb)
+{
+    void *p = malloc(bytes);
+    if (p == NULL)
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    return p;
 }
 
 /* The computations that are cheap whatever their parameters: closed forms and Renyi DP
@@ -62,9 +87,6 @@ int res_compute_light(const http_request *req, json_t **parsed)
     /* a large body is work to parse and to walk whatever the accountant (--max-body may be
      * raised to megabytes): the pool takes it */
     if (req->body_len > 16384)
-        return 0;
-    if (strcmp(req->path, "/v1/delta") != 0 && strcmp(req->path, "/v1/epsilon") != 0 &&
-        strcmp(req->path, "/v1/curve") != 0 && strcmp(req->path, "/v1/calibrate") != 0)
         return 0;
     json_t *j = jsonin_load(req->body, req->body_len, NULL);
     if (!json_is_object(j)) {
@@ -285,410 +307,426 @@ static void write_pair(jsonout_w *w, const char *key, const char *k1, double x1,
     jsonout_close(w, '}');
 }
 
-void res_delta(const http_request *req, http_response *resp)
+/* The two point queries, one path: delta at given epsilons (POST /v1/delta) and epsilon at
+ * given deltas (POST /v1/epsilon), each asked as one value or a list. */
+typedef struct {
+    const char *const *fields; /* the body's allowed top-level fields */
+    const char *one, *many;    /* the input: one value, or the list ("epsilon", "epsilons") */
+    const char *out;           /* the output's name */
+    int is_delta;              /* delta(eps): infinity allowed in, ln_delta out */
+} point_query;
+
+static const point_query DELTA_QUERY = {CODEC_DELTA_FIELDS, "epsilon", "epsilons", "delta", 1};
+static const point_query EPSILON_QUERY = {CODEC_EPSILON_FIELDS, "delta", "deltas", "epsilon", 0};
+
+/* One result of a point query: the input and output values, then ln_delta (delta) or
+ * certified (epsilon), then the accountant's extras. */
+static void write_point_result(jsonout_w *w, const point_query *q, double in, double out,
+                               double ln_delta, const dp_point_extra *aux)
+{
+    jsonout_open(w, '{');
+    write_point(w, q->one, in, q->out, out);
+    if (q->is_delta) {
+        write_real(w, "ln_delta", ln_delta);
+    } else {
+        jsonout_key(w, "certified");
+        jsonout_bool(w, isfinite(out));
+    }
+    write_extras(w, aux, q->is_delta);
+    jsonout_close(w, '}');
+}
+
+static void res_points(const http_request *req, http_response *resp, const point_query *q)
 {
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
-    double *eps = NULL, *delta = NULL, *ln_delta = NULL;
+    compute_req c = {0};
+    double *in = NULL, *out = NULL, *ln_delta = NULL;
     dp_point_extra *aux = NULL;
     size_t n = 0;
     int scalar = 0;
-    json_t *j = decode_common(req, CODEC_DELTA_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL || codec_number_list_inf(j, "epsilon", "epsilons", DP_MAX_POINTS, &eps, &n,
-                                           &scalar, &pb) < 0) {
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    delta = malloc(n * sizeof *delta);
-    ln_delta = malloc(n * sizeof *ln_delta);
-    if (delta == NULL || ln_delta == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    dp_report rep;
-    dpb_error err = {0};
-    aux = malloc(n * sizeof *aux);
-    if (aux == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    if (decode_common(req, q->fields, 1, &c, &pb) < 0 ||
+        (q->is_delta
+             ? codec_number_list_inf(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)
+             : codec_number_list(c.j, q->one, q->many, DP_MAX_POINTS, &in, &n, &scalar, &pb)) < 0 ||
+        (out = alloc_or_problem(n * sizeof *out, &pb)) == NULL ||
+        (q->is_delta && (ln_delta = alloc_or_problem(n * sizeof *ln_delta, &pb)) == NULL) ||
+        (aux = alloc_or_problem(n * sizeof *aux, &pb)) == NULL) {
         http_reply_problem(resp, &pb);
         goto out;
     }
     double t0 = metrics_now();
-    dpb_status st = dp_delta_ex(ev, rel, acct, &opt, eps, n, delta, ln_delta, aux, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
+    dpb_status st =
+        q->is_delta
+            ? dp_delta_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, ln_delta, aux, &c.rep, &c.err)
+            : dp_epsilon_ex(c.ev, c.rel, c.acct, &c.opt, in, n, out, aux, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
     if (st != DPB_OK) {
-        if (strcmp(err.field, "epsilon") == 0 && !scalar)
-            strcpy(err.field, "epsilons");
-        reply_core_error(req, resp, &pb, &err, &rep);
+        if (strcmp(c.err.field, q->one) == 0 && !scalar)
+            strcpy(c.err.field, q->many);
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
         goto out;
     }
     jsonout_w w;
-    begin_results(&w, &rep, &opt, rel);
-    for (size_t i = 0; i < n; i++) {
-        jsonout_open(&w, '{');
-        write_point(&w, "epsilon", eps[i], "delta", delta[i]);
-        write_real(&w, "ln_delta", ln_delta[i]);
-        write_extras(&w, &aux[i], 1);
-        jsonout_close(&w, '}');
-    }
-    end_results(&w, ev);
+    begin_results(&w, &c.rep, &c.opt, c.rel);
+    for (size_t i = 0; i < n; i++)
+        write_point_result(&w, q, in[i], out[i], ln_delta ? ln_delta[i] : 0.0, &aux[i]);
+    end_results(&w, c.ev);
     if (scalar) {
-        write_point(&w, "epsilon", eps[0], "delta", delta[0]);
-        write_real(&w, "ln_delta", ln_delta[0]);
+        write_point(&w, q->one, in[0], q->out, out[0]);
+        if (q->is_delta)
+            write_real(&w, "ln_delta", ln_delta[0]);
     }
     reply_written(&w, resp);
 out:
-    free(eps);
-    free(delta);
+    free(in);
+    free(out);
     free(ln_delta);
     free(aux);
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
+}
+
+void res_delta(const http_request *req, http_response *resp)
+{
+    res_points(req, resp, &DELTA_QUERY);
 }
 
 void res_epsilon(const http_request *req, http_response *resp)
 {
-    problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
-    double *dl = NULL, *eps = NULL;
-    dp_point_extra *aux = NULL;
-    size_t n = 0;
-    int scalar = 0;
-    json_t *j = decode_common(req, CODEC_EPSILON_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL ||
-        codec_number_list(j, "delta", "deltas", DP_MAX_POINTS, &dl, &n, &scalar, &pb) < 0) {
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    eps = malloc(n * sizeof *eps);
-    if (eps == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    dp_report rep;
-    dpb_error err = {0};
-    aux = malloc(n * sizeof *aux);
-    if (aux == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        http_reply_problem(resp, &pb);
-        goto out;
-    }
-    double t0 = metrics_now();
-    dpb_status st = dp_epsilon_ex(ev, rel, acct, &opt, dl, n, eps, aux, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
-    if (st != DPB_OK) {
-        if (strcmp(err.field, "delta") == 0 && !scalar)
-            strcpy(err.field, "deltas");
-        reply_core_error(req, resp, &pb, &err, &rep);
-        goto out;
-    }
-    jsonout_w w;
-    begin_results(&w, &rep, &opt, rel);
-    for (size_t i = 0; i < n; i++) {
-        jsonout_open(&w, '{');
-        write_point(&w, "delta", dl[i], "epsilon", eps[i]);
-        jsonout_key(&w, "certified");
-        jsonout_bool(&w, isfinite(eps[i]));
-        write_extras(&w, &aux[i], 0);
-        jsonout_close(&w, '}');
-    }
-    end_results(&w, ev);
-    if (scalar)
-        write_point(&w, "delta", dl[0], "epsilon", eps[0]);
-    reply_written(&w, resp);
-out:
-    free(dl);
-    free(eps);
-    free(aux);
-    dp_event_free(ev);
-    json_decref(j);
+    res_points(req, resp, &EPSILON_QUERY);
 }
 
-void res_calibrate(const http_request *req, http_response *resp)
+/* solve_for's names and the parameter each leaves out of the event. */
+static const struct {
+    const char *name;
+    dp_param param;
+} SOLVE_FOR[] = {
+    {"noise_multiplier", DP_PARAM_NOISE_MULTIPLIER},
+    {"rounds", DP_PARAM_ROUNDS},
+    {"count", DP_PARAM_COUNT},
+    {"sampling_probability", DP_PARAM_SAMPLING_PROBABILITY},
+    {"noise_std", DP_PARAM_NOISE_SCALE},
+    {"laplace_scale", DP_PARAM_NOISE_SCALE},
+    {"dataset_size", DP_PARAM_DATASET_SIZE},
+    {"c1", DP_PARAM_C1},
+};
+
+/* What a calibration asks, besides the event: the parameter to solve for (its name as
+ * given, borrowed from the body), the target, and the dataset when there is one. */
+typedef struct {
+    const char *sf;
+    dp_param param;
+    double eps_t, delta_t;
+    int has_dataset; /* codec_dataset's answer: clip and ratio are set when 1 */
+    double clip, ratio;
+} cal_ask;
+
+/* The body's solve_for, target and dataset of a calibration into *q: 0, or -1 with pb set. */
+static int decode_calibration(json_t *j, cal_ask *q, problem *pb)
 {
     static const char *const target_fields[] = {"epsilon", "delta", NULL};
-    problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
-    /* the event is decoded once solve_for is known: it names the field left out */
-    json_t *j = decode_common(req, CODEC_CALIBRATE_FIELDS, 0, &ev, &rel, &acct, &opt, &pb);
-    const char *sf;
-    dp_param param = DP_PARAM_NONE;
-    double eps_t = 0, delta_t = 0, clip = 0, ratio = 0;
-    int has_dataset = 0;
-    if (j == NULL || codec_string(j, "", "solve_for", 1, &sf, &pb) < 0)
-        goto fail;
-    if (strcmp(sf, "noise_multiplier") == 0)
-        param = DP_PARAM_NOISE_MULTIPLIER;
-    else if (strcmp(sf, "rounds") == 0)
-        param = DP_PARAM_ROUNDS;
-    else if (strcmp(sf, "count") == 0)
-        param = DP_PARAM_COUNT;
-    else if (strcmp(sf, "sampling_probability") == 0)
-        param = DP_PARAM_SAMPLING_PROBABILITY;
-    else if (strcmp(sf, "noise_std") == 0 || strcmp(sf, "laplace_scale") == 0)
-        param = DP_PARAM_NOISE_SCALE;
-    else if (strcmp(sf, "dataset_size") == 0)
-        param = DP_PARAM_DATASET_SIZE;
-    else if (strcmp(sf, "c1") == 0)
-        param = DP_PARAM_C1;
-    else {
-        problem_set(&pb, PB_INVALID_PARAMETER, "solve_for",
+    if (codec_string(j, "", "solve_for", 1, &q->sf, pb) < 0)
+        return -1;
+    q->param = DP_PARAM_NONE;
+    for (size_t i = 0; i < sizeof SOLVE_FOR / sizeof SOLVE_FOR[0]; i++)
+        if (strcmp(q->sf, SOLVE_FOR[i].name) == 0)
+            q->param = SOLVE_FOR[i].param;
+    if (q->param == DP_PARAM_NONE) {
+        problem_set(pb, PB_INVALID_PARAMETER, "solve_for",
                     "solve_for must be \"noise_multiplier\", \"rounds\", \"count\", "
                     "\"sampling_probability\", \"noise_std\", \"laplace_scale\", "
                     "\"dataset_size\" or \"c1\"");
-        goto fail;
+        return -1;
     }
     json_t *t = json_object_get(j, "target");
     if (t == NULL) {
-        problem_set(&pb, PB_MISSING_FIELD, "target",
+        problem_set(pb, PB_MISSING_FIELD, "target",
                     "'target' is required: {\"epsilon\": ..., \"delta\": ...}");
-        goto fail;
+        return -1;
     }
     if (!json_is_object(t)) {
-        problem_set(&pb, PB_WRONG_TYPE, "target", "'target' must be an object");
-        goto fail;
+        problem_set(pb, PB_WRONG_TYPE, "target", "'target' must be an object");
+        return -1;
     }
-    if (codec_only_fields(t, "target", target_fields, &pb) < 0 ||
-        codec_number(t, "target", "epsilon", 1, &eps_t, &pb) < 0 ||
-        codec_number(t, "target", "delta", 1, &delta_t, &pb) < 0)
-        goto fail;
-    if ((has_dataset = codec_dataset(j, &clip, &ratio, &pb)) < 0)
-        goto fail;
-    ev = codec_event(json_object_get(j, "event"), "event", param, &pb);
-    if (ev == NULL)
-        goto fail;
+    if (codec_only_fields(t, "target", target_fields, pb) < 0 ||
+        codec_number(t, "target", "epsilon", 1, &q->eps_t, pb) < 0 ||
+        codec_number(t, "target", "delta", 1, &q->delta_t, pb) < 0)
+        return -1;
+    if ((q->has_dataset = codec_dataset(j, &q->clip, &q->ratio, pb)) < 0)
+        return -1;
+    return 0;
+}
 
-    dp_calibration cal;
-    dp_report rep;
-    dpb_error err = {0};
-    double t0 = metrics_now();
-    dpb_status st = dp_calibrate_ex(ev, rel, acct, &opt, eps_t, delta_t, &cal, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
-    if (st != DPB_OK) {
-        core_problem(req, &pb, &err);
-        if (cal.has_best) {
-            json_t *best =
-                json_pack("{s:o, s:s, s:o}", "delta", codec_real(cal.best_delta), "parameter",
-                          dp_param_name(cal.param), "at", codec_real(cal.best_at));
-            problem_extra(&pb, "best_achievable", best);
-        }
-        if (rep.accountant)
-            problem_extra(&pb, "accountant", json_string(rep.accountant));
-        if (rep.ncond > 0)
-            problem_extra(&pb, "conditions", codec_conditions(&rep));
-        http_reply_problem(resp, &pb);
-        goto out;
+/* A calibration the accountant could not reach: the problem, with the best it achieved and
+ * the conditions checked when there are any. */
+static void reply_calibration_error(const http_request *req, http_response *resp, problem *pb,
+                                    const dpb_error *err, const dp_calibration *cal,
+                                    const dp_report *rep)
+{
+    core_problem(req, pb, err);
+    if (cal->has_best) {
+        json_t *best =
+            json_pack("{s:o, s:s, s:o}", "delta", codec_real(cal->best_delta), "parameter",
+                      dp_param_name(cal->param), "at", codec_real(cal->best_at));
+        problem_extra(pb, "best_achievable", best);
     }
-    jsonout_w w; /* written straight into the answer (jsonout.h) */
-    jsonout_init(&w);
-    jsonout_open(&w, '{');
-    jsonout_key(&w, "solve_for");
-    jsonout_str(&w, sf);
-    int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
-                   cal.param == DP_PARAM_DATASET_SIZE;
-    jsonout_key(&w, "value");
+    if (rep->accountant)
+        problem_extra(pb, "accountant", json_string(rep->accountant));
+    if (rep->ncond > 0)
+        problem_extra(pb, "conditions", codec_conditions(rep));
+    http_reply_problem(resp, pb);
+}
+
+/* A count (rounds, count, dataset_size) as an integer, else as codec_real's. */
+static void write_cal_value(jsonout_w *w, double x, int integral)
+{
     if (integral)
-        codec_write_uint(&w, (uint64_t)cal.value);
+        codec_write_uint(w, (uint64_t)x);
     else
-        codec_write_real(&w, cal.value);
-    if (isfinite(cal.tolerance)) { /* as json_real, which holds no NaN or infinity */
-        jsonout_key(&w, "tolerance");
-        jsonout_realv(&w, cal.tolerance);
-    }
-    if (cal.has_interval)
-        write_pair(&w, "interval", "min", cal.lo, "max", cal.hi);
-    write_pair(&w, "target", "epsilon", eps_t, "delta", delta_t);
-    write_pair(&w, "achieved", "epsilon", eps_t, "delta", cal.achieved_delta);
-    json_t *encoded = codec_encode_event(ev);
-    jsonout_key(&w, "event");
-    if (encoded)
-        jsonout_tree(&w, encoded);
-    else
-        w.fail = 1;
-    json_decref(encoded);
-    write_report(&w, &rep, &opt, rel);
-    jsonout_key(&w, "details");
-    jsonout_open(&w, '{');
-    if (!isnan(cal.per_epoch_delta))
-        write_real(&w, "per_epoch_delta", cal.per_epoch_delta);
-    if (!isnan(cal.rounds_eq3))
-        write_real(&w, "rounds_closed_form_eq3", cal.rounds_eq3);
-    if (!isnan(cal.rounds_eq4))
-        write_real(&w, "rounds_closed_form_eq4", cal.rounds_eq4);
-    if (!isnan(cal.regime_delta_max))
-        write_real(&w, "regime_delta_max", cal.regime_delta_max);
-    if (!isnan(cal.limit_c1))
-        write_real(&w, "c1_for_limit", cal.limit_c1);
-    if (!isnan(cal.thm41_value)) {
-        jsonout_key(&w, "theorem_4_1_value");
-        if (isinf(cal.thm41_value))
-            jsonout_str(&w, "none");
-        else if (integral)
-            codec_write_uint(&w, (uint64_t)cal.thm41_value);
+        codec_write_real(w, x);
+}
+
+/* The calibration's "details": the closed forms and regimes that apply (NaN: absent), and
+ * with a dataset the smallest N of seed 004 Table 1. */
+static void write_cal_details(jsonout_w *w, const dp_calibration *cal, const dp_event *ev,
+                              int integral, int has_dataset, double clip, double ratio)
+{
+    jsonout_key(w, "details");
+    jsonout_open(w, '{');
+    if (!isnan(cal->per_epoch_delta))
+        write_real(w, "per_epoch_delta", cal->per_epoch_delta);
+    if (!isnan(cal->rounds_eq3))
+        write_real(w, "rounds_closed_form_eq3", cal->rounds_eq3);
+    if (!isnan(cal->rounds_eq4))
+        write_real(w, "rounds_closed_form_eq4", cal->rounds_eq4);
+    if (!isnan(cal->regime_delta_max))
+        write_real(w, "regime_delta_max", cal->regime_delta_max);
+    if (!isnan(cal->limit_c1))
+        write_real(w, "c1_for_limit", cal->limit_c1);
+    if (!isnan(cal->thm41_value)) {
+        jsonout_key(w, "theorem_4_1_value");
+        if (isinf(cal->thm41_value))
+            jsonout_str(w, "none");
         else
-            codec_write_real(&w, cal.thm41_value);
+            write_cal_value(w, cal->thm41_value, integral);
     }
-    if (!isnan(cal.regime_sigma_max))
-        write_real(&w, "regime_sigma_max", cal.regime_sigma_max);
+    if (!isnan(cal->regime_sigma_max))
+        write_real(w, "regime_sigma_max", cal->regime_sigma_max);
     if (has_dataset > 0) {
         /* seed 004 Table 1: the smallest N with C sigma M / N <= max_noise_per_round */
         const dp_event *leaf = ev;
         while (leaf->kind == DP_EV_SELF_COMPOSED)
             leaf = leaf->u.self.event;
         if (leaf->kind == DP_EV_SHUFFLED_EPOCH) {
-            jsonout_key(&w, "min_dataset_size");
-            codec_write_uint(&w, dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
-                                                      leaf->u.shuffled.rounds, clip, ratio));
+            jsonout_key(w, "min_dataset_size");
+            codec_write_uint(w, dp_thm41_min_dataset(leaf->u.shuffled.noise_multiplier,
+                                                     leaf->u.shuffled.rounds, clip, ratio));
         }
     }
-    jsonout_close(&w, '}');
+    jsonout_close(w, '}');
+}
+
+void res_calibrate(const http_request *req, http_response *resp)
+{
+    problem pb = {0};
+    compute_req c = {0};
+    cal_ask q = {0};
+    if (decode_common(req, CODEC_CALIBRATE_FIELDS, 0, &c, &pb) < 0 ||
+        decode_calibration(c.j, &q, &pb) < 0)
+        goto fail;
+    /* the event is decoded once solve_for is known: it names the field left out */
+    c.ev = codec_event(json_object_get(c.j, "event"), "event", q.param, &pb);
+    if (c.ev == NULL)
+        goto fail;
+
+    dp_calibration cal;
+    double t0 = metrics_now();
+    dpb_status st =
+        dp_calibrate_ex(c.ev, c.rel, c.acct, &c.opt, q.eps_t, q.delta_t, &cal, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
+    if (st != DPB_OK) {
+        reply_calibration_error(req, resp, &pb, &c.err, &cal, &c.rep);
+        goto out;
+    }
+    jsonout_w w; /* written straight into the answer (jsonout.h) */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_key(&w, "solve_for");
+    jsonout_str(&w, q.sf);
+    int integral = cal.param == DP_PARAM_ROUNDS || cal.param == DP_PARAM_COUNT ||
+                   cal.param == DP_PARAM_DATASET_SIZE;
+    jsonout_key(&w, "value");
+    write_cal_value(&w, cal.value, integral);
+    if (isfinite(cal.tolerance)) { /* as json_real, which holds no NaN or infinity */
+        jsonout_key(&w, "tolerance");
+        jsonout_realv(&w, cal.tolerance);
+    }
+    if (cal.has_interval)
+        write_pair(&w, "interval", "min", cal.lo, "max", cal.hi);
+    write_pair(&w, "target", "epsilon", q.eps_t, "delta", q.delta_t);
+    write_pair(&w, "achieved", "epsilon", q.eps_t, "delta", cal.achieved_delta);
+    json_t *encoded = codec_encode_event(c.ev);
+    jsonout_key(&w, "event");
+    if (encoded)
+        jsonout_tree(&w, encoded);
+    else
+        w.fail = 1;
+    json_decref(encoded);
+    write_report(&w, &c.rep, &c.opt, c.rel);
+    write_cal_details(&w, &cal, c.ev, integral, q.has_dataset, q.clip, q.ratio);
     jsonout_close(&w, '}');
     http_reply_written(resp, 200, &w);
     goto out;
 fail:
     http_reply_problem(resp, &pb);
 out:
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
+}
+
+/* The curve's epsilons: the list 'epsilons', or the grid 'epsilon_range' {min, max, points}.
+ * 0 with *eps owned by the caller, or -1 with pb set. */
+static int decode_curve_epsilons(json_t *j, double **eps, size_t *n, problem *pb)
+{
+    static const char *const range_fields[] = {"min", "max", "points", NULL};
+    int scalar;
+    json_t *range = json_object_get(j, "epsilon_range");
+    if (range == NULL) {
+        if (codec_number_list(j, "epsilons_single_unused", "epsilons", DP_MAX_POINTS, eps, n,
+                              &scalar, pb) < 0) {
+            pb->code = PB_NONE;
+            problem_set(pb, PB_MISSING_FIELD, "epsilons",
+                        "give 'epsilons' (a list) or 'epsilon_range' {min, max, points}");
+            return -1;
+        }
+        return 0;
+    }
+    double lo, hi;
+    uint64_t pts;
+    if (json_object_get(j, "epsilons")) {
+        problem_set(pb, PB_INVALID_PARAMETER, "epsilons",
+                    "give either 'epsilons' or 'epsilon_range', not both");
+        return -1;
+    }
+    if (!json_is_object(range)) {
+        problem_set(pb, PB_WRONG_TYPE, "epsilon_range",
+                    "'epsilon_range' must be {\"min\": ..., \"max\": ..., \"points\": ...}");
+        return -1;
+    }
+    if (codec_only_fields(range, "epsilon_range", range_fields, pb) < 0 ||
+        codec_number(range, "epsilon_range", "min", 1, &lo, pb) < 0 ||
+        codec_number(range, "epsilon_range", "max", 1, &hi, pb) < 0 ||
+        codec_uint(range, "epsilon_range", "points", 1, 2, DP_MAX_POINTS, &pts, pb) < 0)
+        return -1;
+    if (!(lo >= 0.0 && hi > lo)) {
+        problem_set(pb, PB_INVALID_PARAMETER, "epsilon_range",
+                    "epsilon_range needs 0 <= min < max");
+        return -1;
+    }
+    *n = (size_t)pts;
+    *eps = alloc_or_problem(*n * sizeof **eps, pb);
+    if (*eps == NULL)
+        return -1;
+    for (size_t i = 0; i < *n; i++)
+        (*eps)[i] = lo + (hi - lo) * (double)i / (double)(*n - 1);
+    return 0;
+}
+
+/* The curve's trade-off alphas: the list 'alphas', or 'tradeoff_points' evenly in [0, 1], or
+ * none (*na = 0). 0 with *alpha owned by the caller, or -1 with pb set. */
+static int decode_curve_alphas(json_t *j, double **alpha, size_t *na, problem *pb)
+{
+    int scalar;
+    json_t *al = json_object_get(j, "alphas");
+    uint64_t tp = 0;
+    int has_tp = codec_uint(j, "", "tradeoff_points", 0, 2, DP_MAX_POINTS, &tp, pb);
+    if (has_tp < 0)
+        return -1;
+    if (al && has_tp) {
+        problem_set(pb, PB_INVALID_PARAMETER, "alphas",
+                    "give either 'alphas' or 'tradeoff_points', not both");
+        return -1;
+    }
+    if (al)
+        return codec_number_list(j, "alphas_single_unused", "alphas", DP_MAX_POINTS, alpha, na,
+                                 &scalar, pb) < 0
+                   ? -1
+                   : 0;
+    if (has_tp) {
+        *na = (size_t)tp;
+        *alpha = alloc_or_problem(*na * sizeof **alpha, pb);
+        if (*alpha == NULL)
+            return -1;
+        for (size_t i = 0; i < *na; i++)
+            (*alpha)[i] = (double)i / (double)(*na - 1);
+    }
+    return 0;
+}
+
+/* Theorem 4.1 beside a shuffle_exact curve: one total-variation delta for every eps, and the
+ * trade-off line 1 - alpha - delta. */
+static json_t *curve_thm41(const dp_event *ev, dp_relation rel)
+{
+    dp_report r41;
+    double zero = 0.0, d41;
+    if (dp_delta(ev, rel, DP_ACCT_THM41, &zero, 1, &d41, NULL, &r41, NULL) == DPB_OK)
+        return json_pack("{s:o}", "delta", codec_real(d41));
+    return json_pack("{s:s}", "delta", "not_covered");
+}
+
+/* A list of {k1: x1[i], k2: x2[i]}, the values as codec_real's. */
+static json_t *pair_list(const char *k1, const double *x1, const char *k2, const double *x2,
+                         size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            a, json_pack("{s:o, s:o}", k1, codec_real(x1[i]), k2, codec_real(x2[i])));
+    return a;
+}
+
+/* The curve's answer: the report, the (epsilon, delta) points, Theorem 4.1 beside a
+ * shuffle_exact curve, and the trade-off points when alphas were asked (na > 0). */
+static json_t *curve_answer(const compute_req *c, const double *eps, const double *delta, size_t n,
+                            const double *alpha, const double *beta, size_t na)
+{
+    json_t *o = json_object();
+    put_report(o, &c->rep, &c->opt, c->rel);
+    json_object_set_new(o, "curve", pair_list("epsilon", eps, "delta", delta, n));
+    if (c->rep.accountant && strcmp(c->rep.accountant, "shuffle_exact") == 0)
+        json_object_set_new(o, "theorem_4_1", curve_thm41(c->ev, c->rel));
+    if (na)
+        json_object_set_new(o, "tradeoff", pair_list("alpha", alpha, "beta", beta, na));
+    return o;
 }
 
 /* POST /v1/curve: delta over an epsilon grid and trade-off points, for plotting. */
 void res_curve(const http_request *req, http_response *resp)
 {
-    static const char *const range_fields[] = {"min", "max", "points", NULL};
     problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
+    compute_req c = {0};
     double *eps = NULL, *delta = NULL, *alpha = NULL, *beta = NULL;
     size_t n = 0, na = 0;
-    int scalar;
-    json_t *j = decode_common(req, CODEC_CURVE_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL)
-        goto fail;
-    json_t *range = json_object_get(j, "epsilon_range");
-    if (range) {
-        double lo, hi;
-        uint64_t pts;
-        if (json_object_get(j, "epsilons")) {
-            problem_set(&pb, PB_INVALID_PARAMETER, "epsilons",
-                        "give either 'epsilons' or 'epsilon_range', not both");
-            goto fail;
-        }
-        if (!json_is_object(range)) {
-            problem_set(&pb, PB_WRONG_TYPE, "epsilon_range",
-                        "'epsilon_range' must be {\"min\": ..., \"max\": ..., \"points\": ...}");
-            goto fail;
-        }
-        if (codec_only_fields(range, "epsilon_range", range_fields, &pb) < 0 ||
-            codec_number(range, "epsilon_range", "min", 1, &lo, &pb) < 0 ||
-            codec_number(range, "epsilon_range", "max", 1, &hi, &pb) < 0 ||
-            codec_uint(range, "epsilon_range", "points", 1, 2, DP_MAX_POINTS, &pts, &pb) < 0)
-            goto fail;
-        if (!(lo >= 0.0 && hi > lo)) {
-            problem_set(&pb, PB_INVALID_PARAMETER, "epsilon_range",
-                        "epsilon_range needs 0 <= min < max");
-            goto fail;
-        }
-        n = (size_t)pts;
-        eps = malloc(n * sizeof *eps);
-        if (eps == NULL)
-            goto oom;
-        for (size_t i = 0; i < n; i++)
-            eps[i] = lo + (hi - lo) * (double)i / (double)(n - 1);
-    } else if (codec_number_list(j, "epsilons_single_unused", "epsilons", DP_MAX_POINTS, &eps, &n,
-                                 &scalar, &pb) < 0) {
-        pb.code = PB_NONE;
-        problem_set(&pb, PB_MISSING_FIELD, "epsilons",
-                    "give 'epsilons' (a list) or 'epsilon_range' {min, max, points}");
-        goto fail;
-    }
-    json_t *al = json_object_get(j, "alphas");
-    uint64_t tp = 0;
-    int has_tp = codec_uint(j, "", "tradeoff_points", 0, 2, DP_MAX_POINTS, &tp, &pb);
-    if (has_tp < 0)
-        goto fail;
-    if (al && has_tp) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "alphas",
-                    "give either 'alphas' or 'tradeoff_points', not both");
-        goto fail;
-    }
-    if (al) {
-        if (codec_number_list(j, "alphas_single_unused", "alphas", DP_MAX_POINTS, &alpha, &na,
-                              &scalar, &pb) < 0)
-            goto fail;
-    } else if (has_tp) {
-        na = (size_t)tp;
-        alpha = malloc(na * sizeof *alpha);
-        if (alpha == NULL)
-            goto oom;
-        for (size_t i = 0; i < na; i++)
-            alpha[i] = (double)i / (double)(na - 1);
-    }
-    delta = malloc(n * sizeof *delta);
-    beta = malloc((na ? na : 1) * sizeof *beta);
-    if (delta == NULL || beta == NULL)
-        goto oom;
-    dp_report rep;
-    dpb_error err = {0};
-    double t0 = metrics_now();
-    dpb_status st = dp_curve(ev, rel, acct, &opt, eps, n, delta, alpha, na, beta, &rep, &err);
-    metrics_compute(rep.accountant, metrics_now() - t0);
-    if (st != DPB_OK) {
-        reply_core_error(req, resp, &pb, &err, &rep);
+    if (decode_common(req, CODEC_CURVE_FIELDS, 1, &c, &pb) < 0 ||
+        decode_curve_epsilons(c.j, &eps, &n, &pb) < 0 ||
+        decode_curve_alphas(c.j, &alpha, &na, &pb) < 0 ||
+        (delta = alloc_or_problem(n * sizeof *delta, &pb)) == NULL ||
+        (beta = alloc_or_problem((na ? na : 1) * sizeof *beta, &pb)) == NULL) {
+        http_reply_problem(resp, &pb);
         goto out;
     }
-    json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
-    json_t *curve = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(curve, json_pack("{s:o, s:o}", "epsilon", codec_real(eps[i]), "delta",
-                                               codec_real(delta[i])));
-    json_object_set_new(o, "curve", curve);
-    if (rep.accountant && strcmp(rep.accountant, "shuffle_exact") == 0) {
-        /* Theorem 4.1 beside the exact curve: one total-variation delta for every eps, and the
-         * trade-off line 1 - alpha - delta */
-        dp_report r41;
-        double zero = 0.0, d41;
-        json_t *t = NULL;
-        if (dp_delta(ev, rel, DP_ACCT_THM41, &zero, 1, &d41, NULL, &r41, NULL) == DPB_OK)
-            t = json_pack("{s:o}", "delta", codec_real(d41));
-        else
-            t = json_pack("{s:s}", "delta", "not_covered");
-        json_object_set_new(o, "theorem_4_1", t);
-    }
-    if (na) {
-        json_t *tr = json_array();
-        for (size_t i = 0; i < na; i++)
-            json_array_append_new(tr, json_pack("{s:o, s:o}", "alpha", codec_real(alpha[i]), "beta",
-                                                codec_real(beta[i])));
-        json_object_set_new(o, "tradeoff", tr);
-    }
-    http_reply_json(resp, 200, o);
-    goto out;
-oom:
-    problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-fail:
-    http_reply_problem(resp, &pb);
+    double t0 = metrics_now();
+    dpb_status st =
+        dp_curve(c.ev, c.rel, c.acct, &c.opt, eps, n, delta, alpha, na, beta, &c.rep, &c.err);
+    metrics_compute(c.rep.accountant, metrics_now() - t0);
+    if (st != DPB_OK)
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
+    else
+        http_reply_json(resp, 200, curve_answer(&c, eps, delta, n, alpha, beta, na));
 out:
     free(eps);
     free(delta);
     free(alpha);
     free(beta);
-    dp_event_free(ev);
-    json_decref(j);
+    compute_req_release(&c);
 }
 
 /* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of docs/MATH.md section 4; D is
@@ -803,58 +841,42 @@ fail:
     json_decref(j);
 }
 
-/* One catalogue entry for an event class. */
 /* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */
 
-void res_rdp(const http_request *req, http_response *resp)
+/* The RDP request's accountant (auto or rdp) and orders (none: *orders stays NULL, the
+ * default orders): 0 with *orders owned by the caller, or -1 with pb set. */
+static int decode_rdp(const compute_req *c, double **orders, size_t *n, problem *pb)
 {
-    problem pb = {0};
-    dp_event *ev = NULL;
-    dp_relation rel;
-    dp_accountant acct;
-    dp_options opt;
-    double *orders = NULL, *curve = NULL;
-    size_t n = RDP_NORDERS;
     int scalar = 0;
-    json_t *j = decode_common(req, CODEC_RDP_FIELDS, 1, &ev, &rel, &acct, &opt, &pb);
-    if (j == NULL)
-        goto fail;
-    if (acct != DP_ACCT_AUTO && acct != DP_ACCT_RDP) {
-        problem_set(&pb, PB_UNSUPPORTED, "accountant",
+    if (c->acct != DP_ACCT_AUTO && c->acct != DP_ACCT_RDP) {
+        problem_set(pb, PB_UNSUPPORTED, "accountant",
                     "an RDP curve comes from the rdp accountant only (accountant \"rdp\" or "
                     "\"auto\"; got \"%s\")",
-                    dp_accountant_name(acct));
-        goto fail;
+                    dp_accountant_name(c->acct));
+        return -1;
     }
-    if (json_object_get(j, "orders")) {
-        if (codec_number_list(j, "order", "orders", RDP_MAX_ORDERS, &orders, &n, &scalar, &pb) < 0)
-            goto fail;
-        for (size_t i = 0; i < n; i++)
-            if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER)) {
-                char f[48], num[DPB_NUM_MAX];
-                snprintf(f, sizeof f, "orders[%zu]", i);
-                problem_set(&pb, PB_INVALID_PARAMETER, f,
-                            "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
-                            dpb_num_str(orders[i], num));
-                goto fail;
-            }
-    }
-    curve = malloc(n * sizeof *curve);
-    if (curve == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    dp_report rep;
-    dpb_error err = {0};
-    double t0 = metrics_now();
-    dpb_status st = dp_rdp_curve_at(ev, rel, orders, n, curve, &rep, &err);
-    metrics_compute("rdp", metrics_now() - t0);
-    if (st != DPB_OK) {
-        reply_core_error(req, resp, &pb, &err, &rep);
-        goto out;
-    }
+    if (json_object_get(c->j, "orders") == NULL)
+        return 0;
+    if (codec_number_list(c->j, "order", "orders", RDP_MAX_ORDERS, orders, n, &scalar, pb) < 0)
+        return -1;
+    for (size_t i = 0; i < *n; i++)
+        if (!((*orders)[i] > 1.0 && (*orders)[i] <= RDP_MAX_ORDER)) {
+            char f[48], num[DPB_NUM_MAX];
+            snprintf(f, sizeof f, "orders[%zu]", i);
+            problem_set(pb, PB_INVALID_PARAMETER, f,
+                        "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
+                        dpb_num_str((*orders)[i], num));
+            return -1;
+        }
+    return 0;
+}
+
+/* The RDP answer: the report, what the bound is, the orders (NULL: the default ones) and the
+ * curve's values at them. */
+static json_t *rdp_answer(const compute_req *c, const double *orders, const double *curve, size_t n)
+{
     json_t *o = json_object();
-    put_report(o, &rep, &opt, rel);
+    put_report(o, &c->rep, &c->opt, c->rel);
     json_object_set_new(o, "bound",
                         json_string("upper bound on the Renyi divergence of order alpha between "
                                     "the outputs on neighbouring datasets, both orders of the "
@@ -866,186 +888,30 @@ void res_rdp(const http_request *req, http_response *resp)
     }
     json_object_set_new(o, "orders", ord);
     json_object_set_new(o, "rdp", val);
-    http_reply_json(resp, 200, o);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
+    return o;
+}
+
+void res_rdp(const http_request *req, http_response *resp)
+{
+    problem pb = {0};
+    compute_req c = {0};
+    double *orders = NULL, *curve = NULL;
+    size_t n = RDP_NORDERS;
+    if (decode_common(req, CODEC_RDP_FIELDS, 1, &c, &pb) < 0 ||
+        decode_rdp(&c, &orders, &n, &pb) < 0 ||
+        (curve = alloc_or_problem(n * sizeof *curve, &pb)) == NULL) {
+        http_reply_problem(resp, &pb);
+        goto out;
+    }
+    double t0 = metrics_now();
+    dpb_status st = dp_rdp_curve_at(c.ev, c.rel, orders, n, curve, &c.rep, &c.err);
+    metrics_compute("rdp", metrics_now() - t0);
+    if (st != DPB_OK)
+        reply_core_error(req, resp, &pb, &c.err, &c.rep);
+    else
+        http_reply_json(resp, 200, rdp_answer(&c, orders, curve, n));
 out:
     free(orders);
     free(curve);
-    dp_event_free(ev);
-    json_decref(j);
-}
-
-static json_t *event_entry(const char *cls, const char *fields, const char *accountants,
-                           const char *description)
-{
-    return json_pack("{s:s, s:s, s:s, s:s}", "class_name", cls, "fields", fields, "accountants",
-                     accountants, "description", description);
-}
-
-/* The catalogue entries of the fixed-size and truncated sampling and tree-aggregation
- * classes (event kinds 21..28). */
-static void sampling_entries(json_t *ev)
-{
-    json_array_append_new(
-        ev,
-        event_entry("SampledWithoutReplacementDpEvent", "source_dataset_size, sample_size, event",
-                    "pld (auto; advanced joint convexity, exact for this pair), rdp (Wang, "
-                    "Balle, Kasiviswanathan 2019); replace_one only",
-                    "the inner Gaussian (or Composed/SelfComposed Gaussians) on a fixed-size "
-                    "batch drawn without replacement; noise multipliers relative to the "
-                    "clipping norm (dp_accounting's rdp takes them relative to the "
-                    "replace-one sensitivity: ours at sigma is theirs at sigma/2)"));
-    json_array_append_new(
-        ev, event_entry("SampledWithReplacementDpEvent", "source_dataset_size, sample_size, event",
-                        "pld (advanced joint convexity over the draw count); replace_one only",
-                        "the inner Gaussian on sample_size draws with replacement (a record "
-                        "drawn K times shifts the sum by up to 2K); dp_accounting has no "
-                        "accountant for it"));
-    json_array_append_new(
-        ev, event_entry("SingleEpochTreeAggregationDpEvent", "noise_multiplier, step_counts",
-                        "gdp_exact (auto), rdp, pld; replace_special only",
-                        "one epoch of DP-FTRL tree aggregation: exactly the Gaussian mechanism "
-                        "of multiplier noise_multiplier / sqrt(ceil(log2(max steps + 1)))"));
-    json_array_append_new(
-        ev, event_entry("TruncatedSubsampledGaussianDpEvent",
-                        "dataset_size, sampling_probability, truncated_batch_size, "
-                        "noise_multiplier",
-                        "pld (advanced joint convexity conditioned on the others sampled); "
-                        "every relation",
-                        "Poisson sampling with the batch cut to truncated_batch_size, then "
-                        "Gaussian noise"));
-}
-
-/* dp_accounting's mechanism events (issue 16): catalogue entries, with the relations. */
-static void mech_event_entries(json_t *ev)
-{
-    static const struct {
-        const char *cls, *fields, *accountants, *description;
-    } M[] = {
-        {"RandomizedResponseDpEvent", "noise_parameter, num_buckets", "rdp, pld",
-         "k-ary randomized response; replace_one only (as dp_accounting)"},
-        {"DiscreteGaussianDpEvent", "sigma, sensitivity, dimension", "rdp",
-         "discrete Gaussian noise: rho-zCDP with rho = sensitivity^2/(2 sigma^2), any dimension"},
-        {"DiscreteLaplaceDpEvent", "noise_parameter, sensitivity", "pld (exact), rdp (pure DP)",
-         "discrete Laplace noise on an integer query"},
-        {"ExponentialMechanismDpEvent", "epsilon", "rdp (bounded range), pld (epsilon-DP pair)",
-         "the epsilon-DP exponential mechanism"},
-        {"PermuteAndFlipDpEvent", "epsilon", "rdp, pld (as an epsilon-DP mechanism)",
-         "the epsilon-DP permute-and-flip mechanism"},
-        {"ZCDpEvent", "rho, xi", "rdp", "(xi, rho)-zCDP: RDP xi + rho alpha"},
-        {"MixtureOfGaussiansDpEvent", "standard_deviation, sensitivities, sampling_probs", "pld",
-         "N(0, s^2) against sum_i p_i N(c_i, s^2); add_or_remove_one only"},
-        {"RepeatAndSelectDpEvent", "event, mean, shape", "rdp",
-         "the inner event repeated a random number of times, the best run released "
-         "(Papernot & Steinke 2022)"},
-    };
-    for (size_t i = 0; i < sizeof M / sizeof M[0]; i++)
-        json_array_append_new(
-            ev, event_entry(M[i].cls, M[i].fields, M[i].accountants, M[i].description));
-}
-
-void res_accountants(const http_request *req, http_response *resp)
-{
-    (void)req;
-    json_t *ev = json_array();
-    mech_event_entries(ev);
-    json_array_append_new(ev,
-                          event_entry("GaussianDpEvent", "noise_multiplier", "gdp_exact, rdp, pld",
-                                      "Gaussian noise with std noise_multiplier x sensitivity"));
-    json_array_append_new(ev,
-                          event_entry("LaplaceDpEvent", "noise_multiplier", "rdp, pld",
-                                      "Laplace noise with scale noise_multiplier x sensitivity"));
-    json_array_append_new(ev, event_entry("EpsilonDeltaDpEvent", "epsilon, delta",
-                                          "pld (rdp when delta = 0)",
-                                          "any (epsilon, delta)-DP mechanism"));
-    json_array_append_new(
-        ev, event_entry("PoissonSampledDpEvent", "sampling_probability, event",
-                        "rdp (Gaussian inside), pld (Gaussian or Laplace inside); under "
-                        "replace_one pld with a Gaussian inside (advanced joint convexity and "
-                        "the triangle inequality through the add/remove pairs)",
-                        "the inner event on a Poisson sample; add_or_remove_one and "
-                        "replace_special (the same pairs), replace_one"));
-    json_array_append_new(ev, event_entry("SelfComposedDpEvent", "event, count", "all",
-                                          "the event run count times (e.g. epochs)"));
-    json_array_append_new(
-        ev, event_entry("ComposedDpEvent", "events", "all", "each listed event run once"));
-    json_array_append_new(ev, event_entry("NoOpDpEvent", "", "all", "touches no data"));
-    json_array_append_new(ev, event_entry("NonPrivateDpEvent", "", "all",
-                                          "releases data without noise: infinite cost"));
-    json_array_append_new(
-        ev, event_entry("ProjectedNoisySgdDpEvent",
-                        "noise, noise_std | laplace_scale | noise_schedule | online_schedule, "
-                        "lipschitz, smoothness, strong_convexity, learning_rate, diameter | "
-                        "interval, dataset_size, order, index",
-                        "pnsgd, pld", "one pass of projected noisy SGD (seed 000)"));
-    json_array_append_new(ev,
-                          event_entry("ProactiveDpSgdDpEvent", "dataset_size, phases, variant",
-                                      "proactive (closed form next to RDP, the smaller), rdp, pld",
-                                      "a client's local DP-SGD history (seed 002); calculator at "
-                                      "POST /v1/proactive"));
-    json_array_append_new(
-        ev, event_entry("SgldDpEvent",
-                        "clipping_norm, batch_size, dataset_size, step_size, steps, sampling",
-                        "as the DP-SGD it maps to (clipped only)",
-                        "SGLD (seed 003): unclipped is uncertifiable (422); clipped is DP-SGD "
-                        "with sigma = 2b/(n C sqrt(eta))"));
-    json_array_append_new(
-        ev, event_entry("ShuffledDpSgdEpochDpEvent", "noise_multiplier, rounds",
-                        "shuffle_exact, thm41, pld (exact epochs, thm41's (0, delta) outside "
-                        "the exact range), gdp_clt (estimate)",
-                        "one epoch of DP-SGD with random shuffling: M = rounds batches (seed 004); "
-                        "add_or_remove_one only"));
-    sampling_entries(ev);
-    json_t *ac = json_array();
-    static const struct {
-        const char *name, *guarantee, *description;
-    } A[] = {
-        {"auto", "upper_bound",
-         "rdp for events holding a ZCDpEvent, DiscreteGaussianDpEvent or RepeatAndSelectDpEvent "
-         "(only rdp takes them), the smaller of rdp and pld at the first point for events "
-         "holding an exponential mechanism, gdp_exact for unsampled Gaussians, shuffle_exact "
-         "for shuffled "
-         "epochs alone (thm41 outside its range), pld otherwise; never an estimate; the answer "
-         "names the accountant picked"},
-        {"shuffle_exact", "upper_bound",
-         "seed 004's shuffled model computed numerically with a pessimistic discretisation "
-         "(docs/MATH.md section 2.1): noise_multiplier 0.5 to 1000, up to 1e7 rounds per epoch; "
-         "epochs and "
-         "mixtures composed as PLDs; every answer also shows Theorem 4.1's (theorem_4_1)"},
-        {"gdp_exact", "upper_bound", "compositions of unsampled Gaussians are exactly mu-GDP"},
-        {"rdp", "upper_bound",
-         "Renyi DP at dp_accounting's default orders with the improved conversion; answers "
-         "name the order that attained the bound; POST /v1/rdp returns the curve at any orders"},
-        {"pld", "upper_bound",
-         "pessimistic privacy-loss distributions on a grid (value_discretization_interval, "
-         "default 1e-4), both directions for sampled events, composed by FFT"},
-        {"thm41", "upper_bound",
-         "seed 004 Theorem 4.1 (B = 0.4748): a total-variation bound, the same delta for every "
-         "epsilon; refuses parameters outside M >= 3, sigma >= sqrt(3/ln M) and condition (1)"},
-        {"pnsgd", "upper_bound",
-         "seed 000's bounds for projected noisy SGD; passes by optimal (KOV) composition"},
-        {"proactive", "upper_bound",
-         "seed 002's closed form (corrected F) reported next to RDP for the same history; the "
-         "smaller is certified"},
-        {"gdp_clt", "estimate",
-         "seed 004 Theorem 5.2 asymptotic mu-GDP: for orientation only, never enforce with it"},
-    };
-    for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
-        json_array_append_new(ac, json_pack("{s:s, s:s, s:s}", "name", A[i].name, "guarantee",
-                                            A[i].guarantee, "description", A[i].description));
-    json_t *o = json_pack("{s:o, s:o, s:[s,s,s], s:{s:s, s:s, s:s}, s:[s,s,s,s]}", "events", ev,
-                          "accountants", ac, "neighboring_relations", "add_or_remove_one",
-                          "replace_one", "replace_special", "guarantees", "upper_bound",
-                          "the true value is at most this: safe to rely on", "estimate",
-                          "an approximation: never used for enforcement", "lower_bound",
-                          "the true value is at least this: an attack or diagnostic", "solve_for",
-                          "noise_multiplier", "rounds", "count", "sampling_probability");
-    if (o) {
-        json_t *more = json_pack("[s,s,s,s]", "noise_std", "laplace_scale", "dataset_size", "c1");
-        json_array_extend(json_object_get(o, "solve_for"), more);
-        json_decref(more);
-    }
-    http_reply_json(resp, o ? 200 : 500, o);
+    compute_req_release(&c);
 }

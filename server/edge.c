@@ -3,6 +3,7 @@
 
 #include "../core/ledger/ledger.h"
 #include "metrics.h"
+#include "../core/common/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -48,13 +49,6 @@ struct edge {
     double first_timeout, header_timeout, idle_timeout;
 };
 
-static double mono(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void *reaper_main(void *arg)
 {
     edge *e = arg;
@@ -68,7 +62,7 @@ static void *reaper_main(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&e->wake, &e->lock, &until);
-        double now = mono();
+        double now = dpb_mono_s();
         /* under the lock: libmicrohttpd reports a connection closed (and waits for this
          * lock) before it closes the socket, so every fd here is still the connection's */
         for (conn *c = e->head; c; c = c->next) {
@@ -148,7 +142,7 @@ void edge_on_connection(void *cls, struct MHD_Connection *mc, void **socket_cont
             return;
         }
         c->fd = fd->connect_fd;
-        c->deadline = mono() + e->first_timeout;
+        c->deadline = dpb_mono_s() + e->first_timeout;
         pthread_mutex_lock(&e->lock);
         c->next = e->head;
         if (e->head)
@@ -198,7 +192,7 @@ void *edge_on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
     c->nul_in_url = nul;
     c->slash_in_path = slash;
     if (c->answered > 0) /* a kept-alive connection: this request's head starts now */
-        set_deadline(c, mono() + e->header_timeout);
+        set_deadline(c, dpb_mono_s() + e->header_timeout);
     return NULL; /* the request's context is made by the access handler */
 }
 
@@ -208,7 +202,7 @@ void edge_request_done(edge *e, struct MHD_Connection *mc)
     if (c == NULL)
         return;
     c->answered++;
-    set_deadline(c, mono() + e->idle_timeout);
+    set_deadline(c, dpb_mono_s() + e->idle_timeout);
 }
 
 /* What the head says about its framing and Host. */

@@ -10,20 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
 #include "textfile.h"
-
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "../core/common/clock.h"
 
 /* A TCP connection to host:port within the deadline, or -1 with why. */
 static int dial(const char *host, unsigned port, double deadline, char *why, size_t whylen)
@@ -57,7 +50,7 @@ static int dial(const char *host, unsigned port, double deadline, char *why, siz
     int rc = connect(fd, (struct sockaddr *)&ss, len);
     if (rc != 0 && errno == EINPROGRESS) {
         struct pollfd p = {fd, POLLOUT, 0};
-        int ms = (int)((deadline - mono_s()) * 1e3);
+        int ms = (int)((deadline - dpb_mono_s()) * 1e3);
         int soerr = 0;
         socklen_t sl = sizeof soerr;
         if (ms > 0 && poll(&p, 1, ms) == 1 &&
@@ -74,7 +67,7 @@ static int dial(const char *host, unsigned port, double deadline, char *why, siz
     }
     /* blocking from here, with timeouts on each read and write */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    double left = deadline - mono_s();
+    double left = deadline - dpb_mono_s();
     struct timeval tv = {(time_t)left, (suseconds_t)((left - (double)(time_t)left) * 1e6)};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -108,7 +101,7 @@ static int pinned_der(const char *path, gnutls_datum_t *der, char *why, size_t w
 int healthcheck(const char *host, unsigned port, const char *cert_path, double timeout_s, char *why,
                 size_t whylen)
 {
-    double deadline = mono_s() + timeout_s;
+    double deadline = dpb_mono_s() + timeout_s;
     gnutls_datum_t pin = {NULL, 0};
     gnutls_session_t tls = NULL;
     gnutls_certificate_credentials_t cred = NULL;
@@ -130,7 +123,7 @@ int healthcheck(const char *host, unsigned port, const char *cert_path, double t
         gnutls_record_set_timeout(tls, (unsigned)(timeout_s * 1e3));
         do
             g = gnutls_handshake(tls);
-        while (g < 0 && gnutls_error_is_fatal(g) == 0 && mono_s() < deadline);
+        while (g < 0 && gnutls_error_is_fatal(g) == 0 && dpb_mono_s() < deadline);
         if (g < 0) {
             snprintf(why, whylen, "TLS handshake with %s port %u failed: %s", host, port,
                      gnutls_strerror(g));
@@ -158,7 +151,7 @@ int healthcheck(const char *host, unsigned port, const char *cert_path, double t
     }
     char buf[256];
     size_t got = 0;
-    while (got < sizeof buf - 1 && memchr(buf, '\n', got) == NULL && mono_s() < deadline) {
+    while (got < sizeof buf - 1 && memchr(buf, '\n', got) == NULL && dpb_mono_s() < deadline) {
         ssize_t r = tls ? gnutls_record_recv(tls, buf + got, sizeof buf - 1 - got)
                         : recv(fd, buf + got, sizeof buf - 1 - got, 0);
         if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED || (r < 0 && errno == EINTR))

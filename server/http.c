@@ -1,4 +1,12 @@
-/* http.c - libmicrohttpd glue: request contexts, capped bodies, dispatch, responses. */
+/*
+ * http.c - the transport (http.h): libmicrohttpd's daemon, the request life-cycle (context,
+ * head checks, API keys, capped body), the thread lanes a route names (the compute pool, the
+ * ledger lane), sending answers, libmicrohttpd's own refusals, and the request's log line.
+ *
+ * May call: httproute.h (which route, its scope, its handler), httpreply.c's helpers,
+ * reqlog.h, edge.h, workpool.h, auth.h, metrics.h, mhdwrap.h, tls.h. It names no handler:
+ * the route table says which runs and on which lane (routes.h).
+ */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -18,16 +26,16 @@
 #include <microhttpd.h>
 
 #include "auth.h"
-#include "codec.h"
 #include "edge.h"
-#include "jsonout.h"
 #include "../core/common/numfmt.h"
 #include "metrics.h"
 #include "mhdwrap.h"
 #include "reqlog.h"
-#include "resources.h"
+#include "httproute.h"
+#include "routes.h"
 #include "tls.h"
 #include "workpool.h"
+#include "../core/common/clock.h"
 
 struct http_server {
     struct MHD_Daemon *d;
@@ -62,7 +70,7 @@ typedef struct {
     struct MHD_Connection *conn;
     double deadline_s;
     int ledger;      /* a ledger write on the ledger lane (not a computation) */
-    const route *rt; /* the request's route (resolve_route), and its segment */
+    const route *rt; /* the request's route (httproute_resolve), and its segment */
     const char *param;
 } compute_job;
 
@@ -96,13 +104,6 @@ static const http_config *lib_cfg;
  * comes on that thread with the request's context still alive (library_answer). */
 static _Thread_local struct MHD_Connection *cur_conn;
 static _Thread_local req_ctx *cur_ctx;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 #define REQUEST_ID_BLOCK 1024ull
 
@@ -162,183 +163,6 @@ static void request_id(const char *given, char out[72])
     *p = '\0';
 }
 
-void http_reply_json(http_response *resp, int status, json_t *body)
-{
-    size_t n = 0;
-    char *s = body ? jsonout_dump(body, &n) : NULL;
-    json_decref(body);
-    http_reply_text(resp, status, s, n);
-}
-
-void http_reply_written(http_response *resp, int status, jsonout_w *w)
-{
-    size_t n = 0;
-    char *s = jsonout_finish(w, &n);
-    http_reply_text(resp, status, s, n);
-}
-
-void http_reply_text(http_response *resp, int status, char *s, size_t n)
-{
-    if (s == NULL) {
-        static const char oom[] = "{\"type\":\"urn:dpbudget:problem:out_of_memory\",\"title\":"
-                                  "\"Out of memory\",\"status\":503,\"code\":\"out_of_memory\","
-                                  "\"detail\":\"out of memory: retry later\"}";
-        http_reply_bytes(resp, 503, "application/problem+json", oom, sizeof oom - 1);
-        return;
-    }
-    free(resp->body);
-    resp->status = status;
-    resp->content_type = status >= 400 ? "application/problem+json" : "application/json";
-    resp->body = s; /* the one buffer: libmicrohttpd sends and frees it */
-    resp->body_len = n;
-}
-
-void http_reply_problem(http_response *resp, problem *p)
-{
-    problem_code c = p->code;
-    http_reply_json(resp, problem_http_status(c), problem_to_json(p));
-    if (c == PB_LEDGER_UNAVAILABLE) { /* whichever route found the database unreachable */
-        resp->extra_name = "Retry-After";
-        resp->extra_value = PROBLEM_LEDGER_RETRY_AFTER;
-        metrics_ledger_unavailable();
-    }
-}
-
-void http_reply_bytes(http_response *resp, int status, const char *content_type, const char *bytes,
-                      size_t len)
-{
-    free(resp->body);
-    resp->body = malloc(len ? len : 1);
-    resp->status = status;
-    resp->content_type = content_type;
-    resp->body_len = resp->body ? len : 0;
-    if (resp->body)
-        memcpy(resp->body, bytes, len);
-    else
-        resp->status = 503;
-}
-
-/* Does path match route r? For a prefix route, *param receives the one segment after it
- * (followed by the route's suffix, if any: route_param cuts it off). */
-static int route_match(const route *r, const char *path, const char **param)
-{
-    if (!r->prefix)
-        return strcmp(r->path, path) == 0;
-    size_t n = strlen(r->path);
-    if (strncmp(r->path, path, n) != 0 || path[n] == '\0')
-        return 0;
-    const char *slash = strchr(path + n, '/');
-    if (r->suffix ? slash == NULL || slash == path + n || strcmp(slash, r->suffix) != 0
-                  : slash != NULL)
-        return 0;
-    *param = path + n;
-    return 1;
-}
-
-/* The segment of a matched prefix route, without the suffix, into buf (cap bytes). */
-static const char *route_param(const route *r, const char *param, char *buf, size_t cap)
-{
-    if (r->suffix == NULL)
-        return param;
-    size_t n = strlen(param) - strlen(r->suffix);
-    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), param);
-    return buf;
-}
-
-/* The route serving method at path, *param set for a prefix route: HEAD is served as GET
- * (libmicrohttpd sends the headers, Content-Length included, without the body). */
-static const route *resolve_route(const char *method, const char *path, const char **param)
-{
-    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
-    for (const route *r = ROUTES; r->method; r++)
-        if (route_match(r, path, param) && strcmp(r->method, m) == 0)
-            return r;
-    return NULL;
-}
-
-/* The Allow header value for a path: every method routed there (static storage). */
-static const char *allowed_methods(const char *path)
-{
-    static const char *const combos[] = {"GET, HEAD", "POST", "PUT", "GET, HEAD, PUT",
-                                         "GET, HEAD, POST"};
-    int get = 0, post = 0, put = 0;
-    const char *param;
-    for (const route *r = ROUTES; r->method; r++)
-        if (route_match(r, path, &param)) {
-            get |= strcmp(r->method, "GET") == 0;
-            post |= strcmp(r->method, "POST") == 0;
-            put |= strcmp(r->method, "PUT") == 0;
-        }
-    if (get && put)
-        return combos[3];
-    if (get && post)
-        return combos[4];
-    return get ? combos[0] : post ? combos[1] : put ? combos[2] : NULL;
-}
-
-/* Dispatch to r, the route resolve_route found for the request (param: its segment), or
- * answer 405/404 when r is NULL. */
-static void dispatch_route(const http_request *req, http_response *resp, const route *r,
-                           const char *param)
-{
-    problem p = {0};
-    if (r) {
-        char seg[300];
-        param = r->prefix ? route_param(r, param, seg, sizeof seg) : param;
-        /* the id rule, once, for every {id} segment: no handler sees another */
-        if (r->prefix && !r->free_param && codec_id(param, strlen(param), "id", &p) < 0) {
-            http_reply_problem(resp, &p);
-            return;
-        }
-        http_request q = *req;
-        q.param = param;
-        r->handler(&q, resp);
-        return;
-    }
-    const char *allow = allowed_methods(req->path);
-    if (allow) {
-        problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s", req->method,
-                    req->path, allow);
-        resp->allow = allow;
-    } else {
-        problem_set(&p, PB_NOT_FOUND, NULL,
-                    "no resource at this path; see GET /openapi.yaml for the API");
-    }
-    http_reply_problem(resp, &p);
-}
-
-void http_dispatch(const http_request *req, http_response *resp)
-{
-    const char *param = NULL;
-    const route *r = resolve_route(req->method, req->path, &param);
-    dispatch_route(req, resp, r, param);
-}
-
-const char *http_query(const http_request *req, const char *key)
-{
-    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
-}
-
-const char *http_header(const http_request *req, const char *key)
-{
-    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key) : NULL;
-}
-
-int http_not_modified(const http_request *req, http_response *resp, const char *etag)
-{
-    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
-    const char *inm = http_header(req, "If-None-Match");
-    if (inm && strcmp(inm, etag) == 0) {
-        free(resp->body);
-        resp->body = NULL;
-        resp->body_len = 0;
-        resp->status = 304;
-        resp->content_type = "application/json";
-        return 1;
-    }
-    return 0;
-}
-
 /* The headers every answer carries besides its Content-Type (send_response, write_answer). */
 static const char *const EVERY_ANSWER[][2] = {{"Cache-Control", "no-store"},
                                               {"X-Content-Type-Options", "nosniff"}};
@@ -381,50 +205,12 @@ static MHD_RESULT send_problem(struct MHD_Connection *c, problem *p, req_ctx *ct
     return send_response(c, &resp, ctx);
 }
 
-/* The index in ROUTES of the route serving this request, else of the first route at this
- * path (any method), or -1. */
-static int route_index(const char *method, const char *path, const route **served,
-                       const char **param)
-{
-    const route *r = resolve_route(method, path, param);
-    *served = r;
-    if (r)
-        return (int)(r - ROUTES);
-    const char *other;
-    for (int i = 0; ROUTES[i].method; i++)
-        if (route_match(&ROUTES[i], path, &other))
-            return i;
-    return -1;
-}
-
-static int route_scope(const http_server *s, const route *r)
-{
-    return r->compute && s->cfg.open_compute ? SCOPE_NONE : r->scope;
-}
-
-/* The scope a request needs when keys are configured. Every method and path has one: the
- * route's (HEAD: GET's); for a method no route at the path takes (405), the weakest scope of
- * the path's routes; for a path no route matches (404), a valid key of any scope. So no
- * method or path answers anything, not even 404 or 405, without the key its path asks for,
- * and every keyed request counts against the key's rate limit. */
-static int required_scope(const http_server *s, const route *r, const char *path)
-{
-    const char *param;
-    if (r)
-        return route_scope(s, r);
-    int scope = -1;
-    for (r = ROUTES; r->method; r++)
-        if (route_match(r, path, &param) && (scope < 0 || route_scope(s, r) < scope))
-            scope = route_scope(s, r);
-    return scope < 0 ? SCOPE_READ : scope;
-}
-
 /* API keys: 0 when the request may proceed, else a problem is queued (401/403/429). */
 static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, const char *method,
                      const char *url, MHD_RESULT *ret)
 {
     auth_table *t = s->cfg.auth;
-    int scope = auth_enabled(t) ? required_scope(s, ctx->rt, url) : SCOPE_NONE;
+    int scope = auth_enabled(t) ? httproute_scope(ctx->rt, url, s->cfg.open_compute) : SCOPE_NONE;
     if (scope == SCOPE_NONE)
         return 0;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -439,7 +225,7 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                       : "this endpoint needs an API key: send 'Authorization: Bearer <token>'");
         resp.extra_name = "WWW-Authenticate";
         resp.extra_value = "Bearer realm=\"dpbudget\"";
-    } else if (!auth_take(t, ctx->key, now_s(), &wait)) {
+    } else if (!auth_take(t, ctx->key, dpb_mono_s(), &wait)) {
         /* before the scope: every request made with a key counts, refused ones too */
         char rate[DPB_NUM_MAX];
         problem_set(&p, PB_RATE_LIMITED, NULL,
@@ -494,14 +280,16 @@ static int json_content_type(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-/* Does this request go to the compute pool? The POST compute routes, unless the handlers
- * can tell cheaply that it is light (closed forms, a cached model). */
+/* Does this request go to the compute pool? The compute lane's routes, unless the route's
+ * light test can tell cheaply that it is light (closed forms, a cached model). */
 static int wants_pool(http_request *req, req_ctx *ctx)
 {
     const route *r = ctx->rt;
-    if (!(r && r->compute && r->json_body))
+    if (!(r && r->lane == LANE_COMPUTE))
         return 0;
-    int light = res_compute_light(req, &ctx->parsed);
+    if (r->light == NULL)
+        return 1;
+    int light = r->light(req, &ctx->parsed);
     req->parsed = ctx->parsed; /* freed in on_completed, after the handler, wherever it ran */
     return !light;
 }
@@ -520,25 +308,20 @@ static void run_compute(void *arg, const int *stop)
         problem_set(&p, PB_OVERLOADED, NULL, "the server is stopping: retry on another instance");
         http_reply_problem(&j->resp, &p);
     } else {
-        dispatch_route(&j->req, &j->resp, j->rt, j->param);
+        httproute_dispatch(&j->req, &j->resp, j->rt, j->param);
     }
     if (!j->ledger)
         metrics_compute_busy(-1);
     MHD_resume_connection(j->conn);
 }
 
-/* Does this request go to the ledger lane? The ledger's writes (a round, its commit or
- * release, a client's put, a batch of them, a named event): they wait for the log's
- * fdatasync and a pld round may compute PLDs first, and an HTTP worker that did that would
- * keep every connection it serves (probes among them) waiting; so may an eligibility query
- * (PLDs of pld candidates). On the lane they run at the HTTP workers' priority, apart from
- * the computations. */
+/* Does this request go to the ledger lane (route.lane, routes.h)? The ledger's writes wait
+ * for the log's fdatasync and a pld round may compute PLDs first, and an HTTP worker that did
+ * that would keep every connection it serves (probes among them) waiting; so may an
+ * eligibility query (PLDs of pld candidates). */
 static int wants_ledger_lane(const route *r)
 {
-    return r && (r->handler == res_round_post || r->handler == res_client_put ||
-                 r->handler == res_clients_batch || r->handler == res_round_commit ||
-                 r->handler == res_round_release || r->handler == res_event_put ||
-                 r->handler == res_eligibility);
+    return r && r->lane == LANE_LEDGER;
 }
 
 /* Take a place on the ledger lane and suspend the connection until the write is done.
@@ -626,8 +409,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         *con_cls = ctx;
         cur_conn = c;
         cur_ctx = ctx;
-        ctx->t0 = now_s();
-        ctx->route = route_index(method, url, &ctx->rt, &ctx->param);
+        ctx->t0 = dpb_mono_s();
+        ctx->route = httproute_index(method, url, &ctx->rt, &ctx->param);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
             ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
@@ -667,7 +450,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_YES;
     }
     if (*upload_size > 0 && s->cfg.request_timeout &&
-        now_s() - ctx->t0 > (double)s->cfg.request_timeout) {
+        dpb_mono_s() - ctx->t0 > (double)s->cfg.request_timeout) {
         /* a slow sender: drop the connection rather than let it hold resources */
         ctx->status = 408;
         return MHD_NO;
@@ -714,90 +497,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     if (s->lpool && wants_ledger_lane(ctx->rt) && start_ledger(s, c, ctx, &req) == 0)
         return MHD_YES;
     http_response resp = {0};
-    dispatch_route(&req, &resp, ctx->rt, ctx->param);
+    httproute_dispatch(&req, &resp, ctx->rt, ctx->param);
     return send_response(c, &resp, ctx);
-}
-
-void http_log_time(char *out, size_t n)
-{
-    /* the date and time to the second, formatted once a second per thread */
-    static _Thread_local time_t sec = (time_t)-1;
-    static _Thread_local char day[32];
-    static _Thread_local size_t day_len;
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    if (t.tv_sec != sec) {
-        struct tm tm;
-        gmtime_r(&t.tv_sec, &tm);
-        day_len = strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-        sec = t.tv_sec;
-    }
-    if (n < day_len + 6) {
-        if (n)
-            out[0] = '\0';
-        return;
-    }
-    memcpy(out, day, day_len);
-    long ms = t.tv_nsec / 1000000L;
-    char *p = out + day_len;
-    p[0] = '.';
-    p[1] = (char)('0' + ms / 100);
-    p[2] = (char)('0' + ms / 10 % 10);
-    p[3] = (char)('0' + ms % 10);
-    p[4] = 'Z';
-    p[5] = '\0';
-}
-
-/* A log line assembled by copies into a fixed buffer (formatting it with snprintf was a
- * tenth of a light request's own time); over: it did not fit, and is not written. */
-typedef struct {
-    char *p, *end;
-    int over;
-} line_w;
-
-static void lw_put(line_w *w, const char *s, size_t n)
-{
-    if (w->over || (size_t)(w->end - w->p) < n) {
-        w->over = 1;
-        return;
-    }
-    memcpy(w->p, s, n);
-    w->p += n;
-}
-
-static void lw_str(line_w *w, const char *s)
-{
-    lw_put(w, s, strlen(s));
-}
-
-/* One line of the request log: whole lines, written in batches per worker (reqlog.h), so
- * no stdio lock is shared by the workers and lines from several threads never interleave;
- * ms to the microsecond, written shortest (0.12, not 0.120). */
-static void log_request(const char *id, const char *verb, const route *r, int status, double dt,
-                        const char *key, int aborted)
-{
-    char ts[40], num[DPB_NUM_MAX], line[512];
-    line_w w = {line, line + sizeof line, 0};
-    http_log_time(ts, sizeof ts);
-    lw_str(&w, "{\"ts\":\"");
-    lw_str(&w, ts);
-    lw_str(&w, "\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"");
-    lw_str(&w, id);
-    lw_str(&w, "\",\"method\":\"");
-    lw_str(&w, verb);
-    lw_str(&w, "\",\"route\":\"");
-    lw_str(&w, r ? r->path : "unmatched");
-    lw_str(&w, r && r->prefix ? "{id}" : "");
-    lw_str(&w, r && r->suffix ? r->suffix : "");
-    lw_str(&w, "\",\"status\":");
-    lw_put(&w, num, dpb_num((double)status, num));
-    lw_str(&w, ",\"ms\":");
-    lw_put(&w, num, dpb_num(nearbyint(dt * 1e6) / 1e3, num));
-    lw_str(&w, ",\"key\":\"");
-    lw_str(&w, key);
-    lw_str(&w, aborted ? "\",\"aborted\":true}\n" : "\"}\n");
-    if (!w.over)
-        reqlog_line(line, (size_t)(w.p - line));
 }
 
 /* Writes a whole answer to the connection's socket at once (plain TCP), for the refusals
@@ -872,7 +573,7 @@ static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, cons
     if (ctx == &own) { /* no request context: counted and logged here, not in on_completed */
         metrics_request(-1, ctx->method, ctx->status, 0.0);
         if (cfg && cfg->log_requests)
-            log_request(ctx->id, "-", NULL, ctx->status, 0.0, auth_name(NULL), 0);
+            reqlog_request(ctx->id, "-", NULL, ctx->status, 0.0, auth_name(NULL), 0);
     }
     return ret;
 }
@@ -884,17 +585,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     req_ctx *ctx = *con_cls;
     edge_request_done(s->edge, c);
     if (ctx) {
-        double dt = now_s() - ctx->t0;
+        double dt = dpb_mono_s() - ctx->t0;
         if (ctx->status)
             metrics_request(ctx->route, ctx->method, ctx->status, dt);
         const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
         /* probes and scrapes are counted, not logged (they would fill the log) */
-        int quiet =
-            r && ctx->status == 200 &&
-            (r->handler == res_healthz || r->handler == res_readyz || r->handler == res_metrics);
+        int quiet = r && ctx->status == 200 && r->quiet;
         if (s->cfg.log_requests && !quiet)
-            log_request(ctx->id, ctx->verb, r, ctx->status, dt, auth_name(ctx->key),
-                        toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+            reqlog_request(ctx->id, ctx->verb, r, ctx->status, dt, auth_name(ctx->key),
+                           toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         auth_key_release(ctx->key); /* the key set it belongs to may now be freed */
         if (ctx->job) {
             free(ctx->job->resp.body); /* NULL once sent */

@@ -1,5 +1,8 @@
 /*
- * http.h - the HTTP layer: libmicrohttpd glue, one routing table, response helpers.
+ * http.h - the HTTP layer: libmicrohttpd glue, one routing table, response helpers. Three
+ * files serve it: http.c (the daemon and the request life-cycle), httproute.c (the routing
+ * table at work, httproute.h) and httpreply.c (what handlers call to answer: the reply
+ * helpers, http_query, http_header, http_not_modified). Handlers call httpreply.c only.
  *
  * Request life-cycle (libmicrohttpd 0.9.75): the access handler is called once with the
  * headers, then with each piece of the body, then once more with none; the body is
@@ -49,8 +52,8 @@ typedef struct {
     int tls;
     const char *tls_priorities;
     unsigned tls_handshake_timeout;
-    /* Compute requests (the POST compute routes that res_compute_light does not vouch for)
-     * run on their own pool (workpool.h), never on the HTTP workers: compute_threads
+    /* Compute requests (the routes on LANE_COMPUTE whose light test does not vouch for them,
+     * routes.h) run on their own pool (workpool.h), never on the HTTP workers: compute_threads
      * threads (0 = one per CPU), compute_queue more waiting; beyond that 503 overloaded
      * with Retry-After. compute_deadline: seconds a computation may run before it is
      * stopped (422 compute_deadline_exceeded). */
@@ -126,10 +129,6 @@ unsigned http_port(const http_server *s);
 
 /* Stop accepting, finish in-flight requests, free. */
 void http_stop(http_server *s);
-
-/* Now as RFC 3339 in UTC with milliseconds (2026-01-31T12:00:00.123Z), the "ts" of every
- * JSON log line; n >= 32. */
-void http_log_time(char *out, size_t n);
 
 /* Dispatch a request through the routing table (exposed for tests and benchmarks). */
 void http_dispatch(const http_request *req, http_response *resp);

@@ -1,7 +1,13 @@
 /*
- * main.c - dpbudgetd: configuration from flags, start the HTTP server, wait for signals:
- * SIGHUP reloads the API keys and the TLS certificate, SIGINT or SIGTERM stop gracefully
- * (libmicrohttpd finishes in-flight requests). --healthcheck probes a running daemon.
+ * main.c - dpbudgetd: the usage text, the start-up (options through config.h, the access
+ * checks, the ledger: the data-directory lock or the database with --ledger-url), the HTTP
+ * server, and the wait for signals: SIGHUP reloads the API keys and the TLS certificate,
+ * SIGINT or SIGTERM stop gracefully (libmicrohttpd finishes in-flight requests).
+ * --healthcheck probes a running daemon, --verify checks a data directory offline.
+ *
+ * May call: config.h, daemonlog.h, reqlog.h (reqlog_time), http.h (http_start, http_stop),
+ * auth.h, tls.h, healthcheck.h, admin.h, metrics.h, textfile.h, and the ledger and PLD APIs
+ * of core.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,10 +29,13 @@
 #include "../core/ledger/store.h"
 #include "admin.h"
 #include "app.h"
+#include "config.h"
+#include "daemonlog.h"
 #include "metrics.h"
 #include "auth.h"
 #include "healthcheck.h"
 #include "http.h"
+#include "reqlog.h"
 #include "textfile.h"
 #include "tls.h"
 
@@ -235,7 +244,7 @@ static void startup_error(const char *msg, const char *dir, const char *path, in
                           const char *hint)
 {
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg", msg,
                           "data_dir", dir, "path", path);
     if (o && e) {
@@ -244,10 +253,7 @@ static void startup_error(const char *msg, const char *dir, const char *path, in
     }
     if (o)
         json_object_set_new(o, "hint", json_string(hint ? hint : errno_hint(e)));
-    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    fprintf(stderr, "%s\n", line ? line : msg);
-    free(line);
-    json_decref(o);
+    daemonlog_json(o, msg);
 }
 
 /* Create (if missing) and lock the data directory. The lock fd (kept open while the daemon
@@ -313,7 +319,7 @@ static int open_shared_ledger(const ledger_options *lo, const char *shown, ledge
         return 0;
     admin_scrub(err.detail, lo->ledger_url);
     char ts[40];
-    http_log_time(ts, sizeof ts);
+    reqlog_time(ts, sizeof ts);
     const char *hint =
         err.status == DPB_EUNAVAILABLE
             ? "the database cannot be reached: check the url's host, port, database and user, "
@@ -326,10 +332,7 @@ static int open_shared_ledger(const ledger_options *lo, const char *shown, ledge
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
                           "cannot open the ledger", "ledger_url", shown, "status",
                           dpb_strstatus(err.status), "detail", err.detail, "hint", hint);
-    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    fprintf(stderr, "%s\n", line ? line : err.detail);
-    free(line);
-    json_decref(o);
+    daemonlog_json(o, err.detail);
     *out = NULL;
     return -1;
 }
@@ -396,283 +399,8 @@ out:
     return rc;
 }
 
-/* Parse an unsigned integer in [lo, hi] or exit with a message. */
-static unsigned long parse_num(const char *opt, const char *s, unsigned long lo, unsigned long hi)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end != '\0' || s[0] == '-' || v < lo || v > hi) {
-        fprintf(stderr, "dpbudgetd: %s needs a whole number between %lu and %lu, got '%s'\n", opt,
-                lo, hi, s);
-        exit(2);
-    }
-    return v;
-}
-
-typedef struct {
-    http_config cfg;
-    const char *port_file;
-    ledger_options lo;
-    char data_dir_from[64]; /* where --data-dir was given ("": the default) */
-    int use_ledger;
-    const char *api_keys, *tls_cert, *tls_key;
-    double rate;
-    unsigned long reservation_ttl;
-    unsigned long pld_plan_mib; /* --pld-plan-memory */
-} settings;
-
-/* The largest PEM and config files read (far above real ones; over it: refused). */
+/* The largest PEM file read (far above real ones; over it: refused). */
 #define PEM_CAP ((size_t)1 << 20)
-#define CONFIG_CAP ((size_t)1 << 20)
-
-/* The options that take a value, and the switches (no value). */
-static const char *const VALUED[] = {"listen",
-                                     "port",
-                                     "port-file",
-                                     "threads",
-                                     "max-body",
-                                     "max-bulk-body",
-                                     "conn-timeout",
-                                     "max-connections",
-                                     "data-dir",
-                                     "default-budget",
-                                     "snapshot-every",
-                                     "reservation-ttl",
-                                     "api-keys",
-                                     "rate-limit",
-                                     "tls-cert",
-                                     "tls-key",
-                                     "request-timeout",
-                                     "tls-priorities",
-                                     "tls-handshake-timeout",
-                                     "header-timeout",
-                                     "max-connections-per-ip",
-                                     "max-header-bytes",
-                                     "compute-threads",
-                                     "compute-queue",
-                                     "compute-deadline",
-                                     "ledger-url",
-                                     "ledger-pool",
-                                     "pld-plan-memory",
-                                     NULL};
-static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
-                                       "no-pld-refine", NULL};
-
-static int listed(const char *const *names, const char *n)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], n) == 0)
-            return 1;
-    return 0;
-}
-
-/* Apply one option (name without dashes); where says where it came from, for messages.
- * Strings are kept by pointer: the caller keeps them alive. Exits 2 on a bad value. */
-static void apply(settings *st, const char *name, const char *v, const char *where)
-{
-    char opt[96];
-    snprintf(opt, sizeof opt, "--%s (%s)", name, where);
-    if (listed(SWITCHES, name)) {
-        int on = v == NULL || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-                 strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
-        int off = v && (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "no") == 0 ||
-                        strcmp(v, "off") == 0);
-        if (!on && !off) {
-            fprintf(stderr, "dpbudgetd: %s is a switch: give 1 or 0, got '%s'\n", opt, v);
-            exit(2);
-        }
-        if (strcmp(name, "no-ledger") == 0)
-            st->use_ledger = !on;
-        else if (strcmp(name, "open-compute") == 0)
-            st->cfg.open_compute = on;
-        else if (strcmp(name, "no-pld-refine") == 0)
-            st->lo.pld_refine = !on;
-        else
-            st->cfg.log_requests = !on;
-        return;
-    }
-    if (v == NULL) {
-        fprintf(stderr, "dpbudgetd: %s needs a value (see --help)\n", opt);
-        exit(2);
-    }
-    if (strcmp(name, "listen") == 0)
-        st->cfg.listen_addr = v;
-    else if (strcmp(name, "port") == 0)
-        st->cfg.port = (unsigned)parse_num(opt, v, 0, 65535);
-    else if (strcmp(name, "port-file") == 0)
-        st->port_file = v;
-    else if (strcmp(name, "threads") == 0)
-        st->cfg.threads = (unsigned)parse_num(opt, v, 0, 256);
-    else if (strcmp(name, "max-body") == 0)
-        st->cfg.max_body = parse_num(opt, v, 64, 64UL * 1024 * 1024);
-    else if (strcmp(name, "max-bulk-body") == 0)
-        st->cfg.max_bulk_body = parse_num(opt, v, 64, 256UL * 1024 * 1024);
-    else if (strcmp(name, "conn-timeout") == 0)
-        st->cfg.conn_timeout = (unsigned)parse_num(opt, v, 1, 3600);
-    else if (strcmp(name, "request-timeout") == 0)
-        st->cfg.request_timeout = (unsigned)parse_num(opt, v, 1, 3600);
-    else if (strcmp(name, "compute-threads") == 0)
-        st->cfg.compute_threads = (unsigned)parse_num(opt, v, 0, 256);
-    else if (strcmp(name, "compute-queue") == 0)
-        st->cfg.compute_queue = (unsigned)parse_num(opt, v, 0, 100000);
-    else if (strcmp(name, "compute-deadline") == 0) {
-        char *end;
-        st->cfg.compute_deadline = strtod(v, &end);
-        if (*end != '\0' || end == v ||
-            !(st->cfg.compute_deadline >= 0.01 && st->cfg.compute_deadline <= 3600.0)) {
-            fprintf(stderr, "dpbudgetd: %s needs seconds in [0.01, 3600], got '%s'\n", opt, v);
-            exit(2);
-        }
-    } else if (strcmp(name, "max-connections") == 0)
-        st->cfg.max_connections = (unsigned)parse_num(opt, v, 1, 100000);
-    else if (strcmp(name, "max-connections-per-ip") == 0)
-        st->cfg.max_connections_per_ip = (unsigned)parse_num(opt, v, 0, 100000);
-    else if (strcmp(name, "header-timeout") == 0)
-        st->cfg.header_timeout = (unsigned)parse_num(opt, v, 1, 3600);
-    else if (strcmp(name, "max-header-bytes") == 0)
-        st->cfg.max_header_bytes = parse_num(opt, v, 1024, 65536);
-    else if (strcmp(name, "data-dir") == 0) {
-        st->lo.dir = v;
-        snprintf(st->data_dir_from, sizeof st->data_dir_from, "%s", where);
-    } else if (strcmp(name, "ledger-url") == 0) {
-        if (v[0] == '\0') { /* empty (an orchestrator's unset variable): the embedded ledger */
-            st->lo.ledger_url = NULL;
-            return;
-        }
-        if (!store_is_pg_url(v)) {
-            char shown[512];
-            admin_redact_url(v, shown, sizeof shown);
-            fprintf(stderr,
-                    "dpbudgetd: %s needs a PostgreSQL url, postgresql://USER@HOST[:PORT]/DB "
-                    "(or postgres://...), got '%s'\n",
-                    opt, shown);
-            exit(2);
-        }
-        st->lo.ledger_url = v;
-    } else if (strcmp(name, "ledger-pool") == 0)
-        st->lo.pg_pool = (unsigned)parse_num(opt, v, 2, 1000);
-    else if (strcmp(name, "snapshot-every") == 0)
-        st->lo.snapshot_every = parse_num(opt, v, 1, 1000000000UL);
-    else if (strcmp(name, "reservation-ttl") == 0)
-        st->reservation_ttl = parse_num(opt, v, 1, LEDGER_TTL_MAX);
-    else if (strcmp(name, "pld-plan-memory") == 0)
-        st->pld_plan_mib = parse_num(opt, v, 0, 65536);
-    else if (strcmp(name, "api-keys") == 0)
-        st->api_keys = v;
-    else if (strcmp(name, "tls-cert") == 0)
-        st->tls_cert = v;
-    else if (strcmp(name, "tls-key") == 0)
-        st->tls_key = v;
-    else if (strcmp(name, "tls-priorities") == 0) {
-        char err[160];
-        if (tls_check_priorities(v, err, sizeof err) != 0) {
-            fprintf(stderr, "dpbudgetd: %s: %s\n", opt, err);
-            exit(2);
-        }
-        st->cfg.tls_priorities = v;
-    } else if (strcmp(name, "tls-handshake-timeout") == 0)
-        st->cfg.tls_handshake_timeout = (unsigned)parse_num(opt, v, 1, 3600);
-    else if (strcmp(name, "rate-limit") == 0) {
-        char *end;
-        st->rate = strtod(v, &end);
-        if (*end != '\0' || end == v || !(st->rate >= 0.0 && st->rate <= 1e6)) {
-            fprintf(stderr, "dpbudgetd: %s needs requests per second in [0, 1e6], got '%s'\n", opt,
-                    v);
-            exit(2);
-        }
-    } else if (strcmp(name, "default-budget") == 0) {
-        char *end;
-        st->lo.default_epsilon = strtod(v, &end);
-        if (*end == ',')
-            st->lo.default_delta = strtod(end + 1, &end);
-        if (*end != '\0' || !(st->lo.default_epsilon >= 0.0) || !(st->lo.default_delta > 0.0) ||
-            !(st->lo.default_delta < 1.0) || st->lo.default_epsilon > 1e6) {
-            fprintf(stderr,
-                    "dpbudgetd: %s needs EPS,DELTA with EPS >= 0 and 0 < DELTA < 1, got '%s'\n",
-                    opt, v);
-            exit(2);
-        }
-        st->lo.default_budget = 1;
-    } else {
-        fprintf(stderr, "dpbudgetd: unknown option '%s' (%s; see --help)\n", name, where);
-        exit(2);
-    }
-}
-
-/* The config file, read whole; its lines stay in place until main returns (options point
- * into them). */
-static textfile config_text;
-
-/* --config FILE: 'name = value' or 'name' lines; '#' comments (to the end of the line). The
- * file is read whole (no line is split, however long); any fault exits 2 naming the line. */
-static void apply_file(settings *st, const char *path)
-{
-    char err[512];
-    if (textfile_read(&config_text, path, CONFIG_CAP, err, sizeof err) != 0 ||
-        textfile_lines(&config_text, path, err, sizeof err) != 0) {
-        fprintf(stderr, "dpbudgetd: --config: %s\n", err);
-        exit(2);
-    }
-    for (size_t n = 1; n <= config_text.n; n++) {
-        char *line = config_text.line[n - 1];
-        char *h = strchr(line, '#');
-        if (h)
-            *h = '\0';
-        char *name = line, *val = strchr(line, '=');
-        if (val)
-            *val++ = '\0';
-        /* trim */
-        while (*name == ' ' || *name == '\t')
-            name++;
-        char *e = name + strlen(name);
-        while (e > name && (e[-1] == ' ' || e[-1] == '\t'))
-            *--e = '\0';
-        if (val) {
-            while (*val == ' ' || *val == '\t')
-                val++;
-            e = val + strlen(val);
-            while (e > val && (e[-1] == ' ' || e[-1] == '\t'))
-                *--e = '\0';
-        }
-        if (*name == '\0' && val == NULL)
-            continue;
-        if (!listed(VALUED, name) && !listed(SWITCHES, name)) {
-            fprintf(stderr, "dpbudgetd: %s line %zu: unknown option '%s'\n", path, n, name);
-            exit(2);
-        }
-        char where[64];
-        snprintf(where, sizeof where, "config line %zu", n);
-        apply(st, name, val, where);
-    }
-}
-
-/* 1 if the command line gives --name (its value then wins, and the environment's is not
- * even parsed: orchestrators inject variables such as DPBUDGET_PORT=tcp://... by name). */
-static int on_command_line(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, name) == 0)
-            return 1;
-    return 0;
-}
-
-/* DPBUDGET_NAME for every option not on the command line. */
-static void apply_env(settings *st, int argc, char **argv)
-{
-    const char *const *lists[] = {VALUED, SWITCHES};
-    for (int l = 0; l < 2; l++)
-        for (int i = 0; lists[l][i]; i++) {
-            char env[64] = "DPBUDGET_";
-            size_t k = strlen(env);
-            for (const char *c = lists[l][i]; *c && k + 1 < sizeof env; c++)
-                env[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-            env[k] = '\0';
-            const char *v = getenv(env);
-            if (v && !on_command_line(argc, argv, lists[l][i]))
-                apply(st, lists[l][i], v, env);
-        }
-}
 
 /* 1 for 127.0.0.0/8 and ::1. */
 static int is_loopback(const char *addr)
@@ -699,7 +427,7 @@ static char *read_pem(const char *opt, const char *path, char *err, size_t errle
 
 /* Read the TLS certificate and key files and make them the served credential: 0, or -1
  * with the reason in err (the previous credential stays). */
-static int load_tls(const settings *st, char *err, size_t errlen)
+static int load_tls(const config_settings *st, char *err, size_t errlen)
 {
     char why[384];
     char *cert = read_pem("--tls-cert", st->tls_cert, err, errlen);
@@ -718,87 +446,32 @@ static int load_tls(const settings *st, char *err, size_t errlen)
     return rc;
 }
 
-/* One JSON log line: {"ts":..,"level":..,"msg":..,"detail":..}, the detail escaped, written
- * with one write so that it never interleaves with the request threads' lines (stderr is
- * unbuffered: piecewise writes could be split by another thread's line). */
-static void log_line(const char *level, const char *msg, const char *detail)
-{
-    char ts[40], line[2048];
-    http_log_time(ts, sizeof ts);
-    int n =
-        snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\",\"detail\":\"",
-                 ts, level, msg);
-    size_t at = n > 0 && (size_t)n < sizeof line ? (size_t)n : 0;
-    const size_t room = sizeof line - 4; /* the closing "}\n and the NUL */
-    const size_t head = at;
-    const unsigned char *c = (const unsigned char *)detail;
-    for (; *c && at + 6 <= room; c++) {
-        if (*c == '"' || *c == '\\') {
-            line[at++] = '\\';
-            line[at++] = (char)*c;
-        } else if (*c < 0x20) {
-            at += (size_t)snprintf(line + at, 7, "\\u%04x", *c);
-        } else {
-            line[at++] = (char)*c;
-        }
-    }
-    if (*c) { /* cut short: do not leave half a UTF-8 sequence behind */
-        while (at > head && ((unsigned char)line[at - 1] & 0xC0) == 0x80)
-            at--;
-        if (at > head && (unsigned char)line[at - 1] >= 0xC0)
-            at--;
-    }
-    memcpy(line + at, "\"}\n", 3);
-    at += 3;
-    ssize_t w = write(STDERR_FILENO, line, at);
-    (void)w; /* nowhere to report a failed log write */
-}
-
-/* Logs the ledger's snapshot failures newer than *seen (one line for them, with the last
- * one's detail). */
-static void log_snapshot_failures(ledger *l, uint64_t *seen)
-{
-    ledger_snapshot_info si;
-    ledger_snapshot_stats(l, &si);
-    if (si.failed <= *seen)
-        return;
-    char detail[400];
-    snprintf(detail, sizeof detail, "%llu failed since start; the last: %s",
-             (unsigned long long)si.failed, si.last_error);
-    log_line("error",
-             "ledger snapshot failed: nothing is lost (every change is in the log), but the log "
-             "grows and a restart replays it until a snapshot succeeds; free space or fix the "
-             "store",
-             detail);
-    *seen = si.failed;
-}
-
 /* SIGHUP: reload the API keys and the TLS credential, each atomically (a failed one keeps
  * what is in use) with one JSON log line each. */
-static void reload(const settings *st, auth_table *keys, int tls)
+static void reload(const config_settings *st, auth_table *keys, int tls)
 {
     char err[512], msg[160];
     if (st->api_keys == NULL && !tls)
-        log_line("info", "SIGHUP: nothing to reload", "no --api-keys and no TLS");
+        daemonlog_line("info", "SIGHUP: nothing to reload", "no --api-keys and no TLS");
     if (st->api_keys) {
         size_t n = 0;
         if (auth_reload(keys, st->api_keys, &n, err, sizeof err) == 0) {
             snprintf(msg, sizeof msg, "%zu keys from %s", n, st->api_keys);
-            log_line("info", "API keys reloaded", msg);
+            daemonlog_line("info", "API keys reloaded", msg);
         } else {
-            log_line("error", "API keys not reloaded: the keys in use stay", err);
+            daemonlog_line("error", "API keys not reloaded: the keys in use stay", err);
         }
     }
     if (tls) {
         if (load_tls(st, err, sizeof err) == 0)
-            log_line("info", "TLS certificate reloaded", st->tls_cert);
+            daemonlog_line("info", "TLS certificate reloaded", st->tls_cert);
         else
-            log_line("error", "TLS certificate not reloaded: the one in use stays", err);
+            daemonlog_line("error", "TLS certificate not reloaded: the one in use stays", err);
     }
 }
 
 /* --healthcheck: the port from --port, or from --port-file when the port is 0. */
-static int run_healthcheck(const settings *st)
+static int run_healthcheck(const config_settings *st)
 {
     unsigned port = st->cfg.port;
     char why[512];
@@ -826,131 +499,192 @@ static int run_healthcheck(const settings *st)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The first pass over the command line: --help, --version and --verify are answered at once
+ * (1, with the exit code in *rc); else 0, with the --config file (the environment's
+ * DPBUDGET_CONFIG unless the command line names one) and whether to --healthcheck. */
+static int first_pass(int argc, char **argv, const char **config, int *probe, int *rc)
 {
-    settings st = {{.listen_addr = "127.0.0.1",
-                    .port = 8080,
-                    .max_body = 65536,
-                    .max_bulk_body = 4194304,
-                    .conn_timeout = 30,
-                    .request_timeout = 60,
-                    .max_connections = 1024,
-                    .max_connections_per_ip = 256,
-                    .header_timeout = 5,
-                    .max_header_bytes = 16384,
-                    .log_requests = 1,
-                    .tls_handshake_timeout = 5,
-                    .compute_queue = 16,
-                    .compute_deadline = 30.0},
-                   NULL,
-                   {"dpbudget-data", NULL, 0, 0.0, 0.0, 0, 0, 1, NULL, 0, 0},
-                   "",
-                   1,
-                   NULL,
-                   NULL,
-                   NULL,
-                   0.0,
-                   3600,
-                   PLD_PLAN_MEMORY_DEFAULT >> 20};
-    if (argc > 1 && admin_is_command(argv[1]))
-        return admin_main(argc - 1, argv + 1);
-    /* first pass: help, version, verify, and where the config file is */
-    const char *config = getenv("DPBUDGET_CONFIG");
-    int probe = 0;
+    *config = getenv("DPBUDGET_CONFIG");
+    *probe = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(USAGE, stdout);
-            return 0;
+            *rc = 0;
+            return 1;
         }
         if (strcmp(a, "--version") == 0) {
             printf("dpbudgetd %s\n", DPB_VERSION);
-            return 0;
+            *rc = 0;
+            return 1;
         }
-        if (strcmp(a, "--verify") == 0 && i + 1 < argc)
-            return verify(argv[i + 1]);
+        if (strcmp(a, "--verify") == 0 && i + 1 < argc) {
+            *rc = verify(argv[i + 1]);
+            return 1;
+        }
         if (strcmp(a, "--config") == 0 && i + 1 < argc)
-            config = argv[++i];
+            *config = argv[++i];
         else if (strcmp(a, "--healthcheck") == 0)
-            probe = 1;
+            *probe = 1;
     }
-    if (config)
-        apply_file(&st, config);
-    apply_env(&st, argc, argv);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--config") == 0) {
-            i++;
-            continue;
-        }
-        if (strcmp(a, "--healthcheck") == 0)
-            continue;
-        if (strncmp(a, "--", 2) != 0 || (!listed(VALUED, a + 2) && !listed(SWITCHES, a + 2))) {
-            fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (listed(SWITCHES, a + 2)) {
-            apply(&st, a + 2, NULL, "command line");
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "dpbudgetd: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        apply(&st, a + 2, argv[++i], "command line");
-    }
-    if (probe) {
-        int rc = run_healthcheck(&st);
-        textfile_release(&config_text);
-        return rc;
-    }
-    if (st.lo.ledger_url && st.data_dir_from[0]) {
+    return 0;
+}
+
+/* The settings that exclude each other, then access: the API keys (loaded into keys, which
+ * cfg->auth then names) or a loopback address, and TLS (loaded, cfg->tls set). 0, or 2 after
+ * a message. */
+static int check_settings(config_settings *st, auth_table *keys, http_config *cfg)
+{
+    if (st->lo.ledger_url && st->data_dir_from[0]) {
         fprintf(stderr,
                 "dpbudgetd: --ledger-url and --data-dir (%s) exclude each other: with "
                 "--ledger-url the ledger lives in the database and the daemon keeps no ledger "
                 "files; drop one of them\n",
-                st.data_dir_from);
+                st->data_dir_from);
         return 2;
     }
-    if (st.lo.ledger_url && !st.use_ledger) {
+    if (st->lo.ledger_url && !st->use_ledger) {
         fprintf(stderr, "dpbudgetd: --ledger-url and --no-ledger exclude each other\n");
         return 2;
     }
-    if (st.lo.ledger_url)
-        st.lo.dir = NULL;
-    http_config cfg = st.cfg;
-    const char *port_file = st.port_file;
-    ledger_options lo = st.lo;
-    int use_ledger = st.use_ledger;
-    auth_table keys;
-    auth_init(&keys, st.rate, st.rate < 1.0 ? 1.0 : st.rate);
-    if (st.api_keys) {
+    if (st->lo.ledger_url)
+        st->lo.dir = NULL;
+    *cfg = st->cfg;
+    auth_init(keys, st->rate, st->rate < 1.0 ? 1.0 : st->rate);
+    if (st->api_keys) {
         char msg[512];
-        if (auth_reload(&keys, st.api_keys, NULL, msg, sizeof msg) != 0) {
+        if (auth_reload(keys, st->api_keys, NULL, msg, sizeof msg) != 0) {
             fprintf(stderr, "dpbudgetd: --api-keys: %s\n", msg);
             return 2;
         }
-        cfg.auth = &keys;
-    } else if (!is_loopback(cfg.listen_addr)) {
+        cfg->auth = keys;
+    } else if (!is_loopback(cfg->listen_addr)) {
         fprintf(stderr,
                 "dpbudgetd: refusing to listen on %s without API keys: anyone who can reach it "
                 "could spend or read privacy budgets. Give --api-keys FILE, or listen on "
                 "127.0.0.1\n",
-                cfg.listen_addr);
+                cfg->listen_addr);
         return 2;
     }
-    if ((st.tls_cert == NULL) != (st.tls_key == NULL)) {
+    if ((st->tls_cert == NULL) != (st->tls_key == NULL)) {
         fprintf(stderr, "dpbudgetd: --tls-cert and --tls-key go together\n");
         return 2;
     }
-    if (st.tls_cert) {
+    if (st->tls_cert) {
         char msg[512];
-        if (load_tls(&st, msg, sizeof msg) != 0) {
+        if (load_tls(st, msg, sizeof msg) != 0) {
             fprintf(stderr, "dpbudgetd: %s\n", msg);
             return 2;
         }
-        cfg.tls = 1;
+        cfg->tls = 1;
     }
+    return 0;
+}
+
+/* Opens the ledger of the settings into app->ledger (stays NULL with --no-ledger): in the
+ * database (shown: its url without the password), or in the data directory, locked (*lock_fd:
+ * the lock, kept open while the daemon runs). 0, or -1 after a JSON line saying why. */
+static int open_ledger(const config_settings *st, const char *shown, app_state *app, int *lock_fd)
+{
+    const ledger_options *lo = &st->lo;
+    if (!st->use_ledger)
+        return 0;
+    if (lo->ledger_url)
+        return open_shared_ledger(lo, shown, &app->ledger);
+    *lock_fd = open_data_dir(lo->dir);
+    if (*lock_fd < 0)
+        return -1;
+    dpb_error err = {0};
+    if (ledger_open(lo, &app->ledger, &err) == DPB_OK)
+        return 0;
+    char ts[40];
+    reqlog_time(ts, sizeof ts);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
+                  "cannot open the ledger", "data_dir", lo->dir, "status",
+                  dpb_strstatus(err.status), "detail", err.detail, "hint",
+                  err.status == DPB_ECORRUPT
+                      ? "the files are left as they are: keep a copy, check them with dpbudgetd "
+                        "--verify, and restore the data directory from a backup"
+                      : "fix the file named in the detail (type, permissions, disk), then start "
+                        "again");
+    daemonlog_json(o, err.detail);
+    return -1;
+}
+
+/* The "listening" line: address, bound port, version and the ledger (none, the database's
+ * url without its password, or the data directory). */
+static void log_listening(const config_settings *st, const char *shown, unsigned port)
+{
+    char ts[40];
+    reqlog_time(ts, sizeof ts);
+    json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",
+                           "listening", "listen", st->cfg.listen_addr, "port", (int)port, "version",
+                           DPB_VERSION, "ledger",
+                           !st->use_ledger     ? "none"
+                           : st->lo.ledger_url ? shown
+                                               : st->lo.dir);
+    daemonlog_json(up, "{\"msg\":\"listening\"}");
+}
+
+/* --port-file: the bound port, written to a temporary file renamed into place. 0, or -1
+ * after a message. */
+static int write_port_file(const char *port_file, unsigned port)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 ||
+        rename(tmp, port_file) != 0) {
+        fprintf(stderr, "dpbudgetd: cannot write --port-file %s: %s\n", port_file, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits for a stop signal of set (returned): SIGHUP reloads (reload) and waits on; once a
+ * second at most the ledger's new snapshot failures are logged. */
+static int wait_for_stop(const sigset_t *set, const config_settings *st, auth_table *keys, int tls,
+                         ledger *l)
+{
+    uint64_t snap_failed = 0; /* the failed snapshots already logged */
+    for (;;) {
+        struct timespec tick = {1, 0};
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGHUP) {
+            reload(st, keys, tls);
+            continue;
+        }
+        if (sig < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (l)
+                daemonlog_snapshot_failures(l, &snap_failed);
+            continue;
+        }
+        return sig;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    config_settings st;
+    config_defaults(&st);
+    if (argc > 1 && admin_is_command(argv[1]))
+        return admin_main(argc - 1, argv + 1);
+    const char *config;
+    int probe, rc;
+    if (first_pass(argc, argv, &config, &probe, &rc))
+        return rc;
+    if ((rc = config_load(&st, config, argc, argv)) != 0)
+        return rc;
+    if (probe) {
+        rc = run_healthcheck(&st);
+        config_release();
+        return rc;
+    }
+    http_config cfg;
+    auth_table keys;
+    if ((rc = check_settings(&st, &keys, &cfg)) != 0)
+        return rc;
 
     gsl_set_error_handler_off();
     /* Block the stop signals in every thread; the main thread waits for them. */
@@ -963,39 +697,14 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     app_state app = {NULL, st.reservation_ttl};
-    char ts[40]; /* log line timestamps (http_log_time) */
     int lock_fd = -1;
     char shown_url[512] = "";
-    if (lo.ledger_url)
-        admin_redact_url(lo.ledger_url, shown_url, sizeof shown_url);
-    if (use_ledger && lo.ledger_url) {
-        if (open_shared_ledger(&lo, shown_url, &app.ledger) != 0)
-            return 1;
-    } else if (use_ledger) {
-        lock_fd = open_data_dir(lo.dir);
-        if (lock_fd < 0)
-            return 1;
-        dpb_error err = {0};
-        if (ledger_open(&lo, &app.ledger, &err) != DPB_OK) {
-            http_log_time(ts, sizeof ts);
-            json_t *o = json_pack(
-                "{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
-                "cannot open the ledger", "data_dir", lo.dir, "status", dpb_strstatus(err.status),
-                "detail", err.detail, "hint",
-                err.status == DPB_ECORRUPT
-                    ? "the files are left as they are: keep a copy, check them with dpbudgetd "
-                      "--verify, and restore the data directory from a backup"
-                    : "fix the file named in the detail (type, permissions, disk), then start "
-                      "again");
-            char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-            fprintf(stderr, "%s\n", line ? line : err.detail);
-            free(line);
-            json_decref(o);
-            return 1;
-        }
-    }
-    if (use_ledger)
-        metrics_ledger_backend(lo.ledger_url ? "postgresql" : "file");
+    if (st.lo.ledger_url)
+        admin_redact_url(st.lo.ledger_url, shown_url, sizeof shown_url);
+    if (open_ledger(&st, shown_url, &app, &lock_fd) != 0)
+        return 1;
+    if (st.use_ledger)
+        metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;
     http_server *srv = http_start(&cfg);
     if (srv == NULL) {
@@ -1005,55 +714,19 @@ int main(int argc, char **argv)
     pld_plan_memory((size_t)st.pld_plan_mib << 20);
     pld_warm_plans_start(); /* FFT plans for the PLD accountant, on a thread of their own */
     unsigned port = http_port(srv);
-    http_log_time(ts, sizeof ts);
-    json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",
-                           "listening", "listen", cfg.listen_addr, "port", (int)port, "version",
-                           DPB_VERSION, "ledger",
-                           !use_ledger     ? "none"
-                           : lo.ledger_url ? shown_url
-                                           : lo.dir);
-    char *up_line = up ? json_dumps(up, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    fprintf(stderr, "%s\n", up_line ? up_line : "{\"msg\":\"listening\"}");
-    free(up_line);
-    json_decref(up);
-    if (port_file) {
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
-        FILE *f = fopen(tmp, "w");
-        if (f == NULL || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 ||
-            rename(tmp, port_file) != 0) {
-            fprintf(stderr, "dpbudgetd: cannot write --port-file %s: %s\n", port_file,
-                    strerror(errno));
-            http_stop(srv);
-            ledger_close(app.ledger);
-            return 1;
-        }
+    log_listening(&st, shown_url, port);
+    if (st.port_file && write_port_file(st.port_file, port) != 0) {
+        http_stop(srv);
+        ledger_close(app.ledger);
+        return 1;
     }
-    int sig = 0;
-    uint64_t snap_failed = 0; /* the failed snapshots already logged */
-    for (;;) {
-        /* a second at most between looks at the snapshots: each new failure is logged */
-        struct timespec tick = {1, 0};
-        sig = sigtimedwait(&set, NULL, &tick);
-        if (sig == SIGHUP) {
-            reload(&st, &keys, cfg.tls);
-            continue;
-        }
-        if (sig < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (app.ledger)
-                log_snapshot_failures(app.ledger, &snap_failed);
-            continue;
-        }
-        break;
-    }
-    http_log_time(ts, sizeof ts);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
-            sig);
+    int sig = wait_for_stop(&set, &st, &keys, cfg.tls, app.ledger);
+    daemonlog_stopping(sig);
     http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
     ledger_close(app.ledger);
     auth_free(&keys);
     if (lock_fd >= 0)
         close(lock_fd);
-    textfile_release(&config_text);
+    config_release();
     return 0;
 }

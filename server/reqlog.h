@@ -1,5 +1,6 @@
 /*
- * reqlog.h - the request log's writer (http.c formats the lines).
+ * reqlog.h - the request log: one JSON line per request (reqlog_request, called by http.c
+ * when the request is done), and its writer.
  *
  * A line is added to a buffer of the calling thread (an HTTP worker) and written to stderr
  * with the buffer's other lines in one write(2) of whole lines, at most REQLOG_BUF bytes:
@@ -18,6 +19,8 @@
 
 #include <stddef.h>
 
+#include "routes.h"
+
 #define REQLOG_BUF 4096
 #define REQLOG_FLUSH_MS 50
 
@@ -30,5 +33,18 @@ void reqlog_line(const char *line, size_t n);
 /* Writes every buffered line, stops the flusher and frees the buffers; call once nothing
  * calls reqlog_line any more. */
 void reqlog_stop(void);
+
+/* Now as RFC 3339 in UTC with milliseconds (2026-01-31T12:00:00.123Z), the "ts" of every
+ * JSON log line (the daemon's own too, daemonlog.h); n >= 32, else out is "" or untouched
+ * when n is 0. Thread-safe (formats the second once per thread). */
+void reqlog_time(char *out, size_t n);
+
+/* The line of one request: its id, method (verb), route (NULL: unmatched; borrowed), status,
+ * duration dt in seconds (written as ms to the microsecond, shortest: 0.12, not 0.120), the
+ * key's name and whether the client went away before the answer (aborted). A line that would
+ * pass 512 bytes is not written. Whole lines, written in batches per worker (reqlog_line), so
+ * no stdio lock is shared by the workers and lines from several threads never interleave. */
+void reqlog_request(const char *id, const char *verb, const route *r, int status, double dt,
+                    const char *key, int aborted);
 
 #endif

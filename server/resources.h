@@ -1,10 +1,12 @@
-/* resources.h - the handlers, one file per resource group, and the routing table. */
+/* resources.h - the handlers, one file per resource group (routes.c names them in the
+ * routing table, routes.h); each calls down into http.h, never into the transport. */
 #ifndef HTTP_RESOURCES_H
 #define HTTP_RESOURCES_H
 
 #include "http.h"
+#include "routes.h"
 
-/* compute.c: stateless privacy computations */
+/* compute.c: stateless privacy computations (accountants.c: the catalogue) */
 void res_delta(const http_request *req, http_response *resp);
 void res_epsilon(const http_request *req, http_response *resp);
 void res_calibrate(const http_request *req, http_response *resp);
@@ -13,11 +15,12 @@ void res_proactive(const http_request *req, http_response *resp);
 void res_accountants(const http_request *req, http_response *resp);
 /* POST /v1/rdp: the RDP curve of an event at given (or dp_accounting's default) orders. */
 void res_rdp(const http_request *req, http_response *resp);
-/* 1 when a compute request is cheap whatever its size (closed-form accountants, a cached
- * exact model): it runs on the HTTP worker instead of queueing for the compute pool. The
- * body, when it is a JSON object, is parsed once here: *parsed receives it (a new reference
- * for the caller, to hand on as http_request.parsed so the handler does not parse it again),
- * else NULL. */
+/* The light test of /v1/delta, /v1/epsilon, /v1/curve and /v1/calibrate (route.light,
+ * routes.h): 1 when a compute request is cheap whatever its size (closed-form accountants, a
+ * cached exact model): it runs on the HTTP worker instead of queueing for the compute pool.
+ * The body, when it is a JSON object, is parsed once here: *parsed receives it (a new
+ * reference for the caller, to hand on as http_request.parsed so the handler does not parse
+ * it again), else NULL. */
 int res_compute_light(const http_request *req, json_t **parsed);
 
 /* ops.c: operations */
@@ -45,22 +48,5 @@ void res_events_list(const http_request *req, http_response *resp);
 void res_client_history(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
-
-typedef struct {
-    const char *method;
-    const char *path; /* ending in '/' with prefix = 1: one more path segment, the param */
-    http_handler handler;
-    int json_body; /* 1: the request must carry a JSON body */
-    int prefix;
-    int scope;          /* the API key scope it needs when keys are configured (auth.h) */
-    int compute;        /* a stateless computation: open to all with --open-compute */
-    int free_param;     /* 1: the prefix route's segment is not an id (its handler checks it);
-                           0: it obeys the id rule, checked before the handler runs */
-    const char *suffix; /* a prefix route: what follows the segment ("/commit"), or NULL */
-    int bulk;           /* 1: carries lists of clients, bodies up to --max-bulk-body */
-} route;
-
-/* The routing table (routes.c), terminated by a NULL method. */
-extern const route ROUTES[];
 
 #endif

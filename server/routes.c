@@ -1,38 +1,64 @@
 /* routes.c - the one routing table. Mirrored by openapi.yaml's paths. A path ending in '/'
  * with prefix 1 takes one more segment (the id), handed to the handler as req->param, and then
- * its suffix when it has one ("/v1/rounds/{id}/commit"). */
+ * its suffix when it has one ("/v1/rounds/{id}/commit"). Each row says the thread lane its
+ * requests run on (routes.h), so the transport never names a handler. The order matters: the
+ * first row matching method and path serves, and metrics count by row index.
+ *
+ * May call: nothing (it names the handlers of resources.h for http.c to call). */
 #include "auth.h"
 #include "resources.h"
 
+/* Each row: method, path, then its kind as designated initialisers (the fields not named
+ * are 0 / NULL):
+ * COMPUTE   a POST computation (compute.c): a JSON body, the read scope (none with
+ *           --open-compute), on the compute pool unless light (NULL: none) vouches for it;
+ * READ      a ledger read: the read scope, on the HTTP worker; READ_ID at path{id} and then
+ *           sfx (NULL: none);
+ * WRITE     a ledger write: a JSON body with scope sc, on the ledger lane, bodies up to
+ *           --max-bulk-body when bulk; WRITE_ID at path{id} and then sfx;
+ * OPEN      needs no key, on the HTTP worker (operations, the dashboard); quiet: a 200 is
+ *           counted, not logged. */
+/* clang-format off */
+#define COMPUTE(h, l) .handler = h, .json_body = 1, .scope = SCOPE_READ, .compute = 1, \
+                      .lane = LANE_COMPUTE, .light = l
+#define READ(h) .handler = h, .scope = SCOPE_READ
+#define READ_ID(h, sfx) .handler = h, .prefix = 1, .scope = SCOPE_READ, .suffix = sfx
+#define WRITE(h, sc, bulk_) .handler = h, .json_body = 1, .scope = sc, .bulk = bulk_, \
+                            .lane = LANE_LEDGER
+#define WRITE_ID(h, sc, sfx, bulk_) WRITE(h, sc, bulk_), .prefix = 1, .suffix = sfx
+#define OPEN(h, q) .handler = h, .scope = SCOPE_NONE, .quiet = q
+
 const route ROUTES[] = {
-    /* method, path, handler, JSON body, prefix, scope (with API keys), compute, free_param,
-     * suffix (after the {id} segment), bulk (bodies up to --max-bulk-body) */
-    {"POST", "/v1/delta", res_delta, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"POST", "/v1/epsilon", res_epsilon, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"POST", "/v1/calibrate", res_calibrate, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"POST", "/v1/curve", res_curve, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"POST", "/v1/rdp", res_rdp, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"POST", "/v1/proactive", res_proactive, 1, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"GET", "/v1/accountants", res_accountants, 0, 0, SCOPE_READ, 1, 0, NULL, 0},
-    {"PUT", "/v1/clients/", res_client_put, 1, 1, SCOPE_ADMIN, 0, 0, NULL, 0},
-    {"GET", "/v1/clients/", res_client_get, 0, 1, SCOPE_READ, 0, 0, NULL, 0},
-    {"GET", "/v1/clients", res_clients_list, 0, 0, SCOPE_READ, 0, 0, NULL, 0},
-    {"GET", "/v1/clients/", res_client_history, 0, 1, SCOPE_READ, 0, 0, "/rounds", 0},
-    {"POST", "/v1/clients:batch", res_clients_batch, 1, 0, SCOPE_ADMIN, 0, 0, NULL, 1},
-    {"POST", "/v1/rounds", res_round_post, 1, 0, SCOPE_CHARGE, 0, 0, NULL, 1},
-    {"GET", "/v1/rounds/", res_round_get, 0, 1, SCOPE_READ, 0, 0, NULL, 0},
-    {"POST", "/v1/eligibility", res_eligibility, 1, 0, SCOPE_READ, 0, 0, NULL, 1},
-    {"PUT", "/v1/events/", res_event_put, 1, 1, SCOPE_ADMIN, 0, 0, NULL, 0},
-    {"GET", "/v1/events/", res_event_get, 0, 1, SCOPE_READ, 0, 0, NULL, 0},
-    {"GET", "/v1/events", res_events_list, 0, 0, SCOPE_READ, 0, 0, NULL, 0},
-    {"POST", "/v1/rounds/", res_round_commit, 1, 1, SCOPE_CHARGE, 0, 0, "/commit", 1},
-    {"POST", "/v1/rounds/", res_round_release, 1, 1, SCOPE_CHARGE, 0, 0, "/release", 0},
-    {"GET", "/v1/summary", res_summary, 0, 0, SCOPE_READ, 0, 0, NULL, 0},
-    {"GET", "/healthz", res_healthz, 0, 0, SCOPE_NONE, 0, 0, NULL, 0},
-    {"GET", "/readyz", res_readyz, 0, 0, SCOPE_NONE, 0, 0, NULL, 0},
-    {"GET", "/metrics", res_metrics, 0, 0, SCOPE_NONE, 0, 0, NULL, 0},
-    {"GET", "/openapi.yaml", res_openapi, 0, 0, SCOPE_NONE, 0, 0, NULL, 0},
-    {"GET", "/", res_index, 0, 0, SCOPE_NONE, 0, 0, NULL, 0},
-    {"GET", "/ui/", res_ui_asset, 0, 1, SCOPE_NONE, 0, 1, NULL, 0},
-    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL, 0},
+    {"POST", "/v1/delta", COMPUTE(res_delta, res_compute_light)},
+    {"POST", "/v1/epsilon", COMPUTE(res_epsilon, res_compute_light)},
+    {"POST", "/v1/calibrate", COMPUTE(res_calibrate, res_compute_light)},
+    {"POST", "/v1/curve", COMPUTE(res_curve, res_compute_light)},
+    {"POST", "/v1/rdp", COMPUTE(res_rdp, NULL)},
+    {"POST", "/v1/proactive", COMPUTE(res_proactive, NULL)},
+    /* a compute route (open with --open-compute) that is a cheap GET: on the worker */
+    {"GET", "/v1/accountants", READ(res_accountants), .compute = 1},
+    {"PUT", "/v1/clients/", WRITE_ID(res_client_put, SCOPE_ADMIN, NULL, 0)},
+    {"GET", "/v1/clients/", READ_ID(res_client_get, NULL)},
+    {"GET", "/v1/clients", READ(res_clients_list)},
+    {"GET", "/v1/clients/", READ_ID(res_client_history, "/rounds")},
+    {"POST", "/v1/clients:batch", WRITE(res_clients_batch, SCOPE_ADMIN, 1)},
+    {"POST", "/v1/rounds", WRITE(res_round_post, SCOPE_CHARGE, 1)},
+    {"GET", "/v1/rounds/", READ_ID(res_round_get, NULL)},
+    /* a read, but it may compute pld candidates' PLDs: on the ledger lane too */
+    {"POST", "/v1/eligibility", WRITE(res_eligibility, SCOPE_READ, 1)},
+    {"PUT", "/v1/events/", WRITE_ID(res_event_put, SCOPE_ADMIN, NULL, 0)},
+    {"GET", "/v1/events/", READ_ID(res_event_get, NULL)},
+    {"GET", "/v1/events", READ(res_events_list)},
+    {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1)},
+    {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0)},
+    {"GET", "/v1/summary", READ(res_summary)},
+    {"GET", "/healthz", OPEN(res_healthz, 1)},
+    {"GET", "/readyz", OPEN(res_readyz, 1)},
+    {"GET", "/metrics", OPEN(res_metrics, 1)},
+    {"GET", "/openapi.yaml", OPEN(res_openapi, 0)},
+    {"GET", "/", OPEN(res_index, 0)},
+    /* the asset's name is not an id: ui.c checks it */
+    {"GET", "/ui/", OPEN(res_ui_asset, 0), .prefix = 1, .free_param = 1},
+    {NULL, NULL, .handler = NULL},
 };
+/* clang-format on */

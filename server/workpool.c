@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "../core/common/clock.h"
 
 typedef struct {
     workpool_fn fn;
@@ -32,13 +33,6 @@ struct workpool {
     int joined; /* the threads have exited (workpool_stop) */
 };
 
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void *worker(void *arg)
 {
     workpool *p = arg;
@@ -60,9 +54,9 @@ static void *worker(void *arg)
         p->head = (p->head + 1) % p->cap;
         p->n--;
         pthread_mutex_unlock(&p->mu);
-        double t0 = mono_s();
+        double t0 = dpb_mono_s();
         j.fn(j.arg, &p->stop);
-        double dt = mono_s() - t0;
+        double dt = dpb_mono_s() - t0;
         pthread_mutex_lock(&p->mu);
         p->mean_s = p->mean_s > 0.0 ? 0.8 * p->mean_s + 0.2 * dt : dt;
         p->held--;

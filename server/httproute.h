@@ -1,0 +1,37 @@
+/*
+ * httproute.h - the routing table at work (httproute.c): which route serves a request, the
+ * Allow header of a path, the API-key scope a request needs, and the call of the route's
+ * handler. The table itself is routes.c (routes.h); the transport (http.c) calls down here.
+ */
+#ifndef HTTP_HTTPROUTE_H
+#define HTTP_HTTPROUTE_H
+
+#include "http.h"
+#include "routes.h"
+
+/* The route serving method at path (borrowed from ROUTES), or NULL (404 or 405); *param
+ * points into path at a prefix route's segment (its suffix included). HEAD is served as GET
+ * (libmicrohttpd sends the headers, Content-Length included, without the body). */
+const route *httproute_resolve(const char *method, const char *path, const char **param);
+
+/* httproute_resolve, as *served and *param, and the index in ROUTES of that route, else of
+ * the first route at this path (any method), or -1: the index metrics and the request log
+ * count by. */
+int httproute_index(const char *method, const char *path, const route **served, const char **param);
+
+/* The API-key scope a request needs when keys are configured (auth.h). Every method and
+ * path has one: r's when a route serves it (HEAD: GET's); for a method no route at the path
+ * takes (r NULL, 405), the weakest scope of the path's routes; for a path no route matches
+ * (404), a valid key of any scope (SCOPE_READ). So no method or path answers anything, not
+ * even 404 or 405, without the key its path asks for, and every keyed request counts against
+ * the key's rate limit. open_compute: compute routes need none (--open-compute). */
+int httproute_scope(const route *r, const char *path, int open_compute);
+
+/* Runs r's handler on req into resp, with req->param the segment param (as
+ * httproute_resolve found it) without r's suffix, once it obeys the id rule (codec.h: else
+ * 400 here); r NULL answers 405 with Allow when other methods are routed at the path, else
+ * 404. Everything is borrowed; resp's body becomes the caller's. */
+void httproute_dispatch(const http_request *req, http_response *resp, const route *r,
+                        const char *param);
+
+#endif

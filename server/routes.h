@@ -1,0 +1,53 @@
+/*
+ * routes.h - the routing table's shape: what the transport (http.c) knows of a route. It
+ * names no handler: each row carries its handler, and the thread lane it runs on, so the
+ * transport never asks which handler a request is for. The rows themselves are in routes.c
+ * (which may call nothing; it names the handlers of resources.h).
+ */
+#ifndef HTTP_ROUTES_H
+#define HTTP_ROUTES_H
+
+#include <jansson.h>
+
+#include "http.h"
+
+/* The thread a route's requests run on (http.c). */
+typedef enum {
+    /* the HTTP worker that read the request: probes, reads, anything quick */
+    LANE_WORKER = 0,
+    /* the compute pool (--compute-threads, --compute-queue, --compute-deadline): below the
+     * workers' priority, 503 overloaded when full; unless route.light vouches for the
+     * request, which then stays on the worker */
+    LANE_COMPUTE,
+    /* the ledger lane: the ledger's writes, which wait for the log's fdatasync (and a pld
+     * round's PLDs), at the workers' priority apart from the computations; when it is full
+     * the write runs on the worker, never refused for the lane's sake */
+    LANE_LEDGER,
+} route_lane;
+
+/* For a LANE_COMPUTE route: 1 when this request is cheap whatever its size (it stays on
+ * the HTTP worker), else 0. May parse the body once: *parsed receives a new reference for
+ * the caller (handed on as http_request.parsed and released by the transport), or NULL. */
+typedef int (*route_light_fn)(const http_request *req, json_t **parsed);
+
+typedef struct {
+    const char *method;
+    const char *path; /* ending in '/' with prefix = 1: one more path segment, the param */
+    http_handler handler;
+    int json_body; /* 1: the request must carry a JSON body */
+    int prefix;
+    int scope;            /* the API key scope it needs when keys are configured (auth.h) */
+    int compute;          /* a stateless computation: open to all with --open-compute */
+    int free_param;       /* 1: the prefix route's segment is not an id (its handler checks it);
+                             0: it obeys the id rule, checked before the handler runs */
+    const char *suffix;   /* a prefix route: what follows the segment ("/commit"), or NULL */
+    int bulk;             /* 1: carries lists of clients, bodies up to --max-bulk-body */
+    route_lane lane;      /* the thread it runs on */
+    route_light_fn light; /* LANE_COMPUTE: which requests stay on the worker (NULL: none) */
+    int quiet;            /* a 200 is counted, not logged (probes and scrapes) */
+} route;
+
+/* The routing table (routes.c), terminated by a NULL method. */
+extern const route ROUTES[];
+
+#endif
