@@ -80,7 +80,7 @@ int codec_compute_common(json_t *j, const char *const *allowed, dp_relation *rel
  * given (both positive), 0 when absent, -1 with pb set. */
 int codec_dataset(json_t *j, double *clip, double *ratio, problem *pb);
 /* Identifiers (client ids, round ids): the ledger's one rule (LEDGER_ID_RULE, ledger.h),
- * checked once where an id enters: a path segment (http_dispatch) or a body field. 0 if s
+ * checked once where an id enters: a path segment (httproute_dispatch) or a body field. 0 if s
  * (len bytes) is a valid id, else -1 with invalid_id naming field. */
 int codec_id(const char *s, size_t len, const char *field, problem *pb);
 

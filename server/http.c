@@ -69,8 +69,9 @@ typedef struct {
     dpb_cancel cancel;
     struct MHD_Connection *conn;
     double deadline_s;
-    int ledger;      /* a ledger write on the ledger lane (not a computation) */
-    const route *rt; /* the request's route (httproute_resolve), and its segment */
+    int ledger;          /* a ledger write on the ledger lane (not a computation) */
+    const route *routes; /* the server's routing table (http_config.routes) */
+    const route *rt;     /* the request's route (httproute_resolve), and its segment */
     const char *param;
 } compute_job;
 
@@ -210,7 +211,8 @@ static int check_key(http_server *s, struct MHD_Connection *c, req_ctx *ctx, con
                      const char *url, MHD_RESULT *ret)
 {
     auth_table *t = s->cfg.auth;
-    int scope = auth_enabled(t) ? httproute_scope(ctx->rt, url, s->cfg.open_compute) : SCOPE_NONE;
+    int scope = auth_enabled(t) ? httproute_scope(s->cfg.routes, ctx->rt, url, s->cfg.open_compute)
+                                : SCOPE_NONE;
     if (scope == SCOPE_NONE)
         return 0;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -308,7 +310,7 @@ static void run_compute(void *arg, const int *stop)
         problem_set(&p, PB_OVERLOADED, NULL, "the server is stopping: retry on another instance");
         http_reply_problem(&j->resp, &p);
     } else {
-        httproute_dispatch(&j->req, &j->resp, j->rt, j->param);
+        httproute_dispatch(j->routes, &j->req, &j->resp, j->rt, j->param);
     }
     if (!j->ledger)
         metrics_compute_busy(-1);
@@ -337,6 +339,7 @@ static int start_ledger(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
         return -1;
     }
     j->req = *req;
+    j->routes = s->cfg.routes;
     j->rt = ctx->rt;
     j->param = ctx->param;
     j->conn = c;
@@ -376,6 +379,7 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
         return send_response(c, &resp, ctx);
     }
     j->req = *req;
+    j->routes = s->cfg.routes;
     j->rt = ctx->rt;
     j->param = ctx->param;
     j->conn = c;
@@ -410,7 +414,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         cur_conn = c;
         cur_ctx = ctx;
         ctx->t0 = dpb_mono_s();
-        ctx->route = httproute_index(method, url, &ctx->rt, &ctx->param);
+        ctx->route = httproute_index(s->cfg.routes, method, url, &ctx->rt, &ctx->param);
         ctx->method = metrics_method(method);
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
             ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
@@ -497,7 +501,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     if (s->lpool && wants_ledger_lane(ctx->rt) && start_ledger(s, c, ctx, &req) == 0)
         return MHD_YES;
     http_response resp = {0};
-    httproute_dispatch(&req, &resp, ctx->rt, ctx->param);
+    httproute_dispatch(s->cfg.routes, &req, &resp, ctx->rt, ctx->param);
     return send_response(c, &resp, ctx);
 }
 
@@ -588,7 +592,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         double dt = dpb_mono_s() - ctx->t0;
         if (ctx->status)
             metrics_request(ctx->route, ctx->method, ctx->status, dt);
-        const route *r = ctx->route >= 0 ? &ROUTES[ctx->route] : NULL;
+        const route *r = ctx->route >= 0 ? &s->cfg.routes[ctx->route] : NULL;
         /* probes and scrapes are counted, not logged (they would fill the log) */
         int quiet = r && ctx->status == 200 && r->quiet;
         if (s->cfg.log_requests && !quiet)

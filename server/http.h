@@ -59,6 +59,9 @@ typedef struct {
      * stopped (422 compute_deadline_exceeded). */
     unsigned compute_threads, compute_queue;
     double compute_deadline;
+    /* the routing table (routes.h), terminated by a NULL method; borrowed for the server's
+     * life */
+    const struct route *routes;
 } http_config;
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */
@@ -129,8 +132,5 @@ unsigned http_port(const http_server *s);
 
 /* Stop accepting, finish in-flight requests, free. */
 void http_stop(http_server *s);
-
-/* Dispatch a request through the routing table (exposed for tests and benchmarks). */
-void http_dispatch(const http_request *req, http_response *resp);
 
 #endif

@@ -40,23 +40,24 @@ static const char *route_param(const route *r, const char *param, char *buf, siz
     return buf;
 }
 
-const route *httproute_resolve(const char *method, const char *path, const char **param)
+const route *httproute_resolve(const route *table, const char *method, const char *path,
+                               const char **param)
 {
     const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
-    for (const route *r = ROUTES; r->method; r++)
+    for (const route *r = table; r->method; r++)
         if (route_match(r, path, param) && strcmp(r->method, m) == 0)
             return r;
     return NULL;
 }
 
 /* The Allow header value for a path: every method routed there (static storage). */
-static const char *allowed_methods(const char *path)
+static const char *allowed_methods(const route *table, const char *path)
 {
     static const char *const combos[] = {"GET, HEAD", "POST", "PUT", "GET, HEAD, PUT",
                                          "GET, HEAD, POST"};
     int get = 0, post = 0, put = 0;
     const char *param;
-    for (const route *r = ROUTES; r->method; r++)
+    for (const route *r = table; r->method; r++)
         if (route_match(r, path, &param)) {
             get |= strcmp(r->method, "GET") == 0;
             post |= strcmp(r->method, "POST") == 0;
@@ -69,8 +70,8 @@ static const char *allowed_methods(const char *path)
     return get ? combos[0] : post ? combos[1] : put ? combos[2] : NULL;
 }
 
-void httproute_dispatch(const http_request *req, http_response *resp, const route *r,
-                        const char *param)
+void httproute_dispatch(const route *table, const http_request *req, http_response *resp,
+                        const route *r, const char *param)
 {
     problem p = {0};
     if (r) {
@@ -86,7 +87,7 @@ void httproute_dispatch(const http_request *req, http_response *resp, const rout
         r->handler(&q, resp);
         return;
     }
-    const char *allow = allowed_methods(req->path);
+    const char *allow = allowed_methods(table, req->path);
     if (allow) {
         problem_set(&p, PB_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s; use %s", req->method,
                     req->path, allow);
@@ -98,22 +99,16 @@ void httproute_dispatch(const http_request *req, http_response *resp, const rout
     http_reply_problem(resp, &p);
 }
 
-void http_dispatch(const http_request *req, http_response *resp)
+int httproute_index(const route *table, const char *method, const char *path, const route **served,
+                    const char **param)
 {
-    const char *param = NULL;
-    const route *r = httproute_resolve(req->method, req->path, &param);
-    httproute_dispatch(req, resp, r, param);
-}
-
-int httproute_index(const char *method, const char *path, const route **served, const char **param)
-{
-    const route *r = httproute_resolve(method, path, param);
+    const route *r = httproute_resolve(table, method, path, param);
     *served = r;
     if (r)
-        return (int)(r - ROUTES);
+        return (int)(r - table);
     const char *other;
-    for (int i = 0; ROUTES[i].method; i++)
-        if (route_match(&ROUTES[i], path, &other))
+    for (int i = 0; table[i].method; i++)
+        if (route_match(&table[i], path, &other))
             return i;
     return -1;
 }
@@ -124,13 +119,13 @@ static int route_scope(const route *r, int open_compute)
     return r->compute && open_compute ? SCOPE_NONE : r->scope;
 }
 
-int httproute_scope(const route *r, const char *path, int open_compute)
+int httproute_scope(const route *table, const route *r, const char *path, int open_compute)
 {
     const char *param;
     if (r)
         return route_scope(r, open_compute);
     int scope = -1;
-    for (r = ROUTES; r->method; r++)
+    for (r = table; r->method; r++)
         if (route_match(r, path, &param) && (scope < 0 || route_scope(r, open_compute) < scope))
             scope = route_scope(r, open_compute);
     return scope < 0 ? SCOPE_READ : scope;

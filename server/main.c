@@ -36,6 +36,7 @@
 #include "healthcheck.h"
 #include "http.h"
 #include "reqlog.h"
+#include "routes.h"
 #include "textfile.h"
 #include "tls.h"
 
@@ -706,6 +707,7 @@ int main(int argc, char **argv)
     if (st.use_ledger)
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;
+    cfg.routes = ROUTES;
     http_server *srv = http_start(&cfg);
     if (srv == NULL) {
         ledger_close(app.ledger);

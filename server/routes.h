@@ -30,7 +30,7 @@ typedef enum {
  * the caller (handed on as http_request.parsed and released by the transport), or NULL. */
 typedef int (*route_light_fn)(const http_request *req, json_t **parsed);
 
-typedef struct {
+typedef struct route {
     const char *method;
     const char *path; /* ending in '/' with prefix = 1: one more path segment, the param */
     http_handler handler;
@@ -47,7 +47,9 @@ typedef struct {
     int quiet;            /* a 200 is counted, not logged (probes and scrapes) */
 } route;
 
-/* The routing table (routes.c), terminated by a NULL method. */
+/* The routing table (routes.c), terminated by a NULL method. Only main.c names it: it hands
+ * the table to the transport (http_config.routes) and to the metrics (metrics_routes), so
+ * that nothing below the handlers links to the table that names them. */
 extern const route ROUTES[];
 
 #endif
