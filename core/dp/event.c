@@ -523,6 +523,81 @@ static void decode_mech(rbuf *r, dp_event *ev, int depth)
     }
 }
 
+/* A composition: its count (at most 1000; 0 is the empty composition, the identity) and
+ * its events; the events decoded so far are owned by ev even when one fails. */
+static void decode_composed(rbuf *r, dp_event *ev, int depth)
+{
+    uint64_t n = get_u64(r);
+    if (r->bad || n > 1000) { /* 0: the empty composition (the identity) */
+        r->bad = 1;
+        return;
+    }
+    ev->u.composed.events = calloc(n ? (size_t)n : 1, sizeof(dp_event *));
+    if (ev->u.composed.events == NULL) {
+        r->bad = 1;
+        return;
+    }
+    for (uint64_t i = 0; i < n && !r->bad; i++)
+        ev->u.composed.events[ev->u.composed.n++] = decode_node(r, depth + 1);
+}
+
+/* A PNSGD event's parameters (pnsgd.h), the enums checked against their ranges. */
+static void decode_pnsgd(rbuf *r, pnsgd_params *p)
+{
+    p->noise = (pnsgd_noise)get_u8(r);
+    p->mode = (pnsgd_noise_mode)get_u8(r);
+    p->order = (pnsgd_order)get_u8(r);
+    double *d[] = {&p->noise_level,
+                   &p->lipschitz,
+                   &p->smoothness,
+                   &p->strong_convexity,
+                   &p->learning_rate,
+                   &p->diameter,
+                   &p->lo,
+                   &p->hi,
+                   &p->c1,
+                   &p->c2,
+                   &p->alpha};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        *d[i] = get_f64(r);
+    p->n = get_u64(r);
+    p->index = get_u64(r);
+    if (p->noise > PNSGD_LAPLACE || p->mode > PNSGD_NOISE_ONLINE || p->order > PNSGD_SHUFFLED)
+        r->bad = 1;
+}
+
+/* A proactive event's phases (1 to 1000), each sigma and batch positive and its rounds an
+ * integer in [1, 1e15]; the arrays are owned by ev even when a value is refused. */
+static void decode_proactive(rbuf *r, dp_event *ev)
+{
+    ev->u.proactive.dataset_size = get_f64(r);
+    ev->u.proactive.variant = (pro_variant)get_u8(r);
+    uint64_t n = get_u64(r);
+    if (r->bad || n == 0 || n > 1000 || ev->u.proactive.variant > PRO_PAPER) {
+        r->bad = 1;
+        return;
+    }
+    ev->u.proactive.sigma = calloc((size_t)n, sizeof(double));
+    ev->u.proactive.batch = calloc((size_t)n, sizeof(double));
+    ev->u.proactive.rounds = calloc((size_t)n, sizeof(double));
+    if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
+        r->bad = 1;
+        return;
+    }
+    ev->u.proactive.nphases = (int)n;
+    for (uint64_t i = 0; i < n; i++) {
+        ev->u.proactive.sigma[i] = get_f64(r);
+        ev->u.proactive.batch[i] = get_f64(r);
+        ev->u.proactive.rounds[i] = get_f64(r);
+        double rd = ev->u.proactive.rounds[i];
+        if (!positive(ev->u.proactive.sigma[i]) || !positive(ev->u.proactive.batch[i]) ||
+            !(rd >= 1.0 && rd <= 1e15 && rd == floor(rd)))
+            r->bad = 1;
+    }
+    if (!positive(ev->u.proactive.dataset_size))
+        r->bad = 1;
+}
+
 static dp_event *decode_node(rbuf *r, int depth)
 {
     if (depth > 64) {
@@ -551,21 +626,9 @@ static dp_event *decode_node(rbuf *r, int depth)
         ev->u.self.count = get_u64(r);
         ev->u.self.event = decode_node(r, depth + 1);
         break;
-    case DP_EV_COMPOSED: {
-        uint64_t n = get_u64(r);
-        if (r->bad || n > 1000) { /* 0: the empty composition (the identity) */
-            r->bad = 1;
-            break;
-        }
-        ev->u.composed.events = calloc(n ? (size_t)n : 1, sizeof(dp_event *));
-        if (ev->u.composed.events == NULL) {
-            r->bad = 1;
-            break;
-        }
-        for (uint64_t i = 0; i < n && !r->bad; i++)
-            ev->u.composed.events[ev->u.composed.n++] = decode_node(r, depth + 1);
+    case DP_EV_COMPOSED:
+        decode_composed(r, ev, depth);
         break;
-    }
     case DP_EV_GAUSSIAN:
     case DP_EV_LAPLACE:
         ev->u.noise.noise_multiplier = get_f64(r); /* 0: no noise (not private) */
@@ -589,59 +652,12 @@ static dp_event *decode_node(rbuf *r, int depth)
     case DP_EV_NO_OP:
     case DP_EV_NON_PRIVATE:
         break;
-    case DP_EV_PNSGD: {
-        pnsgd_params *p = &ev->u.pnsgd;
-        p->noise = (pnsgd_noise)get_u8(r);
-        p->mode = (pnsgd_noise_mode)get_u8(r);
-        p->order = (pnsgd_order)get_u8(r);
-        double *d[] = {&p->noise_level,
-                       &p->lipschitz,
-                       &p->smoothness,
-                       &p->strong_convexity,
-                       &p->learning_rate,
-                       &p->diameter,
-                       &p->lo,
-                       &p->hi,
-                       &p->c1,
-                       &p->c2,
-                       &p->alpha};
-        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-            *d[i] = get_f64(r);
-        p->n = get_u64(r);
-        p->index = get_u64(r);
-        if (p->noise > PNSGD_LAPLACE || p->mode > PNSGD_NOISE_ONLINE || p->order > PNSGD_SHUFFLED)
-            r->bad = 1;
+    case DP_EV_PNSGD:
+        decode_pnsgd(r, &ev->u.pnsgd);
         break;
-    }
-    case DP_EV_PROACTIVE: {
-        ev->u.proactive.dataset_size = get_f64(r);
-        ev->u.proactive.variant = (pro_variant)get_u8(r);
-        uint64_t n = get_u64(r);
-        if (r->bad || n == 0 || n > 1000 || ev->u.proactive.variant > PRO_PAPER) {
-            r->bad = 1;
-            break;
-        }
-        ev->u.proactive.sigma = calloc((size_t)n, sizeof(double));
-        ev->u.proactive.batch = calloc((size_t)n, sizeof(double));
-        ev->u.proactive.rounds = calloc((size_t)n, sizeof(double));
-        if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
-            r->bad = 1;
-            break;
-        }
-        ev->u.proactive.nphases = (int)n;
-        for (uint64_t i = 0; i < n; i++) {
-            ev->u.proactive.sigma[i] = get_f64(r);
-            ev->u.proactive.batch[i] = get_f64(r);
-            ev->u.proactive.rounds[i] = get_f64(r);
-            double rd = ev->u.proactive.rounds[i];
-            if (!positive(ev->u.proactive.sigma[i]) || !positive(ev->u.proactive.batch[i]) ||
-                !(rd >= 1.0 && rd <= 1e15 && rd == floor(rd)))
-                r->bad = 1;
-        }
-        if (!positive(ev->u.proactive.dataset_size))
-            r->bad = 1;
+    case DP_EV_PROACTIVE:
+        decode_proactive(r, ev);
         break;
-    }
     case DP_EV_SGLD: {
         sgld_params *p = &ev->u.sgld;
         p->clipped = (int)get_u8(r);
