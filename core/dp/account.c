@@ -506,41 +506,54 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
 
 /* ---- ledger hooks --------------------------------------------------------------------------- */
 
-dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
+/* What a ledger hook reads from a built profile into out (the caller's). */
+typedef void profile_reader(dp_profile *pr, void *out);
+
+/* Builds ev's profile by acct with the default options, lets read copy what it needs into
+ * out, and releases the profile. The build's status (its report is dropped). */
+static dpb_status read_profile(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                               profile_reader *read, void *out, dpb_error *err)
 {
     dp_profile pr;
     dp_report rep;
-    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_RDP, NULL, &pr, &rep, err);
+    dpb_status st = dp_dispatch_build(ev, rel, acct, NULL, &pr, &rep, err);
     if (st != DPB_OK)
         return st;
-    for (size_t i = 0; i < RDP_NORDERS; i++)
-        curve[i] = dp_profile_rdp_order(&pr, i);
+    read(&pr, out);
     dp_profile_release(&pr);
     return DPB_OK;
+}
+
+static void read_rdp_curve(dp_profile *pr, void *out)
+{
+    double *curve = out;
+    for (size_t i = 0; i < RDP_NORDERS; i++)
+        curve[i] = dp_profile_rdp_order(pr, i);
+}
+
+static void read_mu2(dp_profile *pr, void *out)
+{
+    *(double *)out = pr->mu2;
+}
+
+static void read_tv_log1m(dp_profile *pr, void *out)
+{
+    *(double *)out = log1p(-pr->tv_delta);
+}
+
+dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
+{
+    return read_profile(ev, rel, DP_ACCT_RDP, read_rdp_curve, curve, err);
 }
 
 dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_error *err)
 {
-    dp_profile pr;
-    dp_report rep;
-    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_GDP_EXACT, NULL, &pr, &rep, err);
-    if (st != DPB_OK)
-        return st;
-    *mu2 = pr.mu2;
-    dp_profile_release(&pr);
-    return DPB_OK;
+    return read_profile(ev, rel, DP_ACCT_GDP_EXACT, read_mu2, mu2, err);
 }
 
 dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err)
 {
-    dp_profile pr;
-    dp_report rep;
-    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_THM41, NULL, &pr, &rep, err);
-    if (st != DPB_OK)
-        return st;
-    *s = log1p(-pr.tv_delta);
-    dp_profile_release(&pr);
-    return DPB_OK;
+    return read_profile(ev, rel, DP_ACCT_THM41, read_tv_log1m, s, err);
 }
 
 /* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */

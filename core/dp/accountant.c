@@ -12,32 +12,43 @@ static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exac
                                          "pld",  "pnsgd", "proactive", "shuffle_exact"};
 #define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
 
-const char *dp_relation_name(dp_relation r)
+/* names[i] for i < n, else "unknown". */
+static const char *name_in(const char *const *names, unsigned n, unsigned i)
 {
-    return (unsigned)r < N_REL ? REL_NAMES[r] : "unknown";
+    return i < n ? names[i] : "unknown";
 }
 
-int dp_relation_parse(const char *s, dp_relation *r)
+/* The index of s in names[0..n), or -1. */
+static int index_in(const char *const *names, unsigned n, const char *s)
 {
-    for (unsigned i = 0; i < N_REL; i++)
-        if (strcmp(s, REL_NAMES[i]) == 0) {
-            *r = (dp_relation)i;
-            return 0;
-        }
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (int)i;
     return -1;
+}
+
+const char *dp_relation_name(dp_relation r)
+{
+    return name_in(REL_NAMES, N_REL, (unsigned)r);
 }
 
 const char *dp_accountant_name(dp_accountant a)
 {
-    return (unsigned)a < N_ACCT ? ACCT_NAMES[a] : "unknown";
+    return name_in(ACCT_NAMES, N_ACCT, (unsigned)a);
+}
+
+int dp_relation_parse(const char *s, dp_relation *r)
+{
+    int i = index_in(REL_NAMES, N_REL, s);
+    if (i >= 0)
+        *r = (dp_relation)i;
+    return i < 0 ? -1 : 0;
 }
 
 int dp_accountant_parse(const char *s, dp_accountant *a)
 {
-    for (unsigned i = 0; i < N_ACCT; i++)
-        if (strcmp(s, ACCT_NAMES[i]) == 0) {
-            *a = (dp_accountant)i;
-            return 0;
-        }
-    return -1;
+    int i = index_in(ACCT_NAMES, N_ACCT, s);
+    if (i >= 0)
+        *a = (dp_accountant)i;
+    return i < 0 ? -1 : 0;
 }
