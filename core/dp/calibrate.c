@@ -26,6 +26,35 @@ static const char *gives(double d, double target, char buf[96])
     return buf;
 }
 
+/* Bisects the bracket [*lo, *hi] (the target met at one end and not at the other) until it
+ * is one integer wide (integer: midpoints floor((lo + hi) / 2)) or tol wide relatively
+ * (geometric midpoints sqrt(lo hi)); met_high: the target is met at *hi (more of the
+ * parameter helps), else at *lo. *d receives the last probe's delta. 0, or -1 on a hard
+ * failure (p->fatal set). */
+static int bisect(calib_probe *p, double *lo, double *hi, int integer, double tol, int met_high,
+                  double *d)
+{
+    while (integer ? *hi - *lo > 1.0 : *hi / *lo - 1.0 > tol) {
+        double mid = integer ? floor((*lo + *hi) / 2.0) : sqrt(*lo * *hi);
+        int f = dp_calib_feasible(p, mid, d);
+        if (f < 0)
+            return -1;
+        if ((f != 0) == (met_high != 0))
+            *hi = mid;
+        else
+            *lo = mid;
+    }
+    return 0;
+}
+
+/* Notes the best value tried (at, with delta d) when no value meets the target. */
+static void note_best(dp_calibration *c, double at, double d)
+{
+    c->has_best = 1;
+    c->best_at = at;
+    c->best_delta = d;
+}
+
 /* The smallest integer in [1, top] that meets the target, when delta does not increase with
  * the parameter: doubling to bracket it, then bisection. 1 with c->value set; 0 when even
  * top does not (c->best_* set, *d its delta); -1 on a hard failure. */
@@ -38,22 +67,12 @@ static int smallest_feasible_int(calib_probe *p, double top, dp_calibration *c, 
         hi = hi * 2.0 < top ? hi * 2.0 : top;
     }
     if (f <= 0) {
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = hi;
-            c->best_delta = *d;
-        }
+        if (f == 0)
+            note_best(c, hi, *d);
         return f;
     }
-    while (hi - lo > 1.0) {
-        double mid = floor((lo + hi) / 2.0);
-        if ((f = dp_calib_feasible(p, mid, d)) < 0)
-            return -1;
-        if (f)
-            hi = mid;
-        else
-            lo = mid;
-    }
+    if (bisect(p, &lo, &hi, 1, 0.0, 1, d) < 0)
+        return -1;
     c->value = hi;
     c->tolerance = 0.0;
     return 1;
@@ -72,9 +91,7 @@ static dpb_status solve_noise(calib_probe *p, dp_calibration *c, double tol)
     if (f < 0)
         return p->fatal;
     if (f == 0) {
-        c->has_best = 1;
-        c->best_at = hi;
-        c->best_delta = d;
+        note_best(c, hi, d);
         return dpb_fail(p->err, DPB_EINFEASIBLE, "noise_multiplier",
                         "even noise_multiplier %g %s at epsilon %g", hi, gives(d, p->delta_t, msg),
                         p->eps_t);
@@ -86,19 +103,10 @@ static dpb_status solve_noise(calib_probe *p, dp_calibration *c, double tol)
             break;
         hi = lo;
     }
-    if (f == 1) {
+    if (f == 1)
         hi = lo;
-    } else {
-        while (hi / lo - 1.0 > tol) {
-            double mid = sqrt(lo * hi);
-            if ((f = dp_calib_feasible(p, mid, &d)) < 0)
-                return p->fatal;
-            if (f)
-                hi = mid;
-            else
-                lo = mid;
-        }
-    }
+    else if (bisect(p, &lo, &hi, 0, tol, 1, &d) < 0)
+        return p->fatal;
     c->value = hi;
     c->tolerance = tol;
     return DPB_OK;
@@ -154,9 +162,7 @@ static dpb_status solve_count(calib_probe *p, dp_calibration *c)
     if ((f = dp_calib_feasible(p, 1.0, &d)) < 0)
         return p->fatal;
     if (f == 0) {
-        c->has_best = 1;
-        c->best_at = 1.0;
-        c->best_delta = d;
+        note_best(c, 1.0, d);
         return dpb_fail(p->err, DPB_EINFEASIBLE, "count", "even one run %s at epsilon %g",
                         gives(d, p->delta_t, msg), p->eps_t);
     }
@@ -169,16 +175,8 @@ static dpb_status solve_count(calib_probe *p, dp_calibration *c)
         return p->fatal;
     if (f == 1)
         lo = hi;
-    else
-        while (hi - lo > 1.0) {
-            double mid = floor((lo + hi) / 2.0);
-            if ((f = dp_calib_feasible(p, mid, &d)) < 0)
-                return p->fatal;
-            if (f)
-                lo = mid;
-            else
-                hi = mid;
-        }
+    else if (bisect(p, &lo, &hi, 1, 0.0, 0, &d) < 0)
+        return p->fatal;
     c->value = lo;
     c->tolerance = 0.0;
     return DPB_OK;
@@ -199,21 +197,12 @@ static dpb_status solve_rate(calib_probe *p, dp_calibration *c, double tol)
         if ((f = dp_calib_feasible(p, lo, &d)) < 0)
             return p->fatal;
         if (f == 0) {
-            c->has_best = 1;
-            c->best_at = lo;
-            c->best_delta = d;
+            note_best(c, lo, d);
             return dpb_fail(p->err, DPB_EINFEASIBLE, "sampling_probability",
                             "even sampling_probability %g %s", lo, gives(d, p->delta_t, msg));
         }
-        while (hi / lo - 1.0 > tol) {
-            double mid = sqrt(lo * hi);
-            if ((f = dp_calib_feasible(p, mid, &d)) < 0)
-                return p->fatal;
-            if (f)
-                lo = mid;
-            else
-                hi = mid;
-        }
+        if (bisect(p, &lo, &hi, 0, tol, 0, &d) < 0)
+            return p->fatal;
     } else {
         lo = 1.0;
     }

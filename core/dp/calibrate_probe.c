@@ -35,36 +35,43 @@ dpb_status dp_calib_eval_at(dp_event *tmpl, dp_relation rel, dp_accountant acct,
     return DPB_OK;
 }
 
-void dp_calib_set_param(dp_event *node, double v)
+/* The unknown field of node when it holds an integer (rounds, count, dataset_size), else
+ * NULL. */
+static uint64_t *integer_field(dp_event *node)
+{
+    if (node->unknown == DP_PARAM_ROUNDS)
+        return &node->u.shuffled.rounds;
+    if (node->unknown == DP_PARAM_COUNT)
+        return &node->u.self.count;
+    return node->unknown == DP_PARAM_DATASET_SIZE ? &node->u.pnsgd.n : NULL;
+}
+
+/* The unknown field of node when it holds a real number, else NULL. */
+static double *real_field(dp_event *node)
 {
     switch (node->unknown) {
     case DP_PARAM_NOISE_MULTIPLIER:
-        if (node->kind == DP_EV_SHUFFLED_EPOCH)
-            node->u.shuffled.noise_multiplier = v;
-        else
-            node->u.noise.noise_multiplier = v;
-        break;
-    case DP_PARAM_ROUNDS:
-        node->u.shuffled.rounds = (uint64_t)v;
-        break;
-    case DP_PARAM_COUNT:
-        node->u.self.count = (uint64_t)v;
-        break;
+        return node->kind == DP_EV_SHUFFLED_EPOCH ? &node->u.shuffled.noise_multiplier
+                                                  : &node->u.noise.noise_multiplier;
     case DP_PARAM_SAMPLING_PROBABILITY:
-        node->u.sampled.sampling_probability = v;
-        break;
+        return &node->u.sampled.sampling_probability;
     case DP_PARAM_NOISE_SCALE:
-        node->u.pnsgd.noise_level = v;
-        break;
-    case DP_PARAM_DATASET_SIZE:
-        node->u.pnsgd.n = (uint64_t)v;
-        break;
+        return &node->u.pnsgd.noise_level;
     case DP_PARAM_C1:
-        node->u.pnsgd.c1 = v;
-        break;
-    case DP_PARAM_NONE:
-        break;
+        return &node->u.pnsgd.c1;
+    default:
+        return NULL;
     }
+}
+
+void dp_calib_set_param(dp_event *node, double v)
+{
+    uint64_t *n = integer_field(node);
+    double *x = real_field(node);
+    if (n)
+        *n = (uint64_t)v;
+    else if (x)
+        *x = v;
 }
 
 int dp_calib_feasible(calib_probe *p, double v, double *delta)
