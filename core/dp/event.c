@@ -70,27 +70,16 @@ void dp_event_free(dp_event *ev)
     free(ev);
 }
 
+/* Indexed by dp_param (event.h numbers them from DP_PARAM_NONE = 0). */
+static const char *const PARAM_NAMES[] = {
+    "none",        "noise_multiplier", "rounds", "count", "sampling_probability",
+    "noise_scale", "dataset_size",     "c1"};
+_Static_assert(sizeof PARAM_NAMES / sizeof PARAM_NAMES[0] == DP_PARAM_C1 + 1,
+               "every parameter has a name");
+
 const char *dp_param_name(dp_param p)
 {
-    switch (p) {
-    case DP_PARAM_NOISE_MULTIPLIER:
-        return "noise_multiplier";
-    case DP_PARAM_ROUNDS:
-        return "rounds";
-    case DP_PARAM_COUNT:
-        return "count";
-    case DP_PARAM_SAMPLING_PROBABILITY:
-        return "sampling_probability";
-    case DP_PARAM_NOISE_SCALE:
-        return "noise_scale";
-    case DP_PARAM_DATASET_SIZE:
-        return "dataset_size";
-    case DP_PARAM_C1:
-        return "c1";
-    case DP_PARAM_NONE:
-        break;
-    }
-    return "none";
+    return (unsigned)p < sizeof PARAM_NAMES / sizeof PARAM_NAMES[0] ? PARAM_NAMES[p] : "none";
 }
 
 static void find_unknown(dp_event *ev, dp_event **first, int *n)
