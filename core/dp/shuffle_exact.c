@@ -776,6 +776,19 @@ static void evict(int all)
     }
 }
 
+/* The cached model for (sigma, rounds, h_scale) with a reference taken and its stamp
+ * renewed, or NULL. The caller holds cache_lock. */
+static shx_model *cache_take(double sigma, uint64_t rounds, double h_scale)
+{
+    for (shx_model *m = cache_head; m; m = m->next)
+        if (m->sigma == sigma && m->rounds == rounds && m->h_scale == h_scale) {
+            m->refs++;
+            m->stamp = ++cache_clock;
+            return m;
+        }
+    return NULL;
+}
+
 dpb_status shx_acquire(double sigma, uint64_t rounds, double h_scale, shx_model **out)
 {
     *out = NULL;
@@ -784,30 +797,23 @@ dpb_status shx_acquire(double sigma, uint64_t rounds, double h_scale, shx_model 
     if (!shx_in_range(sigma, rounds) || !(h_scale >= 1.0 / 64.0 && h_scale <= 64.0))
         return DPB_EINVAL;
     pthread_mutex_lock(&cache_lock);
-    for (shx_model *m = cache_head; m; m = m->next)
-        if (m->sigma == sigma && m->rounds == rounds && m->h_scale == h_scale) {
-            m->refs++;
-            m->stamp = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            *out = m;
-            return DPB_OK;
-        }
+    *out = cache_take(sigma, rounds, h_scale);
     pthread_mutex_unlock(&cache_lock);
+    if (*out)
+        return DPB_OK;
     shx_model *m;
     dpb_status st = build(sigma, rounds, h_scale, &m);
     if (st != DPB_OK)
         return st;
     pthread_mutex_lock(&cache_lock);
-    for (shx_model *c = cache_head; c; c = c->next)
-        if (c->sigma == sigma && c->rounds == rounds && c->h_scale == h_scale) {
-            /* another thread built it meanwhile: use theirs */
-            c->refs++;
-            c->stamp = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            destroy(m);
-            *out = c;
-            return DPB_OK;
-        }
+    shx_model *theirs = cache_take(sigma, rounds, h_scale);
+    if (theirs) {
+        /* another thread built it meanwhile: use theirs */
+        pthread_mutex_unlock(&cache_lock);
+        destroy(m);
+        *out = theirs;
+        return DPB_OK;
+    }
     m->refs = 1;
     m->stamp = ++cache_clock;
     m->next = cache_head;
