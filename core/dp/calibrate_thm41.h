@@ -9,9 +9,10 @@
 
 /* Solves p's unknown with Theorem 4.1 for one epoch or SelfComposed^k of identical epochs:
  * rounds (the smallest integer M), noise_multiplier (the whole feasible interval, value = lo)
- * or count (the largest integer). Fills *c (caller-owned, dp_calib_init'ed), the solved value
- * left in the template and verified with eval_at; DPB_EINFEASIBLE with c->best_* where no
- * value meets the target, DPB_EUNSUPPORTED for other trees or parameters. */
+ * or count (the largest integer). Fills *c (caller-owned, dp_calib_init'ed), the solved
+ * value left in the template and verified with dp_calib_eval_at; DPB_EINFEASIBLE with
+ * c->best_* where no value meets the target, DPB_EUNSUPPORTED for other trees or
+ * parameters. */
 dpb_status dp_calib_thm41(calib_probe *p, dp_calibration *c);
 
 /* What Theorem 4.1 answers to the same calibration, for comparison: sets out->thm41_value
