@@ -5,45 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Indexed by status (status.h numbers them from DPB_OK = 0, append-only: a new status
+ * appends its name here). */
+static const char *const STATUS_NAMES[] = {"ok",
+                                           "invalid_parameter",
+                                           "not_covered",
+                                           "infeasible",
+                                           "unsupported",
+                                           "out_of_memory",
+                                           "numerical_failure",
+                                           "limit_exceeded",
+                                           "uncertifiable",
+                                           "io_error",
+                                           "corrupt",
+                                           "not_found",
+                                           "conflict",
+                                           "read_only",
+                                           "budget_exceeded",
+                                           "cancelled",
+                                           "unavailable"};
+_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_EUNAVAILABLE + 1,
+               "every status has a name");
+
 const char *dpb_strstatus(dpb_status s)
 {
-    switch (s) {
-    case DPB_OK:
-        return "ok";
-    case DPB_EINVAL:
-        return "invalid_parameter";
-    case DPB_ENOTCOVERED:
-        return "not_covered";
-    case DPB_EINFEASIBLE:
-        return "infeasible";
-    case DPB_EUNSUPPORTED:
-        return "unsupported";
-    case DPB_ENOMEM:
-        return "out_of_memory";
-    case DPB_ENUMERIC:
-        return "numerical_failure";
-    case DPB_ELIMIT:
-        return "limit_exceeded";
-    case DPB_EUNCERTIFIABLE:
-        return "uncertifiable";
-    case DPB_EIO:
-        return "io_error";
-    case DPB_ECORRUPT:
-        return "corrupt";
-    case DPB_ENOTFOUND:
-        return "not_found";
-    case DPB_ECONFLICT:
-        return "conflict";
-    case DPB_EREADONLY:
-        return "read_only";
-    case DPB_EBUDGET:
-        return "budget_exceeded";
-    case DPB_ECANCELLED:
-        return "cancelled";
-    case DPB_EUNAVAILABLE:
-        return "unavailable";
-    }
-    return "unknown_status";
+    return (unsigned)s < sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] ? STATUS_NAMES[s]
+                                                                      : "unknown_status";
 }
 
 dpb_status dpb_fail(dpb_error *err, dpb_status s, const char *field, const char *fmt, ...)

@@ -1,170 +1,16 @@
 /*
- * account.c - accountant dispatch: resolve "auto", build a profile (profile.c), answer
- * delta(eps), eps(delta), curves, and calibrations that never overshoot.
+ * account.c - the accountants' facade (account.h): delta(eps), eps(delta) and curves from a
+ * built profile, the pld round-off rebuilds that keep small deltas tight, and the ledger's
+ * hooks. Calls dispatch.h (auto and the profile build), profile.h, pld.h and normal.h; the
+ * calibration (calibrate.c) is beside it, not below.
  */
 #include "account.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "normal.h"
-#include "profile.h"
-#include "shuffle.h"
-#include "shuffle_exact.h"
-
-static const char *const REL_NAMES[] = {"add_or_remove_one", "replace_one", "replace_special"};
-#define N_REL (sizeof REL_NAMES / sizeof REL_NAMES[0])
-static const char *const ACCT_NAMES[] = {"auto", "thm41", "gdp_clt",   "gdp_exact",    "rdp",
-                                         "pld",  "pnsgd", "proactive", "shuffle_exact"};
-#define N_ACCT (sizeof ACCT_NAMES / sizeof ACCT_NAMES[0])
-
-const char *dp_relation_name(dp_relation r)
-{
-    return (unsigned)r < N_REL ? REL_NAMES[r] : "unknown";
-}
-
-int dp_relation_parse(const char *s, dp_relation *r)
-{
-    for (unsigned i = 0; i < N_REL; i++)
-        if (strcmp(s, REL_NAMES[i]) == 0) {
-            *r = (dp_relation)i;
-            return 0;
-        }
-    return -1;
-}
-
-const char *dp_accountant_name(dp_accountant a)
-{
-    return (unsigned)a < N_ACCT ? ACCT_NAMES[a] : "unknown";
-}
-
-int dp_accountant_parse(const char *s, dp_accountant *a)
-{
-    for (unsigned i = 0; i < N_ACCT; i++)
-        if (strcmp(s, ACCT_NAMES[i]) == 0) {
-            *a = (dp_accountant)i;
-            return 0;
-        }
-    return -1;
-}
-
-/* ---- choosing an accountant ------------------------------------------------------------ */
-
-enum {
-    HAS_SHUFFLED = 1,
-    HAS_GAUSSIAN = 2,
-    HAS_OTHER = 4,
-    HAS_PNSGD = 8,
-    HAS_PROACTIVE = 16,
-    HAS_SHUFFLED_BEYOND = 32, /* a shuffled epoch outside the exact accountant's range */
-    HAS_RDP_ONLY = 64         /* zCDP, discrete Gaussian, repeat-and-select: rdp only */
-};
-
-static int leaf_kinds(const dp_event *ev)
-{
-    switch (ev->kind) {
-    case DP_EV_SHUFFLED_EPOCH:
-        /* a parameter left for the solver is solved within the exact accountant's range */
-        return shx_in_range(
-                   ev->unknown == DP_PARAM_NOISE_MULTIPLIER ? 1.0 : ev->u.shuffled.noise_multiplier,
-                   ev->unknown == DP_PARAM_ROUNDS ? 1 : ev->u.shuffled.rounds)
-                   ? HAS_SHUFFLED
-                   : HAS_SHUFFLED | HAS_SHUFFLED_BEYOND;
-    case DP_EV_GAUSSIAN:
-        return HAS_GAUSSIAN;
-    case DP_EV_NO_OP:
-    case DP_EV_NON_PRIVATE:
-        return 0;
-    case DP_EV_SELF_COMPOSED:
-        return leaf_kinds(ev->u.self.event);
-    case DP_EV_COMPOSED: {
-        int k = 0;
-        for (size_t i = 0; i < ev->u.composed.n; i++)
-            k |= leaf_kinds(ev->u.composed.events[i]);
-        return k;
-    }
-    case DP_EV_PNSGD:
-        return HAS_PNSGD;
-    case DP_EV_PROACTIVE:
-        return HAS_PROACTIVE;
-    case DP_EV_SGLD:
-        return ev->u.sgld.sampling == SGLD_CYCLIC ? HAS_GAUSSIAN : HAS_OTHER;
-    case DP_EV_TREE_AGGREGATION: /* exactly a Gaussian mechanism */
-        return HAS_GAUSSIAN;
-    case DP_EV_LAPLACE:
-    case DP_EV_EPSILON_DELTA:
-    case DP_EV_POISSON_SAMPLED:
-    case DP_EV_SAMPLED_WITH_REPLACEMENT:
-    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-    case DP_EV_TRUNCATED_GAUSSIAN:
-        break;
-    case DP_EV_ZCDP:
-    case DP_EV_DISCRETE_GAUSSIAN:
-        return HAS_RDP_ONLY;
-    case DP_EV_REPEAT_AND_SELECT:
-        return HAS_RDP_ONLY | leaf_kinds(ev->u.rs.event);
-    default:
-        break;
-    }
-    return HAS_OTHER;
-}
-
-static int has_composed(const dp_event *ev)
-{
-    while (ev->kind == DP_EV_SELF_COMPOSED)
-        ev = ev->u.self.event;
-    return ev->kind == DP_EV_COMPOSED;
-}
-
-/* auto: gdp_exact for unsampled Gaussians (exact), shuffle_exact for shuffled epochs alone
- * (thm41 when one is outside the exact accountant's range), pnsgd for passes of one PNSGD
- * run, pld for everything else (it represents every event this service knows). */
-static dp_accountant resolve_auto(const dp_event *ev)
-{
-    int k = leaf_kinds(ev);
-    if (k & HAS_RDP_ONLY)
-        return DP_ACCT_RDP;
-    if (k == HAS_GAUSSIAN || k == 0)
-        return DP_ACCT_GDP_EXACT;
-    if (k == HAS_SHUFFLED)
-        return DP_ACCT_SHUFFLE_EXACT;
-    if (k == (HAS_SHUFFLED | HAS_SHUFFLED_BEYOND))
-        return DP_ACCT_THM41;
-    if (k == HAS_PNSGD && !has_composed(ev))
-        return DP_ACCT_PNSGD;
-    if (k == HAS_PROACTIVE && ev->kind == DP_EV_PROACTIVE)
-        return DP_ACCT_PROACTIVE;
-    return DP_ACCT_PLD;
-}
-
-/* The computation was stopped by the caller's cancellation (dp_options.cancel). */
-static dpb_status cancelled(dpb_error *err)
-{
-    return dpb_fail(err, DPB_ECANCELLED, NULL,
-                    "the computation was stopped before it finished: it ran past the deadline "
-                    "set for it");
-}
-
-static dpb_status build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                        const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
-{
-    memset(rep, 0, sizeof *rep);
-    dp_profile_clear(pr);
-    if (ev == NULL)
-        return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
-    if (opt && opt->pld_h != 0.0 && !(opt->pld_h >= 1e-6 && opt->pld_h <= 0.1))
-        return dpb_fail(err, DPB_EINVAL, "value_discretization_interval",
-                        "value_discretization_interval must lie in [1e-6, 0.1]");
-    if (acct == DP_ACCT_AUTO)
-        acct = resolve_auto(ev);
-    if (dpb_cancelled())
-        return cancelled(err);
-    dpb_status st = dp_profile_build(ev, rel, acct, opt, pr, rep, err);
-    if (st != DPB_OK)
-        dp_profile_release(pr);
-    return st == DPB_ECANCELLED ? cancelled(err) : st;
-}
 
 /* Queries: delta in [0, 1] (0: the epsilon at which delta vanishes, +inf when none does; 1:
  * epsilon 0), epsilon in [0, +inf] (+inf: the mass at infinite loss), as dp_accounting. */
@@ -293,15 +139,15 @@ static dpb_status build_query(const dp_event *ev, dp_relation rel, dp_accountant
                               const dp_options *opt, int want_eps, double x0, dp_profile *pr,
                               dp_report *rep, dpb_error *err)
 {
-    if (acct != DP_ACCT_AUTO || ev == NULL || resolve_auto(ev) != DP_ACCT_PLD ||
+    if (acct != DP_ACCT_AUTO || ev == NULL || dp_dispatch_auto(ev) != DP_ACCT_PLD ||
         !tree_has(ev, DP_EV_EXPONENTIAL))
-        return build(ev, rel, acct, opt, pr, rep, err);
+        return dp_dispatch_build(ev, rel, acct, opt, pr, rep, err);
     dp_profile r;
     dp_report rr;
     dpb_error er = {0};
-    if (build(ev, rel, DP_ACCT_RDP, opt, &r, &rr, &er) != DPB_OK)
-        return build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
-    dpb_status st = build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
+    if (dp_dispatch_build(ev, rel, DP_ACCT_RDP, opt, &r, &rr, &er) != DPB_OK)
+        return dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
+    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
     if (st == DPB_ECANCELLED) {
         dp_profile_release(&r);
         return st;
@@ -496,7 +342,7 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
             break;
     }
     dp_profile_release(&pr);
-    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+    return dpb_cancelled() ? dp_dispatch_cancelled(err) : DPB_OK;
 }
 
 dpb_status dp_delta_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
@@ -550,7 +396,7 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
             break;
     }
     dp_profile_release(&pr);
-    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+    return dpb_cancelled() ? dp_dispatch_cancelled(err) : DPB_OK;
 }
 
 dpb_status dp_epsilon_ex(const dp_event *ev, dp_relation rel, dp_accountant acct,
@@ -600,7 +446,7 @@ static dpb_status curve_run(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     }
     dp_profile pr;
-    if ((st = build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+    if ((st = dp_dispatch_build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
         return st;
     for (size_t i = 0; i < n_eps && !dpb_cancelled(); i++)
         delta[i] = dp_profile_delta(&pr, eps[i], NULL, NULL);
@@ -644,7 +490,7 @@ static dpb_status curve_run(const dp_event *ev, dp_relation rel, dp_accountant a
         }
     }
     dp_profile_release(&pr);
-    return dpb_cancelled() ? cancelled(err) : DPB_OK;
+    return dpb_cancelled() ? dp_dispatch_cancelled(err) : DPB_OK;
 }
 
 dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, const dp_options *opt,
@@ -658,545 +504,56 @@ dpb_status dp_curve(const dp_event *ev, dp_relation rel, dp_accountant acct, con
     return st;
 }
 
-/* ---- calibration ------------------------------------------------------------------------- */
-
-static void calibration_init(dp_calibration *c, dp_param p)
-{
-    memset(c, 0, sizeof *c);
-    c->param = p;
-    c->value = c->lo = c->hi = c->achieved_delta = NAN;
-    c->best_delta = c->best_at = NAN;
-    c->per_epoch_delta = c->rounds_eq3 = c->rounds_eq4 = NAN;
-    c->regime_delta_max = c->regime_sigma_max = NAN;
-    c->limit_c1 = NAN;
-    c->thm41_value = NAN;
-}
-
-/* delta(eps_target) of the template with its current parameter value. */
-static dpb_status eval_at(dp_event *tmpl, dp_relation rel, dp_accountant acct,
-                          const dp_options *opt, double eps_t, double *delta, dp_report *rep,
-                          dpb_error *err)
-{
-    dp_profile pr;
-    dpb_status st = build(tmpl, rel, acct, opt, &pr, rep, err);
-    if (st != DPB_OK)
-        return st;
-    *delta = dp_profile_delta(&pr, eps_t, NULL, NULL);
-    dp_profile_release(&pr);
-    return DPB_OK;
-}
-
-/* Access to the unknown field of the node. */
-static void set_param(dp_event *node, double v)
-{
-    switch (node->unknown) {
-    case DP_PARAM_NOISE_MULTIPLIER:
-        if (node->kind == DP_EV_SHUFFLED_EPOCH)
-            node->u.shuffled.noise_multiplier = v;
-        else
-            node->u.noise.noise_multiplier = v;
-        break;
-    case DP_PARAM_ROUNDS:
-        node->u.shuffled.rounds = (uint64_t)v;
-        break;
-    case DP_PARAM_COUNT:
-        node->u.self.count = (uint64_t)v;
-        break;
-    case DP_PARAM_SAMPLING_PROBABILITY:
-        node->u.sampled.sampling_probability = v;
-        break;
-    case DP_PARAM_NOISE_SCALE:
-        node->u.pnsgd.noise_level = v;
-        break;
-    case DP_PARAM_DATASET_SIZE:
-        node->u.pnsgd.n = (uint64_t)v;
-        break;
-    case DP_PARAM_C1:
-        node->u.pnsgd.c1 = v;
-        break;
-    case DP_PARAM_NONE:
-        break;
-    }
-}
-
-typedef struct {
-    dp_event *tmpl, *node;
-    dp_relation rel;
-    dp_accountant acct;
-    const dp_options *opt;
-    double eps_t, delta_t;
-    dp_report *rep;
-    dpb_error *err;
-    dpb_status fatal; /* a failure other than "not feasible" */
-} probe;
-
-/* 1 if the target is met at v, 0 if not (or not covered there), -1 on a hard failure. */
-static int feasible(probe *p, double v, double *delta)
-{
-    set_param(p->node, v);
-    dp_report scratch;
-    dpb_error e = {0};
-    double d;
-    dpb_status st = eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, &scratch, &e);
-    if (st == DPB_ENOTCOVERED || st == DPB_ELIMIT) {
-        /* nothing certified at this value: for the solver, not feasible, and no delta */
-        if (delta)
-            *delta = NAN;
-        return 0;
-    }
-    if (st != DPB_OK) {
-        p->fatal = st;
-        if (p->err && p->err->status == DPB_OK)
-            *p->err = e;
-        return -1;
-    }
-    if (delta)
-        *delta = d;
-    return d <= p->delta_t;
-}
-
-/* "gives delta D > T" or, when nothing was certified there, says so (never a stale delta). */
-static const char *gives(double d, double target, char buf[96])
-{
-    if (isnan(d))
-        snprintf(buf, 96, "certifies nothing (the accountant's conditions or size limits fail)");
-    else
-        snprintf(buf, 96, "gives delta %.6g > %.6g", d, target);
-    return buf;
-}
-
-/* The smallest integer in [1, top] that meets the target, when delta does not increase with
- * the parameter: doubling to bracket it, then bisection. 1 with c->value set; 0 when even
- * top does not (c->best_* set, *d its delta); -1 on a hard failure. */
-static int smallest_feasible_int(probe *p, double top, dp_calibration *c, double *d)
-{
-    double lo = 0.0, hi = 1.0;
-    int f;
-    while ((f = feasible(p, hi, d)) == 0 && hi < top) {
-        lo = hi;
-        hi = hi * 2.0 < top ? hi * 2.0 : top;
-    }
-    if (f <= 0) {
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = hi;
-            c->best_delta = *d;
-        }
-        return f;
-    }
-    while (hi - lo > 1.0) {
-        double mid = floor((lo + hi) / 2.0);
-        if ((f = feasible(p, mid, d)) < 0)
-            return -1;
-        if (f)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    c->value = hi;
-    c->tolerance = 0.0;
-    return 1;
-}
-
-/* Generic calibration by bracketing and bisection, using monotonicity in the parameter:
- * delta(eps_t) is non-increasing in noise, non-decreasing in count and sampling rate. */
-static dpb_status calibrate_generic(probe *p, dp_calibration *c)
-{
-    dp_param prm = p->node->unknown;
-    char msg[96];
-    double tol = p->acct == DP_ACCT_PLD || p->acct == DP_ACCT_SHUFFLE_EXACT ? 1e-4 : 1e-9;
-    double d;
-    int f;
-    if (prm == DP_PARAM_NOISE_MULTIPLIER || prm == DP_PARAM_NOISE_SCALE || prm == DP_PARAM_C1) {
-        /* smallest feasible noise (or C1: more noise) in [1e-4, 1e6], bracketed from 1 */
-        double lo, hi = 1.0;
-        while ((f = feasible(p, hi, &d)) == 0 && hi < 1e6)
-            hi *= 4.0;
-        if (f < 0)
-            return p->fatal;
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = hi;
-            c->best_delta = d;
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "noise_multiplier",
-                            "even noise_multiplier %g %s at epsilon %g", hi,
-                            gives(d, p->delta_t, msg), p->eps_t);
-        }
-        for (lo = hi / 2.0;; lo /= 2.0) {
-            if ((f = feasible(p, lo, &d)) < 0)
-                return p->fatal;
-            if (f == 0 || lo < 1e-4)
-                break;
-            hi = lo;
-        }
-        if (f == 1) {
-            hi = lo;
-        } else {
-            while (hi / lo - 1.0 > tol) {
-                double mid = sqrt(lo * hi);
-                if ((f = feasible(p, mid, &d)) < 0)
-                    return p->fatal;
-                if (f)
-                    hi = mid;
-                else
-                    lo = mid;
-            }
-        }
-        c->value = hi;
-        c->tolerance = tol;
-    } else if (prm == DP_PARAM_ROUNDS) {
-        /* smallest feasible M in [1, SHX_MAX_ROUNDS]: the model's delta does not increase
-         * with M (more rounds only hide the record better) */
-        f = smallest_feasible_int(p, (double)SHX_MAX_ROUNDS, c, &d);
-        if (f < 0)
-            return p->fatal;
-        if (f == 0)
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "rounds",
-                            "even %g rounds per epoch: %s at epsilon %g "
-                            "(the exact accountant's limit; thm41 covers more rounds)",
-                            c->best_at, gives(d, p->delta_t, msg), p->eps_t);
-    } else if (prm == DP_PARAM_DATASET_SIZE) {
-        /* smallest feasible n in [1, 2^53]: delta decreases with n at a fixed noise */
-        const pnsgd_params *pn = &p->node->u.pnsgd;
-        if (pn->mode != PNSGD_NOISE_GIVEN || pn->order == PNSGD_FIXED)
-            return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
-                            "dataset_size is solved for a given noise level with the shuffled "
-                            "or randomly stopped order (where delta decreases with n)");
-        f = smallest_feasible_int(p, 9007199254740992.0, c, &d);
-        if (f < 0)
-            return p->fatal;
-        if (f == 0)
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "dataset_size", "even %g records: %s",
-                            c->best_at, gives(d, p->delta_t, msg));
-    } else if (prm == DP_PARAM_COUNT) {
-        /* largest feasible count in [1, 2^53] */
-        if ((f = feasible(p, 1.0, &d)) < 0)
-            return p->fatal;
-        if (f == 0) {
-            c->has_best = 1;
-            c->best_at = 1.0;
-            c->best_delta = d;
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "count", "even one run %s at epsilon %g",
-                            gives(d, p->delta_t, msg), p->eps_t);
-        }
-        double lo = 1.0, hi = 2.0;
-        while ((f = feasible(p, hi, &d)) == 1 && hi < 9007199254740992.0) {
-            lo = hi;
-            hi *= 2.0;
-        }
-        if (f < 0)
-            return p->fatal;
-        if (f == 1)
-            lo = hi;
-        else
-            while (hi - lo > 1.0) {
-                double mid = floor((lo + hi) / 2.0);
-                if ((f = feasible(p, mid, &d)) < 0)
-                    return p->fatal;
-                if (f)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-        c->value = lo;
-        c->tolerance = 0.0;
-    } else if (prm == DP_PARAM_SAMPLING_PROBABILITY) {
-        /* largest feasible rate in (0, 1] */
-        if ((f = feasible(p, 1.0, &d)) < 0)
-            return p->fatal;
-        double lo = 1e-12, hi = 1.0;
-        if (f == 0) {
-            if ((f = feasible(p, lo, &d)) < 0)
-                return p->fatal;
-            if (f == 0) {
-                c->has_best = 1;
-                c->best_at = lo;
-                c->best_delta = d;
-                return dpb_fail(p->err, DPB_EINFEASIBLE, "sampling_probability",
-                                "even sampling_probability %g %s", lo, gives(d, p->delta_t, msg));
-            }
-            while (hi / lo - 1.0 > tol) {
-                double mid = sqrt(lo * hi);
-                if ((f = feasible(p, mid, &d)) < 0)
-                    return p->fatal;
-                if (f)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-        } else {
-            lo = 1.0;
-        }
-        c->value = lo;
-        c->tolerance = lo == 1.0 ? 0.0 : tol;
-    } else {
-        return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
-                        "%s can be solved for with the thm41 accountant only", dp_param_name(prm));
-    }
-    /* verify the returned value, and report its conditions */
-    set_param(p->node, c->value);
-    dpb_status st =
-        eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep, p->err);
-    if (st != DPB_OK)
-        return st;
-    if (!(c->achieved_delta <= p->delta_t))
-        return dpb_fail(p->err, DPB_ENUMERIC, dp_param_name(prm),
-                        "could not verify the solved value");
-    return DPB_OK;
-}
-
-/* ---- thm41: exact integer M, the U-shaped sigma interval, epochs ------------------------- */
-
-/* A chain SelfComposed^k(ShuffledEpoch): E identical epochs. Returns the leaf and the
- * product of the known counts (the unknown count excluded). */
-static dp_event *epoch_chain(dp_event *ev, double *known_epochs)
-{
-    *known_epochs = 1.0;
-    while (ev->kind == DP_EV_SELF_COMPOSED) {
-        if (ev->unknown != DP_PARAM_COUNT)
-            *known_epochs *= (double)ev->u.self.count;
-        ev = ev->u.self.event;
-    }
-    return ev->kind == DP_EV_SHUFFLED_EPOCH ? ev : NULL;
-}
-
-static dpb_status calibrate_thm41(probe *p, dp_calibration *c)
-{
-    double epochs, d;
-    dp_event *leaf = epoch_chain(p->tmpl, &epochs);
-    dp_event *node = p->node;
-    if (leaf == NULL)
-        return dpb_fail(p->err, DPB_EUNSUPPORTED, "event",
-                        "thm41 calibration handles one epoch or a self-composition of "
-                        "identical epochs, not a composition of different ones");
-    if (!(epochs >= 1.0 && epochs < 1e18))
-        return dpb_fail(p->err, DPB_EINVAL, "count", "the number of epochs is out of range");
-    double delta_target = p->delta_t;
-
-    if (node->unknown == DP_PARAM_ROUNDS) {
-        double sigma = leaf->u.shuffled.noise_multiplier;
-        double de = dp_tv_per_epoch(delta_target, (uint64_t)epochs);
-        c->per_epoch_delta = de;
-        c->rounds_eq3 = dp_thm41_rounds_eq3(sigma, de);
-        c->rounds_eq4 = dp_thm41_rounds_eq4(sigma);
-        c->regime_delta_max = dp_thm41_regime_delta_max(sigma);
-        uint64_t M;
-        dpb_status st = dp_thm41_min_rounds(sigma, de, &M, NULL);
-        if (st == DPB_EINFEASIBLE) {
-            c->has_best = feasible(p, (double)DP_THM41_MAX_ROUNDS, &c->best_delta) >= 0;
-            c->best_at = (double)DP_THM41_MAX_ROUNDS;
-            return dpb_fail(p->err, st, "rounds",
-                            "no number of rounds up to 2^63 - 1 meets delta %.6g with Theorem 4.1",
-                            delta_target);
-        }
-        if (st != DPB_OK)
-            return dpb_fail(p->err, st, "event", "noise_multiplier must be a positive number");
-        /* The per-epoch split is rounded: step up until the whole tree verifies, then down
-         * while it still does, so M is the smallest integer that meets the target. */
-        int f = 0;
-        for (int i = 0; i < 64 && (f = feasible(p, (double)M, &d)) == 0; i++)
-            M += 1 + M / 1000000000000ULL;
-        if (f != 1)
-            return dpb_fail(p->err, DPB_ENUMERIC, "rounds", "could not verify the solved rounds");
-        for (int i = 0; i < 64 && M > 3 && feasible(p, (double)(M - 1), &d) == 1; i++)
-            M--;
-        c->value = (double)M;
-        c->tolerance = 0.0;
-    } else if (node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
-        uint64_t M = leaf->u.shuffled.rounds;
-        double de = dp_tv_per_epoch(delta_target, (uint64_t)epochs);
-        c->per_epoch_delta = de;
-        double smax;
-        if (de < 1.0 / 3.0 && dp_thm41_regime_sigma_max(de, &smax) == DPB_OK)
-            c->regime_sigma_max = smax;
-        double lo, hi, bd, bs;
-        dpb_status st = dp_thm41_sigma_interval(M, de, &lo, &hi, &bd, &bs);
-        if (st == DPB_EINFEASIBLE) {
-            if (bd < HUGE_VAL) {
-                c->has_best = feasible(p, bs, &c->best_delta) >= 0;
-                c->best_at = bs;
-                return dpb_fail(p->err, st, "noise_multiplier",
-                                "no noise_multiplier reaches delta %.6g at M = %llu with "
-                                "Theorem 4.1; the smallest certified delta is %.6g at "
-                                "noise_multiplier %.6g: use more rounds",
-                                delta_target, (unsigned long long)M, c->best_delta, bs);
-            }
-            return dpb_fail(p->err, st, "rounds",
-                            "Theorem 4.1 certifies nothing at M = %llu for any "
-                            "noise_multiplier: use more rounds",
-                            (unsigned long long)M);
-        }
-        if (st != DPB_OK)
-            return dpb_fail(p->err, st, "rounds", "rounds must be >= 1");
-        if (feasible(p, hi, &d) != 1 || feasible(p, lo, &d) != 1)
-            return dpb_fail(p->err, DPB_ENUMERIC, "noise_multiplier",
-                            "could not verify the interval");
-        c->value = lo;
-        c->has_interval = 1;
-        c->lo = lo;
-        c->hi = hi;
-        c->tolerance = 1e-12;
-    } else if (node->unknown == DP_PARAM_COUNT) {
-        dp_thm41 e;
-        if (dp_thm41_eval(leaf->u.shuffled.noise_multiplier, leaf->u.shuffled.rounds, &e) !=
-            DPB_OK) {
-            node->u.self.count = 1;
-            return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &d, p->rep, p->err);
-        }
-        c->per_epoch_delta = e.delta;
-        /* (1 - d)^{epochs x} >= 1 - target  <=>  x <= ln(1 - target) / (epochs ln(1 - d)) */
-        double x = floor(log1p(-delta_target) / (epochs * log1p(-e.delta)));
-        if (x > 9007199254740992.0)
-            x = 9007199254740992.0;
-        for (; x >= 1.0 && feasible(p, x, &d) != 1; x -= 1.0)
-            ;
-        if (x < 1.0) {
-            c->has_best = feasible(p, 1.0, &c->best_delta) >= 0;
-            c->best_at = 1.0;
-            return dpb_fail(p->err, DPB_EINFEASIBLE, "count",
-                            "even one epoch exceeds delta %.6g: Theorem 4.1 gives %.6g per "
-                            "epoch",
-                            delta_target, e.delta);
-        }
-        c->value = x;
-        c->tolerance = 0.0;
-    } else {
-        return dpb_fail(p->err, DPB_EUNSUPPORTED, "solve_for",
-                        "this parameter cannot be solved for with thm41");
-    }
-    set_param(node, c->value);
-    return eval_at(p->tmpl, p->rel, p->acct, p->opt, p->eps_t, &c->achieved_delta, p->rep, p->err);
-}
-
-/* What Theorem 4.1 answers to the same calibration, for comparison (+inf: it certifies
- * nothing; NAN: the theorem does not solve this question). Leaves the template as found. */
-static void thm41_alongside(dp_event *tmpl, dp_relation rel, double eps_t, double delta_t,
-                            dp_calibration *out)
-{
-    double epochs;
-    int nunk;
-    dp_event *node = dp_event_find_unknown(tmpl, &nunk);
-    if (epoch_chain(tmpl, &epochs) == NULL || node == NULL)
-        return;
-    dp_calibration c;
-    calibration_init(&c, node->unknown);
-    dp_report scratch = {0};
-    dpb_error e = {0};
-    probe q = {tmpl, node, rel, DP_ACCT_THM41, NULL, eps_t, delta_t, &scratch, &e, DPB_OK};
-    dpb_status st = calibrate_thm41(&q, &c);
-    if (st == DPB_OK)
-        out->thm41_value = c.value;
-    else if (st == DPB_EINFEASIBLE || st == DPB_ENOTCOVERED)
-        out->thm41_value = HUGE_VAL;
-}
-
-static dpb_status calibrate_run(dp_event *tmpl, dp_relation rel, dp_accountant acct,
-                                const dp_options *opt, double eps_target, double delta_target,
-                                dp_calibration *out, dp_report *rep, dpb_error *err)
-{
-    int nunk;
-    dp_event *node = tmpl ? dp_event_find_unknown(tmpl, &nunk) : NULL;
-    calibration_init(out, node ? node->unknown : DP_PARAM_NONE);
-    memset(rep, 0, sizeof *rep);
-    if (node == NULL || nunk != 1)
-        return dpb_fail(err, DPB_EINVAL, "solve_for",
-                        "exactly one event field must be left for the solver");
-    if (!(isfinite(eps_target) && eps_target >= 0.0))
-        return dpb_fail(err, DPB_EINVAL, "target.epsilon", "epsilon must be finite and >= 0");
-    if (!(delta_target > 0.0 && delta_target < 1.0))
-        return dpb_fail(err, DPB_EINVAL, "target.delta", "delta must lie strictly in (0, 1)");
-    if (acct == DP_ACCT_AUTO)
-        acct = resolve_auto(tmpl);
-    rep->accountant = dp_accountant_name(acct);
-    if (acct == DP_ACCT_GDP_CLT)
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
-                        "calibration uses certified accountants only; gdp_clt is an estimate");
-    probe p = {tmpl, node, rel, acct, opt, eps_target, delta_target, rep, err, DPB_OK};
-    if (acct == DP_ACCT_THM41) {
-        dpb_status st = calibrate_thm41(&p, out);
-        if (out->has_best && isnan(out->best_delta))
-            out->has_best = 0; /* nothing certified there: no delta to report */
-        return st;
-    }
-    if (node->unknown == DP_PARAM_ROUNDS && acct != DP_ACCT_SHUFFLE_EXACT && acct != DP_ACCT_PLD)
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
-                        "rounds of a shuffled epoch are solved with the shuffle_exact, pld or "
-                        "thm41 accountants");
-    if (acct == DP_ACCT_SHUFFLE_EXACT)
-        thm41_alongside(tmpl, rel, eps_target, delta_target, out);
-    if (node->unknown == DP_PARAM_C1 && node->u.pnsgd.mode == PNSGD_NOISE_SCHEDULE &&
-        node->u.pnsgd.order == PNSGD_SHUFFLED) {
-        double c1;
-        if (pnsgd_schedule_c1(node->u.pnsgd.noise, eps_target, delta_target, &c1) == DPB_OK)
-            out->limit_c1 = c1;
-    }
-    dpb_status st = calibrate_generic(&p, out);
-    /* a "best achievable" point where nothing was certified has no delta to report */
-    if (out->has_best && isnan(out->best_delta))
-        out->has_best = 0;
-    if (st == DPB_OK && acct == DP_ACCT_SHUFFLE_EXACT &&
-        node->unknown == DP_PARAM_NOISE_MULTIPLIER) {
-        /* the model's delta does not increase with sigma: every larger sigma meets it too */
-        out->has_interval = 1;
-        out->lo = out->value;
-        out->hi = HUGE_VAL;
-    }
-    return st;
-}
-
-dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
-                           const dp_options *opt, double eps_target, double delta_target,
-                           dp_calibration *out, dp_report *rep, dpb_error *err)
-{
-    const dpb_cancel *prev = dpb_cancel_enter(opt ? opt->cancel : NULL);
-    dpb_status st = calibrate_run(tmpl, rel, acct, opt, eps_target, delta_target, out, rep, err);
-    dpb_cancel_leave(prev);
-    return st;
-}
-
-dpb_status dp_calibrate(dp_event *tmpl, dp_relation rel, dp_accountant acct, double eps_target,
-                        double delta_target, dp_calibration *out, dp_report *rep, dpb_error *err)
-{
-    return dp_calibrate_ex(tmpl, rel, acct, NULL, eps_target, delta_target, out, rep, err);
-}
-
 /* ---- ledger hooks --------------------------------------------------------------------------- */
 
-dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
+/* What a ledger hook reads from a built profile into out (the caller's). */
+typedef void profile_reader(dp_profile *pr, void *out);
+
+/* Builds ev's profile by acct with the default options, lets read copy what it needs into
+ * out, and releases the profile. The build's status (its report is dropped). */
+static dpb_status read_profile(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                               profile_reader *read, void *out, dpb_error *err)
 {
     dp_profile pr;
     dp_report rep;
-    dpb_status st = build(ev, rel, DP_ACCT_RDP, NULL, &pr, &rep, err);
+    dpb_status st = dp_dispatch_build(ev, rel, acct, NULL, &pr, &rep, err);
     if (st != DPB_OK)
         return st;
-    for (size_t i = 0; i < RDP_NORDERS; i++)
-        curve[i] = dp_profile_rdp_order(&pr, i);
+    read(&pr, out);
     dp_profile_release(&pr);
     return DPB_OK;
+}
+
+static void read_rdp_curve(dp_profile *pr, void *out)
+{
+    double *curve = out;
+    for (size_t i = 0; i < RDP_NORDERS; i++)
+        curve[i] = dp_profile_rdp_order(pr, i);
+}
+
+static void read_mu2(dp_profile *pr, void *out)
+{
+    *(double *)out = pr->mu2;
+}
+
+static void read_tv_log1m(dp_profile *pr, void *out)
+{
+    *(double *)out = log1p(-pr->tv_delta);
+}
+
+dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
+{
+    return read_profile(ev, rel, DP_ACCT_RDP, read_rdp_curve, curve, err);
 }
 
 dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_error *err)
 {
-    dp_profile pr;
-    dp_report rep;
-    dpb_status st = build(ev, rel, DP_ACCT_GDP_EXACT, NULL, &pr, &rep, err);
-    if (st != DPB_OK)
-        return st;
-    *mu2 = pr.mu2;
-    dp_profile_release(&pr);
-    return DPB_OK;
+    return read_profile(ev, rel, DP_ACCT_GDP_EXACT, read_mu2, mu2, err);
 }
 
 dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err)
 {
-    dp_profile pr;
-    dp_report rep;
-    dpb_status st = build(ev, rel, DP_ACCT_THM41, NULL, &pr, &rep, err);
-    if (st != DPB_OK)
-        return st;
-    *s = log1p(-pr.tv_delta);
-    dp_profile_release(&pr);
-    return DPB_OK;
+    return read_profile(ev, rel, DP_ACCT_THM41, read_tv_log1m, s, err);
 }
 
 /* ---- POST /v1/rdp (issue 16) ---------------------------------------------------------------- */

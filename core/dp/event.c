@@ -70,27 +70,16 @@ void dp_event_free(dp_event *ev)
     free(ev);
 }
 
+/* Indexed by dp_param (event.h numbers them from DP_PARAM_NONE = 0). */
+static const char *const PARAM_NAMES[] = {
+    "none",        "noise_multiplier", "rounds", "count", "sampling_probability",
+    "noise_scale", "dataset_size",     "c1"};
+_Static_assert(sizeof PARAM_NAMES / sizeof PARAM_NAMES[0] == DP_PARAM_C1 + 1,
+               "every parameter has a name");
+
 const char *dp_param_name(dp_param p)
 {
-    switch (p) {
-    case DP_PARAM_NOISE_MULTIPLIER:
-        return "noise_multiplier";
-    case DP_PARAM_ROUNDS:
-        return "rounds";
-    case DP_PARAM_COUNT:
-        return "count";
-    case DP_PARAM_SAMPLING_PROBABILITY:
-        return "sampling_probability";
-    case DP_PARAM_NOISE_SCALE:
-        return "noise_scale";
-    case DP_PARAM_DATASET_SIZE:
-        return "dataset_size";
-    case DP_PARAM_C1:
-        return "c1";
-    case DP_PARAM_NONE:
-        break;
-    }
-    return "none";
+    return (unsigned)p < sizeof PARAM_NAMES / sizeof PARAM_NAMES[0] ? PARAM_NAMES[p] : "none";
 }
 
 static void find_unknown(dp_event *ev, dp_event **first, int *n)
@@ -175,164 +164,6 @@ static void put_f64(wbuf *w, double d)
     put_u64(w, v);
 }
 
-static void encode(wbuf *w, const dp_event *ev);
-
-/* ---- issue 16: the mechanism events (kinds 13..20) ---- */
-static void encode_mech(wbuf *w, const dp_event *ev)
-{
-    switch (ev->kind) {
-    case DP_EV_RANDOMIZED_RESPONSE:
-        put_f64(w, ev->u.rr.noise_parameter);
-        put_u64(w, ev->u.rr.num_buckets);
-        break;
-    case DP_EV_DISCRETE_GAUSSIAN:
-        put_f64(w, ev->u.dgauss.sigma);
-        put_f64(w, ev->u.dgauss.sensitivity);
-        put_u64(w, ev->u.dgauss.dimension);
-        break;
-    case DP_EV_DISCRETE_LAPLACE:
-        put_f64(w, ev->u.dlap.noise_parameter);
-        put_u64(w, ev->u.dlap.sensitivity);
-        break;
-    case DP_EV_EXPONENTIAL:
-    case DP_EV_PERMUTE_AND_FLIP:
-        put_f64(w, ev->u.pure.epsilon);
-        break;
-    case DP_EV_ZCDP:
-        put_f64(w, ev->u.zcdp.rho);
-        put_f64(w, ev->u.zcdp.xi);
-        break;
-    case DP_EV_MIXTURE_GAUSSIANS:
-        put_f64(w, ev->u.mog.sigma);
-        put_u64(w, ev->u.mog.n);
-        for (size_t i = 0; i < ev->u.mog.n; i++) {
-            put_f64(w, ev->u.mog.c[i]);
-            put_f64(w, ev->u.mog.p[i]);
-        }
-        break;
-    case DP_EV_REPEAT_AND_SELECT:
-        put_f64(w, ev->u.rs.mean);
-        put_f64(w, ev->u.rs.shape);
-        encode(w, ev->u.rs.event);
-        break;
-    default:
-        w->failed = 2;
-        break;
-    }
-}
-
-static void encode(wbuf *w, const dp_event *ev)
-{
-    if (ev->unknown != DP_PARAM_NONE) {
-        w->failed = 2;
-        return;
-    }
-    put_u8(w, (unsigned)ev->kind);
-    switch (ev->kind) {
-    case DP_EV_SHUFFLED_EPOCH:
-        put_f64(w, ev->u.shuffled.noise_multiplier);
-        put_u64(w, ev->u.shuffled.rounds);
-        break;
-    case DP_EV_SELF_COMPOSED:
-        put_u64(w, ev->u.self.count);
-        encode(w, ev->u.self.event);
-        break;
-    case DP_EV_COMPOSED:
-        put_u64(w, ev->u.composed.n);
-        for (size_t i = 0; i < ev->u.composed.n; i++)
-            encode(w, ev->u.composed.events[i]);
-        break;
-    case DP_EV_GAUSSIAN:
-    case DP_EV_LAPLACE:
-        put_f64(w, ev->u.noise.noise_multiplier);
-        break;
-    case DP_EV_EPSILON_DELTA:
-        put_f64(w, ev->u.epsdelta.epsilon);
-        put_f64(w, ev->u.epsdelta.delta);
-        break;
-    case DP_EV_POISSON_SAMPLED:
-        put_f64(w, ev->u.sampled.sampling_probability);
-        encode(w, ev->u.sampled.event);
-        break;
-    case DP_EV_NO_OP:
-    case DP_EV_NON_PRIVATE:
-        break;
-    case DP_EV_PNSGD: {
-        const pnsgd_params *p = &ev->u.pnsgd;
-        put_u8(w, (unsigned)p->noise);
-        put_u8(w, (unsigned)p->mode);
-        put_u8(w, (unsigned)p->order);
-        const double d[] = {p->noise_level,
-                            p->lipschitz,
-                            p->smoothness,
-                            p->strong_convexity,
-                            p->learning_rate,
-                            p->diameter,
-                            p->lo,
-                            p->hi,
-                            p->c1,
-                            p->c2,
-                            p->alpha};
-        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-            put_f64(w, d[i]);
-        put_u64(w, p->n);
-        put_u64(w, p->index);
-        break;
-    }
-    case DP_EV_PROACTIVE:
-        put_f64(w, ev->u.proactive.dataset_size);
-        put_u8(w, (unsigned)ev->u.proactive.variant);
-        put_u64(w, (uint64_t)ev->u.proactive.nphases);
-        for (int i = 0; i < ev->u.proactive.nphases; i++) {
-            put_f64(w, ev->u.proactive.sigma[i]);
-            put_f64(w, ev->u.proactive.batch[i]);
-            put_f64(w, ev->u.proactive.rounds[i]);
-        }
-        break;
-    case DP_EV_SGLD: {
-        const sgld_params *p = &ev->u.sgld;
-        put_u8(w, (unsigned)p->clipped);
-        put_u8(w, (unsigned)p->sampling);
-        put_f64(w, p->clipping_norm);
-        put_f64(w, p->batch_size);
-        put_f64(w, p->dataset_size);
-        put_f64(w, p->step_size);
-        put_u64(w, p->steps);
-        break;
-    }
-    /* ---- kinds 21..28 ---- */
-    case DP_EV_SAMPLED_WITH_REPLACEMENT:
-    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-        put_u64(w, ev->u.fixed.population);
-        put_u64(w, ev->u.fixed.sample_size);
-        encode(w, ev->u.fixed.event);
-        break;
-    case DP_EV_TREE_AGGREGATION:
-        put_f64(w, ev->u.tree.noise_multiplier);
-        put_u8(w, (unsigned)ev->u.tree.scalar);
-        put_u64(w, ev->u.tree.nsteps);
-        for (size_t i = 0; i < ev->u.tree.nsteps; i++)
-            put_u64(w, ev->u.tree.steps[i]);
-        break;
-    case DP_EV_TRUNCATED_GAUSSIAN:
-        put_u64(w, ev->u.truncated.dataset_size);
-        put_f64(w, ev->u.truncated.sampling_probability);
-        put_u64(w, ev->u.truncated.batch_size);
-        put_f64(w, ev->u.truncated.noise_multiplier);
-        break;
-    default:
-        encode_mech(w, ev);
-        break;
-    }
-}
-
-dpb_status dp_event_encode(const dp_event *ev, unsigned char **buf, size_t *len, size_t *cap)
-{
-    wbuf w = {buf, len, cap, 0};
-    encode(&w, ev);
-    return w.failed == 1 ? DPB_ENOMEM : w.failed == 2 ? DPB_EINVAL : DPB_OK;
-}
-
 typedef struct {
     const unsigned char *p;
     size_t len, at;
@@ -381,6 +212,237 @@ static int positive(double x)
     return x > 0.0 && isfinite(x);
 }
 
+static int nonneg(double x)
+{
+    return x >= 0.0 && isfinite(x);
+}
+
+/* ---- one field list for both directions ------------------------------------------------ */
+
+/* A transfer: writing to w, or (w NULL) reading from r. */
+typedef struct {
+    wbuf *w;
+    rbuf *r;
+} xfer;
+
+/* Each moves one field: writing, it reads the field; reading, it stores into the field. */
+static void x_f64(xfer *x, double *v)
+{
+    if (x->w)
+        put_f64(x->w, *v);
+    else
+        *v = get_f64(x->r);
+}
+
+static void x_u64(xfer *x, uint64_t *v)
+{
+    if (x->w)
+        put_u64(x->w, *v);
+    else
+        *v = get_u64(x->r);
+}
+
+/* A one-byte field of the given (integer or enum) type. */
+#define X_U8(x, field, type)                                                                       \
+    ((x)->w ? put_u8((x)->w, (unsigned)(field)) : (void)((field) = (type)get_u8((x)->r)))
+
+static void pnsgd_fields(xfer *x, pnsgd_params *p)
+{
+    X_U8(x, p->noise, pnsgd_noise);
+    X_U8(x, p->mode, pnsgd_noise_mode);
+    X_U8(x, p->order, pnsgd_order);
+    double *d[] = {&p->noise_level,
+                   &p->lipschitz,
+                   &p->smoothness,
+                   &p->strong_convexity,
+                   &p->learning_rate,
+                   &p->diameter,
+                   &p->lo,
+                   &p->hi,
+                   &p->c1,
+                   &p->c2,
+                   &p->alpha};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        x_f64(x, d[i]);
+    x_u64(x, &p->n);
+    x_u64(x, &p->index);
+}
+
+static void sgld_fields(xfer *x, sgld_params *p)
+{
+    X_U8(x, p->clipped, int);
+    X_U8(x, p->sampling, sgld_sampling);
+    x_f64(x, &p->clipping_norm);
+    x_f64(x, &p->batch_size);
+    x_f64(x, &p->dataset_size);
+    x_f64(x, &p->step_size);
+    x_u64(x, &p->steps);
+}
+
+/* The fixed fields of ev's kind, in their stored order (a node's counts, arrays and children
+ * follow them: encode_rest, decode_rest). ev is only read when writing. 0 for a kind the
+ * format does not know. */
+static int fields(xfer *x, dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_SHUFFLED_EPOCH:
+        x_f64(x, &ev->u.shuffled.noise_multiplier);
+        x_u64(x, &ev->u.shuffled.rounds);
+        break;
+    case DP_EV_SELF_COMPOSED:
+        x_u64(x, &ev->u.self.count);
+        break;
+    case DP_EV_COMPOSED:
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
+        break;
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+        x_f64(x, &ev->u.noise.noise_multiplier);
+        break;
+    case DP_EV_EPSILON_DELTA:
+        x_f64(x, &ev->u.epsdelta.epsilon);
+        x_f64(x, &ev->u.epsdelta.delta);
+        break;
+    case DP_EV_POISSON_SAMPLED:
+        x_f64(x, &ev->u.sampled.sampling_probability);
+        break;
+    case DP_EV_PNSGD:
+        pnsgd_fields(x, &ev->u.pnsgd);
+        break;
+    case DP_EV_PROACTIVE:
+        x_f64(x, &ev->u.proactive.dataset_size);
+        X_U8(x, ev->u.proactive.variant, pro_variant);
+        break;
+    case DP_EV_SGLD:
+        sgld_fields(x, &ev->u.sgld);
+        break;
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        x_u64(x, &ev->u.fixed.population);
+        x_u64(x, &ev->u.fixed.sample_size);
+        break;
+    case DP_EV_TREE_AGGREGATION:
+        x_f64(x, &ev->u.tree.noise_multiplier);
+        X_U8(x, ev->u.tree.scalar, int);
+        break;
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        x_u64(x, &ev->u.truncated.dataset_size);
+        x_f64(x, &ev->u.truncated.sampling_probability);
+        x_u64(x, &ev->u.truncated.batch_size);
+        x_f64(x, &ev->u.truncated.noise_multiplier);
+        break;
+    /* ---- issue 16: the mechanism events (kinds 13..20) ---- */
+    case DP_EV_RANDOMIZED_RESPONSE:
+        x_f64(x, &ev->u.rr.noise_parameter);
+        x_u64(x, &ev->u.rr.num_buckets);
+        break;
+    case DP_EV_DISCRETE_GAUSSIAN:
+        x_f64(x, &ev->u.dgauss.sigma);
+        x_f64(x, &ev->u.dgauss.sensitivity);
+        x_u64(x, &ev->u.dgauss.dimension);
+        break;
+    case DP_EV_DISCRETE_LAPLACE:
+        x_f64(x, &ev->u.dlap.noise_parameter);
+        x_u64(x, &ev->u.dlap.sensitivity);
+        break;
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        x_f64(x, &ev->u.pure.epsilon);
+        break;
+    case DP_EV_ZCDP:
+        x_f64(x, &ev->u.zcdp.rho);
+        x_f64(x, &ev->u.zcdp.xi);
+        break;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        x_f64(x, &ev->u.mog.sigma);
+        break;
+    case DP_EV_REPEAT_AND_SELECT:
+        x_f64(x, &ev->u.rs.mean);
+        x_f64(x, &ev->u.rs.shape);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+static void encode(wbuf *w, const dp_event *ev);
+
+/* What follows a node's fixed fields: its counts, arrays and children. */
+static void encode_rest(wbuf *w, const dp_event *ev)
+{
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        encode(w, ev->u.self.event);
+        break;
+    case DP_EV_COMPOSED:
+        put_u64(w, ev->u.composed.n);
+        for (size_t i = 0; i < ev->u.composed.n; i++)
+            encode(w, ev->u.composed.events[i]);
+        break;
+    case DP_EV_POISSON_SAMPLED:
+        encode(w, ev->u.sampled.event);
+        break;
+    case DP_EV_PROACTIVE:
+        put_u64(w, (uint64_t)ev->u.proactive.nphases);
+        for (int i = 0; i < ev->u.proactive.nphases; i++) {
+            put_f64(w, ev->u.proactive.sigma[i]);
+            put_f64(w, ev->u.proactive.batch[i]);
+            put_f64(w, ev->u.proactive.rounds[i]);
+        }
+        break;
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        encode(w, ev->u.fixed.event);
+        break;
+    case DP_EV_TREE_AGGREGATION:
+        put_u64(w, ev->u.tree.nsteps);
+        for (size_t i = 0; i < ev->u.tree.nsteps; i++)
+            put_u64(w, ev->u.tree.steps[i]);
+        break;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        put_u64(w, ev->u.mog.n);
+        for (size_t i = 0; i < ev->u.mog.n; i++) {
+            put_f64(w, ev->u.mog.c[i]);
+            put_f64(w, ev->u.mog.p[i]);
+        }
+        break;
+    case DP_EV_REPEAT_AND_SELECT:
+        encode(w, ev->u.rs.event);
+        break;
+    default:
+        break;
+    }
+}
+
+static void encode(wbuf *w, const dp_event *ev)
+{
+    if (ev->unknown != DP_PARAM_NONE) {
+        w->failed = 2;
+        return;
+    }
+    put_u8(w, (unsigned)ev->kind);
+    xfer x = {w, NULL};
+    /* writing only reads the node */
+    if (!fields(&x, (dp_event *)ev)) {
+        w->failed = 2;
+        return;
+    }
+    encode_rest(w, ev);
+}
+
+dpb_status dp_event_encode(const dp_event *ev, unsigned char **buf, size_t *len, size_t *cap)
+{
+    wbuf w = {buf, len, cap, 0};
+    encode(&w, ev);
+    return w.failed == 1 ? DPB_ENOMEM : w.failed == 2 ? DPB_EINVAL : DPB_OK;
+}
+
+/* ---- reading: what follows the fixed fields, and the bounds each kind must meet -------- */
+
 /* ---- kinds 21..28: fixed-size and truncated sampling, tree aggregation ---- */
 
 /* Largest population and step list a stored event may carry (as the JSON codec admits). */
@@ -399,8 +461,6 @@ static void decode_sampling(rbuf *r, dp_event *ev, int depth)
     switch (ev->kind) {
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-        ev->u.fixed.population = get_u64(r);
-        ev->u.fixed.sample_size = get_u64(r);
         if (ev->u.fixed.population == 0 || ev->u.fixed.population > EV_MAX_POPULATION ||
             ev->u.fixed.sample_size > ev->u.fixed.population)
             r->bad = 1;
@@ -408,8 +468,6 @@ static void decode_sampling(rbuf *r, dp_event *ev, int depth)
             ev->u.fixed.event = decode_node(r, depth + 1);
         break;
     case DP_EV_TREE_AGGREGATION: {
-        ev->u.tree.noise_multiplier = get_f64(r);
-        ev->u.tree.scalar = (int)get_u8(r);
         uint64_t n = get_u64(r);
         if (r->bad || !positive(ev->u.tree.noise_multiplier) || ev->u.tree.scalar > 1 || n == 0 ||
             n > EV_MAX_TREE_STEPS || (ev->u.tree.scalar && n != 1)) {
@@ -428,10 +486,6 @@ static void decode_sampling(rbuf *r, dp_event *ev, int depth)
         break;
     }
     case DP_EV_TRUNCATED_GAUSSIAN:
-        ev->u.truncated.dataset_size = get_u64(r);
-        ev->u.truncated.sampling_probability = get_f64(r);
-        ev->u.truncated.batch_size = get_u64(r);
-        ev->u.truncated.noise_multiplier = get_f64(r);
         if (ev->u.truncated.dataset_size == 0 || ev->u.truncated.dataset_size > EV_MAX_POPULATION ||
             !(ev->u.truncated.sampling_probability >= 0.0 &&
               ev->u.truncated.sampling_probability <= 1.0) ||
@@ -445,49 +499,33 @@ static void decode_sampling(rbuf *r, dp_event *ev, int depth)
     }
 }
 
-static int nonneg(double x)
-{
-    return x >= 0.0 && isfinite(x);
-}
-
 /* ---- issue 16: the mechanism events (kinds 13..20), bounds as the JSON codec's ---- */
 static void decode_mech(rbuf *r, dp_event *ev, int depth)
 {
     switch (ev->kind) {
     case DP_EV_RANDOMIZED_RESPONSE:
-        ev->u.rr.noise_parameter = get_f64(r);
-        ev->u.rr.num_buckets = get_u64(r);
         if (!(ev->u.rr.noise_parameter >= 0.0 && ev->u.rr.noise_parameter <= 1.0) ||
             ev->u.rr.num_buckets < 1)
             r->bad = 1;
         break;
     case DP_EV_DISCRETE_GAUSSIAN:
-        ev->u.dgauss.sigma = get_f64(r);
-        ev->u.dgauss.sensitivity = get_f64(r);
-        ev->u.dgauss.dimension = get_u64(r);
         if (!nonneg(ev->u.dgauss.sigma) || !positive(ev->u.dgauss.sensitivity))
             r->bad = 1;
         break;
     case DP_EV_DISCRETE_LAPLACE:
-        ev->u.dlap.noise_parameter = get_f64(r);
-        ev->u.dlap.sensitivity = get_u64(r);
         if (!nonneg(ev->u.dlap.noise_parameter) || ev->u.dlap.sensitivity > 1000000)
             r->bad = 1;
         break;
     case DP_EV_EXPONENTIAL:
     case DP_EV_PERMUTE_AND_FLIP:
-        ev->u.pure.epsilon = get_f64(r);
         if (!nonneg(ev->u.pure.epsilon))
             r->bad = 1;
         break;
     case DP_EV_ZCDP:
-        ev->u.zcdp.rho = get_f64(r);
-        ev->u.zcdp.xi = get_f64(r);
         if (!nonneg(ev->u.zcdp.rho) || !nonneg(ev->u.zcdp.xi))
             r->bad = 1;
         break;
     case DP_EV_MIXTURE_GAUSSIANS: {
-        ev->u.mog.sigma = get_f64(r);
         uint64_t n = get_u64(r);
         if (r->bad || n == 0 || n > 1000 || !nonneg(ev->u.mog.sigma)) {
             r->bad = 1;
@@ -509,8 +547,6 @@ static void decode_mech(rbuf *r, dp_event *ev, int depth)
         break;
     }
     case DP_EV_REPEAT_AND_SELECT:
-        ev->u.rs.mean = get_f64(r);
-        ev->u.rs.shape = get_f64(r);
         if (!(ev->u.rs.mean >= 1.0 && isfinite(ev->u.rs.mean)) || !(ev->u.rs.shape >= 0.0)) {
             r->bad = 1;
             break;
@@ -519,6 +555,110 @@ static void decode_mech(rbuf *r, dp_event *ev, int depth)
         break;
     default:
         r->bad = 1;
+        break;
+    }
+}
+
+/* A composition: its count (at most 1000; 0 is the empty composition, the identity) and
+ * its events; the events decoded so far are owned by ev even when one fails. */
+static void decode_composed(rbuf *r, dp_event *ev, int depth)
+{
+    uint64_t n = get_u64(r);
+    if (r->bad || n > 1000) { /* 0: the empty composition (the identity) */
+        r->bad = 1;
+        return;
+    }
+    ev->u.composed.events = calloc(n ? (size_t)n : 1, sizeof(dp_event *));
+    if (ev->u.composed.events == NULL) {
+        r->bad = 1;
+        return;
+    }
+    for (uint64_t i = 0; i < n && !r->bad; i++)
+        ev->u.composed.events[ev->u.composed.n++] = decode_node(r, depth + 1);
+}
+
+/* A proactive event's phases (1 to 1000), each sigma and batch positive and its rounds an
+ * integer in [1, 1e15]; the arrays are owned by ev even when a value is refused. */
+static void decode_proactive(rbuf *r, dp_event *ev)
+{
+    uint64_t n = get_u64(r);
+    if (r->bad || n == 0 || n > 1000 || ev->u.proactive.variant > PRO_PAPER) {
+        r->bad = 1;
+        return;
+    }
+    ev->u.proactive.sigma = calloc((size_t)n, sizeof(double));
+    ev->u.proactive.batch = calloc((size_t)n, sizeof(double));
+    ev->u.proactive.rounds = calloc((size_t)n, sizeof(double));
+    if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
+        r->bad = 1;
+        return;
+    }
+    ev->u.proactive.nphases = (int)n;
+    for (uint64_t i = 0; i < n; i++) {
+        ev->u.proactive.sigma[i] = get_f64(r);
+        ev->u.proactive.batch[i] = get_f64(r);
+        ev->u.proactive.rounds[i] = get_f64(r);
+        double rd = ev->u.proactive.rounds[i];
+        if (!positive(ev->u.proactive.sigma[i]) || !positive(ev->u.proactive.batch[i]) ||
+            !(rd >= 1.0 && rd <= 1e15 && rd == floor(rd)))
+            r->bad = 1;
+    }
+    if (!positive(ev->u.proactive.dataset_size))
+        r->bad = 1;
+}
+
+/* What follows a node's fixed fields (already read into ev), and the bounds its kind must
+ * meet; sets r->bad on a value out of bounds. */
+static void decode_rest(rbuf *r, dp_event *ev, int depth)
+{
+    switch (ev->kind) {
+    case DP_EV_SHUFFLED_EPOCH:
+        if (!positive(ev->u.shuffled.noise_multiplier))
+            r->bad = 1;
+        break;
+    case DP_EV_SELF_COMPOSED:
+        ev->u.self.event = decode_node(r, depth + 1);
+        break;
+    case DP_EV_COMPOSED:
+        decode_composed(r, ev, depth);
+        break;
+    case DP_EV_GAUSSIAN:
+    case DP_EV_LAPLACE:
+        if (!(ev->u.noise.noise_multiplier >= 0.0 && isfinite(ev->u.noise.noise_multiplier)))
+            r->bad = 1;
+        break;
+    case DP_EV_EPSILON_DELTA:
+        if (!(isfinite(ev->u.epsdelta.epsilon) && ev->u.epsdelta.epsilon >= 0.0 &&
+              ev->u.epsdelta.delta >= 0.0 && ev->u.epsdelta.delta <= 1.0))
+            r->bad = 1;
+        break;
+    case DP_EV_POISSON_SAMPLED:
+        if (!(ev->u.sampled.sampling_probability >= 0.0 &&
+              ev->u.sampled.sampling_probability <= 1.0))
+            r->bad = 1;
+        ev->u.sampled.event = decode_node(r, depth + 1);
+        break;
+    case DP_EV_NO_OP:
+    case DP_EV_NON_PRIVATE:
+        break;
+    case DP_EV_PNSGD:
+        if (ev->u.pnsgd.noise > PNSGD_LAPLACE || ev->u.pnsgd.mode > PNSGD_NOISE_ONLINE ||
+            ev->u.pnsgd.order > PNSGD_SHUFFLED)
+            r->bad = 1;
+        break;
+    case DP_EV_PROACTIVE:
+        decode_proactive(r, ev);
+        break;
+    case DP_EV_SGLD:
+        break;
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+    case DP_EV_TREE_AGGREGATION:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        decode_sampling(r, ev, depth);
+        break;
+    default:
+        decode_mech(r, ev, depth);
         break;
     }
 }
@@ -540,129 +680,11 @@ static dp_event *decode_node(rbuf *r, int depth)
         r->bad = 1;
         return NULL;
     }
-    switch (ev->kind) {
-    case DP_EV_SHUFFLED_EPOCH:
-        ev->u.shuffled.noise_multiplier = get_f64(r);
-        ev->u.shuffled.rounds = get_u64(r);
-        if (!positive(ev->u.shuffled.noise_multiplier))
-            r->bad = 1;
-        break;
-    case DP_EV_SELF_COMPOSED:
-        ev->u.self.count = get_u64(r);
-        ev->u.self.event = decode_node(r, depth + 1);
-        break;
-    case DP_EV_COMPOSED: {
-        uint64_t n = get_u64(r);
-        if (r->bad || n > 1000) { /* 0: the empty composition (the identity) */
-            r->bad = 1;
-            break;
-        }
-        ev->u.composed.events = calloc(n ? (size_t)n : 1, sizeof(dp_event *));
-        if (ev->u.composed.events == NULL) {
-            r->bad = 1;
-            break;
-        }
-        for (uint64_t i = 0; i < n && !r->bad; i++)
-            ev->u.composed.events[ev->u.composed.n++] = decode_node(r, depth + 1);
-        break;
-    }
-    case DP_EV_GAUSSIAN:
-    case DP_EV_LAPLACE:
-        ev->u.noise.noise_multiplier = get_f64(r); /* 0: no noise (not private) */
-        if (!(ev->u.noise.noise_multiplier >= 0.0 && isfinite(ev->u.noise.noise_multiplier)))
-            r->bad = 1;
-        break;
-    case DP_EV_EPSILON_DELTA:
-        ev->u.epsdelta.epsilon = get_f64(r);
-        ev->u.epsdelta.delta = get_f64(r);
-        if (!(isfinite(ev->u.epsdelta.epsilon) && ev->u.epsdelta.epsilon >= 0.0 &&
-              ev->u.epsdelta.delta >= 0.0 && ev->u.epsdelta.delta <= 1.0))
-            r->bad = 1;
-        break;
-    case DP_EV_POISSON_SAMPLED:
-        ev->u.sampled.sampling_probability = get_f64(r);
-        if (!(ev->u.sampled.sampling_probability >= 0.0 &&
-              ev->u.sampled.sampling_probability <= 1.0))
-            r->bad = 1;
-        ev->u.sampled.event = decode_node(r, depth + 1);
-        break;
-    case DP_EV_NO_OP:
-    case DP_EV_NON_PRIVATE:
-        break;
-    case DP_EV_PNSGD: {
-        pnsgd_params *p = &ev->u.pnsgd;
-        p->noise = (pnsgd_noise)get_u8(r);
-        p->mode = (pnsgd_noise_mode)get_u8(r);
-        p->order = (pnsgd_order)get_u8(r);
-        double *d[] = {&p->noise_level,
-                       &p->lipschitz,
-                       &p->smoothness,
-                       &p->strong_convexity,
-                       &p->learning_rate,
-                       &p->diameter,
-                       &p->lo,
-                       &p->hi,
-                       &p->c1,
-                       &p->c2,
-                       &p->alpha};
-        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-            *d[i] = get_f64(r);
-        p->n = get_u64(r);
-        p->index = get_u64(r);
-        if (p->noise > PNSGD_LAPLACE || p->mode > PNSGD_NOISE_ONLINE || p->order > PNSGD_SHUFFLED)
-            r->bad = 1;
-        break;
-    }
-    case DP_EV_PROACTIVE: {
-        ev->u.proactive.dataset_size = get_f64(r);
-        ev->u.proactive.variant = (pro_variant)get_u8(r);
-        uint64_t n = get_u64(r);
-        if (r->bad || n == 0 || n > 1000 || ev->u.proactive.variant > PRO_PAPER) {
-            r->bad = 1;
-            break;
-        }
-        ev->u.proactive.sigma = calloc((size_t)n, sizeof(double));
-        ev->u.proactive.batch = calloc((size_t)n, sizeof(double));
-        ev->u.proactive.rounds = calloc((size_t)n, sizeof(double));
-        if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
-            r->bad = 1;
-            break;
-        }
-        ev->u.proactive.nphases = (int)n;
-        for (uint64_t i = 0; i < n; i++) {
-            ev->u.proactive.sigma[i] = get_f64(r);
-            ev->u.proactive.batch[i] = get_f64(r);
-            ev->u.proactive.rounds[i] = get_f64(r);
-            double rd = ev->u.proactive.rounds[i];
-            if (!positive(ev->u.proactive.sigma[i]) || !positive(ev->u.proactive.batch[i]) ||
-                !(rd >= 1.0 && rd <= 1e15 && rd == floor(rd)))
-                r->bad = 1;
-        }
-        if (!positive(ev->u.proactive.dataset_size))
-            r->bad = 1;
-        break;
-    }
-    case DP_EV_SGLD: {
-        sgld_params *p = &ev->u.sgld;
-        p->clipped = (int)get_u8(r);
-        p->sampling = (sgld_sampling)get_u8(r);
-        p->clipping_norm = get_f64(r);
-        p->batch_size = get_f64(r);
-        p->dataset_size = get_f64(r);
-        p->step_size = get_f64(r);
-        p->steps = get_u64(r);
-        break;
-    }
-    case DP_EV_SAMPLED_WITH_REPLACEMENT:
-    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-    case DP_EV_TREE_AGGREGATION:
-    case DP_EV_TRUNCATED_GAUSSIAN:
-        decode_sampling(r, ev, depth);
-        break;
-    default:
-        decode_mech(r, ev, depth);
-        break;
-    }
+    xfer x = {NULL, r};
+    if (!fields(&x, ev))
+        r->bad = 1;
+    else
+        decode_rest(r, ev, depth);
     if (r->bad) {
         dp_event_free(ev);
         return NULL;

@@ -169,6 +169,13 @@ double dp_round_up(double x, double rel)
     return nextafter(x * (1.0 + rel), HUGE_VAL);
 }
 
+double dp_round_down(double x, double rel)
+{
+    if (!(x > 0.0) || isinf(x))
+        return x;
+    return nextafter(x * (1.0 - rel), 0.0);
+}
+
 /* g(s) = -m'(s) = 1 - s m(s) > 0, without the cancellation of that form for large s:
  * there the asymptotic series g(s) = sum_{k>=1} (-1)^{k+1} (2k-1)!! / s^{2k} is used. */
 static double mills_neg_deriv(double s)

@@ -64,4 +64,8 @@ dpb_status dp_gdp_epsilon(double mu, double delta, double *eps);
 /* Round x up by a relative amount rel (x >= 0): the conservative direction for a bound. */
 double dp_round_up(double x, double rel);
 
+/* Round x down by a relative amount rel (x >= 0; 0, negatives, NaN and +inf unchanged): the
+ * conservative direction for a quantity a bound grows as it falls (1 - B, a cap). */
+double dp_round_down(double x, double rel);
+
 #endif

@@ -21,13 +21,6 @@
 /* Online products: terms summed exactly up to this many, the rest bounded by integrals. */
 #define ONLINE_EXACT_TERMS 100000
 
-static double round_down(double x, double rel)
-{
-    if (!(x > 0.0) || isinf(x))
-        return x;
-    return nextafter(x * (1.0 - rel), 0.0);
-}
-
 static int pos(double x)
 {
     return isfinite(x) && x > 0.0;
@@ -178,13 +171,13 @@ static void a_and_b(const pnsgd_params *p, double s, double eps, double *A, doub
     if (p->noise == PNSGD_GAUSSIAN) {
         double r = c * p->diameter / (eta * s);
         *A = pnsgd_theta(eps, 2.0 * L / s);
-        *b = round_down(pnsgd_one_minus_theta(eps, r), 1e-13);
+        *b = dp_round_down(pnsgd_one_minus_theta(eps, r), 1e-13);
         B = pnsgd_theta(eps, r); /* rounded up */
     } else {
         double ta = eps / 2.0 - L / s;
         *A = ta < 0.0 ? dp_round_up(-expm1(ta), 1e-14) : 0.0;
         double tb = eps / 2.0 - c * (p->hi - p->lo) / (2.0 * eta * s);
-        *b = tb < 0.0 ? round_down(exp(tb), 1e-14) : 1.0;
+        *b = tb < 0.0 ? dp_round_down(exp(tb), 1e-14) : 1.0;
         B = tb < 0.0 ? dp_round_up(-expm1(tb), 1e-14) : 0.0;
     }
     if (*A > 1.0)
@@ -270,7 +263,7 @@ static double online_exact_sum(const pnsgd_params *p, double eps, uint64_t i, ui
         double b = online_b(p, eps, (double)t);
         if (b >= 1.0)
             return -HUGE_VAL;
-        s += log1p(-round_down(b, 1e-13));
+        s += log1p(-dp_round_down(b, 1e-13));
     }
     *last = stop;
     return s;
@@ -367,7 +360,7 @@ dpb_status pnsgd_online_limit(const pnsgd_params *p, double eps, double *lower, 
     if (online_integral(p, eps, (double)last, HUGE_VAL, &vl, &el) != 0 ||
         online_integral(p, eps, (double)last + 1.0, HUGE_VAL, &vu, &eu) != 0)
         return DPB_ENUMERIC;
-    *lower = round_down(A * exp(s + vl - el), 1e-12);
+    *lower = dp_round_down(A * exp(s + vl - el), 1e-12);
     *upper = dp_round_up(A * exp(s + vu + eu), PNSGD_REL_ROUND);
     if (*upper > 1.0)
         *upper = 1.0;

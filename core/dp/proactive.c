@@ -15,13 +15,6 @@
 #define THREE_MINUS_2SQRT2 0.171572875253809902396622551580603843
 #define REL 1e-12
 
-static double round_down(double x, double rel)
-{
-    if (!(x > 0.0) || isinf(x))
-        return x;
-    return nextafter(x * (1.0 - rel), 0.0);
-}
-
 double pro_sigma_of(double eps, double delta)
 {
     if (!(eps > 0.0) || !(delta > 0.0 && delta < 1.0))
@@ -149,7 +142,7 @@ static int check_b4(double sigma, double eps, double delta, double N, double k, 
     cond(rep, "b4_34_rounds", "(34) eps >= gamma theta^2 k s_bar/N (T >= gamma theta^2 k^2/eps)", h,
          eps, need);
     ok &= h;
-    double cap = round_down(gamma, 2e-12) * pro_h(sigma) * k;
+    double cap = dp_round_down(gamma, 2e-12) * pro_h(sigma) * k;
     h = eps <= cap;
     cond(rep, "b4_33_epsilon", "(33) eps <= gamma h(sigma) k", h, eps, cap);
     ok &= h;
@@ -187,21 +180,34 @@ static const char *first_failed(const dp_report *rep)
     return "a condition";
 }
 
+/* The checks both plan verbs make first: in_domain (the caller's range check of sigma, delta,
+ * dataset_size, its count named count_name and theta) else DPB_EINVAL, then (6)'s sigma^2 > 2
+ * else DPB_ENOTCOVERED; DPB_OK when both hold. */
+static dpb_status plan_args(int in_domain, const char *count_name, double sigma, dpb_error *err)
+{
+    if (!in_domain)
+        return dpb_fail(err, DPB_EINVAL, "plan",
+                        "need noise_multiplier > 0, 0 < delta < 1, dataset_size >= 1, "
+                        "%s >= 1 and theta >= 1",
+                        count_name);
+    if (!(sigma * sigma > 2.0))
+        return dpb_fail(err, DPB_ENOTCOVERED, "noise_multiplier",
+                        "(6) needs noise_multiplier^2 > 2 (got %.6g)", sigma);
+    return DPB_OK;
+}
+
 dpb_status pro_plan_run(double sigma, double delta, double N, double K, double theta, pro_variant v,
                         int theorem31, pro_plan *plan, dpb_error *err)
 {
     *plan = (pro_plan){0};
-    if (!(sigma > 0.0) || !isfinite(sigma) || !(delta > 0.0 && delta < 1.0) || !(N >= 1.0) ||
-        !(K >= 1.0) || !(theta >= 1.0) || !isfinite(N + K + theta))
-        return dpb_fail(err, DPB_EINVAL, "plan",
-                        "need noise_multiplier > 0, 0 < delta < 1, dataset_size >= 1, "
-                        "total_gradients >= 1 and theta >= 1");
-    if (!(sigma * sigma > 2.0))
-        return dpb_fail(err, DPB_ENOTCOVERED, "noise_multiplier",
-                        "(6) needs noise_multiplier^2 > 2 (got %.6g)", sigma);
+    int in_domain = sigma > 0.0 && isfinite(sigma) && delta > 0.0 && delta < 1.0 && N >= 1.0 &&
+                    K >= 1.0 && theta >= 1.0 && isfinite(N + K + theta);
+    dpb_status st = plan_args(in_domain, "total_gradients", sigma, err);
+    if (st != DPB_OK)
+        return st;
     double eps = pro_eps_of(sigma, delta), k = K / N, gamma, a;
     plan->eps = eps;
-    dpb_status st = pro_gamma(sigma, eps, k, v, &gamma, &a);
+    st = pro_gamma(sigma, eps, k, v, &gamma, &a);
     if (st != DPB_OK)
         return dpb_fail(err, st, "noise_multiplier",
                         "no gamma keeps eps/(gamma k) inside F's domain: epsilon %.6g is too "
@@ -243,14 +249,11 @@ dpb_status pro_plan_run(double sigma, double delta, double N, double K, double t
 dpb_status pro_max_rounds(double sigma, double delta, double N, double s, double theta,
                           pro_variant v, double *eps, double *t_max, dp_report *rep, dpb_error *err)
 {
-    if (!(sigma > 0.0) || !(delta > 0.0 && delta < 1.0) || !(N >= 1.0) || !(s >= 1.0) ||
-        !(theta >= 1.0) || !isfinite(sigma + N + s + theta))
-        return dpb_fail(err, DPB_EINVAL, "plan",
-                        "need noise_multiplier > 0, 0 < delta < 1, dataset_size >= 1, "
-                        "batch_size >= 1 and theta >= 1");
-    if (!(sigma * sigma > 2.0))
-        return dpb_fail(err, DPB_ENOTCOVERED, "noise_multiplier",
-                        "(6) needs noise_multiplier^2 > 2 (got %.6g)", sigma);
+    int in_domain = sigma > 0.0 && delta > 0.0 && delta < 1.0 && N >= 1.0 && s >= 1.0 &&
+                    theta >= 1.0 && isfinite(sigma + N + s + theta);
+    dpb_status st = plan_args(in_domain, "batch_size", sigma, err);
+    if (st != DPB_OK)
+        return st;
     *eps = pro_eps_of(sigma, delta);
     double a = theta * theta * s / N, F = pro_F(sigma, a, v);
     int in = !isnan(F);
@@ -268,7 +271,7 @@ dpb_status pro_max_rounds(double sigma, double delta, double N, double s, double
         return dpb_fail(err, DPB_ENOTCOVERED, "batch_size",
                         "(32) fails: the largest batch is %.6g (N g(sigma)), got %.6g",
                         smax_cap / theta, s);
-    *t_max = floor(round_down(*eps * N * N / (F * theta * theta * s * s), 1e-12));
+    *t_max = floor(dp_round_down(*eps * N * N / (F * theta * theta * s * s), 1e-12));
     if (*t_max < 1.0)
         return dpb_fail(err, DPB_EINFEASIBLE, "batch_size",
                         "not even one round fits this batch size at this sigma");
@@ -319,9 +322,9 @@ dpb_status pro_history_init(const double *sigma, const double *batch, const doub
     h->eps_floor = dp_round_up(F * h->alpha * h->k, 1e-12);
     /* (33): eps/(gamma k) < a_limit; at eps the gamma is F(sigma, a) with a = eps/(gamma k),
      * so eps = a F(a) k: the largest eps is that at a just below the limit. */
-    double lim = round_down(a_limit(smin), 1e-9);
+    double lim = dp_round_down(a_limit(smin), 1e-9);
     double Fl = pro_F(smin, lim, v);
-    h->eps_max = isnan(Fl) ? h->eps_floor : round_down(lim * Fl * h->k, 1e-12);
+    h->eps_max = isnan(Fl) ? h->eps_floor : dp_round_down(lim * Fl * h->k, 1e-12);
     if (h->eps_max < h->eps_floor)
         h->eps_max = h->eps_floor;
     return DPB_OK;

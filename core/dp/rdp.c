@@ -266,22 +266,36 @@ double rdp_log_delta_at(double a, double r, double eps)
     return ld;
 }
 
+/* The smallest of at(order, rdp, x) over the n orders (the first order attaining it in
+ * *best_order); +inf with orders[0] when every value is NaN. DPB_EINVAL for a negative or
+ * NaN RDP value. */
+static dpb_status least_over_orders(const double *orders, const double *rdp, size_t n,
+                                    double (*at)(double, double, double), double x, double *best,
+                                    double *best_order)
+{
+    *best = HUGE_VAL;
+    *best_order = orders[0];
+    for (size_t i = 0; i < n; i++) {
+        double a = orders[i], r = rdp[i];
+        if (!(r >= 0.0))
+            return DPB_EINVAL;
+        double v = at(a, r, x);
+        if (v < *best) {
+            *best = v;
+            *best_order = a;
+        }
+    }
+    return DPB_OK;
+}
+
 dpb_status rdp_epsilon(const double *orders, const double *rdp, size_t n, double delta, double *eps,
                        double *order)
 {
     if (!(delta > 0.0 && delta < 1.0) || bad_orders(orders, n))
         return DPB_EINVAL;
-    double best = HUGE_VAL, best_order = orders[0];
-    for (size_t i = 0; i < n; i++) {
-        double a = orders[i], r = rdp[i];
-        if (!(r >= 0.0))
-            return DPB_EINVAL;
-        double e = rdp_eps_at(a, r, delta);
-        if (e < best) {
-            best = e;
-            best_order = a;
-        }
-    }
+    double best, best_order;
+    if (least_over_orders(orders, rdp, n, rdp_eps_at, delta, &best, &best_order) != DPB_OK)
+        return DPB_EINVAL;
     if (best < 0.0)
         best = 0.0;
     *eps = dp_round_up(best, RDP_REL_ROUND);
@@ -294,17 +308,9 @@ dpb_status rdp_delta(const double *orders, const double *rdp, size_t n, double e
 {
     if (!(eps >= 0.0) || !isfinite(eps) || bad_orders(orders, n))
         return DPB_EINVAL;
-    double best = HUGE_VAL, best_order = orders[0];
-    for (size_t i = 0; i < n; i++) {
-        double a = orders[i], r = rdp[i];
-        if (!(r >= 0.0))
-            return DPB_EINVAL;
-        double ld = rdp_log_delta_at(a, r, eps);
-        if (ld < best) {
-            best = ld;
-            best_order = a;
-        }
-    }
+    double best, best_order;
+    if (least_over_orders(orders, rdp, n, rdp_log_delta_at, eps, &best, &best_order) != DPB_OK)
+        return DPB_EINVAL;
     double d = exp(best);
     d = dp_round_up(d, RDP_REL_ROUND);
     *delta = d > 1.0 ? 1.0 : d;
@@ -419,7 +425,10 @@ double rr_loss(double p, double k)
     return dp_round_up(log1p((k - 1.0) * (1.0 - p)) - log(p), 1e-15);
 }
 
-double rdp_rr_replace_one(double p, double k, double a)
+/* The cases both randomized-response RDPs answer alike: +inf for an order or parameter out of
+ * range and at p = 0 (the output reveals the record), 0 when it carries nothing (k = 1 or
+ * p = 1); NAN where the divergence itself is to be computed. */
+static double rr_edge(double p, double k, double a)
 {
     if (!(a > 1.0) || !(p >= 0.0 && p <= 1.0) || !(k >= 1.0))
         return HUGE_VAL;
@@ -427,6 +436,14 @@ double rdp_rr_replace_one(double p, double k, double a)
         return 0.0;
     if (p == 0.0)
         return HUGE_VAL;
+    return NAN;
+}
+
+double rdp_rr_replace_one(double p, double k, double a)
+{
+    double edge = rr_edge(p, k, a);
+    if (!isnan(edge))
+        return edge;
     /* P = R(x), Q = R(x'): sum_o P^a Q^{1-a} = (p/k) e^{a L} + (1-p+p/k) e^{-a L} + (1-2/k) p,
      * L = ln(k/p - k + 1), summed in log space (the weights may underflow) */
     double L = rr_loss(p, k);
@@ -443,12 +460,9 @@ double rdp_rr_replace_one(double p, double k, double a)
 
 double rdp_rr_replace_special(double p, double k, double a)
 {
-    if (!(a > 1.0) || !(p >= 0.0 && p <= 1.0) || !(k >= 1.0))
-        return HUGE_VAL;
-    if (k == 1.0 || p == 1.0)
-        return 0.0;
-    if (p == 0.0)
-        return HUGE_VAL;
+    double edge = rr_edge(p, k, a);
+    if (!isnan(edge))
+        return edge;
     /* against the uniform output: likelihood ratios k(1-p) + p (weight 1/k) and p (1 - 1/k) */
     double l1 = log(k * (1.0 - p) + p), l2 = log(p);
     double cap = dp_round_up(l1 > -l2 ? l1 : -l2, 1e-15);

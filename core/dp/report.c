@@ -39,15 +39,14 @@ int dp_report_all_hold(const dp_report *r)
     return 1;
 }
 
+static const char *const GUARANTEE_NAMES[] = {
+    [DP_UPPER_BOUND] = "upper_bound",
+    [DP_ESTIMATE] = "estimate",
+    [DP_LOWER_BOUND] = "lower_bound",
+};
+
 const char *dp_guarantee_name(dp_guarantee g)
 {
-    switch (g) {
-    case DP_UPPER_BOUND:
-        return "upper_bound";
-    case DP_ESTIMATE:
-        return "estimate";
-    case DP_LOWER_BOUND:
-        return "lower_bound";
-    }
-    return "unknown";
+    return (unsigned)g < sizeof GUARANTEE_NAMES / sizeof GUARANTEE_NAMES[0] ? GUARANTEE_NAMES[g]
+                                                                            : "unknown";
 }

@@ -24,13 +24,6 @@
  * every M < 2^64 (T1 ~ 10 B sigma^3 / sqrt(M)). */
 #define SIGMA_SEARCH_MAX 1e4
 
-static double round_down(double x, double rel)
-{
-    if (!(x > 0.0) || isinf(x))
-        return x;
-    return nextafter(x * (1.0 - rel), 0.0);
-}
-
 dpb_status dp_thm41_eval(double sigma, uint64_t rounds, dp_thm41 *o)
 {
     memset(o, 0, sizeof *o);
@@ -72,7 +65,7 @@ dpb_status dp_thm41_eval(double sigma, uint64_t rounds, dp_thm41 *o)
 
     /* Condition (1), judged conservatively: lhs rounded up, rhs rounded down. */
     o->cond_lhs = dp_round_up(o->delta + B * coef * mu, DP_THM41_REL_ROUND);
-    o->cond_rhs = round_down(0.5 * erf(em1 / (2.0 * SQRT2)), DP_THM41_REL_ROUND);
+    o->cond_rhs = dp_round_down(0.5 * erf(em1 / (2.0 * SQRT2)), DP_THM41_REL_ROUND);
     o->cond_ok = o->cond_lhs <= o->cond_rhs;
     o->valid = o->cond_ok;
     return o->valid ? DPB_OK : DPB_ENOTCOVERED;
@@ -229,6 +222,24 @@ static double certified_adapter(double sigma, uint64_t M, double delta)
     return sigma_certified(sigma, M);
 }
 
+/* One end of the feasible sigma interval (sigma_merit <= 1) within [a, b], where the end
+ * feasible_at_b names (b if set, else a) is feasible: the other end itself when it is
+ * feasible too, else bisection to 1e-13 relative, returning the last feasible point. */
+static double feasible_edge(double a, double b, int feasible_at_b, uint64_t rounds, double delta)
+{
+    double far = feasible_at_b ? a : b;
+    if (sigma_merit(far, rounds, delta) <= 1.0)
+        return far;
+    for (int i = 0; i < 200 && b - a > 1e-13 * b; i++) {
+        double m = 0.5 * (a + b);
+        if ((sigma_merit(m, rounds, delta) <= 1.0) == (feasible_at_b != 0))
+            b = m;
+        else
+            a = m;
+    }
+    return feasible_at_b ? b : a;
+}
+
 dpb_status dp_thm41_sigma_interval(uint64_t rounds, double delta, double *lo, double *hi,
                                    double *best_delta, double *best_sigma)
 {
@@ -254,34 +265,9 @@ dpb_status dp_thm41_sigma_interval(uint64_t rounds, double delta, double *lo, do
         return DPB_EINFEASIBLE;
 
     /* Left end: smallest feasible sigma (returned value is feasible, i.e. rounded up). */
-    double a = smin, b = sstar;
-    if (sigma_merit(a, rounds, delta) <= 1.0) {
-        b = a;
-    } else {
-        for (int i = 0; i < 200 && b - a > 1e-13 * b; i++) {
-            double m = 0.5 * (a + b);
-            if (sigma_merit(m, rounds, delta) <= 1.0)
-                b = m;
-            else
-                a = m;
-        }
-    }
-    *lo = b;
+    *lo = feasible_edge(smin, sstar, 1, rounds, delta);
     /* Right end: largest feasible sigma (rounded down). */
-    a = sstar;
-    b = smax;
-    if (sigma_merit(b, rounds, delta) <= 1.0) {
-        a = b;
-    } else {
-        for (int i = 0; i < 200 && b - a > 1e-13 * b; i++) {
-            double m = 0.5 * (a + b);
-            if (sigma_merit(m, rounds, delta) <= 1.0)
-                a = m;
-            else
-                b = m;
-        }
-    }
-    *hi = a;
+    *hi = feasible_edge(sstar, smax, 0, rounds, delta);
     return DPB_OK;
 }
 
@@ -356,6 +342,6 @@ double dp_tv_per_epoch(double delta, uint64_t epochs)
     /* Rounded down by more than dp_tv_delta_of_sum rounds up, so the composition of the
      * returned per-epoch delta stays within the total (verified by callers anyway). */
     if (epochs <= 1)
-        return round_down(delta, 1e-13);
-    return round_down(-expm1(log1p(-delta) / (double)epochs), 1e-13);
+        return dp_round_down(delta, 1e-13);
+    return dp_round_down(-expm1(log1p(-delta) / (double)epochs), 1e-13);
 }

@@ -314,33 +314,19 @@ out:
     return st;
 }
 
-static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model **out)
+/* The grid and window of the sum's law for m (sigma, rounds and their derived fields set):
+ * the factor truncated at ymax (the smallest 8 * 2^(k/4) whose crude tail term (n/M)(E[Y; Y >
+ * Ymax] + n P(Y > Ymax)) is <= YTAIL, the terms added per query usually far smaller, capped so
+ * the factor takes at most a quarter of the window), the step h widened until the window of
+ * +-14 standard deviations fits SHX_MAX_WINDOW. Sets m->h, ymax, p_tail, e1_tail, o, N, B and
+ * T; returns KY, the factor's last node (ymax = KY h). */
+static size_t place_window(shx_model *m, double h_scale)
 {
-    shx_model *m = calloc(1, sizeof *m);
-    if (m == NULL)
-        return DPB_ENOMEM;
-    m->sigma = sigma;
-    m->rounds = rounds;
-    m->h_scale = h_scale;
-    m->s = 1.0 / sigma;
-    m->t = m->s * m->s;
-    m->n = (double)(rounds - 1);
-    m->bytes = sizeof *m;
-    *out = m;
-    if (rounds == 1)
-        return DPB_OK; /* the Gaussian mechanism: closed form */
-
     double n = m->n, v = expm1(m->t), sdy = sqrt(v);
     double h = 0.02 * (sdy < 1.0 ? sdy : 1.0) * h_scale;
-    double *y = NULL, *p = NULL, *ker = NULL, *conv = NULL;
-    blocks bl = {0};
-    dpb_status st = DPB_ENOMEM;
     size_t N = 0, KY = 0;
     double ymax = 0.0, Bv = 0.0, Tv = 0.0;
     for (int pass = 0; pass < 4; pass++) {
-        /* truncation: the smallest 8 * 2^(k/4) whose crude tail term (n/M)(E[Y; Y > Ymax] +
-         * n P(Y > Ymax)) is <= YTAIL (the terms added per query are usually far smaller),
-         * capped so the factor takes at most a quarter of the window */
         ymax = 8.0;
         double cap = (double)(SHX_MAX_WINDOW / 4) * h;
         for (;;) {
@@ -380,12 +366,14 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
     m->N = N;
     m->B = (double)m->o * h;
     m->T = (double)(m->o + (int64_t)N - 1) * h;
+    return KY;
+}
 
-    /* the factor's discrete law */
-    y = calloc(KY + 1, sizeof *y);
-    p = fftw_malloc(N * sizeof *p);
-    if (y == NULL || p == NULL)
-        goto fail;
+/* The factor's discrete law on the nodes 0..KY (y: KY + 1 zeroed doubles, caller-owned):
+ * each bin's mass split between its two ends so that the mean is kept. */
+static void factor_law(const shx_model *m, size_t KY, double *y)
+{
+    double h = m->h;
     for (size_t j = 0; j < KY; j++) {
         double a = (double)j * h, mass, mom;
         bin_moments(m, a, a + h, &mass, &mom);
@@ -397,15 +385,23 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
         y[j] += mass - hi;
         y[j + 1] += hi;
     }
-    /* blocks for the moment generating function */
+}
+
+/* The Chernoff bounds on the mass outside the window (m->below, above, above_x), from blocks
+ * of the factor's law y (KY + 1 nodes) for its moment generating function. bl is the
+ * caller's (zeroed; its arrays are the caller's to free, also on failure). DPB_ENOMEM or
+ * DPB_OK. */
+static dpb_status window_tails(shx_model *m, const double *y, size_t KY, blocks *bl)
+{
+    double h = m->h, n = m->n, ymax = m->ymax;
     size_t fine = KY + 1 < EXACT_NODES ? KY + 1 : EXACT_NODES;
-    bl.nb = fine + (KY + 1 - fine + BLOCK - 1) / BLOCK;
-    bl.lw = malloc(bl.nb * sizeof *bl.lw);
-    bl.ylo = malloc(bl.nb * sizeof *bl.ylo);
-    bl.yhi = malloc(bl.nb * sizeof *bl.yhi);
-    if (bl.lw == NULL || bl.ylo == NULL || bl.yhi == NULL)
-        goto fail;
-    for (size_t b = 0; b < bl.nb; b++) {
+    bl->nb = fine + (KY + 1 - fine + BLOCK - 1) / BLOCK;
+    bl->lw = malloc(bl->nb * sizeof *bl->lw);
+    bl->ylo = malloc(bl->nb * sizeof *bl->ylo);
+    bl->yhi = malloc(bl->nb * sizeof *bl->yhi);
+    if (bl->lw == NULL || bl->ylo == NULL || bl->yhi == NULL)
+        return DPB_ENOMEM;
+    for (size_t b = 0; b < bl->nb; b++) {
         size_t j0 = b < fine ? b : fine + (b - fine) * BLOCK;
         size_t j1 = b < fine ? b + 1 : j0 + BLOCK;
         if (j1 > KY + 1)
@@ -413,14 +409,118 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
         double w = 0.0;
         for (size_t j = j0; j < j1; j++)
             w += y[j];
-        bl.lw[b] = w > 0.0 ? log(w * (1.0 + 1e-12)) : -HUGE_VAL;
-        bl.ylo[b] = (double)j0 * h;
-        bl.yhi[b] = (double)(j1 - 1) * h;
+        bl->lw[b] = w > 0.0 ? log(w * (1.0 + 1e-12)) : -HUGE_VAL;
+        bl->ylo[b] = (double)j0 * h;
+        bl->yhi[b] = (double)(j1 - 1) * h;
     }
     double lmax = 700.0 / (ymax > 1.0 ? ymax : 1.0);
-    m->below = m->o > 0 ? chernoff(&bl, n, m->B, 2, lmax) : 0.0;
-    m->above = chernoff(&bl, n, m->T, 0, lmax);
-    m->above_x = chernoff(&bl, n, m->T, 1, lmax);
+    m->below = m->o > 0 ? chernoff(bl, n, m->B, 2, lmax) : 0.0;
+    m->above = chernoff(bl, n, m->T, 0, lmax);
+    m->above_x = chernoff(bl, n, m->T, 1, lmax);
+    return DPB_OK;
+}
+
+/* The kernel c[j] = C(j h) for j < nk (c[0] = 0). C is convex and decreasing: beyond x = 64
+ * it is evaluated every 16th node and linearly interpolated (the chord lies above C:
+ * pessimistic); once below 1e-25 it is dropped and 1e-25 added to every sum instead (C
+ * decreasing bounds what is dropped; m->ccut keeps the value). */
+static void call_kernel(shx_model *m, double *ker, size_t nk)
+{
+    double h = m->h;
+    ker[0] = 0.0;
+    m->ccut = 0.0;
+    size_t j = 1;
+    while (j < nk) {
+        double x = (double)j * h;
+        if (x <= 64.0) {
+            ker[j] = call(m, x);
+            j++;
+            continue;
+        }
+        size_t j2 = j + 15 < nk ? j + 15 : nk - 1;
+        double a = ker[j - 1], b = call(m, (double)j2 * h);
+        for (size_t q = j; q <= j2; q++)
+            ker[q] = a + (b - a) * (double)(q - (j - 1)) / (double)(j2 - (j - 1));
+        j = j2 + 1;
+        if (b < 1e-25) {
+            m->ccut = b;
+            for (; j < nk; j++)
+                ker[j] = 0.0;
+        }
+    }
+}
+
+/* The tables gC (k0..kend-1) and gP (0..np-1) from the sum's law p and its convolution conv
+ * with the kernel, and plow, p's first nodes (m->gC, gP allocated by the caller; plow
+ * allocated here, owned by m). DPB_ENOMEM or DPB_OK. */
+static dpb_status fill_tables(shx_model *m, const double *p, const double *conv, size_t np)
+{
+    double h = m->h;
+    size_t N = m->N;
+    /* gC[k] = sum_{i >= k} p_i (1 + (i - k) h) + conv[k], running sums from the top:
+     * S0(k) = sum_{i >= k} p_i, T(k) = sum_{i >= k} p_i (i - k) = T(k+1) + S0(k+1) */
+    double S0 = 0.0, Tk = 0.0;
+    for (int64_t k = (int64_t)N - 1; k >= m->k0; k--) {
+        Tk += S0;
+        S0 += p[k];
+        if (k < m->kend) {
+            double g = S0 + h * Tk + conv[k];
+            m->gC[k - m->k0] = g > 0.0 ? g : 0.0;
+        }
+    }
+    for (int64_t k = (int64_t)N; k < m->kend; k++) {
+        double g = conv[k];
+        m->gC[k - m->k0] = g > 0.0 ? g : 0.0;
+    }
+    m->nlow = np < DIRECT_NODES + 1 ? np : DIRECT_NODES + 1;
+    m->plow = malloc(m->nlow * sizeof *m->plow);
+    if (m->plow == NULL)
+        return DPB_ENOMEM;
+    memcpy(m->plow, p, m->nlow * sizeof *p);
+    /* gP[k] = sum_{i <= k} p_i ((k + 1 - i) h - 1) + conv[k + 1]; with Pre(k) = sum_{i <= k}
+     * p_i and A(k) = sum_{i <= k} p_i (k + 1 - i) = A(k-1) + Pre(k) */
+    double pre = 0.0, A = 0.0;
+    for (size_t k = 0; k < np; k++) {
+        pre += p[k];
+        A += pre;
+        double g = h * A - pre + conv[k + 1];
+        m->gP[k] = g > 0.0 ? g : 0.0;
+    }
+    m->bytes += ((size_t)(m->kend - m->k0) + np + m->nlow) * sizeof(double);
+    return DPB_OK;
+}
+
+static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model **out)
+{
+    shx_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return DPB_ENOMEM;
+    m->sigma = sigma;
+    m->rounds = rounds;
+    m->h_scale = h_scale;
+    m->s = 1.0 / sigma;
+    m->t = m->s * m->s;
+    m->n = (double)(rounds - 1);
+    m->bytes = sizeof *m;
+    *out = m;
+    if (rounds == 1)
+        return DPB_OK; /* the Gaussian mechanism: closed form */
+
+    double n = m->n;
+    double *y = NULL, *p = NULL, *ker = NULL, *conv = NULL;
+    blocks bl = {0};
+    dpb_status st = DPB_ENOMEM;
+    size_t KY = place_window(m, h_scale), N = m->N;
+    double h = m->h;
+
+    /* the factor's discrete law */
+    y = calloc(KY + 1, sizeof *y);
+    p = fftw_malloc(N * sizeof *p);
+    if (y == NULL || p == NULL)
+        goto fail;
+    factor_law(m, KY, y);
+    if (window_tails(m, y, KY, &bl) != DPB_OK)
+        goto fail;
 
     if (dpb_cancelled()) {
         st = DPB_ECANCELLED;
@@ -451,30 +551,7 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
     m->gP = malloc(np * sizeof *m->gP);
     if (ker == NULL || conv == NULL || m->gC == NULL || m->gP == NULL)
         goto fail;
-    /* C is convex and decreasing: beyond x = 64 it is evaluated every 16th node and linearly
-     * interpolated (the chord lies above C: pessimistic); once below 1e-25 it is dropped and
-     * 1e-25 added to every sum instead (C decreasing bounds what is dropped) */
-    ker[0] = 0.0;
-    m->ccut = 0.0;
-    size_t j = 1;
-    while (j < nk) {
-        double x = (double)j * h;
-        if (x <= 64.0) {
-            ker[j] = call(m, x);
-            j++;
-            continue;
-        }
-        size_t j2 = j + 15 < nk ? j + 15 : nk - 1;
-        double a = ker[j - 1], b = call(m, (double)j2 * h);
-        for (size_t q = j; q <= j2; q++)
-            ker[q] = a + (b - a) * (double)(q - (j - 1)) / (double)(j2 - (j - 1));
-        j = j2 + 1;
-        if (b < 1e-25) {
-            m->ccut = b;
-            for (; j < nk; j++)
-                ker[j] = 0.0;
-        }
-    }
+    call_kernel(m, ker, nk);
     if (dpb_cancelled()) {
         st = DPB_ECANCELLED;
         goto fail;
@@ -484,36 +561,8 @@ static dpb_status build(double sigma, uint64_t rounds, double h_scale, shx_model
         goto fail;
     st = DPB_ENOMEM;
     m->conv_err = 8.0 * U * (log2((double)(N + nk)) + 1.0) * m->ptot * (nk > 1 ? ker[1] : 1.0);
-    /* gC[k] = sum_{i >= k} p_i (1 + (i - k) h) + conv[k], running sums from the top:
-     * S0(k) = sum_{i >= k} p_i, T(k) = sum_{i >= k} p_i (i - k) = T(k+1) + S0(k+1) */
-    double S0 = 0.0, Tk = 0.0;
-    for (int64_t k = (int64_t)N - 1; k >= m->k0; k--) {
-        Tk += S0;
-        S0 += p[k];
-        if (k < m->kend) {
-            double g = S0 + h * Tk + conv[k];
-            m->gC[k - m->k0] = g > 0.0 ? g : 0.0;
-        }
-    }
-    for (int64_t k = (int64_t)N; k < m->kend; k++) {
-        double g = conv[k];
-        m->gC[k - m->k0] = g > 0.0 ? g : 0.0;
-    }
-    m->nlow = np < DIRECT_NODES + 1 ? np : DIRECT_NODES + 1;
-    m->plow = malloc(m->nlow * sizeof *m->plow);
-    if (m->plow == NULL)
+    if (fill_tables(m, p, conv, np) != DPB_OK)
         goto fail;
-    memcpy(m->plow, p, m->nlow * sizeof *p);
-    /* gP[k] = sum_{i <= k} p_i ((k + 1 - i) h - 1) + conv[k + 1]; with Pre(k) = sum_{i <= k}
-     * p_i and A(k) = sum_{i <= k} p_i (k + 1 - i) = A(k-1) + Pre(k) */
-    double pre = 0.0, A = 0.0;
-    for (size_t k = 0; k < np; k++) {
-        pre += p[k];
-        A += pre;
-        double g = h * A - pre + conv[k + 1];
-        m->gP[k] = g > 0.0 ? g : 0.0;
-    }
-    m->bytes += ((size_t)(m->kend - m->k0) + np + m->nlow) * sizeof(double);
     st = DPB_OK;
 fail:
     free(y);
@@ -727,6 +776,19 @@ static void evict(int all)
     }
 }
 
+/* The cached model for (sigma, rounds, h_scale) with a reference taken and its stamp
+ * renewed, or NULL. The caller holds cache_lock. */
+static shx_model *cache_take(double sigma, uint64_t rounds, double h_scale)
+{
+    for (shx_model *m = cache_head; m; m = m->next)
+        if (m->sigma == sigma && m->rounds == rounds && m->h_scale == h_scale) {
+            m->refs++;
+            m->stamp = ++cache_clock;
+            return m;
+        }
+    return NULL;
+}
+
 dpb_status shx_acquire(double sigma, uint64_t rounds, double h_scale, shx_model **out)
 {
     *out = NULL;
@@ -735,30 +797,23 @@ dpb_status shx_acquire(double sigma, uint64_t rounds, double h_scale, shx_model 
     if (!shx_in_range(sigma, rounds) || !(h_scale >= 1.0 / 64.0 && h_scale <= 64.0))
         return DPB_EINVAL;
     pthread_mutex_lock(&cache_lock);
-    for (shx_model *m = cache_head; m; m = m->next)
-        if (m->sigma == sigma && m->rounds == rounds && m->h_scale == h_scale) {
-            m->refs++;
-            m->stamp = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            *out = m;
-            return DPB_OK;
-        }
+    *out = cache_take(sigma, rounds, h_scale);
     pthread_mutex_unlock(&cache_lock);
+    if (*out)
+        return DPB_OK;
     shx_model *m;
     dpb_status st = build(sigma, rounds, h_scale, &m);
     if (st != DPB_OK)
         return st;
     pthread_mutex_lock(&cache_lock);
-    for (shx_model *c = cache_head; c; c = c->next)
-        if (c->sigma == sigma && c->rounds == rounds && c->h_scale == h_scale) {
-            /* another thread built it meanwhile: use theirs */
-            c->refs++;
-            c->stamp = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            destroy(m);
-            *out = c;
-            return DPB_OK;
-        }
+    shx_model *theirs = cache_take(sigma, rounds, h_scale);
+    if (theirs) {
+        /* another thread built it meanwhile: use theirs */
+        pthread_mutex_unlock(&cache_lock);
+        destroy(m);
+        *out = theirs;
+        return DPB_OK;
+    }
     m->refs = 1;
     m->stamp = ++cache_clock;
     m->next = cache_head;
