@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -83,13 +82,6 @@ static uint64_t shard_sum(const uint64_t *c)
     for (int i = 0; i < NSHARD; i++)
         t += get((const uint64_t *)((const char *)&shards[i] + off));
     return t;
-}
-
-double metrics_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 int metrics_method(const char *method)
@@ -225,6 +217,27 @@ static void put(sbuf *b, const char *fmt, ...)
     }
 }
 
+/* A histogram's cumulative buckets (n[i] counted at most le[i]; total at +Inf), its sum and
+ * count, under name with the labels lab ("" for none; else `k="v",...`). */
+static void put_histogram(sbuf *b, const char *name, const char *lab, const double *le,
+                          const uint64_t *n, size_t nle, uint64_t total, double sum)
+{
+    const char *sep = lab[0] ? "," : "";
+    uint64_t cum = 0;
+    for (size_t i = 0; i < nle; i++) {
+        cum += n[i];
+        put(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, lab, sep, le[i], (unsigned long long)cum);
+    }
+    put(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, lab, sep, (unsigned long long)total);
+    char secs[DPB_NUM_MAX];
+    dpb_num_str(sum, secs);
+    if (lab[0])
+        put(b, "%s_sum{%s} %s\n%s_count{%s} %llu\n", name, lab, secs, name, lab,
+            (unsigned long long)total);
+    else
+        put(b, "%s_sum %s\n%s_count %llu\n", name, secs, name, (unsigned long long)total);
+}
+
 static void route_label(int r, int m, char *out, size_t n)
 {
     if (r == MAX_ROUTES || ROUTES[r].method == NULL)
@@ -344,19 +357,8 @@ static void render_requests(sbuf *b)
             if (total == 0)
                 continue;
             route_label(r, m, lab, sizeof lab);
-            uint64_t cum = 0;
-            for (size_t i = 0; i < NLE; i++) {
-                cum += n[i];
-                put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n", lab,
-                    LE[i], (unsigned long long)cum);
-            }
-            put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
-                (unsigned long long)total);
-            char secs[DPB_NUM_MAX];
-            put(b, "dpbudget_http_request_duration_seconds_sum{%s} %s\n", lab,
-                dpb_num_str((double)shard_sum(&shards[0].micros[r][m]) / 1e6, secs));
-            put(b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
-                (unsigned long long)total);
+            put_histogram(b, "dpbudget_http_request_duration_seconds", lab, LE, n, NLE, total,
+                          (double)shard_sum(&shards[0].micros[r][m]) / 1e6);
         }
     }
 }
@@ -373,20 +375,10 @@ static void render_compute(sbuf *b)
             total += n[i] = shard_sum(&shards[0].chist[a][i]);
         if (total == 0)
             continue;
-        uint64_t cum = 0;
-        for (size_t i = 0; i < NCLE; i++) {
-            cum += n[i];
-            put(b, "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"%g\"} %llu\n",
-                acct_name(a), CLE[i], (unsigned long long)cum);
-        }
-        char secs[DPB_NUM_MAX];
-        put(b,
-            "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"+Inf\"} %llu\n"
-            "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %s\n"
-            "dpbudget_compute_duration_seconds_count{accountant=\"%s\"} %llu\n",
-            acct_name(a), (unsigned long long)total, acct_name(a),
-            dpb_num_str((double)shard_sum(&shards[0].cmicros[a]) / 1e6, secs), acct_name(a),
-            (unsigned long long)total);
+        char lab[64];
+        snprintf(lab, sizeof lab, "accountant=\"%s\"", acct_name(a));
+        put_histogram(b, "dpbudget_compute_duration_seconds", lab, CLE, n, NCLE, total,
+                      (double)shard_sum(&shards[0].cmicros[a]) / 1e6);
     }
 }
 
@@ -425,19 +417,8 @@ static void render_ledger(sbuf *b, ledger *l)
     }
     put(b, "# HELP dpbudget_wal_fsync_seconds fdatasync latency of the write-ahead log.\n"
            "# TYPE dpbudget_wal_fsync_seconds histogram\n");
-    uint64_t cum = 0;
-    for (int i = 0; i < WAL_SYNC_NBUCKETS - 1; i++) {
-        cum += s.sync_hist[i];
-        put(b, "dpbudget_wal_fsync_seconds_bucket{le=\"%g\"} %llu\n", WAL_SYNC_BUCKETS[i],
-            (unsigned long long)cum);
-    }
-    char sum[DPB_NUM_MAX];
-    put(b,
-        "dpbudget_wal_fsync_seconds_bucket{le=\"+Inf\"} %llu\n"
-        "dpbudget_wal_fsync_seconds_sum %s\n"
-        "dpbudget_wal_fsync_seconds_count %llu\n",
-        (unsigned long long)s.sync_count, dpb_num_str(s.sync_seconds, sum),
-        (unsigned long long)s.sync_count);
+    put_histogram(b, "dpbudget_wal_fsync_seconds", "", WAL_SYNC_BUCKETS, s.sync_hist,
+                  WAL_SYNC_NBUCKETS - 1, s.sync_count, s.sync_seconds);
     ledger_snapshot_info si;
     ledger_snapshot_stats(l, &si);
     put(b,
