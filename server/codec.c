@@ -175,35 +175,40 @@ int codec_uint(json_t *obj, const char *path, const char *key, int required, uin
     return 1;
 }
 
+/* The member path.key of obj of the JSON type t (JSON_TRUE: a boolean) into *v (borrowed): 1;
+ * 0 when absent and not required; -1 with pb set (missing_field, or wrong_type "'f' must be
+ * WHAT"). */
+static int typed(json_t *obj, const char *path, const char *key, int required, json_type t,
+                 const char *what, json_t **v, problem *pb)
+{
+    *v = codec_field(obj, path, key, required, pb);
+    if (*v == NULL)
+        return required ? -1 : 0;
+    if (t == JSON_TRUE ? json_is_boolean(*v) : json_typeof(*v) == t)
+        return 1;
+    char f[96];
+    codec_join(f, sizeof f, path, key);
+    problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be %s", f, what);
+    return -1;
+}
+
 int codec_string(json_t *obj, const char *path, const char *key, int required, const char **out,
                  problem *pb)
 {
-    json_t *v = codec_field(obj, path, key, required, pb);
-    if (v == NULL)
-        return required ? -1 : 0;
-    if (!json_is_string(v)) {
-        char f[96];
-        codec_join(f, sizeof f, path, key);
-        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be a string", f);
-        return -1;
-    }
-    *out = json_string_value(v);
-    return 1;
+    json_t *v;
+    int r = typed(obj, path, key, required, JSON_STRING, "a string", &v, pb);
+    if (r > 0)
+        *out = json_string_value(v);
+    return r;
 }
 
 int codec_bool(json_t *obj, const char *path, const char *key, int required, int *out, problem *pb)
 {
-    json_t *v = codec_field(obj, path, key, required, pb);
-    if (v == NULL)
-        return required ? -1 : 0;
-    if (!json_is_boolean(v)) {
-        char f[96];
-        codec_join(f, sizeof f, path, key);
-        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be true or false", f);
-        return -1;
-    }
-    *out = json_is_true(v);
-    return 1;
+    json_t *v;
+    int r = typed(obj, path, key, required, JSON_TRUE, "true or false", &v, pb);
+    if (r > 0)
+        *out = json_is_true(v);
+    return r;
 }
 
 int codec_number_or_inf(json_t *v, const char *f, int allow_inf, double *x, problem *pb)

@@ -8,6 +8,7 @@
 #include "codec.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,76 +57,146 @@ static dp_event *new_event(dp_event_kind k, problem *pb)
     return ev;
 }
 
-/* A positive noise multiplier in (0, 1e6] ([0, 1e6] where allow_zero: no noise, not private);
- * may be left for the solver. */
+/* A new event of kind k for the object j at path once its keys passed the allowlist (NULL
+ * terminated): the opening of every decoder. Owned by the caller; NULL with pb set. */
+static dp_event *begin(json_t *j, const char *path, const char *const *allowed, dp_event_kind k,
+                       problem *pb)
+{
+    if (codec_only_fields(j, path, allowed, pb) < 0)
+        return NULL;
+    return new_event(k, pb);
+}
+
+/* The decoders' one way out after a problem: ev (owned, partly decoded) freed; NULL. */
+static dp_event *discard(dp_event *ev)
+{
+    dp_event_free(ev);
+    return NULL;
+}
+
+/* x checked to lie above lo (lo itself allowed unless lo_open) and at most hi: 0, or -1 with
+ * invalid_parameter "'path.key' must RULE (got x)". */
+static int check_range(double x, const char *path, const char *key, double lo, int lo_open,
+                       double hi, const char *rule, problem *pb)
+{
+    if ((lo_open ? x > lo : x >= lo) && x <= hi)
+        return 0;
+    char f[96], num[DPB_NUM_MAX];
+    codec_join(f, sizeof f, path, key);
+    problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must %s (got %s)", f, rule, dpb_num_str(x, num));
+    return -1;
+}
+
+/* The required number path.key checked as check_range does, into *out: 0, or -1 with pb set
+ * (*out may then hold the refused value). */
+static int ranged(json_t *j, const char *path, const char *key, double lo, int lo_open, double hi,
+                  const char *rule, double *out, problem *pb)
+{
+    if (codec_number(j, path, key, 1, out, pb) < 0)
+        return -1;
+    return check_range(*out, path, key, lo, lo_open, hi, rule, pb);
+}
+
+/* A positive finite number field (required; >= 0 where allow_zero), with a clear message. */
+static int positive(json_t *j, const char *path, const char *key, double *out, int allow_zero,
+                    problem *pb)
+{
+    return ranged(j, path, key, 0.0, !allow_zero, HUGE_VAL, allow_zero ? "be >= 0" : "be > 0", out,
+                  pb);
+}
+
+/* The string path.key as the index of its name in names (NULL-terminated) into *out: 1; 0 when
+ * absent and not required (*out left alone); -1 with pb set, an unknown name answered
+ * "'f' must be \"a\", \"b\" or \"c\"". */
+static int choice(json_t *j, const char *path, const char *key, int required,
+                  const char *const *names, int *out, problem *pb)
+{
+    const char *s;
+    int r = codec_string(j, path, key, required, &s, pb);
+    if (r <= 0)
+        return r;
+    int n = 0;
+    for (; names[n]; n++)
+        if (strcmp(s, names[n]) == 0) {
+            *out = n;
+            return 1;
+        }
+    char f[96], list[160] = "";
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s\"%s\"",
+                 i == 0       ? ""
+                 : i == n - 1 ? " or "
+                              : ", ",
+                 names[i]);
+    }
+    codec_join(f, sizeof f, path, key);
+    problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s", f, list);
+    return -1;
+}
+
+/* The required list path.key of min to max members (borrowed), its path into f (96 bytes);
+ * NULL with pb set: missing_field, wrong_type, or too_many_values "'f' must be a list of min
+ * to max WHAT". */
+static json_t *list_field(json_t *j, const char *path, const char *key, size_t min, size_t max,
+                          const char *what, char f[96], problem *pb)
+{
+    codec_join(f, 96, path, key);
+    json_t *a = codec_field(j, path, key, 1, pb);
+    if (a == NULL)
+        return NULL;
+    if (!json_is_array(a) || json_array_size(a) < min || json_array_size(a) > max) {
+        problem_set(pb, json_is_array(a) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
+                    "'%s' must be a list of %zu to %zu %s", f, min, max, what);
+        return NULL;
+    }
+    return a;
+}
+
+/* A noise multiplier in (0, 1e6] ([0, 1e6] where allow_zero: no noise, not private) at
+ * path.noise_multiplier into *slot: 0, or -1 with pb set. */
+static int noise_multiplier(json_t *j, const char *path, double *slot, int allow_zero, problem *pb)
+{
+    return ranged(j, path, "noise_multiplier", 0.0, !allow_zero, 1e6,
+                  allow_zero ? "be >= 0 (0: no noise) and at most 1e6"
+                             : "be greater than 0 and at most 1e6",
+                  slot, pb);
+}
+
+/* The same, where the multiplier may be left for the solver. */
 static int decode_noise_z(json_t *j, const char *path, dp_param solve_for, dp_event *ev,
                           double *slot, int allow_zero, problem *pb)
 {
     if (leave_for_solver(j, "noise_multiplier", DP_PARAM_NOISE_MULTIPLIER, solve_for, ev))
         return 0;
-    double s;
-    if (codec_number(j, path, "noise_multiplier", 1, &s, pb) < 0)
-        return -1;
-    if (!((allow_zero ? s >= 0.0 : s > 0.0) && s <= 1e6)) {
-        char f[96];
-        codec_join(f, sizeof f, path, "noise_multiplier");
-        char num[DPB_NUM_MAX];
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s and at most 1e6 (got %s)", f,
-                    allow_zero ? ">= 0 (0: no noise)" : "greater than 0", dpb_num_str(s, num));
-        return -1;
-    }
-    *slot = s;
-    return 0;
-}
-
-static int decode_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev, double *slot,
-                        problem *pb)
-{
-    return decode_noise_z(j, path, solve_for, ev, slot, 0, pb);
+    return noise_multiplier(j, path, slot, allow_zero, pb);
 }
 
 static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "noise_multiplier", "rounds", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = dp_event_new(DP_EV_SHUFFLED_EPOCH);
-    if (ev == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        return NULL;
-    }
-    if (decode_noise(j, path, solve_for, ev, &ev->u.shuffled.noise_multiplier, pb) < 0)
-        goto fail;
+    dp_event *ev = begin(j, path, allowed, DP_EV_SHUFFLED_EPOCH, pb);
+    if (ev == NULL ||
+        decode_noise_z(j, path, solve_for, ev, &ev->u.shuffled.noise_multiplier, 0, pb) < 0)
+        return discard(ev);
     if (!leave_for_solver(j, "rounds", DP_PARAM_ROUNDS, solve_for, ev) &&
         codec_uint(j, path, "rounds", 1, 1, (uint64_t)INT64_MAX, &ev->u.shuffled.rounds, pb) < 0)
-        goto fail;
+        return discard(ev);
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 static dp_event *decode_self(json_t *j, const char *path, dp_param solve_for, int depth,
                              problem *pb)
 {
     static const char *const allowed[] = {"class_name", "event", "count", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
+    dp_event *ev = begin(j, path, allowed, DP_EV_SELF_COMPOSED, pb);
+    if (ev == NULL)
         return NULL;
-    dp_event *ev = dp_event_new(DP_EV_SELF_COMPOSED);
-    if (ev == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        return NULL;
-    }
     if (!leave_for_solver(j, "count", DP_PARAM_COUNT, solve_for, ev) &&
         codec_uint(j, path, "count", 1, 1, (uint64_t)MAX_EXACT_INT, &ev->u.self.count, pb) < 0)
-        goto fail;
+        return discard(ev);
     ev->u.self.event = decode_child(j, path, solve_for, depth, pb);
-    if (ev->u.self.event == NULL)
-        goto fail;
-    return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
+    return ev->u.self.event ? ev : discard(ev);
 }
 
 static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for, int depth,
@@ -135,32 +206,23 @@ static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for
     if (codec_only_fields(j, path, allowed, pb) < 0)
         return NULL;
     char f[96];
-    codec_join(f, sizeof f, path, "events");
-    json_t *arr = codec_field(j, path, "events", 1, pb);
+    json_t *arr = list_field(j, path, "events", 0, 1000, "events (none: the identity)", f, pb);
     if (arr == NULL)
         return NULL;
-    if (!json_is_array(arr) || json_array_size(arr) > 1000) {
-        problem_set(pb, json_is_array(arr) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
-                    "'%s' must be a list of 0 to 1000 events (none: the identity)", f);
-        return NULL;
-    }
     dp_event *ev = dp_event_new(DP_EV_COMPOSED);
     size_t n = json_array_size(arr);
     if (ev)
         ev->u.composed.events = calloc(n ? n : 1, sizeof(dp_event *));
     if (ev == NULL || ev->u.composed.events == NULL) {
-        dp_event_free(ev);
         problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        return NULL;
+        return discard(ev);
     }
     for (size_t i = 0; i < n; i++) {
         char fi[96];
         snprintf(fi, sizeof fi, "%s[%zu]", f, i);
         dp_event *child = decode(json_array_get(arr, i), fi, solve_for, depth + 1, pb);
-        if (child == NULL) {
-            dp_event_free(ev);
-            return NULL;
-        }
+        if (child == NULL)
+            return discard(ev);
         ev->u.composed.events[ev->u.composed.n++] = child;
     }
     return ev;
@@ -170,13 +232,9 @@ static dp_event *decode_noise_event(json_t *j, const char *path, dp_event_kind k
                                     dp_param solve_for, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "noise_multiplier", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(k, pb);
-    if (ev && decode_noise_z(j, path, solve_for, ev, &ev->u.noise.noise_multiplier, 1, pb) < 0) {
-        dp_event_free(ev);
-        return NULL;
-    }
+    dp_event *ev = begin(j, path, allowed, k, pb);
+    if (ev && decode_noise_z(j, path, solve_for, ev, &ev->u.noise.noise_multiplier, 1, pb) < 0)
+        return discard(ev);
     return ev;
 }
 
@@ -187,23 +245,10 @@ static dp_event *decode_eps_delta(json_t *j, const char *path, problem *pb)
         return NULL;
     double e, d;
     if (codec_number(j, path, "epsilon", 1, &e, pb) < 0 ||
-        codec_number(j, path, "delta", 1, &d, pb) < 0)
+        codec_number(j, path, "delta", 1, &d, pb) < 0 ||
+        check_range(e, path, "epsilon", 0.0, 0, 1e4, "lie in [0, 1e4]", pb) < 0 ||
+        check_range(d, path, "delta", 0.0, 0, 1.0, "lie in [0, 1]", pb) < 0)
         return NULL;
-    char f[96];
-    if (!(e >= 0.0 && e <= 1e4)) {
-        codec_join(f, sizeof f, path, "epsilon");
-        char num[DPB_NUM_MAX];
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1e4] (got %s)", f,
-                    dpb_num_str(e, num));
-        return NULL;
-    }
-    if (!(d >= 0.0 && d <= 1.0)) {
-        codec_join(f, sizeof f, path, "delta");
-        char num[DPB_NUM_MAX];
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
-                    dpb_num_str(d, num));
-        return NULL;
-    }
     dp_event *ev = new_event(DP_EV_EPSILON_DELTA, pb);
     if (ev) {
         ev->u.epsdelta.epsilon = e;
@@ -216,50 +261,16 @@ static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for,
                                 problem *pb)
 {
     static const char *const allowed[] = {"class_name", "sampling_probability", "event", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_POISSON_SAMPLED, pb);
+    dp_event *ev = begin(j, path, allowed, DP_EV_POISSON_SAMPLED, pb);
     if (ev == NULL)
         return NULL;
-    char f[96];
     if (!leave_for_solver(j, "sampling_probability", DP_PARAM_SAMPLING_PROBABILITY, solve_for,
-                          ev)) {
-        double q;
-        if (codec_number(j, path, "sampling_probability", 1, &q, pb) < 0)
-            goto fail;
-        if (!(q >= 0.0 && q <= 1.0)) {
-            codec_join(f, sizeof f, path, "sampling_probability");
-            char num[DPB_NUM_MAX];
-            problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
-                        dpb_num_str(q, num));
-            goto fail;
-        }
-        ev->u.sampled.sampling_probability = q;
-    }
+                          ev) &&
+        ranged(j, path, "sampling_probability", 0.0, 0, 1.0, "lie in [0, 1]",
+               &ev->u.sampled.sampling_probability, pb) < 0)
+        return discard(ev);
     ev->u.sampled.event = decode_child(j, path, solve_for, depth, pb);
-    if (ev->u.sampled.event == NULL)
-        goto fail;
-    return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
-}
-
-/* A positive finite number field (required), with a clear message. */
-static int positive(json_t *j, const char *path, const char *key, double *out, int allow_zero,
-                    problem *pb)
-{
-    if (codec_number(j, path, key, 1, out, pb) < 0)
-        return -1;
-    if (allow_zero ? !(*out >= 0.0) : !(*out > 0.0)) {
-        char f[96];
-        codec_join(f, sizeof f, path, key);
-        char num[DPB_NUM_MAX];
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be %s (got %s)", f,
-                    allow_zero ? ">= 0" : "> 0", dpb_num_str(*out, num));
-        return -1;
-    }
-    return 0;
+    return ev->u.sampled.event ? ev : discard(ev);
 }
 
 /* {"c1": ..., "c2": ...[, "alpha": ...]}; c1 may be left for the solver. */
@@ -285,39 +296,26 @@ static int decode_schedule(json_t *s, const char *path, int online, dp_param sol
     return 0;
 }
 
-static dp_event *decode_pnsgd(json_t *j, const char *path, dp_param solve_for, problem *pb)
+/* The noise of a ProjectedNoisySgdDpEvent: its kind, then exactly one of its level (noise_std
+ * or laplace_scale, by the kind; may be left for the solver), a noise_schedule or an
+ * online_schedule. 0, or -1 with pb set. */
+static int decode_pnsgd_noise(json_t *j, const char *path, dp_param solve_for, dp_event *ev,
+                              problem *pb)
 {
-    static const char *const allowed[] = {
-        "class_name",       "noise",           "noise_std", "laplace_scale",
-        "noise_schedule",   "online_schedule", "lipschitz", "smoothness",
-        "strong_convexity", "learning_rate",   "diameter",  "interval",
-        "dataset_size",     "order",           "index",     NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_PNSGD, pb);
-    if (ev == NULL)
-        return NULL;
+    static const char *const kinds[] = {"gaussian", "laplace", NULL};
     pnsgd_params *p = &ev->u.pnsgd;
+    int kind;
+    if (choice(j, path, "noise", 1, kinds, &kind, pb) < 0)
+        return -1;
+    p->noise = (pnsgd_noise)kind;
     char f[96];
-    const char *s;
-    if (codec_string(j, path, "noise", 1, &s, pb) < 0)
-        goto fail;
-    if (strcmp(s, "gaussian") == 0)
-        p->noise = PNSGD_GAUSSIAN;
-    else if (strcmp(s, "laplace") == 0)
-        p->noise = PNSGD_LAPLACE;
-    else {
-        codec_join(f, sizeof f, path, "noise");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"gaussian\" or \"laplace\"", f);
-        goto fail;
-    }
     const char *level_key = p->noise == PNSGD_GAUSSIAN ? "noise_std" : "laplace_scale";
     const char *other_key = p->noise == PNSGD_GAUSSIAN ? "laplace_scale" : "noise_std";
     if (json_object_get(j, other_key)) {
         codec_join(f, sizeof f, path, other_key);
         problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' does not go with noise \"%s\"; use '%s'", f,
-                    s, level_key);
-        goto fail;
+                    kinds[kind], level_key);
+        return -1;
     }
     json_t *sched = json_object_get(j, "noise_schedule"),
            *online = json_object_get(j, "online_schedule");
@@ -328,77 +326,99 @@ static dp_event *decode_pnsgd(json_t *j, const char *path, dp_param solve_for, p
                     "give exactly one of '%s', 'noise_schedule' {c1, c2} (seed 000 Theorems 3/4) "
                     "or 'online_schedule' {alpha, c1, c2} (Theorems 5/6)",
                     level_key);
-        goto fail;
+        return -1;
     }
     if (given) {
         p->mode = PNSGD_NOISE_GIVEN;
         if (!leave_for_solver(j, level_key, DP_PARAM_NOISE_SCALE, solve_for, ev) &&
             positive(j, path, level_key, &p->noise_level, 0, pb) < 0)
-            goto fail;
-    } else {
-        p->mode = sched ? PNSGD_NOISE_SCHEDULE : PNSGD_NOISE_ONLINE;
-        codec_join(f, sizeof f, path, sched ? "noise_schedule" : "online_schedule");
-        if (decode_schedule(sched ? sched : online, f, online != NULL, solve_for, ev, pb) < 0)
-            goto fail;
+            return -1;
+        return 0;
     }
-    if (positive(j, path, "lipschitz", &p->lipschitz, 0, pb) < 0 ||
-        positive(j, path, "smoothness", &p->smoothness, 0, pb) < 0 ||
-        positive(j, path, "strong_convexity", &p->strong_convexity, 1, pb) < 0 ||
-        positive(j, path, "learning_rate", &p->learning_rate, 0, pb) < 0)
-        goto fail;
+    p->mode = sched ? PNSGD_NOISE_SCHEDULE : PNSGD_NOISE_ONLINE;
+    codec_join(f, sizeof f, path, sched ? "noise_schedule" : "online_schedule");
+    return decode_schedule(sched ? sched : online, f, online != NULL, solve_for, ev, pb);
+}
+
+/* The constraint set: its diameter for Gaussian noise, the interval [a, b] for Laplace noise
+ * (the other one refused). 0, or -1 with pb set. */
+static int decode_pnsgd_domain(json_t *j, const char *path, pnsgd_params *p, problem *pb)
+{
+    char f[96];
     if (p->noise == PNSGD_GAUSSIAN) {
         if (positive(j, path, "diameter", &p->diameter, 0, pb) < 0)
-            goto fail;
+            return -1;
         if (json_object_get(j, "interval")) {
             codec_join(f, sizeof f, path, "interval");
             problem_set(pb, PB_INVALID_PARAMETER, f,
                         "Gaussian noise takes the constraint set's 'diameter', not 'interval'");
-            goto fail;
+            return -1;
         }
-    } else {
-        json_t *iv = codec_field(j, path, "interval", 1, pb);
-        codec_join(f, sizeof f, path, "interval");
-        if (iv == NULL)
-            goto fail;
-        if (json_object_get(j, "diameter")) {
-            problem_set(pb, PB_INVALID_PARAMETER, f,
-                        "Laplace noise takes the constraint 'interval' [a, b], not 'diameter'");
-            goto fail;
-        }
-        if (!json_is_array(iv) || json_array_size(iv) != 2 ||
-            !json_is_number(json_array_get(iv, 0)) || !json_is_number(json_array_get(iv, 1))) {
-            problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be [a, b], two numbers", f);
-            goto fail;
-        }
-        p->lo = json_number_value(json_array_get(iv, 0));
-        p->hi = json_number_value(json_array_get(iv, 1));
+        return 0;
     }
-    if (!leave_for_solver(j, "dataset_size", DP_PARAM_DATASET_SIZE, solve_for, ev) &&
-        codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &p->n, pb) < 0)
-        goto fail;
-    if (codec_string(j, path, "order", 1, &s, pb) < 0)
-        goto fail;
-    if (strcmp(s, "fixed_index") == 0)
-        p->order = PNSGD_FIXED;
-    else if (strcmp(s, "randomly_stopped") == 0)
-        p->order = PNSGD_STOPPED;
-    else if (strcmp(s, "shuffled") == 0)
-        p->order = PNSGD_SHUFFLED;
-    else {
-        codec_join(f, sizeof f, path, "order");
+    json_t *iv = codec_field(j, path, "interval", 1, pb);
+    codec_join(f, sizeof f, path, "interval");
+    if (iv == NULL)
+        return -1;
+    if (json_object_get(j, "diameter")) {
         problem_set(pb, PB_INVALID_PARAMETER, f,
-                    "'%s' must be \"fixed_index\", \"randomly_stopped\" or \"shuffled\"", f);
-        goto fail;
+                    "Laplace noise takes the constraint 'interval' [a, b], not 'diameter'");
+        return -1;
     }
+    if (!json_is_array(iv) || json_array_size(iv) != 2 || !json_is_number(json_array_get(iv, 0)) ||
+        !json_is_number(json_array_get(iv, 1))) {
+        problem_set(pb, PB_WRONG_TYPE, f, "'%s' must be [a, b], two numbers", f);
+        return -1;
+    }
+    p->lo = json_number_value(json_array_get(iv, 0));
+    p->hi = json_number_value(json_array_get(iv, 1));
+    return 0;
+}
+
+/* The order of the updates and the index it may need. 0, or -1 with pb set. */
+static int decode_pnsgd_order(json_t *j, const char *path, pnsgd_params *p, problem *pb)
+{
+    static const char *const orders[] = {"fixed_index", "randomly_stopped", "shuffled", NULL};
+    int order;
+    if (choice(j, path, "order", 1, orders, &order, pb) < 0)
+        return -1;
+    p->order = (pnsgd_order)order;
     int need_index = p->order == PNSGD_FIXED;
     if (codec_uint(j, path, "index", need_index, 1, (uint64_t)MAX_EXACT_INT, &p->index, pb) < 0)
-        goto fail;
+        return -1;
     if (p->order == PNSGD_SHUFFLED && json_object_get(j, "index")) {
+        char f[96];
         codec_join(f, sizeof f, path, "index");
         problem_set(pb, PB_INVALID_PARAMETER, f,
                     "the shuffled order has no fixed index: leave 'index' out");
-        goto fail;
+        return -1;
     }
+    return 0;
+}
+
+static dp_event *decode_pnsgd(json_t *j, const char *path, dp_param solve_for, problem *pb)
+{
+    static const char *const allowed[] = {
+        "class_name",       "noise",           "noise_std", "laplace_scale",
+        "noise_schedule",   "online_schedule", "lipschitz", "smoothness",
+        "strong_convexity", "learning_rate",   "diameter",  "interval",
+        "dataset_size",     "order",           "index",     NULL};
+    dp_event *ev = begin(j, path, allowed, DP_EV_PNSGD, pb);
+    if (ev == NULL)
+        return NULL;
+    pnsgd_params *p = &ev->u.pnsgd;
+    if (decode_pnsgd_noise(j, path, solve_for, ev, pb) < 0 ||
+        positive(j, path, "lipschitz", &p->lipschitz, 0, pb) < 0 ||
+        positive(j, path, "smoothness", &p->smoothness, 0, pb) < 0 ||
+        positive(j, path, "strong_convexity", &p->strong_convexity, 1, pb) < 0 ||
+        positive(j, path, "learning_rate", &p->learning_rate, 0, pb) < 0 ||
+        decode_pnsgd_domain(j, path, p, pb) < 0)
+        return discard(ev);
+    if (!leave_for_solver(j, "dataset_size", DP_PARAM_DATASET_SIZE, solve_for, ev) &&
+        codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &p->n, pb) < 0)
+        return discard(ev);
+    if (decode_pnsgd_order(j, path, p, pb) < 0)
+        return discard(ev);
     /* Domain checks with unknowns filled by harmless placeholders. */
     pnsgd_params probe = *p;
     if (ev->unknown == DP_PARAM_NOISE_SCALE)
@@ -409,60 +429,42 @@ static dp_event *decode_pnsgd(json_t *j, const char *path, dp_param solve_for, p
         probe.c1 = 1.0;
     dpb_error e = {0};
     if (pnsgd_check(&probe, &e) != DPB_OK) {
+        char f[96];
         codec_join(f, sizeof f, path, e.field);
         problem_set(pb, PB_INVALID_PARAMETER, f, "%s", e.detail);
-        goto fail;
+        return discard(ev);
     }
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 static dp_event *decode_proactive(json_t *j, const char *path, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "dataset_size", "phases", "variant", NULL};
     static const char *const phase_fields[] = {"noise_multiplier", "batch_size", "rounds", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_PROACTIVE, pb);
+    static const char *const variants[] = {"corrected", "paper", NULL};
+    dp_event *ev = begin(j, path, allowed, DP_EV_PROACTIVE, pb);
     if (ev == NULL)
         return NULL;
     char f[96];
     uint64_t n;
+    int variant = PRO_CORRECTED;
     if (codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &n, pb) < 0)
-        goto fail;
+        return discard(ev);
     ev->u.proactive.dataset_size = (double)n;
-    const char *v = "corrected";
-    if (codec_string(j, path, "variant", 0, &v, pb) < 0)
-        goto fail;
-    if (strcmp(v, "corrected") == 0)
-        ev->u.proactive.variant = PRO_CORRECTED;
-    else if (strcmp(v, "paper") == 0)
-        ev->u.proactive.variant = PRO_PAPER;
-    else {
-        codec_join(f, sizeof f, path, "variant");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"corrected\" or \"paper\"", f);
-        goto fail;
-    }
-    codec_join(f, sizeof f, path, "phases");
-    json_t *ph = codec_field(j, path, "phases", 1, pb);
+    if (choice(j, path, "variant", 0, variants, &variant, pb) < 0)
+        return discard(ev);
+    ev->u.proactive.variant = (pro_variant)variant;
+    json_t *ph = list_field(j, path, "phases", 1, 1000,
+                            "phases {noise_multiplier, batch_size, rounds}", f, pb);
     if (ph == NULL)
-        goto fail;
-    if (!json_is_array(ph) || json_array_size(ph) == 0 || json_array_size(ph) > 1000) {
-        problem_set(pb, json_is_array(ph) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
-                    "'%s' must be a list of 1 to 1000 phases {noise_multiplier, batch_size, "
-                    "rounds}",
-                    f);
-        goto fail;
-    }
+        return discard(ev);
     size_t np = json_array_size(ph);
     ev->u.proactive.sigma = calloc(np, sizeof(double));
     ev->u.proactive.batch = calloc(np, sizeof(double));
     ev->u.proactive.rounds = calloc(np, sizeof(double));
     if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
         problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
+        return discard(ev);
     }
     ev->u.proactive.nphases = (int)np;
     for (size_t i = 0; i < np; i++) {
@@ -473,21 +475,18 @@ static dp_event *decode_proactive(json_t *j, const char *path, problem *pb)
         double sg;
         if (!json_is_object(x)) {
             problem_set(pb, PB_WRONG_TYPE, fi, "'%s' must be an object", fi);
-            goto fail;
+            return discard(ev);
         }
         if (codec_only_fields(x, fi, phase_fields, pb) < 0 ||
             positive(x, fi, "noise_multiplier", &sg, 0, pb) < 0 ||
             codec_uint(x, fi, "batch_size", 1, 1, n, &b, pb) < 0 ||
             codec_uint(x, fi, "rounds", 1, 1, (uint64_t)MAX_EXACT_INT, &t, pb) < 0)
-            goto fail;
+            return discard(ev);
         ev->u.proactive.sigma[i] = sg;
         ev->u.proactive.batch[i] = (double)b;
         ev->u.proactive.rounds[i] = (double)t;
     }
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 static dp_event *decode_sgld(json_t *j, const char *path, problem *pb)
@@ -495,41 +494,28 @@ static dp_event *decode_sgld(json_t *j, const char *path, problem *pb)
     static const char *const allowed[] = {
         "class_name", "clipping_norm", "batch_size", "dataset_size",
         "step_size",  "steps",         "sampling",   NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_SGLD, pb);
+    static const char *const samplings[] = {"poisson", "cyclic", NULL};
+    dp_event *ev = begin(j, path, allowed, DP_EV_SGLD, pb);
     if (ev == NULL)
         return NULL;
     sgld_params *p = &ev->u.sgld;
-    char f[96];
     json_t *c = json_object_get(j, "clipping_norm");
     p->clipped = c != NULL && !json_is_null(c);
     if (p->clipped && positive(j, path, "clipping_norm", &p->clipping_norm, 0, pb) < 0)
-        goto fail;
+        return discard(ev);
     uint64_t b, n;
+    int sampling;
     if (codec_uint(j, path, "dataset_size", 1, 1, (uint64_t)MAX_EXACT_INT, &n, pb) < 0 ||
         codec_uint(j, path, "batch_size", 1, 1, n, &b, pb) < 0 ||
         positive(j, path, "step_size", &p->step_size, 0, pb) < 0 ||
         codec_uint(j, path, "steps", 1, 1, (uint64_t)MAX_EXACT_INT, &p->steps, pb) < 0)
-        goto fail;
+        return discard(ev);
     p->batch_size = (double)b;
     p->dataset_size = (double)n;
-    const char *s;
-    if (codec_string(j, path, "sampling", 1, &s, pb) < 0)
-        goto fail;
-    if (strcmp(s, "poisson") == 0)
-        p->sampling = SGLD_POISSON;
-    else if (strcmp(s, "cyclic") == 0)
-        p->sampling = SGLD_CYCLIC;
-    else {
-        codec_join(f, sizeof f, path, "sampling");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must be \"poisson\" or \"cyclic\"", f);
-        goto fail;
-    }
+    if (choice(j, path, "sampling", 1, samplings, &sampling, pb) < 0)
+        return discard(ev);
+    p->sampling = (sgld_sampling)sampling;
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 /* ---- fixed-size and truncated sampling, tree aggregation (event kinds 21..28) ------------ */
@@ -545,47 +531,47 @@ static dp_event *decode_fixed_sample(json_t *j, const char *path, dp_event_kind 
 {
     static const char *const allowed[] = {"class_name", "source_dataset_size", "sample_size",
                                           "event", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(k, pb);
+    dp_event *ev = begin(j, path, allowed, k, pb);
     if (ev == NULL)
         return NULL;
-    char f[96];
     if (codec_uint(j, path, "source_dataset_size", 1, 1, MAX_POPULATION, &ev->u.fixed.population,
                    pb) < 0 ||
         codec_uint(j, path, "sample_size", 1, 0, MAX_POPULATION, &ev->u.fixed.sample_size, pb) < 0)
-        goto fail;
+        return discard(ev);
     if (ev->u.fixed.sample_size > ev->u.fixed.population) {
+        char f[96];
         codec_join(f, sizeof f, path, "sample_size");
         problem_set(pb, PB_INVALID_PARAMETER, f,
                     "'%s' (%llu) must be at most source_dataset_size (%llu)", f,
                     (unsigned long long)ev->u.fixed.sample_size,
                     (unsigned long long)ev->u.fixed.population);
-        goto fail;
+        return discard(ev);
     }
     ev->u.fixed.event = decode_child(j, path, solve_for, depth, pb);
-    if (ev->u.fixed.event == NULL)
-        goto fail;
-    return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
+    return ev->u.fixed.event ? ev : discard(ev);
 }
 
-/* A noise multiplier in (0, 1e6] that the solver cannot be asked for. */
-static int decode_fixed_noise(json_t *j, const char *path, double *out, problem *pb)
+/* One step count of a tree (sc itself when scalar, else its member i) into *out: 0, or -1 with
+ * pb set naming the real field (f, or fi for a member), not codec_uint's scratch one. */
+static int tree_step(json_t *sc, size_t i, int scalar, const char *f, const char *fi, uint64_t *out,
+                     problem *pb)
 {
-    if (codec_number(j, path, "noise_multiplier", 1, out, pb) < 0)
-        return -1;
-    if (!(*out > 0.0 && *out <= 1e6)) {
-        char f[96], num[DPB_NUM_MAX];
-        codec_join(f, sizeof f, path, "noise_multiplier");
-        problem_set(pb, PB_INVALID_PARAMETER, f,
-                    "'%s' must be greater than 0 and at most 1e6 (got %s)", f,
-                    dpb_num_str(*out, num));
-        return -1;
+    /* each element goes through codec_uint as a one-member object */
+    json_t *one = json_pack("{s:O}", "v", scalar ? sc : json_array_get(sc, i));
+    int r = one ? codec_uint(one, "", "v", 1, 0, (uint64_t)MAX_EXACT_INT, out, pb) : -1;
+    json_decref(one);
+    if (r >= 0)
+        return 0;
+    if (one == NULL) {
+        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    } else {
+        problem_code c = pb->code;
+        pb->code = PB_NONE;
+        problem_set(pb, c, scalar ? f : fi,
+                    "'%s' must be a whole number of steps >= 0 (or a list of them)",
+                    scalar ? f : fi);
     }
-    return 0;
+    return -1;
 }
 
 /* SingleEpochTreeAggregationDpEvent: noise_multiplier and step_counts (a whole number or a
@@ -593,60 +579,39 @@ static int decode_fixed_noise(json_t *j, const char *path, double *out, problem 
 static dp_event *decode_tree(json_t *j, const char *path, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "noise_multiplier", "step_counts", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_TREE_AGGREGATION, pb);
+    dp_event *ev = begin(j, path, allowed, DP_EV_TREE_AGGREGATION, pb);
     if (ev == NULL)
         return NULL;
     char f[96];
     codec_join(f, sizeof f, path, "step_counts");
-    if (decode_fixed_noise(j, path, &ev->u.tree.noise_multiplier, pb) < 0)
-        goto fail;
+    if (noise_multiplier(j, path, &ev->u.tree.noise_multiplier, 0, pb) < 0)
+        return discard(ev);
     json_t *sc = codec_field(j, path, "step_counts", 1, pb);
     if (sc == NULL)
-        goto fail;
+        return discard(ev);
     size_t n = json_is_array(sc) ? json_array_size(sc) : 1;
     if (json_is_array(sc) && (n == 0 || n > MAX_TREE_STEPS)) {
         problem_set(pb, PB_TOO_MANY_VALUES, f, "'%s' must hold between 1 and %d step counts", f,
                     MAX_TREE_STEPS);
-        goto fail;
+        return discard(ev);
     }
     ev->u.tree.scalar = !json_is_array(sc);
     ev->u.tree.steps = calloc(n, sizeof(uint64_t));
     if (ev->u.tree.steps == NULL) {
         problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
+        return discard(ev);
     }
     for (size_t i = 0; i < n; i++) {
-        /* each element goes through codec_uint as a one-member object */
-        json_t *one = json_pack("{s:O}", "v", ev->u.tree.scalar ? sc : json_array_get(sc, i));
         char fi[96];
         if (ev->u.tree.scalar)
             snprintf(fi, sizeof fi, "%s", path);
         else
             snprintf(fi, sizeof fi, "%s[%zu]", f, i);
-        int r =
-            one ? codec_uint(one, "", "v", 1, 0, (uint64_t)MAX_EXACT_INT, &ev->u.tree.steps[i], pb)
-                : -1;
-        json_decref(one);
-        if (r < 0) {
-            if (one == NULL)
-                problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-            else { /* name the real field, not the scratch one */
-                problem_code c = pb->code;
-                pb->code = PB_NONE;
-                problem_set(pb, c, ev->u.tree.scalar ? f : fi,
-                            "'%s' must be a whole number of steps >= 0 (or a list of them)",
-                            ev->u.tree.scalar ? f : fi);
-            }
-            goto fail;
-        }
+        if (tree_step(sc, i, ev->u.tree.scalar, f, fi, &ev->u.tree.steps[i], pb) < 0)
+            return discard(ev);
         ev->u.tree.nsteps++;
     }
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 /* TruncatedSubsampledGaussianDpEvent: dataset_size, sampling_probability,
@@ -656,40 +621,24 @@ static dp_event *decode_truncated(json_t *j, const char *path, problem *pb)
     static const char *const allowed[] = {"class_name",           "dataset_size",
                                           "sampling_probability", "truncated_batch_size",
                                           "noise_multiplier",     NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_TRUNCATED_GAUSSIAN, pb);
+    dp_event *ev = begin(j, path, allowed, DP_EV_TRUNCATED_GAUSSIAN, pb);
     if (ev == NULL)
         return NULL;
-    double q;
     if (codec_uint(j, path, "dataset_size", 1, 1, MAX_POPULATION, &ev->u.truncated.dataset_size,
                    pb) < 0 ||
-        codec_number(j, path, "sampling_probability", 1, &q, pb) < 0)
-        goto fail;
-    if (!(q >= 0.0 && q <= 1.0)) {
-        char f[96], num[DPB_NUM_MAX];
-        codec_join(f, sizeof f, path, "sampling_probability");
-        problem_set(pb, PB_INVALID_PARAMETER, f, "'%s' must lie in [0, 1] (got %s)", f,
-                    dpb_num_str(q, num));
-        goto fail;
-    }
-    ev->u.truncated.sampling_probability = q;
-    if (codec_uint(j, path, "truncated_batch_size", 1, 0, (uint64_t)MAX_EXACT_INT,
+        ranged(j, path, "sampling_probability", 0.0, 0, 1.0, "lie in [0, 1]",
+               &ev->u.truncated.sampling_probability, pb) < 0 ||
+        codec_uint(j, path, "truncated_batch_size", 1, 0, (uint64_t)MAX_EXACT_INT,
                    &ev->u.truncated.batch_size, pb) < 0 ||
-        decode_fixed_noise(j, path, &ev->u.truncated.noise_multiplier, pb) < 0)
-        goto fail;
+        noise_multiplier(j, path, &ev->u.truncated.noise_multiplier, 0, pb) < 0)
+        return discard(ev);
     return ev;
-fail:
-    dp_event_free(ev);
-    return NULL;
 }
 
 static dp_event *decode_empty(json_t *j, const char *path, dp_event_kind k, problem *pb)
 {
     static const char *const allowed[] = {"class_name", NULL};
-    if (codec_only_fields(j, path, allowed, pb) < 0)
-        return NULL;
-    return new_event(k, pb);
+    return begin(j, path, allowed, k, pb);
 }
 
 /* ---- issue 16: dp_accounting's mechanism events ----------------------------------------- */
@@ -717,105 +666,14 @@ static int bounded(json_t *j, const char *path, const char *key, int required, d
     return 1;
 }
 
-static dp_event *decode_rr(json_t *j, const char *path, problem *pb)
-{
-    static const char *const allowed[] = {"class_name", "noise_parameter", "num_buckets", NULL};
-    double p;
-    uint64_t k;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "noise_parameter", 1, 0.0, 1.0, 0, &p, pb) < 0 ||
-        codec_uint(j, path, "num_buckets", 1, 1, (uint64_t)MAX_EXACT_INT, &k, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_RANDOMIZED_RESPONSE, pb);
-    if (ev) {
-        ev->u.rr.noise_parameter = p;
-        ev->u.rr.num_buckets = k;
-    }
-    return ev;
-}
-
-static dp_event *decode_dgauss(json_t *j, const char *path, problem *pb)
-{
-    static const char *const allowed[] = {"class_name", "sigma", "sensitivity", "dimension", NULL};
-    double sigma, sens = 1.0;
-    uint64_t dim = 0;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "sigma", 1, 0.0, 1e6, 0, &sigma, pb) < 0 ||
-        bounded(j, path, "sensitivity", 0, 1e-6, 1e6, 0, &sens, pb) < 0)
-        return NULL;
-    json_t *d = json_object_get(j, "dimension");
-    if (d && !json_is_null(d) &&
-        codec_uint(j, path, "dimension", 1, 1, (uint64_t)MAX_EXACT_INT, &dim, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_DISCRETE_GAUSSIAN, pb);
-    if (ev) {
-        ev->u.dgauss.sigma = sigma;
-        ev->u.dgauss.sensitivity = sens;
-        ev->u.dgauss.dimension = dim;
-    }
-    return ev;
-}
-
-static dp_event *decode_dlap(json_t *j, const char *path, problem *pb)
-{
-    static const char *const allowed[] = {"class_name", "noise_parameter", "sensitivity", NULL};
-    double a;
-    uint64_t d;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "noise_parameter", 1, 0.0, 1e6, 0, &a, pb) < 0 ||
-        codec_uint(j, path, "sensitivity", 1, 0, 1000000, &d, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_DISCRETE_LAPLACE, pb);
-    if (ev) {
-        ev->u.dlap.noise_parameter = a;
-        ev->u.dlap.sensitivity = d;
-    }
-    return ev;
-}
-
-static dp_event *decode_pure(json_t *j, const char *path, dp_event_kind k, problem *pb)
-{
-    static const char *const allowed[] = {"class_name", "epsilon", NULL};
-    double e;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "epsilon", 1, 0.0, 1e4, 0, &e, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(k, pb);
-    if (ev)
-        ev->u.pure.epsilon = e;
-    return ev;
-}
-
-static dp_event *decode_zcdp(json_t *j, const char *path, problem *pb)
-{
-    static const char *const allowed[] = {"class_name", "rho", "xi", NULL};
-    double rho, xi = 0.0;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "rho", 1, 0.0, 1e6, 0, &rho, pb) < 0 ||
-        bounded(j, path, "xi", 0, 0.0, 1e6, 0, &xi, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_ZCDP, pb);
-    if (ev) {
-        ev->u.zcdp.rho = rho;
-        ev->u.zcdp.xi = xi;
-    }
-    return ev;
-}
-
 /* A list of 1 to 1000 numbers in [lo, hi]. */
 static double *number_array(json_t *j, const char *path, const char *key, double lo, double hi,
                             size_t *n, problem *pb)
 {
     char f[96];
-    codec_join(f, sizeof f, path, key);
-    json_t *a = codec_field(j, path, key, 1, pb);
+    json_t *a = list_field(j, path, key, 1, 1000, "numbers", f, pb);
     if (a == NULL)
         return NULL;
-    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 1000) {
-        problem_set(pb, json_is_array(a) ? PB_TOO_MANY_VALUES : PB_WRONG_TYPE, f,
-                    "'%s' must be a list of 1 to 1000 numbers", f);
-        return NULL;
-    }
     *n = json_array_size(a);
     double *v = malloc(*n * sizeof *v);
     if (v == NULL) {
@@ -837,6 +695,78 @@ static double *number_array(json_t *j, const char *path, const char *key, double
         }
     }
     return v;
+}
+
+/* One field of a flat mechanism event (no nested event): a real in [lo, hi] (bounded) or a
+ * whole number in [lo, hi] (codec_uint), stored at off within the dp_event. An optional field
+ * that is absent (a whole number also when null) keeps dflt. */
+typedef struct {
+    const char *key;
+    int whole; /* 1: a whole number (a uint64_t slot); 0: a real (a double slot) */
+    int required;
+    double lo, hi, dflt;
+    size_t off;
+} flat_field;
+
+/* A flat mechanism event: its class, its kind and its fields, in the order they are read and
+ * listed (the key after the last is NULL). */
+typedef struct {
+    const char *cls;
+    dp_event_kind kind;
+    flat_field f[3];
+} flat_event;
+
+#define SLOT(m) offsetof(dp_event, u.m)
+static const flat_event FLAT[] = {
+    {"RandomizedResponseDpEvent",
+     DP_EV_RANDOMIZED_RESPONSE,
+     {{"noise_parameter", 0, 1, 0.0, 1.0, 0.0, SLOT(rr.noise_parameter)},
+      {"num_buckets", 1, 1, 1.0, MAX_EXACT_INT, 0.0, SLOT(rr.num_buckets)}}},
+    {"DiscreteGaussianDpEvent",
+     DP_EV_DISCRETE_GAUSSIAN,
+     {{"sigma", 0, 1, 0.0, 1e6, 0.0, SLOT(dgauss.sigma)},
+      {"sensitivity", 0, 0, 1e-6, 1e6, 1.0, SLOT(dgauss.sensitivity)},
+      {"dimension", 1, 0, 1.0, MAX_EXACT_INT, 0.0, SLOT(dgauss.dimension)}}},
+    {"DiscreteLaplaceDpEvent",
+     DP_EV_DISCRETE_LAPLACE,
+     {{"noise_parameter", 0, 1, 0.0, 1e6, 0.0, SLOT(dlap.noise_parameter)},
+      {"sensitivity", 1, 1, 0.0, 1e6, 0.0, SLOT(dlap.sensitivity)}}},
+    {"ExponentialMechanismDpEvent",
+     DP_EV_EXPONENTIAL,
+     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
+    {"PermuteAndFlipDpEvent",
+     DP_EV_PERMUTE_AND_FLIP,
+     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
+    {"ZCDpEvent",
+     DP_EV_ZCDP,
+     {{"rho", 0, 1, 0.0, 1e6, 0.0, SLOT(zcdp.rho)}, {"xi", 0, 0, 0.0, 1e6, 0.0, SLOT(zcdp.xi)}}},
+};
+#define NFLAT (sizeof FLAT / sizeof FLAT[0])
+
+/* A flat mechanism event read field by field from its table row. Owned; NULL with pb set. */
+static dp_event *decode_flat(json_t *j, const char *path, const flat_event *fe, problem *pb)
+{
+    const char *allowed[5] = {"class_name", NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 3 && fe->f[i].key; i++)
+        allowed[i + 1] = fe->f[i].key;
+    dp_event *ev = begin(j, path, (const char *const *)allowed, fe->kind, pb);
+    for (int i = 0; ev && i < 3 && fe->f[i].key; i++) {
+        const flat_field *f = &fe->f[i];
+        if (f->whole) {
+            json_t *v = json_object_get(j, f->key);
+            uint64_t u = (uint64_t)f->dflt;
+            if ((f->required || (v && !json_is_null(v))) &&
+                codec_uint(j, path, f->key, 1, (uint64_t)f->lo, (uint64_t)f->hi, &u, pb) < 0)
+                return discard(ev);
+            memcpy((char *)ev + f->off, &u, sizeof u);
+        } else {
+            double x = f->dflt;
+            if (bounded(j, path, f->key, f->required, f->lo, f->hi, 0, &x, pb) < 0)
+                return discard(ev);
+            memcpy((char *)ev + f->off, &x, sizeof x);
+        }
+    }
+    return ev;
 }
 
 static dp_event *decode_mog(json_t *j, const char *path, problem *pb)
@@ -889,41 +819,24 @@ static dp_event *decode_mog(json_t *j, const char *path, problem *pb)
 static dp_event *decode_rs(json_t *j, const char *path, dp_param solve_for, int depth, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "event", "mean", "shape", NULL};
-    double mean, shape;
-    if (codec_only_fields(j, path, allowed, pb) < 0 ||
-        bounded(j, path, "mean", 1, 1.0, 1e15, 0, &mean, pb) < 0 ||
-        bounded(j, path, "shape", 1, 0.0, 1e6, 1, &shape, pb) < 0)
-        return NULL;
-    dp_event *ev = new_event(DP_EV_REPEAT_AND_SELECT, pb);
-    if (ev == NULL)
-        return NULL;
-    ev->u.rs.mean = mean;
-    ev->u.rs.shape = shape;
+    dp_event *ev = begin(j, path, allowed, DP_EV_REPEAT_AND_SELECT, pb);
+    if (ev == NULL || bounded(j, path, "mean", 1, 1.0, 1e15, 0, &ev->u.rs.mean, pb) < 0 ||
+        bounded(j, path, "shape", 1, 0.0, 1e6, 1, &ev->u.rs.shape, pb) < 0)
+        return discard(ev);
     ev->u.rs.event = decode_child(j, path, solve_for, depth, pb);
-    if (ev->u.rs.event == NULL) {
-        dp_event_free(ev);
-        return NULL;
-    }
-    return ev;
+    return ev->u.rs.event ? ev : discard(ev);
 }
 
 /* 1 when cls is one of these classes (*out: the event, or NULL with pb set), else 0. */
 static int decode_mech(json_t *j, const char *path, const char *cls, dp_param solve_for, int depth,
                        dp_event **out, problem *pb)
 {
-    if (strcmp(cls, "RandomizedResponseDpEvent") == 0)
-        *out = decode_rr(j, path, pb);
-    else if (strcmp(cls, "DiscreteGaussianDpEvent") == 0)
-        *out = decode_dgauss(j, path, pb);
-    else if (strcmp(cls, "DiscreteLaplaceDpEvent") == 0)
-        *out = decode_dlap(j, path, pb);
-    else if (strcmp(cls, "ExponentialMechanismDpEvent") == 0)
-        *out = decode_pure(j, path, DP_EV_EXPONENTIAL, pb);
-    else if (strcmp(cls, "PermuteAndFlipDpEvent") == 0)
-        *out = decode_pure(j, path, DP_EV_PERMUTE_AND_FLIP, pb);
-    else if (strcmp(cls, "ZCDpEvent") == 0)
-        *out = decode_zcdp(j, path, pb);
-    else if (strcmp(cls, "MixtureOfGaussiansDpEvent") == 0)
+    for (size_t i = 0; i < NFLAT; i++)
+        if (strcmp(cls, FLAT[i].cls) == 0) {
+            *out = decode_flat(j, path, &FLAT[i], pb);
+            return 1;
+        }
+    if (strcmp(cls, "MixtureOfGaussiansDpEvent") == 0)
         *out = decode_mog(j, path, pb);
     else if (strcmp(cls, "RepeatAndSelectDpEvent") == 0)
         *out = decode_rs(j, path, solve_for, depth, pb);
