@@ -365,6 +365,12 @@ void jsonout_realv(jsonout_w *w, double x)
     put(as_out(w), b, jsonout_real(x, b));
 }
 
+void jsonout_rawv(jsonout_w *w, const char *text, size_t n)
+{
+    before_value(w);
+    put(as_out(w), text, n);
+}
+
 void jsonout_tree(jsonout_w *w, const json_t *j)
 {
     before_value(w);
