@@ -259,10 +259,8 @@ static int number_list(json_t *obj, const char *one, const char *many, size_t ma
                       : codec_number(obj, "", one, 1, &x, pb) < 0)
             return -1;
         *vals = malloc(sizeof(double));
-        if (*vals == NULL) {
-            problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-            return -1;
-        }
+        if (*vals == NULL)
+            return problem_oom(pb);
         (*vals)[0] = x;
         *n = 1;
         *scalar = 1;
@@ -279,10 +277,8 @@ static int number_list(json_t *obj, const char *one, const char *many, size_t ma
         return -1;
     }
     double *v = malloc(k * sizeof *v);
-    if (v == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        return -1;
-    }
+    if (v == NULL)
+        return problem_oom(pb);
     for (size_t i = 0; i < k; i++) {
         json_t *e = json_array_get(b, i);
         char f[64];

@@ -347,20 +347,12 @@ void res_client_get(const http_request *req, http_response *resp)
     if (lr_no_ledger(req, resp))
         return;
     ledger_client c;
-    dpb_status st = ledger_get_client(lr_ledger(req), req->param, &c);
-    if (lr_unavailable(resp, st))
+    if (!lr_found(resp, ledger_get_client(lr_ledger(req), req->param, &c), "id", "client",
+                  req->param, ": create it with PUT /v1/clients/{id}"))
         return;
-    if (st != DPB_OK) {
-        problem pb = {0};
-        problem_set(&pb, PB_NOT_FOUND, "id",
-                    "no client '%.128s': create it with PUT /v1/clients/{id}", req->param);
-        http_reply_problem(resp, &pb);
-        return;
-    }
     char etag[48];
     client_etag(&c, etag, sizeof etag);
-    lr_mark_read_only(req, resp);
-    if (http_not_modified(req, resp, etag))
+    if (lr_not_modified(req, resp, etag))
         return;
     reply_client(resp, 200, &c);
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
@@ -434,8 +426,7 @@ void res_clients_list(const http_request *req, http_response *resp)
     }
     char etag[48];
     snprintf(etag, sizeof etag, "\"l%llx\"", (unsigned long long)version);
-    lr_mark_read_only(req, resp);
-    if (http_not_modified(req, resp, etag)) {
+    if (lr_not_modified(req, resp, etag)) {
         free(page);
         return;
     }
@@ -470,14 +461,10 @@ fail:
 void res_client_history(const http_request *req, http_response *resp)
 {
     static const char *const state_names[] = {"charged", "reserved", "released"};
-    if (lr_no_ledger(req, resp))
+    size_t limit, offset;
+    if (lr_page_start(req, resp, &limit, &offset))
         return;
     problem pb = {0};
-    size_t limit = 100, offset = 0;
-    if (lr_page_args(req, &limit, &offset, &pb) < 0) {
-        http_reply_problem(resp, &pb);
-        return;
-    }
     ledger_history h;
     dpb_status st = ledger_client_history(lr_ledger(req), req->param, offset, limit, &h);
     if (lr_unavailable(resp, st))

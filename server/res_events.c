@@ -53,15 +53,9 @@ void res_event_get(const http_request *req, http_response *resp)
     dp_event *ev = NULL;
     uint64_t seq = 0;
     dpb_status st = ledger_get_event(lr_ledger(req), req->param, &ev, &seq);
-    if (lr_unavailable(resp, st))
+    if (!lr_found(resp, st == DPB_OK && ev == NULL ? DPB_ENOTFOUND : st, "name", "event",
+                  req->param, ": register it with PUT /v1/events/{name}"))
         return;
-    if (st != DPB_OK || ev == NULL) {
-        problem pb = {0};
-        problem_set(&pb, PB_NOT_FOUND, "name",
-                    "no event '%.128s': register it with PUT /v1/events/{name}", req->param);
-        http_reply_problem(resp, &pb);
-        return;
-    }
     lr_mark_read_only(req, resp);
     http_reply_json(resp, 200, named_event_json(req->param, ev, seq));
     dp_event_free(ev);
@@ -69,14 +63,10 @@ void res_event_get(const http_request *req, http_response *resp)
 
 void res_events_list(const http_request *req, http_response *resp)
 {
-    if (lr_no_ledger(req, resp))
+    size_t limit, offset;
+    if (lr_page_start(req, resp, &limit, &offset))
         return;
     problem pb = {0};
-    size_t limit = 100, offset = 0;
-    if (lr_page_args(req, &limit, &offset, &pb) < 0) {
-        http_reply_problem(resp, &pb);
-        return;
-    }
     char **names = NULL;
     size_t n = 0, total = 0;
     dpb_status st = ledger_list_events(lr_ledger(req), offset, limit, &names, &n, &total);

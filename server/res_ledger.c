@@ -206,6 +206,19 @@ int lr_page_args(const http_request *req, size_t *limit, size_t *offset, problem
     }
     return 0;
 }
+int lr_page_start(const http_request *req, http_response *resp, size_t *limit, size_t *offset)
+{
+    *limit = 100;
+    *offset = 0;
+    if (lr_no_ledger(req, resp))
+        return 1;
+    problem pb = {0};
+    if (lr_page_args(req, limit, offset, &pb) == 0)
+        return 0;
+    http_reply_problem(resp, &pb);
+    return 1;
+}
+
 int lr_decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, problem *pb)
 {
     *ids = NULL;
@@ -222,10 +235,8 @@ int lr_decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, p
     }
     size_t m = json_array_size(arr);
     const char **v = calloc(m, sizeof *v);
-    if (v == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        return -1;
-    }
+    if (v == NULL)
+        return problem_oom(pb);
     for (size_t i = 0; i < m; i++) {
         json_t *x = json_array_get(arr, i);
         char f[48];

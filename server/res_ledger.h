@@ -41,6 +41,10 @@ void lr_reply_error(http_response *resp, problem *pb, const dpb_error *err);
 int lr_found(http_response *resp, dpb_status st, const char *field, const char *noun,
              const char *id, const char *hint);
 
+/* The opening of a paginated list: 1 when it answered (no ledger: 403; a bad limit or cursor:
+ * 400); else 0 with *limit (default 100) and *offset (default 0) from the query. */
+int lr_page_start(const http_request *req, http_response *resp, size_t *limit, size_t *offset);
+
 /* A conditional read about to answer etag: marks a read-only ledger (Ledger-Read-Only: true),
  * then 1 when it answered 304 Not Modified (If-None-Match held the etag); else 0. */
 int lr_not_modified(const http_request *req, http_response *resp, const char *etag);

@@ -364,19 +364,12 @@ void res_round_get(const http_request *req, http_response *resp)
     if (lr_no_ledger(req, resp))
         return;
     ledger_round_res r;
-    dpb_status st = ledger_get_round(lr_ledger(req), req->param, &r);
-    if (lr_unavailable(resp, st))
+    if (!lr_found(resp, ledger_get_round(lr_ledger(req), req->param, &r), "round_id", "round",
+                  req->param, ""))
         return;
-    if (st != DPB_OK) {
-        problem pb = {0};
-        problem_set(&pb, PB_NOT_FOUND, "round_id", "no round '%.128s'", req->param);
-        http_reply_problem(resp, &pb);
-        return;
-    }
     char etag[48];
     snprintf(etag, sizeof etag, "\"r%llu\"", (unsigned long long)r.seq);
-    lr_mark_read_only(req, resp);
-    if (!http_not_modified(req, resp, etag)) {
+    if (!lr_not_modified(req, resp, etag)) {
         http_reply_json(resp, 200, round_json(&r));
         snprintf(resp->etag, sizeof resp->etag, "%s", etag);
     }

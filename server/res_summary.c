@@ -27,8 +27,7 @@ void res_summary(const http_request *req, http_response *resp)
     }
     char etag[48];
     snprintf(etag, sizeof etag, "\"s%llx-%d\"", (unsigned long long)s.view, s.read_only);
-    lr_mark_read_only(req, resp);
-    if (http_not_modified(req, resp, etag))
+    if (lr_not_modified(req, resp, etag))
         return;
     jsonout_w w; /* written straight into the answer (jsonout.h) */
     jsonout_init(&w);
@@ -69,21 +68,19 @@ void res_readyz(const http_request *req, http_response *resp)
     ledger_summary s = {0};
     if (l)
         ledger_get_summary(l, &s);
-    if (s.unavailable) {
+    if (s.unavailable || s.read_only) {
         problem pb = {0};
-        problem_set(&pb, PB_LEDGER_UNAVAILABLE, NULL,
-                    "the ledger's database cannot be reached: this replica takes no traffic "
-                    "until it can, and reconnects by itself (no restart needed)");
+        if (s.unavailable)
+            problem_set(&pb, PB_LEDGER_UNAVAILABLE, NULL,
+                        "the ledger's database cannot be reached: this replica takes no traffic "
+                        "until it can, and reconnects by itself (no restart needed)");
+        else
+            problem_set(&pb, PB_READ_ONLY, NULL,
+                        "the ledger is read-only after an I/O failure (reads show what is "
+                        "durable; changes are refused): fix the disk, then restart the daemon");
         http_reply_problem(resp, &pb);
-        return;
-    }
-    if (s.read_only) {
-        problem pb = {0};
-        problem_set(&pb, PB_READ_ONLY, NULL,
-                    "the ledger is read-only after an I/O failure (reads show what is "
-                    "durable; changes are refused): fix the disk, then restart the daemon");
-        http_reply_problem(resp, &pb);
-        lr_mark_read_only(req, resp);
+        if (!s.unavailable)
+            lr_mark_read_only(req, resp);
         return;
     }
     http_reply_json(resp, 200, json_pack("{s:s, s:b}", "status", "ready", "ledger", l != NULL));
