@@ -359,26 +359,36 @@ void res_client_get(const http_request *req, http_response *resp)
 }
 
 /* Parse an unsigned decimal query argument in [lo, hi]; -1 when malformed. */
+/* The query argument name as the index of its value among names (NULL-terminated) into *out,
+ * left alone when the argument is absent: 0, or -1 with invalid_parameter "NAME must RULE". */
+static int query_choice(const http_request *req, const char *name, const char *const *names,
+                        const char *rule, int *out, problem *pb)
+{
+    const char *s = http_query(req, name);
+    if (s == NULL)
+        return 0;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    problem_set(pb, PB_INVALID_PARAMETER, name, "%s must be %s", name, rule);
+    return -1;
+}
+
 void res_clients_list(const http_request *req, http_response *resp)
 {
     if (lr_no_ledger(req, resp))
         return;
     problem pb = {0};
     ledger_query q = {-1, NULL, LEDGER_SORT_ID, 0, 0, 100};
-    const char *s;
-    if ((s = http_query(req, "status"))) {
-        if (strcmp(s, "active") == 0)
-            q.status = LEDGER_ACTIVE;
-        else if (strcmp(s, "exhausted") == 0)
-            q.status = LEDGER_EXHAUSTED;
-        else if (strcmp(s, "uncertified") == 0)
-            q.status = LEDGER_UNCERTIFIED;
-        else {
-            problem_set(&pb, PB_INVALID_PARAMETER, "status",
-                        "status must be active, exhausted or uncertified");
-            goto fail;
-        }
-    }
+    static const char *const statuses[] = {"active", "exhausted", "uncertified", NULL};
+    static const char *const sorts[] = {"id", "spent", "remaining", NULL};
+    static const char *const orders[] = {"asc", "desc", NULL};
+    int sort = LEDGER_SORT_ID; /* the names' indexes are the ledger_status and ledger_sort values */
+    if (query_choice(req, "status", statuses, "active, exhausted or uncertified", &q.status, &pb) <
+        0)
+        goto fail;
     q.label = http_query(req, "label");
     if (q.label && !lr_label_filter_ok(q.label)) {
         problem_set(&pb, PB_INVALID_PARAMETER, "label",
@@ -386,25 +396,10 @@ void res_clients_list(const http_request *req, http_response *resp)
                     "most 64 bytes of printable UTF-8 (the rule of the labels themselves)");
         goto fail;
     }
-    if ((s = http_query(req, "sort"))) {
-        if (strcmp(s, "id") == 0)
-            q.sort = LEDGER_SORT_ID;
-        else if (strcmp(s, "spent") == 0)
-            q.sort = LEDGER_SORT_SPENT;
-        else if (strcmp(s, "remaining") == 0)
-            q.sort = LEDGER_SORT_REMAINING;
-        else {
-            problem_set(&pb, PB_INVALID_PARAMETER, "sort", "sort must be id, spent or remaining");
-            goto fail;
-        }
-    }
-    if ((s = http_query(req, "order"))) {
-        if (strcmp(s, "asc") != 0 && strcmp(s, "desc") != 0) {
-            problem_set(&pb, PB_INVALID_PARAMETER, "order", "order must be asc or desc");
-            goto fail;
-        }
-        q.descending = s[0] == 'd';
-    }
+    if (query_choice(req, "sort", sorts, "id, spent or remaining", &sort, &pb) < 0 ||
+        query_choice(req, "order", orders, "asc or desc", &q.descending, &pb) < 0)
+        goto fail;
+    q.sort = (ledger_sort)sort;
     if (lr_page_args(req, &q.limit, &q.offset, &pb) < 0)
         goto fail;
     ledger_client *page = calloc(q.limit, sizeof *page);
