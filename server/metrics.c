@@ -316,51 +316,63 @@ static void render_process(sbuf *b)
             (unsigned long long)rl.rlim_cur);
 }
 
-static void render_requests(sbuf *b)
+/* The request counts of route r (MAX_ROUTES: unmatched) and method m, by status. */
+static void request_counts(sbuf *b, int r, int m)
+{
+    char lab[160];
+    route_label(r, m, lab, sizeof lab);
+    for (size_t s = 0; s < NSTATUS; s++) {
+        uint64_t v = shard_sum(&shards[0].requests[r][m][s]);
+        if (v == 0)
+            continue;
+        if (STATUSES[s])
+            put(b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab, STATUSES[s],
+                (unsigned long long)v);
+        else
+            put(b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
+                (unsigned long long)v);
+    }
+}
+
+/* The latency histogram of route r and method m, when it counted any request. */
+static void request_latency(sbuf *b, int r, int m)
+{
+    /* each bucket read once: the cumulative counts and the total agree */
+    uint64_t n[NLE + 1], total = 0;
+    for (size_t i = 0; i <= NLE; i++)
+        total += n[i] = shard_sum(&shards[0].hist[r][m][i]);
+    if (total == 0)
+        return;
+    char lab[160];
+    route_label(r, m, lab, sizeof lab);
+    put_histogram(b, "dpbudget_http_request_duration_seconds", lab, LE, n, NLE, total,
+                  (double)shard_sum(&shards[0].micros[r][m]) / 1e6);
+}
+
+/* each(b, r, m) for every route of the table, then the unmatched requests, by method. */
+static void each_route(sbuf *b, void (*each)(sbuf *, int, int))
 {
     int nroutes = 0;
     while (nroutes < MAX_ROUTES && ROUTES[nroutes].method)
         nroutes++;
-    char lab[160];
+    for (int r = 0; r <= MAX_ROUTES; r++) {
+        if (r >= nroutes && r != MAX_ROUTES)
+            continue;
+        for (int m = 0; m < NMETHOD; m++)
+            each(b, r, m);
+    }
+}
+
+static void render_requests(sbuf *b)
+{
     put(b, "# HELP dpbudget_http_requests_total Requests answered, by route (\"unmatched\" when "
            "no route has the path), the method sent and status.\n"
            "# TYPE dpbudget_http_requests_total counter\n");
-    for (int r = 0; r <= MAX_ROUTES; r++) {
-        if (r >= nroutes && r != MAX_ROUTES)
-            continue;
-        for (int m = 0; m < NMETHOD; m++) {
-            route_label(r, m, lab, sizeof lab);
-            for (size_t s = 0; s < NSTATUS; s++) {
-                uint64_t v = shard_sum(&shards[0].requests[r][m][s]);
-                if (v == 0)
-                    continue;
-                if (STATUSES[s])
-                    put(b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab,
-                        STATUSES[s], (unsigned long long)v);
-                else
-                    put(b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
-                        (unsigned long long)v);
-            }
-        }
-    }
+    each_route(b, request_counts);
     put(b, "# HELP dpbudget_http_request_duration_seconds Time from the last byte of the request "
            "to the response being queued.\n"
            "# TYPE dpbudget_http_request_duration_seconds histogram\n");
-    for (int r = 0; r <= MAX_ROUTES; r++) {
-        if (r >= nroutes && r != MAX_ROUTES)
-            continue;
-        for (int m = 0; m < NMETHOD; m++) {
-            /* each bucket read once: the cumulative counts and the total agree */
-            uint64_t n[NLE + 1], total = 0;
-            for (size_t i = 0; i <= NLE; i++)
-                total += n[i] = shard_sum(&shards[0].hist[r][m][i]);
-            if (total == 0)
-                continue;
-            route_label(r, m, lab, sizeof lab);
-            put_histogram(b, "dpbudget_http_request_duration_seconds", lab, LE, n, NLE, total,
-                          (double)shard_sum(&shards[0].micros[r][m]) / 1e6);
-        }
-    }
+    each_route(b, request_latency);
 }
 
 static void render_compute(sbuf *b)
