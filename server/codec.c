@@ -279,8 +279,10 @@ static int number_list(json_t *obj, const char *one, const char *many, size_t ma
     double *v = malloc(k * sizeof *v);
     if (v == NULL)
         return problem_oom(pb);
-    for (size_t i = 0; i < k; i++) {
-        json_t *e = json_array_get(b, i);
+    size_t i;
+    json_t *e;
+    json_array_foreach(b, i, e)
+    {
         char f[64];
         snprintf(f, sizeof f, "%s[%zu]", many, i);
         if (codec_number_or_inf(e, f, allow_inf, &v[i], pb) < 0) {

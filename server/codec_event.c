@@ -172,6 +172,15 @@ static int decode_noise_z(json_t *j, const char *path, dp_param solve_for, dp_ev
     return noise_multiplier(j, path, slot, allow_zero, pb);
 }
 
+/* The required nested "event" of ev (owned) decoded into *slot: ev, or NULL (ev freed) with pb
+ * set. The closing of every combinator. */
+static dp_event *with_child(json_t *j, const char *path, dp_param solve_for, int depth,
+                            dp_event *ev, dp_event **slot, problem *pb)
+{
+    *slot = decode_child(j, path, solve_for, depth, pb);
+    return *slot ? ev : discard(ev);
+}
+
 static dp_event *decode_shuffled(json_t *j, const char *path, dp_param solve_for, problem *pb)
 {
     static const char *const allowed[] = {"class_name", "noise_multiplier", "rounds", NULL};
@@ -190,13 +199,11 @@ static dp_event *decode_self(json_t *j, const char *path, dp_param solve_for, in
 {
     static const char *const allowed[] = {"class_name", "event", "count", NULL};
     dp_event *ev = begin(j, path, allowed, DP_EV_SELF_COMPOSED, pb);
-    if (ev == NULL)
-        return NULL;
-    if (!leave_for_solver(j, "count", DP_PARAM_COUNT, solve_for, ev) &&
-        codec_uint(j, path, "count", 1, 1, (uint64_t)MAX_EXACT_INT, &ev->u.self.count, pb) < 0)
+    if (ev == NULL ||
+        (!leave_for_solver(j, "count", DP_PARAM_COUNT, solve_for, ev) &&
+         codec_uint(j, path, "count", 1, 1, (uint64_t)MAX_EXACT_INT, &ev->u.self.count, pb) < 0))
         return discard(ev);
-    ev->u.self.event = decode_child(j, path, solve_for, depth, pb);
-    return ev->u.self.event ? ev : discard(ev);
+    return with_child(j, path, solve_for, depth, ev, &ev->u.self.event, pb);
 }
 
 static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for, int depth,
@@ -269,8 +276,7 @@ static dp_event *decode_poisson(json_t *j, const char *path, dp_param solve_for,
         ranged(j, path, "sampling_probability", 0.0, 0, 1.0, "lie in [0, 1]",
                &ev->u.sampled.sampling_probability, pb) < 0)
         return discard(ev);
-    ev->u.sampled.event = decode_child(j, path, solve_for, depth, pb);
-    return ev->u.sampled.event ? ev : discard(ev);
+    return with_child(j, path, solve_for, depth, ev, &ev->u.sampled.event, pb);
 }
 
 /* {"c1": ..., "c2": ...[, "alpha": ...]}; c1 may be left for the solver. */
@@ -547,8 +553,7 @@ static dp_event *decode_fixed_sample(json_t *j, const char *path, dp_event_kind 
                     (unsigned long long)ev->u.fixed.population);
         return discard(ev);
     }
-    ev->u.fixed.event = decode_child(j, path, solve_for, depth, pb);
-    return ev->u.fixed.event ? ev : discard(ev);
+    return with_child(j, path, solve_for, depth, ev, &ev->u.fixed.event, pb);
 }
 
 /* One step count of a tree (sc itself when scalar, else its member i) into *out: 0, or -1 with
@@ -823,8 +828,7 @@ static dp_event *decode_rs(json_t *j, const char *path, dp_param solve_for, int 
     if (ev == NULL || bounded(j, path, "mean", 1, 1.0, 1e15, 0, &ev->u.rs.mean, pb) < 0 ||
         bounded(j, path, "shape", 1, 0.0, 1e6, 1, &ev->u.rs.shape, pb) < 0)
         return discard(ev);
-    ev->u.rs.event = decode_child(j, path, solve_for, depth, pb);
-    return ev->u.rs.event ? ev : discard(ev);
+    return with_child(j, path, solve_for, depth, ev, &ev->u.rs.event, pb);
 }
 
 /* 1 when cls is one of these classes (*out: the event, or NULL with pb set), else 0. */

@@ -238,6 +238,13 @@ static void put_histogram(sbuf *b, const char *name, const char *lab, const doub
         put(b, "%s_sum %s\n%s_count %llu\n", name, secs, name, (unsigned long long)total);
 }
 
+/* One metric without labels: its HELP and TYPE lines, then its value. */
+static void put_metric(sbuf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+    put(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+        (unsigned long long)v);
+}
+
 static void route_label(int r, int m, char *out, size_t n)
 {
     if (r == MAX_ROUTES || ROUTES[r].method == NULL)
@@ -433,16 +440,12 @@ static void render_ledger(sbuf *b, ledger *l)
                   WAL_SYNC_NBUCKETS - 1, s.sync_count, s.sync_seconds);
     ledger_snapshot_info si;
     ledger_snapshot_stats(l, &si);
-    put(b,
-        "# HELP dpbudget_ledger_snapshots_total Ledger snapshots written in the background "
-        "since start.\n"
-        "# TYPE dpbudget_ledger_snapshots_total counter\n"
-        "dpbudget_ledger_snapshots_total %llu\n"
-        "# HELP dpbudget_ledger_snapshot_failures_total Ledger snapshots that failed since "
-        "start (nothing is lost, but the log grows until one succeeds; the log says why).\n"
-        "# TYPE dpbudget_ledger_snapshot_failures_total counter\n"
-        "dpbudget_ledger_snapshot_failures_total %llu\n",
-        (unsigned long long)si.written, (unsigned long long)si.failed);
+    put_metric(b, "dpbudget_ledger_snapshots_total", "counter",
+               "Ledger snapshots written in the background since start.", si.written);
+    put_metric(b, "dpbudget_ledger_snapshot_failures_total", "counter",
+               "Ledger snapshots that failed since start (nothing is lost, but the log grows "
+               "until one succeeds; the log says why).",
+               si.failed);
 }
 
 char *metrics_render(ledger *l, size_t *len)
@@ -467,38 +470,27 @@ char *metrics_render(ledger *l, size_t *len)
         "dpbudget_http_denied_total{status=\"429\"} %llu\n",
         (unsigned long long)get(&denied[0]), (unsigned long long)get(&denied[1]),
         (unsigned long long)get(&denied[2]));
+    put_metric(&b, "dpbudget_http_head_timeouts_total", "counter",
+               "Connections closed because a request head was not complete within "
+               "--header-timeout (slow or stalled clients).",
+               get(&head_timeouts));
+    put_metric(&b, "dpbudget_compute_busy", "gauge",
+               "Computations running or waiting on the compute pool.", get(&compute_busy));
+    put_metric(&b, "dpbudget_compute_places", "gauge",
+               "Places on the compute pool (--compute-threads + --compute-queue).",
+               get(&compute_places));
+    put_metric(&b, "dpbudget_compute_refused_total", "counter",
+               "Computations refused with 503 overloaded (every place taken).",
+               get(&compute_refused));
+    put_metric(&b, "dpbudget_rounds_total", "counter",
+               "Rounds charged since start (dry runs and replays excluded).", get(&rounds_total));
     put(&b,
-        "# HELP dpbudget_http_head_timeouts_total Connections closed because a request head "
-        "was not complete within --header-timeout (slow or stalled clients).\n"
-        "# TYPE dpbudget_http_head_timeouts_total counter\n"
-        "dpbudget_http_head_timeouts_total %llu\n",
-        (unsigned long long)get(&head_timeouts));
-    put(&b,
-        "# HELP dpbudget_compute_busy Computations running or waiting on the compute pool.\n"
-        "# TYPE dpbudget_compute_busy gauge\n"
-        "dpbudget_compute_busy %llu\n"
-        "# HELP dpbudget_compute_places Places on the compute pool (--compute-threads + "
-        "--compute-queue).\n"
-        "# TYPE dpbudget_compute_places gauge\n"
-        "dpbudget_compute_places %llu\n"
-        "# HELP dpbudget_compute_refused_total Computations refused with 503 overloaded (every "
-        "place taken).\n"
-        "# TYPE dpbudget_compute_refused_total counter\n"
-        "dpbudget_compute_refused_total %llu\n",
-        (unsigned long long)get(&compute_busy), (unsigned long long)get(&compute_places),
-        (unsigned long long)get(&compute_refused));
-    put(&b,
-        "# HELP dpbudget_rounds_total Rounds charged since start (dry runs and replays "
-        "excluded).\n"
-        "# TYPE dpbudget_rounds_total counter\n"
-        "dpbudget_rounds_total %llu\n"
         "# HELP dpbudget_round_participants_total Round participants since start (dry runs and "
         "replays excluded), by outcome.\n"
         "# TYPE dpbudget_round_participants_total counter\n"
         "dpbudget_round_participants_total{outcome=\"admitted\"} %llu\n"
         "dpbudget_round_participants_total{outcome=\"refused\"} %llu\n",
-        (unsigned long long)get(&rounds_total), (unsigned long long)get(&admitted_total),
-        (unsigned long long)get(&refused_total));
+        (unsigned long long)get(&admitted_total), (unsigned long long)get(&refused_total));
     put(&b, "# HELP dpbudget_round_refusals_total Participants refused since start (dry runs and "
             "replays excluded), by reason.\n"
             "# TYPE dpbudget_round_refusals_total counter\n");
