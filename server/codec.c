@@ -9,6 +9,7 @@
 #include "codec.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,35 @@ int codec_options(json_t *obj, dp_options *opt, problem *pb)
     }
     return 0;
 }
+
+/* ---- the flat mechanism events (codec_field.h) ---- */
+
+#define SLOT(m) offsetof(dp_event, u.m)
+const codec_flat_event CODEC_FLAT[] = {
+    {"RandomizedResponseDpEvent",
+     DP_EV_RANDOMIZED_RESPONSE,
+     {{"noise_parameter", 0, 1, 0.0, 1.0, 0.0, SLOT(rr.noise_parameter)},
+      {"num_buckets", 1, 1, 1.0, MAX_EXACT_INT, 0.0, SLOT(rr.num_buckets)}}},
+    {"DiscreteGaussianDpEvent",
+     DP_EV_DISCRETE_GAUSSIAN,
+     {{"sigma", 0, 1, 0.0, 1e6, 0.0, SLOT(dgauss.sigma)},
+      {"sensitivity", 0, 0, 1e-6, 1e6, 1.0, SLOT(dgauss.sensitivity)},
+      {"dimension", 1, 0, 1.0, MAX_EXACT_INT, 0.0, SLOT(dgauss.dimension)}}},
+    {"DiscreteLaplaceDpEvent",
+     DP_EV_DISCRETE_LAPLACE,
+     {{"noise_parameter", 0, 1, 0.0, 1e6, 0.0, SLOT(dlap.noise_parameter)},
+      {"sensitivity", 1, 1, 0.0, 1e6, 0.0, SLOT(dlap.sensitivity)}}},
+    {"ExponentialMechanismDpEvent",
+     DP_EV_EXPONENTIAL,
+     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
+    {"PermuteAndFlipDpEvent",
+     DP_EV_PERMUTE_AND_FLIP,
+     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
+    {"ZCDpEvent",
+     DP_EV_ZCDP,
+     {{"rho", 0, 1, 0.0, 1e6, 0.0, SLOT(zcdp.rho)}, {"xi", 0, 0, 0.0, 1e6, 0.0, SLOT(zcdp.xi)}}},
+};
+const size_t CODEC_NFLAT = sizeof CODEC_FLAT / sizeof CODEC_FLAT[0];
 
 /* ---- request schemas shared by the handlers (and the fuzz target) ---------------------- */
 

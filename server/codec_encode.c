@@ -2,12 +2,16 @@
  * codec_encode.c - the codec's encoders: a dp_event tree as its dp_accounting JSON
  * (codec_encode_event), reals and counts as JSON values ("infinite" for +inf), and a report's
  * accountant, guarantee, conditions and warnings, as a tree or written into an answer
- * (jsonout). Calls jsonout and core/dp's names only; decoding is codec.c and codec_event.c.
+ * (jsonout). Calls jsonout, core/dp's names and the flat events' table
+ * (codec.c, codec_field.h); decoding is codec.c and codec_event.c.
  */
 #include "codec.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "codec_field.h"
 
 /* ---- encoders ------------------------------------------------------------------------------ */
 
@@ -92,32 +96,35 @@ static json_t *real_array(const double *v, size_t n)
     return a;
 }
 
+/* A flat mechanism event as its JSON: class_name, then the fields of its table row. */
+static json_t *encode_flat(const dp_event *ev, const codec_flat_event *fe)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "class_name", json_string(fe->cls));
+    for (int i = 0; o && i < 3 && fe->f[i].key; i++) {
+        const codec_flat_field *f = &fe->f[i];
+        const char *at = (const char *)ev + f->off;
+        json_t *v;
+        if (f->whole) {
+            uint64_t u;
+            memcpy(&u, at, sizeof u);
+            v = !f->required && u == 0 ? json_null() : codec_uint_json(u);
+        } else {
+            double x;
+            memcpy(&x, at, sizeof x);
+            v = codec_real(x);
+        }
+        json_object_set_new(o, f->key, v);
+    }
+    return o;
+}
+
 static json_t *encode_mech(const dp_event *ev)
 {
+    for (size_t i = 0; i < CODEC_NFLAT; i++)
+        if (CODEC_FLAT[i].kind == ev->kind)
+            return encode_flat(ev, &CODEC_FLAT[i]);
     switch (ev->kind) {
-    case DP_EV_RANDOMIZED_RESPONSE:
-        return json_pack("{s:s, s:o, s:o}", "class_name", "RandomizedResponseDpEvent",
-                         "noise_parameter", codec_real(ev->u.rr.noise_parameter), "num_buckets",
-                         codec_uint_json(ev->u.rr.num_buckets));
-    case DP_EV_DISCRETE_GAUSSIAN:
-        return json_pack("{s:s, s:o, s:o, s:o}", "class_name", "DiscreteGaussianDpEvent", "sigma",
-                         codec_real(ev->u.dgauss.sigma), "sensitivity",
-                         codec_real(ev->u.dgauss.sensitivity), "dimension",
-                         ev->u.dgauss.dimension ? codec_uint_json(ev->u.dgauss.dimension)
-                                                : json_null());
-    case DP_EV_DISCRETE_LAPLACE:
-        return json_pack("{s:s, s:o, s:o}", "class_name", "DiscreteLaplaceDpEvent",
-                         "noise_parameter", codec_real(ev->u.dlap.noise_parameter), "sensitivity",
-                         codec_uint_json(ev->u.dlap.sensitivity));
-    case DP_EV_EXPONENTIAL:
-    case DP_EV_PERMUTE_AND_FLIP:
-        return json_pack("{s:s, s:o}", "class_name",
-                         ev->kind == DP_EV_EXPONENTIAL ? "ExponentialMechanismDpEvent"
-                                                       : "PermuteAndFlipDpEvent",
-                         "epsilon", codec_real(ev->u.pure.epsilon));
-    case DP_EV_ZCDP:
-        return json_pack("{s:s, s:o, s:o}", "class_name", "ZCDpEvent", "rho",
-                         codec_real(ev->u.zcdp.rho), "xi", codec_real(ev->u.zcdp.xi));
     case DP_EV_MIXTURE_GAUSSIANS:
         return json_pack("{s:s, s:o, s:o, s:o}", "class_name", "MixtureOfGaussiansDpEvent",
                          "standard_deviation", codec_real(ev->u.mog.sigma), "sensitivities",

@@ -8,7 +8,6 @@
 #include "codec.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,9 +537,8 @@ static dp_event *decode_fixed_sample(json_t *j, const char *path, dp_event_kind 
     static const char *const allowed[] = {"class_name", "source_dataset_size", "sample_size",
                                           "event", NULL};
     dp_event *ev = begin(j, path, allowed, k, pb);
-    if (ev == NULL)
-        return NULL;
-    if (codec_uint(j, path, "source_dataset_size", 1, 1, MAX_POPULATION, &ev->u.fixed.population,
+    if (ev == NULL ||
+        codec_uint(j, path, "source_dataset_size", 1, 1, MAX_POPULATION, &ev->u.fixed.population,
                    pb) < 0 ||
         codec_uint(j, path, "sample_size", 1, 0, MAX_POPULATION, &ev->u.fixed.sample_size, pb) < 0)
         return discard(ev);
@@ -627,9 +625,8 @@ static dp_event *decode_truncated(json_t *j, const char *path, problem *pb)
                                           "sampling_probability", "truncated_batch_size",
                                           "noise_multiplier",     NULL};
     dp_event *ev = begin(j, path, allowed, DP_EV_TRUNCATED_GAUSSIAN, pb);
-    if (ev == NULL)
-        return NULL;
-    if (codec_uint(j, path, "dataset_size", 1, 1, MAX_POPULATION, &ev->u.truncated.dataset_size,
+    if (ev == NULL ||
+        codec_uint(j, path, "dataset_size", 1, 1, MAX_POPULATION, &ev->u.truncated.dataset_size,
                    pb) < 0 ||
         ranged(j, path, "sampling_probability", 0.0, 0, 1.0, "lie in [0, 1]",
                &ev->u.truncated.sampling_probability, pb) < 0 ||
@@ -702,61 +699,15 @@ static double *number_array(json_t *j, const char *path, const char *key, double
     return v;
 }
 
-/* One field of a flat mechanism event (no nested event): a real in [lo, hi] (bounded) or a
- * whole number in [lo, hi] (codec_uint), stored at off within the dp_event. An optional field
- * that is absent (a whole number also when null) keeps dflt. */
-typedef struct {
-    const char *key;
-    int whole; /* 1: a whole number (a uint64_t slot); 0: a real (a double slot) */
-    int required;
-    double lo, hi, dflt;
-    size_t off;
-} flat_field;
-
-/* A flat mechanism event: its class, its kind and its fields, in the order they are read and
- * listed (the key after the last is NULL). */
-typedef struct {
-    const char *cls;
-    dp_event_kind kind;
-    flat_field f[3];
-} flat_event;
-
-#define SLOT(m) offsetof(dp_event, u.m)
-static const flat_event FLAT[] = {
-    {"RandomizedResponseDpEvent",
-     DP_EV_RANDOMIZED_RESPONSE,
-     {{"noise_parameter", 0, 1, 0.0, 1.0, 0.0, SLOT(rr.noise_parameter)},
-      {"num_buckets", 1, 1, 1.0, MAX_EXACT_INT, 0.0, SLOT(rr.num_buckets)}}},
-    {"DiscreteGaussianDpEvent",
-     DP_EV_DISCRETE_GAUSSIAN,
-     {{"sigma", 0, 1, 0.0, 1e6, 0.0, SLOT(dgauss.sigma)},
-      {"sensitivity", 0, 0, 1e-6, 1e6, 1.0, SLOT(dgauss.sensitivity)},
-      {"dimension", 1, 0, 1.0, MAX_EXACT_INT, 0.0, SLOT(dgauss.dimension)}}},
-    {"DiscreteLaplaceDpEvent",
-     DP_EV_DISCRETE_LAPLACE,
-     {{"noise_parameter", 0, 1, 0.0, 1e6, 0.0, SLOT(dlap.noise_parameter)},
-      {"sensitivity", 1, 1, 0.0, 1e6, 0.0, SLOT(dlap.sensitivity)}}},
-    {"ExponentialMechanismDpEvent",
-     DP_EV_EXPONENTIAL,
-     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
-    {"PermuteAndFlipDpEvent",
-     DP_EV_PERMUTE_AND_FLIP,
-     {{"epsilon", 0, 1, 0.0, 1e4, 0.0, SLOT(pure.epsilon)}}},
-    {"ZCDpEvent",
-     DP_EV_ZCDP,
-     {{"rho", 0, 1, 0.0, 1e6, 0.0, SLOT(zcdp.rho)}, {"xi", 0, 0, 0.0, 1e6, 0.0, SLOT(zcdp.xi)}}},
-};
-#define NFLAT (sizeof FLAT / sizeof FLAT[0])
-
 /* A flat mechanism event read field by field from its table row. Owned; NULL with pb set. */
-static dp_event *decode_flat(json_t *j, const char *path, const flat_event *fe, problem *pb)
+static dp_event *decode_flat(json_t *j, const char *path, const codec_flat_event *fe, problem *pb)
 {
     const char *allowed[5] = {"class_name", NULL, NULL, NULL, NULL};
     for (int i = 0; i < 3 && fe->f[i].key; i++)
         allowed[i + 1] = fe->f[i].key;
     dp_event *ev = begin(j, path, (const char *const *)allowed, fe->kind, pb);
     for (int i = 0; ev && i < 3 && fe->f[i].key; i++) {
-        const flat_field *f = &fe->f[i];
+        const codec_flat_field *f = &fe->f[i];
         if (f->whole) {
             json_t *v = json_object_get(j, f->key);
             uint64_t u = (uint64_t)f->dflt;
@@ -835,9 +786,9 @@ static dp_event *decode_rs(json_t *j, const char *path, dp_param solve_for, int 
 static int decode_mech(json_t *j, const char *path, const char *cls, dp_param solve_for, int depth,
                        dp_event **out, problem *pb)
 {
-    for (size_t i = 0; i < NFLAT; i++)
-        if (strcmp(cls, FLAT[i].cls) == 0) {
-            *out = decode_flat(j, path, &FLAT[i], pb);
+    for (size_t i = 0; i < CODEC_NFLAT; i++)
+        if (strcmp(cls, CODEC_FLAT[i].cls) == 0) {
+            *out = decode_flat(j, path, &CODEC_FLAT[i], pb);
             return 1;
         }
     if (strcmp(cls, "MixtureOfGaussiansDpEvent") == 0)
