@@ -248,72 +248,80 @@ fail:
 
 #define BATCH_MAX 10000
 
-/* POST /v1/clients:batch: every item decoded first (a malformed one is the answer, naming its
- * index, and nothing is applied), then all applied with one sync, each with its result. */
-void res_clients_batch(const http_request *req, http_response *resp)
+/* One item of a batch at path (its id, then the body of PUT /v1/clients/{id}) into c: 0, or -1
+ * with pb set, naming the field under path. */
+static int decode_item(json_t *it, const char *path, ledger_client *c, problem *pb)
 {
-    static const char *const top[] = {"clients", NULL};
     static const char *const allowed[] = {"id",     "budget", "accounting", "neighboring_relation",
                                           "labels", NULL};
-    if (lr_no_ledger(req, resp))
-        return;
-    problem pb = {0};
-    ledger_client *in = NULL;
-    ledger_put_outcome *out = NULL;
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || codec_only_fields(j, "", top, &pb) < 0)
-        goto fail;
+    char f[48];
+    const char *id;
+    if (!json_is_object(it)) {
+        problem_set(pb, PB_WRONG_TYPE, path, "'%s' must be an object", path);
+        return -1;
+    }
+    field_name(f, sizeof f, path, "id");
+    if (codec_string(it, path, "id", 1, &id, pb) < 0 ||
+        codec_id(id, json_string_length(json_object_get(it, "id")), f, pb) < 0)
+        return -1;
+    snprintf(c->id, sizeof c->id, "%s", id);
+    if (decode_client(it, path, allowed, c, pb) < 0) {
+        if (strcmp(pb->field, "labels") == 0) /* decode_labels names the field alone */
+            snprintf(pb->field, sizeof pb->field, "%s.labels", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The clients of a POST /v1/clients:batch body j, each decoded (the first malformed one is the
+ * problem, naming its index): a calloc'ed array of *n (owned by the caller), or NULL with pb
+ * set. */
+static ledger_client *decode_batch(json_t *j, size_t *n, problem *pb)
+{
+    static const char *const top[] = {"clients", NULL};
+    if (codec_only_fields(j, "", top, pb) < 0)
+        return NULL;
     json_t *arr = json_object_get(j, "clients");
     if (arr == NULL) {
-        problem_set(&pb, PB_MISSING_FIELD, "clients",
+        problem_set(pb, PB_MISSING_FIELD, "clients",
                     "'clients' is required: a list of 1 to %d clients, each the body of PUT "
                     "/v1/clients/{id} with its \"id\"",
                     BATCH_MAX);
-        goto fail;
+        return NULL;
     }
-    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-    if (!json_is_array(arr) || n == 0 || n > BATCH_MAX) {
-        problem_set(&pb,
+    *n = json_is_array(arr) ? json_array_size(arr) : 0;
+    if (!json_is_array(arr) || *n == 0 || *n > BATCH_MAX) {
+        problem_set(pb,
                     !json_is_array(arr) ? PB_WRONG_TYPE
-                    : n == 0            ? PB_INVALID_PARAMETER
+                    : *n == 0           ? PB_INVALID_PARAMETER
                                         : PB_TOO_MANY_VALUES,
                     "clients",
                     "'clients' must be a list of 1 to %d clients (send more in several "
                     "batches)",
                     BATCH_MAX);
-        goto fail;
+        return NULL;
     }
-    in = calloc(n, sizeof *in);
-    out = calloc(n, sizeof *out);
-    if (in == NULL || out == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
+    ledger_client *in = calloc(*n, sizeof *in);
+    if (in == NULL) {
+        problem_oom(pb);
+        return NULL;
     }
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(arr, i);
-        char path[32], f[48];
+    for (size_t i = 0; i < *n; i++) {
+        char path[32];
         snprintf(path, sizeof path, "clients[%zu]", i);
-        if (!json_is_object(it)) {
-            problem_set(&pb, PB_WRONG_TYPE, path, "'%s' must be an object", path);
-            goto fail;
-        }
-        const char *id;
-        field_name(f, sizeof f, path, "id");
-        if (codec_string(it, path, "id", 1, &id, &pb) < 0 ||
-            codec_id(id, json_string_length(json_object_get(it, "id")), f, &pb) < 0)
-            goto fail;
-        snprintf(in[i].id, sizeof in[i].id, "%s", id);
-        if (decode_client(it, path, allowed, &in[i], &pb) < 0) {
-            if (strcmp(pb.field, "labels") == 0) /* decode_labels names the field alone */
-                snprintf(pb.field, sizeof pb.field, "%s.labels", path);
-            goto fail;
+        if (decode_item(json_array_get(arr, i), path, &in[i], pb) < 0) {
+            free(in);
+            return NULL;
         }
     }
-    dpb_error err = {0};
-    if (ledger_put_clients_each(lr_ledger(req), in, n, out, &err) != DPB_OK) {
-        lr_reply_error(resp, &pb, &err);
-        goto out;
-    }
+    return in;
+}
+
+/* The batch's answer: each client's result (n of them, in the request's order), then the
+ * counts by result. */
+static void reply_batch(http_response *resp, const ledger_client *in, const ledger_put_outcome *out,
+                        size_t n)
+{
     static const char *const names[] = {"created", "updated", "unchanged", "conflict"};
     size_t count[4] = {0, 0, 0, 0};
     json_t *res = json_array();
@@ -333,10 +341,28 @@ void res_clients_batch(const http_request *req, http_response *resp)
                     json_pack("{s:o, s:I, s:I, s:I, s:I}", "results", res, "created",
                               (json_int_t)count[0], "updated", (json_int_t)count[1], "unchanged",
                               (json_int_t)count[2], "conflicts", (json_int_t)count[3]));
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
-out:
+}
+
+/* POST /v1/clients:batch: every item decoded first (a malformed one is the answer, naming its
+ * index, and nothing is applied), then all applied with one sync, each with its result. */
+void res_clients_batch(const http_request *req, http_response *resp)
+{
+    if (lr_no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    size_t n = 0;
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    ledger_client *in = j ? decode_batch(j, &n, &pb) : NULL;
+    ledger_put_outcome *out = in ? calloc(n, sizeof *out) : NULL;
+    dpb_error err = {0};
+    if (in && out == NULL)
+        problem_oom(&pb);
+    if (out == NULL)
+        http_reply_problem(resp, &pb);
+    else if (ledger_put_clients_each(lr_ledger(req), in, n, out, &err) != DPB_OK)
+        lr_reply_error(resp, &pb, &err);
+    else
+        reply_batch(resp, in, out, n);
     free(in);
     free(out);
     json_decref(j);

@@ -123,65 +123,78 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
     return jsonout_finish(&w, len);
 }
 
+/* The POST /v1/eligibility body j into q: the listed clients into *ids (malloc'ed, borrowing
+ * j's strings) and the event into *ev (owned), both owned by the caller even on failure. 0, or
+ * -1 with pb set. */
+static int decode_eligibility(const http_request *req, json_t *j, ledger_elig_req *q,
+                              const char ***ids, dp_event **ev, problem *pb)
+{
+    static const char *const allowed[] = {"event", "event_name", "clients",
+                                          "label", "max_rounds", NULL};
+    if (codec_only_fields(j, "", allowed, pb) < 0 ||
+        codec_uint(j, "", "max_rounds", 0, 1, LEDGER_ELIG_MAX_ROUNDS, &q->max_rounds, pb) < 0 ||
+        codec_string(j, "", "label", 0, &q->label, pb) < 0)
+        return -1;
+    json_t *cl = json_object_get(j, "clients");
+    if ((cl == NULL) == (q->label == NULL)) {
+        problem_set(pb, cl ? PB_INVALID_PARAMETER : PB_MISSING_FIELD, "clients",
+                    "give exactly one of 'clients' (a list of 1 to %d client ids) and 'label' "
+                    "(\"key=value\": every client with that label)",
+                    LEDGER_MAX_PARTICIPANTS);
+        return -1;
+    }
+    if (q->label && !lr_label_filter_ok(q->label)) {
+        problem_set(pb, PB_INVALID_PARAMETER, "label",
+                    "label is key=value, the key 1-32 of [A-Za-z0-9_.-], the value at most 64 "
+                    "bytes of printable UTF-8 (the rule of the labels themselves)");
+        return -1;
+    }
+    if (cl && lr_decode_ids(cl, "clients", ids, &q->n, pb) < 0)
+        return -1;
+    q->ids = *ids;
+    q->event = *ev = lr_event_or_name(req, j, pb);
+    return *ev ? 0 : -1;
+}
+
+/* The decoded request q run on the ledger and answered. */
+static void run_eligibility(const http_request *req, http_response *resp, const ledger_elig_req *q,
+                            problem *pb)
+{
+    ledger_elig_item *items = NULL;
+    size_t n = 0, blen = 0;
+    dpb_error err = {0};
+    if (ledger_eligibility(lr_ledger(req), q, &items, &n, &err) != DPB_OK) {
+        lr_reply_error(resp, pb, &err);
+        free(items);
+        return;
+    }
+    char *body = eligibility_json(items, n, q->max_rounds, &blen);
+    free(items);
+    if (body == NULL) {
+        problem_oom(pb);
+        http_reply_problem(resp, pb);
+        return;
+    }
+    http_reply_text(resp, 200, body, blen);
+}
+
 /* POST /v1/eligibility: who a round of the event would admit now and how many more such
  * rounds each can afford; nothing is charged or stored. */
 void res_eligibility(const http_request *req, http_response *resp)
 {
-    static const char *const allowed[] = {"event", "event_name", "clients",
-                                          "label", "max_rounds", NULL};
     if (lr_no_ledger(req, resp))
         return;
     problem pb = {0};
     dp_event *ev = NULL;
     const char **ids = NULL;
-    ledger_elig_item *items = NULL;
-    size_t n = 0;
     ledger_elig_req q;
     memset(&q, 0, sizeof q);
     q.max_rounds = ELIG_DEFAULT_ROUNDS;
     json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
-        codec_uint(j, "", "max_rounds", 0, 1, LEDGER_ELIG_MAX_ROUNDS, &q.max_rounds, &pb) < 0 ||
-        codec_string(j, "", "label", 0, &q.label, &pb) < 0)
-        goto fail;
-    json_t *cl = json_object_get(j, "clients");
-    if ((cl == NULL) == (q.label == NULL)) {
-        problem_set(&pb, cl ? PB_INVALID_PARAMETER : PB_MISSING_FIELD, "clients",
-                    "give exactly one of 'clients' (a list of 1 to %d client ids) and 'label' "
-                    "(\"key=value\": every client with that label)",
-                    LEDGER_MAX_PARTICIPANTS);
-        goto fail;
-    }
-    if (q.label && !lr_label_filter_ok(q.label)) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "label",
-                    "label is key=value, the key 1-32 of [A-Za-z0-9_.-], the value at most 64 "
-                    "bytes of printable UTF-8 (the rule of the labels themselves)");
-        goto fail;
-    }
-    if (cl && lr_decode_ids(cl, "clients", &ids, &q.n, &pb) < 0)
-        goto fail;
-    q.ids = ids;
-    ev = lr_event_or_name(req, j, &pb);
-    if (ev == NULL)
-        goto fail;
-    q.event = ev;
-    dpb_error err = {0};
-    size_t blen = 0;
-    if (ledger_eligibility(lr_ledger(req), &q, &items, &n, &err) != DPB_OK) {
-        lr_reply_error(resp, &pb, &err);
-        goto out;
-    }
-    char *body = eligibility_json(items, n, q.max_rounds, &blen);
-    if (body == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
-    }
-    http_reply_text(resp, 200, body, blen);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
-out:
-    free(items);
+    if (j == NULL || decode_eligibility(req, j, &q, &ids, &ev, &pb) < 0)
+        http_reply_problem(resp, &pb);
+    else
+        run_eligibility(req, resp, &q, &pb);
     free(ids);
     dp_event_free(ev);
     json_decref(j);

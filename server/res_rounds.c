@@ -129,82 +129,85 @@ static json_t *canonical_numbers(json_t *v)
 
 /* A list of 1 to LEDGER_MAX_PARTICIPANTS client ids (field name) into *ids (malloc'ed,
  * borrowing the strings of arr): 0, or -1 with the problem recorded. */
-void res_round_post(const http_request *req, http_response *resp)
+/* The POST /v1/rounds body j into rq (its policy's name into *pol, borrowed from j): the
+ * participants into *ids (malloc'ed, borrowing j's strings) and the event into *ev (owned),
+ * both owned by the caller even on failure. 0, or -1 with pb set. */
+static int decode_round(const http_request *req, json_t *j, ledger_round_req *rq, const char **pol,
+                        const char ***ids, dp_event **ev, problem *pb)
 {
-    if (lr_no_ledger(req, resp))
-        return;
-    problem pb = {0};
-    dp_event *ev = NULL;
-    const char **ids = NULL;
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    const char *rid, *pol = "all_or_nothing", *phase = "charge";
-    ledger_round_req rq;
-    memset(&rq, 0, sizeof rq);
+    const char *rid, *phase = "charge";
     const app_state *app = req->app;
-    if (j == NULL || codec_only_fields(j, "", CODEC_ROUND_FIELDS, &pb) < 0 ||
-        codec_string(j, "", "round_id", 1, &rid, &pb) < 0 ||
-        codec_string(j, "", "policy", 0, &pol, &pb) < 0 ||
-        codec_bool(j, "", "dry_run", 0, &rq.dry_run, &pb) < 0 ||
-        codec_bool(j, "", "already_ran", 0, &rq.already_ran, &pb) < 0 ||
-        codec_string(j, "", "phase", 0, &phase, &pb) < 0)
-        goto fail;
-    if (codec_id(rid, strlen(rid), "round_id", &pb) < 0)
-        goto fail;
+    if (codec_only_fields(j, "", CODEC_ROUND_FIELDS, pb) < 0 ||
+        codec_string(j, "", "round_id", 1, &rid, pb) < 0 ||
+        codec_string(j, "", "policy", 0, pol, pb) < 0 ||
+        codec_bool(j, "", "dry_run", 0, &rq->dry_run, pb) < 0 ||
+        codec_bool(j, "", "already_ran", 0, &rq->already_ran, pb) < 0 ||
+        codec_string(j, "", "phase", 0, &phase, pb) < 0)
+        return -1;
+    if (codec_id(rid, strlen(rid), "round_id", pb) < 0)
+        return -1;
     if (strcmp(phase, "charge") != 0 && strcmp(phase, "reserve") != 0) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "phase",
+        problem_set(pb, PB_INVALID_PARAMETER, "phase",
                     "phase must be \"charge\" (admit and charge at once) or \"reserve\" (hold "
                     "the admitted clients' budget until POST /v1/rounds/{id}/commit or /release)");
-        goto fail;
+        return -1;
     }
-    rq.reserve = phase[0] == 'r';
-    rq.ttl_seconds = app && app->reservation_ttl ? app->reservation_ttl : 3600;
-    if (codec_uint(j, "", "reservation_ttl_seconds", 0, 1, LEDGER_TTL_MAX, &rq.ttl_seconds, &pb) <
+    rq->reserve = phase[0] == 'r';
+    rq->ttl_seconds = app && app->reservation_ttl ? app->reservation_ttl : 3600;
+    if (codec_uint(j, "", "reservation_ttl_seconds", 0, 1, LEDGER_TTL_MAX, &rq->ttl_seconds, pb) <
         0)
-        goto fail;
-    if (json_object_get(j, "reservation_ttl_seconds") && !rq.reserve) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "reservation_ttl_seconds",
+        return -1;
+    if (json_object_get(j, "reservation_ttl_seconds") && !rq->reserve) {
+        problem_set(pb, PB_INVALID_PARAMETER, "reservation_ttl_seconds",
                     "reservation_ttl_seconds applies to \"phase\": \"reserve\" only");
-        goto fail;
+        return -1;
     }
-    if (rq.reserve && rq.already_ran) {
-        problem_set(&pb, PB_INVALID_PARAMETER, "already_ran",
+    if (rq->reserve && rq->already_ran) {
+        problem_set(pb, PB_INVALID_PARAMETER, "already_ran",
                     "a round that already ran is recorded in one step (already_ran), not "
                     "reserved: leave out \"phase\": \"reserve\"");
-        goto fail;
+        return -1;
     }
-    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
-    if (strcmp(pol, "all_or_nothing") == 0)
-        rq.policy = LEDGER_ALL_OR_NOTHING;
-    else if (strcmp(pol, "admit_eligible") == 0)
-        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    snprintf(rq->round_id, sizeof rq->round_id, "%s", rid);
+    if (strcmp(*pol, "all_or_nothing") == 0)
+        rq->policy = LEDGER_ALL_OR_NOTHING;
+    else if (strcmp(*pol, "admit_eligible") == 0)
+        rq->policy = LEDGER_ADMIT_ELIGIBLE;
     else {
-        problem_set(&pb, PB_INVALID_PARAMETER, "policy",
+        problem_set(pb, PB_INVALID_PARAMETER, "policy",
                     "policy must be \"all_or_nothing\" or \"admit_eligible\"");
-        goto fail;
+        return -1;
     }
     json_t *pa = json_object_get(j, "participants");
     if (pa == NULL) {
-        problem_set(&pb, PB_MISSING_FIELD, "participants",
+        problem_set(pb, PB_MISSING_FIELD, "participants",
                     "'participants' is required: a list of client ids");
-        goto fail;
+        return -1;
     }
-    if (lr_decode_ids(pa, "participants", &ids, &rq.n, &pb) < 0)
-        goto fail;
-    rq.participants = ids;
-    ev = lr_event_or_name(req, j, &pb);
-    if (ev == NULL)
-        goto fail;
-    rq.event = ev;
+    if (lr_decode_ids(pa, "participants", ids, &rq->n, pb) < 0)
+        return -1;
+    rq->participants = *ids;
+    *ev = lr_event_or_name(req, j, pb);
+    rq->event = *ev;
+    return *ev ? 0 : -1;
+}
+
+/* The round's idempotency keys into rq: the hash of the canonical request (and of the
+ * request as versions before 0.3 hashed it). Completes j with the defaults. 0, or -1 (out of
+ * memory) with pb set. */
+static int round_hashes(json_t *j, ledger_round_req *rq, const char *pol, problem *pb)
+{
     /* idempotency: the hash of the canonical request (sorted keys, compact, numbers in one
      * spelling per value, defaults made explicit so that writing a default out does not
      * change the request) */
     json_object_set_new(j, "policy", json_string(pol));
-    json_object_set_new(j, "dry_run", json_boolean(rq.dry_run));
-    json_object_set_new(j, "already_ran", json_boolean(rq.already_ran));
+    json_object_set_new(j, "dry_run", json_boolean(rq->dry_run));
+    json_object_set_new(j, "already_ran", json_boolean(rq->already_ran));
     /* a one-step round's hash is what it was before two-phase rounds existed: "phase":
      * "charge" spelled out is the default, left out; a reservation spells out its ttl */
-    if (rq.reserve) {
-        json_object_set_new(j, "reservation_ttl_seconds", json_integer((json_int_t)rq.ttl_seconds));
+    if (rq->reserve) {
+        json_object_set_new(j, "reservation_ttl_seconds",
+                            json_integer((json_int_t)rq->ttl_seconds));
     } else {
         json_object_del(j, "phase");
     }
@@ -217,18 +220,24 @@ void res_round_post(const http_request *req, http_response *resp)
     if (canon == NULL || legacy == NULL) {
         free(canon);
         free(legacy);
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
+        return problem_oom(pb);
     }
-    ledger_hash128(canon, strlen(canon), rq.body_hash);
-    ledger_hash128(legacy, strlen(legacy), rq.legacy_hash);
+    ledger_hash128(canon, strlen(canon), rq->body_hash);
+    ledger_hash128(legacy, strlen(legacy), rq->legacy_hash);
     free(canon);
     free(legacy);
+    return 0;
+}
+
+/* The decoded round rq run on the ledger and answered. */
+static void run_round(const http_request *req, http_response *resp, ledger_round_req *rq,
+                      problem *pb)
+{
     ledger_round_res res;
     dpb_error err = {0};
-    if (ledger_round(lr_ledger(req), &rq, &res, &err) != DPB_OK) {
-        lr_reply_error(resp, &pb, &err);
-        goto out;
+    if (ledger_round(lr_ledger(req), rq, &res, &err) != DPB_OK) {
+        lr_reply_error(resp, pb, &err);
+        return;
     }
     if (res.replayed) {
         resp->extra_name = "Idempotent-Replayed";
@@ -238,10 +247,24 @@ void res_round_post(const http_request *req, http_response *resp)
     }
     http_reply_json(resp, 200, round_json(&res));
     ledger_round_res_free(&res);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
-out:
+}
+
+void res_round_post(const http_request *req, http_response *resp)
+{
+    if (lr_no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    dp_event *ev = NULL;
+    const char **ids = NULL;
+    const char *pol = "all_or_nothing";
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    if (j == NULL || decode_round(req, j, &rq, &pol, &ids, &ev, &pb) < 0 ||
+        round_hashes(j, &rq, pol, &pb) < 0)
+        http_reply_problem(resp, &pb);
+    else
+        run_round(req, resp, &rq, &pb);
     free(ids);
     dp_event_free(ev);
     json_decref(j);
@@ -276,30 +299,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* POST /v1/rounds/{id}/commit {"reported": [...]}: charge the reported clients of a
- * reservation, release the others. */
-void res_round_commit(const http_request *req, http_response *resp)
+/* The commit's idempotency key: the hash of the set of reported ids (sorted: their order does
+ * not matter), one per line, into hash. 0, or -1 (out of memory) with pb set. */
+static int reported_hash(const char **ids, size_t n, unsigned char hash[16], problem *pb)
 {
-    static const char *const allowed[] = {"reported", NULL};
-    if (lr_no_ledger(req, resp))
-        return;
-    problem pb = {0};
-    const char **ids = NULL;
-    size_t n = 0;
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0)
-        goto fail;
-    json_t *rp = json_object_get(j, "reported");
-    if (rp == NULL) {
-        problem_set(&pb, PB_MISSING_FIELD, "reported",
-                    "'reported' is required: the admitted clients whose updates were used (the "
-                    "others are released; [] releases all)");
-        goto fail;
-    }
-    if (!(json_is_array(rp) && json_array_size(rp) == 0) &&
-        lr_decode_ids(rp, "reported", &ids, &n, &pb) < 0)
-        goto fail;
-    /* idempotency: the hash of the sorted set (order does not matter) */
     const char **sorted = calloc(n ? n : 1, sizeof *sorted);
     size_t len = 1;
     for (size_t i = 0; i < n; i++)
@@ -308,8 +311,7 @@ void res_round_commit(const http_request *req, http_response *resp)
     if (sorted == NULL || canon == NULL) {
         free(sorted);
         free(canon);
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
-        goto fail;
+        return problem_oom(pb);
     }
     if (n) {
         memcpy(sorted, ids, n * sizeof *sorted);
@@ -323,18 +325,52 @@ void res_round_commit(const http_request *req, http_response *resp)
         at += k + 1;
     }
     canon[at] = '\0';
-    unsigned char hash[16];
     ledger_hash128(canon, at, hash);
     free(sorted);
     free(canon);
-    ledger_round_res res;
-    dpb_error err = {0};
-    dpb_status st = ledger_commit(lr_ledger(req), req->param, ids, n, hash, &res, &err);
-    reply_resolved(resp, &res, &err, st);
-    goto out;
-fail:
-    http_reply_problem(resp, &pb);
-out:
+    return 0;
+}
+
+/* The commit's body {"reported": [...]} into *ids (malloc'ed, borrowing j's strings; none for
+ * []) and *n, and its idempotency key into hash: 0, or -1 with pb set. */
+static int decode_commit(json_t *j, const char ***ids, size_t *n, unsigned char hash[16],
+                         problem *pb)
+{
+    static const char *const allowed[] = {"reported", NULL};
+    if (codec_only_fields(j, "", allowed, pb) < 0)
+        return -1;
+    json_t *rp = json_object_get(j, "reported");
+    if (rp == NULL) {
+        problem_set(pb, PB_MISSING_FIELD, "reported",
+                    "'reported' is required: the admitted clients whose updates were used (the "
+                    "others are released; [] releases all)");
+        return -1;
+    }
+    if (!(json_is_array(rp) && json_array_size(rp) == 0) &&
+        lr_decode_ids(rp, "reported", ids, n, pb) < 0)
+        return -1;
+    return reported_hash(*ids, *n, hash, pb);
+}
+
+/* POST /v1/rounds/{id}/commit {"reported": [...]}: charge the reported clients of a
+ * reservation, release the others. */
+void res_round_commit(const http_request *req, http_response *resp)
+{
+    if (lr_no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    const char **ids = NULL;
+    size_t n = 0;
+    unsigned char hash[16];
+    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
+    if (j == NULL || decode_commit(j, &ids, &n, hash, &pb) < 0) {
+        http_reply_problem(resp, &pb);
+    } else {
+        ledger_round_res res;
+        dpb_error err = {0};
+        dpb_status st = ledger_commit(lr_ledger(req), req->param, ids, n, hash, &res, &err);
+        reply_resolved(resp, &res, &err, st);
+    }
     free(ids);
     json_decref(j);
 }
