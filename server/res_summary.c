@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "../core/ledger/ledger.h"
-#include "codec.h"
 #include "jsonout.h"
 #include "res_ledger.h"
 #include "resources.h"
