@@ -123,12 +123,12 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
     return jsonout_finish(&w, len);
 }
 
-/* The POST /v1/eligibility body j into q: the listed clients into *ids (malloc'ed, borrowing
- * j's strings) and the event into *ev (owned), both owned by the caller even on failure. 0, or
- * -1 with pb set. */
-static int decode_eligibility(const http_request *req, json_t *j, ledger_elig_req *q,
-                              const char ***ids, dp_event **ev, problem *pb)
+/* The POST /v1/eligibility body (own->body) into q: the listed clients into own->ids and the
+ * event into own->ev (the caller releases own, even on failure). 0, or -1 with pb set. */
+static int decode_eligibility(const http_request *req, lr_owned *own, ledger_elig_req *q,
+                              problem *pb)
 {
+    json_t *j = own->body;
     static const char *const allowed[] = {"event", "event_name", "clients",
                                           "label", "max_rounds", NULL};
     if (codec_only_fields(j, "", allowed, pb) < 0 ||
@@ -149,11 +149,11 @@ static int decode_eligibility(const http_request *req, json_t *j, ledger_elig_re
                     "bytes of printable UTF-8 (the rule of the labels themselves)");
         return -1;
     }
-    if (cl && lr_decode_ids(cl, "clients", ids, &q->n, pb) < 0)
+    if (cl && lr_decode_ids(cl, "clients", &own->ids, &q->n, pb) < 0)
         return -1;
-    q->ids = *ids;
-    q->event = *ev = lr_event_or_name(req, j, pb);
-    return *ev ? 0 : -1;
+    q->ids = own->ids;
+    q->event = own->ev = lr_event_or_name(req, j, pb);
+    return own->ev ? 0 : -1;
 }
 
 /* The decoded request q run on the ledger and answered. */
@@ -185,17 +185,13 @@ void res_eligibility(const http_request *req, http_response *resp)
     if (lr_no_ledger(req, resp))
         return;
     problem pb = {0};
-    dp_event *ev = NULL;
-    const char **ids = NULL;
+    lr_owned own = {codec_parse_object(req->body, req->body_len, &pb), NULL, NULL};
     ledger_elig_req q;
     memset(&q, 0, sizeof q);
     q.max_rounds = ELIG_DEFAULT_ROUNDS;
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || decode_eligibility(req, j, &q, &ids, &ev, &pb) < 0)
+    if (own.body == NULL || decode_eligibility(req, &own, &q, &pb) < 0)
         http_reply_problem(resp, &pb);
     else
         run_eligibility(req, resp, &q, &pb);
-    free(ids);
-    dp_event_free(ev);
-    json_decref(j);
+    lr_release(&own);
 }

@@ -206,6 +206,13 @@ int lr_page_args(const http_request *req, size_t *limit, size_t *offset, problem
     }
     return 0;
 }
+void lr_release(lr_owned *o)
+{
+    free(o->ids);
+    dp_event_free(o->ev);
+    json_decref(o->body);
+}
+
 int lr_page_start(const http_request *req, http_response *resp, size_t *limit, size_t *offset)
 {
     *limit = 100;

@@ -77,6 +77,17 @@ int lr_decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, p
  * Owned by the caller (dp_event_free); NULL with the problem recorded. */
 dp_event *lr_event_or_name(const http_request *req, json_t *j, problem *pb);
 
+/* What a ledger request owns while it runs: its parsed body, the client ids decoded from it
+ * (malloc'ed, borrowing the body's strings) and its event. Each may be NULL. */
+typedef struct {
+    json_t *body;
+    const char **ids;
+    dp_event *ev;
+} lr_owned;
+
+/* Frees what o holds (the ids before the body whose strings they borrow). */
+void lr_release(lr_owned *o);
+
 /* Members written into the object being written: key and a real ("infinite" for +inf), an
  * integer, a string. */
 void lr_put_real(jsonout_w *w, const char *key, double x);

@@ -129,12 +129,13 @@ static json_t *canonical_numbers(json_t *v)
 
 /* A list of 1 to LEDGER_MAX_PARTICIPANTS client ids (field name) into *ids (malloc'ed,
  * borrowing the strings of arr): 0, or -1 with the problem recorded. */
-/* The POST /v1/rounds body j into rq (its policy's name into *pol, borrowed from j): the
- * participants into *ids (malloc'ed, borrowing j's strings) and the event into *ev (owned),
- * both owned by the caller even on failure. 0, or -1 with pb set. */
-static int decode_round(const http_request *req, json_t *j, ledger_round_req *rq, const char **pol,
-                        const char ***ids, dp_event **ev, problem *pb)
+/* The POST /v1/rounds body (own->body) into rq (its policy's name into *pol, borrowed from
+ * the body): the participants into own->ids and the event into own->ev (the caller releases
+ * own, even on failure). 0, or -1 with pb set. */
+static int decode_round(const http_request *req, lr_owned *own, ledger_round_req *rq,
+                        const char **pol, problem *pb)
 {
+    json_t *j = own->body;
     const char *rid, *phase = "charge";
     const app_state *app = req->app;
     if (codec_only_fields(j, "", CODEC_ROUND_FIELDS, pb) < 0 ||
@@ -184,12 +185,11 @@ static int decode_round(const http_request *req, json_t *j, ledger_round_req *rq
                     "'participants' is required: a list of client ids");
         return -1;
     }
-    if (lr_decode_ids(pa, "participants", ids, &rq->n, pb) < 0)
+    if (lr_decode_ids(pa, "participants", &own->ids, &rq->n, pb) < 0)
         return -1;
-    rq->participants = *ids;
-    *ev = lr_event_or_name(req, j, pb);
-    rq->event = *ev;
-    return *ev ? 0 : -1;
+    rq->participants = own->ids;
+    rq->event = own->ev = lr_event_or_name(req, j, pb);
+    return own->ev ? 0 : -1;
 }
 
 /* The round's idempotency keys into rq: the hash of the canonical request (and of the
@@ -254,20 +254,16 @@ void res_round_post(const http_request *req, http_response *resp)
     if (lr_no_ledger(req, resp))
         return;
     problem pb = {0};
-    dp_event *ev = NULL;
-    const char **ids = NULL;
+    lr_owned own = {codec_parse_object(req->body, req->body_len, &pb), NULL, NULL};
     const char *pol = "all_or_nothing";
     ledger_round_req rq;
     memset(&rq, 0, sizeof rq);
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || decode_round(req, j, &rq, &pol, &ids, &ev, &pb) < 0 ||
-        round_hashes(j, &rq, pol, &pb) < 0)
+    if (own.body == NULL || decode_round(req, &own, &rq, &pol, &pb) < 0 ||
+        round_hashes(own.body, &rq, pol, &pb) < 0)
         http_reply_problem(resp, &pb);
     else
         run_round(req, resp, &rq, &pb);
-    free(ids);
-    dp_event_free(ev);
-    json_decref(j);
+    lr_release(&own);
 }
 
 /* The answer of a commit or release (st its status; res released here): the round, or the
@@ -359,20 +355,18 @@ void res_round_commit(const http_request *req, http_response *resp)
     if (lr_no_ledger(req, resp))
         return;
     problem pb = {0};
-    const char **ids = NULL;
+    lr_owned own = {codec_parse_object(req->body, req->body_len, &pb), NULL, NULL};
     size_t n = 0;
     unsigned char hash[16];
-    json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    if (j == NULL || decode_commit(j, &ids, &n, hash, &pb) < 0) {
+    if (own.body == NULL || decode_commit(own.body, &own.ids, &n, hash, &pb) < 0) {
         http_reply_problem(resp, &pb);
     } else {
         ledger_round_res res;
         dpb_error err = {0};
-        dpb_status st = ledger_commit(lr_ledger(req), req->param, ids, n, hash, &res, &err);
+        dpb_status st = ledger_commit(lr_ledger(req), req->param, own.ids, n, hash, &res, &err);
         reply_resolved(resp, &res, &err, st);
     }
-    free(ids);
-    json_decref(j);
+    lr_release(&own);
 }
 
 /* POST /v1/rounds/{id}/release {}: release a reservation. */
