@@ -3,6 +3,10 @@
  * types and out-of-domain values with a problem naming the field (a dotted path such as
  * "event.event.rounds"); nothing is defaulted silently. Encoders never emit NaN or
  * infinities (jansson cannot): an infinite value is the string "infinite".
+ *
+ * Three files implement it, calling downward only: codec_event.c (codec_event) and
+ * codec_encode.c (the encoders and report writers) -> codec.c (parsing, the field readers,
+ * the request schemas and the flat events' table; codec_field.h holds what they share).
  */
 #ifndef HTTP_CODEC_H
 #define HTTP_CODEC_H

@@ -141,61 +141,66 @@ static int after_item(reader *r, char close)
     return -1;
 }
 
-static json_t *plain_object(reader *r)
+/* One member "key": value of an object being read, added to o: 0, or -1 when malformed (a
+ * duplicate key included: jansson words it). */
+static int object_member(reader *r, json_t *o)
 {
-    json_t *o = json_object();
-    if (o == NULL)
+    const char *k;
+    size_t kn;
+    if (r->p >= r->end || *r->p != '"' || plain_string(r, &k, &kn) != 0)
+        return -1;
+    skip_space(r);
+    if (r->p >= r->end || *r->p != ':')
+        return -1;
+    r->p++;
+    skip_space(r);
+    json_t *v = plain_value(r);
+    if (v == NULL)
+        return -1;
+    if (json_object_getn(o, k, kn) != NULL) { /* jansson words the duplicate */
+        json_decref(v);
+        return -1;
+    }
+    /* takes v, even on failure */
+    return json_object_setn_new_nocheck(o, k, kn, v) != 0 ? -1 : 0;
+}
+
+/* One element of an array being read, appended to a: 0, or -1 when malformed. */
+static int array_element(reader *r, json_t *a)
+{
+    json_t *v = plain_value(r);
+    return v == NULL || json_array_append_new(a, v) != 0 ? -1 : 0;
+}
+
+/* The container c (a new object or array, owned; NULL when out of memory) read item by item
+ * up to its closing bracket: c, or NULL (c released) when malformed. */
+static json_t *plain_container(reader *r, json_t *c, char close, int (*item)(reader *, json_t *))
+{
+    if (c == NULL)
         return NULL;
-    if (opens_empty(r, '}'))
-        return o;
+    if (opens_empty(r, close))
+        return c;
     for (;;) {
-        const char *k;
-        size_t kn;
-        if (r->p >= r->end || *r->p != '"' || plain_string(r, &k, &kn) != 0)
+        if (item(r, c) != 0)
             break;
-        skip_space(r);
-        if (r->p >= r->end || *r->p != ':')
-            break;
-        r->p++;
-        skip_space(r);
-        json_t *v = plain_value(r);
-        if (v == NULL)
-            break;
-        if (json_object_getn(o, k, kn) != NULL) { /* jansson words the duplicate */
-            json_decref(v);
-            break;
-        }
-        if (json_object_setn_new_nocheck(o, k, kn, v) != 0) /* takes v, even on failure */
-            break;
-        int next = after_item(r, '}');
+        int next = after_item(r, close);
         if (next == 0)
-            return o;
+            return c;
         if (next < 0)
             break;
     }
-    json_decref(o);
+    json_decref(c);
     return NULL;
+}
+
+static json_t *plain_object(reader *r)
+{
+    return plain_container(r, json_object(), '}', object_member);
 }
 
 static json_t *plain_array(reader *r)
 {
-    json_t *a = json_array();
-    if (a == NULL)
-        return NULL;
-    if (opens_empty(r, ']'))
-        return a;
-    for (;;) {
-        json_t *v = plain_value(r);
-        if (v == NULL || json_array_append_new(a, v) != 0)
-            break;
-        int next = after_item(r, ']');
-        if (next == 0)
-            return a;
-        if (next < 0)
-            break;
-    }
-    json_decref(a);
-    return NULL;
+    return plain_container(r, json_array(), ']', array_element);
 }
 
 static int word(reader *r, const char *w, size_t n)

@@ -104,6 +104,8 @@ static size_t clean_prefix(const char *s, size_t n)
 static void put_escaped(out_buf *o, const char *s, size_t i, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
+    /* the short escapes JSON has (from[i] is written '\\' to[i]); any other: \u00XX */
+    static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
     size_t run = i; /* bytes of s[run..i) not yet written */
     for (; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -111,31 +113,12 @@ static void put_escaped(out_buf *o, const char *s, size_t i, size_t n)
             continue;
         put(o, s + run, i - run);
         run = i + 1;
+        const char *at = memchr(from, ch, sizeof from - 1);
         char esc[6] = {'\\', 0, 0, 0, 0, 0};
         size_t k = 2;
-        switch (ch) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
+        if (at) {
+            esc[1] = to[at - from];
+        } else {
             memcpy(esc + 1, "u00", 3);
             esc[4] = hex[ch >> 4];
             esc[5] = hex[ch & 15];
@@ -363,6 +346,12 @@ void jsonout_realv(jsonout_w *w, double x)
     }
     char b[DPB_NUM_MAX + 2];
     put(as_out(w), b, jsonout_real(x, b));
+}
+
+void jsonout_rawv(jsonout_w *w, const char *text, size_t n)
+{
+    before_value(w);
+    put(as_out(w), text, n);
 }
 
 void jsonout_tree(jsonout_w *w, const json_t *j)

@@ -48,7 +48,10 @@ void jsonout_strn(jsonout_w *w, const char *s, size_t n); /* n bytes of s */
 void jsonout_int(jsonout_w *w, long long v);
 void jsonout_null(jsonout_w *w);
 void jsonout_bool(jsonout_w *w, int b);
-void jsonout_realv(jsonout_w *w, double x);       /* as a jansson real (finite) */
+void jsonout_realv(jsonout_w *w, double x); /* as a jansson real (finite) */
+/* A value already in JSON text (n bytes, borrowed, trusted to be one valid JSON value): a
+ * number's text jsonout_real wrote and the caller kept. */
+void jsonout_rawv(jsonout_w *w, const char *text, size_t n);
 void jsonout_tree(jsonout_w *w, const json_t *j); /* a tree as a value (borrowed) */
 /* Every member of object j (borrowed), as members of the object being written. */
 void jsonout_members(jsonout_w *w, const json_t *j);

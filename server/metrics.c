@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -83,13 +82,6 @@ static uint64_t shard_sum(const uint64_t *c)
     for (int i = 0; i < NSHARD; i++)
         t += get((const uint64_t *)((const char *)&shards[i] + off));
     return t;
-}
-
-double metrics_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 int metrics_method(const char *method)
@@ -225,6 +217,34 @@ static void put(sbuf *b, const char *fmt, ...)
     }
 }
 
+/* A histogram's cumulative buckets (n[i] counted at most le[i]; total at +Inf), its sum and
+ * count, under name with the labels lab ("" for none; else `k="v",...`). */
+static void put_histogram(sbuf *b, const char *name, const char *lab, const double *le,
+                          const uint64_t *n, size_t nle, uint64_t total, double sum)
+{
+    const char *sep = lab[0] ? "," : "";
+    uint64_t cum = 0;
+    for (size_t i = 0; i < nle; i++) {
+        cum += n[i];
+        put(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, lab, sep, le[i], (unsigned long long)cum);
+    }
+    put(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, lab, sep, (unsigned long long)total);
+    char secs[DPB_NUM_MAX];
+    dpb_num_str(sum, secs);
+    if (lab[0])
+        put(b, "%s_sum{%s} %s\n%s_count{%s} %llu\n", name, lab, secs, name, lab,
+            (unsigned long long)total);
+    else
+        put(b, "%s_sum %s\n%s_count %llu\n", name, secs, name, (unsigned long long)total);
+}
+
+/* One metric without labels: its HELP and TYPE lines, then its value. */
+static void put_metric(sbuf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+    put(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+        (unsigned long long)v);
+}
+
 static void route_label(int r, int m, char *out, size_t n)
 {
     if (r == MAX_ROUTES || ROUTES[r].method == NULL)
@@ -303,62 +323,63 @@ static void render_process(sbuf *b)
             (unsigned long long)rl.rlim_cur);
 }
 
-static void render_requests(sbuf *b)
+/* The request counts of route r (MAX_ROUTES: unmatched) and method m, by status. */
+static void request_counts(sbuf *b, int r, int m)
+{
+    char lab[160];
+    route_label(r, m, lab, sizeof lab);
+    for (size_t s = 0; s < NSTATUS; s++) {
+        uint64_t v = shard_sum(&shards[0].requests[r][m][s]);
+        if (v == 0)
+            continue;
+        if (STATUSES[s])
+            put(b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab, STATUSES[s],
+                (unsigned long long)v);
+        else
+            put(b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
+                (unsigned long long)v);
+    }
+}
+
+/* The latency histogram of route r and method m, when it counted any request. */
+static void request_latency(sbuf *b, int r, int m)
+{
+    /* each bucket read once: the cumulative counts and the total agree */
+    uint64_t n[NLE + 1], total = 0;
+    for (size_t i = 0; i <= NLE; i++)
+        total += n[i] = shard_sum(&shards[0].hist[r][m][i]);
+    if (total == 0)
+        return;
+    char lab[160];
+    route_label(r, m, lab, sizeof lab);
+    put_histogram(b, "dpbudget_http_request_duration_seconds", lab, LE, n, NLE, total,
+                  (double)shard_sum(&shards[0].micros[r][m]) / 1e6);
+}
+
+/* each(b, r, m) for every route of the table, then the unmatched requests, by method. */
+static void each_route(sbuf *b, void (*each)(sbuf *, int, int))
 {
     int nroutes = 0;
     while (nroutes < MAX_ROUTES && ROUTES[nroutes].method)
         nroutes++;
-    char lab[160];
+    for (int r = 0; r <= MAX_ROUTES; r++) {
+        if (r >= nroutes && r != MAX_ROUTES)
+            continue;
+        for (int m = 0; m < NMETHOD; m++)
+            each(b, r, m);
+    }
+}
+
+static void render_requests(sbuf *b)
+{
     put(b, "# HELP dpbudget_http_requests_total Requests answered, by route (\"unmatched\" when "
            "no route has the path), the method sent and status.\n"
            "# TYPE dpbudget_http_requests_total counter\n");
-    for (int r = 0; r <= MAX_ROUTES; r++) {
-        if (r >= nroutes && r != MAX_ROUTES)
-            continue;
-        for (int m = 0; m < NMETHOD; m++) {
-            route_label(r, m, lab, sizeof lab);
-            for (size_t s = 0; s < NSTATUS; s++) {
-                uint64_t v = shard_sum(&shards[0].requests[r][m][s]);
-                if (v == 0)
-                    continue;
-                if (STATUSES[s])
-                    put(b, "dpbudget_http_requests_total{%s,status=\"%d\"} %llu\n", lab,
-                        STATUSES[s], (unsigned long long)v);
-                else
-                    put(b, "dpbudget_http_requests_total{%s,status=\"other\"} %llu\n", lab,
-                        (unsigned long long)v);
-            }
-        }
-    }
+    each_route(b, request_counts);
     put(b, "# HELP dpbudget_http_request_duration_seconds Time from the last byte of the request "
            "to the response being queued.\n"
            "# TYPE dpbudget_http_request_duration_seconds histogram\n");
-    for (int r = 0; r <= MAX_ROUTES; r++) {
-        if (r >= nroutes && r != MAX_ROUTES)
-            continue;
-        for (int m = 0; m < NMETHOD; m++) {
-            /* each bucket read once: the cumulative counts and the total agree */
-            uint64_t n[NLE + 1], total = 0;
-            for (size_t i = 0; i <= NLE; i++)
-                total += n[i] = shard_sum(&shards[0].hist[r][m][i]);
-            if (total == 0)
-                continue;
-            route_label(r, m, lab, sizeof lab);
-            uint64_t cum = 0;
-            for (size_t i = 0; i < NLE; i++) {
-                cum += n[i];
-                put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n", lab,
-                    LE[i], (unsigned long long)cum);
-            }
-            put(b, "dpbudget_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", lab,
-                (unsigned long long)total);
-            char secs[DPB_NUM_MAX];
-            put(b, "dpbudget_http_request_duration_seconds_sum{%s} %s\n", lab,
-                dpb_num_str((double)shard_sum(&shards[0].micros[r][m]) / 1e6, secs));
-            put(b, "dpbudget_http_request_duration_seconds_count{%s} %llu\n", lab,
-                (unsigned long long)total);
-        }
-    }
+    each_route(b, request_latency);
 }
 
 static void render_compute(sbuf *b)
@@ -373,20 +394,10 @@ static void render_compute(sbuf *b)
             total += n[i] = shard_sum(&shards[0].chist[a][i]);
         if (total == 0)
             continue;
-        uint64_t cum = 0;
-        for (size_t i = 0; i < NCLE; i++) {
-            cum += n[i];
-            put(b, "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"%g\"} %llu\n",
-                acct_name(a), CLE[i], (unsigned long long)cum);
-        }
-        char secs[DPB_NUM_MAX];
-        put(b,
-            "dpbudget_compute_duration_seconds_bucket{accountant=\"%s\",le=\"+Inf\"} %llu\n"
-            "dpbudget_compute_duration_seconds_sum{accountant=\"%s\"} %s\n"
-            "dpbudget_compute_duration_seconds_count{accountant=\"%s\"} %llu\n",
-            acct_name(a), (unsigned long long)total, acct_name(a),
-            dpb_num_str((double)shard_sum(&shards[0].cmicros[a]) / 1e6, secs), acct_name(a),
-            (unsigned long long)total);
+        char lab[64];
+        snprintf(lab, sizeof lab, "accountant=\"%s\"", acct_name(a));
+        put_histogram(b, "dpbudget_compute_duration_seconds", lab, CLE, n, NCLE, total,
+                      (double)shard_sum(&shards[0].cmicros[a]) / 1e6);
     }
 }
 
@@ -425,31 +436,16 @@ static void render_ledger(sbuf *b, ledger *l)
     }
     put(b, "# HELP dpbudget_wal_fsync_seconds fdatasync latency of the write-ahead log.\n"
            "# TYPE dpbudget_wal_fsync_seconds histogram\n");
-    uint64_t cum = 0;
-    for (int i = 0; i < WAL_SYNC_NBUCKETS - 1; i++) {
-        cum += s.sync_hist[i];
-        put(b, "dpbudget_wal_fsync_seconds_bucket{le=\"%g\"} %llu\n", WAL_SYNC_BUCKETS[i],
-            (unsigned long long)cum);
-    }
-    char sum[DPB_NUM_MAX];
-    put(b,
-        "dpbudget_wal_fsync_seconds_bucket{le=\"+Inf\"} %llu\n"
-        "dpbudget_wal_fsync_seconds_sum %s\n"
-        "dpbudget_wal_fsync_seconds_count %llu\n",
-        (unsigned long long)s.sync_count, dpb_num_str(s.sync_seconds, sum),
-        (unsigned long long)s.sync_count);
+    put_histogram(b, "dpbudget_wal_fsync_seconds", "", WAL_SYNC_BUCKETS, s.sync_hist,
+                  WAL_SYNC_NBUCKETS - 1, s.sync_count, s.sync_seconds);
     ledger_snapshot_info si;
     ledger_snapshot_stats(l, &si);
-    put(b,
-        "# HELP dpbudget_ledger_snapshots_total Ledger snapshots written in the background "
-        "since start.\n"
-        "# TYPE dpbudget_ledger_snapshots_total counter\n"
-        "dpbudget_ledger_snapshots_total %llu\n"
-        "# HELP dpbudget_ledger_snapshot_failures_total Ledger snapshots that failed since "
-        "start (nothing is lost, but the log grows until one succeeds; the log says why).\n"
-        "# TYPE dpbudget_ledger_snapshot_failures_total counter\n"
-        "dpbudget_ledger_snapshot_failures_total %llu\n",
-        (unsigned long long)si.written, (unsigned long long)si.failed);
+    put_metric(b, "dpbudget_ledger_snapshots_total", "counter",
+               "Ledger snapshots written in the background since start.", si.written);
+    put_metric(b, "dpbudget_ledger_snapshot_failures_total", "counter",
+               "Ledger snapshots that failed since start (nothing is lost, but the log grows "
+               "until one succeeds; the log says why).",
+               si.failed);
 }
 
 char *metrics_render(ledger *l, size_t *len)
@@ -474,38 +470,27 @@ char *metrics_render(ledger *l, size_t *len)
         "dpbudget_http_denied_total{status=\"429\"} %llu\n",
         (unsigned long long)get(&denied[0]), (unsigned long long)get(&denied[1]),
         (unsigned long long)get(&denied[2]));
+    put_metric(&b, "dpbudget_http_head_timeouts_total", "counter",
+               "Connections closed because a request head was not complete within "
+               "--header-timeout (slow or stalled clients).",
+               get(&head_timeouts));
+    put_metric(&b, "dpbudget_compute_busy", "gauge",
+               "Computations running or waiting on the compute pool.", get(&compute_busy));
+    put_metric(&b, "dpbudget_compute_places", "gauge",
+               "Places on the compute pool (--compute-threads + --compute-queue).",
+               get(&compute_places));
+    put_metric(&b, "dpbudget_compute_refused_total", "counter",
+               "Computations refused with 503 overloaded (every place taken).",
+               get(&compute_refused));
+    put_metric(&b, "dpbudget_rounds_total", "counter",
+               "Rounds charged since start (dry runs and replays excluded).", get(&rounds_total));
     put(&b,
-        "# HELP dpbudget_http_head_timeouts_total Connections closed because a request head "
-        "was not complete within --header-timeout (slow or stalled clients).\n"
-        "# TYPE dpbudget_http_head_timeouts_total counter\n"
-        "dpbudget_http_head_timeouts_total %llu\n",
-        (unsigned long long)get(&head_timeouts));
-    put(&b,
-        "# HELP dpbudget_compute_busy Computations running or waiting on the compute pool.\n"
-        "# TYPE dpbudget_compute_busy gauge\n"
-        "dpbudget_compute_busy %llu\n"
-        "# HELP dpbudget_compute_places Places on the compute pool (--compute-threads + "
-        "--compute-queue).\n"
-        "# TYPE dpbudget_compute_places gauge\n"
-        "dpbudget_compute_places %llu\n"
-        "# HELP dpbudget_compute_refused_total Computations refused with 503 overloaded (every "
-        "place taken).\n"
-        "# TYPE dpbudget_compute_refused_total counter\n"
-        "dpbudget_compute_refused_total %llu\n",
-        (unsigned long long)get(&compute_busy), (unsigned long long)get(&compute_places),
-        (unsigned long long)get(&compute_refused));
-    put(&b,
-        "# HELP dpbudget_rounds_total Rounds charged since start (dry runs and replays "
-        "excluded).\n"
-        "# TYPE dpbudget_rounds_total counter\n"
-        "dpbudget_rounds_total %llu\n"
         "# HELP dpbudget_round_participants_total Round participants since start (dry runs and "
         "replays excluded), by outcome.\n"
         "# TYPE dpbudget_round_participants_total counter\n"
         "dpbudget_round_participants_total{outcome=\"admitted\"} %llu\n"
         "dpbudget_round_participants_total{outcome=\"refused\"} %llu\n",
-        (unsigned long long)get(&rounds_total), (unsigned long long)get(&admitted_total),
-        (unsigned long long)get(&refused_total));
+        (unsigned long long)get(&admitted_total), (unsigned long long)get(&refused_total));
     put(&b, "# HELP dpbudget_round_refusals_total Participants refused since start (dry runs and "
             "replays excluded), by reason.\n"
             "# TYPE dpbudget_round_refusals_total counter\n");

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/common/clock.h"
 #include "../core/ledger/ledger.h"
 
 /* The label index of a request method: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, or
@@ -36,8 +37,11 @@ void metrics_compute(const char *accountant, double seconds);
 /* Requests refused for authentication, authorisation or rate (by status). */
 void metrics_denied(int status);
 
-/* A monotonic clock in seconds, for latencies. */
-double metrics_now(void);
+/* The monotonic clock in seconds, for latencies: the project's one clock (clock.h). */
+static inline double metrics_now(void)
+{
+    return dpb_mono_s();
+}
 
 /* A connection closed because its request head was not complete by --header-timeout. */
 void metrics_head_timeout(void);

@@ -163,6 +163,12 @@ void problem_set(problem *p, problem_code c, const char *field, const char *fmt,
     printable_utf8(p->detail);
 }
 
+int problem_oom(problem *p)
+{
+    problem_set(p, PB_OUT_OF_MEMORY, NULL, "out of memory");
+    return -1;
+}
+
 void problem_from_error(problem *p, const dpb_error *err)
 {
     problem_set(p, problem_from_status(err->status), err->field, "%s",

@@ -85,6 +85,10 @@ void problem_set(problem *p, problem_code c, const char *field, const char *fmt,
 #endif
     ;
 
+/* Record out_of_memory ("out of memory") as problem_set does; returns -1, so that a reader
+ * out of memory ends with `return problem_oom(pb);`. */
+int problem_oom(problem *p);
+
 /* Record a core error as a problem. */
 void problem_from_error(problem *p, const dpb_error *err);
 
