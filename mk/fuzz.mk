@@ -28,7 +28,8 @@ FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 \
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 
 FUZZ_CORE_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(wildcard core/*/*.c))
-FUZZ_SRV_OBJ  := $(FUZZ_BUILD)/server/codec.o $(FUZZ_BUILD)/server/problem.o \
+FUZZ_SRV_OBJ  := $(FUZZ_BUILD)/server/codec.o $(FUZZ_BUILD)/server/codec_event.o \
+                 $(FUZZ_BUILD)/server/codec_encode.o $(FUZZ_BUILD)/server/problem.o \
                  $(FUZZ_BUILD)/server/jsonout.o $(FUZZ_BUILD)/server/jsonin.o
 FUZZ_T_OBJ    := $(FUZZ_BUILD)/tests/fuzz/fuzz_request.o $(FUZZ_BUILD)/tests/fuzz/fuzz_wal.o \
                  $(FUZZ_BUILD)/tests/fuzz/memo.o
@@ -94,7 +95,8 @@ fuzz-clean:
 # ---- replay with the normal compiler (part of the test suite) ----
 
 $(BUILD)/tests/fuzz_regress_request: $(BUILD)/tests/fuzz/regress_main.o \
-        $(BUILD)/tests/fuzz/fuzz_request.o $(BUILD)/server/codec.o $(BUILD)/server/problem.o \
+        $(BUILD)/tests/fuzz/fuzz_request.o $(BUILD)/server/codec.o $(BUILD)/server/codec_event.o \
+        $(BUILD)/server/codec_encode.o $(BUILD)/server/problem.o \
         $(BUILD)/server/jsonout.o $(BUILD)/server/jsonin.o \
         $(BUILD)/libdpcore.a
 	@mkdir -p $(dir $@)
