@@ -708,6 +708,7 @@ int main(int argc, char **argv)
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;
     cfg.routes = ROUTES;
+    metrics_routes(ROUTES);
     http_server *srv = http_start(&cfg);
     if (srv == NULL) {
         ledger_close(app.ledger);

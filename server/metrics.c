@@ -12,7 +12,7 @@
 
 #include "../core/ledger/wal.h"
 #include "../core/common/numfmt.h"
-#include "resources.h"
+#include "routes.h"
 
 #define MAX_ROUTES 64
 static const int STATUSES[] = {200, 201, 304, 400, 401, 403, 404, 405,
@@ -54,6 +54,7 @@ static uint64_t refusals[NREASON];
 static uint64_t compute_busy, compute_refused, compute_places;
 static uint64_t ledger_unavailable_total;
 static const char *ledger_backend; /* "file" or "postgresql"; NULL: no ledger */
+static const route *routes;        /* the routing table the counts are by (metrics_routes) */
 
 static void add(uint64_t *c, uint64_t v)
 {
@@ -168,6 +169,11 @@ void metrics_ledger_unavailable(void)
     add(&ledger_unavailable_total, 1);
 }
 
+void metrics_routes(const route *table)
+{
+    routes = table;
+}
+
 void metrics_ledger_backend(const char *backend)
 {
     ledger_backend = backend;
@@ -247,11 +253,11 @@ static void put_metric(sbuf *b, const char *name, const char *type, const char *
 
 static void route_label(int r, int m, char *out, size_t n)
 {
-    if (r == MAX_ROUTES || ROUTES[r].method == NULL)
+    if (r == MAX_ROUTES || routes == NULL || routes[r].method == NULL)
         snprintf(out, n, "route=\"unmatched\",method=\"%s\"", METHODS[m]);
     else
-        snprintf(out, n, "route=\"%s%s%s\",method=\"%s\"", ROUTES[r].path,
-                 ROUTES[r].prefix ? "{id}" : "", ROUTES[r].suffix ? ROUTES[r].suffix : "",
+        snprintf(out, n, "route=\"%s%s%s\",method=\"%s\"", routes[r].path,
+                 routes[r].prefix ? "{id}" : "", routes[r].suffix ? routes[r].suffix : "",
                  METHODS[m]);
 }
 
@@ -360,7 +366,7 @@ static void request_latency(sbuf *b, int r, int m)
 static void each_route(sbuf *b, void (*each)(sbuf *, int, int))
 {
     int nroutes = 0;
-    while (nroutes < MAX_ROUTES && ROUTES[nroutes].method)
+    while (routes && nroutes < MAX_ROUTES && routes[nroutes].method)
         nroutes++;
     for (int r = 0; r <= MAX_ROUTES; r++) {
         if (r >= nroutes && r != MAX_ROUTES)

@@ -55,6 +55,12 @@ void metrics_compute_capacity(unsigned places);
 /* An answer 503 ledger_unavailable (the ledger's database could not be reached). */
 void metrics_ledger_unavailable(void);
 
+/* The routing table (routes.h) whose rows the request counts are by, index for index
+ * (metrics_request's rt), set once at start-up before serving; borrowed for the process's
+ * life. Until it is set every request counts as unmatched. */
+struct route;
+void metrics_routes(const struct route *table);
+
 /* The ledger's backend ("file" or "postgresql", static storage), set once at start-up. */
 void metrics_ledger_backend(const char *backend);
 
