@@ -225,7 +225,7 @@ void res_client_put(const http_request *req, http_response *resp)
     ledger_client in;
     memset(&in, 0, sizeof in);
     json_t *j = codec_parse_object(req->body, req->body_len, &pb);
-    /* req->param passed the id rule in http_dispatch */
+    /* req->param passed the id rule in httproute_dispatch */
     snprintf(in.id, sizeof in.id, "%s", req->param);
     if (j == NULL || decode_client(j, "", allowed, &in, &pb) < 0)
         goto fail;

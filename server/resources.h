@@ -32,7 +32,8 @@ void res_openapi(const http_request *req, http_response *resp);
 void res_index(const http_request *req, http_response *resp);
 void res_ui_asset(const http_request *req, http_response *resp);
 
-/* ledger_*.c: clients, rounds, summary */
+/* res_clients.c, res_rounds.c, res_events.c, res_eligibility.c, res_summary.c: the ledger's
+ * resources (their shared helpers: res_ledger.c) */
 void res_client_put(const http_request *req, http_response *resp);
 void res_client_get(const http_request *req, http_response *resp);
 void res_clients_list(const http_request *req, http_response *resp);

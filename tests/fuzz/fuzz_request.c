@@ -3,7 +3,7 @@
  *
  * The input is a request body. It goes through codec_parse_object and then through the
  * decoding steps of each compute handler (server/compute.c: /v1/delta, /v1/epsilon,
- * /v1/calibrate, /v1/curve, /v1/proactive) and of POST /v1/rounds (server/ledger_res.c),
+ * /v1/calibrate, /v1/curve, /v1/proactive) and of POST /v1/rounds (server/res_rounds.c),
  * in the order the handlers apply them, up to the point where a handler would call core.
  * The accountants themselves are not called (too slow for fuzzing). The handlers' static
  * helpers (decode_common, decode_dataset) are mirrored here with the public functions.
@@ -292,7 +292,7 @@ out:
     problem_release(&pb);
 }
 
-/* ledger_res.c: res_round_post up to ledger_round (the event is decoded by events()). */
+/* res_rounds.c: res_round_post up to ledger_round (the event is decoded by events()). */
 static void round_post(json_t *j)
 {
     problem pb = {0};
