@@ -3,7 +3,7 @@
 #   make run        start dpbudgetd on its embedded defaults (127.0.0.1:8080)
 #   make test       unit + API tests;   make sanitize: the same under ASan+UBSan
 #   make bench      benchmarks (print figures);  make check-layers, format-check, install
-#   make schedule-table  README's rounds-per-client table (rdp, pld, rdp_filter)
+#   make schedule-table  docs/LEDGER.md's rounds-per-client table (rdp, pld, rdp_filter)
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
@@ -155,7 +155,7 @@ test: deps
 	    $(FUZZ_REGRESS_BIN)
 	$(Q)sh tests/run.sh $(BUILD)
 
-# the README's examples against a fresh daemon (also part of make test)
+# the examples of README.md, docs/API.md and docs/PYTHON.md against a fresh daemon each (also part of make test)
 check-readme: $(DAEMON)
 	$(Q)python3 tests/readme/check_readme.py $(DAEMON)
 
@@ -177,7 +177,7 @@ test-slow: deps
 	$(Q)./$(BUILD)/tests/slow_sampling
 	$(Q)./$(BUILD)/tests/slow_sweep
 
-# README's table of rounds per client under rdp, pld and rdp_filter (about a minute)
+# docs/LEDGER.md's table of rounds per client under rdp, pld and rdp_filter (about a minute)
 $(BUILD)/tests/schedule_table: $(BUILD)/tests/tables/schedule_table.o $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
@@ -215,13 +215,11 @@ bench-ledger-full: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/bench_ledger
 	$(Q)BENCH_LEDGER_ROUNDS=100 ./$(BUILD)/bench/bench_ledger $(BUILD)
 
-check-layers:
-	@if grep -rnE '#include *[<"](microhttpd|jansson|curl/curl)\.h' core/; then \
-	    echo "check-layers: core/ must not include HTTP, JSON or curl headers"; exit 1; \
-	else echo "check-layers: core/ is free of HTTP/JSON headers"; fi
-	@if grep -rlE '#include *[<"]libpq-fe\.h' core/ server/ | grep -vx core/ledger/store_pg.c; then \
-	    echo "check-layers: only core/ledger/store_pg.c speaks to PostgreSQL (libpq)"; exit 1; \
-	else echo "check-layers: libpq is used by core/ledger/store_pg.c alone"; fi
+# calls run downward (server -> core/ledger -> core/dp -> core/common, and by layer inside a
+# folder), no circle of files, no HTTP/JSON in core/, libpq in store_pg.c alone: read from the
+# objects' symbols (scripts/check_layers.py)
+check-layers: $(CORE_OBJ) $(SERVER_OBJ) $(BUILD)/server/main.o
+	$(Q)python3 scripts/check_layers.py $(BUILD)
 
 FORMAT_SRC = $(filter-out tests/unit/ref_%.h core/dp/erfcx_table.h,$(wildcard core/*/*.[ch] server/*.[ch] tests/*/*.[ch] bench/*.[ch]))
 format:
