@@ -37,6 +37,18 @@ LAYERS = {
         ("log", ["wal", "snapshot"]),
         ("io", ["fs", "crc32c"]),
     ],
+    "server": [
+        ("process", ["main", "config", "daemonlog", "healthcheck", "admin"]),
+        ("routing table", ["routes"]),
+        ("handlers", ["accountants", "compute", "ops", "ui", "res_clients", "res_rounds",
+                      "res_events", "res_eligibility", "res_summary"]),
+        ("handler helpers", ["res_ledger"]),
+        ("transport", ["http", "httproute", "edge", "mhdwrap", "workpool", "auth", "tls",
+                       "reqlog"]),
+        ("replies", ["httpreply"]),
+        ("codec", ["codec_encode", "codec_event", "codec"]),
+        ("json, problems, metrics", ["jsonin", "jsonout", "problem", "metrics", "textfile"]),
+    ],
 }
 
 
@@ -115,10 +127,8 @@ def circles(graph):
     return comps
 
 
-def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    graph = arrows(build)
-    system = system_includes()
+def violations(graph, system, layers):
+    """Every violation, one sentence each, of a call graph and the system includes."""
     bad = []
     for f, incs in sorted(system.items()):
         if f.startswith("core/"):
@@ -134,9 +144,9 @@ def main():
             fd = os.path.dirname(dst)
             if rank[fd] < rank[fs]:
                 bad.append(f"{src} -> {dst}: {fs}/ may not call up into {fd}/")
-    for folder, layers in LAYERS.items():
+    for folder, order in layers.items():
         level = {}
-        for i, (_, names) in enumerate(layers):
+        for i, (_, names) in enumerate(order):
             for name in names:
                 level[folder + "/" + name] = i
         for src in sorted(m for m in graph if os.path.dirname(m) == folder):
@@ -145,15 +155,45 @@ def main():
                 continue
             for dst in sorted(graph[src]):
                 if dst in level and level[dst] < level[src]:
-                    bad.append(f"{src} ({layers[level[src]][0]}) -> {dst} ({layers[level[dst]][0]}): "
+                    bad.append(f"{src} ({order[level[src]][0]}) -> {dst} ({order[level[dst]][0]}): "
                                f"a call up the layers of {folder}/")
     for comp in circles(graph):
         bad.append("a circle of files calling each other: " + " <-> ".join(comp))
+    return bad
+
+
+def self_test():
+    """The checks must catch what they are for: a made-up tree with one fault of each kind."""
+    layers = {"core/ledger": [("top", ["a"]), ("bottom", ["b", "c"])]}
+    graph = {"core/ledger/a": {"core/ledger/b"}, "core/ledger/b": {"core/ledger/c", "core/ledger/a"},
+             "core/ledger/c": {"core/ledger/b"}, "core/ledger/d": set(),
+             "core/dp/x": {"server/y"}, "server/y": {"core/dp/x"}}
+    system = {"core/dp/x.c": {"jansson.h"}, "server/y.c": {"libpq-fe.h"}}
+    bad = violations(graph, system, layers)
+    want = ["core/ must not include <jansson.h>", "only core/ledger/store_pg.c speaks",
+            "core/dp/x -> server/y: core/dp/ may not call up", "core/ledger/d.c: not placed",
+            "core/ledger/b (bottom) -> core/ledger/a (top)",
+            "circle of files calling each other: core/ledger/a <-> core/ledger/b <-> core/ledger/c",
+            "circle of files calling each other: core/dp/x <-> server/y"]
+    missed = [w for w in want if not any(w in line for line in bad)]
+    if missed or len(bad) != len(want):
+        sys.exit("check-layers: the self-test failed: missed " + repr(missed) + ", found " + repr(bad))
+    clean = {"core/ledger/a": {"core/ledger/b"}, "core/ledger/b": {"core/ledger/c"},
+             "core/ledger/c": set(), "server/y": {"core/dp/x"}, "core/dp/x": set()}
+    if violations(clean, {}, layers):
+        sys.exit("check-layers: the self-test failed: a clean tree was refused")
+
+
+def main():
+    self_test()
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    graph = arrows(build)
+    bad = violations(graph, system_includes(), LAYERS)
     for line in bad:
         print("check-layers: " + line)
     if bad:
         return 1
-    print(f"check-layers: {len(graph)} files in {', '.join(FOLDERS)}: calls run downward, no circles")
+    print(f"check-layers: {len(graph)} files in {', '.join(FOLDERS)}: calls run downward, by layer, no circles")
     return 0
 
 
