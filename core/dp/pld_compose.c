@@ -198,6 +198,43 @@ static int tilt_choose(const pld_term *win, size_t k, double aim, double slack, 
     return ok;
 }
 
+/* The terms' composed index range [*nat_lo, *nat_hi] and the log of its finite mass
+ * (*log_fin, and *log_fin_err a bound on its rounding). 0 where the tilt does not apply: an
+ * input composed already (its errors would be tilted too) or with no finite mass. */
+static int tilt_natural(const pld_term *terms, size_t k, double *nat_lo, double *nat_hi,
+                        double *log_fin, double *log_fin_err)
+{
+    const double u = DBL_EPSILON;
+    *nat_lo = *nat_hi = *log_fin = *log_fin_err = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        const pld_pmf *d = terms[i].d;
+        double c = (double)terms[i].count, lf = log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
+        if (d->roundoff != 0.0 || d->tilt.theta != 0.0 || !(lf > -HUGE_VAL))
+            return 0;
+        *nat_lo += c * (double)d->lo;
+        *nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
+        *log_fin += c * lf;
+        *log_fin_err += 4.0 * u * (c * fabs(lf) + 1.0);
+    }
+    return 1;
+}
+
+/* A tilted composition whose finite mass (but PLD_TAIL, bound_up) lies at or below the floor
+ * cut h: all of it onto the floor, one point, no round-off. */
+static dpb_status tilt_all_below(const pld_term *terms, size_t k, double h, double cut,
+                                 double log_fin, double log_fin_err, double bound_up, pld_pmf *out)
+{
+    dpb_status st = pld_pmf_alloc(out, h, (int64_t)cut, 1);
+    if (st == DPB_OK) {
+        double fin = exp(log_fin + log_fin_err);
+        out->p[0] = fin < 1.0 ? fin : 1.0;
+        out->inf_mass = fmin(1.0, -expm1(log_fin) + bound_up);
+        out->floor = cut * h;
+        out->steps = terms_steps(terms, k);
+    }
+    return st;
+}
+
 /* pld_compose_many through a tilt at.aim kept above l0 = at.floor; *done = 0 (and nothing
  * computed) where it does not apply. win: the terms' copies for window searches (pld_coarse_make),
  * for the tilt and its window; the direct estimate takes rough ones. */
@@ -215,17 +252,9 @@ static dpb_status compose_tilted_in(const pld_term *terms, const pld_term *win, 
     }
     double l0 = at.floor, aim = at.aim > l0 ? at.aim : l0;
     const double u = DBL_EPSILON;
-    double h = terms[0].d->h, nat_lo = 0.0, nat_hi = 0.0, log_fin = 0.0, log_fin_err = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        const pld_pmf *d = terms[i].d;
-        double c = (double)terms[i].count, lf = log1p(-(d->inf_mass < 1.0 ? d->inf_mass : 1.0));
-        if (d->roundoff != 0.0 || d->tilt.theta != 0.0 || !(lf > -HUGE_VAL))
-            return DPB_OK; /* composed inputs: their errors would be tilted too */
-        nat_lo += c * (double)d->lo;
-        nat_hi += c * (double)(d->lo + (int64_t)d->n - 1);
-        log_fin += c * lf;
-        log_fin_err += 4.0 * u * (c * fabs(lf) + 1.0);
-    }
+    double h = terms[0].d->h, nat_lo, nat_hi, log_fin, log_fin_err;
+    if (!tilt_natural(terms, k, &nat_lo, &nat_hi, &log_fin, &log_fin_err))
+        return DPB_OK;
     double ltail = log(PLD_TAIL), upl = pld_chernoff_level(terms, k, 1, ltail);
     if (!(nat_hi > nat_lo) || !isfinite(upl) || !(l0 > 0.0))
         return DPB_OK;
@@ -235,16 +264,8 @@ static dpb_status compose_tilted_in(const pld_term *terms, const pld_term *win, 
     if (!(cut > nat_lo))
         return DPB_OK;
     if (cut >= top) { /* all the finite mass (but PLD_TAIL) is at or below l0: onto it */
-        dpb_status st = pld_pmf_alloc(out, h, (int64_t)cut, 1);
-        if (st == DPB_OK) {
-            double fin = exp(log_fin + log_fin_err);
-            out->p[0] = fin < 1.0 ? fin : 1.0;
-            out->inf_mass = fmin(1.0, -expm1(log_fin) + bound_up);
-            out->floor = cut * h;
-            out->steps = terms_steps(terms, k);
-        }
         *done = 1;
-        return st;
+        return tilt_all_below(terms, k, h, cut, log_fin, log_fin_err, bound_up, out);
     }
     if (!tilt_choose(win, k, aim, 0.0, &theta, &ut, &vt))
         return DPB_OK;

@@ -26,6 +26,8 @@ typedef struct {
 
 static dpb_status compose_terms(const dp_event *ev, dp_relation rel, const pld_walk *w,
                                 dp_pld_pair *out, dp_report *rep, dpb_error *err);
+static dpb_status walk_pld(const dp_event *ev, dp_relation rel, const pld_walk *w, dp_pld_pair *out,
+                           dp_report *rep, dpb_error *err);
 
 /* One direction of a Poisson-sampled leaf (run on its own thread, pld_side, beside the other). */
 typedef struct {
@@ -42,6 +44,53 @@ static void sampled_job_run(void *p)
     sampled_job *j = p;
     j->st = j->gauss ? pld_sampled_gaussian(j->q, j->s, j->dir, j->h, j->out)
                      : pld_sampled_laplace(j->q, j->s, j->dir, j->h, j->out);
+}
+
+/* A Poisson-sampled event: its two directions built side by side (pld_side) where they
+ * differ (add_or_remove_one), through its profile under replace_one. */
+static dpb_status walk_pld_sampled(const dp_event *ev, dp_relation rel, const pld_walk *w,
+                                   dp_pld_pair *out, dp_report *rep, dpb_error *err)
+{
+    double h = w->h;
+    const dp_event *in = ev->u.sampled.event;
+    double q = ev->u.sampled.sampling_probability;
+    if (in->kind == DP_EV_NO_OP || q == 0.0)
+        return dp_pld_status(pld_identity(h, &out->d[0]), err, h);
+    if (rel == DP_REL_REPLACE) {
+        if (in->kind == DP_EV_LAPLACE)
+            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+                            "Poisson sampling of a LaplaceDpEvent is accounted for "
+                            "add_or_remove_one or replace_special (as in dp_accounting)");
+        return dp_pld_sampled_leaf(ev, rel, h, out, rep, err);
+    }
+    if (q == 1.0)
+        return walk_pld(in, rel, w, out, rep, err);
+    if (in->kind != DP_EV_GAUSSIAN && in->kind != DP_EV_LAPLACE)
+        return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+                        "Poisson sampling is accounted for a GaussianDpEvent or a "
+                        "LaplaceDpEvent inside it, not a %s",
+                        dp_kind_name(in->kind));
+    double s = in->u.noise.noise_multiplier;
+    if (s == 0.0) { /* a sampled record released without noise */
+        dp_report_warn(rep, dp_warn_noiseless);
+        return dp_pld_status(pld_non_private(h, &out->d[0]), err, h);
+    }
+    out->symmetric = 0;
+    /* the two directions side by side (pld_side) */
+    sampled_job job[2];
+    for (int dir = 0; dir < 2; dir++)
+        job[dir] = (sampled_job){in->kind == DP_EV_GAUSSIAN, q, s, dir, h, &out->d[dir], 0};
+    pld_side side = {0};
+    pld_side_run(&side, sampled_job_run, &job[1]);
+    sampled_job_run(&job[0]);
+    pld_side_join(&side);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir].st != DPB_OK) {
+            if (job[1 - dir].st == DPB_OK)
+                pld_free(&out->d[1 - dir]);
+            return dp_pld_status(job[dir].st, err, h);
+        }
+    return DPB_OK;
 }
 
 static dpb_status walk_pld(const dp_event *ev, dp_relation rel, const pld_walk *w, dp_pld_pair *out,
@@ -109,47 +158,8 @@ static dpb_status walk_pld(const dp_event *ev, dp_relation rel, const pld_walk *
         return dp_pld_status(
             pld_from_profile(dp_pnsgd_profile_fn, (void *)&ev->u.pnsgd, h, &out->d[0]), err, h);
     }
-    case DP_EV_POISSON_SAMPLED: {
-        const dp_event *in = ev->u.sampled.event;
-        double q = ev->u.sampled.sampling_probability;
-        if (in->kind == DP_EV_NO_OP || q == 0.0)
-            return dp_pld_status(pld_identity(h, &out->d[0]), err, h);
-        if (rel == DP_REL_REPLACE) {
-            if (in->kind == DP_EV_LAPLACE)
-                return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
-                                "Poisson sampling of a LaplaceDpEvent is accounted for "
-                                "add_or_remove_one or replace_special (as in dp_accounting)");
-            return dp_pld_sampled_leaf(ev, rel, h, out, rep, err);
-        }
-        if (q == 1.0)
-            return walk_pld(in, rel, w, out, rep, err);
-        if (in->kind != DP_EV_GAUSSIAN && in->kind != DP_EV_LAPLACE)
-            return dpb_fail(err, DPB_EUNSUPPORTED, "event",
-                            "Poisson sampling is accounted for a GaussianDpEvent or a "
-                            "LaplaceDpEvent inside it, not a %s",
-                            dp_kind_name(in->kind));
-        double s = in->u.noise.noise_multiplier;
-        if (s == 0.0) { /* a sampled record released without noise */
-            dp_report_warn(rep, dp_warn_noiseless);
-            return dp_pld_status(pld_non_private(h, &out->d[0]), err, h);
-        }
-        out->symmetric = 0;
-        /* the two directions side by side (pld_side) */
-        sampled_job job[2];
-        for (int dir = 0; dir < 2; dir++)
-            job[dir] = (sampled_job){in->kind == DP_EV_GAUSSIAN, q, s, dir, h, &out->d[dir], 0};
-        pld_side side = {0};
-        pld_side_run(&side, sampled_job_run, &job[1]);
-        sampled_job_run(&job[0]);
-        pld_side_join(&side);
-        for (int dir = 0; dir < 2; dir++)
-            if (job[dir].st != DPB_OK) {
-                if (job[1 - dir].st == DPB_OK)
-                    pld_free(&out->d[1 - dir]);
-                return dp_pld_status(job[dir].st, err, h);
-            }
-        return DPB_OK;
-    }
+    case DP_EV_POISSON_SAMPLED:
+        return walk_pld_sampled(ev, rel, w, out, rep, err);
     case DP_EV_SELF_COMPOSED:
     case DP_EV_COMPOSED:
         return compose_terms(ev, rel, w, out, rep, err);

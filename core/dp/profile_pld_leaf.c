@@ -59,6 +59,40 @@ static dpb_status sampled_profile(const dp_event *ev, dp_relation rel, smp_profi
     return DPB_OK;
 }
 
+/* The leaves below evaluate a profile at every grid point (thousands) where it is convex in
+ * x = e^eps: at every STRIDE-th point only, joined by chords in x, which lie above it. A memo
+ * of nb values at each knot k H (k = 0, 1, ...), grown on demand, NAN until computed. */
+typedef struct {
+    size_t n, nb; /* knots held; values a knot */
+    double *v;    /* v[k nb + j] (owned) */
+} knot_memo;
+
+/* The slot of value j at knot k, the memo grown to hold it; NULL when out of memory. */
+static double *knot_slot(knot_memo *c, size_t k, size_t j)
+{
+    if (k >= c->n) {
+        size_t n = c->n ? c->n : 256;
+        while (n <= k)
+            n *= 2;
+        double *v = realloc(c->v, n * c->nb * sizeof *v);
+        if (v == NULL)
+            return NULL;
+        for (size_t i = c->n * c->nb; i < n * c->nb; i++)
+            v[i] = NAN;
+        c->v = v;
+        c->n = n;
+    }
+    return &c->v[k * c->nb + j];
+}
+
+/* Where eps lies on the chord from knot kf H to (kf + 1) H, in x = e^eps (in [0, 1] when it
+ * lies between them). */
+static double chord_t(double eps, double kf, double H)
+{
+    double xa = exp(kf * H), xb = exp((kf + 1.0) * H);
+    return (exp(eps) - xa) / (xb - xa);
+}
+
 /* The PLD's leaf evaluates the profile at every grid point. Where every term has mu_a =
  * mu_b, each term is g H_{1 + (x - 1)/g}(B || A) with x = e^e', the hockey-stick of a fixed
  * pair at an order affine in x, hence convex in x (as is their weighted sum): each of the
@@ -70,26 +104,15 @@ static dpb_status sampled_profile(const dp_event *ev, dp_relation rel, smp_profi
 
 typedef struct {
     const smp_profile *pf;
-    double H; /* SMP_STRIDE grid steps; 0: no chords */
-    size_t n;
-    double *v; /* memo of each bound at k H: v[k SMP_NB + 1 + alt] (NAN: not yet) */
+    double H;     /* SMP_STRIDE grid steps; 0: no chords */
+    knot_memo kn; /* each bound at k H: value 1 + alt (SMP_NB a knot) */
 } smp_memo;
 
 static double smp_memo_at(smp_memo *c, size_t k, int alt)
 {
-    if (k >= c->n) {
-        size_t n = c->n ? c->n : 256;
-        while (n <= k)
-            n *= 2;
-        double *v = realloc(c->v, n * SMP_NB * sizeof *v);
-        if (v == NULL)
-            return 1.0; /* nothing known: the worst value */
-        for (size_t i = c->n * SMP_NB; i < n * SMP_NB; i++)
-            v[i] = NAN;
-        c->v = v;
-        c->n = n;
-    }
-    double *slot = &c->v[k * SMP_NB + (size_t)(1 + alt)];
+    double *slot = knot_slot(&c->kn, k, (size_t)(1 + alt));
+    if (slot == NULL)
+        return 1.0; /* nothing known: the worst value */
     if (isnan(*slot))
         *slot = smp_delta_alt(c->pf, (double)k * c->H, alt);
     return *slot;
@@ -102,7 +125,7 @@ static double smp_profile_fn(void *ctx, double eps)
     if (!(kf >= 0.0 && kf < 1e7))
         return smp_delta(c->pf, eps);
     size_t k = (size_t)kf;
-    double xa = exp(kf * c->H), xb = exp((kf + 1.0) * c->H), t = (exp(eps) - xa) / (xb - xa);
+    double t = chord_t(eps, kf, c->H);
     if (!(t >= 0.0 && t <= 1.0))
         return smp_delta(c->pf, eps);
     double best = 1.0;
@@ -199,31 +222,18 @@ dpb_status dp_shx_status(dpb_status st, dpb_error *err)
 
 typedef struct {
     shx_model *m;
-    double H; /* SHX_STRIDE grid steps */
-    size_t n;
-    double *v[2]; /* memo of delta_10, delta_01 at k H (NAN: not yet) */
+    double H;     /* SHX_STRIDE grid steps */
+    knot_memo kn; /* delta_10 (value 0) and delta_01 (value 1) at k H */
 } shx_memo;
 
 static double memo_at(shx_memo *c, int dir, size_t k)
 {
-    if (k >= c->n) {
-        size_t n = c->n ? c->n : 256;
-        while (n <= k)
-            n *= 2;
-        for (int d = 0; d < 2; d++) {
-            double *v = realloc(c->v[d], n * sizeof *v);
-            if (v == NULL)
-                return 1.0; /* nothing known: the worst value */
-            for (size_t i = c->n; i < n; i++)
-                v[i] = NAN;
-            c->v[d] = v;
-        }
-        c->n = n;
-    }
-    if (isnan(c->v[dir][k]))
-        c->v[dir][k] =
-            dir ? shx_delta01(c->m, (double)k * c->H) : shx_delta10(c->m, (double)k * c->H);
-    return c->v[dir][k];
+    double *slot = knot_slot(&c->kn, k, (size_t)dir);
+    if (slot == NULL)
+        return 1.0; /* nothing known: the worst value */
+    if (isnan(*slot))
+        *slot = dir ? shx_delta01(c->m, (double)k * c->H) : shx_delta10(c->m, (double)k * c->H);
+    return *slot;
 }
 
 static double memo_delta(shx_memo *c, int dir, double eps)
@@ -236,7 +246,7 @@ static double memo_delta(shx_memo *c, int dir, double eps)
     if (eps == kf * c->H)
         return a;
     double b = memo_at(c, dir, k + 1);
-    double xa = exp(kf * c->H), xb = exp((kf + 1.0) * c->H), t = (exp(eps) - xa) / (xb - xa);
+    double t = chord_t(eps, kf, c->H);
     if (!(t >= 0.0 && t <= 1.0))
         return dir ? shx_delta01(c->m, eps) : shx_delta10(c->m, eps);
     return (1.0 - t) * a + t * b;
@@ -262,15 +272,14 @@ dpb_status dp_shx_pld_pair(double sigma, uint64_t M, double h, dp_pld_pair *out,
     if (st != DPB_OK)
         return dp_shx_status(st, err);
     out->symmetric = 0;
-    shx_memo memo = {m, SHX_STRIDE * h, 0, {NULL, NULL}};
+    shx_memo memo = {m, SHX_STRIDE * h, {0, 2, NULL}};
     st = pld_from_pair_profile(shx10_fn, shx01_fn, &memo, h, &out->d[PLD_REMOVE]);
     if (st == DPB_OK) {
         st = pld_from_pair_profile(shx01_fn, shx10_fn, &memo, h, &out->d[PLD_ADD]);
         if (st != DPB_OK)
             pld_free(&out->d[PLD_REMOVE]);
     }
-    free(memo.v[0]);
-    free(memo.v[1]);
+    free(memo.kn.v);
     shx_release(m);
     if (st == DPB_OK)
         dp_report_warn(rep, dp_warn_shx);
@@ -290,12 +299,12 @@ dpb_status dp_pld_sampled_leaf(const dp_event *ev, dp_relation rel, double h, dp
     for (size_t i = 0; i < pf.n; i++)
         if (pf.t[i].mua != pf.t[i].mub)
             convex = 0;
-    smp_memo memo = {&pf, convex ? SMP_STRIDE * h : 0.0, 0, NULL};
+    smp_memo memo = {&pf, convex ? SMP_STRIDE * h : 0.0, {0, SMP_NB, NULL}};
     if (pf.n == 0 && pf.extra == 0.0)
         st = pld_identity(h, &out->d[0]);
     else
         st = pld_from_profile(smp_profile_fn, &memo, h, &out->d[0]);
-    free(memo.v);
+    free(memo.kn.v);
     smp_free(&pf);
     if (st == DPB_OK)
         dp_report_warn(rep, W_AJC);
@@ -308,6 +317,34 @@ static dpb_status pld_one(dpb_status st, dp_pld_pair *out, dpb_error *err, doubl
 {
     out->symmetric = 1;
     return dp_pld_status(st, err, h);
+}
+
+/* The discrete Laplace mechanism DLap(a) of sensitivity d >= 1 (symmetric), into out.
+ * P = DLap(a) at 0, Q at Delta: the loss a(|z - Delta| - |z|) is a Delta for z <= 0 (mass
+ * 1/(1 + e^-a)), -a Delta for z >= Delta (mass e^{-a Delta}/(1 + e^-a)) and a(Delta - 2z)
+ * with mass tanh(a/2) e^{-a z} between; symmetric (z -> Delta - z). */
+static dpb_status dlap_leaf(double a, double d, double h, dp_pld_pair *out, dpb_error *err)
+{
+    size_t n = (size_t)d + 1, m = 0;
+    double *loss = malloc(n * sizeof *loss), *mass = malloc(n * sizeof *mass);
+    if (loss == NULL || mass == NULL) {
+        free(loss);
+        free(mass);
+        return dp_pld_status(DPB_ENOMEM, err, h);
+    }
+    double th = tanh(a / 2.0), l1e = log1p(exp(-a));
+    loss[m] = a * d;
+    mass[m++] = exp(-l1e);
+    loss[m] = -a * d;
+    mass[m++] = exp(-a * d - l1e);
+    for (double z = 1.0; z < d; z += 1.0) {
+        loss[m] = a * (d - 2.0 * z);
+        mass[m++] = th * exp(-a * z);
+    }
+    dpb_status st = pld_atoms(loss, mass, m, 0.0, h, &out->d[0]);
+    free(loss);
+    free(mass);
+    return pld_one(st, out, err, h);
 }
 
 dpb_status dp_walk_pld_mech(const dp_event *ev, dp_relation rel, double h, dp_pld_pair *out,
@@ -355,29 +392,7 @@ dpb_status dp_walk_pld_mech(const dp_event *ev, dp_relation rel, double h, dp_pl
             dp_report_warn(rep, dp_warn_noiseless);
             return pld_one(pld_non_private(h, &out->d[0]), out, err, h);
         }
-        /* P = DLap(a) at 0, Q at Delta: the loss a(|z - Delta| - |z|) is a Delta for z <= 0
-         * (mass 1/(1 + e^-a)), -a Delta for z >= Delta (mass e^{-a Delta}/(1 + e^-a)) and
-         * a(Delta - 2z) with mass tanh(a/2) e^{-a z} between; symmetric (z -> Delta - z) */
-        size_t n = (size_t)d + 1, m = 0;
-        double *loss = malloc(n * sizeof *loss), *mass = malloc(n * sizeof *mass);
-        if (loss == NULL || mass == NULL) {
-            free(loss);
-            free(mass);
-            return dp_pld_status(DPB_ENOMEM, err, h);
-        }
-        double th = tanh(a / 2.0), l1e = log1p(exp(-a));
-        loss[m] = a * d;
-        mass[m++] = exp(-l1e);
-        loss[m] = -a * d;
-        mass[m++] = exp(-a * d - l1e);
-        for (double z = 1.0; z < d; z += 1.0) {
-            loss[m] = a * (d - 2.0 * z);
-            mass[m++] = th * exp(-a * z);
-        }
-        dpb_status st = pld_atoms(loss, mass, m, 0.0, h, &out->d[0]);
-        free(loss);
-        free(mass);
-        return pld_one(st, out, err, h);
+        return dlap_leaf(a, d, h, out, err);
     }
     case DP_EV_EXPONENTIAL:
     case DP_EV_PERMUTE_AND_FLIP:

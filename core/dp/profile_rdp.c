@@ -66,14 +66,11 @@ static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult
 
 static double mech_max_divergence(const dp_event *ev, dp_relation rel);
 
-dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
-                       dp_report *rep, dpb_error *err)
+/* The order infinity (max divergence) of a leaf times mult, added into pr->rdp_inf: D_inf of a
+ * Laplace of scale b is 1/b, of an (eps, 0) event eps, of a mechanism event its own
+ * (mech_max_divergence); every other leaf has none here (+inf). */
+static void rdp_add_inf(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr)
 {
-    const double *o = pr->orders;
-    const size_t no = pr->norders;
-    double *rdp = pr->rdp;
-    /* the order infinity: D_inf of a Laplace of scale b is 1/b, of an (eps, 0) event eps;
-     * every other leaf has none here */
     if (ev->kind == DP_EV_LAPLACE) {
         double b = dp_sens1(ev->u.noise.noise_multiplier, rel);
         if (b > 0.0)
@@ -86,6 +83,40 @@ dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_prof
                ev->kind != DP_EV_NO_OP && ev->kind != DP_EV_SGLD && ev->kind != DP_EV_PROACTIVE) {
         pr->rdp_inf = HUGE_VAL;
     }
+}
+
+/* Sampling without replacement (replace_one only) of a Gaussian nest, times mult, into pr's
+ * curve (Wang, Balle, Kasiviswanathan 2019). */
+static dpb_status rdp_swor(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                           dpb_error *err)
+{
+    double s;
+    const dp_event *in = ev->u.fixed.event;
+    if (rel != DP_REL_REPLACE)
+        return dp_refuse_relation(err, "SampledWithoutReplacementDpEvent", "replace_one");
+    dpb_status st = dp_inner_sigma(in, "SampledWithoutReplacementDpEvent", &s, err);
+    if (st != DPB_OK)
+        return st;
+    uint64_t n = ev->u.fixed.population, m = ev->u.fixed.sample_size;
+    if (n == 0 || m > n || n > SMP_MAX_POPULATION)
+        return dpb_fail(err, DPB_EINVAL, "event", "sample_size must lie in [0, %llu]",
+                        (unsigned long long)n);
+    if (m == 0)
+        return DPB_OK;
+    /* Wang, Balle, Kasiviswanathan 2019 take the multiplier relative to the replace-one
+     * sensitivity, which is twice the clipping norm: sigma / 2 */
+    st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, pr->orders,
+                                         pr->norders, pr->rdp);
+    return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
+}
+
+dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                       dp_report *rep, dpb_error *err)
+{
+    const double *o = pr->orders;
+    const size_t no = pr->norders;
+    double *rdp = pr->rdp;
+    rdp_add_inf(ev, rel, mult, pr);
     switch (ev->kind) {
     case DP_EV_SELF_COMPOSED:
         return dp_walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, pr, rep, err);
@@ -168,25 +199,8 @@ dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_prof
         /* the Gaussian's curve at the effective multiplier (sensitivity 1 under zero-out) */
         return rdp_add_gaussian(s, mult, o, no, rdp);
     }
-    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT: {
-        double s;
-        const dp_event *in = ev->u.fixed.event;
-        if (rel != DP_REL_REPLACE)
-            return dp_refuse_relation(err, "SampledWithoutReplacementDpEvent", "replace_one");
-        dpb_status st = dp_inner_sigma(in, "SampledWithoutReplacementDpEvent", &s, err);
-        if (st != DPB_OK)
-            return st;
-        uint64_t n = ev->u.fixed.population, m = ev->u.fixed.sample_size;
-        if (n == 0 || m > n || n > SMP_MAX_POPULATION)
-            return dpb_fail(err, DPB_EINVAL, "event", "sample_size must lie in [0, %llu]",
-                            (unsigned long long)n);
-        if (m == 0)
-            return DPB_OK;
-        /* Wang, Balle, Kasiviswanathan 2019 take the multiplier relative to the replace-one
-         * sensitivity, which is twice the clipping norm: sigma / 2 */
-        st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, o, no, rdp);
-        return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
-    }
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return rdp_swor(ev, rel, mult, pr, err);
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
         return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
