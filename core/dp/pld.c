@@ -49,13 +49,10 @@ dpb_status pld_copy(const pld_pmf *src, pld_pmf *dst)
     dpb_status st = pld_pmf_alloc(dst, src->h, src->lo, src->n);
     if (st != DPB_OK)
         return st;
-    memcpy(dst->p, src->p, src->n * sizeof *src->p);
-    dst->inf_mass = src->inf_mass;
-    dst->roundoff = src->roundoff;
-    dst->tilt = src->tilt;
-    dst->floor = src->floor;
-    dst->steps = src->steps;
-    dst->gauss_mu = src->gauss_mu;
+    double *p = dst->p;
+    memcpy(p, src->p, src->n * sizeof *src->p);
+    *dst = *src; /* every other field as it is */
+    dst->p = p;
     return DPB_OK;
 }
 

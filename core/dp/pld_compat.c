@@ -10,23 +10,27 @@
 
 static _Thread_local pld_ctx current = {{NAN, NAN, 0.0}, 0};
 
+/* Install next for this thread; the previous setting. */
+static pld_ctx swap(pld_ctx next)
+{
+    pld_ctx prev = current;
+    current = next;
+    return prev;
+}
+
 int pld_extended_enter(int on)
 {
-    int prev = current.ext;
-    current.ext = on;
-    return prev;
+    return swap((pld_ctx){current.tilt, on}).ext;
+}
+
+pld_tilt_at pld_tilt_enter(pld_tilt_at at)
+{
+    return swap((pld_ctx){at, current.ext}).tilt;
 }
 
 void pld_extended_leave(int prev)
 {
     current.ext = prev;
-}
-
-pld_tilt_at pld_tilt_enter(pld_tilt_at at)
-{
-    pld_tilt_at prev = current.tilt;
-    current.tilt = at;
-    return prev;
 }
 
 void pld_tilt_leave(pld_tilt_at prev)

@@ -463,34 +463,35 @@ dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out)
     return pld_atoms(atom_l, atom_p, 2, delta, h, out);
 }
 
-dpb_status pld_gaussian_exact(double mu, double h, pld_pmf *out)
+/* A leaf of one point at loss 0 holding p0, inf at +infinity, and gauss_mu mu. */
+static dpb_status one_point(double h, double p0, double inf, double mu, pld_pmf *out)
 {
-    if (!(mu > 0.0) || !isfinite(mu) || bad_h(h))
+    if (bad_h(h))
         return DPB_EINVAL;
     dpb_status st = pld_pmf_alloc(out, h, 0, 1);
-    if (st == DPB_OK)
+    if (st == DPB_OK) {
+        out->p[0] = p0;
+        out->inf_mass = inf;
         out->gauss_mu = mu;
+    }
     return st;
+}
+
+dpb_status pld_gaussian_exact(double mu, double h, pld_pmf *out)
+{
+    if (!(mu > 0.0) || !isfinite(mu))
+        return DPB_EINVAL;
+    return one_point(h, 0.0, 0.0, mu, out);
 }
 
 dpb_status pld_identity(double h, pld_pmf *out)
 {
-    if (bad_h(h))
-        return DPB_EINVAL;
-    dpb_status st = pld_pmf_alloc(out, h, 0, 1);
-    if (st == DPB_OK)
-        out->p[0] = 1.0;
-    return st;
+    return one_point(h, 1.0, 0.0, 0.0, out);
 }
 
 dpb_status pld_non_private(double h, pld_pmf *out)
 {
-    if (bad_h(h))
-        return DPB_EINVAL;
-    dpb_status st = pld_pmf_alloc(out, h, 0, 1);
-    if (st == DPB_OK)
-        out->inf_mass = 1.0;
-    return st;
+    return one_point(h, 0.0, 1.0, 0.0, out);
 }
 
 dpb_status pld_from_profile(pld_profile_fn f, void *ctx, double h, pld_pmf *out)

@@ -377,6 +377,29 @@ static void cpowl_array(long double complex *y, const long double complex *x, si
 /* e^-700: the error of a power set to 0 (its exact value is smaller) */
 #define POW_DROPPED 9.86e-305
 
+/* The long double plans of size N for one call (r2c from buf to X, c2r from Y to buf; not
+ * cached: long double compositions are rare), made under the planner's lock; 0 when FFTW
+ * cannot plan (what was made stays in plan[] for ext_plans_drop). */
+static int ext_plans_make(size_t N, long double *buf, fftwl_complex *X, fftwl_complex *Y,
+                          fftwl_plan plan[2])
+{
+    pld_fftw_lock();
+    plan[0] = fftwl_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
+    plan[1] = fftwl_plan_dft_c2r_1d((int)N, Y, buf, FFTW_ESTIMATE);
+    pld_fftw_unlock();
+    return plan[0] != NULL && plan[1] != NULL;
+}
+
+/* Destroy what ext_plans_make made (NULL ones skipped), under the planner's lock. */
+static void ext_plans_drop(fftwl_plan plan[2])
+{
+    pld_fftw_lock();
+    for (int i = 0; i < 2; i++)
+        if (plan[i] != NULL)
+            fftwl_destroy_plan(plan[i]);
+    pld_fftw_unlock();
+}
+
 dpb_status pld_transform_ext(const pld_term *terms, size_t k, size_t N, double *out,
                              pld_fft_err *fe)
 {
@@ -384,18 +407,14 @@ dpb_status pld_transform_ext(const pld_term *terms, size_t k, size_t N, double *
     long double *buf = fftwl_malloc(N * sizeof *buf);
     fftwl_complex *X = fftwl_malloc(nc * sizeof *X), *Y = fftwl_malloc(nc * sizeof *Y);
     double *dz = calloc(nc, sizeof *dz);
-    fftwl_plan fwd = NULL, inv = NULL;
+    fftwl_plan plan[2] = {NULL, NULL}; /* r2c, c2r: made for this call */
     dpb_status st = DPB_ENOMEM;
     const double ul = LDBL_EPSILON, u = DBL_EPSILON;
     const double etal = pld_fft_eta(N) * (LDBL_EPSILON / DBL_EPSILON);
     double log_g = 0.0;
     if (buf == NULL || X == NULL || Y == NULL || dz == NULL)
         goto fail;
-    pld_fftw_lock();
-    fwd = fftwl_plan_dft_r2c_1d((int)N, buf, X, FFTW_ESTIMATE);
-    inv = fftwl_plan_dft_c2r_1d((int)N, Y, buf, FFTW_ESTIMATE);
-    pld_fftw_unlock();
-    if (fwd == NULL || inv == NULL)
+    if (!ext_plans_make(N, buf, X, Y, plan))
         goto fail;
     st = DPB_OK;
     for (size_t i = 0; i < k; i++) {
@@ -407,7 +426,7 @@ dpb_status pld_transform_ext(const pld_term *terms, size_t k, size_t N, double *
         fold_term(d, out, N, 0.0, 0.0); /* in double: (folds - 1) u more, below */
         for (size_t j = 0; j < N; j++)
             buf[j] = out[j];
-        fftwl_execute_dft_r2c(fwd, buf, i == 0 ? Y : X);
+        fftwl_execute_dft_r2c(plan[0], buf, i == 0 ? Y : X);
         uint64_t c = terms[i].count;
         double si = pld_sum_mass(d), cd = (double)c;
         double ei = (etal + (double)((d->n - 1) / N) * u) * si;
@@ -448,7 +467,7 @@ dpb_status pld_transform_ext(const pld_term *terms, size_t k, size_t N, double *
         s2 += w * b * b;
         sz += w * az;
     }
-    fftwl_execute_dft_c2r(inv, Y, buf);
+    fftwl_execute_dft_c2r(plan[1], Y, buf);
     double pmax = 0.0, p2 = 0.0;
     for (size_t j = 0; j < N; j++) {
         out[j] = (double)(buf[j] / (long double)N);
@@ -459,12 +478,7 @@ dpb_status pld_transform_ext(const pld_term *terms, size_t k, size_t N, double *
     /* the division by N in long double and the rounding to double: (ul + u) |p| a point */
     *fe = output_error(s1, s2, sz, pmax, p2, etal, ul + u, N);
 fail:
-    pld_fftw_lock();
-    if (fwd)
-        fftwl_destroy_plan(fwd);
-    if (inv)
-        fftwl_destroy_plan(inv);
-    pld_fftw_unlock();
+    ext_plans_drop(plan);
     free(dz);
     fftwl_free(buf);
     fftwl_free(X);

@@ -164,59 +164,38 @@ dpb_status dp_unsupported(dpb_error *err, const char *what, const char *acct)
                     acct, "; GET /v1/accountants lists which accountant takes which event");
 }
 
+static const char *const KIND_NAMES[] = {
+    [DP_EV_SHUFFLED_EPOCH] = "ShuffledDpSgdEpochDpEvent",
+    [DP_EV_SELF_COMPOSED] = "SelfComposedDpEvent",
+    [DP_EV_COMPOSED] = "ComposedDpEvent",
+    [DP_EV_GAUSSIAN] = "GaussianDpEvent",
+    [DP_EV_LAPLACE] = "LaplaceDpEvent",
+    [DP_EV_EPSILON_DELTA] = "EpsilonDeltaDpEvent",
+    [DP_EV_POISSON_SAMPLED] = "PoissonSampledDpEvent",
+    [DP_EV_NO_OP] = "NoOpDpEvent",
+    [DP_EV_PNSGD] = "ProjectedNoisySgdDpEvent",
+    [DP_EV_PROACTIVE] = "ProactiveDpSgdDpEvent",
+    [DP_EV_SGLD] = "SgldDpEvent",
+    [DP_EV_NON_PRIVATE] = "NonPrivateDpEvent",
+    [DP_EV_SAMPLED_WITH_REPLACEMENT] = "SampledWithReplacementDpEvent",
+    [DP_EV_SAMPLED_WITHOUT_REPLACEMENT] = "SampledWithoutReplacementDpEvent",
+    [DP_EV_TREE_AGGREGATION] = "SingleEpochTreeAggregationDpEvent",
+    [DP_EV_TRUNCATED_GAUSSIAN] = "TruncatedSubsampledGaussianDpEvent",
+    [DP_EV_RANDOMIZED_RESPONSE] = "RandomizedResponseDpEvent",
+    [DP_EV_DISCRETE_GAUSSIAN] = "DiscreteGaussianDpEvent",
+    [DP_EV_DISCRETE_LAPLACE] = "DiscreteLaplaceDpEvent",
+    [DP_EV_EXPONENTIAL] = "ExponentialMechanismDpEvent",
+    [DP_EV_PERMUTE_AND_FLIP] = "PermuteAndFlipDpEvent",
+    [DP_EV_ZCDP] = "ZCDpEvent",
+    [DP_EV_MIXTURE_GAUSSIANS] = "MixtureOfGaussiansDpEvent",
+    [DP_EV_REPEAT_AND_SELECT] = "RepeatAndSelectDpEvent",
+};
+
 const char *dp_kind_name(dp_event_kind k)
 {
-    switch (k) {
-    case DP_EV_SHUFFLED_EPOCH:
-        return "ShuffledDpSgdEpochDpEvent";
-    case DP_EV_SELF_COMPOSED:
-        return "SelfComposedDpEvent";
-    case DP_EV_COMPOSED:
-        return "ComposedDpEvent";
-    case DP_EV_GAUSSIAN:
-        return "GaussianDpEvent";
-    case DP_EV_LAPLACE:
-        return "LaplaceDpEvent";
-    case DP_EV_EPSILON_DELTA:
-        return "EpsilonDeltaDpEvent";
-    case DP_EV_POISSON_SAMPLED:
-        return "PoissonSampledDpEvent";
-    case DP_EV_NO_OP:
-        return "NoOpDpEvent";
-    case DP_EV_PNSGD:
-        return "ProjectedNoisySgdDpEvent";
-    case DP_EV_PROACTIVE:
-        return "ProactiveDpSgdDpEvent";
-    case DP_EV_SGLD:
-        return "SgldDpEvent";
-    case DP_EV_NON_PRIVATE:
-        return "NonPrivateDpEvent";
-    case DP_EV_SAMPLED_WITH_REPLACEMENT:
-        return "SampledWithReplacementDpEvent";
-    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-        return "SampledWithoutReplacementDpEvent";
-    case DP_EV_TREE_AGGREGATION:
-        return "SingleEpochTreeAggregationDpEvent";
-    case DP_EV_TRUNCATED_GAUSSIAN:
-        return "TruncatedSubsampledGaussianDpEvent";
-    case DP_EV_RANDOMIZED_RESPONSE:
-        return "RandomizedResponseDpEvent";
-    case DP_EV_DISCRETE_GAUSSIAN:
-        return "DiscreteGaussianDpEvent";
-    case DP_EV_DISCRETE_LAPLACE:
-        return "DiscreteLaplaceDpEvent";
-    case DP_EV_EXPONENTIAL:
-        return "ExponentialMechanismDpEvent";
-    case DP_EV_PERMUTE_AND_FLIP:
-        return "PermuteAndFlipDpEvent";
-    case DP_EV_ZCDP:
-        return "ZCDpEvent";
-    case DP_EV_MIXTURE_GAUSSIANS:
-        return "MixtureOfGaussiansDpEvent";
-    case DP_EV_REPEAT_AND_SELECT:
-        return "RepeatAndSelectDpEvent";
-    }
-    return "event";
+    size_t i = (size_t)k;
+    return i < sizeof KIND_NAMES / sizeof KIND_NAMES[0] && KIND_NAMES[i] != NULL ? KIND_NAMES[i]
+                                                                                 : "event";
 }
 
 /* The noise multiplier in sensitivity-1 units for the relation. */
@@ -325,4 +304,29 @@ double dp_pnsgd_profile_fn(void *ctx, double eps)
 {
     double d;
     return pnsgd_delta(ctx, eps, &d) == DPB_OK ? d : 1.0;
+}
+
+dpb_status dp_walk_tree(const dp_walk_state *w, const dp_event *ev, double mult, dp_leaf_fn leaf)
+{
+    dpb_status st = DPB_OK;
+    dp_event *m;
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        return dp_walk_tree(w, ev->u.self.event, mult * (double)ev->u.self.count, leaf);
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n && st == DPB_OK; i++)
+            st = dp_walk_tree(w, ev->u.composed.events[i], mult, leaf);
+        return st;
+    case DP_EV_NO_OP:
+        return DPB_OK;
+    case DP_EV_SGLD:
+    case DP_EV_PROACTIVE:
+        if ((m = dp_map_to_dpsgd(ev, &st, w->err)) != NULL) {
+            st = dp_walk_tree(w, m, mult, leaf);
+            dp_event_free(m);
+        }
+        return st;
+    default:
+        return leaf(w, ev, mult);
+    }
 }

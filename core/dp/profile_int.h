@@ -61,6 +61,25 @@ int dp_rr_replace_one(dp_relation rel);
 /* seed 000's bound at eps for the pnsgd_params at ctx (1 where it fails): a pld_profile_fn. */
 double dp_pnsgd_profile_fn(void *ctx, double eps);
 
+/* An accumulating tree walk (thm41 and gdp, rdp): the relation, where conditions and errors
+ * go (borrowed), and what it accumulates into. */
+typedef struct {
+    dp_relation rel;
+    dp_report *rep;
+    dpb_error *err;
+    dp_accountant acct; /* profile_scalar.c: thm41, gdp_exact or gdp_clt ... */
+    double *acc;        /* ... and its accumulator */
+    dp_profile *pr;     /* profile_rdp.c: the curve and its order infinity */
+} dp_walk_state;
+
+/* A walk's leaf: adds the leaf ev, mult times, into w. dp_walk_tree walks the structure such
+ * walks treat alike: a SelfComposed event multiplies mult by its count, a Composed one walks
+ * its events in order (the first failure returned), a NoOp adds nothing, an SGLD run or a
+ * proactive history is walked as the DP-SGD tree it stands for (dp_map_to_dpsgd; its failure
+ * returned, worded in w->err); every other event is leaf's. */
+typedef dpb_status (*dp_leaf_fn)(const dp_walk_state *w, const dp_event *ev, double mult);
+dpb_status dp_walk_tree(const dp_walk_state *w, const dp_event *ev, double mult, dp_leaf_fn leaf);
+
 /* ---- the walks ---------------------------------------------------------------------------- */
 
 /* profile_scalar.c: thm41 (the sum of ln(1 - delta_i)) or gdp (the sum of mu_i^2) of the tree

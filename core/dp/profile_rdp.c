@@ -110,35 +110,24 @@ static dpb_status rdp_swor(const dp_event *ev, dp_relation rel, double mult, dp_
     return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
 }
 
-dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
-                       dp_report *rep, dpb_error *err)
+/* A leaf ev, mult times, into w->pr's curve and its order infinity. */
+static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mult)
 {
-    const double *o = pr->orders;
-    const size_t no = pr->norders;
-    double *rdp = pr->rdp;
-    rdp_add_inf(ev, rel, mult, pr);
+    const double *o = w->pr->orders;
+    const size_t no = w->pr->norders;
+    double *rdp = w->pr->rdp;
+    rdp_add_inf(ev, w->rel, mult, w->pr);
     switch (ev->kind) {
-    case DP_EV_SELF_COMPOSED:
-        return dp_walk_rdp(ev->u.self.event, rel, mult * (double)ev->u.self.count, pr, rep, err);
-    case DP_EV_COMPOSED:
-        for (size_t i = 0; i < ev->u.composed.n; i++) {
-            dpb_status st = dp_walk_rdp(ev->u.composed.events[i], rel, mult, pr, rep, err);
-            if (st != DPB_OK)
-                return st;
-        }
-        return DPB_OK;
-    case DP_EV_NO_OP:
-        return DPB_OK;
     case DP_EV_NON_PRIVATE:
-        return rdp_infinite(pr, rep, dp_warn_nonprivate);
+        return rdp_infinite(w->pr, w->rep, dp_warn_nonprivate);
     case DP_EV_GAUSSIAN:
         if (ev->u.noise.noise_multiplier == 0.0)
-            return rdp_noiseless(pr, rep);
-        return rdp_add_gaussian(dp_sens1(ev->u.noise.noise_multiplier, rel), mult, o, no, rdp);
+            return rdp_noiseless(w->pr, w->rep);
+        return rdp_add_gaussian(dp_sens1(ev->u.noise.noise_multiplier, w->rel), mult, o, no, rdp);
     case DP_EV_LAPLACE:
         if (ev->u.noise.noise_multiplier == 0.0)
-            return rdp_noiseless(pr, rep);
-        return rdp_add_laplace(dp_sens1(ev->u.noise.noise_multiplier, rel), mult, o, no, rdp);
+            return rdp_noiseless(w->pr, w->rep);
+        return rdp_add_laplace(dp_sens1(ev->u.noise.noise_multiplier, w->rel), mult, o, no, rdp);
     case DP_EV_EPSILON_DELTA:
         if (ev->u.epsdelta.delta == 0.0) {
             /* pure eps-DP is eps^2/2-zCDP (Bun & Steinke 2016): RDP <= min(eps, a eps^2/2) */
@@ -149,66 +138,63 @@ dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_prof
             }
             return DPB_OK;
         }
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
                         "an (epsilon, delta) event with delta > 0 has no RDP curve; use the pld "
                         "accountant, which composes it exactly");
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
         double q = ev->u.sampled.sampling_probability;
-        if (!dp_add_remove_like(rel))
-            return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+        if (!dp_add_remove_like(w->rel))
+            return dpb_fail(w->err, DPB_EUNSUPPORTED, "neighboring_relation",
                             "the rdp accountant takes Poisson sampling under add_or_remove_one "
                             "or replace_special; under replace_one use pld");
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return DPB_OK;
         if (in->kind == DP_EV_GAUSSIAN) {
             if (in->u.noise.noise_multiplier == 0.0)
-                return rdp_noiseless(pr, rep);
+                return rdp_noiseless(w->pr, w->rep);
             if (q == 1.0)
                 return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, no, rdp);
-            return rdp_add_pg(pr, q, in->u.noise.noise_multiplier, mult, err);
+            return rdp_add_pg(w->pr, q, in->u.noise.noise_multiplier, mult, w->err);
         }
-        return dpb_fail(err, DPB_EUNSUPPORTED, "event",
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "event",
                         "the rdp accountant takes Poisson sampling of a GaussianDpEvent only; "
                         "use pld for a sampled LaplaceDpEvent");
     }
     case DP_EV_SHUFFLED_EPOCH:
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
                         "Theorem 4.1's (0, delta) guarantee for a shuffled epoch has no RDP "
                         "curve; use thm41 or pld");
-    case DP_EV_SGLD:
-    case DP_EV_PROACTIVE: {
-        dpb_status st;
-        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
-        if (m == NULL)
-            return st;
-        st = dp_walk_rdp(m, rel, mult, pr, rep, err);
-        dp_event_free(m);
-        return st;
-    }
     case DP_EV_PNSGD:
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
                         "projected noisy SGD's guarantees (seed 000) are (epsilon, delta) "
                         "profiles with no RDP curve (seed 001's (epsilon, delta) -> RDP step is "
                         "invalid); use pnsgd or pld");
     case DP_EV_TREE_AGGREGATION: {
         double s;
-        dpb_status st = dp_tree_sigma(ev, rel, &s, err);
+        dpb_status st = dp_tree_sigma(ev, w->rel, &s, w->err);
         if (st != DPB_OK || s == 0.0)
             return st;
         /* the Gaussian's curve at the effective multiplier (sensitivity 1 under zero-out) */
         return rdp_add_gaussian(s, mult, o, no, rdp);
     }
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
-        return rdp_swor(ev, rel, mult, pr, err);
+        return rdp_swor(ev, w->rel, mult, w->pr, w->err);
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:
-        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
                         "%s has no RDP curve here; use pld (the default)", dp_kind_name(ev->kind));
     default:
-        return walk_rdp_mech(ev, rel, mult, pr, rep, err);
+        return walk_rdp_mech(ev, w->rel, mult, w->pr, w->rep, w->err);
     }
-    return dp_unsupported(err, dp_kind_name(ev->kind), "rdp");
+    return dp_unsupported(w->err, dp_kind_name(ev->kind), "rdp");
+}
+
+dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                       dp_report *rep, dpb_error *err)
+{
+    dp_walk_state w = {.rel = rel, .rep = rep, .err = err, .pr = pr};
+    return dp_walk_tree(&w, ev, mult, rdp_leaf);
 }
 
 /* The order infinity (the max divergence, the pure-DP epsilon) of a mechanism event, rounded

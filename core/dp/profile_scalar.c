@@ -13,73 +13,50 @@
 
 /* ---- thm41 and the Gaussian-DP walks (scalar accumulators) --------------------------------- */
 
-dpb_status dp_walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct, double mult,
-                          double *acc, dp_report *rep, dpb_error *err)
+/* A leaf ev, mult times, into *w->acc (w->acct's accumulator). */
+static dpb_status scalar_leaf(const dp_walk_state *w, const dp_event *ev, double mult)
 {
     switch (ev->kind) {
-    case DP_EV_SELF_COMPOSED:
-        return dp_walk_scalar(ev->u.self.event, rel, acct, mult * (double)ev->u.self.count, acc,
-                              rep, err);
-    case DP_EV_COMPOSED:
-        for (size_t i = 0; i < ev->u.composed.n; i++) {
-            dpb_status st =
-                dp_walk_scalar(ev->u.composed.events[i], rel, acct, mult, acc, rep, err);
-            if (st != DPB_OK)
-                return st;
-        }
-        return DPB_OK;
-    case DP_EV_NO_OP:
-        return DPB_OK;
     case DP_EV_NON_PRIVATE:
-        dp_report_warn(rep, dp_warn_nonprivate);
-        *acc = acct == DP_ACCT_THM41 ? -HUGE_VAL : HUGE_VAL;
+        dp_report_warn(w->rep, dp_warn_nonprivate);
+        *w->acc = w->acct == DP_ACCT_THM41 ? -HUGE_VAL : HUGE_VAL;
         return DPB_OK;
     case DP_EV_SHUFFLED_EPOCH:
-        if (acct == DP_ACCT_THM41) {
+        if (w->acct == DP_ACCT_THM41) {
             double d;
-            dpb_status st = dp_thm41_leaf(ev, rel, &d, rep, err);
+            dpb_status st = dp_thm41_leaf(ev, w->rel, &d, w->rep, w->err);
             if (st == DPB_OK)
-                *acc += mult * log1p(-d);
+                *w->acc += mult * log1p(-d);
             return st;
         }
-        if (acct == DP_ACCT_GDP_CLT) {
+        if (w->acct == DP_ACCT_GDP_CLT) {
             double mu;
-            if (rel != DP_REL_ADD_OR_REMOVE)
-                return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
+            if (w->rel != DP_REL_ADD_OR_REMOVE)
+                return dpb_fail(w->err, DPB_EUNSUPPORTED, "neighboring_relation",
                                 "seed 004 is proved for add_or_remove_one only");
             if (dp_thm52_mu(ev->u.shuffled.noise_multiplier, ev->u.shuffled.rounds, &mu) != DPB_OK)
-                return dpb_fail(err, DPB_EINVAL, "event",
+                return dpb_fail(w->err, DPB_EINVAL, "event",
                                 "the Theorem 5.2 approximation needs noise_multiplier >= 0.04 "
                                 "and rounds >= 2");
-            *acc += mult * mu * mu;
+            *w->acc += mult * mu * mu;
             return DPB_OK;
         }
         break;
     case DP_EV_GAUSSIAN:
-        if (acct == DP_ACCT_GDP_EXACT) {
-            double s = dp_sens1(ev->u.noise.noise_multiplier, rel);
+        if (w->acct == DP_ACCT_GDP_EXACT) {
+            double s = dp_sens1(ev->u.noise.noise_multiplier, w->rel);
             if (s == 0.0)
-                dp_report_warn(rep, dp_warn_noiseless);
-            *acc += s == 0.0 ? HUGE_VAL : mult / (s * s);
+                dp_report_warn(w->rep, dp_warn_noiseless);
+            *w->acc += s == 0.0 ? HUGE_VAL : mult / (s * s);
             return DPB_OK;
         }
         break;
-    case DP_EV_SGLD:
-    case DP_EV_PROACTIVE: {
-        dpb_status st;
-        dp_event *m = dp_map_to_dpsgd(ev, &st, err);
-        if (m == NULL)
-            return st;
-        st = dp_walk_scalar(m, rel, acct, mult, acc, rep, err);
-        dp_event_free(m);
-        return st;
-    }
     case DP_EV_TREE_AGGREGATION:
-        if (acct == DP_ACCT_GDP_EXACT) {
+        if (w->acct == DP_ACCT_GDP_EXACT) {
             double s;
-            dpb_status st = dp_tree_sigma(ev, rel, &s, err);
+            dpb_status st = dp_tree_sigma(ev, w->rel, &s, w->err);
             if (st == DPB_OK && s > 0.0)
-                *acc += mult / (s * s);
+                *w->acc += mult / (s * s);
             return st;
         }
         break;
@@ -93,5 +70,12 @@ dpb_status dp_walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acc
     default:
         break;
     }
-    return dp_unsupported(err, dp_kind_name(ev->kind), dp_accountant_name(acct));
+    return dp_unsupported(w->err, dp_kind_name(ev->kind), dp_accountant_name(w->acct));
+}
+
+dpb_status dp_walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct, double mult,
+                          double *acc, dp_report *rep, dpb_error *err)
+{
+    dp_walk_state w = {.rel = rel, .rep = rep, .err = err, .acct = acct, .acc = acc};
+    return dp_walk_tree(&w, ev, mult, scalar_leaf);
 }
