@@ -173,13 +173,6 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
     return DPB_OK;
 }
 
-void dp_profile_clear(dp_profile *pr)
-{
-    memset(pr, 0, offsetof(dp_profile, rdp));
-    pr->rdp_inf = 0.0;
-    memset((char *)pr + offsetof(dp_profile, npg), 0, sizeof *pr - offsetof(dp_profile, npg));
-}
-
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
 {
@@ -405,25 +398,4 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
         break;
     }
     return e;
-}
-
-void dp_profile_release(dp_profile *pr)
-{
-    if (pr->sub) {
-        dp_profile_release(pr->sub);
-        free(pr->sub);
-        pr->sub = NULL;
-    }
-    free(pr->pg);
-    pr->pg = NULL;
-    pr->npg = 0;
-    if (pr->shx) {
-        shx_release(pr->shx);
-        pr->shx = NULL;
-    }
-    if (pr->acct == DP_ACCT_PLD || pr->use_pld) {
-        pld_free(&pr->dir[0]);
-        if (!pr->symmetric)
-            pld_free(&pr->dir[1]);
-    }
 }

@@ -2,17 +2,22 @@
  * profile_common.c - what the accountants' tree walks share (profile_int.h): warnings,
  * Theorem 4.1's per-epoch leaf, the DP-SGD tree that SGLD and proactive histories stand for,
  * event names and refusals, noise multipliers per relation (sums, sampled nests, tree
- * aggregation, discrete mechanisms), and seed 000's profile as a function. It calls the
- * numerics (normal.c, shuffle.c, sampling.c, pnsgd.c, event.c) only, no walk.
+ * aggregation, discrete mechanisms), seed 000's profile as a function, the structure of the
+ * accumulating walks (dp_walk_tree), and the profile's life cycle (dp_profile_clear,
+ * dp_profile_release). It calls the numerics (normal.c, shuffle.c, shuffle_exact.c,
+ * sampling.c, pnsgd.c, event.c, pld.c) only, no walk.
  */
 #include "profile_int.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "normal.h"
 #include "sampling.h"
 #include "shuffle.h"
+#include "shuffle_exact.h"
 
 static const char W_TV[] = "Theorem 4.1 bounds total variation only: delta is the same for "
                            "every epsilon >= 0, and no finite epsilon is certified for a "
@@ -328,5 +333,35 @@ dpb_status dp_walk_tree(const dp_walk_state *w, const dp_event *ev, double mult,
         return st;
     default:
         return leaf(w, ev, mult);
+    }
+}
+
+/* ---- the profile's life cycle (profile.h) ---- */
+
+void dp_profile_clear(dp_profile *pr)
+{
+    memset(pr, 0, offsetof(dp_profile, rdp));
+    pr->rdp_inf = 0.0;
+    memset((char *)pr + offsetof(dp_profile, npg), 0, sizeof *pr - offsetof(dp_profile, npg));
+}
+
+void dp_profile_release(dp_profile *pr)
+{
+    if (pr->sub) {
+        dp_profile_release(pr->sub);
+        free(pr->sub);
+        pr->sub = NULL;
+    }
+    free(pr->pg);
+    pr->pg = NULL;
+    pr->npg = 0;
+    if (pr->shx) {
+        shx_release(pr->shx);
+        pr->shx = NULL;
+    }
+    if (pr->acct == DP_ACCT_PLD || pr->use_pld) {
+        pld_free(&pr->dir[0]);
+        if (!pr->symmetric)
+            pld_free(&pr->dir[1]);
     }
 }
