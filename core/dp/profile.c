@@ -91,7 +91,7 @@ static dpb_status proactive_build(const dp_event *ev, dp_relation rel, dp_profil
     if (sub == NULL)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     dp_report scratch = {0};
-    st = dp_profile_build(ev, rel, DP_ACCT_RDP, NULL, sub, &scratch, err);
+    st = dp_profile_build_ctx(ev, rel, DP_ACCT_RDP, NULL, NULL, sub, &scratch, err);
     if (st != DPB_OK) {
         dp_profile_release(sub);
         free(sub);
