@@ -12,6 +12,13 @@
  *   - delta(eps) = P(L = inf) + sum_{l_k > eps} (1 - e^{eps - l_k}) p_k.
  * Subsampled mechanisms need both directions (remove: P = D, add: P = D'): they are built
  * and composed separately and the larger delta is reported (by the caller).
+ *
+ * Where it lives (each file's head says what it may call; arrows one way):
+ *   pld_compose.c (composition, the tilt, pld_side) -> pld_transform.c (the transforms and
+ *   their round-off) -> pld_fft.c (sizes, plans, work blocks, pld_convolve) -> pld.c (the
+ *   distribution, delta, epsilon); pld_compose.c -> pld_window.c (Chernoff windows) -> pld.c;
+ *   pld_leaf.c (the leaves) -> pld.c. Internal contracts: pld_int.h, pld_fft.h,
+ *   pld_transform.h, pld_window.h.
  */
 #ifndef DP_PLD_H
 #define DP_PLD_H

@@ -1,6 +1,8 @@
 /*
  * profile.h - internal to core/dp: a privacy profile built from an event tree by one
  * accountant, then queried for delta(eps) and eps(delta). account.c dispatches to it.
+ * profile.c builds and queries; the accountants' tree walks live in profile_scalar.c,
+ * profile_rdp.c and profile_pld.c (profile_int.h says the direction of their calls).
  */
 #ifndef DP_PROFILE_H
 #define DP_PROFILE_H
