@@ -12,6 +12,13 @@
  *   - delta(eps) = P(L = inf) + sum_{l_k > eps} (1 - e^{eps - l_k}) p_k.
  * Subsampled mechanisms need both directions (remove: P = D, add: P = D'): they are built
  * and composed separately and the larger delta is reported (by the caller).
+ *
+ * Where it lives (each file's head says what it may call; arrows one way):
+ *   pld_compose.c (composition, the tilt, pld_side) -> pld_transform.c (the transforms and
+ *   their round-off) -> pld_fft.c (sizes, plans, work blocks, pld_convolve) -> pld.c (the
+ *   distribution, delta, epsilon); pld_compose.c -> pld_window.c (Chernoff windows) -> pld.c;
+ *   pld_leaf.c (the leaves) -> pld.c. Internal contracts: pld_int.h, pld_fft.h,
+ *   pld_transform.h, pld_window.h.
  */
 #ifndef DP_PLD_H
 #define DP_PLD_H
@@ -33,7 +40,7 @@
 #define PLD_MAX_POINTS ((size_t)1 << 23)
 
 /* The round-off bound of a composition computed through an exponential tilt
- * (pld_tilt_enter): the error of the point at loss m h (lo < m <= hi) is at most
+ * (pld_ctx.tilt): the error of the point at loss m h (lo < m <= hi) is at most
  * a_m = err_m scale e^{logw - theta m h}, where the err_m are bounded pointwise by ept and
  * in 2-norm by e2, so the error of delta(eps) is at most the sum of a_m over m h > eps, by
  * the smaller of ept sum W_m and e2 (sum W_m^2)^(1/2) (pld_delta). theta = 0: no tilt. */
@@ -138,30 +145,32 @@ typedef struct {
  * outside the window (at most PLD_TAIL a side) is added to +infinity. */
 dpb_status pld_compose_many(const pld_term *terms, size_t k, pld_pmf *out);
 
-/* While on (this thread), pld_compose_many transforms in long double (u = 2^-63 on x86-64),
- * so its round-off bound is about 2000 times smaller, at about 6 times the transform time:
- * for requests whose delta the double bound would dominate. enter returns the previous
- * setting, which leave restores. */
-int pld_extended_enter(int on);
-void pld_extended_leave(int prev);
-
-/* While floor is finite (this thread), pld_compose_many computes the composition in double
- * through an exponential tilt (docs/MATH.md section 6): each term's masses are multiplied by
- * e^{theta l} (theta > 0 from the Chernoff bound at the loss aim >= floor), composed, and
- * divided again, so the FFT's round-off reaches a loss l scaled by about
- * e^{F(theta) - theta l}, near the Chernoff bound at l, instead of by 1. The result is exact
- * (to its bound) only at losses above floor: the mass below it is moved up onto floor, which
- * keeps every delta an upper bound and makes those below floor loose. For requests whose delta
- * the double bound would dominate, at the cost of one double composition. Where the tilt
- * cannot help (floor not above the composition's mean, the inputs composed already, or the
- * window too large), the composition is computed as without it (in long double inside
- * pld_extended_enter). floor NAN turns it off. enter returns the previous setting. */
+/* How a composition is computed, passed down by the caller (as GSL passes its workspaces):
+ *   - ext: transforms in long double (u = 2^-63 on x86-64), so the round-off bound is about
+ *     2000 times smaller, at about 6 times the transform time: for requests whose delta the
+ *     double bound would dominate;
+ *   - tilt: while tilt.floor is finite, the composition is computed in double through an
+ *     exponential tilt (docs/MATH.md section 6): each term's masses are multiplied by
+ *     e^{theta l} (theta > 0 from the Chernoff bound at the loss aim >= floor), composed, and
+ *     divided again, so the FFT's round-off reaches a loss l scaled by about
+ *     e^{F(theta) - theta l}, near the Chernoff bound at l, instead of by 1. The result is
+ *     exact (to its bound) only at losses above floor: the mass below it is moved up onto
+ *     floor, which keeps every delta an upper bound and makes those below floor loose. For
+ *     requests whose delta the double bound would dominate, at the cost of one double
+ *     composition. Where the tilt cannot help (floor not above the composition's mean, the
+ *     inputs composed already, or the window too large), the composition is computed as
+ *     without it (in long double if ext). floor NAN (and delta 0) turns it off. */
 typedef struct {
     double floor, aim;
     double delta; /* floor NAN and delta > 0: an epsilon at delta will be asked (direct, below) */
 } pld_tilt_at;
-pld_tilt_at pld_tilt_enter(pld_tilt_at at);
-void pld_tilt_leave(pld_tilt_at prev);
+typedef struct {
+    pld_tilt_at tilt; /* {NAN, NAN, 0}: no tilt */
+    int ext;          /* 1: long double transforms */
+} pld_ctx;
+
+/* pld_compose_many as cx says (borrowed; NULL: in double, no tilt, as pld_compose_many). */
+dpb_status pld_compose_many_ctx(const pld_ctx *cx, const pld_term *terms, size_t k, pld_pmf *out);
 
 /* Whether a composition of this many leaves (pld_pmf.steps) is tilted at once for an answer
  * near delta: where its double round-off bound (about 3 eta steps, eta = pld_fft_eta(2^20);
@@ -180,17 +189,15 @@ int pld_tilt_direct(double steps, double delta);
  * points above eps). */
 double pld_roundoff_at(const pld_pmf *d, double eps);
 
-/* A job run on a second thread with the calling thread's PLD settings (tilt, extended
- * precision) and cancellation installed (the two directions of a composition are independent:
- * a request composes them side by side). pld_side_run starts fn(arg), or runs it before
- * returning when no thread can be made; pld_side_join waits for it. */
+/* A job run on a second thread with the calling thread's cancellation installed (the two
+ * directions of a composition are independent: a request composes them side by side; the
+ * job's arg carries whatever pld_ctx it composes with). pld_side_run starts fn(arg), or runs
+ * it before returning when no thread can be made; pld_side_join waits for it. */
 typedef struct {
     pthread_t thread;
     int running;
     void (*fn)(void *);
     void *arg;
-    pld_tilt_at tilt;
-    int ext;
     const struct dpb_cancel *cancel;
 } pld_side;
 void pld_side_run(pld_side *s, void (*fn)(void *), void *arg);
@@ -223,5 +230,16 @@ double pld_delta(const pld_pmf *d, double eps);
 /* The smallest eps >= 0 with delta(eps) <= delta, verified and rounded up; +HUGE_VAL when
  * the mass at infinity plus the round-off bound exceeds delta. */
 double pld_epsilon(const pld_pmf *d, double delta);
+
+/* ---- transitional: the settings of account.c's rebuilds, by thread ----------------------
+ * pld_extended_enter(on) and pld_tilt_enter(at) record this thread's pld_ctx (ext, tilt) and
+ * return the previous setting, which the leave functions restore. Only dp_profile_build reads
+ * it (pld_ctx_current), once at its start, and passes it down explicitly; no composition
+ * reads it. They go when account.c passes its pld_ctx to dp_profile_build_ctx. */
+int pld_extended_enter(int on);
+void pld_extended_leave(int prev);
+pld_tilt_at pld_tilt_enter(pld_tilt_at at);
+void pld_tilt_leave(pld_tilt_at prev);
+pld_ctx pld_ctx_current(void);
 
 #endif

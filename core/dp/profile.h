@@ -1,6 +1,8 @@
 /*
  * profile.h - internal to core/dp: a privacy profile built from an event tree by one
  * accountant, then queried for delta(eps) and eps(delta). account.c dispatches to it.
+ * profile.c builds and queries; the accountants' tree walks live in profile_scalar.c,
+ * profile_rdp.c and profile_pld.c (profile_int.h says the direction of their calls).
  */
 #ifndef DP_PROFILE_H
 #define DP_PROFILE_H
@@ -46,7 +48,14 @@ typedef struct {
 void dp_profile_clear(dp_profile *pr);
 
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and
- * warnings go to rep. */
+ * warnings go to rep. A pld (or shuffle_exact) profile's outermost composition is computed as
+ * pc says (borrowed; NULL: in double, not tilted). */
+dpb_status dp_profile_build_ctx(const dp_event *ev, dp_relation rel, dp_accountant acct,
+                                const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
+                                dp_report *rep, dpb_error *err);
+
+/* Transitional: dp_profile_build_ctx with the pld_ctx account.c's rebuilds set for this
+ * thread (pld.h: pld_tilt_enter, pld_extended_enter); goes when account.c passes its own. */
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
 

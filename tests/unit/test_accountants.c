@@ -466,7 +466,7 @@ static void pld_roundoff_bound(void)
     }
     /* In double the bound, ~1e-10 here, certified nothing at delta = 1e-12 (inf) and read
      * delta >= 1e-11 at eps = 50. Where it exceeds 1e-4 of delta the accountant composes
-     * again, tilted (pld_tilt_enter; in long double the bound was ~5e-14, 5% of 1e-12).
+     * again, tilted (pld_ctx.tilt; in long double the bound was ~5e-14, 5% of 1e-12).
      * dp_accounting's PLDAccountant at the same grid: eps(1e-12) = 3.9152487, eps(1e-9) =
      * 2.9895903; ours is 3.9144762 at 1e-12, where the long double masses read delta
      * 1.0010e-12 (+-4.7e-14): dp_accounting's lies 2e-4 above (its truncated tails, 1e-15 a
@@ -508,7 +508,7 @@ static void pld_window_coarse_terms(void)
     pld_free(&out);
 }
 
-/* Long double composition (pld_extended_enter): its bound is ~2000 times smaller than the
+/* Long double composition (pld_ctx.ext): its bound is ~2000 times smaller than the
  * double one, and the two results differ by less than the sum of their bounds at every eps
  * (the double bound is certified; so is the extended one if it agrees within it). A
  * heterogeneous composition with small counts, whose double bound moved eps by 7% at
@@ -522,9 +522,7 @@ static void double_vs_extended(const pld_term *t, size_t k, double max_double, d
 {
     pld_pmf a, x;
     CHECK(pld_compose_many(t, k, &a) == DPB_OK);
-    int prev = pld_extended_enter(1);
-    CHECK(pld_compose_many(t, k, &x) == DPB_OK);
-    pld_extended_leave(prev);
+    CHECK(pld_compose_many_ctx(&(pld_ctx){{NAN, NAN, 0.0}, 1}, t, k, &x) == DPB_OK);
     CHECKF(a.roundoff < max_double && x.roundoff > 0.0 && x.roundoff < share * a.roundoff,
            "dir %d: %g vs %g", dir, x.roundoff, a.roundoff);
     for (double eps = -2.0; eps <= eps_hi; eps += 0.25) {
@@ -560,7 +558,7 @@ static void pld_extended_precision(void)
     dp_event_free(two);
 }
 
-/* The tilted composition (pld_tilt_enter) against the long double one, composed from the same
+/* The tilted composition (pld_ctx.tilt) against the long double one, composed from the same
  * terms: its delta is never below the exact distribution's (which is at least the extended
  * one's less twice its bound r_x), below the floor too (the mass below is moved up onto the
  * floor), and from 1 below its aim within 1e-6 of the extended one's plus r_x (further down
@@ -573,12 +571,8 @@ static void tilted_vs_extended(const pld_term *t, size_t k, double floor_, doubl
                                const char *what)
 {
     pld_pmf x, w;
-    int prev = pld_extended_enter(1);
-    CHECK(pld_compose_many(t, k, &x) == DPB_OK);
-    pld_extended_leave(prev);
-    pld_tilt_at was = pld_tilt_enter((pld_tilt_at){floor_, aim, 0.0});
-    CHECK(pld_compose_many(t, k, &w) == DPB_OK);
-    pld_tilt_leave(was);
+    CHECK(pld_compose_many_ctx(&(pld_ctx){{NAN, NAN, 0.0}, 1}, t, k, &x) == DPB_OK);
+    CHECK(pld_compose_many_ctx(&(pld_ctx){{floor_, aim, 0.0}, 0}, t, k, &w) == DPB_OK);
     /* tilted, or (the whole law below the floor) one point and no round-off at all */
     CHECKF(w.tilt.theta > 0.0 || (w.n == 1 && w.roundoff == 0.0), "%s: theta %g", what,
            w.tilt.theta);
@@ -641,9 +635,7 @@ static void pld_tilted_exact_gaussian(void)
     pld_pmf g, w, top;
     CHECK(pld_gaussian(20.0, 1e-4, &g) == DPB_OK);
     pld_term t = {&g, 2000};
-    pld_tilt_at was = pld_tilt_enter((pld_tilt_at){12.0, 16.0, 0.0});
-    CHECK(pld_compose_many(&t, 1, &w) == DPB_OK);
-    pld_tilt_leave(was);
+    CHECK(pld_compose_many_ctx(&(pld_ctx){{12.0, 16.0, 0.0}, 0}, &t, 1, &w) == DPB_OK);
     CHECK(w.tilt.theta > 0.0);
     double mu = sqrt(5.0);
     for (double eps = 12.0; eps <= 30.0; eps += 0.25) {
@@ -654,9 +646,7 @@ static void pld_tilted_exact_gaussian(void)
         CHECKF(d >= exact && d <= exact * 1.001 + w.inf_mass, "eps %g: %.17g vs exact %.17g", eps,
                d, exact);
     }
-    was = pld_tilt_enter((pld_tilt_at){40.0, 40.0, 0.0});
-    CHECK(pld_compose_many(&t, 1, &top) == DPB_OK);
-    pld_tilt_leave(was);
+    CHECK(pld_compose_many_ctx(&(pld_ctx){{40.0, 40.0, 0.0}, 0}, &t, 1, &top) == DPB_OK);
     CHECK(top.n == 1 && top.roundoff == 0.0 && top.inf_mass >= 1e-15 && top.inf_mass < 1e-14);
     CHECK(pld_delta(&top, 40.0) == dp_round_up(top.inf_mass, 1e-12));
     CHECK(pld_delta(&top, 20.0) > 0.99); /* below the floor: all the mass sits on it */
@@ -801,9 +791,7 @@ static double extended_eps(double q, double sigma, uint64_t n, double delta, dou
         pld_term t = {&leaf, n};
         CHECK(pld_compose_many(&t, 1, &all) == DPB_OK);
         *r = all.roundoff > *r ? all.roundoff : *r;
-        int prev = pld_extended_enter(1);
-        CHECK(pld_compose_many(&t, 1, &x) == DPB_OK);
-        pld_extended_leave(prev);
+        CHECK(pld_compose_many_ctx(&(pld_ctx){{NAN, NAN, 0.0}, 1}, &t, 1, &x) == DPB_OK);
         double ed = pld_epsilon(&x, delta);
         e = ed > e ? ed : e;
         pld_free(&leaf);

@@ -1,0 +1,423 @@
+/*
+ * profile_rdp.c - the rdp accountant: its tree walk (the sum of the leaves' RDP curves at the
+ * orders, and the order infinity, pure DP, where every mechanism has one), the builder, and
+ * the conversion to (eps, delta) with the fractional orders of Poisson-sampled Gaussians
+ * evaluated lazily. It calls profile_common.c and the numerics (rdp.c, sampling.c, ...);
+ * profile.c calls it.
+ */
+#include "profile_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/cancel.h"
+#include "normal.h"
+#include "sampling.h"
+#include "shuffle.h"
+
+static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at "
+                              "dp_accounting's default orders, converted by Canonne, Kamath, "
+                              "Steinke 2020 Prop. 12; and the order infinity (pure DP, "
+                              "composed additively) when every mechanism has one";
+
+/* ---- rdp ------------------------------------------------------------------------------------ */
+
+/* Record a Poisson-sampled Gaussian: its integer orders now, its fractional ones later. */
+static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult, dpb_error *err)
+{
+    if (!(sigma > 0.0) || !isfinite(sigma))
+        return dpb_fail(err, DPB_EINVAL, "event", "noise_multiplier must be positive");
+    for (size_t i = 0; i < pr->norders; i++) {
+        double a = pr->orders[i];
+        if (a == floor(a))
+            pr->rdp[i] += mult * rdp_poisson_gaussian(q, sigma, a);
+    }
+    for (size_t k = 0; k < pr->npg; k++)
+        if (pr->pg[k].q == q && pr->pg[k].sigma == sigma) {
+            pr->pg[k].mult += mult;
+            return DPB_OK;
+        }
+    struct dp_pg_leaf *n = realloc(pr->pg, (pr->npg + 1) * sizeof *n);
+    if (n == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    pr->pg = n;
+    pr->pg[pr->npg++] = (struct dp_pg_leaf){q, sigma, mult};
+    return DPB_OK;
+}
+
+/* A mechanism with infinite privacy loss: infinite RDP at every order. */
+static dpb_status rdp_infinite(dp_profile *pr, dp_report *rep, const char *warning)
+{
+    dp_report_warn(rep, warning);
+    pr->rdp_inf = HUGE_VAL;
+    for (size_t i = 0; i < pr->norders; i++)
+        pr->rdp[i] = HUGE_VAL;
+    return DPB_OK;
+}
+
+static dpb_status rdp_noiseless(dp_profile *pr, dp_report *rep)
+{
+    return rdp_infinite(pr, rep, dp_warn_noiseless);
+}
+
+static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                                dp_report *rep, dpb_error *err);
+
+static double mech_max_divergence(const dp_event *ev, dp_relation rel);
+
+/* The order infinity (max divergence) of a leaf times mult, added into pr->rdp_inf: D_inf of a
+ * Laplace of scale b is 1/b, of an (eps, 0) event eps, of a mechanism event its own
+ * (mech_max_divergence); every other leaf has none here (+inf). */
+static void rdp_add_inf(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr)
+{
+    if (ev->kind == DP_EV_LAPLACE) {
+        double b = dp_sens1(ev->u.noise.noise_multiplier, rel);
+        if (b > 0.0)
+            pr->rdp_inf += mult / b;
+    } else if (ev->kind == DP_EV_EPSILON_DELTA && ev->u.epsdelta.delta == 0.0) {
+        pr->rdp_inf += mult * ev->u.epsdelta.epsilon;
+    } else if (ev->kind >= DP_EV_RANDOMIZED_RESPONSE && ev->kind <= DP_EV_LAST_MECH) {
+        pr->rdp_inf += mult * mech_max_divergence(ev, rel);
+    } else if (ev->kind != DP_EV_SELF_COMPOSED && ev->kind != DP_EV_COMPOSED &&
+               ev->kind != DP_EV_NO_OP && ev->kind != DP_EV_SGLD && ev->kind != DP_EV_PROACTIVE) {
+        pr->rdp_inf = HUGE_VAL;
+    }
+}
+
+/* Sampling without replacement (replace_one only) of a Gaussian nest, times mult, into pr's
+ * curve (Wang, Balle, Kasiviswanathan 2019). */
+static dpb_status rdp_swor(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                           dpb_error *err)
+{
+    double s;
+    const dp_event *in = ev->u.fixed.event;
+    if (rel != DP_REL_REPLACE)
+        return dp_refuse_relation(err, "SampledWithoutReplacementDpEvent", "replace_one");
+    dpb_status st = dp_inner_sigma(in, "SampledWithoutReplacementDpEvent", &s, err);
+    if (st != DPB_OK)
+        return st;
+    uint64_t n = ev->u.fixed.population, m = ev->u.fixed.sample_size;
+    if (n == 0 || m > n || n > SMP_MAX_POPULATION)
+        return dpb_fail(err, DPB_EINVAL, "event", "sample_size must lie in [0, %llu]",
+                        (unsigned long long)n);
+    if (m == 0)
+        return DPB_OK;
+    /* Wang, Balle, Kasiviswanathan 2019 take the multiplier relative to the replace-one
+     * sensitivity, which is twice the clipping norm: sigma / 2 */
+    st = smp_rdp_without_replacement_add((double)m / (double)n, s / 2.0, mult, pr->orders,
+                                         pr->norders, pr->rdp);
+    return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
+}
+
+/* A leaf ev, mult times, into w->pr's curve and its order infinity. */
+static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mult)
+{
+    const double *o = w->pr->orders;
+    const size_t no = w->pr->norders;
+    double *rdp = w->pr->rdp;
+    rdp_add_inf(ev, w->rel, mult, w->pr);
+    switch (ev->kind) {
+    case DP_EV_NON_PRIVATE:
+        return rdp_infinite(w->pr, w->rep, dp_warn_nonprivate);
+    case DP_EV_GAUSSIAN:
+        if (ev->u.noise.noise_multiplier == 0.0)
+            return rdp_noiseless(w->pr, w->rep);
+        return rdp_add_gaussian(dp_sens1(ev->u.noise.noise_multiplier, w->rel), mult, o, no, rdp);
+    case DP_EV_LAPLACE:
+        if (ev->u.noise.noise_multiplier == 0.0)
+            return rdp_noiseless(w->pr, w->rep);
+        return rdp_add_laplace(dp_sens1(ev->u.noise.noise_multiplier, w->rel), mult, o, no, rdp);
+    case DP_EV_EPSILON_DELTA:
+        if (ev->u.epsdelta.delta == 0.0) {
+            /* pure eps-DP is eps^2/2-zCDP (Bun & Steinke 2016): RDP <= min(eps, a eps^2/2) */
+            double e = ev->u.epsdelta.epsilon;
+            for (size_t i = 0; i < no; i++) {
+                double r = o[i] * e * e / 2.0;
+                rdp[i] += mult * (r < e ? r : e);
+            }
+            return DPB_OK;
+        }
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
+                        "an (epsilon, delta) event with delta > 0 has no RDP curve; use the pld "
+                        "accountant, which composes it exactly");
+    case DP_EV_POISSON_SAMPLED: {
+        const dp_event *in = ev->u.sampled.event;
+        double q = ev->u.sampled.sampling_probability;
+        if (!dp_add_remove_like(w->rel))
+            return dpb_fail(w->err, DPB_EUNSUPPORTED, "neighboring_relation",
+                            "the rdp accountant takes Poisson sampling under add_or_remove_one "
+                            "or replace_special; under replace_one use pld");
+        if (in->kind == DP_EV_NO_OP || q == 0.0)
+            return DPB_OK;
+        if (in->kind == DP_EV_GAUSSIAN) {
+            if (in->u.noise.noise_multiplier == 0.0)
+                return rdp_noiseless(w->pr, w->rep);
+            if (q == 1.0)
+                return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, no, rdp);
+            return rdp_add_pg(w->pr, q, in->u.noise.noise_multiplier, mult, w->err);
+        }
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "event",
+                        "the rdp accountant takes Poisson sampling of a GaussianDpEvent only; "
+                        "use pld for a sampled LaplaceDpEvent");
+    }
+    case DP_EV_SHUFFLED_EPOCH:
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
+                        "Theorem 4.1's (0, delta) guarantee for a shuffled epoch has no RDP "
+                        "curve; use thm41 or pld");
+    case DP_EV_PNSGD:
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
+                        "projected noisy SGD's guarantees (seed 000) are (epsilon, delta) "
+                        "profiles with no RDP curve (seed 001's (epsilon, delta) -> RDP step is "
+                        "invalid); use pnsgd or pld");
+    case DP_EV_TREE_AGGREGATION: {
+        double s;
+        dpb_status st = dp_tree_sigma(ev, w->rel, &s, w->err);
+        if (st != DPB_OK || s == 0.0)
+            return st;
+        /* the Gaussian's curve at the effective multiplier (sensitivity 1 under zero-out) */
+        return rdp_add_gaussian(s, mult, o, no, rdp);
+    }
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return rdp_swor(ev, w->rel, mult, w->pr, w->err);
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_TRUNCATED_GAUSSIAN:
+        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
+                        "%s has no RDP curve here; use pld (the default)", dp_kind_name(ev->kind));
+    default:
+        return walk_rdp_mech(ev, w->rel, mult, w->pr, w->rep, w->err);
+    }
+    return dp_unsupported(w->err, dp_kind_name(ev->kind), "rdp");
+}
+
+dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                       dp_report *rep, dpb_error *err)
+{
+    dp_walk_state w = {.rel = rel, .rep = rep, .err = err, .pr = pr};
+    return dp_walk_tree(&w, ev, mult, rdp_leaf);
+}
+
+/* The order infinity (the max divergence, the pure-DP epsilon) of a mechanism event, rounded
+ * up; +inf where it has none (zCDP with rho > 0, Gaussians, mixtures, repeat-and-select). */
+static double mech_max_divergence(const dp_event *ev, dp_relation rel)
+{
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (k == 1.0 || p == 1.0)
+            return 0.0;
+        if (p == 0.0 || rel == DP_REL_ADD_OR_REMOVE)
+            return HUGE_VAL;
+        if (dp_rr_replace_one(rel))
+            return rr_loss(p, k);
+        double l1 = log1p((k - 1.0) * (1.0 - p)), l2 = -log(p);
+        return dp_round_up(l1 > l2 ? l1 : l2, 1e-15);
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        double d = (double)ev->u.dlap.sensitivity * dp_sens_scale(rel);
+        if (d == 0.0)
+            return 0.0;
+        return ev->u.dlap.noise_parameter == 0.0
+                   ? HUGE_VAL
+                   : dp_round_up(ev->u.dlap.noise_parameter * d, 1e-15);
+    }
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        return ev->u.pure.epsilon;
+    case DP_EV_ZCDP:
+        return ev->u.zcdp.rho == 0.0 ? ev->u.zcdp.xi : HUGE_VAL;
+    default:
+        return HUGE_VAL;
+    }
+}
+
+static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                                dp_report *rep, dpb_error *err)
+{
+    const double *o = pr->orders;
+    const size_t no = pr->norders;
+    double *rdp = pr->rdp;
+    switch (ev->kind) {
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        if (rel == DP_REL_ADD_OR_REMOVE)
+            return dp_rr_relation(err);
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (p == 0.0 && k > 1.0)
+            return rdp_noiseless(pr, rep);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * (dp_rr_replace_one(rel) ? rdp_rr_replace_one(p, k, o[i])
+                                                     : rdp_rr_replace_special(p, k, o[i]));
+        return DPB_OK;
+    }
+    case DP_EV_DISCRETE_GAUSSIAN: {
+        /* rho-zCDP with rho = Delta^2/(2 sigma^2) (Canonne, Kamath, Steinke 2020, Prop. 5, for
+         * an integer shift; coordinates add, so any dimension) */
+        double s = ev->u.dgauss.sigma, d = ev->u.dgauss.sensitivity * dp_sens_scale(rel);
+        if (s == 0.0)
+            return rdp_noiseless(pr, rep);
+        double rho = dp_round_up(d * d / (2.0 * s * s), 1e-15);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * dp_round_up(rho * o[i], 1e-15);
+        return DPB_OK;
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        /* (a Delta)-DP: the loss a(|z - Delta| - |z|) lies in [-a Delta, a Delta] */
+        double a = ev->u.dlap.noise_parameter,
+               d = (double)ev->u.dlap.sensitivity * dp_sens_scale(rel);
+        if (d == 0.0)
+            return DPB_OK;
+        if (a == 0.0)
+            return rdp_noiseless(pr, rep);
+        double e = dp_round_up(a * d, 1e-15);
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_pure_dp(e, o[i]);
+        return DPB_OK;
+    }
+    case DP_EV_EXPONENTIAL:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_bounded_range(ev->u.pure.epsilon, o[i]);
+        return DPB_OK;
+    case DP_EV_PERMUTE_AND_FLIP:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * rdp_pure_dp(ev->u.pure.epsilon, o[i]);
+        return DPB_OK;
+    case DP_EV_ZCDP:
+        for (size_t i = 0; i < no; i++)
+            rdp[i] += mult * dp_round_up(ev->u.zcdp.xi + ev->u.zcdp.rho * o[i], 1e-15);
+        return DPB_OK;
+    case DP_EV_MIXTURE_GAUSSIANS:
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant",
+                        "a MixtureOfGaussiansDpEvent is accounted with pld (as dp_accounting "
+                        "does); rdp has no bound for it here");
+    case DP_EV_REPEAT_AND_SELECT: {
+        /* the inner event's whole curve at the same orders, then Papernot & Steinke */
+        dp_profile *sub = calloc(1, sizeof *sub);
+        if (sub == NULL)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        sub->acct = DP_ACCT_RDP;
+        sub->orders = o;
+        sub->norders = no;
+        dpb_status st = dp_walk_rdp(ev->u.rs.event, rel, 1.0, sub, rep, err);
+        if (st == DPB_OK) {
+            double *one = malloc(no * sizeof *one), *out = malloc(no * sizeof *out);
+            if (one == NULL || out == NULL) {
+                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+            } else {
+                for (size_t i = 0; i < no; i++) {
+                    sub->rdp_done[i] = sub->npg == 0 || o[i] == floor(o[i]);
+                    one[i] = dp_profile_rdp_order(sub, i);
+                }
+                if (rdp_repeat_and_select(o, one, no, ev->u.rs.mean, ev->u.rs.shape, out) != DPB_OK)
+                    st = dpb_fail(err, DPB_EINVAL, "event",
+                                  "RepeatAndSelectDpEvent needs mean >= 1 and shape >= 0");
+                else
+                    for (size_t i = 0; i < no; i++)
+                        rdp[i] += mult * out[i];
+            }
+            free(one);
+            free(out);
+        }
+        dp_profile_release(sub);
+        free(sub);
+        return st;
+    }
+    default:
+        break;
+    }
+    return dp_unsupported(err, dp_kind_name(ev->kind), "rdp");
+}
+
+dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
+                                dp_profile *pr, dp_report *rep, dpb_error *err)
+{
+    dp_profile_clear(pr);
+    pr->acct = DP_ACCT_RDP;
+    rep->accountant = dp_accountant_name(DP_ACCT_RDP);
+    rep->guarantee = DP_UPPER_BOUND;
+    rep->reference = REF_RDP;
+    if (orders) {
+        if (n == 0 || n > RDP_MAX_ORDERS)
+            return dpb_fail(err, DPB_ELIMIT, "orders", "between 1 and %d orders", RDP_MAX_ORDERS);
+        for (size_t i = 0; i < n; i++)
+            if (!(orders[i] > 1.0 && orders[i] <= RDP_MAX_ORDER))
+                return dpb_fail(err, DPB_EINVAL, "orders",
+                                "each order must be a number greater than 1 and at most %g",
+                                RDP_MAX_ORDER);
+        pr->orders = orders;
+        pr->norders = n;
+    } else {
+        pr->orders = RDP_DEFAULT_ORDERS;
+        pr->norders = RDP_NORDERS;
+    }
+    memset(pr->rdp, 0, pr->norders * sizeof pr->rdp[0]); /* the walk adds into them */
+    dpb_status st = dp_walk_rdp(ev, rel, 1.0, pr, rep, err);
+    for (size_t i = 0; i < pr->norders; i++)
+        pr->rdp_done[i] = pr->npg == 0 || pr->orders[i] == floor(pr->orders[i]);
+    return st;
+}
+
+/* The RDP of the whole profile at order index i, completing it on first use. */
+static double rdp_at(dp_profile *pr, size_t i)
+{
+    if (!pr->rdp_done[i]) {
+        for (size_t k = 0; k < pr->npg; k++)
+            pr->rdp[i] +=
+                pr->pg[k].mult * rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, pr->orders[i]);
+        pr->rdp_done[i] = 1;
+    }
+    return pr->rdp[i];
+}
+
+double dp_profile_rdp_order(dp_profile *pr, size_t i)
+{
+    return rdp_at(pr, i);
+}
+
+/* The conversion minimised over the orders: want_eps = 1 gives eps for x = delta, 0 gives
+ * delta for x = eps. Complete orders first; an incomplete (fractional) order a is evaluated
+ * only if its lower bound beats the best so far: RDP is non-decreasing in the order, so the
+ * total at the largest integer order below a (0 below 2) bounds it from below, and both
+ * conversions increase with the RDP. Skipping never changes the minimum. Rounded up. */
+double dp_rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
+{
+    double best = HUGE_VAL, best_order = pr->orders[0];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < pr->norders; i++) {
+            double a = pr->orders[i], v;
+            if (pass == 0) {
+                if (!pr->rdp_done[i])
+                    continue;
+                v = pr->rdp[i];
+            } else {
+                if (pr->rdp_done[i])
+                    continue;
+                double lb = 0.0;
+                for (size_t j = i; j-- > 0;)
+                    if (pr->rdp_done[j] && pr->orders[j] <= a) {
+                        lb = pr->rdp[j];
+                        break;
+                    }
+                double bound = want_eps ? rdp_eps_at(a, lb, x) : rdp_log_delta_at(a, lb, x);
+                if (bound >= best)
+                    continue;
+                v = rdp_at(pr, i);
+            }
+            double c = want_eps ? rdp_eps_at(a, v, x) : rdp_log_delta_at(a, v, x);
+            if (c < best) {
+                best = c;
+                best_order = a;
+            }
+        }
+    /* the order infinity (pure DP composed additively): eps <= D_inf at every delta, and
+     * delta = 0 from eps >= D_inf on */
+    double dinf = dp_round_up(pr->rdp_inf, RDP_REL_ROUND);
+    if (isfinite(dinf) && (want_eps ? dinf < best : x >= dinf)) {
+        best = want_eps ? dinf : -HUGE_VAL;
+        best_order = HUGE_VAL;
+    }
+    *order = best_order;
+    if (want_eps)
+        return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+    double d = dp_round_up(exp(best), RDP_REL_ROUND);
+    return d > 1.0 ? 1.0 : d;
+}
