@@ -134,20 +134,21 @@ static const char W_AUTO_BOTH[] = "auto: the event holds an exponential mechanis
 /* auto for an event where neither rdp nor pld is always the tighter (an exponential mechanism
  * inside: rdp's bounded-range bound against pld's epsilon-DP pair): build both, keep the one
  * with the smaller answer at the first point (want_eps: eps at delta x0, else delta at eps
- * x0). Other events: the usual resolution. */
+ * x0). Other events: the usual resolution. pld compositions are computed as pc says (pld.h;
+ * borrowed; NULL: in double, not tilted). */
 static dpb_status build_query(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                              const dp_options *opt, int want_eps, double x0, dp_profile *pr,
-                              dp_report *rep, dpb_error *err)
+                              const dp_options *opt, const pld_ctx *pc, int want_eps, double x0,
+                              dp_profile *pr, dp_report *rep, dpb_error *err)
 {
     if (acct != DP_ACCT_AUTO || ev == NULL || dp_dispatch_auto(ev) != DP_ACCT_PLD ||
         !tree_has(ev, DP_EV_EXPONENTIAL))
-        return dp_dispatch_build(ev, rel, acct, opt, pr, rep, err);
+        return dp_dispatch_build(ev, rel, acct, opt, pc, pr, rep, err);
     dp_profile r;
     dp_report rr;
     dpb_error er = {0};
-    if (dp_dispatch_build(ev, rel, DP_ACCT_RDP, opt, &r, &rr, &er) != DPB_OK)
-        return dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
-    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pr, rep, err);
+    if (dp_dispatch_build(ev, rel, DP_ACCT_RDP, opt, pc, &r, &rr, &er) != DPB_OK)
+        return dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pc, pr, rep, err);
+    dpb_status st = dp_dispatch_build(ev, rel, DP_ACCT_PLD, opt, pc, pr, rep, err);
     if (st == DPB_ECANCELLED) {
         dp_profile_release(&r);
         return st;
@@ -192,9 +193,9 @@ static double pld_roundoff(const dp_profile *pr)
 
 /* The round-off bound is added to every pld delta: where it exceeds this share of a delta
  * asked for (epsilon at delta) or answered (delta at epsilon), the profile is built again,
- * tilted toward the losses the query reads (pld_tilt_enter: the bound there falls with the
+ * tilted toward the losses the query reads (pld_ctx.tilt: the bound there falls with the
  * Chernoff bound, to 1e-19 and below) or where that does not apply with long double
- * transforms (pld_extended_enter, a bound ~2000 times smaller), so that small deltas are not
+ * transforms (pld_ctx.ext, a bound ~2000 times smaller), so that small deltas are not
  * answered "infinite" or loosened by the double arithmetic's bound. The same rule both ways
  * keeps epsilon(delta(eps)) = eps. */
 #define PLD_ROUNDOFF_SHARE 1e-4
@@ -247,7 +248,7 @@ static int roundoff_loose(dp_profile *pr, double eps, double delta)
     return !(eps - e0 <= PLD_ROUNDOFF_EPS_SHARE * eps);
 }
 
-/* The rebuild's composition is tilted (pld.h: pld_tilt_enter) at the losses the query reads:
+/* The rebuild's composition is tilted (pld.h: pld_ctx.tilt) at the losses the query reads:
  * with r the first profile's round-off bound and eps_1 its epsilon, the answer at delta lies
  * above eps_1(delta + 2 r) (the exact distribution's delta is at least the first one's less
  * 2 r), the floor, and near eps_1(delta + r) (the first profile's without its bound), the aim;
@@ -292,12 +293,8 @@ static int rebuild(const dp_event *ev, dp_relation rel, dp_accountant acct, cons
     dp_profile p2;
     dp_report r2;
     dpb_error e2 = {0};
-    int prev = ext ? pld_extended_enter(1) : 0;
-    pld_tilt_at prev_tilt = pld_tilt_enter(at);
-    dpb_status st = build_query(ev, rel, acct, opt, want_eps, x0, &p2, &r2, &e2);
-    pld_tilt_leave(prev_tilt);
-    if (ext)
-        pld_extended_leave(prev);
+    pld_ctx pc = {at, ext};
+    dpb_status st = build_query(ev, rel, acct, opt, &pc, want_eps, x0, &p2, &r2, &e2);
     if (st != DPB_OK)
         return 0;
     dp_profile_release(pr);
@@ -325,7 +322,7 @@ static dpb_status delta_run(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     }
     dp_profile pr;
-    if ((st = build_query(ev, rel, acct, opt, 0, eps[0], &pr, rep, err)) != DPB_OK)
+    if ((st = build_query(ev, rel, acct, opt, NULL, 0, eps[0], &pr, rep, err)) != DPB_OK)
         return st;
     for (int pass = 0; pass < 2; pass++) {
         int loose = 0;
@@ -373,9 +370,8 @@ static dpb_status epsilon_run(const dp_event *ev, dp_relation rel, dp_accountant
     dp_profile pr;
     /* one point: compositions whose double bound would be loose at it are tilted at once
      * (pld.h, direct); an answer at the estimated floor builds again without */
-    pld_tilt_at prev = pld_tilt_enter((pld_tilt_at){NAN, NAN, n == 1 ? delta[0] : 0.0});
-    st = build_query(ev, rel, acct, opt, 1, delta[0], &pr, rep, err);
-    pld_tilt_leave(prev);
+    pld_ctx direct = {{NAN, NAN, n == 1 ? delta[0] : 0.0}, 0};
+    st = build_query(ev, rel, acct, opt, &direct, 1, delta[0], &pr, rep, err);
     if (st != DPB_OK)
         return st;
     for (int pass = 0; pass < 2; pass++) {
@@ -446,7 +442,7 @@ static dpb_status curve_run(const dp_event *ev, dp_relation rel, dp_accountant a
         return st;
     }
     dp_profile pr;
-    if ((st = dp_dispatch_build(ev, rel, acct, opt, &pr, rep, err)) != DPB_OK)
+    if ((st = dp_dispatch_build(ev, rel, acct, opt, NULL, &pr, rep, err)) != DPB_OK)
         return st;
     for (size_t i = 0; i < n_eps && !dpb_cancelled(); i++)
         delta[i] = dp_profile_delta(&pr, eps[i], NULL, NULL);
@@ -516,7 +512,7 @@ static dpb_status read_profile(const dp_event *ev, dp_relation rel, dp_accountan
 {
     dp_profile pr;
     dp_report rep;
-    dpb_status st = dp_dispatch_build(ev, rel, acct, NULL, &pr, &rep, err);
+    dpb_status st = dp_dispatch_build(ev, rel, acct, NULL, NULL, &pr, &rep, err);
     if (st != DPB_OK)
         return st;
     read(&pr, out);

@@ -27,7 +27,7 @@ dpb_status dp_calib_eval_at(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                             dpb_error *err)
 {
     dp_profile pr;
-    dpb_status st = dp_dispatch_build(tmpl, rel, acct, opt, &pr, rep, err);
+    dpb_status st = dp_dispatch_build(tmpl, rel, acct, opt, NULL, &pr, rep, err);
     if (st != DPB_OK)
         return st;
     *delta = dp_profile_delta(&pr, eps_t, NULL, NULL);

@@ -108,7 +108,8 @@ dpb_status dp_dispatch_cancelled(dpb_error *err)
 }
 
 dpb_status dp_dispatch_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
+                             const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
+                             dp_report *rep, dpb_error *err)
 {
     memset(rep, 0, sizeof *rep);
     dp_profile_clear(pr);
@@ -121,7 +122,7 @@ dpb_status dp_dispatch_build(const dp_event *ev, dp_relation rel, dp_accountant 
         acct = dp_dispatch_auto(ev);
     if (dpb_cancelled())
         return dp_dispatch_cancelled(err);
-    dpb_status st = dp_profile_build(ev, rel, acct, opt, pr, rep, err);
+    dpb_status st = dp_profile_build(ev, rel, acct, opt, pc, pr, rep, err);
     if (st != DPB_OK)
         dp_profile_release(pr);
     return st == DPB_ECANCELLED ? dp_dispatch_cancelled(err) : st;

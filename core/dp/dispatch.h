@@ -20,8 +20,11 @@ dpb_status dp_dispatch_cancelled(dpb_error *err);
 /* Builds the profile of ev (borrowed; NULL: DPB_EINVAL) for acct (auto resolved here) into
  * *pr (caller-owned storage; on DPB_OK the caller owns its contents and frees them with
  * dp_profile_release, on failure nothing is left to free). Zeroes and fills *rep. Checks
- * opt->pld_h; answers DPB_ECANCELLED when the installed cancellation fires. */
+ * opt->pld_h; answers DPB_ECANCELLED when the installed cancellation fires. A pld profile's
+ * outermost composition is computed as pc says (pld.h; borrowed; NULL: in double, not
+ * tilted). */
 dpb_status dp_dispatch_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                             const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
+                             const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
+                             dp_report *rep, dpb_error *err);
 
 #endif

@@ -231,15 +231,4 @@ double pld_delta(const pld_pmf *d, double eps);
  * the mass at infinity plus the round-off bound exceeds delta. */
 double pld_epsilon(const pld_pmf *d, double delta);
 
-/* ---- transitional: the settings of account.c's rebuilds, by thread ----------------------
- * pld_extended_enter(on) and pld_tilt_enter(at) record this thread's pld_ctx (ext, tilt) and
- * return the previous setting, which the leave functions restore. Only dp_profile_build reads
- * it (pld_ctx_current), once at its start, and passes it down explicitly; no composition
- * reads it. They go when account.c passes its pld_ctx to dp_profile_build_ctx. */
-int pld_extended_enter(int on);
-void pld_extended_leave(int prev);
-pld_tilt_at pld_tilt_enter(pld_tilt_at at);
-void pld_tilt_leave(pld_tilt_at prev);
-pld_ctx pld_ctx_current(void);
-
 #endif

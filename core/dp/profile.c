@@ -91,7 +91,7 @@ static dpb_status proactive_build(const dp_event *ev, dp_relation rel, dp_profil
     if (sub == NULL)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     dp_report scratch = {0};
-    st = dp_profile_build_ctx(ev, rel, DP_ACCT_RDP, NULL, NULL, sub, &scratch, err);
+    st = dp_profile_build(ev, rel, DP_ACCT_RDP, NULL, NULL, sub, &scratch, err);
     if (st != DPB_OK) {
         dp_profile_release(sub);
         free(sub);
@@ -174,15 +174,8 @@ static dpb_status shx_build(const dp_event *ev, dp_relation rel, const dp_option
 }
 
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err)
-{
-    pld_ctx pc = pld_ctx_current(); /* transitional (pld.h): account.c's rebuild settings */
-    return dp_profile_build_ctx(ev, rel, acct, opt, &pc, pr, rep, err);
-}
-
-dpb_status dp_profile_build_ctx(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                                const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
-                                dp_report *rep, dpb_error *err)
+                            const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
+                            dp_report *rep, dpb_error *err)
 {
     dp_profile_clear(pr);
     pr->acct = acct;

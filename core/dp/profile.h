@@ -50,14 +50,9 @@ void dp_profile_clear(dp_profile *pr);
 /* Build the profile of ev for a resolved accountant (not DP_ACCT_AUTO). Conditions and
  * warnings go to rep. A pld (or shuffle_exact) profile's outermost composition is computed as
  * pc says (borrowed; NULL: in double, not tilted). */
-dpb_status dp_profile_build_ctx(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                                const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
-                                dp_report *rep, dpb_error *err);
-
-/* Transitional: dp_profile_build_ctx with the pld_ctx account.c's rebuilds set for this
- * thread (pld.h: pld_tilt_enter, pld_extended_enter); goes when account.c passes its own. */
 dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant acct,
-                            const dp_options *opt, dp_profile *pr, dp_report *rep, dpb_error *err);
+                            const dp_options *opt, const pld_ctx *pc, dp_profile *pr,
+                            dp_report *rep, dpb_error *err);
 
 /* The rdp profile at the given orders (NULL: RDP_DEFAULT_ORDERS; borrowed, must outlive pr). */
 dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
