@@ -7,7 +7,7 @@
 #ifndef DP_PROFILE_H
 #define DP_PROFILE_H
 
-#include "account.h"
+#include "accountant.h"
 #include "pld.h"
 #include "rdp.h"
 
