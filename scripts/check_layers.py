@@ -37,6 +37,18 @@ LAYERS = {
         ("log", ["wal", "snapshot"]),
         ("io", ["fs", "crc32c"]),
     ],
+    "core/dp": [
+        ("queries and calibration", ["account", "calibrate"]),
+        ("calibration steps", ["calibrate_thm41", "calibrate_probe"]),
+        ("dispatch", ["dispatch"]),
+        ("profiles", ["profile", "profile_scalar", "profile_rdp", "profile_pld",
+                      "profile_pld_leaf", "profile_common"]),
+        ("mechanisms", ["shuffle", "shuffle_exact", "pnsgd", "proactive", "sgld", "sampling",
+                        "rdp"]),
+        ("pld engine", ["pld_compose", "pld_leaf", "pld_window", "pld_transform", "pld_fft",
+                        "pld"]),
+        ("vocabulary and tails", ["accountant", "event", "report", "normal"]),
+    ],
     "server": [
         ("process", ["main", "config", "daemonlog", "healthcheck", "admin"]),
         ("routing table", ["routes"]),
