@@ -40,8 +40,9 @@ static const char *route_param(const route *r, const char *param, char *buf, siz
     return buf;
 }
 
-const route *httproute_resolve(const route *table, const char *method, const char *path,
-                               const char **param)
+/* The route of table serving method at path, or NULL; *param at a prefix route's segment. */
+static const route *httproute_resolve(const route *table, const char *method, const char *path,
+                                      const char **param)
 {
     const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
     for (const route *r = table; r->method; r++)

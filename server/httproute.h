@@ -10,15 +10,11 @@
 #include "http.h"
 #include "routes.h"
 
-/* The route of table serving method at path (borrowed from it), or NULL (404 or 405); *param
- * points into path at a prefix route's segment (its suffix included). HEAD is served as GET
- * (libmicrohttpd sends the headers, Content-Length included, without the body). */
-const route *httproute_resolve(const route *table, const char *method, const char *path,
-                               const char **param);
-
-/* httproute_resolve, as *served and *param, and the index in table of that route, else of
- * the first route at this path (any method), or -1: the index metrics and the request log
- * count by. */
+/* The route of table serving method at path (borrowed from it), or NULL (404 or 405), as
+ * *served; *param points into path at a prefix route's segment (its suffix included). HEAD
+ * is served as GET (libmicrohttpd sends the headers, Content-Length included, without the
+ * body). Returns the index in table of that route, else of the first route at this path (any
+ * method), or -1: the index metrics and the request log count by. */
 int httproute_index(const route *table, const char *method, const char *path, const route **served,
                     const char **param);
 
@@ -31,7 +27,7 @@ int httproute_index(const route *table, const char *method, const char *path, co
 int httproute_scope(const route *table, const route *r, const char *path, int open_compute);
 
 /* Runs r's handler on req into resp, with req->param the segment param (as
- * httproute_resolve found it) without r's suffix, once it obeys the id rule (codec.h: else
+ * httproute_index found it) without r's suffix, once it obeys the id rule (codec.h: else
  * 400 here); r NULL answers 405 with Allow when other methods are routed at the path, else
  * 404. Everything is borrowed; resp's body becomes the caller's. */
 void httproute_dispatch(const route *table, const http_request *req, http_response *resp,

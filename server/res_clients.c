@@ -384,7 +384,6 @@ void res_client_get(const http_request *req, http_response *resp)
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
 }
 
-/* Parse an unsigned decimal query argument in [lo, hi]; -1 when malformed. */
 /* The query argument name as the index of its value among names (NULL-terminated) into *out,
  * left alone when the argument is absent: 0, or -1 with invalid_parameter "NAME must RULE". */
 static int query_choice(const http_request *req, const char *name, const char *const *names,

@@ -155,6 +155,8 @@ int lr_label_filter_ok(const char *f)
     }
     return 1;
 }
+
+/* Parse an unsigned decimal query argument in [lo, hi]; -1 when malformed. */
 static long long query_uint(const char *s, long long lo, long long hi)
 {
     if (s == NULL || *s == '\0' || strlen(s) > 18)
@@ -168,8 +170,8 @@ static long long query_uint(const char *s, long long lo, long long hi)
     return v >= lo && v <= hi ? v : -1;
 }
 
-/* "next_cursor" of a page of n from offset of total: the next position, or null. */
-/* The cursor of the page after this one into buf, or NULL when this page is the last. */
+/* The cursor ("next_cursor") of the page of n from offset of total after this one into buf,
+ * or NULL when this page is the last. */
 const char *lr_next_cursor(char buf[32], size_t offset, size_t n, size_t total)
 {
     snprintf(buf, 32, "o%zu", offset + n);

@@ -127,8 +127,6 @@ static json_t *canonical_numbers(json_t *v)
     }
 }
 
-/* A list of 1 to LEDGER_MAX_PARTICIPANTS client ids (field name) into *ids (malloc'ed,
- * borrowing the strings of arr): 0, or -1 with the problem recorded. */
 /* The POST /v1/rounds body (own->body) into rq (its policy's name into *pol, borrowed from
  * the body): the participants into own->ids and the event into own->ev (the caller releases
  * own, even on failure). 0, or -1 with pb set. */

@@ -177,8 +177,9 @@ dpb_status pld_compose_many_ctx(const pld_ctx *cx, const pld_term *terms, size_t
  * measured 2.5-3.4 times eta steps from 10^3 to 10^5 steps) would pass 1e-3 of delta. The
  * same test decides an epsilon query at delta (direct, below) and a delta query answering
  * delta, which is then composed again tilted: the two agree (a tilted delta is at most the
- * double one, and the test holds for every smaller delta). */
-/* Direct: with floor NAN and delta > 0, a composition pld_tilt_direct accepts is tilted at once,
+ * double one, and the test holds for every smaller delta).
+ *
+ * Direct: with floor NAN and delta > 0, a composition pld_tilt_direct accepts is tilted at once,
  * at floor and aim estimated from its own terms (the Chernoff bound at delta, corrected by the
  * saddle-point factor, less a margin), instead of being composed in double first. An answer at
  * or below the floor (d->floor) means the estimate was too high: the caller composes again

@@ -29,7 +29,7 @@ void pld_fftw_unlock(void)
 }
 
 /* The smallest 2^a 3^b 5^c >= n (sizes FFTW handles fastest). */
-size_t pld_good_size(size_t n)
+static size_t pld_good_size(size_t n)
 {
     size_t best = (size_t)1 << 62;
     for (size_t p2 = 1; p2 < 2 * n + 2; p2 *= 2)

@@ -17,10 +17,7 @@
  * (pld_plans_get makes c2c plans), above it real (r2c, c2r). */
 #define PLD_C2C_MAX_N ((size_t)1 << 16)
 
-/* The smallest 2^a 3^b 5^c >= n (sizes FFTW handles fastest). */
-size_t pld_good_size(size_t n);
-
-/* A composition's transform size for n points: pld_good_size up to 64, above it the smallest
+/* A composition's transform size for n points: 2^a 3^b 5^c up to 64, above it the smallest
  * 2^j m >= n with m one of 16, 18, 20, 21, 24, 27, 30 (few sizes, so their plans stay cached). */
 size_t pld_ladder_size(size_t n);
 

@@ -87,10 +87,6 @@ dpb_status dp_walk_tree(const dp_walk_state *w, const dp_event *ev, double mult,
 dpb_status dp_walk_scalar(const dp_event *ev, dp_relation rel, dp_accountant acct, double mult,
                           double *acc, dp_report *rep, dpb_error *err);
 
-/* profile_rdp.c: the RDP curve of the tree times mult, added into pr (its orders set). */
-dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
-                       dp_report *rep, dpb_error *err);
-
 /* profile_rdp.c: an rdp profile's answer at x (eps when want_eps is 0: delta; else the
  * epsilon at delta x), its deferred orders completed only where they could decide; *order
  * (optional) the order attaining it. */

@@ -190,8 +190,9 @@ static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mu
     return dp_unsupported(w->err, dp_kind_name(ev->kind), "rdp");
 }
 
-dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
-                       dp_report *rep, dpb_error *err)
+/* The RDP curve of the tree times mult, added into pr (its orders set). */
+static dpb_status dp_walk_rdp(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
+                              dp_report *rep, dpb_error *err)
 {
     dp_walk_state w = {.rel = rel, .rep = rep, .err = err, .pr = pr};
     return dp_walk_tree(&w, ev, mult, rdp_leaf);

@@ -34,8 +34,6 @@ static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_
         free(t);
 }
 
-/* The honest status (ledger.h): exhausted when the spend reached the budget, or when the
- * event of the client's last charged round would not be admitted again now. */
 /* The spend that admission sees: the charged events and the held reservations, with `extra`
  * more of xev. Reservations enter as pending counts in the same multiset (spend_of). */
 void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
@@ -71,6 +69,8 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
         free(ms);
 }
 
+/* The honest status (ledger.h): exhausted when the spend reached the budget, or when the
+ * event of the client's last charged round would not be admitted again now. */
 ledger_status lg_status_of(const lclient *c)
 {
     if (c->uncertified)

@@ -356,8 +356,10 @@ uint64_t lg_seq_round_state(const ledger *l, long pos)
     return l->rd[pos].seq > l->rd[pos].state_seq ? l->rd[pos].seq : l->rd[pos].state_seq;
 }
 
-long lg_rdlock_find(ledger *l, long (*find)(const ledger *, const char *), const char *key,
-                    uint64_t (*seq_of)(const ledger *, long))
+/* Take the read lock and find key (find) once what shows it (seq_of) is durable: its
+ * position or -1, the read lock held on return. */
+static long lg_rdlock_find(ledger *l, long (*find)(const ledger *, const char *), const char *key,
+                           uint64_t (*seq_of)(const ledger *, long))
 {
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);

@@ -94,11 +94,7 @@ uint64_t lg_seq_client(const ledger *l, long pos);
 uint64_t lg_seq_name(const ledger *l, long pos);
 uint64_t lg_seq_round(const ledger *l, long pos);
 uint64_t lg_seq_round_state(const ledger *l, long pos);
-/* Take the read lock and find key (find) once what shows it (seq_of) is durable: its
- * position or -1, the read lock held on return. */
-long lg_rdlock_find(ledger *l, long (*find)(const ledger *, const char *), const char *key,
-                    uint64_t (*seq_of)(const ledger *, long));
-/* A read of one stored entry: after lg_read_begin, key found once durable (lg_rdlock_find)
+/* A read of one stored entry: after lg_read_begin, key found once durable
  * and shown by show(l, pos, out) under the read lock. DPB_EUNAVAILABLE (a shared store's
  * database cannot be reached), DPB_ENOTFOUND, or show's status. */
 dpb_status lg_read_one(ledger *l, long (*find)(const ledger *, const char *), const char *key,
