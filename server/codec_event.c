@@ -52,7 +52,7 @@ static dp_event *new_event(dp_event_kind k, problem *pb)
 {
     dp_event *ev = dp_event_new(k);
     if (ev == NULL)
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
     return ev;
 }
 
@@ -220,7 +220,7 @@ static dp_event *decode_composed(json_t *j, const char *path, dp_param solve_for
     if (ev)
         ev->u.composed.events = calloc(n ? n : 1, sizeof(dp_event *));
     if (ev == NULL || ev->u.composed.events == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
         return discard(ev);
     }
     for (size_t i = 0; i < n; i++) {
@@ -468,7 +468,7 @@ static dp_event *decode_proactive(json_t *j, const char *path, problem *pb)
     ev->u.proactive.batch = calloc(np, sizeof(double));
     ev->u.proactive.rounds = calloc(np, sizeof(double));
     if (!ev->u.proactive.sigma || !ev->u.proactive.batch || !ev->u.proactive.rounds) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
         return discard(ev);
     }
     ev->u.proactive.nphases = (int)np;
@@ -566,7 +566,7 @@ static int tree_step(json_t *sc, size_t i, int scalar, const char *f, const char
     if (r >= 0)
         return 0;
     if (one == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
     } else {
         problem_code c = pb->code;
         pb->code = PB_NONE;
@@ -601,7 +601,7 @@ static dp_event *decode_tree(json_t *j, const char *path, problem *pb)
     ev->u.tree.scalar = !json_is_array(sc);
     ev->u.tree.steps = calloc(n, sizeof(uint64_t));
     if (ev->u.tree.steps == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
         return discard(ev);
     }
     for (size_t i = 0; i < n; i++) {
@@ -679,7 +679,7 @@ static double *number_array(json_t *j, const char *path, const char *key, double
     *n = json_array_size(a);
     double *v = malloc(*n * sizeof *v);
     if (v == NULL) {
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
         return NULL;
     }
     for (size_t i = 0; i < *n; i++) {

@@ -66,7 +66,7 @@ static void *alloc_or_problem(size_t bytes, problem *pb)
 {
     void *p = malloc(bytes);
     if (p == NULL)
-        problem_set(pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(pb);
     return p;
 }
 

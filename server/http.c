@@ -358,7 +358,7 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
     compute_job *j = calloc(1, sizeof *j);
     if (j == NULL) {
         problem p = {0};
-        problem_set(&p, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(&p);
         return send_problem(c, &p, ctx);
     }
     if (workpool_reserve(s->pool) != 0) {

@@ -429,7 +429,7 @@ void res_clients_list(const http_request *req, http_response *resp)
         goto fail;
     ledger_client *page = calloc(q.limit, sizeof *page);
     if (page == NULL) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(&pb);
         goto fail;
     }
     size_t n = 0, total = 0;
@@ -441,7 +441,7 @@ void res_clients_list(const http_request *req, http_response *resp)
             lr_reply_unavailable(resp, &pb, NULL);
             return;
         }
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(&pb);
         goto fail;
     }
     char etag[48];

@@ -73,7 +73,7 @@ void res_events_list(const http_request *req, http_response *resp)
     if (lr_unavailable(resp, st))
         return;
     if (st != DPB_OK) {
-        problem_set(&pb, PB_OUT_OF_MEMORY, NULL, "out of memory");
+        problem_oom(&pb);
         http_reply_problem(resp, &pb);
         return;
     }
