@@ -21,108 +21,15 @@
 
 /* ---- showing a url ------------------------------------------------------------------------ */
 
-/* The password's place in url: [*at, *at + *len), or *len 0 if it has none. Only the
- * userinfo's (scheme://user:PASSWORD@host) and a "password=" parameter's. */
-static void find_password(const char *url, size_t from, size_t *at, size_t *len)
-{
-    *len = 0;
-    const char *s = strstr(url, "://");
-    if (s == NULL)
-        return;
-    s += 3;
-    if (from == 0) {
-        size_t auth = strcspn(s, "/?#");
-        const char *amp = NULL;
-        for (const char *p = s; p < s + auth; p++)
-            if (*p == '@')
-                amp = p;
-        if (amp) {
-            const char *colon = memchr(s, ':', (size_t)(amp - s));
-            if (colon) {
-                *at = (size_t)(colon + 1 - url);
-                *len = (size_t)(amp - colon - 1);
-                return;
-            }
-        }
-    }
-    /* the query's password=... (libpq accepts any connection parameter there) */
-    const char *q = strchr(s, '?');
-    for (const char *p = q; p && *p;) {
-        p++;
-        if (strncmp(p, "password=", 9) == 0 && (size_t)(p + 9 - url) >= from) {
-            *at = (size_t)(p + 9 - url);
-            *len = strcspn(p + 9, "&#");
-            return;
-        }
-        p = strchr(p, '&');
-    }
-}
-
+/* Both by store_pg.c's rules (store.h): it parses the string the way libpq does. */
 void admin_redact_url(const char *url, char *out, size_t cap)
 {
-    if (cap == 0)
-        return;
-    out[0] = '\0';
-    size_t o = 0, i = 0, n = strlen(url);
-    while (i <= n) {
-        size_t at = 0, len = 0;
-        find_password(url, i, &at, &len);
-        size_t upto = len ? at : n;
-        for (; i < upto && o + 1 < cap; i++)
-            out[o++] = url[i];
-        if (len == 0 || o + 4 >= cap)
-            break;
-        memcpy(out + o, "***", 3);
-        o += 3;
-        i = at + len;
-    }
-    out[o] = '\0';
-}
-
-/* s with %XX decoded, into out (cap bytes). */
-static void percent_decode(const char *s, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++) {
-        unsigned v;
-        if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
-            out[o++] = (char)v;
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
-}
-
-/* Replace every occurrence of secret in text by "***" (text shrinks or keeps its length:
- * a secret shorter than 3 bytes is replaced by as many '*'). */
-static void scrub_one(char *text, const char *secret)
-{
-    size_t k = strlen(secret);
-    if (k == 0)
-        return;
-    size_t r = k < 3 ? k : 3;
-    for (char *p = strstr(text, secret); p; p = strstr(p + r, secret)) {
-        memset(p, '*', r);
-        memmove(p + r, p + k, strlen(p + k) + 1);
-    }
+    store_pg_redact(url, out, cap);
 }
 
 void admin_scrub(char *text, const char *url)
 {
-    for (size_t from = 0;;) {
-        size_t at = 0, len = 0;
-        find_password(url, from, &at, &len);
-        if (len == 0)
-            return;
-        char raw[512], dec[512];
-        snprintf(raw, sizeof raw, "%.*s", (int)len, url + at);
-        percent_decode(url + at, len, dec, sizeof dec);
-        scrub_one(text, raw);
-        scrub_one(text, dec);
-        from = at + len;
-    }
+    store_pg_scrub(text, url);
 }
 
 /* ---- opening a ledger by DIR or URL -------------------------------------------------------- */

@@ -18,8 +18,9 @@ int admin_is_command(const char *arg);
 /* Run the command argv[0] (argv[1..argc-1] its arguments): the process's exit status. */
 int admin_main(int argc, char **argv);
 
-/* url with its password (user:PASSWORD@ and a password=... parameter) replaced by "***",
- * into out (cap bytes, always NUL-terminated). Anything that is not a url is copied. */
+/* url with its password (user:PASSWORD@, a password= or sslpassword= parameter in any
+ * spelling, key/value pairs) replaced by "***", into out (cap bytes, always NUL-terminated):
+ * store_pg_redact (store.h). A plain path is copied. */
 void admin_redact_url(const char *url, char *out, size_t cap);
 
 /* Replace, in text (NUL-terminated, in place), every occurrence of url's password by "***"

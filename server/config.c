@@ -365,7 +365,9 @@ int config_load(config_settings *st, const char *path, int argc, char **argv)
         if (strcmp(a, "--healthcheck") == 0)
             continue;
         if (strncmp(a, "--", 2) != 0 || (!listed(VALUED, a + 2) && !listed(SWITCHES, a + 2))) {
-            fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", a);
+            char shown[512]; /* a url typed without its option, or as --ledger-url=URL */
+            admin_redact_url(a, shown, sizeof shown);
+            fprintf(stderr, "dpbudgetd: unknown option '%s' (see --help)\n", shown);
             return 2;
         }
         if (listed(SWITCHES, a + 2)) {

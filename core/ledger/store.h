@@ -104,6 +104,17 @@ dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_stor
 dpb_status store_pg_migrate(const char *url, const store_pg_options *o, int *from, int *to,
                             dpb_error *err);
 
+/* conninfo (a url, key/value pairs, or anything else, e.g. a data directory) as it may be
+ * shown: every password and sslpassword, in any spelling libpq reads and in any a person may
+ * have meant, replaced by *** (store_pg.c says how), into out (cap bytes, NUL-terminated,
+ * cut short if need be). The one way a connection string reaches a log, an error or an
+ * answer. */
+void store_pg_redact(const char *conninfo, char *out, size_t cap);
+
+/* Replace in text (in place) every occurrence of conninfo's secrets, and of the pieces libpq
+ * would make of them, by *** (a message of libpq's or another that may quote them). */
+void store_pg_scrub(char *text, const char *conninfo);
+
 /* 1 if s names a PostgreSQL url (what --ledger-url takes). */
 int store_is_pg_url(const char *s);
 

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../common/clock.h"
@@ -150,55 +151,293 @@ int store_is_pg_url(const char *s)
            (strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0);
 }
 
-/* url without the password: "scheme://user:pw@host..." loses ":pw", and a "password=..."
- * query parameter is dropped. Malloc'ed (NULL: out of memory). */
-static char *strip_password(const char *url)
+/* ---- showing a connection string: no secret, whatever its spelling ----------------------
+ *
+ * libpq takes a url (scheme://user:password@host/db?key=value&...) or key/value pairs
+ * (host=... password=...). Its own reading decides what is a password, but a password a
+ * person meant can straddle what libpq reads (an unencoded '/', '@' or '#' in it ends or
+ * splits the userinfo; the rest is then read as a host, a port or a database name, and
+ * libpq's errors echo those). So what is hidden is a superset of libpq's reading:
+ *  - a url: everything from the first ':' after "//" to the LAST '@' of the string (the
+ *    userinfo as libpq reads it, up to the first '@' or '/', and whatever a stray '@', '/',
+ *    '?' or '#' would have made of the rest of a password), and the value of every query
+ *    parameter whose key, percent-decoded and in any case, is password or sslpassword;
+ *  - key/value pairs: parsed by libpq itself (PQconninfoParse) and written back with the
+ *    secret keys' values as ***; a dbname holding a url or pairs is shown by the same rules;
+ *    a string libpq cannot parse is shown only when it holds no "pass" and no '%'.
+ * A url over-hidden (an '@' in a query value) shows less than it could, never more. */
+
+/* 1 if the key s[0..n) is, percent-decoded and in any case, password or sslpassword. */
+static int secret_key(const char *s, size_t n)
 {
-    size_t n = strlen(url);
-    char *out = malloc(n + 1);
-    if (out == NULL)
-        return NULL;
-    const char *p = strstr(url, "://");
-    size_t o = 0, i = 0;
-    if (p != NULL) {
-        size_t start = (size_t)(p - url) + 3;
-        memcpy(out, url, start);
-        o = i = start;
-        /* the authority ends at the first '/', '?' or '#'; user info before its last '@' */
-        size_t end = start;
-        while (end < n && url[end] != '/' && url[end] != '?' && url[end] != '#')
-            end++;
-        size_t at = end;
-        for (size_t k = start; k < end; k++)
-            if (url[k] == '@')
-                at = k;
-        if (at < end) {
-            size_t colon = start;
-            while (colon < at && url[colon] != ':')
-                colon++;
-            memcpy(out + o, url + start, colon - start);
-            o += colon - start;
-            i = at;
+    char k[16];
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        char ch = s[i];
+        if (ch == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
+            ch = (char)v;
+            i += 2;
         }
+        if (o + 1 >= sizeof k)
+            return 0;
+        k[o++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
     }
-    /* copy the rest, leaving out password=... parameters */
+    k[o] = '\0';
+    return strcmp(k, "password") == 0 || strcmp(k, "sslpassword") == 0;
+}
+
+/* A url's hidden userinfo: [*from, *to), or 0 when it has none (no ':' before a last '@'). */
+static int url_secret_span(const char *url, size_t *from, size_t *to)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return 0;
+    const char *start = p + 3, *last_at = strrchr(start, '@');
+    if (last_at == NULL)
+        return 0;
+    const char *colon = memchr(start, ':', (size_t)(last_at - start));
+    if (colon == NULL || colon + 1 == last_at)
+        return 0; /* no password, or an empty one: nothing to hide */
+    *from = (size_t)(colon + 1 - url);
+    *to = (size_t)(last_at - url);
+    return 1;
+}
+
+/* Appends s[0..n) to out (cap bytes, *o used), cut short at the end (NUL kept). */
+static void put_n(char *out, size_t cap, size_t *o, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && *o + 1 < cap; i++)
+        out[(*o)++] = s[i];
+    out[*o] = '\0';
+}
+
+static void redact_any(const char *s, char *out, size_t cap, int depth);
+
+/* A url: the userinfo's password and the secret parameters' values as ***. */
+static void redact_url(const char *url, char *out, size_t cap)
+{
+    size_t o = 0, n = strlen(url), from = 0, to = 0, i = 0;
+    if (url_secret_span(url, &from, &to)) {
+        put_n(out, cap, &o, url, from);
+        put_n(out, cap, &o, "***", 3);
+        i = to;
+    }
     while (i < n) {
-        if ((url[i] == '?' || url[i] == '&') && strncmp(url + i + 1, "password=", 9) == 0) {
-            size_t j = i + 1;
-            while (j < n && url[j] != '&' && url[j] != '#')
-                j++;
-            if (url[i] == '?' && j < n && url[j] == '&') {
-                out[o++] = '?';
-                i = j + 1;
-            } else {
-                i = j;
+        if (url[i] == '?' || url[i] == '&') {
+            size_t k = i + 1, kend = k;
+            while (kend < n && url[kend] != '=' && url[kend] != '&')
+                kend++;
+            if (kend < n && url[kend] == '=' && secret_key(url + k, kend - k)) {
+                put_n(out, cap, &o, url + i, kend + 1 - i);
+                put_n(out, cap, &o, "***", 3);
+                for (i = kend + 1; i < n && url[i] != '&';)
+                    i++;
+                continue;
             }
+        }
+        put_n(out, cap, &o, url + i, 1);
+        i++;
+    }
+}
+
+/* key/value pairs as libpq parses them, written back (values quoted as libpq reads them). */
+static void redact_pairs(const char *s, char *out, size_t cap, int depth)
+{
+    size_t o = 0;
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(s, &errmsg);
+    PQfreemem(errmsg); /* libpq's message may quote a token of the string: never shown */
+    if (opts == NULL) {
+        int plain = strchr(s, '%') == NULL;
+        for (const char *p = s; plain && *p; p++)
+            if (strncasecmp(p, "pass", 4) == 0)
+                plain = 0;
+        put_n(out, cap, &o, plain ? s : "(a connection string libpq cannot parse: not shown)",
+              strlen(plain ? s : "(a connection string libpq cannot parse: not shown)"));
+        return;
+    }
+    for (PQconninfoOption *k = opts; k->keyword != NULL; k++) {
+        if (k->val == NULL)
+            continue;
+        if (o > 0)
+            put_n(out, cap, &o, " ", 1);
+        put_n(out, cap, &o, k->keyword, strlen(k->keyword));
+        put_n(out, cap, &o, "=", 1);
+        if (secret_key(k->keyword, strlen(k->keyword))) {
+            put_n(out, cap, &o, "***", 3);
             continue;
         }
-        out[o++] = url[i++];
+        char inner[1024];
+        const char *v = k->val;
+        if (depth == 0 && (strstr(v, "://") != NULL || strchr(v, '=') != NULL)) {
+            redact_any(v, inner, sizeof inner, depth + 1);
+            v = inner;
+        }
+        int quote = v[0] == '\0' || strpbrk(v, " \t\n\r\f\v'\\") != NULL;
+        if (quote)
+            put_n(out, cap, &o, "'", 1);
+        for (const char *p = v; *p; p++) {
+            if (*p == '\'' || *p == '\\')
+                put_n(out, cap, &o, "\\", 1);
+            put_n(out, cap, &o, p, 1);
+        }
+        if (quote)
+            put_n(out, cap, &o, "'", 1);
     }
-    out[o] = '\0';
-    return out;
+    PQconninfoFree(opts);
+}
+
+static void redact_any(const char *s, char *out, size_t cap, int depth)
+{
+    out[0] = '\0';
+    if (strstr(s, "://") != NULL)
+        redact_url(s, out, cap);
+    else if (strchr(s, '=') != NULL)
+        redact_pairs(s, out, cap, depth);
+    else {
+        size_t o = 0;
+        put_n(out, cap, &o, s, strlen(s)); /* a path, or a word: nothing of libpq's */
+    }
+}
+
+void store_pg_redact(const char *conninfo, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    redact_any(conninfo != NULL ? conninfo : "", out, cap, 0);
+}
+
+/* Replace in text (in place) every occurrence of s[0..n) by "***" (a fragment shorter than 3
+ * bytes: as many '*'), text shrinking or keeping its length. */
+static void scrub_n(char *text, const char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t r = n < 3 ? n : 3;
+    for (char *p = text; *p != '\0';) {
+        if (strncmp(p, s, n) != 0) {
+            p++;
+            continue;
+        }
+        memset(p, '*', r);
+        memmove(p + r, p + n, strlen(p + n) + 1);
+        p += r;
+    }
+}
+
+/* s[0..n) scrubbed as it is, percent-decoded, and each of its pieces between the characters
+ * that end a url's parts (what libpq makes of a password it splits: a host, a port, a
+ * database name, a parameter) that is at least 3 bytes long. */
+static void scrub_fragment(char *text, const char *s, size_t n)
+{
+    char dec[512];
+    size_t d = 0;
+    for (size_t i = 0; i < n && d + 1 < sizeof dec; i++) {
+        unsigned v;
+        if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
+            dec[d++] = (char)v;
+            i += 2;
+        } else {
+            dec[d++] = s[i];
+        }
+    }
+    dec[d] = '\0';
+    scrub_n(text, s, n);
+    scrub_n(text, dec, d);
+    for (const char *src = s, *end = s + n; src < end;) {
+        size_t k = strcspn(src, "/@:?&=,#%");
+        if (src + k > end)
+            k = (size_t)(end - src);
+        if (k >= 3) {
+            scrub_n(text, src, k);
+        } else if (k > 0) { /* short: only where libpq quotes it whole ("pa" as a port) */
+            char q[8];
+            snprintf(q, sizeof q, "\"%.*s\"", (int)k, src);
+            scrub_n(text, q, k + 2);
+        }
+        src += k + 1;
+    }
+}
+
+void store_pg_scrub(char *text, const char *conninfo)
+{
+    if (text == NULL || conninfo == NULL)
+        return;
+    size_t from = 0, to = 0, n = strlen(conninfo);
+    if (strstr(conninfo, "://") != NULL) {
+        if (url_secret_span(conninfo, &from, &to))
+            scrub_fragment(text, conninfo + from, to - from);
+        for (size_t i = to; i < n; i++) {
+            if (conninfo[i] != '?' && conninfo[i] != '&')
+                continue;
+            size_t k = i + 1, kend = k;
+            while (kend < n && conninfo[kend] != '=' && conninfo[kend] != '&')
+                kend++;
+            if (kend < n && conninfo[kend] == '=' && secret_key(conninfo + k, kend - k)) {
+                size_t v = kend + 1, vend = v;
+                while (vend < n && conninfo[vend] != '&')
+                    vend++;
+                scrub_fragment(text, conninfo + v, vend - v);
+            }
+        }
+        return;
+    }
+    /* key/value pairs: libpq's own values of the secret keys, and leniently (a string libpq
+     * cannot parse, whose errors quote its tokens) every token after a secret key's '=' up
+     * to the next token holding '=' */
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(conninfo, &errmsg);
+    PQfreemem(errmsg);
+    for (PQconninfoOption *k = opts; k != NULL && k->keyword != NULL; k++) {
+        if (k->val != NULL && secret_key(k->keyword, strlen(k->keyword)))
+            scrub_fragment(text, k->val, strlen(k->val));
+        else if (k->val != NULL && strstr(k->val, "://") != NULL)
+            store_pg_scrub(text, k->val);
+    }
+    PQconninfoFree(opts);
+    for (size_t i = 0; i < n; i++) {
+        size_t kend = i;
+        while (kend < n && conninfo[kend] != '=' && conninfo[kend] != ' ')
+            kend++;
+        size_t eq = kend;
+        while (eq < n && conninfo[eq] == ' ')
+            eq++;
+        if (eq >= n || conninfo[eq] != '=' || !secret_key(conninfo + i, kend - i)) {
+            while (i < n && conninfo[i] != ' ')
+                i++;
+            continue;
+        }
+        size_t v = eq + 1;
+        while (v < n && conninfo[v] == ' ')
+            v++;
+        size_t vend = v;
+        for (;;) { /* tokens up to the next one holding '=' */
+            size_t t = vend;
+            while (t < n && conninfo[t] == ' ')
+                t++;
+            size_t tend = t;
+            while (tend < n && conninfo[tend] != ' ')
+                tend++;
+            if (t >= n || (vend > v && memchr(conninfo + t, '=', tend - t) != NULL))
+                break;
+            if (tend - t > 0) {
+                char tok[512];
+                size_t m = tend - t < sizeof tok ? tend - t : sizeof tok - 1;
+                memcpy(tok, conninfo + t, m);
+                tok[m] = '\0';
+                char *q = tok;
+                size_t ql = m;
+                while (ql > 0 && (q[0] == '\'' || q[0] == '\\'))
+                    q++, ql--;
+                while (ql > 0 && (q[ql - 1] == '\'' || q[ql - 1] == '\\'))
+                    ql--;
+                scrub_fragment(text, q, ql);
+            }
+            vend = tend;
+        }
+        i = vend;
+    }
 }
 
 static dpb_status cfg_init(pg_cfg *c, const char *url, const store_pg_options *o, dpb_error *err)
@@ -211,7 +450,10 @@ static dpb_status cfg_init(pg_cfg *c, const char *url, const store_pg_options *o
     c->statement_timeout_ms =
         o != NULL && o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 10000;
     c->url = dup_str(url);
-    c->safe_url = strip_password(url);
+    size_t cap = strlen(url) + 64;
+    c->safe_url = malloc(cap);
+    if (c->safe_url != NULL)
+        store_pg_redact(url, c->safe_url, cap);
     if (c->url == NULL || c->safe_url == NULL) {
         free(c->url);
         free(c->safe_url);
@@ -226,10 +468,17 @@ static void cfg_release(pg_cfg *c)
     free(c->safe_url);
 }
 
-/* libpq's message without its trailing newline, into buf. */
-static const char *msg_of(const char *m, char *buf, size_t n)
+/* libpq's message without its trailing newline, into buf, without any part of c's secrets
+ * (libpq's errors may quote a token of the connection string: a host or port made of a
+ * password's piece, a malformed parameter). */
+static const char *msg_of(const pg_cfg *c, const char *m, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s", m != NULL && m[0] != '\0' ? m : "no message");
+    /* scrubbed whole before it is cut to buf: a secret cut in two would not be found */
+    char *whole = dup_str(m != NULL && m[0] != '\0' ? m : "no message");
+    if (whole != NULL)
+        store_pg_scrub(whole, c->url);
+    snprintf(buf, n, "%s", whole != NULL ? whole : "(no memory for the message)");
+    free(whole);
     size_t l = strlen(buf);
     while (l > 0 && (buf[l - 1] == '\n' || buf[l - 1] == ' '))
         buf[--l] = '\0';
@@ -277,14 +526,14 @@ static PGconn *pg_connect(const pg_cfg *c, dpb_error *err)
     }
     if (PQstatus(conn) != CONNECTION_OK) {
         dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: cannot connect: %s",
-                 c->safe_url, msg_of(PQerrorMessage(conn), m, sizeof m));
+                 c->safe_url, msg_of(c, PQerrorMessage(conn), m, sizeof m));
         PQfinish(conn);
         return NULL;
     }
     PQsetNoticeProcessor(conn, no_notice, NULL);
     if (PQsetnonblocking(conn, 1) != 0) {
         dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: %s", c->safe_url,
-                 msg_of(PQerrorMessage(conn), m, sizeof m));
+                 msg_of(c, PQerrorMessage(conn), m, sizeof m));
         PQfinish(conn);
         return NULL;
     }
@@ -325,7 +574,7 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
         dpb_mono_s() + (double)c->statement_timeout_ms / 1000.0 + c->connect_timeout_s;
     char m[256];
     if (!PQsendQueryParams(conn, sql, n, types, vals, lens, fmts, resfmt)) {
-        snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+        snprintf(why, whyn, "%s", msg_of(c, PQerrorMessage(conn), m, sizeof m));
         return NULL;
     }
     int sock = PQsocket(conn);
@@ -337,11 +586,11 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
         if (w <= 0) {
             snprintf(why, whyn, "%s",
                      w == 0 ? "no answer within the statement timeout"
-                            : msg_of(PQerrorMessage(conn), m, sizeof m));
+                            : msg_of(c, PQerrorMessage(conn), m, sizeof m));
             return NULL;
         }
         if (!PQconsumeInput(conn)) {
-            snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+            snprintf(why, whyn, "%s", msg_of(c, PQerrorMessage(conn), m, sizeof m));
             return NULL;
         }
     }
@@ -352,7 +601,7 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
             if (w <= 0 || !PQconsumeInput(conn)) {
                 snprintf(why, whyn, "%s",
                          w == 0 ? "no answer within the statement timeout"
-                                : msg_of(PQerrorMessage(conn), m, sizeof m));
+                                : msg_of(c, PQerrorMessage(conn), m, sizeof m));
                 PQclear(keep);
                 return NULL;
             }
@@ -369,7 +618,7 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
         }
     }
     if (keep == NULL)
-        snprintf(why, whyn, "%s", msg_of(PQerrorMessage(conn), m, sizeof m));
+        snprintf(why, whyn, "%s", msg_of(c, PQerrorMessage(conn), m, sizeof m));
     return keep;
 }
 
@@ -399,7 +648,8 @@ static dpb_status judge(PGconn *conn, const PGresult *r, ExecStatusType want, co
                         c->safe_url, step, why);
     }
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    msg_of(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) != NULL
+    msg_of(c,
+           PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) != NULL
                ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
                : PQresultErrorMessage(r),
            m, sizeof m);

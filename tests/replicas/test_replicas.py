@@ -674,6 +674,43 @@ def test_password_hidden(binary, url):
               "dpbudgetd migrate does not print the password (%s)" % text.strip()[:300])
 
 
+def test_password_spellings(binary, url):
+    """Issue 34: the listening line printed the password when it held '?', '#' or '/', or was
+    given as %70assword=; key/value conninfo strings and mistyped options printed it too.
+    The server trusts every local connection, so each url below connects (its password
+    ignored) and the daemon reaches its listening line."""
+    m = re.match(r"^postgresql://([^@/:]*)@([^/]*)/(.*)$", url)
+    if not check(m, "the test url has the form postgresql://USER@HOST/DB (%s)" % url):
+        return
+    user, host = m.group(1), m.group(2)
+    db = new_db(url, "pwspell")
+    dbname = db.rsplit("/", 1)[1]
+    secret = "xLeakQ"
+    for form in ["postgresql://%s:Pw?%s@%s/%s" % (user, secret, host, dbname),
+                 "postgresql://%s:Pw#%s@%s/%s" % (user, secret, host, dbname),
+                 "postgresql://%s@%s/%s?%%70assword=%s" % (user, host, dbname, secret),
+                 "postgresql://%s@%s/%s?sslmode=disable&pass%%77ord=%s" % (user, host, dbname,
+                                                                         secret)]:
+        r = Replica(binary, form, "pw%d" % len(procs))
+        up = r.wait_listening()
+        r.stop()
+        text = r.log_text()
+        check(up and "listening" in text and secret not in text and "***" in text,
+              "the listening line hides the password of %s (%s)" % (form, text.strip()[:400]))
+    host_only, _, port = host.rpartition(":")
+    for argv in [[binary, "--ledger-url", "host=%s port=%s password=%s dbname=%s"
+                  % (host_only, port, secret, dbname)],
+                 [binary, "--ledger-url=postgresql://%s:%s@%s/%s" % (user, secret, host, dbname)],
+                 [binary, "postgresql://%s:%s@%s/%s" % (user, secret, host, dbname)],
+                 [binary, "migrate", "--ledger-url", "postgresql://%s:Pw/%s@%s/%s"
+                  % (user, secret, host, dbname)]]:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        text = (r.stdout + r.stderr).decode(errors="replace")
+        check(r.returncode != 0 and secret not in text,
+              "%s: refused without printing the password (%d %s)"
+              % (" ".join(argv[1:]), r.returncode, text.strip()[:300]))
+
+
 def main(argv):
     global tmp_root
     if len(argv) != 2:
@@ -696,6 +733,7 @@ def main(argv):
     url = pg("start", pg_dir)
     if check(url and url.startswith("postgres"), "PostgreSQL starts (%s)" % url):
         test_password_hidden(binary, url)
+        test_password_spellings(binary, url)
         test_migrate_at_once(binary, url)
         db = new_db(url, "replicated")
         reps = [Replica(binary, db, "r%d" % i) for i in range(3)]
