@@ -44,6 +44,7 @@ struct http_server {
     edge *edge;      /* head deadlines and checks */
     workpool *pool;  /* the compute requests' threads */
     workpool *lpool; /* the ledger writes' threads (the ledger lane) */
+    workpool *rpool; /* the ledger reads' threads (the read lane) */
 };
 
 /* libmicrohttpd's memory pool per connection, which holds the request head and its parsed
@@ -58,9 +59,12 @@ static size_t connection_memory(size_t max_header_bytes)
     return m < (size_t)32 * 1024 ? (size_t)32 * 1024 : m;
 }
 
-/* The ledger lane (ledger writes, off the HTTP workers): threads and places waiting. */
+/* The ledger lanes (off the HTTP workers): threads and places waiting, for the writes and
+ * for the reads. A request finding its lane full is answered 503 overloaded at once. */
 #define HTTP_LEDGER_THREADS 8u
 #define HTTP_LEDGER_QUEUE 4096u
+#define HTTP_READ_THREADS 8u
+#define HTTP_READ_QUEUE 1024u
 
 /* A compute request handed to the pool; its connection stays suspended until it is done. */
 typedef struct {
@@ -69,7 +73,7 @@ typedef struct {
     dpb_cancel cancel;
     struct MHD_Connection *conn;
     double deadline_s;
-    int ledger;          /* a ledger write on the ledger lane (not a computation) */
+    int ledger;          /* a ledger request on a ledger lane (not a computation) */
     const route *routes; /* the server's routing table (http_config.routes) */
     const route *rt;     /* the request's route (httproute_resolve), and its segment */
     const char *param;
@@ -317,26 +321,54 @@ static void run_compute(void *arg, const int *stop)
     MHD_resume_connection(j->conn);
 }
 
-/* Does this request go to the ledger lane (route.lane, routes.h)? The ledger's writes wait
- * for the log's fdatasync and a pld round may compute PLDs first, and an HTTP worker that did
- * that would keep every connection it serves (probes among them) waiting; so may an
- * eligibility query (PLDs of pld candidates). */
-static int wants_ledger_lane(const route *r)
+/* The ledger lane of this request's route (route.lane, routes.h), or NULL. The ledger's
+ * writes wait for the log's fdatasync and a pld round may compute PLDs first; its reads wait
+ * on its lock and, with --ledger-url, on the database; an HTTP worker that did either would
+ * keep every connection it serves (probes among them) waiting. */
+static workpool *ledger_lane(http_server *s, const route *r)
 {
-    return r && r->lane == LANE_LEDGER;
+    if (r && r->lane == LANE_LEDGER)
+        return s->lpool;
+    if (r && r->lane == LANE_LEDGER_READ)
+        return s->rpool;
+    return NULL;
 }
 
-/* Take a place on the ledger lane and suspend the connection until the write is done.
- * When the lane has no place (a flood, or the server stopping) the write runs here, on the
- * HTTP worker, as it would without the lane: a write is never refused for the lane's sake.
- * Returns -1 when it did not take the write. */
-static int start_ledger(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
-                        const http_request *req)
+/* 503 overloaded with Retry-After: every place of lane p (a ledger lane, or the compute
+ * pool: what) is taken. */
+static MHD_RESULT refuse_full(struct MHD_Connection *c, req_ctx *ctx, workpool *p,
+                              const char *what)
+{
+    unsigned busy = 0, cap = 0, after = workpool_retry_after(p);
+    workpool_load(p, &busy, &cap);
+    problem pb = {0};
+    problem_set(&pb, PB_OVERLOADED, NULL, "all %u places %s are taken: retry after %u s", cap,
+                what, after);
+    http_response resp = {0};
+    http_reply_problem(&resp, &pb);
+    snprintf(resp.extra_buf, sizeof resp.extra_buf, "%u", after);
+    resp.extra_name = "Retry-After";
+    resp.extra_value = resp.extra_buf;
+    return send_response(c, &resp, ctx);
+}
+
+/* Take a place on the ledger lane p and suspend the connection until the request is done;
+ * 503 overloaded with Retry-After when the lane is full (a flood, or a database that does not
+ * answer holding the lane's threads): the worker never waits on the ledger. */
+static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connection *c,
+                               req_ctx *ctx, const http_request *req)
 {
     compute_job *j = calloc(1, sizeof *j);
-    if (j == NULL || workpool_reserve(s->lpool) != 0) {
+    if (j == NULL) {
+        problem pb = {0};
+        problem_oom(&pb);
+        return send_problem(c, &pb, ctx);
+    }
+    if (workpool_reserve(p) != 0) {
         free(j);
-        return -1;
+        return refuse_full(c, ctx, p,
+                           p == s->lpool ? "for ledger writes (8 running, 4096 waiting)"
+                                         : "for ledger reads (8 running, 1024 waiting)");
     }
     j->req = *req;
     j->routes = s->cfg.routes;
@@ -346,8 +378,8 @@ static int start_ledger(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
     j->ledger = 1;
     ctx->job = j;
     MHD_suspend_connection(c); /* before the push: the job's resume must follow it */
-    workpool_push(s->lpool, run_compute, j);
-    return 0;
+    workpool_push(p, run_compute, j);
+    return MHD_YES;
 }
 
 /* Take a place on the pool and suspend the connection until the job is done, or answer 503
@@ -363,20 +395,10 @@ static MHD_RESULT start_compute(http_server *s, struct MHD_Connection *c, req_ct
     }
     if (workpool_reserve(s->pool) != 0) {
         free(j);
-        unsigned busy = 0, cap = 0, after = workpool_retry_after(s->pool);
-        workpool_load(s->pool, &busy, &cap);
-        problem p = {0};
-        problem_set(&p, PB_OVERLOADED, NULL,
-                    "all %u places for computations are taken (--compute-threads running, "
-                    "--compute-queue waiting): retry after %u s",
-                    cap, after);
-        http_response resp = {0};
-        http_reply_problem(&resp, &p);
-        snprintf(resp.extra_buf, sizeof resp.extra_buf, "%u", after);
-        resp.extra_name = "Retry-After";
-        resp.extra_value = resp.extra_buf;
         metrics_compute_refused();
-        return send_response(c, &resp, ctx);
+        return refuse_full(c, ctx, s->pool,
+                           "for computations (--compute-threads running, --compute-queue "
+                           "waiting)");
     }
     j->req = *req;
     j->routes = s->cfg.routes;
@@ -498,8 +520,9 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
                         0.0,    NULL};
     if (s->pool && wants_pool(&req, ctx))
         return start_compute(s, c, ctx, &req);
-    if (s->lpool && wants_ledger_lane(ctx->rt) && start_ledger(s, c, ctx, &req) == 0)
-        return MHD_YES;
+    workpool *lane = ledger_lane(s, ctx->rt);
+    if (lane)
+        return start_ledger(s, lane, c, ctx, &req);
     http_response resp = {0};
     httproute_dispatch(s->cfg.routes, &req, &resp, ctx->rt, ctx->param);
     return send_response(c, &resp, ctx);
@@ -642,10 +665,13 @@ static int start_pool(http_server *s)
     /* the ledger lane: enough threads for writes to share the log's group commit, and a
      * queue deep enough that only a flood is refused */
     s->lpool = workpool_create(HTTP_LEDGER_THREADS, HTTP_LEDGER_QUEUE, 0);
-    if (s->lpool == NULL) {
-        fprintf(stderr, "dpbudgetd: cannot start %u ledger threads\n", HTTP_LEDGER_THREADS);
+    s->rpool = s->lpool ? workpool_create(HTTP_READ_THREADS, HTTP_READ_QUEUE, 0) : NULL;
+    if (s->rpool == NULL) {
+        fprintf(stderr, "dpbudgetd: cannot start %u ledger threads\n",
+                HTTP_LEDGER_THREADS + HTTP_READ_THREADS);
+        workpool_free(s->lpool);
         workpool_free(s->pool);
-        s->pool = NULL;
+        s->pool = s->lpool = NULL;
         return -1;
     }
     return 0;
@@ -748,6 +774,7 @@ void http_stop(http_server *s)
      * needs before it stops; requests that come meanwhile are refused (503) */
     workpool_stop(s->pool);
     workpool_stop(s->lpool);
+    workpool_stop(s->rpool);
     MHD_stop_daemon(s->d);
     if (lib_cfg == &s->cfg)
         lib_cfg = NULL;
@@ -757,5 +784,6 @@ void http_stop(http_server *s)
     edge_stop(s->edge);
     workpool_free(s->pool);
     workpool_free(s->lpool);
+    workpool_free(s->rpool);
     free(s);
 }

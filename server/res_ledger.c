@@ -100,9 +100,21 @@ int lr_not_modified(const http_request *req, http_response *resp, const char *et
 
 int lr_no_ledger(const http_request *req, http_response *resp)
 {
-    if (lr_ledger(req))
-        return 0;
+    ledger *l = lr_ledger(req);
     problem pb = {0};
+    if (l) {
+        /* a silent database: answered at once, not after a wait on it behind the lock
+         * (the store probes it once a second and lets calls through once it answers) */
+        ledger_health h;
+        ledger_get_health(l, &h);
+        if (!h.refusing)
+            return 0;
+        char why[128];
+        snprintf(why, sizeof why, "it has not answered for %.0f s", h.silent_s);
+        lr_reply_unavailable(resp, &pb,
+                             h.silent_s > 0.0 ? why : "it left a statement unanswered");
+        return 1;
+    }
     problem_set(&pb, PB_READ_ONLY, NULL, "this daemon runs without a ledger (--no-ledger)");
     http_reply_problem(resp, &pb);
     return 1;

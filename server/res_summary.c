@@ -61,24 +61,32 @@ void res_summary(const http_request *req, http_response *resp)
     snprintf(resp->etag, sizeof resp->etag, "%s", etag);
 }
 
+/* Readiness from what the ledger's store last saw (ledger_get_health) and its read-only
+ * flag: no lock, no exchange with the database, so it answers at once however stalled the
+ * database or the ledger's callers are; and 503 from the moment the daemon is stopping
+ * (the orchestrator drains it first). */
 void res_readyz(const http_request *req, http_response *resp)
 {
     ledger *l = lr_ledger(req);
-    ledger_summary s = {0};
-    if (l)
-        ledger_get_summary(l, &s);
-    if (s.unavailable || s.read_only) {
+    ledger_health h = {1, 0, 0.0};
+    int read_only = 0;
+    if (l) {
+        ledger_get_health(l, &h);
+        read_only = ledger_read_only(l);
+    }
+    if (!h.reachable || h.refusing || read_only) {
         problem pb = {0};
-        if (s.unavailable)
+        if (!h.reachable || h.refusing)
             problem_set(&pb, PB_LEDGER_UNAVAILABLE, NULL,
-                        "the ledger's database cannot be reached: this replica takes no traffic "
-                        "until it can, and reconnects by itself (no restart needed)");
+                        "the ledger's database %s: this replica takes no traffic until it "
+                        "answers, and reconnects by itself (no restart needed)",
+                        h.refusing ? "does not answer" : "cannot be reached");
         else
             problem_set(&pb, PB_READ_ONLY, NULL,
                         "the ledger is read-only after an I/O failure (reads show what is "
                         "durable; changes are refused): fix the disk, then restart the daemon");
         http_reply_problem(resp, &pb);
-        if (!s.unavailable)
+        if (h.reachable && !h.refusing)
             lr_mark_read_only(req, resp);
         return;
     }

@@ -12,8 +12,8 @@
  * are 0 / NULL):
  * COMPUTE   a POST computation (compute.c): a JSON body, the read scope (none with
  *           --open-compute), on the compute pool unless light (NULL: none) vouches for it;
- * READ      a ledger read: the read scope, on the HTTP worker; READ_ID at path{id} and then
- *           sfx (NULL: none);
+ * READ      a ledger read: the read scope, on the ledger's read lane; READ_ID at path{id}
+ *           and then sfx (NULL: none);
  * WRITE     a ledger write: a JSON body with scope sc, on the ledger lane, bodies up to
  *           --max-bulk-body when bulk; WRITE_ID at path{id} and then sfx;
  * OPEN      needs no key, on the HTTP worker (operations, the dashboard); quiet: a 200 is
@@ -21,8 +21,8 @@
 /* clang-format off */
 #define COMPUTE(h, l) .handler = h, .json_body = 1, .scope = SCOPE_READ, .compute = 1, \
                       .lane = LANE_COMPUTE, .light = l
-#define READ(h) .handler = h, .scope = SCOPE_READ
-#define READ_ID(h, sfx) .handler = h, .prefix = 1, .scope = SCOPE_READ, .suffix = sfx
+#define READ(h) .handler = h, .scope = SCOPE_READ, .lane = LANE_LEDGER_READ
+#define READ_ID(h, sfx) READ(h), .prefix = 1, .suffix = sfx
 #define WRITE(h, sc, bulk_) .handler = h, .json_body = 1, .scope = sc, .bulk = bulk_, \
                             .lane = LANE_LEDGER
 #define WRITE_ID(h, sc, sfx, bulk_) WRITE(h, sc, bulk_), .prefix = 1, .suffix = sfx
@@ -36,7 +36,7 @@ const route ROUTES[] = {
     {"POST", "/v1/rdp", COMPUTE(res_rdp, NULL)},
     {"POST", "/v1/proactive", COMPUTE(res_proactive, NULL)},
     /* a compute route (open with --open-compute) that is a cheap GET: on the worker */
-    {"GET", "/v1/accountants", READ(res_accountants), .compute = 1},
+    {"GET", "/v1/accountants", .handler = res_accountants, .scope = SCOPE_READ, .compute = 1},
     {"PUT", "/v1/clients/", WRITE_ID(res_client_put, SCOPE_ADMIN, NULL, 0)},
     {"GET", "/v1/clients/", READ_ID(res_client_get, NULL)},
     {"GET", "/v1/clients", READ(res_clients_list)},
@@ -54,7 +54,8 @@ const route ROUTES[] = {
     {"GET", "/v1/summary", READ(res_summary)},
     {"GET", "/healthz", OPEN(res_healthz, 1)},
     {"GET", "/readyz", OPEN(res_readyz, 1)},
-    {"GET", "/metrics", OPEN(res_metrics, 1)},
+    /* the ledger's figures (its lock, a catch-up): on the read lane, not the worker */
+    {"GET", "/metrics", OPEN(res_metrics, 1), .lane = LANE_LEDGER_READ},
     {"GET", "/openapi.yaml", OPEN(res_openapi, 0)},
     {"GET", "/", OPEN(res_index, 0)},
     /* the asset's name is not an id: ui.c checks it */

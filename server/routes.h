@@ -20,9 +20,13 @@ typedef enum {
      * request, which then stays on the worker */
     LANE_COMPUTE,
     /* the ledger lane: the ledger's writes, which wait for the log's fdatasync (and a pld
-     * round's PLDs), at the workers' priority apart from the computations; when it is full
-     * the write runs on the worker, never refused for the lane's sake */
+     * round's PLDs), at the workers' priority apart from the computations; when it is full:
+     * 503 overloaded with Retry-After (the worker never waits on the ledger) */
     LANE_LEDGER,
+    /* the ledger's reads: a lane of their own (not behind the writes), since a read waits on
+     * the ledger's lock and, with --ledger-url, on the database (catching up); full: 503
+     * overloaded. The HTTP workers never wait on the ledger: probes always answer */
+    LANE_LEDGER_READ,
 } route_lane;
 
 /* For a LANE_COMPUTE route: 1 when this request is cheap whatever its size (it stays on

@@ -462,6 +462,18 @@ typedef struct {
 
 void ledger_get_summary(ledger *l, ledger_summary *s);
 
+/* What the ledger's store last saw of its database, for probes: read without the ledger's
+ * lock and without asking the database (a shared store probes it once a second by itself).
+ * The file store is always reachable. */
+typedef struct {
+    int reachable;   /* the last exchange with the database was answered */
+    int refusing;    /* the database is silent or timed out: ledger calls that need it fail
+                      * at once with DPB_EUNAVAILABLE until it answers again */
+    double silent_s; /* how long exchanges have waited on it without a sign of life */
+} ledger_health;
+
+void ledger_get_health(ledger *l, ledger_health *h);
+
 /* The background snapshots since open: written, failed, and the last failure's detail (""
  * when none, or once a snapshot succeeded again). A failed snapshot loses nothing (every
  * change is in the log) but leaves the log growing, and a restart replaying all of it. */

@@ -348,6 +348,15 @@ void ledger_snapshot_stats(ledger *l, ledger_snapshot_info *out)
     pthread_mutex_unlock(&l->snap_mu);
 }
 
+void ledger_get_health(ledger *l, ledger_health *h)
+{
+    store_health sh;
+    store_get_health(l->st, &sh);
+    h->reachable = sh.answering;
+    h->refusing = sh.refusing;
+    h->silent_s = sh.silent_s;
+}
+
 void ledger_get_summary(ledger *l, ledger_summary *s)
 {
     int unavailable = lg_read_begin(l, NULL) != DPB_OK;

@@ -52,6 +52,15 @@ typedef struct ledger_store ledger_store;
 typedef int (*store_record_fn)(void *ctx, uint64_t seq, uint8_t type, const void *payload,
                                size_t len);
 
+/* What a store last saw of where it keeps the log, read without waiting on it (probes). */
+typedef struct {
+    int answering;   /* 1: the last exchange was answered and nothing is refused */
+    int refusing;    /* 1: new exchanges are refused at once (DPB_EUNAVAILABLE): the database
+                      * has been silent for a while (store_pg.c: STALL_S) or let a statement
+                      * reach its deadline unanswered, and has not answered since */
+    double silent_s; /* how long exchanges in flight have seen no sign of life (0: none) */
+} store_health;
+
 /* The operations a store provides (the ledger calls them only through the wrappers below). */
 typedef struct {
     const char *kind; /* "file" or "postgresql" */
@@ -74,6 +83,7 @@ typedef struct {
     uint64_t (*size_bytes)(const ledger_store *s);
     void (*sync_stats)(ledger_store *s, uint64_t *count, double *seconds, uint64_t *hist);
     int (*empty)(ledger_store *s); /* 1: no snapshot and no record (a copy's target) */
+    void (*health)(const ledger_store *s, store_health *h); /* NULL: always answering */
     void (*close)(ledger_store *s);
 } store_ops;
 
@@ -117,6 +127,16 @@ void store_pg_scrub(char *text, const char *conninfo);
 
 /* 1 if s names a PostgreSQL url (what --ledger-url takes). */
 int store_is_pg_url(const char *s);
+
+/* What the store last saw (store_health), without a lock or an exchange. */
+static inline void store_get_health(const ledger_store *s, store_health *h)
+{
+    h->answering = 1;
+    h->refusing = 0;
+    h->silent_s = 0.0;
+    if (s->ops->health != NULL)
+        s->ops->health(s, h);
+}
 
 /* The newest snapshot (absent: DPB_OK, *data NULL, *seq 0; *data malloc'ed, the caller's). */
 static inline dpb_status store_load_snapshot(ledger_store *s, uint64_t *seq, void **data,

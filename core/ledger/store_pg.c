@@ -82,7 +82,28 @@ typedef struct {
     dpb_status why;   /* DPB_ECONFLICT or DPB_EUNAVAILABLE */
 } fail_note;
 
+/* What the store last saw of its database, kept without a lock for probes (store.h,
+ * store_health) and for refusing new exchanges at once while the database is silent:
+ *  - an exchange is a connection attempt or a statement, from its start to its answer, its
+ *    failure or its client-side deadline (statement timeout + connect timeout);
+ *  - progress_ns is the database's last sign of life: an exchange ended, bytes moved, or one
+ *    started while none was in flight. With exchanges in flight and no sign of life for
+ *    STALL_S, the database is silent (frozen, partitioned, out of resources);
+ *  - timed_out: an exchange reached its deadline unanswered, and none was answered since.
+ * While silent or timed out, new exchanges are refused at once (DPB_EUNAVAILABLE) but the
+ * probe's (the store's own thread, prober_main: one SELECT 1 a second when nothing else
+ * showed life), so that no caller waits out a deadline the probe already waits out for it. */
+#define STALL_S 3.0
+
 typedef struct {
+    atomic_int inflight;
+    atomic_llong progress_ns;
+    atomic_int answered; /* the last exchange that ended was answered (1 before any) */
+    atomic_int timed_out;
+} pg_health;
+
+typedef struct {
+    pg_health *health; /* the store's (NULL: a one-off connection, migrate) */
     char *url;      /* as given, the password included: only for libpq */
     char *safe_url; /* the url without its password: for messages */
     unsigned connect_timeout_s;
@@ -116,6 +137,13 @@ typedef struct {
 
     atomic_uint_fast64_t size_pub;
     atomic_llong size_at; /* dpb_mono_s() seconds of the last refresh (0: never) */
+
+    pg_health health;
+    pthread_t prober;
+    int prober_started;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    int stopping;
 } pg_store;
 
 /* ---- small helpers ---- */
@@ -494,6 +522,75 @@ static const char *msg_of(const pg_cfg *c, const char *m, char *buf, size_t n)
     return buf;
 }
 
+/* ---- exchanges: what the store saw of the database (pg_health) ---- */
+
+/* 1 on the probe's thread: its exchanges are never refused. */
+static _Thread_local int probing;
+
+static long long now_ns(void)
+{
+    return (long long)dpb_mono_ns();
+}
+
+/* 1 when new exchanges are refused (silent for STALL_S, or timed out and not answered since);
+ * *silent_s: how long exchanges have waited without a sign of life (0: none waiting). */
+static int health_refusing(pg_health *h, double *silent_s)
+{
+    double silent = 0.0;
+    if (atomic_load(&h->inflight) > 0)
+        silent = (double)(now_ns() - atomic_load(&h->progress_ns)) / 1e9;
+    if (silent_s != NULL)
+        *silent_s = silent > 0.0 ? silent : 0.0;
+    return silent > STALL_S || atomic_load(&h->timed_out);
+}
+
+/* The start of an exchange: 0, or -1 (refused at once, why says so). */
+static int ex_begin(const pg_cfg *c, char *why, size_t whyn)
+{
+    pg_health *h = c->health;
+    if (h == NULL)
+        return 0;
+    double silent = 0.0;
+    if (!probing && health_refusing(h, &silent)) {
+        if (atomic_load(&h->timed_out))
+            snprintf(why, whyn,
+                     "the database did not answer within the statement timeout and has not "
+                     "answered since (probed every second): not asked again until it does");
+        else
+            snprintf(why, whyn,
+                     "the database has not answered for %.1f s (probed every second): not asked "
+                     "again until it does",
+                     silent);
+        return -1;
+    }
+    if (atomic_fetch_add(&h->inflight, 1) == 0)
+        atomic_store(&h->progress_ns, now_ns());
+    return 0;
+}
+
+/* Bytes moved: the database is alive. */
+static void ex_progress(const pg_cfg *c)
+{
+    if (c->health != NULL)
+        atomic_store(&c->health->progress_ns, now_ns());
+}
+
+/* The end of an exchange begun: answered (1), failed (0: refused, reset...) or timed out (-1). */
+static void ex_end(const pg_cfg *c, int outcome)
+{
+    pg_health *h = c->health;
+    if (h == NULL)
+        return;
+    if (outcome >= 0)
+        atomic_store(&h->progress_ns, now_ns());
+    atomic_store(&h->answered, outcome > 0);
+    if (outcome > 0)
+        atomic_store(&h->timed_out, 0);
+    else if (outcome < 0)
+        atomic_store(&h->timed_out, 1);
+    atomic_fetch_sub(&h->inflight, 1);
+}
+
 /* ---- one connection ---- */
 
 /* The server's notices and warnings ("relation already exists, skipping", "terminating
@@ -517,8 +614,16 @@ static PGconn *pg_connect(const pg_cfg *c, dpb_error *err)
                                 "application_name",
                                 NULL};
     const char *const vals[] = {c->url, ct, "1", "10", "5", "3", "dpbudgetd", NULL};
-    PGconn *conn = PQconnectdbParams(keys, vals, 1);
     char m[256];
+    if (ex_begin(c, m, sizeof m) != 0) {
+        dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: %s", c->safe_url, m);
+        return NULL;
+    }
+    double t0 = dpb_mono_s();
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    int ok = conn != NULL && PQstatus(conn) == CONNECTION_OK;
+    /* a connection that failed only at its timeout: the database is silent, not refusing */
+    ex_end(c, ok ? 1 : dpb_mono_s() - t0 >= (double)c->connect_timeout_s - 0.25 ? -1 : 0);
     if (conn == NULL) {
         dpb_fail(err, DPB_EUNAVAILABLE, "ledger_url", "PostgreSQL at %s: no memory to connect",
                  c->safe_url);
@@ -564,11 +669,12 @@ static int wait_sock(int sock, short ev, double deadline)
  * resfmt (1 binary), bounded on the client side too: the server's statement_timeout cannot
  * help when the server stops answering, so the whole exchange must end within the statement
  * timeout plus the connect timeout. NULL: the connection failed or timed out (*why says
- * which); otherwise the last result of the statement (the caller PQclears it).
+ * which, and *late whether it was the deadline); otherwise the last result of the statement
+ * (the caller PQclears it).
  */
-static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, const Oid *types,
-                     const char *const *vals, const int *lens, const int *fmts, int resfmt,
-                     char *why, size_t whyn)
+static PGresult *run_exchange(PGconn *conn, const pg_cfg *c, const char *sql, int n,
+                              const Oid *types, const char *const *vals, const int *lens,
+                              const int *fmts, int resfmt, char *why, size_t whyn, int *late)
 {
     double deadline =
         dpb_mono_s() + (double)c->statement_timeout_ms / 1000.0 + c->connect_timeout_s;
@@ -583,6 +689,7 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
         if (f == 0)
             break;
         int w = f < 0 ? -1 : wait_sock(sock, POLLIN | POLLOUT, deadline);
+        *late = w == 0;
         if (w <= 0) {
             snprintf(why, whyn, "%s",
                      w == 0 ? "no answer within the statement timeout"
@@ -593,11 +700,15 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
             snprintf(why, whyn, "%s", msg_of(c, PQerrorMessage(conn), m, sizeof m));
             return NULL;
         }
+        ex_progress(c);
     }
     PGresult *keep = NULL;
     for (;;) {
         while (PQisBusy(conn)) {
             int w = wait_sock(sock, POLLIN, deadline);
+            *late = w == 0;
+            if (w > 0)
+                ex_progress(c);
             if (w <= 0 || !PQconsumeInput(conn)) {
                 snprintf(why, whyn, "%s",
                          w == 0 ? "no answer within the statement timeout"
@@ -620,6 +731,20 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
     if (keep == NULL)
         snprintf(why, whyn, "%s", msg_of(c, PQerrorMessage(conn), m, sizeof m));
     return keep;
+}
+
+/* run_exchange as one exchange (pg_health): refused at once while the database is silent. */
+static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, const Oid *types,
+                     const char *const *vals, const int *lens, const int *fmts, int resfmt,
+                     char *why, size_t whyn)
+{
+    if (ex_begin(c, why, whyn) != 0)
+        return NULL;
+    int late = 0;
+    PGresult *r =
+        run_exchange(conn, c, sql, n, types, vals, lens, fmts, resfmt, why, whyn, &late);
+    ex_end(c, r != NULL ? 1 : late ? -1 : 0);
+    return r;
 }
 
 static int sqlstate_is(const PGresult *r, const char *code)
@@ -1386,9 +1511,56 @@ static int pg_empty(ledger_store *s)
     return empty;
 }
 
+/* The probe: once a second, when nothing showed the database's life in the last second
+ * (pg_health), one SELECT 1 on a pool connection, never refused: it finds a database gone
+ * silent while the store is idle, and the one that answers again. */
+static void *prober_main(void *arg)
+{
+    pg_store *p = arg;
+    probing = 1;
+    pthread_mutex_lock(&p->stop_mu);
+    while (!p->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&p->stop_cv, &p->stop_mu, &until);
+        if (p->stopping)
+            break;
+        pthread_mutex_unlock(&p->stop_mu);
+        pg_health *h = &p->health;
+        if (now_ns() - atomic_load(&h->progress_ns) >= 1000000000LL || atomic_load(&h->timed_out) ||
+            !atomic_load(&h->answered)) {
+            dpb_error e = {0};
+            PGconn *conn = pool_get(p, &e);
+            if (conn != NULL) {
+                int reset = 0;
+                (void)exec0(conn, &p->cfg, "SELECT 1", PGRES_TUPLES_OK, "probing", &reset, &e);
+                pool_put(p, conn, reset);
+            }
+        }
+        pthread_mutex_lock(&p->stop_mu);
+    }
+    pthread_mutex_unlock(&p->stop_mu);
+    return NULL;
+}
+
+static void pg_health_of(const ledger_store *s, store_health *out)
+{
+    pg_store *p = impl(s);
+    out->refusing = health_refusing(&p->health, &out->silent_s);
+    out->answering = atomic_load(&p->health.answered) && !out->refusing;
+}
+
 static void pg_close(ledger_store *s)
 {
     pg_store *p = impl(s);
+    if (p->prober_started) {
+        pthread_mutex_lock(&p->stop_mu);
+        p->stopping = 1;
+        pthread_cond_broadcast(&p->stop_cv);
+        pthread_mutex_unlock(&p->stop_mu);
+        pthread_join(p->prober, NULL);
+    }
     /* best effort, as wal_close: a clean shutdown writes what was appended */
     pthread_mutex_lock(&p->mu);
     int any = p->qn > 0;
@@ -1407,6 +1579,8 @@ static void pg_close(ledger_store *s)
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->pmu);
     pthread_cond_destroy(&p->pcv);
+    pthread_mutex_destroy(&p->stop_mu);
+    pthread_cond_destroy(&p->stop_cv);
     cfg_release(&p->cfg);
     free(p);
     free(s);
@@ -1428,6 +1602,7 @@ static const store_ops PG_OPS = {
     .size_bytes = pg_size_bytes,
     .sync_stats = pg_sync_stats,
     .empty = pg_empty,
+    .health = pg_health_of,
     .close = pg_close,
 };
 
@@ -1457,6 +1632,13 @@ dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_stor
     pthread_cond_init(&p->cv, NULL);
     pthread_mutex_init(&p->pmu, NULL);
     pthread_cond_init(&p->pcv, NULL);
+    pthread_mutex_init(&p->stop_mu, NULL);
+    pthread_cond_init(&p->stop_cv, NULL);
+    atomic_init(&p->health.inflight, 0);
+    atomic_init(&p->health.progress_ns, now_ns());
+    atomic_init(&p->health.answered, 1);
+    atomic_init(&p->health.timed_out, 0);
+    p->cfg.health = &p->health;
     p->next_seq = 1;
     s->ops = &PG_OPS;
     s->impl = p;
@@ -1500,6 +1682,7 @@ dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_stor
         pg_close(s);
         return st;
     }
+    p->prober_started = pthread_create(&p->prober, NULL, prober_main, p) == 0;
     *out = s;
     return DPB_OK;
 }

@@ -633,7 +633,26 @@ static void test_server_hangs(void)
     dpb_error e = {0};
     CHECK(store_error(s, &e) == DPB_EUNAVAILABLE);
     CHECKF(strstr(e.detail, "no answer within the statement timeout") != NULL, "%s", e.detail);
+    /* issue 34: the next callers do not wait out the deadline again: refused at once until
+     * the store's probe sees the database answer; what it saw is read without waiting */
+    store_health h;
+    store_get_health(s, &h);
+    CHECKF(h.refusing && !h.answering, "refusing %d answering %d", h.refusing, h.answering);
+    t0 = tl_now();
+    dpb_error_clear(&e);
+    CHECK(store_catch_up(s, store_durable_seq(s), NULL, NULL, &last, &e) == DPB_EUNAVAILABLE);
+    CHECKF(tl_now() - t0 < 0.2, "a caller refused at once, not after %.2f s", tl_now() - t0);
+    CHECKF(strstr(e.detail, "not asked again until it does") != NULL, "%s", e.detail);
     CHECK(pgh_ctl("thaw") == 0);
+    /* the probe (once a second) finds it answering again */
+    for (int i = 0; i < 100; i++) {
+        store_get_health(s, &h);
+        if (h.answering)
+            break;
+        usleep(50000);
+    }
+    CHECKF(h.answering && !h.refusing, "answering again after the thaw: %d %d", h.answering,
+           h.refusing);
     /* whether the frozen INSERT committed is unknown: a catch-up reads back what did, and an
      * append at a seq taken meanwhile loses the race and is computed again */
     int done = 0;

@@ -44,7 +44,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PGTMP = os.environ.get("DPB_PGTMP", os.path.join(ROOT, "tests", "pg", "pgtmp.sh"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
-SUITE_DEADLINE_S = 240
+SUITE_DEADLINE_S = 300
 G5 = {"class_name": "GaussianDpEvent", "noise_multiplier": 5}
 
 passed = 0
@@ -570,6 +570,90 @@ def test_database_down(binary, url, reps, pg_dir, how="stop"):
     check(not bad, "after the outage each round is charged exactly once: %s" % bad)
 
 
+def test_database_frozen(binary, url, pg_dir):
+    """Issue 34: PostgreSQL frozen (SIGSTOP: it stops answering, its connections stay open)
+    while ledger requests are in flight. /healthz never waits on the database or the ledger,
+    /readyz answers at once from what the store last saw (503 once it has seen the silence),
+    and the ledger requests are bounded in number and time: new ones are answered 503
+    ledger_unavailable with Retry-After at once, the ones already waiting within the
+    statement deadline (statement timeout 10 s + connect timeout 5 s)."""
+    db = new_db(url, "frozen")
+    r = Replica(binary, db, "frozen")  # --threads 2: two HTTP workers to starve
+    if not check(r.wait_listening() and wait_ready(r.port, 20), "a replica for the freeze is up"):
+        return
+    ids = ["fz-%d" % i for i in range(4)]
+    if not put_clients(r.port, ids, 1000.0):
+        return
+    if not check(pg("freeze", pg_dir) is not None, "PostgreSQL frozen (SIGSTOP)"):
+        return
+    t_freeze = time.time()
+    results, lock = [], threading.Lock()
+
+    def ledger_req(k):
+        c = Conn(r.port, timeout=40)
+        t0 = time.time()
+        try:
+            if k % 2 == 0:
+                st, j, h = c.req("GET", "/v1/clients/fz-%d" % (k % 4))
+            else:
+                st, j, h = c.req("POST", "/v1/rounds", round_body("fz-r%d" % k, ids))
+            out = (k, st, (j or {}).get("code"), h.get("retry-after"), time.time() - t0)
+        except (OSError, http.client.HTTPException) as e:
+            out = (k, None, str(e), None, time.time() - t0)
+        with lock:
+            results.append(out)
+        c.close()
+
+    threads = []
+    for k in range(12):  # a burst at the freeze, and more while it lasts
+        threads.append(threading.Thread(target=ledger_req, args=(k,)))
+        threads[-1].start()
+        time.sleep(0.1)
+    slow, ready_503_at = [], None
+    end = time.time() + 8
+    while time.time() < end:
+        for path in ("/healthz", "/readyz"):
+            t0 = time.time()
+            try:
+                st, j, _ = one(r.port, "GET", path, timeout=1.0)
+            except (OSError, http.client.HTTPException):
+                st = None
+            dt = time.time() - t0
+            if st is None or dt > 1.0 or (path == "/healthz" and st != 200):
+                slow.append((path, st, round(dt, 2)))
+            if path == "/readyz" and st == 503 and ready_503_at is None:
+                ready_503_at = time.time() - t_freeze
+        time.sleep(0.2)
+    check(not slow, "PostgreSQL frozen, ledger requests stuck: /healthz 200 and /readyz answer "
+          "within 1 s every time (%s)" % slow[:5])
+    check(ready_503_at is not None and ready_503_at < 6.0,
+          "/readyz says 503 within 6 s of the freeze (%s)" % ready_503_at)
+    t0 = time.time()
+    try:
+        st, j, h = one(r.port, "GET", "/v1/clients/fz-1", timeout=5)
+    except (OSError, http.client.HTTPException):
+        st, j, h = None, None, {}
+    dt = time.time() - t0
+    check(st == 503 and (j or {}).get("code") == "ledger_unavailable" and h.get("retry-after")
+          and dt < 1.0, "a new ledger request is answered 503 ledger_unavailable with "
+          "Retry-After at once (%s %s %s in %.2f s)" % (st, (j or {}).get("code"),
+                                                        h.get("retry-after"), dt))
+    for t in threads:
+        t.join(timeout=max(1.0, t_freeze + 30 - time.time()))
+    late = [x for x in results if x[1] is None or x[4] > 20.0 or
+            (x[1] != 200 and (x[1], x[2]) != (503, "ledger_unavailable"))]
+    check(len(results) == 12 and not late,
+          "every ledger request caught by the freeze is answered (200, or 503 ledger_unavailable) "
+          "within the statement deadline, not held (%d answered; %s)" % (len(results), late[:4]))
+    pg("thaw", pg_dir)
+    check(wait_ready(r.port, 20), "ready again by itself once PostgreSQL answers")
+    st, j, _ = one(r.port, "POST", "/v1/rounds", round_body("fz-after", ids))
+    check(st == 200, "a round is charged after the thaw (%s %s)" % (st, str(j)[:200]))
+    print("  freeze: /readyz 503 after %.1f s; stuck requests answered in at most %.1f s"
+          % (ready_503_at or -1, max([x[4] for x in results] or [0])))
+    check(r.stop() == 0, "the replica stops with status 0")
+
+
 def one_text(port, path):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
@@ -745,6 +829,7 @@ def main(argv):
             test_database_down(binary, db, reps, pg_dir, "kill")
             for r in reps:
                 check(r.stop() == 0, "%s stops with status 0 on SIGTERM" % r.name)
+        test_database_frozen(binary, url, pg_dir)
         test_copy_between_backends(binary, url)
     print("replicas: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
