@@ -1,4 +1,5 @@
-/* app.h - what the handlers share: the ledger (NULL with --no-ledger). */
+/* app.h - what the handlers share: the ledger (NULL with --no-ledger), and whether the
+ * daemon is stopping (main.c sets it at SIGTERM; /readyz then answers 503 shutting_down). */
 #ifndef HTTP_APP_H
 #define HTTP_APP_H
 
@@ -7,6 +8,7 @@
 typedef struct {
     ledger *ledger;
     unsigned long reservation_ttl; /* default reservation_ttl_seconds (--reservation-ttl) */
+    int stopping; /* 1 from the stop signal on (read and written with __atomic builtins) */
 } app_state;
 
 #endif

@@ -106,7 +106,9 @@ void config_defaults(config_settings *st)
     *st = (config_settings){
         .cfg = {.listen_addr = "127.0.0.1", .log_requests = 1, .compute_deadline = 30.0},
         .lo = {.dir = "dpbudget-data", .pld_refine = 1},
-        .use_ledger = 1};
+        .use_ledger = 1,
+        .shutdown_grace = 5.0,
+        .shutdown_deadline = 20.0};
     for (size_t i = 0; i < NNUMERIC; i++)
         set_numeric(st, i, NUMERIC[i].def);
 }
@@ -151,6 +153,8 @@ static const char *const VALUED[] = {"listen",
                                      "ledger-url",
                                      "ledger-pool",
                                      "pld-plan-memory",
+                                     "shutdown-grace",
+                                     "shutdown-deadline",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -230,6 +234,10 @@ static int apply_other(config_settings *st, const char *opt, const char *name, c
         st->port_file = v;
     else if (strcmp(name, "compute-deadline") == 0)
         st->cfg.compute_deadline = parse_real(opt, v, 0.01, 3600.0, "seconds in [0.01, 3600]");
+    else if (strcmp(name, "shutdown-grace") == 0)
+        st->shutdown_grace = parse_real(opt, v, 0.0, 3600.0, "seconds in [0, 3600]");
+    else if (strcmp(name, "shutdown-deadline") == 0)
+        st->shutdown_deadline = parse_real(opt, v, 0.0, 3600.0, "seconds in [0, 3600]");
     else if (strcmp(name, "rate-limit") == 0)
         st->rate = parse_real(opt, v, 0.0, 1e6, "requests per second in [0, 1e6]");
     else if (strcmp(name, "data-dir") == 0) {

@@ -21,6 +21,8 @@ typedef struct {
     double rate;
     unsigned long reservation_ttl;
     unsigned long pld_plan_mib; /* --pld-plan-memory */
+    double shutdown_grace;      /* --shutdown-grace: seconds served on after SIGTERM */
+    double shutdown_deadline;   /* --shutdown-deadline: seconds to finish what is in flight */
 } config_settings;
 
 /* The defaults of --help. */

@@ -76,10 +76,12 @@ void daemonlog_json(json_t *o, const char *fallback)
     json_decref(o);
 }
 
-void daemonlog_stopping(int sig)
+void daemonlog_stopping(int sig, double grace_s, double deadline_s)
 {
     char ts[40];
     reqlog_time(ts, sizeof ts);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", ts,
-            sig);
+    fprintf(stderr,
+            "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d,"
+            "\"grace_s\":%.3g,\"deadline_s\":%.3g}\n",
+            ts, sig, grace_s, deadline_s);
 }

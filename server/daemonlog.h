@@ -25,7 +25,8 @@ void daemonlog_json(json_t *o, const char *fallback);
  * one's detail) and advances *seen. */
 void daemonlog_snapshot_failures(ledger *l, uint64_t *seen);
 
-/* The last line: the daemon stops on signal sig. */
-void daemonlog_stopping(int sig);
+/* The stop begins on signal sig: served on for grace_s (0 after SIGINT), then what is in
+ * flight is given up to deadline_s (main.c, drain). */
+void daemonlog_stopping(int sig, double grace_s, double deadline_s);
 
 #endif

@@ -41,11 +41,17 @@ struct http_server {
     struct MHD_Daemon *d;
     http_config cfg;
     unsigned port;
-    edge *edge;      /* head deadlines and checks */
-    workpool *pool;  /* the compute requests' threads */
-    workpool *lpool; /* the ledger writes' threads (the ledger lane) */
-    workpool *rpool; /* the ledger reads' threads (the read lane) */
+    edge *edge;           /* head deadlines and checks */
+    workpool *pool;       /* the compute requests' threads */
+    workpool *lpool;      /* the ledger writes' threads (the ledger lane) */
+    workpool *rpool;      /* the ledger reads' threads (the read lane) */
+    int active;           /* requests begun and not completed (atomic: http_in_flight) */
+    MHD_socket listen_fd; /* after http_quiesce: the listening socket, closed at http_stop */
 };
+
+/* 1 once the server drains (http_drain_begin): every answer says Connection: close, so that
+ * kept-alive clients open their next connection where the load balancer now sends them. */
+static int draining;
 
 /* libmicrohttpd's memory pool per connection, which holds the request head and its parsed
  * headers: twice --max-header-bytes, and at least libmicrohttpd's default (32 KiB), so that
@@ -194,7 +200,8 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
     if (resp->extra_name)
         MHD_add_response_header(r, resp->extra_name, resp->extra_value);
-    if (resp->close) /* libmicrohttpd closes the connection after a response saying so */
+    /* libmicrohttpd closes the connection after a response saying so */
+    if (resp->close || __atomic_load_n(&draining, __ATOMIC_RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctx && ctx->id[0])
         MHD_add_response_header(r, "X-Request-Id", ctx->id);
@@ -336,14 +343,13 @@ static workpool *ledger_lane(http_server *s, const route *r)
 
 /* 503 overloaded with Retry-After: every place of lane p (a ledger lane, or the compute
  * pool: what) is taken. */
-static MHD_RESULT refuse_full(struct MHD_Connection *c, req_ctx *ctx, workpool *p,
-                              const char *what)
+static MHD_RESULT refuse_full(struct MHD_Connection *c, req_ctx *ctx, workpool *p, const char *what)
 {
     unsigned busy = 0, cap = 0, after = workpool_retry_after(p);
     workpool_load(p, &busy, &cap);
     problem pb = {0};
-    problem_set(&pb, PB_OVERLOADED, NULL, "all %u places %s are taken: retry after %u s", cap,
-                what, after);
+    problem_set(&pb, PB_OVERLOADED, NULL, "all %u places %s are taken: retry after %u s", cap, what,
+                after);
     http_response resp = {0};
     http_reply_problem(&resp, &pb);
     snprintf(resp.extra_buf, sizeof resp.extra_buf, "%u", after);
@@ -355,8 +361,8 @@ static MHD_RESULT refuse_full(struct MHD_Connection *c, req_ctx *ctx, workpool *
 /* Take a place on the ledger lane p and suspend the connection until the request is done;
  * 503 overloaded with Retry-After when the lane is full (a flood, or a database that does not
  * answer holding the lane's threads): the worker never waits on the ledger. */
-static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connection *c,
-                               req_ctx *ctx, const http_request *req)
+static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connection *c, req_ctx *ctx,
+                               const http_request *req)
 {
     compute_job *j = calloc(1, sizeof *j);
     if (j == NULL) {
@@ -433,6 +439,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (ctx == NULL)
             return MHD_NO;
         *con_cls = ctx;
+        __atomic_fetch_add(&s->active, 1, __ATOMIC_ACQ_REL);
         cur_conn = c;
         cur_ctx = ctx;
         ctx->t0 = dpb_mono_s();
@@ -634,6 +641,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         }
         free(ctx);
         *con_cls = NULL;
+        __atomic_fetch_sub(&s->active, 1, __ATOMIC_ACQ_REL);
     }
 }
 
@@ -683,6 +691,8 @@ http_server *http_start(const http_config *cfg)
     if (s == NULL)
         return NULL;
     s->cfg = *cfg;
+    s->listen_fd = MHD_INVALID_SOCKET;
+    __atomic_store_n(&draining, 0, __ATOMIC_RELAXED);
     /* the first head's deadline counts from accept: with TLS, the handshake's too */
     s->edge = edge_start(cfg->tls ? cfg->tls_handshake_timeout : cfg->header_timeout,
                          cfg->header_timeout, cfg->conn_timeout);
@@ -766,6 +776,33 @@ unsigned http_port(const http_server *s)
     return s->port;
 }
 
+void http_drain_begin(http_server *s)
+{
+    (void)s;
+    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
+}
+
+int http_quiesce(http_server *s)
+{
+    http_drain_begin(s);
+    if (s->listen_fd != MHD_INVALID_SOCKET)
+        return 0;
+    s->listen_fd = MHD_quiesce_daemon(s->d);
+    if (s->listen_fd == MHD_INVALID_SOCKET)
+        return -1;
+    /* libmicrohttpd no longer accepts, but the kernel would still complete handshakes into
+     * the backlog (clients then wait for nothing): on Linux, shutting the listening socket
+     * down makes it refuse them at once. The descriptor is closed after the daemon stops. */
+    (void)shutdown(s->listen_fd, SHUT_RDWR);
+    return 0;
+}
+
+unsigned http_in_flight(http_server *s)
+{
+    int n = __atomic_load_n(&s->active, __ATOMIC_ACQUIRE);
+    return n > 0 ? (unsigned)n : 0u;
+}
+
 void http_stop(http_server *s)
 {
     if (s == NULL)
@@ -776,6 +813,8 @@ void http_stop(http_server *s)
     workpool_stop(s->lpool);
     workpool_stop(s->rpool);
     MHD_stop_daemon(s->d);
+    if (s->listen_fd != MHD_INVALID_SOCKET)
+        close(s->listen_fd);
     if (lib_cfg == &s->cfg)
         lib_cfg = NULL;
     if (s->cfg.log_requests)

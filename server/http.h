@@ -133,4 +133,13 @@ unsigned http_port(const http_server *s);
 /* Stop accepting, finish in-flight requests, free. */
 void http_stop(http_server *s);
 
+/* Stopping in steps (main.c, at SIGTERM): http_drain_begin makes every answer carry
+ * Connection: close (serving goes on); http_quiesce stops accepting connections (new ones
+ * are refused by the kernel; those open are served on) and returns 0, or -1 if it cannot;
+ * http_in_flight counts the requests begun and not yet answered (on any connection and
+ * lane); http_stop then stops computations still running (503) and closes everything. */
+void http_drain_begin(http_server *s);
+int http_quiesce(http_server *s);
+unsigned http_in_flight(http_server *s);
+
 #endif

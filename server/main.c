@@ -2,7 +2,9 @@
  * main.c - dpbudgetd: the usage text, the start-up (options through config.h, the access
  * checks, the ledger: the data-directory lock or the database with --ledger-url), the HTTP
  * server, and the wait for signals: SIGHUP reloads the API keys and the TLS certificate,
- * SIGINT or SIGTERM stop gracefully (libmicrohttpd finishes in-flight requests).
+ * SIGTERM and SIGINT stop as an orchestrator expects (drain: readiness fails at once, the
+ * daemon serves on for --shutdown-grace after SIGTERM, then stops accepting and finishes
+ * what is in flight within --shutdown-deadline, syncs the ledger and exits 0).
  * --healthcheck probes a running daemon, --verify checks a data directory offline.
  *
  * May call: config.h, daemonlog.h, reqlog.h (reqlog_time), http.h (http_start, http_stop),
@@ -24,6 +26,7 @@
 #include <gsl/gsl_errno.h>
 #include <jansson.h>
 
+#include "../core/common/clock.h"
 #include "../core/dp/pld.h"
 #include "../core/ledger/ledger.h"
 #include "../core/ledger/store.h"
@@ -91,7 +94,9 @@ static const char USAGE[] =
     "                       a password is never printed, but a command line is visible\n"
     "                       to every local user. While the database cannot be reached,\n"
     "                       ledger requests get 503 ledger_unavailable with Retry-After\n"
-    "                       and /readyz 503; the daemon reconnects by itself\n"
+    "                       and /readyz 503; the daemon reconnects by itself. A database\n"
+    "                       that stops answering is noticed within 3 s: from then on\n"
+    "                       ledger requests are answered 503 at once until it answers\n"
     "  --ledger-pool N      connections to the database at most, one of them for appends\n"
     "                       (2 to 1000, default 4)\n"
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
@@ -130,6 +135,15 @@ static const char USAGE[] =
     "  --tls-handshake-timeout SECS  close a TLS connection that has not finished its\n"
     "                       handshake and sent its first request's headers within SECS\n"
     "                       (default 5)\n"
+    "  --shutdown-grace SECS  after SIGTERM, keep serving this long (default 5; decimals\n"
+    "                       allowed) while /readyz already answers 503 shutting_down,\n"
+    "                       so that load balancers take the daemon out first; 0 for\n"
+    "                       tests and development. SIGINT skips the grace\n"
+    "  --shutdown-deadline SECS  then stop accepting connections and give the requests in\n"
+    "                       flight (computations included) this long to be answered\n"
+    "                       (default 20); the ledger is synced and the daemon exits 0.\n"
+    "                       A second SIGTERM or SIGINT stops at once (computations\n"
+    "                       still running: 503)\n"
     "  --no-request-log     do not log one JSON line per request\n"
     "  --config FILE        read options from FILE: lines 'name = value' (or 'name' for\n"
     "                       a switch), names as above without the dashes\n"
@@ -643,6 +657,65 @@ static int write_port_file(const char *port_file, unsigned port)
     return 0;
 }
 
+/* Waits until the monotonic time until (dpb_mono_s) for a stop signal of set: 1 when one
+ * came, 0 at until; SIGHUP reloads (reload) and waits on. */
+static int stop_signal_before(const sigset_t *set, double until, const config_settings *st,
+                              auth_table *keys, int tls)
+{
+    for (;;) {
+        double left = until - dpb_mono_s();
+        if (left <= 0.0)
+            return 0;
+        struct timespec tick = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig == SIGHUP)
+            reload(st, keys, tls);
+        else if (sig == SIGINT || sig == SIGTERM)
+            return 1;
+    }
+}
+
+/*
+ * The stop, as orchestrators expect it (docs/OPERATIONS.md, "Stopping"): from the signal on,
+ * /readyz answers 503 shutting_down and every answer carries Connection: close; after SIGTERM
+ * the daemon serves on for --shutdown-grace seconds (load balancers take it out meanwhile;
+ * SIGINT, a person at a terminal, skips the grace); then it stops accepting connections and
+ * gives the requests in flight up to --shutdown-deadline seconds to finish (computations
+ * included: they are answered, not abandoned). A second SIGINT or SIGTERM cuts either wait
+ * short. What is still running then is stopped by http_stop (a computation 503; a ledger
+ * write finishes, bounded by its store's deadline).
+ */
+static void drain(http_server *srv, app_state *app, int sig, const sigset_t *set,
+                  const config_settings *st, auth_table *keys, int tls)
+{
+    __atomic_store_n(&app->stopping, 1, __ATOMIC_RELEASE);
+    http_drain_begin(srv);
+    double grace = sig == SIGTERM ? st->shutdown_grace : 0.0;
+    daemonlog_stopping(sig, grace, st->shutdown_deadline);
+    if (stop_signal_before(set, dpb_mono_s() + grace, st, keys, tls)) {
+        daemonlog_line("info", "stopping now", "a second stop signal: no more waiting");
+        return;
+    }
+    if (http_quiesce(srv) != 0)
+        daemonlog_line("error", "cannot stop accepting connections",
+                       "libmicrohttpd refused to quiesce: the daemon stops at once");
+    double end = dpb_mono_s() + st->shutdown_deadline;
+    while (http_in_flight(srv) > 0 && dpb_mono_s() < end) {
+        double step = dpb_mono_s() + 0.01;
+        if (stop_signal_before(set, step < end ? step : end, st, keys, tls)) {
+            daemonlog_line("info", "stopping now", "a second stop signal: no more waiting");
+            return;
+        }
+    }
+    unsigned left = http_in_flight(srv);
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             left ? "%u requests still in flight at --shutdown-deadline: stopped"
+                  : "every request in flight was answered",
+             left);
+    daemonlog_line(left ? "warn" : "info", "drained", detail);
+}
+
 /* Waits for a stop signal of set (returned): SIGHUP reloads (reload) and waits on; once a
  * second at most the ledger's new snapshot failures are logged. */
 static int wait_for_stop(const sigset_t *set, const config_settings *st, auth_table *keys, int tls,
@@ -697,7 +770,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    app_state app = {NULL, st.reservation_ttl};
+    app_state app = {NULL, st.reservation_ttl, 0};
     int lock_fd = -1;
     char shown_url[512] = "";
     if (st.lo.ledger_url)
@@ -724,8 +797,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int sig = wait_for_stop(&set, &st, &keys, cfg.tls, app.ledger);
-    daemonlog_stopping(sig);
-    http_stop(srv); /* finishes in-flight requests: every acknowledged charge is durable */
+    drain(srv, &app, sig, &set, &st, &keys, cfg.tls);
+    http_stop(srv); /* the ledger's requests finish: every acknowledged charge is durable */
     ledger_close(app.ledger);
     auth_free(&keys);
     if (lock_fd >= 0)

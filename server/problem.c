@@ -58,6 +58,8 @@ static const struct {
                                "The ledger's database cannot be reached: retry later"},
     [PB_HTTP_VERSION] = {505, "http_version_not_supported",
                          "This HTTP version is not supported: use HTTP/1.1"},
+    [PB_SHUTTING_DOWN] = {503, "shutting_down",
+                          "The daemon is stopping: send new requests to another replica"},
 };
 
 int problem_http_status(problem_code c)

@@ -49,6 +49,7 @@ typedef enum {
     PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
     PB_LEDGER_UNAVAILABLE,   /* 503 the ledger's database cannot be reached: Retry-After */
     PB_HTTP_VERSION,         /* 505 an HTTP version other than 1.0 and 1.1 */
+    PB_SHUTTING_DOWN,        /* 503 /readyz of a daemon stopping (SIGTERM): drain it */
     PB_COUNT_
 } problem_code;
 

@@ -111,8 +111,7 @@ int lr_no_ledger(const http_request *req, http_response *resp)
             return 0;
         char why[128];
         snprintf(why, sizeof why, "it has not answered for %.0f s", h.silent_s);
-        lr_reply_unavailable(resp, &pb,
-                             h.silent_s > 0.0 ? why : "it left a statement unanswered");
+        lr_reply_unavailable(resp, &pb, h.silent_s > 0.0 ? why : "it left a statement unanswered");
         return 1;
     }
     problem_set(&pb, PB_READ_ONLY, NULL, "this daemon runs without a ledger (--no-ledger)");

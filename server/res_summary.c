@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../core/ledger/ledger.h"
+#include "app.h"
 #include "jsonout.h"
 #include "res_ledger.h"
 #include "resources.h"
@@ -67,6 +68,16 @@ void res_summary(const http_request *req, http_response *resp)
  * (the orchestrator drains it first). */
 void res_readyz(const http_request *req, http_response *resp)
 {
+    const app_state *app = req->app;
+    if (app && __atomic_load_n(&app->stopping, __ATOMIC_ACQUIRE)) {
+        problem pb = {0};
+        problem_set(&pb, PB_SHUTTING_DOWN, NULL,
+                    "the daemon is stopping (a stop signal): it still answers during its "
+                    "--shutdown-grace, then finishes what is in flight and exits; route new "
+                    "traffic elsewhere");
+        http_reply_problem(resp, &pb);
+        return;
+    }
     ledger *l = lr_ledger(req);
     ledger_health h = {1, 0, 0.0};
     int read_only = 0;

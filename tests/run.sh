@@ -29,6 +29,10 @@ run() {
     total_fail=$((total_fail + f))
     [ "$rc" -eq 0 ] || status=1
 }
+# the daemons the suites start stop at once on SIGTERM (--shutdown-grace 0: no load balancer
+# to drain; the suite that tests the grace sets its own)
+DPBUDGET_SHUTDOWN_GRACE=0
+export DPBUDGET_SHUTDOWN_GRACE
 run unit "$build/tests/unit_tests"
 # the PostgreSQL store against a real server started (and stopped) by pgtmp.sh
 run pg sh tests/pg/pgtmp.sh with "$build/tests/pg_tests"

@@ -104,8 +104,8 @@ typedef struct {
 
 typedef struct {
     pg_health *health; /* the store's (NULL: a one-off connection, migrate) */
-    char *url;      /* as given, the password included: only for libpq */
-    char *safe_url; /* the url without its password: for messages */
+    char *url;         /* as given, the password included: only for libpq */
+    char *safe_url;    /* the url without its password: for messages */
     unsigned connect_timeout_s;
     unsigned statement_timeout_ms;
 } pg_cfg;
@@ -741,8 +741,7 @@ static PGresult *run(PGconn *conn, const pg_cfg *c, const char *sql, int n, cons
     if (ex_begin(c, why, whyn) != 0)
         return NULL;
     int late = 0;
-    PGresult *r =
-        run_exchange(conn, c, sql, n, types, vals, lens, fmts, resfmt, why, whyn, &late);
+    PGresult *r = run_exchange(conn, c, sql, n, types, vals, lens, fmts, resfmt, why, whyn, &late);
     ex_end(c, r != NULL ? 1 : late ? -1 : 0);
     return r;
 }

@@ -186,6 +186,26 @@ int api_daemon_stop(void)
     return stop_daemon();
 }
 
+int api_daemon_wait(double timeout_s)
+{
+    if (daemon_pid <= 0)
+        return -1;
+    pid_t pid = daemon_pid;
+    int st = 0;
+    for (double waited = 0.0; waited < timeout_s; waited += 0.01) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            daemon_pid = -1;
+            return st;
+        }
+        if (w < 0 && errno != EINTR)
+            break;
+        sleep_ms(10);
+    }
+    (void)stop_daemon(); /* it did not exit: SIGTERM again, then SIGKILL */
+    return -1;
+}
+
 int api_daemon_pid(void)
 {
     return (int)daemon_pid;
@@ -259,6 +279,8 @@ int main(int argc, char **argv)
         return 1;
     }
     daemon_bin = bin;
+    /* the daemons stop at once on SIGTERM unless a test asks for a grace (test_overload.c) */
+    setenv("DPBUDGET_SHUTDOWN_GRACE", "0", 0);
     const char *pg = getenv("DPB_API_PG");
     const char *name = "api";
     if (pg && strcmp(pg, "1") == 0) {

@@ -82,6 +82,9 @@ extern const size_t OPERATOR_NTESTS;
 int api_daemon_start(const char *const *extra, const char *const *env, const char *scheme);
 int api_daemon_stop(void);
 int api_daemon_pid(void); /* the running daemon's pid (for SIGHUP), -1 when none */
+/* Wait up to timeout_s for the daemon to exit by itself (after a signal the test sent): its
+ * wait status, or -1 (then it is killed). */
+int api_daemon_wait(double timeout_s);
 const char *api_daemon_log(void);
 const char *daemon_binary(void);
 

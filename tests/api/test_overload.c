@@ -6,6 +6,7 @@
  * dpbudgetd (after the main suite's daemon has stopped). Latency bounds are generous (1 s):
  * what is asserted is the order of events, not a speed. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,11 +268,92 @@ static void computation_past_deadline_is_stopped(void)
     api_daemon_stop();
 }
 
-/* SIGTERM while computations run: they are abandoned (503 overloaded, or the connection
- * closed), the daemon exits 0 at once instead of computing on. */
-static void sigterm_abandons_running_computations(void)
+/* The stop as an orchestrator expects it (issue 34: new requests were served after SIGTERM
+ * while /readyz stayed 200, and the computation in flight was answered 503): at SIGTERM
+ * /readyz says 503 shutting_down at once; during --shutdown-grace new requests (a new
+ * connection, a ledger write among them) are still served; then new connections are refused
+ * while the computation in flight is finished and answered 200; the daemon exits 0 and a
+ * restart on the same data directory finds every acknowledged change. */
+static void sigterm_drains_then_exits(void)
 {
-    const char *extra[] = {"--compute-threads", "1", "--compute-queue", "2", NULL};
+    char dir[] = "/tmp/dpb-drain-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        CHECK(0);
+        return;
+    }
+    char data[64];
+    snprintf(data, sizeof data, "%s/data", dir);
+    const char *extra[] = {
+        "--shutdown-grace", "1", "--shutdown-deadline", "60", "--data-dir", data, NULL};
+    if (!start(extra)) {
+        tl_remove_dir(dir);
+        return;
+    }
+    api_reply r;
+    const char *budget = "{\"budget\":{\"epsilon\":10,\"delta\":1e-5}}";
+    api_call("PUT", "/v1/clients/drain-a", "application/json", budget, strlen(budget), &r);
+    CHECKF(r.status == 200 || r.status == 201, "client: %ld %s", r.status, r.body);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"drain-r1\",\"participants\":[\"drain-a\"],\"event\":"
+              "{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":5}}");
+    CHECKF(r.status == 200, "a round before the stop: %ld %s", r.status, r.body);
+    api_reply_free(&r);
+    heavy hv = {.h = MEDIUM_H}; /* about 1 s on an idle core: likely running past the grace */
+    pthread_create(&hv.tid, NULL, heavy_run, &hv);
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    double t0 = tl_now();
+    CHECK(kill(api_daemon_pid(), SIGTERM) == 0);
+    nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+    api_get("/readyz", &r);
+    CHECKF(r.status == 503 && api_str_is(r.json, "code", "shutting_down"),
+           "/readyz at once after SIGTERM: %ld %s", r.status, r.body);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/rounds",
+              "{\"round_id\":\"drain-r2\",\"participants\":[\"drain-a\"],\"event\":"
+              "{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":5}}");
+    double at = tl_now() - t0;
+    CHECKF(r.status == 200, "a round during the grace (%.2f s after SIGTERM): %ld %s", at, r.status,
+           r.body);
+    api_reply_free(&r);
+    api_get("/healthz", &r);
+    CHECKF(r.status == 200, "/healthz during the grace: %ld", r.status);
+    api_reply_free(&r);
+    /* past the grace, while the computation runs: no new connection is accepted */
+    while (tl_now() - t0 < 1.4)
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+    int running = hv.done_at == 0.0;
+    api_get("/healthz", &r);
+    if (running)
+        CHECKF(r.status == 0, "a new connection after the grace: %ld (want refused)", r.status);
+    api_reply_free(&r);
+    pthread_join(hv.tid, NULL);
+    CHECKF(hv.status == 200, "the computation in flight at SIGTERM: %ld %s (want 200)", hv.status,
+           hv.code);
+    int st = api_daemon_wait(30.0);
+    CHECKF(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    /* the ledger is whole: both rounds, the one charged during the grace included */
+    const char *again[] = {"--data-dir", data, NULL};
+    if (start(again)) {
+        api_get("/v1/rounds/drain-r2", &r);
+        CHECKF(r.status == 200, "the round of the grace after a restart: %ld", r.status);
+        api_reply_free(&r);
+        api_get("/v1/clients/drain-a", &r);
+        CHECKF(r.status == 200 && jint_is(r.json, "rounds", 2), "the client after a restart: %s",
+               r.body);
+        api_reply_free(&r);
+        api_daemon_stop();
+    }
+    tl_remove_dir(dir);
+}
+
+/* Past --shutdown-deadline the computations still running are stopped (503 overloaded, or
+ * the connection closed) and the daemon exits 0: the stop is bounded. */
+static void sigterm_stops_computations_past_the_deadline(void)
+{
+    const char *extra[] = {
+        "--compute-threads", "1", "--compute-queue", "2", "--shutdown-deadline", "0.5", NULL};
     if (!start(extra))
         return;
     heavy hv[3];
@@ -289,7 +371,8 @@ static void sigterm_abandons_running_computations(void)
     CHECKF(took < 4.0, "stopping took %.3f s with computations running", took);
     for (int i = 0; i < 3; i++) {
         pthread_join(hv[i].tid, NULL);
-        CHECKF(hv[i].status == 0 || (hv[i].status == 503 && strcmp(hv[i].code, "overloaded") == 0),
+        CHECKF(hv[i].status == 0 || hv[i].status == 200 ||
+                   (hv[i].status == 503 && strcmp(hv[i].code, "overloaded") == 0),
                "computation %d at shutdown: %ld %s", i, hv[i].status, hv[i].code);
     }
 }
@@ -312,8 +395,11 @@ static void compute_options_are_checked(void)
 }
 
 const tl_test OVERLOAD_TESTS[] = {
-    TL_T(compute_saturation_leaves_ledger_fast), TL_T(full_compute_pool_is_503_with_retry_after),
-    TL_T(computation_past_deadline_is_stopped),  TL_T(sigterm_abandons_running_computations),
+    TL_T(compute_saturation_leaves_ledger_fast),
+    TL_T(full_compute_pool_is_503_with_retry_after),
+    TL_T(computation_past_deadline_is_stopped),
+    TL_T(sigterm_drains_then_exits),
+    TL_T(sigterm_stops_computations_past_the_deadline),
     TL_T(compute_options_are_checked),
 };
 const size_t OVERLOAD_NTESTS = sizeof OVERLOAD_TESTS / sizeof OVERLOAD_TESTS[0];

@@ -515,6 +515,31 @@ def quantity_cpu(q):
     return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
 
 
+def check_stop(d, st, pod, c, C, after_s):
+    """Issue 34: the pod's stop budget covers the daemon's drain. terminationGracePeriodSeconds
+    >= --shutdown-grace + --shutdown-deadline + after_s (the final snapshot, or a margin), and
+    the grace covers the readiness probe's noticing (periodSeconds x failureThreshold), so that
+    no load balancer still routes to a daemon that stopped accepting."""
+    def num(flag):
+        try:
+            return float(st.get(flag, d.defaults.get(flag)))
+        except (TypeError, ValueError):
+            return None
+    grace, deadline = num("--shutdown-grace"), num("--shutdown-deadline")
+    if not check(grace is not None and deadline is not None,
+                 "%s: --shutdown-grace and --shutdown-deadline are known (given, or the --help "
+                 "defaults: %s %s)" % (C, grace, deadline)):
+        return
+    tgps = pod.get("terminationGracePeriodSeconds", 30)
+    check(tgps >= grace + deadline + after_s,
+          "%s: terminationGracePeriodSeconds %s covers --shutdown-grace %g + --shutdown-deadline "
+          "%g + %g s" % (C, tgps, grace, deadline, after_s))
+    rp = c.get("readinessProbe") or {}
+    notice = rp.get("periodSeconds", 10) * rp.get("failureThreshold", 3)
+    check(grace >= notice, "%s: --shutdown-grace %g covers the readinessProbe's noticing "
+          "(periodSeconds x failureThreshold = %g s)" % (C, grace, notice))
+
+
 def check_k8s(files, d, routes, image, uid):
     k8s_dir = os.path.join(DEPLOY, "k8s")
     docs = [(p, x) for p, ds in files.items() if p.startswith(k8s_dir + os.sep)
@@ -579,6 +604,7 @@ def check_k8s(files, d, routes, image, uid):
                                     % (path_of(cm), cm["metadata"]["name"], key))
         s = effective(d, args, envs, conf)
         port, data_dir = check_settings(s, d, C)
+        check_stop(d, s, pod, c, C, 15)
 
         keys = s.get("--api-keys")
         if check(keys, "%s: --api-keys is given (a non-loopback daemon needs keys)" % C):
@@ -938,6 +964,7 @@ def check_k8s_replicated(files, d, routes, image, uid):
                  "kustomization" % (C, cfg_path)):
             conf = parse_config(text, d, "%s %s" % (rel(rdir), key))
     st = effective(d, args, parse_env(env, d, C + " env"), conf)
+    check_stop(d, st, pod, c, C, 5)
     check("--data-dir" not in args and "DPBUDGET_DATA_DIR" not in env and "--data-dir" not in conf,
           "%s: no --data-dir (the ledger is in PostgreSQL; both are refused)" % C)
     check(secret_env.get("DPBUDGET_LEDGER_URL"), "%s: DPBUDGET_LEDGER_URL comes from a Secret" % C)

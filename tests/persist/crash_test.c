@@ -1582,6 +1582,7 @@ static void daemon_given(void)
 int main(int argc, char **argv)
 {
     const char *filter = NULL;
+    setenv("DPBUDGET_SHUTDOWN_GRACE", "0", 0); /* SIGTERM stops at once (no load balancer) */
     if (argc > 1 && is_executable(argv[1])) {
         daemon_bin = argv[1];
         filter = argc > 2 ? argv[2] : NULL;

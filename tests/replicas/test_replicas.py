@@ -44,6 +44,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PGTMP = os.environ.get("DPB_PGTMP", os.path.join(ROOT, "tests", "pg", "pgtmp.sh"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
+os.environ.setdefault("DPBUDGET_SHUTDOWN_GRACE", "0")  # SIGTERM stops at once: no balancer
 SUITE_DEADLINE_S = 300
 G5 = {"class_name": "GaussianDpEvent", "noise_multiplier": 5}
 
