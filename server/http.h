@@ -130,7 +130,9 @@ http_server *http_start(const http_config *cfg);
 /* The port actually bound (useful with port 0). */
 unsigned http_port(const http_server *s);
 
-/* Stop accepting, finish in-flight requests, free. */
+/* Stop: computations still running are stopped (503 overloaded), the ledger lanes' requests
+ * finish, every connection is closed, and s is freed (after http_quiesce and a wait for
+ * http_in_flight, main.c's drain, nothing is in flight any more). */
 void http_stop(http_server *s);
 
 /* Stopping in steps (main.c, at SIGTERM): http_drain_begin makes every answer carry
