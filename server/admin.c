@@ -83,7 +83,8 @@ static int open_ledger(const char *cmd, opened *o)
         lo.pg_pool = 2;
     } else {
         o->lock_fd = lock_dir(o->where, 0, why, sizeof why);
-        if (o->lock_fd < 0) {
+        if (o->lock_fd < 0) { /* a mistyped url is taken for a directory: its name scrubbed */
+            admin_scrub(why, o->where);
             fprintf(stderr, "dpbudgetd %s: %s\n", cmd, why);
             return -1;
         }
@@ -137,8 +138,9 @@ static int cmd_migrate(int argc, char **argv)
         if (strcmp(argv[i], "--ledger-url") == 0 && i + 1 < argc) {
             url = argv[++i];
         } else {
-            fprintf(stderr, "dpbudgetd migrate: unexpected argument '%s'\n%s", argv[i],
-                    ADMIN_USAGE);
+            char shown[PATH_MAX]; /* a url given without --ledger-url */
+            admin_redact_url(argv[i], shown, sizeof shown);
+            fprintf(stderr, "dpbudgetd migrate: unexpected argument '%s'\n%s", shown, ADMIN_USAGE);
             return 2;
         }
     }
@@ -172,7 +174,9 @@ static int cmd_copy(int argc, char **argv)
         else if (strcmp(argv[i], "--to") == 0 && i + 1 < argc)
             to = argv[++i];
         else {
-            fprintf(stderr, "dpbudgetd copy-ledger: unexpected argument '%s'\n%s", argv[i],
+            char shown[PATH_MAX];
+            admin_redact_url(argv[i], shown, sizeof shown);
+            fprintf(stderr, "dpbudgetd copy-ledger: unexpected argument '%s'\n%s", shown,
                     ADMIN_USAGE);
             return 2;
         }
@@ -192,6 +196,7 @@ static int cmd_copy(int argc, char **argv)
     if (!store_is_pg_url(to)) {
         to_lock = lock_dir(to, 1, why, sizeof why);
         if (to_lock < 0) {
+            admin_scrub(why, to);
             fprintf(stderr, "dpbudgetd copy-ledger: %s\n", why);
             goto out;
         }

@@ -258,10 +258,14 @@ static const char *errno_hint(int e)
 static void startup_error(const char *msg, const char *dir, const char *path, int e,
                           const char *hint)
 {
-    char ts[40];
+    char ts[40], sdir[PATH_MAX], spath[PATH_MAX];
     reqlog_time(ts, sizeof ts);
+    /* a connection string given as --data-dir is shown without its secrets (a path is
+     * shown as it is) */
+    admin_redact_url(dir, sdir, sizeof sdir);
+    admin_redact_url(path, spath, sizeof spath);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg", msg,
-                          "data_dir", dir, "path", path);
+                          "data_dir", sdir, "path", spath);
     if (o && e) {
         json_object_set_new(o, "errno", json_string(errno_name(e)));
         json_object_set_new(o, "detail", json_string(strerror(e)));
@@ -631,14 +635,15 @@ static int open_ledger(const config_settings *st, const char *shown, app_state *
  * url without its password, or the data directory). */
 static void log_listening(const config_settings *st, const char *shown, unsigned port)
 {
-    char ts[40];
+    char ts[40], dir[PATH_MAX];
     reqlog_time(ts, sizeof ts);
+    admin_redact_url(st->lo.dir ? st->lo.dir : "", dir, sizeof dir);
     json_t *up = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "ts", ts, "level", "info", "msg",
                            "listening", "listen", st->cfg.listen_addr, "port", (int)port, "version",
                            DPB_VERSION, "ledger",
                            !st->use_ledger     ? "none"
                            : st->lo.ledger_url ? shown
-                                               : st->lo.dir);
+                                               : dir);
     daemonlog_json(up, "{\"msg\":\"listening\"}");
 }
 

@@ -790,7 +790,12 @@ def test_password_spellings(binary, url):
                  [binary, "--ledger-url=postgresql://%s:%s@%s/%s" % (user, secret, host, dbname)],
                  [binary, "postgresql://%s:%s@%s/%s" % (user, secret, host, dbname)],
                  [binary, "migrate", "--ledger-url", "postgresql://%s:Pw/%s@%s/%s"
-                  % (user, secret, host, dbname)]]:
+                  % (user, secret, host, dbname)],
+                 # a url given without its option, or mistyped and so taken for a directory
+                 [binary, "migrate", "postgresql://%s:%s@%s/%s" % (user, secret, host, dbname)],
+                 [binary, "--port", "0", "--data-dir", "postgresq://u:%s@h/d" % secret],
+                 [binary, "copy-ledger", "--from", "postgresq://u:%s@h/d" % secret, "--to",
+                  os.path.join(tmp_root, "pw-copy")]]:
         r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         text = (r.stdout + r.stderr).decode(errors="replace")
         check(r.returncode != 0 and secret not in text,
