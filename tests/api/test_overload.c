@@ -348,6 +348,32 @@ static void sigterm_drains_then_exits(void)
     tl_remove_dir(dir);
 }
 
+/* SIGINT (a person at a terminal) skips the grace; a second SIGTERM during the grace stops
+ * at once: neither waits out a --shutdown-grace of 30 s. */
+static void sigint_and_a_second_sigterm_skip_the_grace(void)
+{
+    const char *extra[] = {"--shutdown-grace", "30", NULL};
+    for (int second = 0; second < 2; second++) {
+        if (!start(extra))
+            return;
+        double t0 = tl_now();
+        if (second) {
+            CHECK(kill(api_daemon_pid(), SIGTERM) == 0);
+            nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+            api_reply r;
+            api_get("/readyz", &r);
+            CHECKF(r.status == 503 && api_str_is(r.json, "code", "shutting_down"),
+                   "/readyz in the grace: %ld", r.status);
+            api_reply_free(&r);
+        }
+        CHECK(kill(api_daemon_pid(), second ? SIGTERM : SIGINT) == 0);
+        int st = api_daemon_wait(10.0);
+        double took = tl_now() - t0;
+        CHECKF(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && took < 5.0,
+               "%s: exit status %d after %.2f s", second ? "a second SIGTERM" : "SIGINT", st, took);
+    }
+}
+
 /* Past --shutdown-deadline the computations still running are stopped (503 overloaded, or
  * the connection closed) and the daemon exits 0: the stop is bounded. */
 static void sigterm_stops_computations_past_the_deadline(void)
@@ -400,6 +426,7 @@ const tl_test OVERLOAD_TESTS[] = {
     TL_T(computation_past_deadline_is_stopped),
     TL_T(sigterm_drains_then_exits),
     TL_T(sigterm_stops_computations_past_the_deadline),
+    TL_T(sigint_and_a_second_sigterm_skip_the_grace),
     TL_T(compute_options_are_checked),
 };
 const size_t OVERLOAD_NTESTS = sizeof OVERLOAD_TESTS / sizeof OVERLOAD_TESTS[0];
