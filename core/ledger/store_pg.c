@@ -30,9 +30,13 @@
  *     dropped unless its upto was already durable then (seqs <= durable are never reused,
  *     seqs after it are). Its answer never claims a dropped record durable.
  * Connections: one for the flusher (flush_conn, used only by the thread holding syncing),
- * at most pool-1 more for catch-ups, snapshots and the rest (waited for with a timeout).
- * A connection that failed or timed out is closed; the next use reconnects (bounded by
- * connect_timeout), so the store is never failed for good.
+ * at most pool-1 more for catch-ups, snapshots, the probe and the rest (waited for with a
+ * timeout). A connection that failed or timed out is closed; the next use reconnects
+ * (bounded by connect_timeout), so the store is never failed for good. What the store last
+ * saw of the database (pg_health) is kept without a lock for probes; a database gone silent
+ * is asked only by the store's probe thread until it answers (every other exchange is
+ * refused at once). And this file is the one place a connection string is shown from
+ * (store_pg_redact, store_pg_scrub: libpq's reading of it, and what a person meant).
  *
  * May call: libpq, wal.h (only the sync-latency tally, wal_sync_tally, shared with the file
  * store's figures), common/clock. Called by the ledger through store.h.
