@@ -616,12 +616,14 @@ static int open_ledger(const config_settings *st, const char *shown, app_state *
     dpb_error err = {0};
     if (ledger_open(lo, &app->ledger, &err) == DPB_OK)
         return 0;
-    char ts[40];
+    char ts[40], dir[PATH_MAX];
     reqlog_time(ts, sizeof ts);
+    admin_redact_url(lo->dir, dir, sizeof dir); /* a path is shown as it is */
+    admin_scrub(err.detail, lo->dir);
     json_t *o =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "ts", ts, "level", "error", "msg",
-                  "cannot open the ledger", "data_dir", lo->dir, "status",
-                  dpb_strstatus(err.status), "detail", err.detail, "hint",
+                  "cannot open the ledger", "data_dir", dir, "status", dpb_strstatus(err.status),
+                  "detail", err.detail, "hint",
                   err.status == DPB_ECORRUPT
                       ? "the files are left as they are: keep a copy, check them with dpbudgetd "
                         "--verify, and restore the data directory from a backup"
