@@ -372,9 +372,12 @@ static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connectio
     }
     if (workpool_reserve(p) != 0) {
         free(j);
-        return refuse_full(c, ctx, p,
-                           p == s->lpool ? "for ledger writes (8 running, 4096 waiting)"
-                                         : "for ledger reads (8 running, 1024 waiting)");
+        char what[96];
+        snprintf(what, sizeof what, "for ledger %s (%u running, %u waiting)",
+                 p == s->lpool ? "writes" : "reads",
+                 p == s->lpool ? HTTP_LEDGER_THREADS : HTTP_READ_THREADS,
+                 p == s->lpool ? HTTP_LEDGER_QUEUE : HTTP_READ_QUEUE);
+        return refuse_full(c, ctx, p, what);
     }
     j->req = *req;
     j->routes = s->cfg.routes;
