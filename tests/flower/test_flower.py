@@ -116,6 +116,7 @@ def main():
                 with open(out) as f:
                     print(f.read()[-3000:])
         verify(c, logpath)
+        example(c, d.url, tmp)
         c.close()
     finally:
         d.stop()
@@ -202,6 +203,52 @@ def verify(c, logpath):
     print("flower: rounds charged %d; per-round noise multipliers %s; low-budget clients "
           "exhausted %s; largest relative difference to dp_accounting %.1e" % (
               len(charged), sorted(set(zeff.values())), low, worst))
+
+
+def charged_rounds(c, prefix, nodes):
+    """{pid: [round, ...]} and {round: {pid, ...}} of the charges in the clients' histories."""
+    per_client, per_round = {}, {}
+    for pid in range(nodes):
+        rounds = []
+        for h in c.iter_history("%s-c%d" % (prefix, pid)):
+            if h.state == "charged":
+                rnd = int(h.round_id.split("-r")[-1].split("-")[0])
+                rounds.append(rnd)
+                per_round.setdefault(rnd, set()).add(pid)
+        per_client[pid] = sorted(rounds)
+    return per_client, per_round
+
+
+def example(c, url, tmp):
+    """examples/flower_coordinator.py (under 30 lines) runs as a ServerApp: 3 rounds of 10 of
+    20 nodes, noise multiplier 1.1; the ledger charges what dp_accounting says."""
+    path = os.path.join(ROOT, "examples", "flower_coordinator.py")
+    with open(path) as f:
+        lines = f.read().rstrip("\n").count("\n") + 1
+    check(lines < 30, "the example coordinator has %d lines" % lines)
+    n, z, k = 20, 1.1, 10
+    c.register_clients([{"id": "ex-c%d" % p, "epsilon": 20.0, "delta": DELTA}
+                        for p in range(n)])
+    env = dict(os.environ, FL_RUN="ex", FL_NODES=str(n), DPBUDGET_URL=url,
+               DPBUDGET_RUN="ex-run", ROUNDS="3")
+    out = os.path.join(tmp, "example.log")
+    with open(out, "w") as f:
+        rc = subprocess.run([sys.executable, os.path.join(HERE, "run_example.py")], env=env,
+                            stdout=f, stderr=subprocess.STDOUT, timeout=90).returncode
+    with open(out) as f:
+        text = f.read()
+    check(rc == 0 and "budget: {" in text, "the example ended %d: %s" % (rc, text[-2000:]))
+    per_client, per_round = charged_rounds(c, "ex", n)
+    check(sorted(per_round) == [1, 2, 3] and all(len(v) <= k for v in per_round.values()),
+          "the example charged rounds %s" % {r: sorted(v) for r, v in per_round.items()})
+    for pid in range(n):
+        rec = c.get_client("ex-c%d" % pid)
+        theirs = epsilon_of([z * len(per_round[r]) / k for r in per_client[pid]])
+        check(abs(rec.spent.epsilon - theirs) <= ABOVE * max(theirs, 1e-300) and
+              rec.spent.epsilon >= theirs * (1 - BELOW),
+              "ex-c%d: ledger %r, dp_accounting %r" % (pid, rec.spent.epsilon, theirs))
+        if pid in ALWAYS_DROP:
+            check(not per_client[pid], "ex-c%d dropped out but was charged" % pid)
 
 
 if __name__ == "__main__":

@@ -391,6 +391,23 @@ class BulkSplitting(StubCase):
         self.assertEqual(el.eligible, len(sent))
 
 
+class Names(unittest.TestCase):
+    """An eligibility candidate is named `client`, as round admissions and refusals are; `id`
+    stays readable (the daemon sends both; an older daemon sends `id` only)."""
+
+    def test_client_and_id(self):
+        for item in ({"client": "ana", "id": "ana", "eligible": True},
+                     {"id": "ana", "eligible": True}):
+            el = dpbudget.Eligibility.from_json({"eligible": 1, "ineligible": 0,
+                                                  "clients": [item]})
+            self.assertEqual(el.clients[0].client, "ana")
+            self.assertEqual(el.clients[0].id, "ana")
+            self.assertEqual(el.eligible_ids, ["ana"])
+        r = dpbudget.Round.from_json({"round_id": "r", "admitted": [{"client": "ana"}],
+                                      "refused": [{"client": "ben", "reason": "over_budget"}]})
+        self.assertEqual((r.admitted[0].client, r.refused[0].client), ("ana", "ben"))
+
+
 class Python39(unittest.TestCase):
     def test_syntax(self):
         """Every module parses as Python 3.9 (the oldest version the package supports)."""
