@@ -41,8 +41,15 @@ class _Count:
 def run_pytest(pytest, names):
     count = _Count()
     args = ["-q", "-p", "no:cacheprovider", "--rootdir", HERE]
-    args += names if names else [HERE]
-    pytest.main(args, plugins=[count])
+    for n in names:  # a test named as run_tests.py's folder sees it (test_x.py::Class)
+        here = os.path.join(HERE, n)
+        args.append(here if not n.startswith("-") and not os.path.exists(n.split("::")[0])
+                    else n)
+    if not any(not n.startswith("-") for n in names):  # options only: the whole folder
+        args.append(HERE)
+    rc = pytest.main(args, plugins=[count])
+    if rc not in (0, 1) and not count.failed:  # usage error, nothing collected, interrupted
+        count.failed += 1
     return count.passed, count.failed
 
 

@@ -45,10 +45,15 @@ class Package(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def fresh_venv(self, name):
+        """A new venv of the system's python, nothing installed in it (this venv's pip
+        installs into it: `pip --python`)."""
         v = os.path.join(self.tmp, name)
-        rc, out = sh([base_python(), "-m", "venv", v])
+        rc, out = sh([base_python(), "-m", "venv", "--without-pip", v])
         self.assertEqual(rc, 0, out)
         return os.path.join(v, "bin", "python")
+
+    def pip(self, target, *args):
+        return sh([sys.executable, "-m", "pip", "--python", target] + list(args), env=OFFLINE)
 
     def check_installed(self, py):
         rc, out = sh([py, "-c", "import dpbudget, dpbudget.client, os; "
@@ -61,20 +66,20 @@ class Package(unittest.TestCase):
 
     def test_wheel_builds_and_installs_offline(self):
         dist = os.path.join(self.tmp, "dist")
-        py = self.fresh_venv("build")
-        rc, out = sh([py, "-m", "pip", "wheel", "--no-deps", "-w", dist, PKG], env=OFFLINE)
+        rc, out = sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, PKG],
+                     env=OFFLINE)  # in an isolated build environment: nothing in it
         self.assertEqual(rc, 0, out)
         wheels = glob.glob(os.path.join(dist, "dpbudget-%s-py3-none-any.whl" %
                                         dpbudget.__version__))
         self.assertEqual(len(wheels), 1, os.listdir(dist))
         py = self.fresh_venv("wheel")
-        rc, out = sh([py, "-m", "pip", "install", wheels[0]], env=OFFLINE)
+        rc, out = self.pip(py, "install", wheels[0])
         self.assertEqual(rc, 0, out)
         self.check_installed(py)
 
     def test_install_from_source_offline(self):
         py = self.fresh_venv("source")
-        rc, out = sh([py, "-m", "pip", "install", PKG], env=OFFLINE)
+        rc, out = self.pip(py, "install", PKG)
         self.assertEqual(rc, 0, out)
         self.check_installed(py)
 
@@ -124,9 +129,10 @@ n: int = c.get_client("a").spent.epsilon
 @unittest.skipIf(os.environ.get("DPB_NO_MYPY") == "1", "DPB_NO_MYPY=1")
 class Types(unittest.TestCase):
     def mypy(self, *args, cwd=PKG):
-        rc, out = sh([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                      "--cache-dir", os.devnull] + list(args), cwd=cwd,
-                     env={"MYPYPATH": PKG})
+        # mypy's cache lives in the venv (flwr and numpy analysed once, not every run)
+        cache = os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "mypy-cache")
+        rc, out = sh([sys.executable, "-m", "mypy", "--strict", "--cache-dir", cache] +
+                     list(args), cwd=cwd, env={"MYPYPATH": PKG})
         return rc, out
 
     def test_package_strict(self):
