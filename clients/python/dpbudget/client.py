@@ -118,7 +118,9 @@ def _seg(s: Any, what: str) -> str:
     return quote(s, safe="")
 
 
-def _ids(xs: Iterable[str], what: str) -> List[str]:
+def _ids(xs: Optional[Iterable[str]], what: str) -> List[str]:
+    if xs is None:
+        raise TypeError("%s must be a list of ids, not None" % what)
     if isinstance(xs, str):
         raise TypeError("%s must be a list of ids, not a string" % what)
     out = list(xs)
@@ -568,7 +570,7 @@ class Client:
         if label is not None:
             b["label"] = label
             return Eligibility.from_json(self._post("/v1/eligibility", b).body)
-        ids = _ids(clients or (), "clients")
+        ids = _ids(clients, "clients")
         total = Eligibility(0, 0, [])
         for _, body in self._chunks(ids, batch_size, "clients", b):
             total.extend(Eligibility.from_json(self._post("/v1/eligibility", body).body))

@@ -391,6 +391,16 @@ class BulkSplitting(StubCase):
         self.assertEqual(el.eligible, len(sent))
 
 
+class Python39(unittest.TestCase):
+    def test_syntax(self):
+        """Every module parses as Python 3.9 (the oldest version the package supports)."""
+        root = os.path.dirname(os.path.abspath(dpbudget.__file__))
+        for name in sorted(os.listdir(root)):
+            if name.endswith(".py"):
+                with open(os.path.join(root, name)) as f:
+                    ast.parse(f.read(), name, feature_version=(3, 9))
+
+
 class Names(unittest.TestCase):
     """An eligibility candidate is named `client`, as round admissions and refusals are; `id`
     stays readable (the daemon sends both; an older daemon sends `id` only)."""
@@ -406,13 +416,3 @@ class Names(unittest.TestCase):
         r = dpbudget.Round.from_json({"round_id": "r", "admitted": [{"client": "ana"}],
                                       "refused": [{"client": "ben", "reason": "over_budget"}]})
         self.assertEqual((r.admitted[0].client, r.refused[0].client), ("ana", "ben"))
-
-
-class Python39(unittest.TestCase):
-    def test_syntax(self):
-        """Every module parses as Python 3.9 (the oldest version the package supports)."""
-        root = os.path.dirname(os.path.abspath(dpbudget.__file__))
-        for name in sorted(os.listdir(root)):
-            if name.endswith(".py"):
-                with open(os.path.join(root, name)) as f:
-                    ast.parse(f.read(), name, feature_version=(3, 9))
