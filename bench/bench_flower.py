@@ -30,7 +30,7 @@ NODES = 30
 def one(url, run, ledger, tmp):
     stats = os.path.join(tmp, "stats-%s.json" % run)
     env = dict(os.environ, FL_URL=url or "", FL_RUN=run, FL_NODES=str(NODES),
-               FL_ROUNDS=str(ROUNDS), FL_K="8", FL_Z="3.0", FL_LEDGER="1" if ledger else "0",
+               FL_ROUNDS=str(ROUNDS), FL_K="8", FL_Z="6.0", FL_LEDGER="1" if ledger else "0",
                FL_STATS=stats)
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "flower", "budget_app.py")],
                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,

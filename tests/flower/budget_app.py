@@ -46,7 +46,7 @@ RUN = ENV.get("FL_RUN", "fl")
 NODES = int(ENV.get("FL_NODES", "30"))
 ROUNDS = int(ENV.get("FL_ROUNDS", "12"))
 K = int(ENV.get("FL_K", "8"))
-Z = float(ENV.get("FL_Z", "3.0"))
+Z = float(ENV.get("FL_Z", "6.0"))
 ATTEMPT = int(ENV.get("FL_ATTEMPT", "1"))
 ALWAYS_DROP = {2, 3}
 

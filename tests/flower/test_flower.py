@@ -4,7 +4,7 @@ dp_accounting at the versions of clients/python/requirements-dev.txt).
 
 A real daemon; 30 Flower nodes (Flower's simulation engine, ClientApps on threads:
 inprocess.py); 12 rounds of 8 clients of Flower's DifferentialPrivacyClientSideFixedClipping
-(noise multiplier 3) around FedAvg, wrapped by dpbudget.flower.Budgeted. Clients 2 and 3
+(noise multiplier 6) around FedAvg, wrapped by dpbudget.flower.Budgeted. Clients 2 and 3
 always fail, others fail now and then (budget_app.flaky); client 1's budget is below one
 round, clients 4-9 afford two or three rounds. The ServerApp is SIGKILLed twice: just before
 the commit of round 4 (reserved, not committed) and just after the commit of round 7
@@ -13,8 +13,9 @@ the commit of round 4 (reserved, not committed) and just after the commit of rou
 The oracle is independent of the wrapper: what each ClientApp was sent and answered (its own
 log), the kill schedule, and dp_accounting's RdpAccountant. Checked:
 - each client's spend in the ledger equals dp_accounting's epsilon of its charged rounds, a
-  round whose aggregate had m of the 8 replies being GaussianDpEvent(3*m/8) (the release's
-  true noise multiplier: noise 3*C/8 on the average of m clipped updates);
+  round whose aggregate had m of the 8 replies being GaussianDpEvent(6*m/16) (the release's
+  noise multiplier: noise 6*C/8 on the average of m updates clipped to C, which one client
+  moves by up to 2C/m when removed or replaced);
 - the clients charged in a round are among those that replied in the attempt that
   released it: dropouts spend nothing; a reporter left out could not afford the round;
 - no client was ever sent a round it could not afford (client 1 never; the others only
@@ -40,7 +41,7 @@ import support  # noqa: E402
 import dpbudget  # noqa: E402
 
 RUN = "fl"
-NODES, ROUNDS, K, Z = 30, 12, 8, 3.0
+NODES, ROUNDS, K, Z = 30, 12, 8, 6.0
 DELTA = 1e-5
 KILLS = ["before:4", "after:7", None]  # attempt 1, 2, 3
 # the rounds whose aggregate each attempt released (and charged): up to the kill
@@ -166,7 +167,7 @@ def verify(c, logpath):
               "round %d charged %s, who did not report in the attempt that released it (%s)"
               % (rnd, sorted(pids - ok_by_round.get(rnd, set())), sorted(ok_by_round.get(rnd, set()))))
     check(len(charged) >= 8, "only %d rounds charged anyone" % len(charged))
-    zeff = {rnd: Z * len(pids) / K for rnd, pids in charged.items()}
+    zeff = {rnd: Z * len(pids) / (2 * K) for rnd, pids in charged.items()}
     worst = 0.0
     for pid in range(NODES):
         cid = "%s-c%d" % (RUN, pid)
@@ -188,7 +189,7 @@ def verify(c, logpath):
         for rnd in range(1, ROUNDS + 1):
             got = any(p == pid and r == rnd for (_, r, p, _) in sent)
             if got:
-                check(epsilon_of(prior + [Z]) <= budget_of(pid) * (1 + ABOVE),
+                check(epsilon_of(prior + [Z / 2]) <= budget_of(pid) * (1 + ABOVE),
                       "%s was sent round %d it could not afford (spent rounds %s)" % (
                           cid, rnd, prior))
             if rnd in per_client[pid]:
@@ -198,7 +199,8 @@ def verify(c, logpath):
                       "%s reported in round %d but was not charged, though it could afford it"
                       % (cid, rnd))
     check(not any(p == 1 for (_, _, p, _) in sent), "client 1 (below one round) was sent a round")
-    low = [p for p in range(4, 10) if c.eligibility(["%s-c%d" % (RUN, p)], event=dpbudget.events.gaussian(Z)).eligible == 0]
+    low = [p for p in range(4, 10) if c.eligibility(
+        ["%s-c%d" % (RUN, p)], event=dpbudget.events.gaussian(Z / 2)).eligible == 0]
     check(len(low) >= 1, "no low-budget client exhausted its budget: the test proves nothing")
     print("flower: rounds charged %d; per-round noise multipliers %s; low-budget clients "
           "exhausted %s; largest relative difference to dp_accounting %.1e" % (
@@ -221,12 +223,12 @@ def charged_rounds(c, prefix, nodes):
 
 def example(c, url, tmp):
     """examples/flower_coordinator.py (under 30 lines) runs as a ServerApp: 3 rounds of 10 of
-    20 nodes, noise multiplier 1.1; the ledger charges what dp_accounting says."""
+    20 nodes, noise multiplier 4; the ledger charges what dp_accounting says."""
     path = os.path.join(ROOT, "examples", "flower_coordinator.py")
     with open(path) as f:
         lines = f.read().rstrip("\n").count("\n") + 1
     check(lines < 30, "the example coordinator has %d lines" % lines)
-    n, z, k = 20, 1.1, 10
+    n, z, k = 20, 4.0, 10
     c.register_clients([{"id": "ex-c%d" % p, "epsilon": 20.0, "delta": DELTA}
                         for p in range(n)])
     env = dict(os.environ, FL_RUN="ex", FL_NODES=str(n), DPBUDGET_URL=url,
@@ -243,7 +245,7 @@ def example(c, url, tmp):
           "the example charged rounds %s" % {r: sorted(v) for r, v in per_round.items()})
     for pid in range(n):
         rec = c.get_client("ex-c%d" % pid)
-        theirs = epsilon_of([z * len(per_round[r]) / k for r in per_client[pid]])
+        theirs = epsilon_of([z * len(per_round[r]) / (2 * k) for r in per_client[pid]])
         check(abs(rec.spent.epsilon - theirs) <= ABOVE * max(theirs, 1e-300) and
               rec.spent.epsilon >= theirs * (1 - BELOW),
               "ex-c%d: ledger %r, dp_accounting %r" % (pid, rec.spent.epsilon, theirs))

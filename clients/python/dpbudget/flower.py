@@ -20,25 +20,32 @@ Each training round:
 
 The event charged. With one of Flower's differential-privacy wrappers in the chain
 (DifferentialPrivacy{Client,Server}Side{Fixed,Adaptive}Clipping) it is derived from its
-attributes: the wrapper adds Gaussian noise of standard deviation z*C/n to the average of the
-clipped updates (z: noise_multiplier, C: clipping norm, n: num_sampled_clients), so a client
-whose update has weight w_i among the replies used has sensitivity C*w_i/sum(w) and the
-release is a Gaussian mechanism of noise multiplier z*sum(w)/(n*max(w)) for every reporting
-client (z when all n replied with equal weights, z*m/n when m of n replied). That
-multiplier is charged as GaussianDpEvent (user-level, add/remove or replace-one of one
-client's update; no sampling amplification is claimed: the ledger knows who took part). The
-adaptive-clipping wrappers also release a noisy count of clipped updates (each client's bit,
-sensitivity 1, noise clipped_count_stddev): their event is ComposedDpEvent of the update's
-Gaussian (their adjusted noise_multiplier) and GaussianDpEvent(clipped_count_stddev). Andrew
-et al. (arXiv:1905.03871) reach the user's multiplier by centring the bits at +-1/2
-(sensitivity 1/2); Flower counts bits 0/1, so the sensitivity 1 is charged, which is larger.
-The round is reserved at the nominal event (all n reply with equal weights). When the
-replies make the release weaker, the reservation is released, the reporters who cannot
-afford the weaker event are left out of the aggregate (as dropouts; each one left out
-weakens it again, until all that remain can afford it) and the event is charged in a round
-of its own (`{run_id}-r{round}-m`, all or nothing): if the ledger still refuses (a
-concurrent round took the budget), the aggregate is withheld (no arrays returned), so nothing
-is released uncharged.
+attributes. The wrapper adds Gaussian noise of standard deviation z*C/n (z: noise_multiplier,
+C: clipping norm, n: num_sampled_clients) to FedAvg's average of the m replies it aggregates,
+each clipped to norm C, with equal weights (the condition Flower's own accountant also
+requires; replies of unequal weights make the sensitivity depend on the weights, which are
+the clients' data: such an aggregate is withheld, see below). The average's L2 sensitivity
+to one client:
+- adjacency "add_or_remove" (the default; also covers replace-one): removing a client's
+  reply or replacing its update moves the average by (x_i - x_i')/m or (x_i - avg)/m, at
+  most 2C/m: the release is a Gaussian mechanism of noise multiplier z*m/(2n);
+- adjacency "zero_out" (a client's update replaced by zeros, still counted; the assumption
+  under which Flower calls its noise multiplier z): C/m, noise multiplier z*m/n.
+That multiplier is charged to every reporting client as GaussianDpEvent (user-level; no
+sampling amplification is claimed: the ledger knows who took part). The adaptive-clipping
+wrappers also release a noisy count of clipped updates (one bit per client, sensitivity 1
+under either adjacency, noise clipped_count_stddev): their event is ComposedDpEvent of the
+update's Gaussian (from their adjusted noise_multiplier, as above) and
+GaussianDpEvent(clipped_count_stddev). Andrew et al. (arXiv:1905.03871) reach the user's
+multiplier by centring the bits at +-1/2 (sensitivity 1/2); Flower counts bits 0/1, so
+sensitivity 1 is charged, which is larger.
+The round is reserved at the event of all n replying. When fewer reply, the release is
+weaker (m < n): the reservation is released, the reporters who cannot afford the weaker
+event are left out of the aggregate (as dropouts; each one left out weakens it again, until
+all that remain can afford it) and the event is charged in a round of its own
+(`{run_id}-r{round}-m`, all or nothing). If the ledger still refuses (a concurrent round took
+the budget), or the replies' weights differ, the aggregate is withheld (no arrays returned,
+nobody charged, `dpbudget-withheld` = 1, logged as an error): nothing is released uncharged.
 Without a DP wrapper, give `event`: what one round costs each reporting client (e.g.
 events.dp_sgd(q, sigma, steps) for local DP-SGD). Evaluation rounds are not charged (as
 Flower's own accountant, they release metrics only: set fraction_evaluate=0 or account them).
@@ -52,8 +59,8 @@ repeated after a lost answer is replayed by the daemon, never charged twice.
 
 Metrics. aggregate_train's MetricRecord gains dpbudget-eligible, dpbudget-ineligible,
 dpbudget-reserved, dpbudget-charged, dpbudget-released, dpbudget-noise-multiplier (of the
-event charged, when Gaussian), dpbudget-skipped and dpbudget-replayed; `budget_state()` gives
-the same and the spend of the charged clients.
+event charged, when Gaussian), dpbudget-skipped, dpbudget-replayed and dpbudget-withheld;
+`budget_state()` gives the same and the ledger's counts of clients by status.
 """
 from __future__ import annotations
 
@@ -107,16 +114,16 @@ def _dp_wrapper(strategy: Strategy) -> Optional[Strategy]:
     return None
 
 
+ADJACENCY = {"add_or_remove": 2.0, "zero_out": 1.0}  # the sensitivity in units of C/m
+
+
 def _weights(replies: List[Message], key: Optional[str]) -> List[float]:
-    """Each reply's aggregation weight (FedAvg's weighted_by_key in its MetricRecord); 1 each
-    when the strategy weighs nothing."""
-    if key is None:
-        return [1.0] * len(replies)
+    """Each reply's aggregation weight (FedAvg's weighted_by_key in its MetricRecord)."""
     out = []
     for r in replies:
         w = None
         for rec in r.content.metric_records.values():
-            if key in rec:
+            if key is not None and key in rec:
                 w = rec[key]
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
             raise ValueError("a reply has no positive %r: its sensitivity is unknown" % key)
@@ -124,14 +131,17 @@ def _weights(replies: List[Message], key: Optional[str]) -> List[float]:
     return out
 
 
-def dp_event_of(dp: Strategy, weights: Optional[List[float]] = None) -> Event:
-    """The event one release of Flower's DP wrapper `dp` costs each reporting client, for the
-    aggregation weights of the replies used (None: all num_sampled_clients, equal weights).
+def dp_event_of(dp: Strategy, replies: Optional[int] = None,
+                adjacency: str = "add_or_remove") -> Event:
+    """The event one release of Flower's DP wrapper `dp` costs each reporting client, when
+    `replies` of its num_sampled_clients replied with equal weights (None: all of them).
     See the module's documentation for the derivation."""
+    if adjacency not in ADJACENCY:
+        raise ValueError("adjacency must be one of %s, not %r" % (sorted(ADJACENCY), adjacency))
     z = float(getattr(dp, "noise_multiplier"))
     n = int(getattr(dp, "num_sampled_clients"))
-    if weights:
-        z = z * (sum(weights) / (n * max(weights)))  # exactly z when all n replied alike
+    m = n if replies is None else replies
+    z = z * (m / n) / ADJACENCY[adjacency]  # exactly z/2 (or z) when all n replied
     if isinstance(dp, DifferentialPrivacyAdaptiveBase):
         return events.composed([events.gaussian(z),
                                 events.gaussian(float(dp.clipped_count_stddev))])
@@ -194,14 +204,17 @@ class Budgeted(Strategy):
     ledger: a dpbudget.Client; run_id: names the run's rounds ({run_id}-r{round}) and its
     event ({run_id}-round): the same run_id after a restart resumes without charging a round
     twice; event: what a round costs each reporting client (default: derived from a Flower
-    DP wrapper in `strategy`); client_id: node id -> ledger id (a mapping or a function; None:
-    ask each node, see answer_ledger_id); id_timeout: seconds to wait for the id answers;
-    reservation_ttl: the reservations' lifetime in seconds (the daemon's default when None).
+    DP wrapper in `strategy`); adjacency: "add_or_remove" (default) or "zero_out", the
+    neighbouring datasets the derived event is for (see the module's documentation);
+    client_id: node id -> ledger id (a mapping or a function; None: ask each node, see
+    answer_ledger_id); id_timeout: seconds to wait for the id answers; reservation_ttl: the
+    reservations' lifetime in seconds (the daemon's default when None).
     """
 
     def __init__(self, strategy: Strategy, ledger: Client, run_id: str, *,
-                 event: Optional[EventLike] = None, client_id: NodeIds = None,
-                 id_timeout: float = 30.0, reservation_ttl: Optional[float] = None) -> None:
+                 event: Optional[EventLike] = None, adjacency: str = "add_or_remove",
+                 client_id: NodeIds = None, id_timeout: float = 30.0,
+                 reservation_ttl: Optional[float] = None) -> None:
         super().__init__()
         self.strategy = strategy
         self.ledger = ledger
@@ -210,14 +223,15 @@ class Budgeted(Strategy):
         if event is None and self.dp is None:
             raise ValueError("give `event` (what one round costs a reporting client) or wrap a "
                              "Flower DP strategy, whose noise the event is derived from")
+        self.adjacency = adjacency
         self.event: Event = events.to_event(event) if event is not None else dp_event_of(
-            self.dp)  # type: ignore[arg-type]
+            self.dp, None, adjacency)  # type: ignore[arg-type]
         self._weight_key: Optional[str] = None
         if event is None:
             inner = _chain(strategy)[-1]
             if not isinstance(inner, FedAvg):
-                raise ValueError("the DP wrapper's event needs the replies' weights: wrap a "
-                                 "FedAvg-family strategy, or give `event`")
+                raise ValueError("the DP wrapper's event holds for FedAvg's average of equal "
+                                 "weights: wrap a FedAvg-family strategy, or give `event`")
             self._weight_key = inner.weighted_by_key
         self.event_name = run_id + "-round"
         self._client_id = client_id
@@ -330,6 +344,11 @@ class Budgeted(Strategy):
         admitted: Dict[int, str] = info["admitted"]
         used = [m for m in replies
                 if not m.has_error() and m.metadata.src_node_id in admitted]
+        if self.dp is not None and len(set(_weights(used, self._weight_key))) > 1:
+            log.error("round %d: the replies' weights differ: the DP wrapper's sensitivity is "
+                      "not C/m (equal weights fail); the aggregate is withheld", server_round)
+            self.ledger.release(rid)
+            return None, self._metrics(None, info, 0, len(admitted), None, withheld=True)
         ev = self._event_for(used)
         if used and ev != self.event:
             # a weaker release than reserved (dropouts, unequal weights): release the
@@ -360,7 +379,8 @@ class Budgeted(Strategy):
                 log.warning("round %d: the ledger refused the release's event (%s): the "
                             "aggregate is withheld", server_round,
                             ", ".join("%s %s" % (x.client, x.reason) for x in r.refused))
-                return None, self._metrics(metrics, info, 0, len(admitted), None)
+                return None, self._metrics(metrics, info, 0, len(admitted), None,
+                                           withheld=True)
         return arrays, self._metrics(metrics, info, len(reported),
                                      len(admitted) - len(reported), ev)
 
@@ -368,10 +388,10 @@ class Budgeted(Strategy):
         """The event a release from the replies `used` costs each of their clients."""
         if self.dp is None or not used:
             return self.event
-        return dp_event_of(self.dp, _weights(used, self._weight_key))
+        return dp_event_of(self.dp, len(used), self.adjacency)
 
     def _metrics(self, metrics: Optional[MetricRecord], info: Dict[str, Any], charged: int,
-                 released: int, ev: Optional[Event]) -> MetricRecord:
+                 released: int, ev: Optional[Event], withheld: bool = False) -> MetricRecord:
         out = MetricRecord(dict(metrics)) if metrics is not None else MetricRecord()
         state: Dict[str, float] = {
             "dpbudget-eligible": int(info.get("eligible", 0)),
@@ -381,6 +401,7 @@ class Budgeted(Strategy):
             "dpbudget-released": released,
             "dpbudget-skipped": int(info.get("skipped", 0)),
             "dpbudget-replayed": int(info.get("replayed", 0)),
+            "dpbudget-withheld": int(withheld),
         }
         z = _noise_multiplier(ev) if ev is not None else None
         if z is not None:

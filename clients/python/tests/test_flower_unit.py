@@ -19,24 +19,31 @@ class DpEvent(unittest.TestCase):
         for cls in (DifferentialPrivacyServerSideFixedClipping,
                     DifferentialPrivacyClientSideFixedClipping):
             dp = cls(FedAvg(), noise_multiplier=1.2, clipping_norm=1.0, num_sampled_clients=10)
-            self.assertEqual(dp_event_of(dp), events.gaussian(1.2))
-            self.assertEqual(dp_event_of(dp, [1.0] * 10), events.gaussian(1.2))
-            # noise 1.2*C/10 on the average of 5 updates (sensitivity C/5)
-            self.assertEqual(dp_event_of(dp, [1.0] * 5), events.gaussian(0.6))
-            # weights 1 and 3 of 10 sampled: the heavier one has sensitivity 3C/4
-            z = dp_event_of(dp, [1.0, 3.0])["noise_multiplier"]
-            self.assertAlmostEqual(z, 1.2 * 4 / 30, places=15)
+            # noise 1.2*C/10 on the average of 10 updates: sensitivity 2C/10 when a client's
+            # update is removed or replaced, C/10 when it is zeroed
+            self.assertEqual(dp_event_of(dp), events.gaussian(0.6))
+            self.assertEqual(dp_event_of(dp, 10), events.gaussian(0.6))
+            self.assertEqual(dp_event_of(dp, 10, "zero_out"), events.gaussian(1.2))
+            # 5 of 10 replied: the average of 5 moves by up to 2C/5
+            self.assertEqual(dp_event_of(dp, 5), events.gaussian(0.3))
+            self.assertEqual(dp_event_of(dp, 5, "zero_out"), events.gaussian(0.6))
+            with self.assertRaises(ValueError):
+                dp_event_of(dp, 5, "replace_special")
 
     def test_adaptive_clipping(self):
         for cls in (DifferentialPrivacyServerSideAdaptiveClipping,
                     DifferentialPrivacyClientSideAdaptiveClipping):
             dp = cls(FedAvg(), noise_multiplier=1.0, num_sampled_clients=40)
             # Flower: count noise 40/20 = 2, the update's multiplier (1 - 1/16)^-1/2
-            ev = dp_event_of(dp)
+            ev = dp_event_of(dp, None, "zero_out")
             self.assertEqual(ev["class_name"], "ComposedDpEvent")
             upd, cnt = ev["events"]
             self.assertAlmostEqual(upd["noise_multiplier"], (1 - 1 / 16.0) ** -0.5, places=12)
             self.assertEqual(cnt, events.gaussian(2.0))  # sensitivity 1, not 1/2
+            upd, cnt = dp_event_of(dp)["events"]
+            self.assertAlmostEqual(upd["noise_multiplier"], (1 - 1 / 16.0) ** -0.5 / 2,
+                                   places=12)
+            self.assertEqual(cnt, events.gaussian(2.0))
 
     def test_needs_an_event(self):
         c = dpbudget.Client("http://127.0.0.1:1")
