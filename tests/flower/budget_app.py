@@ -10,6 +10,8 @@ on threads instead of Ray). Configured by the environment:
   FL_KILL     "before:R" or "after:R": SIGKILL this process while round R is still reserved,
               or just after the write that charged it was answered (see KillingClient)
   FL_LEDGER   0: the same run without the ledger (Budgeted left out: the speed baseline)
+  FL_MODE     "dp" (default) or "fedavg": plain FedAvg, Budgeted charging GaussianDpEvent(Z)
+              to each reporting client (as for updates noised on the clients)
   FL_STATS    where the ServerApp writes its rounds per second
 The ClientApps log independently of the wrapper: the test's oracle is built from that log and
 the kill schedule, never from what the wrapper says."""
@@ -30,12 +32,13 @@ import inprocess  # noqa: E402
 inprocess.install()
 
 import numpy as np  # noqa: E402
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import (ArrayRecord, ConfigRecord, Context, Message, MetricRecord,  # noqa: E402
+                      RecordDict)
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.clientapp.mod import fixedclipping_mod  # noqa: E402
 from flwr.serverapp import Grid, ServerApp  # noqa: E402
 from flwr.serverapp.strategy import (DifferentialPrivacyClientSideFixedClipping,  # noqa: E402
-                                     FedAvg)
+                                     FedAvg, Strategy)
 from flwr.simulation import run_simulation  # noqa: E402
 
 import dpbudget  # noqa: E402
@@ -123,16 +126,24 @@ server = ServerApp()
 def main(grid: Grid, ctx: Context) -> None:
     inner = FedAvg(fraction_train=1e-6, min_train_nodes=K, min_available_nodes=K,
                    fraction_evaluate=0.0)
-    strategy = DifferentialPrivacyClientSideFixedClipping(inner, noise_multiplier=Z,
-                                                          clipping_norm=1.0,
-                                                          num_sampled_clients=K)
+    strategy: Strategy = inner
+    event = None
+    config = None
+    if ENV.get("FL_MODE", "dp") == "dp":
+        strategy = DifferentialPrivacyClientSideFixedClipping(inner, noise_multiplier=Z,
+                                                              clipping_norm=1.0,
+                                                              num_sampled_clients=K)
+    else:
+        event = dpbudget.events.gaussian(Z)
+        config = ConfigRecord({"clipping_norm": 1.0})  # the clients' fixedclipping_mod
     if ENV.get("FL_LEDGER", "1") != "0":
         ledger = KillingClient(ENV["FL_URL"])
-        strategy = Budgeted(strategy, ledger, run_id=RUN)
+        strategy = Budgeted(strategy, ledger, run_id=RUN, event=event)
     while len(list(grid.get_node_ids())) < NODES:  # every node up: the same rounds each time
         time.sleep(0.05)
     t0 = time.perf_counter()
-    strategy.start(grid=grid, initial_arrays=ArrayRecord([np.zeros(4)]), num_rounds=ROUNDS)
+    strategy.start(grid=grid, initial_arrays=ArrayRecord([np.zeros(4)]), num_rounds=ROUNDS,
+                   train_config=config)
     took = time.perf_counter() - t0
     if ENV.get("FL_STATS"):
         with open(ENV["FL_STATS"], "w") as f:

@@ -22,6 +22,8 @@ log), the kill schedule, and dp_accounting's RdpAccountant. Checked:
   while dp_accounting says the nominal round fits their budget);
 - no round is charged twice: the rounds done before a restart are never sent again, round 4
   is run again with its reserved cohort, each round id appears once in a history.
+Then examples/flower_coordinator.py as a ServerApp (its lines counted: under 30), and plain
+FedAvg wrapped with a given event: each reporting client charged that event.
 Prints "flower: N passed, M failed"."""
 import json
 import os
@@ -116,8 +118,12 @@ def main():
             if rc != want:
                 with open(out) as f:
                     print(f.read()[-3000:])
-        verify(c, logpath)
-        example(c, d.url, tmp)
+        for part in (lambda: verify(c, logpath), lambda: example(c, d.url, tmp),
+                     lambda: plain_fedavg(c, d.url, tmp)):
+            try:
+                part()
+            except Exception as e:  # a failure, counted, and the other parts still run
+                check(False, "%s: %r" % (type(e).__name__, e))
         c.close()
     finally:
         d.stop()
@@ -251,6 +257,39 @@ def example(c, url, tmp):
               "ex-c%d: ledger %r, dp_accounting %r" % (pid, rec.spent.epsilon, theirs))
         if pid in ALWAYS_DROP:
             check(not per_client[pid], "ex-c%d dropped out but was charged" % pid)
+
+
+def plain_fedavg(c, url, tmp):
+    """FedAvg without a DP wrapper, Budgeted with event=GaussianDpEvent(2) (noise the
+    clients add themselves): 12 nodes, 3 rounds of 6; each reporting client is charged that
+    event, whatever the others did; dropouts (2, 3, and the flaky ones) nothing."""
+    n, k, z = 12, 6, 2.0
+    c.register_clients([{"id": "fa-c%d" % p, "epsilon": 20.0, "delta": DELTA}
+                        for p in range(n)])
+    logpath = os.path.join(tmp, "fedavg.jsonl")
+    env = dict(os.environ, FL_URL=url, FL_RUN="fa", FL_NODES=str(n), FL_ROUNDS="3",
+               FL_K=str(k), FL_Z=str(z), FL_LOG=logpath, FL_MODE="fedavg", FL_KILL="")
+    out = os.path.join(tmp, "fedavg.log")
+    with open(out, "w") as f:
+        rc = subprocess.run([sys.executable, os.path.join(HERE, "budget_app.py")], env=env,
+                            stdout=f, stderr=subprocess.STDOUT, timeout=90).returncode
+    check(rc == 0, "the FedAvg run ended %d (see %s)" % (rc, out))
+    reported = {}
+    with open(logpath) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["ok"]:
+                reported.setdefault(r["pid"], []).append(r["round"])
+    per_client, _ = charged_rounds(c, "fa", n)
+    for pid in range(n):
+        check(per_client[pid] == sorted(reported.get(pid, [])),
+              "fa-c%d charged for rounds %s, reported in %s" % (
+                  pid, per_client[pid], sorted(reported.get(pid, []))))
+        theirs = epsilon_of([z] * len(per_client[pid]))
+        ours = c.get_client("fa-c%d" % pid).spent.epsilon
+        check(theirs * (1 - BELOW) <= ours <= theirs * (1 + ABOVE) or ours == theirs == 0.0,
+              "fa-c%d: ledger %r, dp_accounting %r" % (pid, ours, theirs))
+    check(sum(len(v) for v in per_client.values()) > 0, "the FedAvg run charged nobody")
 
 
 if __name__ == "__main__":

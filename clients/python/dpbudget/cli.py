@@ -335,7 +335,7 @@ def cmd_eligibility(c: Client, a: argparse.Namespace) -> Output:
     r = c.eligibility(ids, event=ev, event_name=a.event_name if ev is None else None,
                       label=a.label, max_rounds=a.max_rounds)
     raw = {"eligible": r.eligible, "ineligible": r.ineligible,
-           "clients": [vars(x) for x in r.clients]}
+           "clients": [dict(vars(x), id=x.client) for x in r.clients]}  # id: as before
     rows = [(x.id, "yes" if x.eligible else "no",
              "%s%s" % (num(x.affordable_rounds), "+" if x.affordable_rounds_capped else ""),
              x.reason or "-") for x in r.clients]

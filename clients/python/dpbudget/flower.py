@@ -259,10 +259,15 @@ class Budgeted(Strategy):
                 for n in unknown:
                     self._ids[n] = self._client_id.get(n)
         out: Dict[int, str] = {}
+        seen: Set[str] = set()
         for n in nodes:
             cid = self._ids.get(n)
-            if cid is not None:
+            if cid is not None and cid in seen:
+                log.warning("node %d names ledger id %s, which another node has: never "
+                            "sampled", n, cid)
+            elif cid is not None:
                 out[n] = cid
+                seen.add(cid)
         return out
 
     def _ask_ids(self, grid: Grid, nodes: List[int]) -> None:
@@ -323,6 +328,10 @@ class Budgeted(Strategy):
         msgs = list(self.strategy.configure_train(server_round, arrays, config,
                                                   _EligibleGrid(grid, allowed)))
         cohort = [ids[m.metadata.dst_node_id] for m in msgs]
+        if not cohort:  # the strategy sends nothing this round: nothing to reserve
+            if prior is not None:
+                self.ledger.release(rid)
+            return []
         if prior is None:
             r = self.ledger.reserve(cohort, event_name=self.event_name, round_id=rid,
                                     policy="admit_eligible", ttl=self.reservation_ttl)
