@@ -3,8 +3,12 @@ dpbudget ledger (Flower's message API: flwr.serverapp.strategy.Strategy, run in 
 Needs flwr (imported here only; the rest of the package needs nothing outside the standard
 library).
 
-    strategy = Budgeted(FedAvg(fraction_train=0.1), ledger, run_id="mnist-7")   # or a DP wrapper
+    dp = DifferentialPrivacyClientSideFixedClipping(FedAvg(...), noise_multiplier=4.0,
+                                                    clipping_norm=1.0, num_sampled_clients=10)
+    strategy = Budgeted(dp, dpbudget.Client(url), run_id="mnist-7")
     strategy.start(grid=grid, initial_arrays=arrays, num_rounds=100)
+
+(or Budgeted(FedAvg(...), ledger, run_id=..., event=...) without a DP wrapper).
 
 Each training round:
 1. eligibility: the connected nodes are mapped to ledger ids (`client_id`, or each node's
