@@ -203,6 +203,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 	$(Q)python3 bench/bench_sdk.py $(DAEMON)
+	$(Q)clients/python/.venv/bin/python bench/bench_flower.py $(DAEMON)
 	$(Q)sh bench/replicas.sh $(BUILD)
 
 # The PLD regime sweep with every scenario timed against dp_accounting (DP_ACCOUNTING_PATH).

@@ -19,6 +19,10 @@
 #   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
 #   installed from another package-lock.json (the versions pinned there; no install
 #   scripts run).
+#   Python packages: a venv of its own, clients/python/.venv, made by python3 -m venv and
+#   filled from clients/python/requirements-dev.txt (every version pinned: flwr and
+#   dp_accounting for tests/flower, mypy and pytest for clients/python) when it is missing
+#   or was installed from another requirements-dev.txt or another python3.
 # `deps.sh --build` installs only what building needs (the container image's build stage);
 # `deps.sh --bench` only what `make bench` adds: wrk, the load generator of bench/floor.sh.
 set -eu
@@ -75,4 +79,18 @@ if [ "$want" != "$have" ]; then
     echo "deps: npm ci in tests/contract (linters, ajv, openapi-typescript, typescript)" >&2
     (cd "$contract" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
     echo "$want" >"$contract/node_modules/.installed-from-lock"
+fi
+
+pyenv=$root/clients/python/.venv
+pylock=$root/clients/python/requirements-dev.txt
+# the venv records the hash of the lock file and the python it was made with
+want=$( (cat "$pylock"; python3 -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)
+have=$(cat "$pyenv/.installed-from-lock" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+    echo "deps: pip install in clients/python/.venv (flwr, dp_accounting, mypy, pytest)" >&2
+    rm -rf "$pyenv"
+    python3 -m venv "$pyenv"
+    "$pyenv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+        --only-binary=:all: -r "$pylock"
+    echo "$want" >"$pyenv/.installed-from-lock"
 fi

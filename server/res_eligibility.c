@@ -44,17 +44,22 @@ static void put_real(jsonout_w *w, const char *key, double x, realmemo *memo)
     jsonout_rawv(w, m->text, m->len);
 }
 
-/* A client id as a JSON string: an id an older log kept (before the id rule) that is not
- * UTF-8 is written "?". */
+/* A candidate's id under "client", the name round answers give it, and again under "id", the
+ * name eligibility answers gave it before (kept for older clients). An id an older log kept
+ * (before the id rule) that is not UTF-8 is written "?". */
 static void put_id(jsonout_w *w, const char *id)
 {
-    jsonout_key(w, "id");
-    if (ledger_id_valid(id, strlen(id))) {
-        jsonout_str(w, id);
-        return;
+    const char *text = id;
+    json_t *j = NULL;
+    if (!ledger_id_valid(id, strlen(id))) {
+        j = json_string(id); /* NULL: not UTF-8 */
+        if (j == NULL)
+            text = "?";
     }
-    json_t *j = json_string(id); /* NULL: not UTF-8 */
-    jsonout_str(w, j ? id : "?");
+    jsonout_key(w, "client");
+    jsonout_str(w, text);
+    jsonout_key(w, "id");
+    jsonout_str(w, text);
     json_decref(j);
 }
 

@@ -55,7 +55,11 @@ run client sh tests/contract/typed-client.sh "$build/dpbudgetd"
 run deploy python3 tests/deploy/check_deploy.py "$build/dpbudgetd"
 run monitoring python3 tests/monitoring/check_monitoring.py "$build/dpbudgetd"
 run browser sh tests/browser/run.sh "$build"
-run sdk python3 clients/python/tests/run_tests.py "$build/dpbudgetd"
+# the Python package (pytest, mypy --strict, the wheel) and Flower end to end, in the venv of
+# scripts/deps.sh (clients/python/requirements-dev.txt)
+pyenv=clients/python/.venv/bin/python
+run sdk "$pyenv" clients/python/tests/run_tests.py "$build/dpbudgetd"
+run flower "$pyenv" tests/flower/test_flower.py "$build/dpbudgetd"
 run readme python3 tests/readme/check_readme.py "$build/dpbudgetd"
 run docs python3 tests/docs/check_refs.py --daemon "$build/dpbudgetd"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes

@@ -347,6 +347,17 @@ static void eligibility_matches_rounds(void)
           strcmp(why, "unknown_client") == 0);
     CHECK(jint_is(r.json, "eligible", 2) && jint_is(r.json, "ineligible", 2));
     CHECK(json_is_null(jget(r.json, "clients[2].spent")));
+    /* each candidate is named "client", as the admissions and refusals of a round are, and
+     * "id" as well (the name eligibility gave it before) */
+    size_t ci;
+    json_t *cj;
+    json_array_foreach(jget(r.json, "clients"), ci, cj)
+    {
+        CHECKF(json_is_string(json_object_get(cj, "client")) &&
+                   json_equal(json_object_get(cj, "client"), json_object_get(cj, "id")),
+               "clients[%zu] %.200s", ci, r.body);
+    }
+
     CHECK(jnum(r.json, "clients[0].spent.epsilon") == 0 &&
           jnum(r.json, "clients[0].remaining.epsilon") == 3);
     CHECK(jint_is(r.json, "max_rounds", 1000));

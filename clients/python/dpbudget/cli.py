@@ -10,6 +10,8 @@ put/get/list, summary (ledger). Human-readable output by default, the daemon's J
 printed), 2 usage, 3 no answer (connection), 4 a round refused someone (round
 charge/reserve with --strict).
 """
+from __future__ import annotations
+
 import argparse
 import csv
 import io
@@ -17,15 +19,20 @@ import json
 import math
 import os
 import sys
+from typing import IO, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import errors
 from .client import Client
-from .events import dp_sgd, gaussian, self_composed
+from .events import Event, dp_sgd, gaussian, self_composed
+from .models import ClientRecord, Report, Round
+
+#: What a command returns: the JSON printed with --json, and the lines printed without.
+Output = Tuple[Any, List[str]]
 
 # ---------------------------------------------------------------- formatting
 
 
-def num(x):
+def num(x: Any) -> str:
     """A number as people write it: the shortest repr, inf as "infinite"."""
     if x is None:
         return "-"
@@ -36,20 +43,20 @@ def num(x):
     return str(x)
 
 
-def table(rows, head):
+def table(rows: Iterable[Sequence[Any]], head: Sequence[str]) -> str:
     cols = [head] + [[str(c) for c in r] for r in rows]
     w = [max(len(r[i]) for r in cols) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in cols)
 
 
-def report_line(r):
+def report_line(r: Report) -> str:
     s = "%s, %s" % (r.accountant, r.guarantee)
     if r.value_discretization_interval is not None:
         s += ", grid %s" % num(r.value_discretization_interval)
     return s
 
 
-def warn_lines(r):
+def warn_lines(r: Report) -> List[str]:
     out = []
     for c in r.conditions:
         if not c.holds:
@@ -62,7 +69,7 @@ def warn_lines(r):
 # ---------------------------------------------------------------- arguments
 
 
-def load_json_arg(s, what):
+def load_json_arg(s: str, what: str) -> Any:
     """JSON text, @FILE or - (stdin)."""
     try:
         if s == "-":
@@ -75,7 +82,7 @@ def load_json_arg(s, what):
         raise UsageError("%s: %s" % (what, e))
 
 
-def id_list(s, what):
+def id_list(s: str, what: str) -> List[str]:
     """a,b,c or @FILE (one id per line, or a JSON array)."""
     if s.startswith("@"):
         try:
@@ -84,12 +91,13 @@ def id_list(s, what):
         except OSError as e:
             raise UsageError("%s: %s" % (what, e))
         if text.lstrip().startswith("["):
-            return load_json_arg(s, what)
+            ids: List[str] = load_json_arg(s, what)
+            return ids
         return [x.strip() for x in text.splitlines() if x.strip()]
     return [x for x in s.split(",") if x]
 
 
-def labels(pairs):
+def labels(pairs: Optional[Sequence[str]]) -> Dict[str, str]:
     out = {}
     for p in pairs or []:
         k, sep, v = p.partition("=")
@@ -105,10 +113,11 @@ class UsageError(Exception):
     pass
 
 
-def event_of(a):
+def event_of(a: argparse.Namespace) -> Optional[Event]:
     """The event from --event, or the DP-SGD shorthand --sigma/--q/--steps."""
     if getattr(a, "event", None):
-        return load_json_arg(a.event, "--event")
+        ev: Event = load_json_arg(a.event, "--event")
+        return ev
     if getattr(a, "sigma", None) is not None:
         if a.q is None:  # unsampled Gaussians
             g = gaussian(a.sigma)
@@ -119,7 +128,7 @@ def event_of(a):
     raise UsageError("give the event: --event JSON|@FILE, or --sigma S [--q Q] [--steps N]")
 
 
-def add_event_args(p, named=False):
+def add_event_args(p: argparse.ArgumentParser, named: bool = False) -> None:
     p.add_argument("--event", metavar="JSON|@FILE", help="the event (dp_accounting vocabulary)")
     p.add_argument("--sigma", type=float, help="shorthand: DP-SGD noise multiplier ...")
     p.add_argument("--q", type=float, help="... Poisson sampling probability ...")
@@ -128,14 +137,14 @@ def add_event_args(p, named=False):
         p.add_argument("--event-name", help="an event registered by name (event put)")
 
 
-def add_compute_args(p):
+def add_compute_args(p: argparse.ArgumentParser) -> None:
     add_event_args(p)
     p.add_argument("--accountant", help="auto (default), rdp, pld, gdp_exact, ...")
     p.add_argument("--relation", help="add_or_remove_one (default) or replace_one")
     p.add_argument("--grid", type=float, help="pld value_discretization_interval")
 
 
-def floats(s):
+def floats(s: str) -> List[float]:
     try:
         return [float(x) for x in s.split(",") if x]
     except ValueError:
@@ -145,7 +154,7 @@ def floats(s):
 # ---------------------------------------------------------------- commands
 
 
-def cmd_delta(c, a):
+def cmd_delta(c: Client, a: argparse.Namespace) -> Output:
     r = c.delta(event_of(a), epsilons=floats(a.epsilon), accountant=a.accountant,
                 neighboring_relation=a.relation, value_discretization_interval=a.grid)
     lines = ["delta = %s at epsilon = %s%s" % (num(p.delta), num(p.epsilon),
@@ -154,7 +163,7 @@ def cmd_delta(c, a):
     return r.raw, lines + ["(%s)" % report_line(r)] + warn_lines(r)
 
 
-def cmd_epsilon(c, a):
+def cmd_epsilon(c: Client, a: argparse.Namespace) -> Output:
     r = c.epsilon(event_of(a), deltas=floats(a.delta), accountant=a.accountant,
                   neighboring_relation=a.relation, value_discretization_interval=a.grid)
     lines = ["epsilon = %s at delta = %s%s%s" % (
@@ -163,7 +172,7 @@ def cmd_epsilon(c, a):
     return r.raw, lines + ["(%s)" % report_line(r)] + warn_lines(r)
 
 
-def cmd_calibrate(c, a):
+def cmd_calibrate(c: Client, a: argparse.Namespace) -> Output:
     r = c.calibrate(event_of(a), a.solve_for, a.target_epsilon, a.target_delta,
                     accountant=a.accountant, neighboring_relation=a.relation,
                     value_discretization_interval=a.grid)
@@ -177,7 +186,7 @@ def cmd_calibrate(c, a):
     return r.raw, lines + ["(%s)" % report_line(r)] + warn_lines(r)
 
 
-def cmd_curve(c, a):
+def cmd_curve(c: Client, a: argparse.Namespace) -> Output:
     if (a.epsilons is None) == (a.range is None):
         raise UsageError("give --epsilons or --range MIN:MAX:POINTS")
     rng = None
@@ -198,7 +207,7 @@ def cmd_curve(c, a):
     return r.raw, lines + ["(%s)" % report_line(r)] + warn_lines(r)
 
 
-def cmd_accountants(c, a):
+def cmd_accountants(c: Client, a: argparse.Namespace) -> Output:
     d = c.accountants()
     lines = [table([(x["name"], x["guarantee"]) for x in d.get("accountants", [])],
                    ["accountant", "guarantee"]),
@@ -206,25 +215,25 @@ def cmd_accountants(c, a):
     return d, lines
 
 
-def client_lines(r):
+def client_lines(r: ClientRecord) -> List[str]:
     lab = ",".join("%s=%s" % kv for kv in sorted(r.labels.items()))
     return ["%s: %s, spent epsilon %s of %s (delta %s), remaining %s, %d rounds, %s%s" % (
         r.id, r.status, num(r.spent.epsilon), num(r.budget.epsilon), num(r.budget.delta),
         num(r.remaining_epsilon), r.rounds, r.accounting, " [%s]" % lab if lab else "")]
 
 
-def cmd_client_put(c, a):
+def cmd_client_put(c: Client, a: argparse.Namespace) -> Output:
     r = c.put_client(a.id, a.epsilon, a.delta, accounting=a.accounting,
                      neighboring_relation=a.relation, labels=labels(a.label) or None)
     return r.raw, client_lines(r)
 
 
-def cmd_client_get(c, a):
+def cmd_client_get(c: Client, a: argparse.Namespace) -> Output:
     r = c.get_client(a.id)
     return r.raw, client_lines(r)
 
 
-def cmd_client_list(c, a):
+def cmd_client_list(c: Client, a: argparse.Namespace) -> Output:
     lab = a.label
     if a.all:
         recs = list(c.iter_clients(status=a.status, label=lab, sort=a.sort, order=a.order))
@@ -243,7 +252,7 @@ def cmd_client_list(c, a):
     return raw, lines
 
 
-def read_clients_file(path, fmt):
+def read_clients_file(path: str, fmt: Optional[str]) -> List[Dict[str, Any]]:
     """Clients from JSON (a list, or {"clients": [...]}) or CSV (header: id, epsilon, delta
     and optional accounting, neighboring_relation, label.KEY columns)."""
     try:
@@ -288,7 +297,7 @@ def read_clients_file(path, fmt):
     return out
 
 
-def cmd_client_import(c, a):
+def cmd_client_import(c: Client, a: argparse.Namespace) -> Output:
     items = read_clients_file(a.file, a.format)
     r = c.register_clients(items, batch_size=a.batch_size)
     raw = {"results": [vars(x) for x in r.results], "created": r.created,
@@ -299,10 +308,10 @@ def cmd_client_import(c, a):
     return raw, lines
 
 
-def cmd_client_history(c, a):
+def cmd_client_history(c: Client, a: argparse.Namespace) -> Output:
     if a.all:
         charges = list(c.iter_history(a.id))
-        raw = {"charges": [vars(x) for x in charges], "next_cursor": None}
+        raw: Dict[str, Any] = {"charges": [vars(x) for x in charges], "next_cursor": None}
         cursor, page = None, None
     else:
         page = c.history(a.id, limit=a.limit, cursor=a.cursor)
@@ -320,13 +329,13 @@ def cmd_client_history(c, a):
     return raw, lines
 
 
-def cmd_eligibility(c, a):
+def cmd_eligibility(c: Client, a: argparse.Namespace) -> Output:
     ev = event_of(a)
     ids = id_list(a.clients, "--clients") if a.clients else None
     r = c.eligibility(ids, event=ev, event_name=a.event_name if ev is None else None,
                       label=a.label, max_rounds=a.max_rounds)
     raw = {"eligible": r.eligible, "ineligible": r.ineligible,
-           "clients": [vars(x) for x in r.clients]}
+           "clients": [dict(vars(x), id=x.client) for x in r.clients]}  # id: as before
     rows = [(x.id, "yes" if x.eligible else "no",
              "%s%s" % (num(x.affordable_rounds), "+" if x.affordable_rounds_capped else ""),
              x.reason or "-") for x in r.clients]
@@ -334,7 +343,7 @@ def cmd_eligibility(c, a):
                  "%d eligible, %d not" % (r.eligible, r.ineligible)]
 
 
-def round_lines(r):
+def round_lines(r: Round) -> List[str]:
     state = r.state or ("charged" if r.phase == "charge" else r.phase)
     lines = ["round %s %s: %d of %d admitted, %d charged%s%s" % (
         r.round_id, state, len(r.admitted), r.participants, r.charged,
@@ -356,15 +365,15 @@ def round_lines(r):
             lines.append("  reserved %s: %s" % (x.client, spend))
         else:
             lines.append("  released %s (%s)" % (x.client, r.state))
-    for x in r.refused:
+    for y in r.refused:
         extra = ""
-        if x.would_spend is not None:
-            extra = " (spent %s, would spend %s)" % (num(x.spent_before), num(x.would_spend))
-        lines.append("  refused %s: %s%s" % (x.client, x.reason, extra))
+        if y.would_spend is not None:
+            extra = " (spent %s, would spend %s)" % (num(y.spent_before), num(y.would_spend))
+        lines.append("  refused %s: %s%s" % (y.client, y.reason, extra))
     return lines
 
 
-def cmd_round_start(c, a, phase):
+def cmd_round_start(c: Client, a: argparse.Namespace, phase: str) -> Output:
     ev = event_of(a)
     parts = id_list(a.participants, "--participants")
     kw = dict(event_name=a.event_name if ev is None else None, round_id=a.round_id,
@@ -378,40 +387,40 @@ def cmd_round_start(c, a, phase):
     return r.raw, round_lines(r)
 
 
-def cmd_round_commit(c, a):
+def cmd_round_commit(c: Client, a: argparse.Namespace) -> Output:
     r = c.commit(a.id, id_list(a.reported, "--reported") if a.reported else [])
     return r.raw, round_lines(r)
 
 
-def cmd_round_release(c, a):
+def cmd_round_release(c: Client, a: argparse.Namespace) -> Output:
     r = c.release(a.id)
     return r.raw, round_lines(r)
 
 
-def cmd_round_get(c, a):
+def cmd_round_get(c: Client, a: argparse.Namespace) -> Output:
     r = c.get_round(a.id)
     return r.raw, round_lines(r)
 
 
-def cmd_event_put(c, a):
+def cmd_event_put(c: Client, a: argparse.Namespace) -> Output:
     r = c.put_event(a.name, event_of(a))
     return {"name": r.name, "event": r.event, "created_seq": r.created_seq}, [
         "event %s %s" % (r.name, "registered" if r.created else "already registered")]
 
 
-def cmd_event_get(c, a):
+def cmd_event_get(c: Client, a: argparse.Namespace) -> Output:
     r = c.get_event(a.name)
     return {"name": r.name, "event": r.event, "created_seq": r.created_seq}, [
         "%s: %s" % (r.name, json.dumps(r.event))]
 
 
-def cmd_event_list(c, a):
+def cmd_event_list(c: Client, a: argparse.Namespace) -> Output:
     p = c.list_events(limit=a.limit, cursor=a.cursor)
     return {"events": [vars(e) for e in p.events], "next_cursor": p.next_cursor}, [
         "%s: %s" % (e.name, json.dumps(e.event)) for e in p.events]
 
 
-def cmd_summary(c, a):
+def cmd_summary(c: Client, a: argparse.Namespace) -> Output:
     s = c.summary()
     st = s.by_status
     lines = ["%d clients: %s" % (s.clients, ", ".join("%d %s" % (v, k) for k, v in st.items())),
@@ -431,7 +440,7 @@ exit status: 0 done, 1 the daemon answered an error (code and detail on stderr),
 3 no answer (connection, timeout), 4 a round refused someone (with --strict)."""
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python3 -m dpbudget", description="Command-line client of the dpbudget daemon.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
@@ -561,7 +570,8 @@ def parser():
     return p
 
 
-def main(argv=None, out=None, err=None):
+def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None,
+         err: Optional[IO[str]] = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     p = parser()
@@ -616,6 +626,6 @@ def main(argv=None, out=None, err=None):
     return 0
 
 
-def main_exit():
+def main_exit() -> None:
     """The `dpbudget` console script (pip install)."""
     sys.exit(main())

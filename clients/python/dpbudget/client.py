@@ -12,6 +12,8 @@ raised at once), else after an exponential backoff with jitter. Not retried: tim
 (Timeout; retry a round yourself with the same round id), and any other error answer.
 Client.request() retries a POST only when told it is idempotent.
 """
+from __future__ import annotations
+
 import http.client
 import json
 import os
@@ -22,33 +24,46 @@ import ssl
 import threading
 import time
 import uuid
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 from urllib.parse import quote, urlencode, urlsplit
 
 from . import errors
-from .events import to_event
-from .models import (BatchResult, CalibrateResult, ClientPage, ClientRecord, CurveResult,
-                     DeltaResult, Eligibility, EpsilonResult, EventPage, HistoryPage,
-                     NamedEvent, Round, Summary)
+from ._version import __version__
+from .events import Event, EventLike, to_event
+from .models import (BatchResult, CalibrateResult, Charge, ClientPage, ClientRecord,
+                     CurveResult, DeltaResult, Eligibility, EpsilonResult, EventPage,
+                     HistoryPage, NamedEvent, Round, Summary)
 
 __all__ = ["Client", "new_round_id", "Response"]
 
 _IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
 _RETRY_STATUS = (429, 503)
-_LIBRARY = "dpbudget-python/0.3.0"
+_LIBRARY = "dpbudget-python/" + __version__
+
+#: A JSON value as the daemon sends it (decoded by json.loads).
+JSON = Any
+#: A query string's parameters (None values are left out).
+Query = Mapping[str, Union[str, int, float, None]]
 
 
 class _OneWrite:
     """A request's head and body in one write (http.client writes them apart: two system
     calls, and two segments the daemon reads apart), on a socket with TCP_NODELAY."""
 
-    def connect(self):
-        super().connect()
+    sock: socket.socket
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
 
-    def _send_output(self, message_body=None, encode_chunked=False):
+    def send(self, data: Any) -> None:  # provided by http.client.HTTPConnection
+        super().send(data)  # type: ignore[misc]
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
         buf = getattr(self, "_buffer", None)
         if isinstance(message_body, bytes) and not encode_chunked and isinstance(buf, list):
             buf.extend((b"", b""))
@@ -56,7 +71,7 @@ class _OneWrite:
             del buf[:]
             self.send(msg)
             return
-        super()._send_output(message_body, encode_chunked)
+        super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
 
 
 class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
@@ -67,7 +82,7 @@ class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
     pass
 
 
-def new_round_id(prefix="r"):
+def new_round_id(prefix: str = "r") -> str:
     """A fresh round id (prefix + 32 hex digits): unique, and within the daemon's id rule."""
     return "%s-%s" % (prefix, uuid.uuid4().hex)
 
@@ -76,14 +91,14 @@ class Response:
     """One HTTP answer: status, headers (lower-case names), the decoded JSON body."""
     __slots__ = ("status", "headers", "body", "attempts")
 
-    def __init__(self, status, headers, body, attempts):
+    def __init__(self, status: int, headers: Dict[str, str], body: JSON, attempts: int) -> None:
         self.status = status
         self.headers = headers
         self.body = body
         self.attempts = attempts
 
 
-def _plain_id(s):
+def _plain_id(s: str) -> bool:
     """True when json.dumps(s) is '"' + s + '"' (printable ASCII, no quote or backslash)."""
     return s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
 
@@ -91,19 +106,21 @@ def _plain_id(s):
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode  # one encoder
 
 
-def _encode_item(x):
+def _encode_item(x: Any) -> str:
     if isinstance(x, str) and _plain_id(x):
         return '"' + x + '"'
     return _encode(x)
 
 
-def _seg(s, what):
+def _seg(s: Any, what: str) -> str:
     if not isinstance(s, str) or not s:
         raise ValueError("%s must be a non-empty string" % what)
     return quote(s, safe="")
 
 
-def _ids(xs, what):
+def _ids(xs: Optional[Iterable[str]], what: str) -> List[str]:
+    if xs is None:
+        raise TypeError("%s must be a list of ids, not None" % what)
     if isinstance(xs, str):
         raise TypeError("%s must be a list of ids, not a string" % what)
     out = list(xs)
@@ -128,9 +145,12 @@ class Client:
     Thread-safe: each call takes a kept-alive connection from a pool (and returns it).
     """
 
-    def __init__(self, url="http://127.0.0.1:8080", token=None, *, cafile=None,
-                 ssl_context=None, timeout=30.0, retries=4, backoff=0.05, max_backoff=5.0,
-                 max_retry_after=60.0, max_body=4194304, pool_size=8, user_agent=None):
+    def __init__(self, url: str = "http://127.0.0.1:8080", token: Optional[str] = None, *,
+                 cafile: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
+                 timeout: float = 30.0, retries: int = 4, backoff: float = 0.05,
+                 max_backoff: float = 5.0, max_retry_after: float = 60.0,
+                 max_body: int = 4194304, pool_size: int = 8,
+                 user_agent: Optional[str] = None) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("url must be http://host[:port] or https://host[:port], not %r" % url)
@@ -138,13 +158,14 @@ class Client:
             raise ValueError("url must not have a query or fragment: %r" % url)
         self.url = url
         self._https = u.scheme == "https"
-        self._host = u.hostname
+        self._host: str = u.hostname
         self._port = u.port or (443 if self._https else 80)
         self._prefix = u.path.rstrip("/")
         if token is not None and (not isinstance(token, str) or not token or
                                   any(c in token for c in "\r\n")):
             raise ValueError("token must be a non-empty string without line breaks")
         self._token = token
+        self._ssl: Optional[ssl.SSLContext]
         if self._https:
             self._ssl = ssl_context or ssl.create_default_context(cafile=cafile)
         elif cafile or ssl_context:
@@ -157,17 +178,18 @@ class Client:
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
         self.max_body = int(max_body)
-        self._pool = []
+        self._pool: List[http.client.HTTPConnection] = []
         self._pool_size = pool_size
         self._lock = threading.Lock()
         self._ua = user_agent or _LIBRARY
-        self._sleep = time.sleep  # tests replace it to observe the waits
-        self.stats = {"requests": 0, "attempts": 0, "retries": 0, "connections": 0}
+        self._sleep: Callable[[float], None] = time.sleep  # tests replace it to observe waits
+        self.stats: Dict[str, int] = {"requests": 0, "attempts": 0, "retries": 0, "connections": 0}
 
     # ---------------------------------------------------------------- connections
 
-    def _new_conn(self):
+    def _new_conn(self) -> http.client.HTTPConnection:
         self.stats["connections"] += 1
+        c: http.client.HTTPConnection
         if self._https:
             c = _HTTPSConnection(self._host, self._port, timeout=self.timeout,
                                  context=self._ssl)
@@ -175,42 +197,44 @@ class Client:
             c = _HTTPConnection(self._host, self._port, timeout=self.timeout)
         return c
 
-    def _take(self):
+    def _take(self) -> Tuple[http.client.HTTPConnection, bool]:
         with self._lock:
             if self._pool:
                 return self._pool.pop(), True
         return self._new_conn(), False
 
-    def _give(self, conn):
+    def _give(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
             if len(self._pool) < self._pool_size:
                 self._pool.append(conn)
                 return
         conn.close()
 
-    def close(self):
+    def close(self) -> None:
         """Close the kept-alive connections."""
         with self._lock:
             pool, self._pool = self._pool, []
         for c in pool:
             c.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---------------------------------------------------------------- requests
 
-    def _wait(self, attempt, retry_after):
+    def _wait(self, attempt: int, retry_after: Optional[float]) -> float:
         if retry_after is not None:
             return retry_after
-        base = min(self.max_backoff, self.backoff * (2 ** attempt))
+        base = min(self.max_backoff, self.backoff * float(2 ** attempt))
         return base * (0.5 + random.random() / 2)
 
-    def request(self, method, path, body=None, *, query=None, idempotent=None, headers=None,
-                round_id=None):
+    def request(self, method: str, path: str, body: Any = None, *,
+                query: Optional[Query] = None, idempotent: Optional[bool] = None,
+                headers: Optional[Mapping[str, str]] = None,
+                round_id: Optional[str] = None) -> Response:
         """Send one call and return its Response; raise the ApiError of an error answer.
         `path` starts with /v1/...; `body` is JSON-encoded (bytes are sent as they are, as
         encoded JSON); `idempotent` (default: by the method; POST is not) allows the
@@ -224,7 +248,7 @@ class Client:
         hdrs = {"Accept": "application/json", "User-Agent": self._ua}
         if self._token is not None:
             hdrs["Authorization"] = "Bearer " + self._token
-        data = None
+        data: Optional[bytes] = None
         if isinstance(body, (bytes, bytearray)):  # already encoded JSON
             data = bytes(body)
             hdrs["Content-Type"] = "application/json"
@@ -273,7 +297,7 @@ class Client:
             else:
                 self._give(conn)
             status = resp.status
-            parsed = None
+            parsed: JSON = None
             if raw:
                 ctype = rh.get("content-type", "")
                 if "json" in ctype:
@@ -297,10 +321,10 @@ class Client:
                 parsed = {"detail": raw[:300].decode("utf-8", "replace")}
             raise errors.error_from_problem(status, parsed, rh, round_id)
 
-    def _get(self, path, query=None):
+    def _get(self, path: str, query: Optional[Query] = None) -> JSON:
         return self.request("GET", path, query=query).body
 
-    def _post(self, path, body, round_id=None):
+    def _post(self, path: str, body: Any, round_id: Optional[str] = None) -> Response:
         # every POST this class sends is idempotent: a computation, a read, a bulk PUT, or a
         # round call carrying its round id
         return self.request("POST", path, body, idempotent=True, round_id=round_id)
@@ -308,8 +332,10 @@ class Client:
     # ---------------------------------------------------------------- compute
 
     @staticmethod
-    def _compute_body(event, accountant, neighboring_relation, value_discretization_interval):
-        b = {"event": to_event(event)}
+    def _compute_body(event: EventLike, accountant: Optional[str],
+                      neighboring_relation: Optional[str],
+                      value_discretization_interval: Optional[float]) -> Dict[str, Any]:
+        b: Dict[str, Any] = {"event": to_event(event)}
         if accountant is not None:
             b["accountant"] = accountant
         if neighboring_relation is not None:
@@ -318,8 +344,10 @@ class Client:
             b["value_discretization_interval"] = value_discretization_interval
         return b
 
-    def delta(self, event, epsilon=None, *, epsilons=None, accountant=None,
-              neighboring_relation=None, value_discretization_interval=None):
+    def delta(self, event: EventLike, epsilon: Optional[float] = None, *,
+              epsilons: Optional[Sequence[float]] = None, accountant: Optional[str] = None,
+              neighboring_relation: Optional[str] = None,
+              value_discretization_interval: Optional[float] = None) -> DeltaResult:
         """δ(ε) of an event (one ε, or a list as `epsilons`)."""
         b = self._compute_body(event, accountant, neighboring_relation,
                                value_discretization_interval)
@@ -327,12 +355,14 @@ class Client:
             raise ValueError("give exactly one of epsilon or epsilons")
         if epsilon is not None:
             b["epsilon"] = epsilon
-        else:
+        elif epsilons is not None:
             b["epsilons"] = list(epsilons)
         return DeltaResult.from_json(self._post("/v1/delta", b).body)
 
-    def epsilon(self, event, delta=None, *, deltas=None, accountant=None,
-                neighboring_relation=None, value_discretization_interval=None):
+    def epsilon(self, event: EventLike, delta: Optional[float] = None, *,
+                deltas: Optional[Sequence[float]] = None, accountant: Optional[str] = None,
+                neighboring_relation: Optional[str] = None,
+                value_discretization_interval: Optional[float] = None) -> EpsilonResult:
         """ε(δ) of an event (one δ, or a list as `deltas`)."""
         b = self._compute_body(event, accountant, neighboring_relation,
                                value_discretization_interval)
@@ -340,12 +370,15 @@ class Client:
             raise ValueError("give exactly one of delta or deltas")
         if delta is not None:
             b["delta"] = delta
-        else:
+        elif deltas is not None:
             b["deltas"] = list(deltas)
         return EpsilonResult.from_json(self._post("/v1/epsilon", b).body)
 
-    def calibrate(self, event, solve_for, target_epsilon, target_delta, *, accountant=None,
-                  neighboring_relation=None, value_discretization_interval=None, dataset=None):
+    def calibrate(self, event: EventLike, solve_for: str, target_epsilon: float,
+                  target_delta: float, *, accountant: Optional[str] = None,
+                  neighboring_relation: Optional[str] = None,
+                  value_discretization_interval: Optional[float] = None,
+                  dataset: Optional[Mapping[str, Any]] = None) -> CalibrateResult:
         """Solve `solve_for` (left out of the event) so the event meets (ε, δ)."""
         b = self._compute_body(event, accountant, neighboring_relation,
                                value_discretization_interval)
@@ -355,9 +388,11 @@ class Client:
             b["dataset"] = dataset
         return CalibrateResult.from_json(self._post("/v1/calibrate", b).body)
 
-    def curve(self, event, *, epsilons=None, epsilon_range=None, alphas=None,
-              tradeoff_points=None, accountant=None, neighboring_relation=None,
-              value_discretization_interval=None):
+    def curve(self, event: EventLike, *, epsilons: Optional[Sequence[float]] = None,
+              epsilon_range: Optional[Tuple[float, float, int]] = None,
+              alphas: Optional[Sequence[float]] = None, tradeoff_points: Optional[int] = None,
+              accountant: Optional[str] = None, neighboring_relation: Optional[str] = None,
+              value_discretization_interval: Optional[float] = None) -> CurveResult:
         """δ(ε) over `epsilons` or `epsilon_range` = (min, max, points); with `alphas` or
         `tradeoff_points`, also trade-off points."""
         b = self._compute_body(event, accountant, neighboring_relation,
@@ -366,7 +401,7 @@ class Client:
             raise ValueError("give exactly one of epsilons or epsilon_range")
         if epsilons is not None:
             b["epsilons"] = list(epsilons)
-        else:
+        elif epsilon_range is not None:
             lo, hi, n = epsilon_range
             b["epsilon_range"] = {"min": lo, "max": hi, "points": n}
         if alphas is not None:
@@ -375,15 +410,19 @@ class Client:
             b["tradeoff_points"] = tradeoff_points
         return CurveResult.from_json(self._post("/v1/curve", b).body)
 
-    def accountants(self):
+    def accountants(self) -> Dict[str, Any]:
         """The daemon's catalogue of events, accountants and relations (a dict)."""
-        return self._get("/v1/accountants")
+        r: Dict[str, Any] = self._get("/v1/accountants")
+        return r
 
     # ---------------------------------------------------------------- clients
 
     @staticmethod
-    def client_body(epsilon, delta, accounting=None, neighboring_relation=None, labels=None):
-        b = {"budget": {"epsilon": epsilon, "delta": delta}}
+    def client_body(epsilon: float, delta: float, accounting: Optional[str] = None,
+                    neighboring_relation: Optional[str] = None,
+                    labels: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+        """The body of PUT /v1/clients/{id}."""
+        b: Dict[str, Any] = {"budget": {"epsilon": epsilon, "delta": delta}}
         if accounting is not None:
             b["accounting"] = accounting
         if neighboring_relation is not None:
@@ -392,26 +431,30 @@ class Client:
             b["labels"] = dict(labels)
         return b
 
-    def put_client(self, client_id, epsilon, delta, *, accounting=None,
-                   neighboring_relation=None, labels=None):
+    def put_client(self, client_id: str, epsilon: float, delta: float, *,
+                   accounting: Optional[str] = None, neighboring_relation: Optional[str] = None,
+                   labels: Optional[Mapping[str, str]] = None) -> ClientRecord:
         """Create or update a client's budget (durable on return)."""
         b = self.client_body(epsilon, delta, accounting, neighboring_relation, labels)
         return ClientRecord.from_json(
             self.request("PUT", "/v1/clients/" + _seg(client_id, "client id"), b).body)
 
-    def get_client(self, client_id):
+    def get_client(self, client_id: str) -> ClientRecord:
         return ClientRecord.from_json(self._get("/v1/clients/" + _seg(client_id, "client id")))
 
-    def list_clients(self, *, status=None, label=None, sort=None, order=None, limit=None,
-                     cursor=None):
+    def list_clients(self, *, status: Optional[str] = None, label: Optional[str] = None,
+                     sort: Optional[str] = None, order: Optional[str] = None,
+                     limit: Optional[int] = None, cursor: Optional[str] = None) -> ClientPage:
         """One page of clients; `next_cursor` fetches the next (see iter_clients)."""
         return ClientPage.from_json(self._get("/v1/clients", {
             "status": status, "label": label, "sort": sort, "order": order, "limit": limit,
             "cursor": cursor}))
 
-    def iter_clients(self, *, status=None, label=None, sort=None, order=None, page_size=1000):
+    def iter_clients(self, *, status: Optional[str] = None, label: Optional[str] = None,
+                     sort: Optional[str] = None, order: Optional[str] = None,
+                     page_size: int = 1000) -> Iterator[ClientRecord]:
         """Every client matching the filters, page after page."""
-        cursor = None
+        cursor: Optional[str] = None
         while True:
             page = self.list_clients(status=status, label=label, sort=sort, order=order,
                                      limit=page_size, cursor=cursor)
@@ -420,7 +463,8 @@ class Client:
             if not cursor:
                 return
 
-    def register_clients(self, clients, *, batch_size=10000):
+    def register_clients(self, clients: Iterable[Mapping[str, Any]], *,
+                         batch_size: int = 10000) -> BatchResult:
         """Create or update many clients: POST /v1/clients:batch, split into requests of at
         most `batch_size` items and `max_body` bytes. Each item is a dict: the PUT body
         plus "id", or the flat form {"id", "epsilon", "delta", "accounting",
@@ -437,28 +481,30 @@ class Client:
             except errors.ApiError as e:
                 if start and e.field:  # name the item by its index in `clients`
                     e.field = re.sub(r"^clients\[(\d+)\]",
-                                     lambda m: "clients[%d]" % (int(m.group(1)) + start), e.field)
+                                     lambda m: "clients[%d]" % (int(m.group(1)) + start),
+                                     e.field)
                     e.args = ("%d %s: %s (field %s)" % (e.status, e.code, e.detail, e.field),)
                 raise
             total.extend(BatchResult.from_json(r.body))
         return total
 
     @staticmethod
-    def _batch_item(c, i):
+    def _batch_item(c: Any, i: int) -> Dict[str, Any]:
         if not isinstance(c, dict):
             raise TypeError("clients[%d]: a dict, not %r" % (i, type(c).__name__))
         if "budget" in c:
             return dict(c)
         if "epsilon" not in c or "delta" not in c or "id" not in c:
             raise ValueError("clients[%d]: needs id, and budget or epsilon and delta" % i)
-        item = {"id": c["id"], "budget": {"epsilon": c["epsilon"], "delta": c["delta"]}}
+        item: Dict[str, Any] = {"id": c["id"], "budget": {"epsilon": c["epsilon"], "delta": c["delta"]}}
         for k, v in c.items():  # anything else as given: the daemon names what it refuses
             if k not in ("id", "epsilon", "delta") and not (
                     v is None and k in ("accounting", "neighboring_relation", "labels")):
                 item[k] = v
         return item
 
-    def _chunks(self, items, max_items, key, extra=None):
+    def _chunks(self, items: Sequence[Any], max_items: int, key: str,
+                extra: Optional[Mapping[str, Any]] = None) -> Iterator[Tuple[int, bytes]]:
         """Consecutive slices of `items` as encoded bodies (start, b'{key: [...], **extra}'),
         each of at most max_items items and within max_body bytes (one item at least).
         Each item is encoded once."""
@@ -482,23 +528,25 @@ class Client:
 
     # ---------------------------------------------------------------- named events
 
-    def put_event(self, name, event):
+    def put_event(self, name: str, event: EventLike) -> NamedEvent:
         """Register an event once by name (names are immutable; the same event again is
         fine, another event under the name is Conflict)."""
         r = self.request("PUT", "/v1/events/" + _seg(name, "event name"),
                          {"event": to_event(event)})
         return NamedEvent.from_json(r.body, created=r.status == 201)
 
-    def get_event(self, name):
+    def get_event(self, name: str) -> NamedEvent:
         return NamedEvent.from_json(self._get("/v1/events/" + _seg(name, "event name")))
 
-    def list_events(self, *, limit=None, cursor=None):
+    def list_events(self, *, limit: Optional[int] = None,
+                    cursor: Optional[str] = None) -> EventPage:
         return EventPage.from_json(self._get("/v1/events", {"limit": limit, "cursor": cursor}))
 
     # ---------------------------------------------------------------- eligibility
 
     @staticmethod
-    def _event_field(b, event, event_name):
+    def _event_field(b: Dict[str, Any], event: Optional[EventLike],
+                     event_name: Optional[str]) -> None:
         if (event is None) == (event_name is None):
             raise ValueError("give exactly one of event or event_name")
         if event is not None:
@@ -506,12 +554,14 @@ class Client:
         else:
             b["event_name"] = event_name
 
-    def eligibility(self, clients=None, *, event=None, event_name=None, label=None,
-                    max_rounds=None, batch_size=100000):
+    def eligibility(self, clients: Optional[Iterable[str]] = None, *,
+                    event: Optional[EventLike] = None, event_name: Optional[str] = None,
+                    label: Optional[str] = None, max_rounds: Optional[int] = None,
+                    batch_size: int = 100000) -> Eligibility:
         """Who of `clients` (ids) or of the clients labelled `label` ("k=v") can afford
         the event now, and how many more such rounds each can afford. Charges nothing.
         A long list of ids is asked in several requests (each within max_body)."""
-        b = {}
+        b: Dict[str, Any] = {}
         self._event_field(b, event, event_name)
         if max_rounds is not None:
             b["max_rounds"] = max_rounds
@@ -528,11 +578,12 @@ class Client:
 
     # ---------------------------------------------------------------- rounds
 
-    def _round(self, phase, participants, event, event_name, round_id, policy, dry_run,
-               already_ran, ttl):
+    def _round(self, phase: str, participants: Iterable[str], event: Optional[EventLike],
+               event_name: Optional[str], round_id: Optional[str], policy: Optional[str],
+               dry_run: bool, already_ran: bool, ttl: Optional[float]) -> Round:
         if round_id is None:
             round_id = new_round_id()
-        b = {"round_id": round_id}
+        b: Dict[str, Any] = {"round_id": round_id}
         self._event_field(b, event, event_name)
         b["participants"] = _ids(participants, "participants")
         if phase != "charge":
@@ -548,46 +599,53 @@ class Client:
         r = self._post("/v1/rounds", b, round_id=round_id)
         return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
 
-    def charge(self, participants, event=None, *, event_name=None, round_id=None, policy=None,
-               dry_run=False, already_ran=False):
+    def charge(self, participants: Iterable[str], event: Optional[EventLike] = None, *,
+               event_name: Optional[str] = None, round_id: Optional[str] = None,
+               policy: Optional[str] = None, dry_run: bool = False,
+               already_ran: bool = False) -> Round:
         """A one-step round: admit and charge at once. `round_id` (made up when None) makes
         it safe to repeat: the daemon replays a repeated round, never charges it twice."""
         return self._round("charge", participants, event, event_name, round_id, policy,
                            dry_run, already_ran, None)
 
-    def reserve(self, participants, event=None, *, event_name=None, round_id=None, policy=None,
-                dry_run=False, ttl=None):
+    def reserve(self, participants: Iterable[str], event: Optional[EventLike] = None, *,
+                event_name: Optional[str] = None, round_id: Optional[str] = None,
+                policy: Optional[str] = None, dry_run: bool = False,
+                ttl: Optional[float] = None) -> Round:
         """The first phase of a two-phase round: admitted clients get a reservation (counted
         as spent by every later admission) until commit, release or `ttl` seconds."""
         return self._round("reserve", participants, event, event_name, round_id, policy,
                            dry_run, False, ttl)
 
-    def commit(self, round_id, reported):
+    def commit(self, round_id: str, reported: Iterable[str]) -> Round:
         """Charge the reported participants of a reserved round; release the others (the
         dropouts spend nothing). Repeating the same commit replays it."""
         r = self._post("/v1/rounds/%s/commit" % _seg(round_id, "round id"),
                        {"reported": _ids(reported, "reported")}, round_id=round_id)
         return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
 
-    def release(self, round_id):
+    def release(self, round_id: str) -> Round:
         """Release every reservation of a reserved round (idempotent)."""
         r = self._post("/v1/rounds/%s/release" % _seg(round_id, "round id"), {},
                        round_id=round_id)
         return Round.from_json(r.body, r.headers.get("idempotent-replayed") == "true")
 
-    def get_round(self, round_id):
+    def get_round(self, round_id: str) -> Round:
         return Round.from_json(self._get("/v1/rounds/" + _seg(round_id, "round id")))
 
     # ---------------------------------------------------------------- history, summary
 
-    def history(self, client_id, *, limit=None, cursor=None):
+    def history(self, client_id: str, *, limit: Optional[int] = None,
+                cursor: Optional[str] = None) -> HistoryPage:
         """One page of a client's charges, newest first."""
         return HistoryPage.from_json(self._get(
             "/v1/clients/%s/rounds" % _seg(client_id, "client id"),
             {"limit": limit, "cursor": cursor}))
 
-    def iter_history(self, client_id, *, page_size=None):
-        cursor = None
+    def iter_history(self, client_id: str, *,
+                     page_size: Optional[int] = None) -> Iterator[Charge]:
+        """Every charge of a client's history, newest first, page after page."""
+        cursor: Optional[str] = None
         while True:
             page = self.history(client_id, limit=page_size, cursor=cursor)
             yield from page.charges
@@ -595,14 +653,15 @@ class Client:
             if not cursor:
                 return
 
-    def summary(self):
+    def summary(self) -> Summary:
         return Summary.from_json(self._get("/v1/summary"))
 
-    def healthz(self):
-        return self._get("/healthz")
+    def healthz(self) -> Dict[str, Any]:
+        r: Dict[str, Any] = self._get("/healthz")
+        return r
 
 
-def from_env(**kw):
+def from_env(**kw: Any) -> Client:
     """A Client from DPBUDGET_URL, DPBUDGET_TOKEN and DPBUDGET_CAFILE (keyword arguments win)."""
     kw.setdefault("url", os.environ.get("DPBUDGET_URL", "http://127.0.0.1:8080"))
     if os.environ.get("DPBUDGET_TOKEN") and "token" not in kw:

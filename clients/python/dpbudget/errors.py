@@ -5,6 +5,12 @@ raises the class registered for that code (else the class of its HTTP status, el
 ApiError). Each carries `status`, `code`, `detail`, `field` and the whole `problem`.
 Errors without an HTTP answer (connection refused or reset, timeouts) are TransportError.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Type
+
+if TYPE_CHECKING:
+    from .models import Round
 
 __all__ = [
     "DpbudgetError", "TransportError", "Timeout", "ApiError", "BadRequest", "InvalidId",
@@ -27,7 +33,7 @@ class TransportError(DpbudgetError):
     calls). For a round the request may or may not have reached the daemon: retry with the
     same round id (`round_id` is set) and the daemon replays or applies it exactly once."""
 
-    def __init__(self, message, round_id=None):
+    def __init__(self, message: str, round_id: Optional[str] = None) -> None:
         super().__init__(message)
         self.round_id = round_id
 
@@ -42,8 +48,10 @@ class ApiError(DpbudgetError):
 
     status = 0
 
-    def __init__(self, status, code, detail, field=None, problem=None, headers=None,
-                 round_id=None):
+    def __init__(self, status: int, code: str, detail: str, field: Optional[str] = None,
+                 problem: Optional[Dict[str, Any]] = None,
+                 headers: Optional[Dict[str, str]] = None,
+                 round_id: Optional[str] = None) -> None:
         self.status = status
         self.code = code
         self.detail = detail
@@ -55,7 +63,7 @@ class ApiError(DpbudgetError):
         super().__init__("%d %s: %s%s" % (status, code, detail, where))
 
     @property
-    def request_id(self):
+    def request_id(self) -> Optional[str]:
         """The daemon's X-Request-Id of the failed request (for its log)."""
         return self.headers.get("x-request-id")
 
@@ -137,7 +145,7 @@ class RateLimited(ApiError):
     """429: the key is over the daemon's --rate-limit; `retry_after` in seconds."""
 
     @property
-    def retry_after(self):
+    def retry_after(self) -> Optional[float]:
         return _retry_after(self.headers)
 
 
@@ -153,7 +161,7 @@ class Unavailable(ApiError):
     """503: retry later (the client already retried as far as it was allowed)."""
 
     @property
-    def retry_after(self):
+    def retry_after(self) -> Optional[float]:
         return _retry_after(self.headers)
 
 
@@ -183,10 +191,10 @@ class RoundRefused(DpbudgetError):
     """Raised by Round.raise_for_refused(): some participants were refused. `round` is the
     answer, `refused` its refusals."""
 
-    def __init__(self, round_, message=None):
+    def __init__(self, round_: Round, message: Optional[str] = None) -> None:
         self.round = round_
         self.refused = list(round_.refused)
-        reasons = {}
+        reasons: Dict[str, int] = {}
         for r in self.refused:
             reasons[r.reason] = reasons.get(r.reason, 0) + 1
         summary = ", ".join("%d %s" % (n, k) for k, n in sorted(reasons.items()))
@@ -198,7 +206,7 @@ class OverBudget(RoundRefused):
     """RoundRefused where at least one participant could not afford the round."""
 
 
-_BY_CODE = {
+_BY_CODE: Dict[str, Type[ApiError]] = {
     "invalid_id": InvalidId,
     "conflict": Conflict,
     "reservation_expired": ReservationExpired,
@@ -216,7 +224,7 @@ _BY_CODE = {
     "out_of_memory": OutOfMemory,
 }
 
-_BY_STATUS = {
+_BY_STATUS: Dict[int, Type[ApiError]] = {
     400: BadRequest,
     401: Unauthorized,
     403: Forbidden,
@@ -233,7 +241,7 @@ _BY_STATUS = {
 }
 
 
-def _retry_after(headers):
+def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
     v = headers.get("retry-after")
     try:
         return max(0.0, float(v)) if v is not None else None
@@ -241,7 +249,8 @@ def _retry_after(headers):
         return None
 
 
-def error_from_problem(status, problem, headers=None, round_id=None):
+def error_from_problem(status: int, problem: Any, headers: Optional[Dict[str, str]] = None,
+                       round_id: Optional[str] = None) -> ApiError:
     """The exception for an error answer: by `code`, else by status, else ApiError. A code
     whose class belongs to another status (a proxy's answer, say) falls back to the status."""
     if not isinstance(problem, dict):
@@ -249,7 +258,7 @@ def error_from_problem(status, problem, headers=None, round_id=None):
     code = problem.get("code") if isinstance(problem.get("code"), str) else None
     detail = problem.get("detail") if isinstance(problem.get("detail"), str) else None
     field = problem.get("field") if isinstance(problem.get("field"), str) else None
-    cls = _BY_CODE.get(code)
+    cls = _BY_CODE.get(code) if code is not None else None
     base = _BY_STATUS.get(status)
     if cls is None or (base is not None and not issubclass(cls, base)):
         cls = base

@@ -13,14 +13,23 @@ neither; +inf is written "infinite", as the daemon spells it), and None fields a
 names the missing field). Events the daemon does not account (UnsupportedDpEvent) are
 converted all the same; the daemon answers them 422 unsupported.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-__all__ = ["to_event", "FIELDS", "gaussian", "laplace", "epsilon_delta", "poisson_sampled",
+#: An event as the daemon takes it: a JSON object with "class_name" (see to_event).
+Event = Dict[str, Any]
+#: What to_event accepts: an Event, a dp_accounting DpEvent, its to_named_tuple() form, or an
+#: object named like one.
+EventLike = Union[Mapping[str, Any], Any]
+
+__all__ = ["Event", "EventLike", "to_event", "FIELDS", "gaussian", "laplace", "epsilon_delta", "poisson_sampled",
            "self_composed", "composed", "no_op", "non_private", "shuffled_epoch", "dp_sgd"]
 
 # dp_accounting's classes (dp_event.py) and their fields, for objects without attrs metadata.
-FIELDS = {
+FIELDS: Dict[str, Tuple[str, ...]] = {
     "NoOpDpEvent": (),
     "NonPrivateDpEvent": (),
     "UnsupportedDpEvent": (),
@@ -50,12 +59,12 @@ FIELDS = {
 _MAX_DEPTH = 32  # the daemon's nesting limit
 
 
-def to_event(obj):
+def to_event(obj: EventLike) -> Event:
     """The JSON object (a new dict) of an event given as a dict or a DpEvent-like object."""
     return _event(obj, "event", 0)
 
 
-def _is_event_like(v):
+def _is_event_like(v: Any) -> bool:
     if isinstance(v, dict):
         return "class_name" in v
     if _named_tuple_class(v) is not None:
@@ -64,26 +73,27 @@ def _is_event_like(v):
     return hasattr(type(v), "__attrs_attrs__") or name in FIELDS or name.endswith("DpEvent")
 
 
-def _named_tuple_class(v):
+def _named_tuple_class(v: Any) -> Optional[str]:
     """class_name of dp_accounting's to_named_tuple() form, else None."""
     if isinstance(v, tuple) and hasattr(v, "_fields") and "class_name" in v._fields:
-        cn = v.class_name
-        return cn.decode() if isinstance(cn, bytes) else cn
+        cn = getattr(v, "class_name")
+        return cn.decode() if isinstance(cn, bytes) else str(cn)
     return None
 
 
-def _event(obj, path, depth):
+def _event(obj: Any, path: str, depth: int) -> Event:
     if depth > _MAX_DEPTH:
         raise ValueError("%s: events nest deeper than %d" % (path, _MAX_DEPTH))
     if isinstance(obj, dict):
         cn = obj.get("class_name")
         if not isinstance(cn, str):
             raise ValueError("%s: an event needs a string class_name" % path)
-        out = {"class_name": cn}
+        out: Event = {"class_name": cn}
         for k, v in obj.items():
             if k != "class_name" and v is not None:
                 out[k] = _value(v, "%s.%s" % (path, k), depth)
         return out
+    names: List[str]
     cn = _named_tuple_class(obj)
     if cn is not None:
         names = [f for f in obj._fields if f not in ("module_name", "class_name")]
@@ -110,7 +120,7 @@ def _event(obj, path, depth):
     return out
 
 
-def _value(v, path, depth):
+def _value(v: Any, path: str, depth: int) -> Any:
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return v
     if isinstance(v, numbers.Integral):
@@ -136,45 +146,45 @@ def _value(v, path, depth):
 # ---------------------------------------------------------------- builders
 
 
-def gaussian(noise_multiplier):
+def gaussian(noise_multiplier: float) -> Event:
     return {"class_name": "GaussianDpEvent", "noise_multiplier": noise_multiplier}
 
 
-def laplace(noise_multiplier):
+def laplace(noise_multiplier: float) -> Event:
     return {"class_name": "LaplaceDpEvent", "noise_multiplier": noise_multiplier}
 
 
-def epsilon_delta(epsilon, delta):
+def epsilon_delta(epsilon: float, delta: float) -> Event:
     return {"class_name": "EpsilonDeltaDpEvent", "epsilon": epsilon, "delta": delta}
 
 
-def poisson_sampled(sampling_probability, event):
+def poisson_sampled(sampling_probability: float, event: EventLike) -> Event:
     return {"class_name": "PoissonSampledDpEvent", "sampling_probability": sampling_probability,
             "event": to_event(event)}
 
 
-def self_composed(event, count):
+def self_composed(event: EventLike, count: int) -> Event:
     return {"class_name": "SelfComposedDpEvent", "event": to_event(event), "count": count}
 
 
-def composed(events):
+def composed(events: List[EventLike]) -> Event:
     return {"class_name": "ComposedDpEvent", "events": [to_event(e) for e in events]}
 
 
-def no_op():
+def no_op() -> Event:
     return {"class_name": "NoOpDpEvent"}
 
 
-def non_private():
+def non_private() -> Event:
     return {"class_name": "NonPrivateDpEvent"}
 
 
-def shuffled_epoch(noise_multiplier, rounds):
+def shuffled_epoch(noise_multiplier: float, rounds: int) -> Event:
     """One epoch of DP-SGD with random shuffling in `rounds` batches (dpbudget's own event)."""
     return {"class_name": "ShuffledDpSgdEpochDpEvent", "noise_multiplier": noise_multiplier,
             "rounds": rounds}
 
 
-def dp_sgd(sampling_probability, noise_multiplier, steps):
+def dp_sgd(sampling_probability: float, noise_multiplier: float, steps: int) -> Event:
     """`steps` steps of Poisson-sampled Gaussian noise: DP-SGD as dp_accounting writes it."""
     return self_composed(poisson_sampled(sampling_probability, gaussian(noise_multiplier)), steps)

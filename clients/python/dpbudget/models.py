@@ -1,6 +1,8 @@
 """Typed answers. Every class keeps the whole JSON answer in `raw`, so a field this
 version does not model is still at hand. Infinite numbers ("infinite" on the wire) are
 math.inf here; "-infinite" is -math.inf."""
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -12,7 +14,7 @@ __all__ = ["real", "Condition", "Report", "DeltaPoint", "DeltaResult", "EpsilonP
            "HistoryPage", "NamedEvent", "EventPage", "Summary"]
 
 
-def real(v):
+def real(v: Any) -> Any:
     """A number of an answer: "infinite" is inf, "-infinite" -inf, None stays None."""
     if v is None or isinstance(v, bool):
         return v
@@ -25,7 +27,7 @@ def real(v):
     return v
 
 
-def _reals(d):
+def _reals(d: Any) -> Dict[str, Any]:
     """The dict with "infinite" read as inf (the same dict when it holds no string)."""
     if not isinstance(d, dict):
         return {}
@@ -44,7 +46,7 @@ class Condition:
     rhs: Any
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> Condition:
         return cls(d.get("name"), d.get("statement"), d.get("holds"), real(d.get("lhs")),
                    real(d.get("rhs")))
 
@@ -64,7 +66,7 @@ class Report:
     raw: Dict[str, Any] = field(repr=False)
 
     @staticmethod
-    def _common(d):
+    def _common(d: Any) -> Dict[str, Any]:
         return dict(accountant=d.get("accountant"), guarantee=d.get("guarantee"),
                     reference=d.get("reference"), valid=d.get("valid"),
                     neighboring_relation=d.get("neighboring_relation"),
@@ -87,12 +89,12 @@ class DeltaResult(Report):
     results: List[DeltaPoint] = field(default_factory=list)
 
     @property
-    def delta(self):
+    def delta(self) -> Optional[float]:
         """δ of the first (or only) ε asked."""
         return self.results[0].delta if self.results else None
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> DeltaResult:
         pts = [DeltaPoint(real(r.get("epsilon")), real(r.get("delta")), real(r.get("ln_delta")),
                           r.get("rdp_order")) for r in d.get("results") or []]
         return cls(results=pts, **cls._common(d))
@@ -111,12 +113,12 @@ class EpsilonResult(Report):
     results: List[EpsilonPoint] = field(default_factory=list)
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> Optional[float]:
         """ε of the first (or only) δ asked (inf when not certified)."""
         return self.results[0].epsilon if self.results else None
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> EpsilonResult:
         pts = [EpsilonPoint(real(r.get("delta")), real(r.get("epsilon")), r.get("certified"),
                             r.get("rdp_order")) for r in d.get("results") or []]
         return cls(results=pts, **cls._common(d))
@@ -134,7 +136,7 @@ class CalibrateResult(Report):
     details: Dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> CalibrateResult:
         iv = d.get("interval")
         return cls(solve_for=d.get("solve_for"), value=d.get("value"), tolerance=d.get("tolerance"),
                    interval=_reals(iv) if iv is not None else None, target=_reals(d.get("target")),
@@ -160,7 +162,7 @@ class CurveResult(Report):
     tradeoff: List[TradeoffPoint] = field(default_factory=list)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> CurveResult:
         return cls(curve=[CurvePoint(real(p.get("epsilon")), real(p.get("delta")))
                           for p in d.get("curve") or []],
                    tradeoff=[TradeoffPoint(p.get("alpha"), p.get("beta"))
@@ -197,9 +199,9 @@ class ClientRecord:
     raw: Dict[str, Any] = field(repr=False)
 
     @classmethod
-    def from_json(cls, d):
-        b = d.get("budget") or {}
-        s = d.get("spent") or {}
+    def from_json(cls, d: Any) -> ClientRecord:
+        b: Any = d.get("budget") or {}
+        s: Any = d.get("spent") or {}
         return cls(id=d.get("id"), budget=Budget(b.get("epsilon"), b.get("delta")),
                    accounting=d.get("accounting"), guarantee_kind=d.get("guarantee_kind"),
                    neighboring_relation=d.get("neighboring_relation"),
@@ -217,7 +219,7 @@ class ClientPage:
     next_cursor: Optional[str]
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> ClientPage:
         return cls([ClientRecord.from_json(c) for c in d.get("clients") or []], d.get("total"),
                    d.get("next_cursor"))
 
@@ -265,14 +267,14 @@ class Round:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def admitted_ids(self):
+    def admitted_ids(self) -> List[str]:
         return [a.client for a in self.admitted]
 
     @property
-    def refused_ids(self):
+    def refused_ids(self) -> List[str]:
         return [r.client for r in self.refused]
 
-    def raise_for_refused(self):
+    def raise_for_refused(self) -> Round:
         """Raise OverBudget (someone could not afford it) or RoundRefused (other reasons)
         when any participant was refused; return self otherwise."""
         from .errors import OverBudget, RoundRefused
@@ -283,7 +285,7 @@ class Round:
         raise RoundRefused(self)
 
     @classmethod
-    def from_json(cls, d, replayed=False):
+    def from_json(cls, d: Any, replayed: bool = False) -> Round:
         adm = [Admission(a.get("client"), real(a.get("spent_before")), real(a.get("spent_after")),
                          a.get("reason"), a.get("accounting"), a.get("guarantee_kind"))
                for a in d.get("admitted") or []]
@@ -320,17 +322,17 @@ class BatchResult:
     conflicts: int = 0
 
     @property
-    def conflicted(self):
+    def conflicted(self) -> List[BatchItem]:
         return [r for r in self.results if r.result == "conflict"]
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> BatchResult:
         return cls([BatchItem(r.get("id"), r.get("result"), r.get("code"), r.get("detail"),
                               r.get("version"), r.get("field")) for r in d.get("results") or []],
                    d.get("created", 0), d.get("updated", 0), d.get("unchanged", 0),
                    d.get("conflicts", 0))
 
-    def extend(self, other):
+    def extend(self, other: BatchResult) -> None:
         self.results.extend(other.results)
         self.created += other.created
         self.updated += other.updated
@@ -340,7 +342,9 @@ class BatchResult:
 
 @dataclass
 class EligibilityEntry:
-    id: str
+    """One candidate of an eligibility answer. `client` is its id (the daemon's answers name
+    it so, as round answers do); `id` is the same, the name of earlier versions."""
+    client: str
     eligible: bool
     affordable_rounds: Optional[int] = None
     affordable_rounds_capped: bool = False
@@ -348,6 +352,11 @@ class EligibilityEntry:
     remaining: Dict[str, Any] = field(default_factory=dict)
     reason: Optional[str] = None
     accounting: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        """The same as `client` (kept for code written against earlier versions)."""
+        return self.client
 
 
 @dataclass
@@ -360,19 +369,19 @@ class Eligibility:
     max_rounds: Optional[int] = None
 
     @property
-    def eligible_ids(self):
-        return [c.id for c in self.clients if c.eligible]
+    def eligible_ids(self) -> List[str]:
+        return [c.client for c in self.clients if c.eligible]
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> Eligibility:
         return cls(d.get("eligible", 0), d.get("ineligible", 0),
-                   [EligibilityEntry(c.get("id"), c.get("eligible"), c.get("affordable_rounds"),
+                   [EligibilityEntry(c.get("client", c.get("id")), c.get("eligible"), c.get("affordable_rounds"),
                                      bool(c.get("affordable_rounds_capped")),
                                      _reals(c.get("spent")), _reals(c.get("remaining")),
                                      c.get("reason"), c.get("accounting"))
                     for c in d.get("clients") or []], d.get("max_rounds"))
 
-    def extend(self, other):
+    def extend(self, other: Eligibility) -> None:
         self.eligible += other.eligible
         self.ineligible += other.ineligible
         self.clients.extend(other.clients)
@@ -402,7 +411,7 @@ class HistoryPage:
     aggregate: List[Dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> HistoryPage:
         return cls([Charge(c.get("round_id"), c.get("seq"), c.get("state"),
                            real(c.get("spent_after")))
                     for c in d.get("charges") or []], d.get("next_cursor"),
@@ -418,7 +427,7 @@ class NamedEvent:
     created: bool = False  # PUT answered 201
 
     @classmethod
-    def from_json(cls, d, created=False):
+    def from_json(cls, d: Any, created: bool = False) -> NamedEvent:
         return cls(d.get("name"), d.get("event"), d.get("created_seq"), created)
 
 
@@ -429,7 +438,7 @@ class EventPage:
     total: Optional[int] = None
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> EventPage:
         return cls([NamedEvent.from_json(e) for e in d.get("events") or []], d.get("next_cursor"),
                    d.get("total"))
 
@@ -446,7 +455,7 @@ class Summary:
     raw: Dict[str, Any] = field(repr=False)
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: Any) -> Summary:
         return cls(d.get("clients"), dict(d.get("by_status") or {}), d.get("rounds"),
                    [_reals(b) for b in d.get("spent_fraction_histogram") or []],
                    bool(d.get("read_only")), d.get("log_bytes"), d.get("version"), d)

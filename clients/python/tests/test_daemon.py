@@ -398,7 +398,14 @@ class BulkAndEligibility(ClientCase):
                                  {"id": "el-b", "epsilon": 2, "delta": 1e-5},
                                  {"id": "el-c", "epsilon": 1, "delta": 1e-5}])
         el = self.c.eligibility(["el-a", "el-b", "el-c", "el-nobody"], event=EV50)
-        got = {x.id: (x.eligible, x.affordable_rounds, x.reason) for x in el.clients}
+        got = {x.client: (x.eligible, x.affordable_rounds, x.reason) for x in el.clients}
+        # the daemon names each candidate `client` (as rounds do) and `id` (as before)
+        self.assertEqual([x.client for x in el.clients],
+                         ["el-a", "el-b", "el-c", "el-nobody"])
+        self.assertEqual([x.id for x in el.clients], [x.client for x in el.clients])
+        self.assertEqual(self.c.request("POST", "/v1/eligibility", {
+            "event": EV50, "clients": ["el-a"]}, idempotent=True).body["clients"][0]["client"],
+            "el-a")
         self.assertEqual(got["el-a"], (True, 6, None))
         self.assertEqual(got["el-b"], (True, 17, None))
         self.assertEqual(got["el-c"][:2], (False, 0))

@@ -17,9 +17,10 @@ import federated_loop  # noqa: E402
 
 
 def check_sketch(tc, src):
-    """Every `dpbudget.X` and `events.X` in src exists, and every call on a Client (a name
+    """Every `dpbudget.X` and `events.X` in src exists, every call on a Client (a name
     `ledger`, an attribute `.ledger`, or a name assigned dpbudget.Client(...)) names a
-    method of Client whose signature takes the arguments used. Returns the calls checked."""
+    method of Client whose signature takes the arguments used, and so do the calls of
+    dpbudget.flower's Budgeted and answer_ledger_id. Returns the calls checked."""
     tree = ast.parse(src)
     clients = {"ledger"}
     for node in ast.walk(tree):
@@ -34,6 +35,16 @@ def check_sketch(tc, src):
                 tc.assertTrue(hasattr(dpbudget, node.attr), node.attr)
             if node.value.id == "events":
                 tc.assertTrue(hasattr(dpbudget.events, node.attr), node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("Budgeted", "answer_ledger_id"):
+            from dpbudget import flower  # needs flwr (clients/python/.venv)
+            try:
+                inspect.signature(getattr(flower, node.func.id)).bind(
+                    *[None] * len(node.args), **{k.arg: None for k in node.keywords})
+            except TypeError as e:
+                tc.fail("%s(...) in a sketch: %s" % (node.func.id, e))
+            calls += 1
+            continue
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         f = node.func

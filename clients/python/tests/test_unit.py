@@ -399,3 +399,20 @@ class Python39(unittest.TestCase):
             if name.endswith(".py"):
                 with open(os.path.join(root, name)) as f:
                     ast.parse(f.read(), name, feature_version=(3, 9))
+
+
+class Names(unittest.TestCase):
+    """An eligibility candidate is named `client`, as round admissions and refusals are; `id`
+    stays readable (the daemon sends both; an older daemon sends `id` only)."""
+
+    def test_client_and_id(self):
+        for item in ({"client": "ana", "id": "ana", "eligible": True},
+                     {"id": "ana", "eligible": True}):
+            el = dpbudget.Eligibility.from_json({"eligible": 1, "ineligible": 0,
+                                                  "clients": [item]})
+            self.assertEqual(el.clients[0].client, "ana")
+            self.assertEqual(el.clients[0].id, "ana")
+            self.assertEqual(el.eligible_ids, ["ana"])
+        r = dpbudget.Round.from_json({"round_id": "r", "admitted": [{"client": "ana"}],
+                                      "refused": [{"client": "ben", "reason": "over_budget"}]})
+        self.assertEqual((r.admitted[0].client, r.refused[0].client), ("ana", "ben"))
