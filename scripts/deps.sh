@@ -16,6 +16,9 @@
 #   examples of README.md, docs/API.md and docs/PYTHON.md, run by
 #   tests/readme/check_readme.py). A command
 #   already present is left alone (a newer node from elsewhere is kept).
+#   python3-venv, and in .venv the Python test tools pinned in tests/requirements.lock
+#   (Schemathesis: contract tests generated from openapi.yaml; dp_accounting: the live
+#   differential oracle), installed again only when the lock changes.
 #   npm packages: `npm ci` in tests/contract when its node_modules is missing or was
 #   installed from another package-lock.json (the versions pinned there; no install
 #   scripts run).
@@ -58,6 +61,8 @@ if [ "$build_only" = 0 ]; then
     command -v curl >/dev/null 2>&1 || need curl
     # the PostgreSQL tests need initdb, pg_ctl and postgres (not on PATH in Debian)
     ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need postgresql
+    # the Python test tools live in a venv of their own (.venv, from tests/requirements.lock)
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need python3-venv
 fi
 
 if [ -n "$PKGS" ]; then
@@ -75,4 +80,18 @@ if [ "$want" != "$have" ]; then
     echo "deps: npm ci in tests/contract (linters, ajv, openapi-typescript, typescript)" >&2
     (cd "$contract" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
     echo "$want" >"$contract/node_modules/.installed-from-lock"
+fi
+
+# The Python tools of make test (Schemathesis, dp_accounting: tests/requirements.lock pins
+# every package, dependencies included) in .venv, installed again only when the lock changed
+venv=$root/.venv
+want=$(sha256sum <"$root/tests/requirements.lock" | cut -d' ' -f1)
+have=$(cat "$venv/.installed-from-lock" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+    echo "deps: pip install into .venv (tests/requirements.lock)" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+        -r "$root/tests/requirements.lock"
+    echo "$want" >"$venv/.installed-from-lock"
 fi

@@ -54,6 +54,10 @@ run browser sh tests/browser/run.sh "$build"
 run sdk python3 clients/python/tests/run_tests.py "$build/dpbudgetd"
 run readme python3 tests/readme/check_readme.py "$build/dpbudgetd"
 run docs python3 tests/docs/check_refs.py --daemon "$build/dpbudgetd"
+# contract tests generated from openapi.yaml (Schemathesis) against daemons with and without
+# keys; dp_accounting as a live oracle (both from tests/requirements.lock, in .venv)
+run generated .venv/bin/python tests/generated/run.py .venv/bin/python "$build/dpbudgetd"
+run oracle .venv/bin/python tests/oracle/dp_accounting_diff.py "$build/dpbudgetd"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes
 run fuzzwal "$build/tests/fuzz_regress_wal" tests/fuzz/corpus/wal tests/fuzz/crashes
 echo "tests: $total_pass passed, $total_fail failed"
