@@ -11,6 +11,8 @@ and fails the run.
 """
 import json
 import re
+import urllib.error
+import urllib.request
 
 import schemathesis
 
@@ -38,8 +40,12 @@ ALWAYS_OK = {404, 409, 422, 429}
 
 
 def _problem(response):
+    return _problem_body(response.content)
+
+
+def _problem_body(content):
     try:
-        body = json.loads(response.content or b"{}")
+        body = json.loads(content or b"{}")
     except ValueError:
         return None, None
     if not isinstance(body, dict):
@@ -58,6 +64,17 @@ def schema_valid_request_accepted(ctx, response, case):
     if status in (401, 403):
         return None  # credentials, not the request's shape
     code, field = _problem(response)
+    if code is None and case.method.upper() == "HEAD":
+        # HEAD carries no body: the same request as GET names the problem
+        req = response.request
+        get = urllib.request.Request(req.url, method="GET",
+                                     headers={k: v for k, v in req.headers.items()
+                                              if k.lower() == "authorization"})
+        try:
+            urllib.request.urlopen(get, timeout=60)
+        except urllib.error.HTTPError as e:
+            if e.code == status:
+                code, field = _problem_body(e.read())
     for st, c, rx in DOMAIN_RULES:
         if st == status and c == code and re.fullmatch(rx, field or ""):
             return None
