@@ -173,9 +173,11 @@ $(BUILD)/tests/slow_sampling: $(BUILD)/tests/slow/sweep_sampling.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 
 test-slow: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep $(BUILD)/tests/slow_sampling
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tests/slow_sweep $(BUILD)/tests/slow_sampling $(DAEMON)
 	$(Q)./$(BUILD)/tests/slow_sampling
 	$(Q)./$(BUILD)/tests/slow_sweep
+	$(Q)DPB_GENERATED_PHASES=examples,coverage,fuzzing,stateful clients/python/.venv/bin/python tests/generated/run.py clients/python/.venv/bin/python $(DAEMON)
+	$(Q)clients/python/.venv/bin/python tests/oracle/dp_accounting_diff.py $(DAEMON) --cases 300
 
 # docs/LEDGER.md's table of rounds per client under rdp, pld and rdp_filter (about a minute)
 $(BUILD)/tests/schedule_table: $(BUILD)/tests/tables/schedule_table.o $(LIBCORE)

@@ -21,7 +21,8 @@
 #   scripts run).
 #   Python packages: a venv of its own, clients/python/.venv, made by python3 -m venv and
 #   filled from clients/python/requirements-dev.txt (every version pinned: flwr and
-#   dp_accounting for tests/flower, mypy and pytest for clients/python) when it is missing
+#   dp_accounting for tests/flower and tests/oracle, mypy and pytest for clients/python,
+#   schemathesis for tests/generated) when it is missing
 #   or was installed from another requirements-dev.txt or another python3.
 # `deps.sh --build` installs only what building needs (the container image's build stage);
 # `deps.sh --bench` only what `make bench` adds: wrk, the load generator of bench/floor.sh.
@@ -62,6 +63,9 @@ if [ "$build_only" = 0 ]; then
     command -v curl >/dev/null 2>&1 || need curl
     # the PostgreSQL tests need initdb, pg_ctl and postgres (not on PATH in Debian)
     ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need postgresql
+    # the Python test tools live in a venv of their own (clients/python/.venv); Debian's
+    # python3 makes one only with python3-venv
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need python3-venv
 fi
 
 if [ -n "$PKGS" ]; then
@@ -87,7 +91,7 @@ pylock=$root/clients/python/requirements-dev.txt
 want=$( (cat "$pylock"; python3 -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)
 have=$(cat "$pyenv/.installed-from-lock" 2>/dev/null || true)
 if [ "$want" != "$have" ]; then
-    echo "deps: pip install in clients/python/.venv (flwr, dp_accounting, mypy, pytest)" >&2
+    echo "deps: pip install in clients/python/.venv (flwr, dp_accounting, mypy, pytest, schemathesis)" >&2
     rm -rf "$pyenv"
     python3 -m venv "$pyenv"
     "$pyenv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \

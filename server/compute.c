@@ -729,6 +729,34 @@ out:
     compute_req_release(&c);
 }
 
+/* The fields of POST /v1/proactive that belong to one procedure only (the others, theta,
+ * theorem and variant, apply to all or are ignored by the closed form of sigma): a field sent
+ * with a procedure that does not read it is refused, not silently dropped. 0, or -1 with pb
+ * set. */
+static int proactive_fields_apply(json_t *j, const char *proc, problem *pb)
+{
+    static const struct {
+        const char *field, *procs;
+    } only[] = {{"epsilon", "noise_multiplier"},
+                {"noise_multiplier", "plan max_rounds"},
+                {"dataset_size", "plan max_rounds"},
+                {"epochs", "plan"},
+                {"batch_size", "max_rounds"}};
+    for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
+        if (json_object_get(j, only[i].field) == NULL)
+            continue;
+        const char *p = strstr(only[i].procs, proc);
+        size_t n = strlen(proc);
+        if (p != NULL && (p[n] == ' ' || p[n] == '\0'))
+            continue;
+        problem_set(pb, PB_INVALID_PARAMETER, only[i].field,
+                    "%s applies to procedure %s only; leave it out for \"%s\"", only[i].field,
+                    only[i].procs, proc);
+        return -1;
+    }
+    return 0;
+}
+
 /* POST /v1/proactive: seed 002's DP calculator (procedures A, B, C of docs/MATH.md section 4; D is
  * delta(eps) of a ProactiveDpSgdDpEvent through /v1/delta). */
 void res_proactive(const http_request *req, http_response *resp)
@@ -744,6 +772,10 @@ void res_proactive(const http_request *req, http_response *resp)
         codec_string(j, "", "variant", 0, &vs, &pb) < 0 ||
         codec_string(j, "", "theorem", 0, &th, &pb) < 0 ||
         codec_number(j, "", "theta", 0, &theta, &pb) < 0)
+        goto fail;
+    if ((strcmp(proc, "noise_multiplier") == 0 || strcmp(proc, "plan") == 0 ||
+         strcmp(proc, "max_rounds") == 0) &&
+        proactive_fields_apply(j, proc, &pb) < 0)
         goto fail;
     pro_variant v = PRO_CORRECTED;
     if (strcmp(vs, "paper") == 0)

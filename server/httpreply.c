@@ -48,6 +48,10 @@ void http_reply_text(http_response *resp, int status, char *s, size_t n)
 
 void http_reply_problem(http_response *resp, problem *p)
 {
+    /* a failure path that recorded no problem is an internal error, answered as one (500,
+     * the body saying so), never a 200 holding a problem document */
+    if (p->code == PB_NONE)
+        p->code = PB_INTERNAL;
     problem_code c = p->code;
     http_reply_json(resp, problem_http_status(c), problem_to_json(p));
     if (c == PB_LEDGER_UNAVAILABLE) { /* whichever route found the database unreachable */

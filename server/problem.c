@@ -173,6 +173,12 @@ int problem_oom(problem *p)
 
 void problem_from_error(problem *p, const dpb_error *err)
 {
+    if (err->status == DPB_OK) { /* a computation failed without saying why: a defect */
+        problem_set(p, PB_INTERNAL, err->field,
+                    "the computation stopped without stating a reason (a defect of the service; "
+                    "please report the request)");
+        return;
+    }
     problem_set(p, problem_from_status(err->status), err->field, "%s",
                 err->detail[0] ? err->detail : dpb_strstatus(err->status));
 }

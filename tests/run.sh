@@ -62,6 +62,10 @@ run sdk "$pyenv" clients/python/tests/run_tests.py "$build/dpbudgetd"
 run flower "$pyenv" tests/flower/test_flower.py "$build/dpbudgetd"
 run readme python3 tests/readme/check_readme.py "$build/dpbudgetd"
 run docs python3 tests/docs/check_refs.py --daemon "$build/dpbudgetd"
+# contract tests generated from openapi.yaml (Schemathesis) against daemons with and without
+# keys; dp_accounting as a live oracle (both pinned in clients/python/requirements-dev.txt, in clients/python/.venv)
+run generated clients/python/.venv/bin/python tests/generated/run.py clients/python/.venv/bin/python "$build/dpbudgetd"
+run oracle clients/python/.venv/bin/python tests/oracle/dp_accounting_diff.py "$build/dpbudgetd"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes
 run fuzzwal "$build/tests/fuzz_regress_wal" tests/fuzz/corpus/wal tests/fuzz/crashes
 echo "tests: $total_pass passed, $total_fail failed"

@@ -128,8 +128,10 @@ dp_event *dp_map_to_dpsgd(const dp_event *ev, dpb_status *st, dpb_error *err)
         }
         if (sgld_noise_multiplier(p, &sigma) != DPB_OK) {
             *st = dpb_fail(err, DPB_EINVAL, "event",
-                           "SGLD needs clipping_norm > 0, step_size > 0 and 1 <= batch_size <= "
-                           "dataset_size");
+                           "SGLD needs clipping_norm > 0, step_size > 0, 1 <= batch_size <= "
+                           "dataset_size, and the noise multiplier they imply, 2 batch_size / "
+                           "(dataset_size clipping_norm sqrt(step_size)), at most 1e6 (the "
+                           "Gaussian's range)");
             return NULL;
         }
         double q = p->batch_size / p->dataset_size;

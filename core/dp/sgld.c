@@ -9,7 +9,13 @@ dpb_status sgld_noise_multiplier(const sgld_params *p, double *sigma)
         !(p->batch_size >= 1.0) || !(p->dataset_size >= p->batch_size) ||
         !isfinite(p->clipping_norm + p->step_size + p->dataset_size))
         return DPB_EINVAL;
-    *sigma = 2.0 * p->batch_size / (p->dataset_size * p->clipping_norm * sqrt(p->step_size));
+    double s = 2.0 * p->batch_size / (p->dataset_size * p->clipping_norm * sqrt(p->step_size));
+    /* the DP-SGD it maps to takes the Gaussian's range of noise multipliers, (0, 1e6]: an
+     * overflow (a tiny clipping norm or step size) or a larger multiplier is refused, as the
+     * same noise multiplier given directly would be */
+    if (!(s > 0.0 && s <= 1e6))
+        return DPB_EINVAL;
+    *sigma = s;
     return DPB_OK;
 }
 

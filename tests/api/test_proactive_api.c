@@ -82,6 +82,23 @@ static void proactive_noise_and_max_rounds(void)
               "10000,\"epochs\":5}");
     CHECK(is_problem(&r, 422, "not_covered", "noise_multiplier")); /* sigma^2 <= 2 */
     api_reply_free(&r);
+    /* a field of another procedure is refused, not silently dropped (found by the generated
+     * contract tests: batch_size 0 with "plan" was answered 200) */
+    const char *const stray[] = {
+        "{\"procedure\":\"plan\",\"noise_multiplier\":19.3,\"delta\":1e-4,\"dataset_size\":"
+        "10000,\"epochs\":5,\"batch_size\":0}",
+        "{\"procedure\":\"noise_multiplier\",\"epsilon\":0.05,\"delta\":1e-4,\"epochs\":3}",
+        "{\"procedure\":\"max_rounds\",\"noise_multiplier\":19.3,\"delta\":1e-4,"
+        "\"dataset_size\":10000,\"batch_size\":31,\"epsilon\":1}",
+        "{\"procedure\":\"noise_multiplier\",\"epsilon\":0.05,\"delta\":1e-4,"
+        "\"noise_multiplier\":2}",
+    };
+    const char *const field[] = {"batch_size", "epochs", "epsilon", "noise_multiplier"};
+    for (size_t i = 0; i < sizeof stray / sizeof stray[0]; i++) {
+        api_postf(&r, "/v1/proactive", "%s", stray[i]);
+        CHECK(is_problem(&r, 400, "invalid_parameter", field[i]));
+        api_reply_free(&r);
+    }
 }
 
 /* The plan fed back as a history meets its target; a batch past the planned maximum
@@ -138,6 +155,26 @@ static void sgld_policy(void)
               64.0 / 60000.0, sig);
     CHECK(jnum(r.json, "epsilon") == e1);
     api_reply_free(&r);
+    /* a clipping norm and step size so small that the implied multiplier overflows, or one
+     * past the Gaussian's range, is a 400 naming the event, never a 200 holding an internal
+     * error (found by the generated contract tests), on every endpoint that accounts it */
+    const char *const paths[] = {"/v1/epsilon", "/v1/rdp", "/v1/curve"};
+    const char *const tails[] = {",\"delta\":1e-5", ",\"orders\":[2,8,32],\"accountant\":\"rdp\"",
+                                 ",\"epsilon_range\":{\"min\":0,\"max\":4,\"points\":5}"};
+    const char *const evs[] = {
+        "{\"class_name\":\"SgldDpEvent\",\"clipping_norm\":5e-324,\"batch_size\":1,"
+        "\"dataset_size\":1,\"step_size\":5e-324,\"steps\":1,\"sampling\":\"poisson\"}",
+        "{\"class_name\":\"RepeatAndSelectDpEvent\",\"mean\":1,\"shape\":0,\"event\":{"
+        "\"class_name\":\"SgldDpEvent\",\"clipping_norm\":1e-3,\"batch_size\":1,"
+        "\"dataset_size\":1,\"step_size\":1e-6,\"steps\":1,\"sampling\":\"poisson\"}}",
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        for (size_t k = 0; k < sizeof evs / sizeof evs[0]; k++) {
+            api_postf(&r, paths[i], "{\"event\":%s%s}", evs[k], tails[i]);
+            CHECK(r.status == 400 && strcmp(jstr(r.json, "code"), "invalid_parameter") == 0);
+            CHECK(strstr(jstr(r.json, "detail"), "at most 1e6") != NULL);
+            api_reply_free(&r);
+        }
 }
 
 const tl_test PROACTIVE_API_TESTS[] = {

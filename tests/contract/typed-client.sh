@@ -22,7 +22,7 @@ if echo "$code" | grep -nE '\bas\b|\bany\b|[A-Za-z0-9_)\]]![.;,) ]|<[A-Z][A-Za-z
 fi
 rm -rf "$here/gen"
 mkdir -p "$here/gen"
-"$bin/openapi-typescript" "$root/openapi.yaml" --default-non-nullable false \
+"$bin/openapi-typescript" "$root/openapi.yaml" \
     -o "$here/gen/openapi.ts" >"$here/gen/generate.log" 2>&1 ||
     { cat "$here/gen/generate.log"; die "openapi-typescript could not read openapi.yaml"; }
 (cd "$here" && "$bin/tsc" -p tsconfig.json) || die "typed_client.ts does not compile with tsc --strict"

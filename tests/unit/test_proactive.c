@@ -150,6 +150,18 @@ static void sgld_and_renyi(void)
         p.clipped = 0;
         CHECK(sgld_noise_multiplier(&p, &s) == DPB_EINVAL);
     }
+    /* an implied multiplier beyond the Gaussian's range (1e6), or one that overflows (a
+     * clipping norm and step size of 5e-324 make 2b/(n C sqrt(eta)) infinite), is refused */
+    {
+        double s = -1.0;
+        sgld_params big = {1, 1e-3, 1, 1, 1e-6, 1, SGLD_POISSON}; /* 2/(1e-3 * 1e-3) = 2e6 */
+        CHECK(sgld_noise_multiplier(&big, &s) == DPB_EINVAL && s == -1.0);
+        sgld_params tiny = {1, 5e-324, 1, 1, 5e-324, 1, SGLD_POISSON};
+        CHECK(sgld_noise_multiplier(&tiny, &s) == DPB_EINVAL && s == -1.0);
+        sgld_params edge = {1, 2e-3, 1, 1, 1e-6, 1, SGLD_POISSON}; /* 2/(2e-3 * 1e-3) = 1e6 */
+        CHECK(sgld_noise_multiplier(&edge, &s) == DPB_OK);
+        CHECK_REL(s, 1e6, 1e-12);
+    }
     /* unclipped SGLD is refused by every accountant with the uncertifiable status */
     dp_event *ev = dp_event_new(DP_EV_SGLD);
     ev->u.sgld = (sgld_params){0, 0, 64, 60000, 1e-4, 100, SGLD_POISSON};
