@@ -25,7 +25,8 @@ Computed with mpmath (50 digits, never with floats):
      likelihood ratio of each pair is monotone in x, so delta = P(X > x*) - e^eps Q(X > x*)
      at the crossing x*. For wor and wr these are the service's bounds themselves (advanced
      joint convexity is an identity there), so its answers must also be close to them.
-  D. Poisson sampling under replace-one, exactly: the pair above is a worst case (Lebeda,
+  D. Poisson sampling under replace-one, exactly (at grid points of the default PLD step
+     1e-4 and between them): the pair above is a worst case (Lebeda,
      Regehr, Kamath, Steinke 2025, Proposition 13), so its delta is the exact value. Its
      loss is decreasing with the closed-form inverse x_e = s^2 (asinh(-a sinh(e/2)) - e/2),
      a = e^{1/(2 s^2)} (1 - q)/q (dp_accounting's _inverse_privacy_loss_replace, derived
@@ -239,7 +240,7 @@ def main():
     rows = []
     for q in [0.001, 0.01, 0.1, 0.3, 0.6, 0.8, 0.99]:
         for s in [0.5, 1.0, 2.0, 5.0]:
-            for eps in [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]:
+            for eps in [0.0, 0.00015, 0.00333, 0.1234567, 0.25, 0.5, 1.0, 1.23456, 2.0, 4.0]:
                 d = delta_replace_closed(q, s, eps)
                 if q in (0.1, 0.8) and s in (0.5, 1.0):  # the closed form against B's bisection
                     P, Q = pair_poisson_replace(q, s)

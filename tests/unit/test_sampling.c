@@ -421,28 +421,37 @@ static void properties(void)
 /* Poisson sampling of a Gaussian under replace-one is its worst-case pair, (1-q)N(0) + qN(-1)
  * against (1-q)N(0) + qN(1) (Lebeda, Regehr, Kamath, Steinke 2025, Prop. 13), discretised
  * pessimistically: over q in [0.001, 0.99], sigma in [0.5, 5], eps in [0, 4] (ref_sampling.h
- * D, mpmath's closed form) never below the exact delta and within 0.1% of it (plus 1e-12).
- * Before, advanced joint convexity and the triangle bound gave q = 0.8, sigma = 1: delta(2)
- * = 0.1818 (exact 0.1250). dp_accounting 0.6.0's PLDAccountant(REPLACE_ONE) (pip, default
- * grid) on the same events, kept as numbers: one step q = 0.8, sigma = 1, delta(2) =
- * 0.12496463817734264; q = 0.6, sigma = 1 (noise 5 of sensitivity 5), delta(1) =
- * 0.1541855264302802; q = 0.01, sigma = 1: eps(1e-5) = 0.2093715765442203 (exact
- * 0.2093715556590); 1000 steps 2.8434458118173023; q = 0.3, sigma = 2, 100 steps: eps(1e-6) =
- * 17.69666482563393; q = 0.8, sigma = 1, 10 steps: delta(4) = 0.8903027210873549. */
+ * D, mpmath's closed form) never below the exact delta; at grid points (multiples of 1e-4)
+ * within 1e-9 of it; between them (the chord in e^eps) within 1e-4 from eps = 0.01 on and 2%
+ * below (measured 1.2% at q = 0.001, sigma = 5, eps = 1.5e-4: the whole loss lies within a
+ * few grid steps of 0 there). Before, advanced joint convexity and the triangle bound gave
+ * q = 0.8, sigma = 1: delta(2) = 0.1818 (exact 0.1250). dp_accounting 0.6.0's
+ * PLDAccountant(REPLACE_ONE) (pip, default grid) on the same events, kept as numbers: one
+ * step q = 0.8, sigma = 1, delta(2) = 0.12496463817734264; q = 0.6, sigma = 1 (noise 5 of
+ * sensitivity 5), delta(1) = 0.1541855264302802; q = 0.01, sigma = 1: eps(1e-5) =
+ * 0.2093715765442203 (exact 0.2093715556590); 1000 steps 2.8434458118173023; q = 0.3, sigma =
+ * 2, 100 steps: eps(1e-6) = 17.69666482563393; q = 0.8, sigma = 1, 10 steps: delta(4) =
+ * 0.8903027210873549. */
 static void poisson_replace_exact_pair(void)
 {
-    double worst = 0.0;
+    double worst_on = 0.0, worst_off = 0.0;
     for (size_t i = 0; i < REF_REPLACE_COUNT; i++) {
         const struct ref_replace *r = &REF_REPLACE[i];
         dp_event *ev = poisson(r->q, gauss(r->sigma));
         double d = delta_at(ev, DP_REL_REPLACE, DP_ACCT_PLD, r->eps);
-        CHECKF(d >= r->delta && d <= r->delta * 1.001 + 1e-12,
+        double k = r->eps / 1e-4, x = d / r->delta - 1.0;
+        int on = fabs(k - nearbyint(k)) < 1e-6;
+        double allow = on ? 1e-9 : r->eps >= 0.01 ? 1e-4 : 0.02;
+        CHECKF(d >= r->delta && d <= r->delta * (1.0 + allow) + 1e-15,
                "q %g sigma %g eps %g: %.17g vs exact %.17g", r->q, r->sigma, r->eps, d, r->delta);
-        if (r->delta > 1e-9 && d / r->delta - 1.0 > worst)
-            worst = d / r->delta - 1.0;
+        if (r->delta > 1e-12 && on && x > worst_on)
+            worst_on = x;
+        if (r->delta > 1e-12 && !on && r->eps >= 0.01 && x > worst_off)
+            worst_off = x;
         dp_event_free(ev);
     }
-    CHECKF(worst < 1e-3, "worst relative excess %g", worst);
+    CHECKF(worst_on < 1e-9 && worst_off < 1e-4, "worst relative excess %g on, %g off the grid",
+           worst_on, worst_off);
     /* the examples, and dp_accounting's values (1% either way) */
     dp_event *a = poisson(0.8, gauss(1.0)), *b = poisson(0.6, gauss(1.0));
     double d = delta_at(a, DP_REL_REPLACE, DP_ACCT_AUTO, 2.0);
