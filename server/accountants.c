@@ -95,8 +95,8 @@ void res_accountants(const http_request *req, http_response *resp)
     json_array_append_new(
         ev, event_entry("PoissonSampledDpEvent", "sampling_probability, event",
                         "rdp (Gaussian inside), pld (Gaussian or Laplace inside); under "
-                        "replace_one pld with a Gaussian inside (advanced joint convexity and "
-                        "the triangle inequality through the add/remove pairs)",
+                        "replace_one pld with a Gaussian inside (its worst-case pair, Lebeda, "
+                        "Regehr, Kamath, Steinke 2025, Prop. 13)",
                         "the inner event on a Poisson sample; add_or_remove_one and "
                         "replace_special (the same pairs), replace_one"));
     json_array_append_new(ev, event_entry("SelfComposedDpEvent", "event, count", "all",

@@ -76,6 +76,10 @@ dpb_status pld_gaussian(double sigma, double h, pld_pmf *out);
 dpb_status pld_laplace(double b, double h, pld_pmf *out);
 dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_pmf *out);
 dpb_status pld_sampled_laplace(double q, double b, int dir, double h, pld_pmf *out);
+/* Poisson sampling (0 < q < 1) of the Gaussian mechanism under replace-one (sigma relative
+ * to the clipping norm): the worst-case pair (1-q)N(0) + qN(-1) against (1-q)N(0) + qN(1)
+ * (Lebeda, Regehr, Kamath, Steinke 2025, Proposition 13), symmetric: one direction. */
+dpb_status pld_sampled_gaussian_replace(double q, double sigma, double h, pld_pmf *out);
 dpb_status pld_eps_delta(double eps, double delta, double h, pld_pmf *out);
 dpb_status pld_identity(double h, pld_pmf *out); /* no privacy loss */
 

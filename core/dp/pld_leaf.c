@@ -24,7 +24,8 @@
 /* ---- leaves: a loss model gives S(l) = P(L > l) and F(l) = P(L <= l) under P ----------- */
 
 typedef struct {
-    int kind; /* 0 gaussian, 1 laplace, 2 sampled gaussian, 3 sampled laplace, 4 mixture */
+    int kind; /* 0 gaussian, 1 laplace, 2 sampled gaussian, 3 sampled laplace, 4 mixture,
+               * 5 sampled gaussian under replace-one (the antipodal pair) */
     int dir;
     double q, s; /* sampling rate; noise multiplier (sigma or b) */
     double lmin, lmax;
@@ -35,6 +36,7 @@ typedef struct {
 } loss_model;
 
 static void mixture_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
+static void replace_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
 static void model_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq);
 
 /* Laplace(c, b) survival P(Y > y) and cdf P(Y <= y), each without cancellation. */
@@ -135,6 +137,9 @@ static void model_eval2(const loss_model *m, double l, int cdf, double *vp, doub
         return;
     case 4:
         mixture_eval2(m, l, cdf, vp, vq);
+        return;
+    case 5:
+        replace_eval2(m, l, cdf, vp, vq);
         return;
     case 3:
     default: {
@@ -292,7 +297,12 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
     model_eval2(m, l0, 0, &t.Sp, &t.Sq);
     model_eval2(m, l0, 1, &t.Fp, &t.Fq);
     out->p[0] = t.Fp; /* all P-mass at or below the lowest knot: rounded up onto it */
-    double eh = exp(h), xi = 0.0, omh = -expm1(-h);
+    /* x_i = e^{l_i} and 1 - e^{-h} enter the split rounded down (the upper knot's share
+     * (mp - x_i mq)/(1 - e^{-h}) rounded up): exp(h) rounded to nearest is up to 4e-17 above
+     * e^h at h = 1e-4, which compounded over 255 steps of the recursion had moved mass down
+     * (optimistic: a Poisson-sampled leaf's delta(0) 4e-15 below the exact value) */
+    double eh = exp(h) * (1.0 - 4.0 * DBL_EPSILON), xi = 0.0,
+           omh = -expm1(-h) * (1.0 - 2.0 * DBL_EPSILON);
     /* The knots' upper ends in blocks (model_eval2_many), each tail evaluated only where
      * interval_masses reads it: S above both medians, F below, both between them. */
     double lb[EVAL_BLOCK], Sp[EVAL_BLOCK] = {0}, Sq[EVAL_BLOCK] = {0}, Fp[EVAL_BLOCK] = {0},
@@ -313,8 +323,10 @@ static dpb_status discretise(const loss_model *m, double h, pld_pmf *out)
                 model_eval2_many(m, lb + j, k - j, 1, Fp + j, Fq + j);
                 have_f = j;
             }
-            /* x_i = e^{l_i} by recursion, recomputed exactly every 256 knots */
-            xi = (i & 255) == 0 || !(xi > 0.0) ? (li < 700.0 ? exp(li) : HUGE_VAL) : xi * eh;
+            /* x_i = e^{l_i} by recursion, recomputed every 256 knots (each below e^{l_i}) */
+            xi = (i & 255) == 0 || !(xi > 0.0)
+                     ? (li < 700.0 ? exp(li) * (1.0 - 2.0 * DBL_EPSILON) : HUGE_VAL)
+                     : xi * eh;
             tails b = {Sp[j], Fp[j], Sq[j], Fq[j]};
             interval_masses(&t, &b, &mp, &mq);
             split_interval(&out->p[i], &out->p[i + 1], xi, li, omh, mp, mq);
@@ -433,6 +445,58 @@ dpb_status pld_sampled_gaussian(double q, double sigma, int dir, double h, pld_p
         m.lmin = log1p(-q);
     else
         m.lmax = -log1p(-q);
+    return discretise_kept(&m, h, out);
+}
+
+/* ---- Poisson sampling of a Gaussian under replace-one ----------------------------------------
+ * The pair P = (1-q)N(0,s^2) + qN(-1,s^2), Q = (1-q)N(0,s^2) + qN(1,s^2): a worst-case pair of
+ * the Poisson-sampled Gaussian mechanism under substitution (Lebeda, Regehr, Kamath, Steinke,
+ * SaTML 2025, Proposition 13; dp_accounting's REPLACE pair). Its loss L(x) = ln(P(x)/Q(x)) is
+ * odd and decreasing in x, so L > l <=> X < x_l, where (with u = e^{x/s^2}, c = q e^{-1/(2s^2)}
+ * / (1-q), 1 + c/u = e^l (1 + c u)) x_l = s^2 (asinh(-a sinh(l/2)) - l/2), a = 1/c; the pair
+ * is symmetric (x -> -x swaps P and Q), so one direction serves both. */
+
+/* asinh(e^ly) without overflow: asinh(y) = ln(2y) + O(y^-2) past y = e^20. */
+static double asinh_exp(double ly)
+{
+    return ly > 20.0 ? ly + M_LN2 : asinh(exp(ly));
+}
+
+/* ln sinh(t), t > 0. */
+static double log_sinh(double t)
+{
+    return t < 20.0 ? log(sinh(t)) : t - M_LN2 + log1p(-exp(-2.0 * t));
+}
+
+static double replace_x(const loss_model *m, double l)
+{
+    double s2 = m->s * m->s;
+    if (l == 0.0)
+        return 0.0;
+    double la = 0.5 / s2 + log1p(-m->q) - log(m->q); /* ln a */
+    double w = asinh_exp(la + log_sinh(0.5 * fabs(l)));
+    return s2 * ((l > 0.0 ? -w : w) - 0.5 * l);
+}
+
+static void replace_eval2(const loss_model *m, double l, int cdf, double *vp, double *vq)
+{
+    double s = m->s, q = m->q, x = replace_x(m, l);
+    /* S(l) = P(X < x_l): Phi; F(l) = P(X >= x_l): Q (each tail without cancellation) */
+    double z0 = x / s, zp = (x + 1.0) / s, zq = (x - 1.0) / s;
+    if (cdf) {
+        *vp = (1.0 - q) * dp_Q(z0) + q * dp_Q(zp);
+        *vq = (1.0 - q) * dp_Q(z0) + q * dp_Q(zq);
+    } else {
+        *vp = (1.0 - q) * dp_Phi(z0) + q * dp_Phi(zp);
+        *vq = (1.0 - q) * dp_Phi(z0) + q * dp_Phi(zq);
+    }
+}
+
+dpb_status pld_sampled_gaussian_replace(double q, double sigma, double h, pld_pmf *out)
+{
+    if (!(q > 0.0 && q < 1.0) || !(sigma > 0.0) || !isfinite(sigma) || bad_h(h))
+        return DPB_EINVAL;
+    loss_model m = {5, PLD_REMOVE, q, sigma, -HUGE_VAL, HUGE_VAL, NULL, NULL, 0, NULL, NULL};
     return discretise_kept(&m, h, out);
 }
 

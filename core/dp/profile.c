@@ -209,6 +209,10 @@ dpb_status dp_profile_build(const dp_event *ev, dp_relation rel, dp_accountant a
             pr->dir[0] = p.d[0];
             pr->dir[1] = p.d[1];
             pr->symmetric = p.symmetric;
+            double m[2];
+            dp_pld_max_loss(ev, rel, m);
+            pr->pure_eps = m[0] > m[1] ? m[0] : m[1];
+            pr->pure = isfinite(pr->pure_eps);
         }
         return st;
     }
@@ -306,6 +310,9 @@ double dp_profile_delta(dp_profile *pr, double eps, double *ln_delta, dp_point_e
             if (d1 > d)
                 d = d1;
         }
+        /* pure DP: no loss exceeds pure_eps (the grid's round-off and tails aside) */
+        if (pr->pure && eps >= pr->pure_eps)
+            d = 0.0;
         ld = log(d);
         break;
     }
@@ -386,6 +393,9 @@ double dp_profile_epsilon(dp_profile *pr, double delta, dp_point_extra *aux)
             if (e1 > e)
                 e = e1;
         }
+        /* pure DP: (pure_eps, 0)-DP, so no delta needs more (delta = 0: exactly this) */
+        if (pr->pure && pr->pure_eps < e)
+            e = pr->pure_eps;
         return e;
     case DP_ACCT_AUTO:
         break;

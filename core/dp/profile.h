@@ -32,6 +32,9 @@ typedef struct {
     } * pg;                 /* owned */
     pld_pmf dir[2];         /* pld: remove and add directions */
     int symmetric;          /* pld: dir[1] equals dir[0] and is not stored */
+    int pure;               /* pld: every mechanism has a finite max divergence, pure_eps */
+    double pure_eps;        /* pld: their composed sum, the larger direction, rounded up:
+                             * delta(eps) = 0 from it on (dp_pld_max_loss) */
     const pnsgd_params *pn; /* pnsgd: the pass (borrowed from the event) */
     uint64_t epochs;        /* pnsgd: passes */
     pro_history pro;        /* proactive: the history's closed form */

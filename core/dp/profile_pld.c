@@ -46,8 +46,28 @@ static void sampled_job_run(void *p)
                      : pld_sampled_laplace(j->q, j->s, j->dir, j->h, j->out);
 }
 
+/* Poisson sampling of a Gaussian sum (a nest of Gaussians is one) under replace_one: the
+ * worst-case pair (pld_sampled_gaussian_replace; at q = 1 the Gaussian of sensitivity 2). */
+static dpb_status walk_pld_sampled_replace(const dp_event *ev, double h, dp_pld_pair *out,
+                                           dp_report *rep, dpb_error *err)
+{
+    double q = ev->u.sampled.sampling_probability, s;
+    dpb_status st = dp_inner_sigma(ev->u.sampled.event, dp_kind_name(ev->kind), &s, err);
+    if (st != DPB_OK)
+        return st;
+    dp_report_condition(rep, "poisson_replace_one_gaussian",
+                        "Poisson sampling of a Gaussian sum under replace_one: the pair "
+                        "(1-q)N(0) + qN(-C) against (1-q)N(0) + qN(C) is a worst case (Lebeda, "
+                        "Regehr, Kamath, Steinke 2025, Proposition 13); sampling_probability <= 1",
+                        q <= 1.0, q, 1.0);
+    out->symmetric = 1;
+    st = q == 1.0 ? pld_gaussian(s / 2.0, h, &out->d[0])
+                  : pld_sampled_gaussian_replace(q, s, h, &out->d[0]);
+    return dp_pld_status(st, err, h);
+}
+
 /* A Poisson-sampled event: its two directions built side by side (pld_side) where they
- * differ (add_or_remove_one), through its profile under replace_one. */
+ * differ (add_or_remove_one); under replace_one the symmetric worst-case pair. */
 static dpb_status walk_pld_sampled(const dp_event *ev, dp_relation rel, const pld_walk *w,
                                    dp_pld_pair *out, dp_report *rep, dpb_error *err)
 {
@@ -61,7 +81,7 @@ static dpb_status walk_pld_sampled(const dp_event *ev, dp_relation rel, const pl
             return dpb_fail(err, DPB_EUNSUPPORTED, "neighboring_relation",
                             "Poisson sampling of a LaplaceDpEvent is accounted for "
                             "add_or_remove_one or replace_special (as in dp_accounting)");
-        return dp_pld_sampled_leaf(ev, rel, h, out, rep, err);
+        return walk_pld_sampled_replace(ev, h, out, rep, err);
     }
     if (q == 1.0)
         return walk_pld(in, rel, w, out, rep, err);

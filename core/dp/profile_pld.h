@@ -32,6 +32,12 @@ dpb_status dp_shx_pld_pair(double sigma, uint64_t M, double h, dp_pld_pair *out,
 dpb_status dp_pld_sampled_leaf(const dp_event *ev, dp_relation rel, double h, dp_pld_pair *out,
                                dp_report *rep, dpb_error *err);
 
+/* The largest privacy loss of the composition ev in each direction (m[0] remove, m[1] add):
+ * the sum of its mechanisms' max divergences (pure DP composes additively, and the composed
+ * loss reaches the sum where every mechanism reaches its own), rounded up; +HUGE_VAL when a
+ * mechanism's loss is unbounded (Gaussian, (eps, delta > 0)) or has no closed form here. */
+void dp_pld_max_loss(const dp_event *ev, dp_relation rel, double m[2]);
+
 /* A leaf of dp_accounting's mechanism events (randomized response, discrete Laplace,
  * mixtures, zCDP, ...) into out; DPB_EUNSUPPORTED (worded) for what has no PLD here. */
 dpb_status dp_walk_pld_mech(const dp_event *ev, dp_relation rel, double h, dp_pld_pair *out,

@@ -23,11 +23,6 @@ static dpb_status sampled_profile(const dp_event *ev, dp_relation rel, smp_profi
     dpb_status st;
     const char *cls = dp_kind_name(ev->kind);
     switch (ev->kind) {
-    case DP_EV_POISSON_SAMPLED:
-        if ((st = dp_inner_sigma(ev->u.sampled.event, cls, &s, err)) != DPB_OK)
-            return st;
-        st = smp_poisson_replace(ev->u.sampled.sampling_probability, s, pf);
-        break;
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
         if (rel != DP_REL_REPLACE)
@@ -98,7 +93,7 @@ static double chord_t(double eps, double kf, double H)
  * pair at an order affine in x, hence convex in x (as is their weighted sum): each of the
  * profile's bounds (smp_delta_alt) is evaluated at every SMP_STRIDE-th grid point only and
  * joined by chords in x, which lie above it; the smallest chord is taken. Otherwise
- * (replace-one's split terms, the triangle bound) every point is evaluated. */
+ * (split terms) every point is evaluated. */
 #define SMP_STRIDE 16
 #define SMP_NB (1 + SMP_ALT)
 
@@ -139,10 +134,8 @@ static double smp_profile_fn(void *ctx, double eps)
 }
 
 static const char W_AJC[] = "sampled mechanism bounded by advanced joint convexity (Balle, "
-                            "Barthe, Gaboardi 2018, Theorem 2) over Gaussian components (Poisson "
-                            "under replace_one also by the triangle inequality through the "
-                            "add/remove pairs): an upper bound, which may be looser than the "
-                            "pair dp_accounting uses";
+                            "Barthe, Gaboardi 2018, Theorem 2) over Gaussian components: an upper "
+                            "bound, which may be looser than the pair dp_accounting uses";
 
 /* ---- pld ------------------------------------------------------------------------------------ */
 
@@ -295,7 +288,7 @@ dpb_status dp_pld_sampled_leaf(const dp_event *ev, dp_relation rel, double h, dp
     if (st != DPB_OK)
         return st;
     out->symmetric = 1;
-    int convex = pf.tri_q == 0.0;
+    int convex = 1;
     for (size_t i = 0; i < pf.n; i++)
         if (pf.t[i].mua != pf.t[i].mub)
             convex = 0;
@@ -450,4 +443,110 @@ dpb_status dp_walk_pld_mech(const dp_event *ev, dp_relation rel, double h, dp_pl
         break;
     }
     return dp_unsupported(err, dp_kind_name(ev->kind), "pld");
+}
+
+/* ---- pure DP: the largest privacy loss (pld's answer at delta = 0) ------------------------- */
+
+/* x rounded up past its rounding error (k ulps of a libm result or an operation). */
+static double up_ulps(double x, int k)
+{
+    for (int i = 0; i < k && isfinite(x) && x > 0.0; i++)
+        x = nextafter(x, HUGE_VAL);
+    return x;
+}
+
+/* The essential supremum of one leaf's loss in each direction (remove, add), exactly or
+ * rounded up; +HUGE_VAL where it is unbounded or not known here. */
+static void leaf_max_loss(const dp_event *ev, dp_relation rel, double m[2])
+{
+    m[0] = m[1] = HUGE_VAL;
+    switch (ev->kind) {
+    case DP_EV_NO_OP:
+        m[0] = m[1] = 0.0;
+        return;
+    case DP_EV_LAPLACE: {
+        double b = dp_sens1(ev->u.noise.noise_multiplier, rel);
+        if (b > 0.0)
+            m[0] = m[1] = up_ulps(1.0 / b, 1);
+        return;
+    }
+    case DP_EV_EPSILON_DELTA:
+        if (ev->u.epsdelta.delta == 0.0)
+            m[0] = m[1] = ev->u.epsdelta.epsilon;
+        return;
+    case DP_EV_EXPONENTIAL:
+    case DP_EV_PERMUTE_AND_FLIP:
+        m[0] = m[1] = ev->u.pure.epsilon;
+        return;
+    case DP_EV_RANDOMIZED_RESPONSE: {
+        double p = ev->u.rr.noise_parameter, k = (double)ev->u.rr.num_buckets;
+        if (rel == DP_REL_ADD_OR_REMOVE || p == 0.0)
+            return;
+        if (k == 1.0 || p == 1.0) {
+            m[0] = m[1] = 0.0;
+        } else if (dp_rr_replace_one(rel)) {
+            m[0] = m[1] = up_ulps(rr_loss(p, k), 4);
+        } else { /* against the uniform output: the atoms of dp_walk_pld_mech */
+            m[0] = up_ulps(log1p((k - 1.0) * (1.0 - p)), 4);
+            m[1] = up_ulps(-log(p), 4);
+        }
+        return;
+    }
+    case DP_EV_DISCRETE_LAPLACE: {
+        double a = ev->u.dlap.noise_parameter;
+        double d = (double)ev->u.dlap.sensitivity * dp_sens_scale(rel);
+        if (d == 0.0)
+            m[0] = m[1] = 0.0;
+        else if (a > 0.0)
+            m[0] = m[1] = up_ulps(a * d, 1);
+        return;
+    }
+    case DP_EV_POISSON_SAMPLED: {
+        const dp_event *in = ev->u.sampled.event;
+        double q = ev->u.sampled.sampling_probability;
+        if (q == 0.0 || in->kind == DP_EV_NO_OP) {
+            m[0] = m[1] = 0.0;
+        } else if (q == 1.0 && rel != DP_REL_REPLACE) {
+            dp_pld_max_loss(in, rel, m);
+        } else if (in->kind == DP_EV_LAPLACE && rel != DP_REL_REPLACE &&
+                   in->u.noise.noise_multiplier > 0.0) {
+            /* remove: ln(1 - q + q e^{1/b}); add: -ln(1 - q + q e^{-1/b}) (pld_sampled_laplace) */
+            double b = in->u.noise.noise_multiplier;
+            m[0] = up_ulps(log1p(q * expm1(1.0 / b)), 6);
+            m[1] = up_ulps(-log1p(q * expm1(-1.0 / b)), 6);
+        }
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+void dp_pld_max_loss(const dp_event *ev, dp_relation rel, double m[2])
+{
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED: {
+        double c = (double)ev->u.self.count;
+        if (c == 0.0) {
+            m[0] = m[1] = 0.0;
+            return;
+        }
+        dp_pld_max_loss(ev->u.self.event, rel, m);
+        for (int d = 0; d < 2; d++)
+            m[d] = up_ulps(m[d] * c, 1);
+        return;
+    }
+    case DP_EV_COMPOSED:
+        m[0] = m[1] = 0.0;
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            double t[2];
+            dp_pld_max_loss(ev->u.composed.events[i], rel, t);
+            for (int d = 0; d < 2; d++)
+                m[d] = up_ulps(m[d] + t[d], 1);
+        }
+        return;
+    default:
+        leaf_max_loss(ev, rel, m);
+        return;
+    }
 }

@@ -1,7 +1,6 @@
 /*
  * sampling.c - fixed-size, with-replacement and truncated sampling of a Gaussian sum;
- * Poisson sampling under replace-one; tree aggregation (sampling.h, docs/MATH.md
- * section 6.1).
+ * tree aggregation (sampling.h, docs/MATH.md section 6.1).
  */
 #include "sampling.h"
 
@@ -35,23 +34,9 @@ static int bad_sigma(double sigma)
     return !(sigma > 0.0) || !isfinite(sigma);
 }
 
-dpb_status smp_poisson_replace(double q, double sigma, smp_profile *out)
-{
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
-    if (!(q >= 0.0 && q <= 1.0) || bad_sigma(sigma))
-        return DPB_EINVAL;
-    if (q == 0.0)
-        return DPB_OK;
-    if (q < 1.0) {
-        out->tri_q = q;
-        out->tri_mu = 1.0 / sigma;
-    }
-    return push(out, 1.0, q, 1.0 / sigma, 2.0 / sigma);
-}
-
 dpb_status smp_without_replacement(uint64_t n, uint64_t m, double sigma, smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
+    *out = (smp_profile){NULL, 0, 0.0, 0};
     if (n == 0 || m > n || n > SMP_MAX_POPULATION || bad_sigma(sigma))
         return DPB_EINVAL;
     if (m == 0)
@@ -61,7 +46,7 @@ dpb_status smp_without_replacement(uint64_t n, uint64_t m, double sigma, smp_pro
 
 dpb_status smp_with_replacement(uint64_t n, uint64_t m, double sigma, smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
+    *out = (smp_profile){NULL, 0, 0.0, 0};
     if (n == 0 || m > n || n > SMP_MAX_POPULATION || bad_sigma(sigma))
         return DPB_EINVAL;
     if (m == 0)
@@ -193,7 +178,7 @@ static double binom_mass(const binom_law *bl, uint64_t a, uint64_t b)
 dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_relation rel,
                          smp_profile *out)
 {
-    *out = (smp_profile){NULL, 0, 0.0, 0.0, 0.0, 0};
+    *out = (smp_profile){NULL, 0, 0.0, 0};
     if (n == 0 || n > SMP_MAX_POPULATION || !(q >= 0.0 && q <= 1.0) || bad_sigma(sigma))
         return DPB_EINVAL;
     if (q == 0.0 || B == 0)
@@ -264,48 +249,6 @@ static double gdelta(double mu, double e)
     return d;
 }
 
-/* The add/remove pairs of Poisson sampling at rate q of N(0, 1) shifted by mu, exactly
- * (advanced joint convexity is an identity for them): remove, ((1-q) N(0) + q N(mu), N(0)):
- * q delta_G(mu; e_q); add, (N(0), (1-q) N(0) + q N(mu)): q c delta_G(mu; e - ln c) with c = 1
- * - (1-q)(e^e - 1)/q while c > 0 (sup_S c N(0)(S) - e^e N(mu)(S)), else 0. e >= 0. */
-static double poisson_remove(double q, double mu, double e)
-{
-    double l = log1p(-(1.0 - q) * expm1(-e) / q);
-    return q * gdelta(mu, e + l);
-}
-
-static double poisson_add(double q, double mu, double e)
-{
-    double c = 1.0 - (1.0 - q) * expm1(e) / q;
-    if (!(c > 0.0))
-        return 0.0;
-    c = c * (1.0 + 1e-15) > 1.0 ? 1.0 : c * (1.0 + 1e-15); /* the term increases with c */
-    return q * c * gdelta(mu, e - log(c));
-}
-
-/* The weak triangle inequality through the dataset without either record (remove, then
- * add) and through the one with both (add, then remove), at a few splits e = a + b: every
- * split gives an upper bound, the smallest is taken. The add profile vanishes from
- * b >= -ln(1 - q) on, so the splits gather there. */
-static double triangle(double q, double mu, double eps)
-{
-    double best = 1.0, z = -log1p(-q);
-    const double frac[] = {1.0, 0.5, 0.25, 0.0};
-    for (int k = 0; k < 4; k++) {
-        double b = z * frac[k];
-        if (b > eps)
-            b = eps;
-        double a = eps - b;
-        double t1 = poisson_remove(q, mu, a) + exp(a) * poisson_add(q, mu, b);
-        double t2 = poisson_add(q, mu, a) + exp(a) * poisson_remove(q, mu, b);
-        if (t1 < best)
-            best = t1;
-        if (t2 < best)
-            best = t2;
-    }
-    return best;
-}
-
 double smp_delta(const smp_profile *p, double eps)
 {
     double d = smp_delta_alt(p, eps, -1);
@@ -337,11 +280,6 @@ double smp_delta_alt(const smp_profile *p, double eps, int alt)
         double d =
             b >= 1.0 ? gdelta(t->mub, e) : (1.0 - b) * gdelta(t->mua, e) + b * gdelta(t->mub, e);
         s += t->w * t->gamma * d;
-    }
-    if (alt < 0 && p->tri_q > 0.0) {
-        double t = triangle(p->tri_q, p->tri_mu, eps);
-        if (t < s)
-            s = t;
     }
     s = s * (1.0 + 1e-12) + p->extra;
     return s > 1.0 ? 1.0 : s;

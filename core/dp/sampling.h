@@ -1,8 +1,8 @@
 /*
- * sampling.h - fixed-size and truncated sampling of a Gaussian sum, Poisson sampling under
- * replace-one, and tree aggregation (dp_accounting's SampledWithoutReplacementDpEvent,
- * SampledWithReplacementDpEvent, TruncatedSubsampledGaussianDpEvent and
- * SingleEpochTreeAggregationDpEvent); docs/MATH.md section 6.1.
+ * sampling.h - fixed-size and truncated sampling of a Gaussian sum, and tree aggregation
+ * (dp_accounting's SampledWithoutReplacementDpEvent, SampledWithReplacementDpEvent,
+ * TruncatedSubsampledGaussianDpEvent and SingleEpochTreeAggregationDpEvent); docs/MATH.md
+ * section 6.1 (Poisson sampling under replace-one has its exact pair: pld_leaf.c).
  *
  * Privacy profiles by advanced joint convexity (Balle, Barthe, Gaboardi 2018, Theorem 2):
  * for mu = (1 - g) mu0 + g mu1 and mu' = (1 - g) mu0 + g mu1', with e^e' = 1 + g (e^e - 1)
@@ -45,20 +45,11 @@ typedef struct {
     smp_term *t; /* owned */
     size_t n;
     double extra; /* absolute mass added to every delta (binomial tails left out) */
-    /* Poisson sampling under replace-one also has the weak triangle inequality through the
-     * dataset without either record (or with both): H_{e^{a+b}}(P || R) <= H_{e^a}(P || Q)
-     * + e^a H_{e^b}(Q || R), with the add/remove pairs' exact profiles; tri_q > 0 enables
-     * the pointwise minimum (rate tri_q, mu = 1/sigma) */
-    double tri_q, tri_mu;
-    int nalt; /* alternatives held in smp_term.alt (0: none) */
+    int nalt;     /* alternatives held in smp_term.alt (0: none) */
 } smp_profile;
 
 /* Largest population (source_dataset_size, dataset_size) the module takes. */
 #define SMP_MAX_POPULATION 1000000000ULL
-
-/* Poisson sampling at rate q of a Gaussian sum (noise multiplier sigma), replace-one:
- * q [(1 - b) delta_G(1/sigma) + b delta_G(2/sigma)], and the triangle bounds (tri_q). */
-dpb_status smp_poisson_replace(double q, double sigma, smp_profile *out);
 
 /* m of n records without replacement, replace-one: (m/n) delta_G(2/sigma; e). */
 dpb_status smp_without_replacement(uint64_t n, uint64_t m, double sigma, smp_profile *out);
@@ -75,9 +66,8 @@ dpb_status smp_truncated(uint64_t n, double q, uint64_t B, double sigma, smp_rel
 /* The profile's delta at e' >= 0 (rounded up, at most 1): the smallest of its bounds. */
 double smp_delta(const smp_profile *p, double eps);
 
-/* One bound: alt = -1 the base splitting (with the triangle bound where enabled), 0 <=
- * alt < nalt an alternative. Each alternative, and the base where every term has mu_a =
- * mu_b and no triangle bound, is convex in e^e'. */
+/* One bound: alt = -1 the base splitting, 0 <= alt < nalt an alternative. Each
+ * alternative, and the base where every term has mu_a = mu_b, is convex in e^e'. */
 double smp_delta_alt(const smp_profile *p, double eps, int alt);
 
 void smp_free(smp_profile *p);

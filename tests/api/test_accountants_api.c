@@ -264,9 +264,28 @@ static void openapi_names_every_route_and_code(void)
     api_reply_free(&r);
 }
 
+/* Pure DP at delta = 0 (issue 39): Laplace of scale 1 and 2 composed answer 1.5 with pld
+ * (before: "infinite"), and delta is 0 there. */
+static void pld_pure_dp_at_delta_zero(void)
+{
+    const char *ev = "{\"class_name\":\"ComposedDpEvent\",\"events\":[{\"class_name\":"
+                     "\"LaplaceDpEvent\",\"noise_multiplier\":1},{\"class_name\":"
+                     "\"LaplaceDpEvent\",\"noise_multiplier\":2}]}";
+    api_reply r;
+    api_postf(&r, "/v1/epsilon", "{\"event\":%s,\"delta\":0,\"accountant\":\"pld\"}", ev);
+    CHECKF(is_compute_answer(&r), "%.300s", r.body);
+    double e = jnum(r.json, "epsilon");
+    CHECKF(e >= 1.5 && e <= 1.5 * (1.0 + 1e-12), "%.300s", r.body);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/delta", "{\"event\":%s,\"epsilon\":1.5000001,\"accountant\":\"pld\"}", ev);
+    CHECKF(is_compute_answer(&r) && jnum(r.json, "delta") == 0.0, "%.300s", r.body);
+    api_reply_free(&r);
+}
+
 const tl_test ACCOUNTANT_API_TESTS[] = {
     TL_T(rdp_and_pld_reference_values), TL_T(auto_is_exact_for_gaussians),
     TL_T(mixed_events_and_edges),       TL_T(curve_and_tradeoff),
     TL_T(calibrate_standard),           TL_T(openapi_names_every_route_and_code),
+    TL_T(pld_pure_dp_at_delta_zero),
 };
 const size_t ACCOUNTANT_API_NTESTS = sizeof ACCOUNTANT_API_TESTS / sizeof ACCOUNTANT_API_TESTS[0];

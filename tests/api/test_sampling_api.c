@@ -139,9 +139,20 @@ static void relations(void)
               "\"replace_one\"}",
               ps);
     CHECKF(is_compute_answer(&a) && is(a.json, "accountant", "pld"), "%.300s", a.body);
-    /* at least dp_accounting's value for its (not assumed here) pair, and within 0.1% */
-    CHECK(jnum(a.json, "epsilon") >= 0.2093715765442576 &&
+    /* the worst-case pair (Lebeda et al. 2025, Prop. 13; dp_accounting's): at least its
+     * exact epsilon (mpmath 0.2093715556590), within 0.1% of dp_accounting's 0.2093715765442 */
+    CHECK(jnum(a.json, "epsilon") >= 0.2093715556590 &&
           jnum(a.json, "epsilon") <= 0.2093715765442576 * 1.001);
+    CHECK(strstr(a.body, "poisson_replace_one_gaussian") != NULL);
+    api_reply_free(&a);
+    /* issue 39: q = 0.8, sigma = 1, delta(2) = 0.1818 before; the exact value 0.124965 */
+    api_postf(&a, "/v1/delta",
+              "{\"event\":{\"class_name\":\"PoissonSampledDpEvent\",\"sampling_probability\":0.8,"
+              "\"event\":" GAUSS("1") "},\"epsilon\":2,\"neighboring_relation\":\"replace_one\"}");
+    CHECKF(is_compute_answer(&a), "%.300s", a.body);
+    CHECKF(jnum(a.json, "delta") >= 0.12496463817731917 &&
+               jnum(a.json, "delta") <= 0.12496463817731917 * 1.001,
+           "%.17g", jnum(a.json, "delta"));
     api_reply_free(&a);
     api_postf(&a, "/v1/delta", "{\"event\":%s,\"epsilon\":1,\"neighboring_relation\":\"zero\"}",
               ps);

@@ -25,6 +25,12 @@ Computed with mpmath (50 digits, never with floats):
      likelihood ratio of each pair is monotone in x, so delta = P(X > x*) - e^eps Q(X > x*)
      at the crossing x*. For wor and wr these are the service's bounds themselves (advanced
      joint convexity is an identity there), so its answers must also be close to them.
+  D. Poisson sampling under replace-one, exactly (at grid points of the default PLD step
+     1e-4 and between them): the pair above is a worst case (Lebeda,
+     Regehr, Kamath, Steinke 2025, Proposition 13), so its delta is the exact value. Its
+     loss is decreasing with the closed-form inverse x_e = s^2 (asinh(-a sinh(e/2)) - e/2),
+     a = e^{1/(2 s^2)} (1 - q)/q (dp_accounting's _inverse_privacy_loss_replace, derived
+     again here), delta = P(X < x_e) - e^e Q(X < x_e); checked against the bisection of B.
   C. Self-checks (assertions): Balle-Barthe-Gaboardi 2018 Theorem 2 (advanced joint
      convexity), the identity the service's bounds rest on, checked by quadrature on
      Gaussian mixtures.
@@ -151,6 +157,16 @@ def pair_truncated(n, q, B, sigma):
     return [(1 - g, 0), (g, 1 / s)], [(1, 0)]
 
 
+# ---- D. the replace-one pair in closed form -----------------------------------------------
+def delta_replace_closed(q, sigma, eps):
+    q, s, e = D(q), D(sigma), D(eps)
+    a = mp.exp(1 / (2 * s * s)) * (1 - q) / q
+    x = s * s * (mp.asinh(-mp.sinh(e / 2) * a) - e / 2)
+    P = (1 - q) * mp.ncdf(x / s) + q * mp.ncdf((x + 1) / s)
+    Q = (1 - q) * mp.ncdf(x / s) + q * mp.ncdf((x - 1) / s)
+    return max(mpf(0), P - mp.exp(e) * Q)
+
+
 # ---- C. advanced joint convexity, checked ------------------------------------------------
 def hs(P, Q, alpha):
     """H_alpha(P || Q) for unit-variance mixtures, by quadrature of (p - alpha q)_+."""
@@ -179,13 +195,16 @@ def main():
     out.append(' * A: Wang-Balle-Kasiviswanathan RDP of the Gaussian sampled without replacement')
     out.append(' *    (sigma relative to the replace-one sensitivity) with exact forward differences.')
     out.append(' * B: exact delta(eps) of one step for realizable neighbours: lower bounds on the')
-    out.append(' *    true worst case (every certified answer is >= these). */')
+    out.append(' *    true worst case (every certified answer is >= these).')
+    out.append(' * D: exact delta(eps) of Poisson sampling of a Gaussian under replace-one (the')
+    out.append(' *    worst-case pair, Lebeda et al. 2025 Prop. 13) in closed form. */')
     out.append('#ifndef DPBUDGET_REF_SAMPLING_H')
     out.append('#define DPBUDGET_REF_SAMPLING_H')
     out.append('')
     out.append('struct ref_wbk {\n    double q, sigma, alpha, rdp;\n};')
     out.append('struct ref_lower {\n    int kind; /* 0 poisson_replace, 1 wor, 2 wr, 3 truncated */')
     out.append('    double n, m_or_b, q, sigma, eps, delta;\n};')
+    out.append('struct ref_replace {\n    double q, sigma, eps, delta;\n};')
     out.append('')
     rows = []
     for q, s in [(0.01, 0.55), (256 / 60000, 0.55), (0.1, 2.0), (0.001, 0.5)]:
@@ -217,9 +236,29 @@ def main():
             if d > 0:
                 rows.append('    {3, %d, %d, %s, %s, %s, %s},' % (n, B, fd(q), fd(s), fd(eps), fd(d)))
     out.append('static const struct ref_lower REF_LOWER[] = {')
+    lower_rows = rows
+    rows = []
+    for q in [0.001, 0.01, 0.1, 0.3, 0.6, 0.8, 0.99]:
+        for s in [0.5, 1.0, 2.0, 5.0]:
+            for eps in [0.0, 0.00015, 0.00333, 0.1234567, 0.25, 0.5, 1.0, 1.23456, 2.0, 4.0]:
+                d = delta_replace_closed(q, s, eps)
+                if q in (0.1, 0.8) and s in (0.5, 1.0):  # the closed form against B's bisection
+                    P, Q = pair_poisson_replace(q, s)
+                    b = delta_pair(P, Q, eps)
+                    assert abs(b - d) <= mpf(10) ** -30 * (1 + d), (q, s, eps, b, d)
+                if d < 1e-300:
+                    continue
+                rows.append('    {%s, %s, %s, %s},' % (fd(q), fd(s), fd(eps), fd(d)))
+    replace_rows = rows
+    rows = lower_rows
     out += rows
     out.append('};')
     out.append('#define REF_LOWER_COUNT (sizeof REF_LOWER / sizeof REF_LOWER[0])')
+    out.append('')
+    out.append('static const struct ref_replace REF_REPLACE[] = {')
+    out += replace_rows
+    out.append('};')
+    out.append('#define REF_REPLACE_COUNT (sizeof REF_REPLACE / sizeof REF_REPLACE[0])')
     out.append('')
     out.append('#endif')
     print('\n'.join(out))
