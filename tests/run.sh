@@ -9,14 +9,12 @@ total_fail=0
 status=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-run() {
+# count NAME RC FILE: print a suite's output and add its closing line to the totals
+count() {
     name=$1
-    shift
-    echo "== $name: $*"
-    "$@" >"$out"
-    rc=$?
-    cat "$out"
-    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+    rc=$2
+    cat "$3"
+    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$3" | tail -n 1)
     if [ -z "$line" ]; then
         echo "$name: no closing line (exit $rc)"
         total_fail=$((total_fail + 1))
@@ -29,11 +27,24 @@ run() {
     total_fail=$((total_fail + f))
     [ "$rc" -eq 0 ] || status=1
 }
+run() {
+    name=$1
+    shift
+    echo "== $name: $*"
+    "$@" >"$out"
+    count "$name" $? "$out"
+}
 # the daemons the suites start stop at once on SIGTERM (--shutdown-grace 0: no load balancer
 # to drain; the suite that tests the grace sets its own)
 DPBUDGET_SHUTDOWN_GRACE=0
 export DPBUDGET_SHUTDOWN_GRACE
-run unit "$build/tests/unit_tests"
+# the unit binary (the longest suite, one core) runs beside the others, which mostly wait
+# on daemons; its output is printed and counted at the end
+unit_out=$(mktemp)
+trap 'rm -f "$out" "$unit_out"' EXIT
+echo "== unit: $build/tests/unit_tests (beside the other suites; its output follows at the end)"
+"$build/tests/unit_tests" >"$unit_out" 2>&1 &
+unit_pid=$!
 # the PostgreSQL store against a real server started (and stopped) by pgtmp.sh
 run pg sh tests/pg/pgtmp.sh with "$build/tests/pg_tests"
 # the API and persistence suites log every exchange; the contract check validates them all
@@ -68,6 +79,10 @@ run generated clients/python/.venv/bin/python tests/generated/run.py clients/pyt
 run oracle clients/python/.venv/bin/python tests/oracle/dp_accounting_diff.py "$build/dpbudgetd"
 run fuzzrequest "$build/tests/fuzz_regress_request" tests/fuzz/corpus/request tests/fuzz/crashes
 run fuzzwal "$build/tests/fuzz_regress_wal" tests/fuzz/corpus/wal tests/fuzz/crashes
+wait "$unit_pid"
+unit_rc=$?
+echo "== unit: $build/tests/unit_tests"
+count unit "$unit_rc" "$unit_out"
 echo "tests: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] || status=1
 exit $status
