@@ -24,7 +24,7 @@
 static ledger *open_fresh_fs(const char *dir, uint64_t snap_every, const dpb_fs *fs)
 {
     rm_dir(dir);
-    ledger_options o = {dir, fs, 0, 0.0, 0.0, snap_every, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, fs, 0, 0.0, 0.0, snap_every, 0, 0, NULL, 0, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
            (double)(rss1 - rss0) * 1024.0 / (double)C <= 1024 ? "ok" : "MISSED");
     fflush(stdout);
     /* recovery from the log alone (as after kill -9 with no snapshot yet) */
-    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 100000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 100000000, 0, 0, NULL, 0, 0, 0};
     ledger *l2;
     t0 = now_s();
     if (ledger_open(&o, &l2, NULL) != DPB_OK)

@@ -133,6 +133,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
         if (!l->cl[i].dirty)
             lg_name_spend(l, &l->cl[i]);
     lg_after_apply(l);
+    lg_owner_recount(l); /* the snapshot's rounds were stored reserved, then given their state */
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
     if (o->pld_refine) /* after recovery: it reads the state */
@@ -327,6 +328,10 @@ static void close_ledger(ledger *l, int snapshot)
     }
     free(l->nm);
     free(l->nm_index.slot);
+    for (size_t i = 0; i < l->now; i++)
+        free(l->ow[i].name);
+    free(l->ow);
+    free(l->ow_index.slot);
     free(l->cl_index.slot);
     free(l->rd_index.slot);
     free(l->ev_index.slot);
