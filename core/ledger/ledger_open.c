@@ -237,6 +237,8 @@ static int compare_locked(const ledger *a, const ledger *b, char *why, size_t ca
         DIFF(x->n != y->n || x->admitted != y->admitted || x->reported != y->reported,
              "round '%s': participants, admissions or reports differ", x->id);
         DIFF(x->expires_at != y->expires_at, "round '%s': expiry differs", x->id);
+        DIFF(strcmp(x->owner ? x->owner : "", y->owner ? y->owner : "") != 0,
+             "round '%s': owner differs", x->id);
         for (uint32_t k = 0; x->out && y->out && k < x->n; k++)
             DIFF(strcmp(x->out[k].id, y->out[k].id) != 0 ||
                      x->out[k].admitted != y->out[k].admitted ||
