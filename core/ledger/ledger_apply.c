@@ -332,6 +332,7 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
     }
     if (op >= 0)
         l->ow[op].held += r->admitted;
+    l->nreserved += expires_at != 0;
     l->kept_outcomes += n;
     evict_outcomes(l);
     return DPB_OK;
@@ -379,8 +380,10 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
         if (lg_reserve_change(l, seq, pos, ev, -1, charge, -1) != 0)
             return -1;
     }
-    if (r->state == LEDGER_RESERVED && state != LEDGER_RESERVED)
+    if (r->state == LEDGER_RESERVED && state != LEDGER_RESERVED) {
         lg_owner_count(l, r, -1); /* its owner holds it no longer */
+        l->nreserved -= l->nreserved > 0;
+    }
     r->state = (uint8_t)state;
     r->state_seq = seq ? seq : l->last_seq;
     r->reported = m;

@@ -218,9 +218,12 @@ void lg_owner_recount(ledger *l)
 {
     for (size_t i = 0; i < l->now; i++)
         l->ow[i].held = 0;
+    l->nreserved = 0;
     for (size_t i = 0; i < l->nrd; i++)
-        if (l->rd[i].phase && l->rd[i].state == LEDGER_RESERVED)
+        if (l->rd[i].phase && l->rd[i].state == LEDGER_RESERVED) {
             lg_owner_count(l, &l->rd[i], +1);
+            l->nreserved++;
+        }
 }
 
 /* The event's index for relation rel if interned, else UINT32_MAX (LEV_NONE). */

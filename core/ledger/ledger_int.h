@@ -208,6 +208,7 @@ struct ledger {
     lowner *ow;
     size_t now, cap_ow;
     lindex ow_index;
+    size_t nreserved; /* rounds reserved now (the expiry sweep looks for that many) */
     /* counters */
     uint64_t by_status[3], hist[11];
     /* snapshots */

@@ -64,8 +64,8 @@ uint64_t lg_owner_held(const ledger *l, const char *owner);
 /* Count r's admitted clients into (sign +1) or out of (-1) what its owner holds (none: no
  * change). Write lock. */
 void lg_owner_count(ledger *l, const lrnd *r, int sign);
-/* Every owner's held count summed again from the reserved rounds (after recovery, and after
- * a withdrawal took changes back). Write lock. */
+/* Every owner's held count, and l->nreserved, summed again from the reserved rounds (after
+ * recovery, and after a withdrawal took changes back). Write lock. */
 void lg_owner_recount(ledger *l);
 /* The index of the encoded event (bytes, n) interned for rel, or LEV_NONE. A lock is held. */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel);

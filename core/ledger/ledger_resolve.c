@@ -340,10 +340,15 @@ size_t ledger_expire(ledger *l, uint64_t now)
     if (lg_read_begin(l, NULL) != DPB_OK)
         return 0; /* a shared store's database cannot be reached: the next sweep */
     pthread_rwlock_rdlock(&l->lock);
-    for (size_t i = 0; i < l->nrd && k < BATCH; i++)
-        if (l->rd[i].state == LEDGER_RESERVED && l->rd[i].expires_at <= now &&
-            (ids[k] = lg_xstrdup(l->rd[i].id)) != NULL)
+    /* the scan ends once it has seen every reserved round: none, nothing scanned */
+    size_t seen = 0;
+    for (size_t i = 0; i < l->nrd && k < BATCH && seen < l->nreserved; i++) {
+        if (l->rd[i].state != LEDGER_RESERVED)
+            continue;
+        seen++;
+        if (l->rd[i].expires_at <= now && (ids[k] = lg_xstrdup(l->rd[i].id)) != NULL)
             k++;
+    }
     pthread_rwlock_unlock(&l->lock);
     for (size_t i = 0; i < k; i++) {
         /* another replica expiring it first is a lost race: run again, it is released */
