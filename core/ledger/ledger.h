@@ -517,7 +517,7 @@ int ledger_read_only(ledger *l);
 dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err);
 
 /* 0 if a and b hold the same clients (budget, mode, relation, labels, spend, rounds, status),
- * rounds (id, state, outcomes) and named events; else 1 with why naming the first
+ * rounds (id, state, outcomes, owner) and named events; else 1 with why naming the first
  * difference. */
 int ledger_compare(ledger *a, ledger *b, char *why, size_t cap);
 
