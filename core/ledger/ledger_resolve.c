@@ -343,9 +343,10 @@ size_t ledger_expire(ledger *l, uint64_t now)
     if (lg_read_begin(l, NULL) != DPB_OK)
         return 0; /* a shared store's database cannot be reached: the next sweep */
     pthread_rwlock_rdlock(&l->lock);
-    /* the scan ends once it has seen every reserved round: none, nothing scanned */
+    /* newest first (a reservation lives a day at most: they are among the last rounds), and
+     * the scan ends once it has seen every reserved round: none, nothing scanned */
     size_t seen = 0;
-    for (size_t i = 0; i < l->nrd && k < BATCH && seen < l->nreserved; i++) {
+    for (size_t i = l->nrd; i-- > 0 && k < BATCH && seen < l->nreserved;) {
         if (l->rd[i].state != LEDGER_RESERVED)
             continue;
         seen++;
