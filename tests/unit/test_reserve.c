@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../../core/ledger/ledger_int.h"
+#include "../../core/ledger/ledger_mem.h"
 #include "memstore.h"
 #include "suites.h"
 
@@ -425,7 +426,59 @@ out:
     memlog_free(&g);
 }
 
+/* ---- merging a client's counts (linear: a hash once the lists are long) ---- */
+
+/* lg_merge_counts against the nested scan it replaced, on lists short (scanned) and long
+ * (hashed), overlapping in part: the same entries, in the same order (a's kept, b's new ones
+ * appended in b's order), and lg_count_positions finds each. */
+static void reserve_merge_counts_match_scan(void)
+{
+    uint64_t seed = 34;
+    for (int trial = 0; trial < 40; trial++) {
+        uint32_t na = (uint32_t)(tl_splitmix(&seed) % (trial < 20 ? 12 : 3000));
+        uint32_t nb = (uint32_t)(tl_splitmix(&seed) % (trial < 20 ? 12 : 3000));
+        lcount *a = malloc(((size_t)na + nb + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
+        lcount *want = malloc(((size_t)na + nb + 1) * sizeof *want);
+        uint32_t *pos = malloc((nb + 1) * sizeof *pos);
+        if (a == NULL || b == NULL || want == NULL || pos == NULL) {
+            free(a), free(b), free(want), free(pos);
+            CHECK(!"out of memory");
+            return;
+        }
+        /* distinct events in each list: a takes even multiples of a stride, b a mix */
+        for (uint32_t i = 0; i < na; i++)
+            a[i] = (lcount){i * 7u + 3u, 1 + tl_splitmix(&seed) % 5};
+        for (uint32_t i = 0; i < nb; i++)
+            b[i] = (lcount){(i % 2 ? i * 7u + 3u : 100000u + i), 1 + tl_splitmix(&seed) % 5};
+        memcpy(want, a, na * sizeof *a);
+        uint32_t m = na;
+        for (uint32_t i = 0; i < nb; i++) {
+            uint32_t k = 0;
+            while (k < m && want[k].ev != b[i].ev)
+                k++;
+            if (k < m)
+                want[k].count += b[i].count;
+            else
+                want[m++] = b[i];
+        }
+        CHECK(lg_count_positions(a, na, b, nb, pos) == 0);
+        for (uint32_t i = 0; i < nb; i++)
+            CHECKF(pos[i] == UINT32_MAX ? (b[i].ev % 7 != 3 || b[i].ev >= 7u * na)
+                                        : a[pos[i]].ev == b[i].ev,
+                   "trial %d: b[%u] (event %u) at %u", trial, i, b[i].ev, pos[i]);
+        uint32_t got = na;
+        CHECK(lg_merge_counts(a, &got, b, nb) == 0);
+        CHECKF(got == m && memcmp(a, want, m * sizeof *a) == 0, "trial %d: %u of %u entries", trial,
+               got, m);
+        free(a);
+        free(b);
+        free(want);
+        free(pos);
+    }
+}
+
 const tl_test RESERVE_TESTS[] = {
+    TL_T(reserve_merge_counts_match_scan),
     TL_T(reserve_commit_list_checked_off_the_write_lock),
     TL_T(reserve_owner_matrix),
     TL_T(reserve_quota_per_owner),
