@@ -9,6 +9,10 @@
  *   4. recovery of C clients with R rounds each, resident memory per client
  *      (C, R from BENCH_LEDGER_CLIENTS, BENCH_LEDGER_ROUNDS; defaults 1000000 and 10;
  *      the issue's figure is R = 100: `make bench-ledger-full`)     targets < 5 s, <= 1 KiB
+ *   5. the commit of a reservation of 10,000 and 100,000 clients: refused (one id listed
+ *      twice; one id it did not admit) and accepted; the time of each and the ratio
+ *      100k / 10k (linear: about 10; the quadratic check before issue 34: about 100)
+ *      (`bench_ledger BUILD commit` runs this phase alone)          target refusal < 50 ms
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +28,7 @@
 static ledger *open_fresh_fs(const char *dir, uint64_t snap_every, const dpb_fs *fs)
 {
     rm_dir(dir);
-    ledger_options o = {dir, fs, 0, 0.0, 0.0, snap_every, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, fs, 0, 0.0, 0.0, snap_every, 0, 0, NULL, 0, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {
@@ -183,6 +187,86 @@ static void latency(ledger *l, const dp_event *ev, const char *what)
     free(part);
 }
 
+/* This thread's CPU seconds (a refused commit runs on the caller's thread only: its CPU
+ * time is its cost, whatever else the machine runs meanwhile). */
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One commit of rid's reservation with rep[0..n): its wall seconds, and into *cpu its CPU
+ * seconds on this thread; *st its status. */
+static double commit_time(ledger *l, const char *rid, const char *const *rep, size_t n,
+                          dpb_status *st, double *cpu)
+{
+    unsigned char h[16];
+    ledger_hash128(rep, n * sizeof *rep, h);
+    ledger_round_res res;
+    dpb_error err = {0};
+    double c0 = thread_cpu_s(), t0 = now_s();
+    *st = ledger_commit(l, rid, rep, n, h, &res, &err);
+    double t = now_s() - t0;
+    *cpu = thread_cpu_s() - c0;
+    ledger_round_res_free(&res);
+    return t;
+}
+
+/* 5: commits of reservations of n = 10,000 and 100,000 of the clients ids[0..n) (made). */
+static void commit_phase(ledger *l, const dp_event *ev)
+{
+    const char **rep = malloc(100000 * sizeof *rep);
+    if (rep == NULL)
+        exit(1);
+    /* [size][duplicate, not admitted, committed]: wall and CPU seconds (refusals: the best of
+     * 5, they change nothing) */
+    double wall[2][3] = {{0}}, cpu[2][3] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        size_t n = k ? 100000 : 10000;
+        char rid[32];
+        snprintf(rid, sizeof rid, "commit-%zu", n);
+        for (size_t i = 0; i < n; i++)
+            rep[i] = ids[i];
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+        rq.participants = rep;
+        rq.n = n;
+        rq.event = ev;
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        rq.reserve = 1;
+        rq.ttl_seconds = 3600;
+        ledger_hash128(rid, strlen(rid), rq.body_hash);
+        ledger_round_res res;
+        if (ledger_round(l, &rq, &res, NULL) != DPB_OK || res.admitted != n)
+            exit(1);
+        ledger_round_res_free(&res);
+        dpb_status st[3];
+        for (int t = 0; t < 5; t++)
+            for (int kind = 0; kind < 2; kind++) {
+                rep[n - 1] = kind == 0 ? ids[0] : "bogus"; /* listed twice; not admitted */
+                double c, w = commit_time(l, rid, rep, n, &st[kind], &c);
+                wall[k][kind] = t == 0 || w < wall[k][kind] ? w : wall[k][kind];
+                cpu[k][kind] = t == 0 || c < cpu[k][kind] ? c : cpu[k][kind];
+            }
+        rep[n - 1] = ids[n - 1];
+        wall[k][2] = commit_time(l, rid, rep, n, &st[2], &cpu[k][2]);
+        if (st[0] != DPB_EINVAL || st[1] != DPB_EINVAL || st[2] != DPB_OK)
+            exit(1);
+        printf("commit of a %zu-client reservation: refused for a duplicate in %.2f ms (CPU "
+               "%.2f ms), for an id not admitted in %.2f ms (CPU %.2f ms), best of 5; committed "
+               "in %.1f ms  target refusal < 50 ms  [%s]\n",
+               n, wall[k][0] * 1e3, cpu[k][0] * 1e3, wall[k][1] * 1e3, cpu[k][1] * 1e3,
+               wall[k][2] * 1e3, wall[k][0] < 0.05 && wall[k][1] < 0.05 ? "ok" : "MISSED");
+    }
+    printf("commit, 100k / 10k in CPU time: refused for a duplicate %.1fx, for an id not "
+           "admitted %.1fx (linear: about 10, more with cache misses; quadratic: 100)\n",
+           cpu[1][0] / cpu[0][0], cpu[1][1] / cpu[0][1]);
+    fflush(stdout);
+    free(rep);
+}
+
 int main(int argc, char **argv)
 {
     const char *build = argc > 1 ? argv[1] : "build";
@@ -190,6 +274,17 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/bench-ledger-data", build);
     printf("bench_ledger: data in %s (on disk: fdatasync is real), %ld CPUs\n", dir,
            sysconf(_SC_NPROCESSORS_ONLN));
+    if (argc > 2 && strcmp(argv[2], "commit") == 0) { /* phase 5 alone */
+        ledger *l = open_fresh(dir, 200000);
+        make_clients(l, 100000, 1e9);
+        dp_event *ev = gaussian(50.0);
+        commit_phase(l, ev);
+        ledger_close(l);
+        dp_event_free(ev);
+        free(ids);
+        rm_dir(dir);
+        return 0;
+    }
 
     /* 1, 2: throughput */
     ledger *l = open_fresh(dir, 200000);
@@ -220,6 +315,12 @@ int main(int argc, char **argv)
     l = open_fresh_fs(dir, 200000, &nosync);
     make_clients(l, 100000, 1e9);
     latency(l, ev, "fdatasync disabled (CPU only)");
+    ledger_close(l);
+
+    /* 5: commits of large reservations (on disk) */
+    l = open_fresh(dir, 200000);
+    make_clients(l, 100000, 1e9);
+    commit_phase(l, ev);
     ledger_close(l);
 
     /* 4: recovery and memory at scale */
@@ -263,7 +364,7 @@ int main(int argc, char **argv)
            (double)(rss1 - rss0) * 1024.0 / (double)C <= 1024 ? "ok" : "MISSED");
     fflush(stdout);
     /* recovery from the log alone (as after kill -9 with no snapshot yet) */
-    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 100000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 100000000, 0, 0, NULL, 0, 0, 0};
     ledger *l2;
     t0 = now_s();
     if (ledger_open(&o, &l2, NULL) != DPB_OK)

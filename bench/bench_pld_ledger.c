@@ -35,7 +35,7 @@ static ledger *open_fresh(const char *dir)
     rm_dir(dir);
     /* the daemon's default: the background PLD refinement on (BENCH_PLD_REFINE=0: off) */
     const char *rf = getenv("BENCH_PLD_REFINE");
-    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 0, 0, !(rf && strcmp(rf, "0") == 0), NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 0, 0, !(rf && strcmp(rf, "0") == 0), NULL, 0, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {

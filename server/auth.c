@@ -20,6 +20,7 @@ struct auth_key {
     unsigned char hash[SHA256_DIGEST_SIZE];
     int scopes;
     char name[64];
+    char owner[64]; /* auth_owner */
     auth_keyset *set;
     /* the token bucket, lock-free: the time at which it will be full again (atomic; GCRA,
      * an equivalent form of the bucket: tokens = burst - (full_at - now) * rate, capped at
@@ -104,6 +105,18 @@ static const char *parse_line(char *line, auth_key *k, int *blank)
     if (more)
         return "more than three fields (a '#' starts a comment)";
     snprintf(k->name, sizeof k->name, "%s", name ? name : "key");
+    if (name) {
+        snprintf(k->owner, sizeof k->owner, "%s", name);
+    } else { /* a fingerprint: 64 bits of the SHA-256 of the stored hash, never the token */
+        struct sha256_ctx c;
+        unsigned char fp[SHA256_DIGEST_SIZE];
+        sha256_init(&c);
+        sha256_update(&c, sizeof k->hash, k->hash);
+        sha256_digest(&c, sizeof fp, fp);
+        k->owner[0] = '#';
+        for (int i = 0; i < 8; i++)
+            snprintf(k->owner + 1 + 2 * i, 3, "%02x", fp[i]);
+    }
     return NULL;
 }
 
@@ -283,6 +296,11 @@ int auth_allows(const auth_key *k, int scope)
 const char *auth_name(const auth_key *k)
 {
     return k ? k->name : "";
+}
+
+const char *auth_owner(const auth_key *k)
+{
+    return k ? k->owner : "";
 }
 
 int auth_take(const auth_table *t, const auth_key *k, double now, double *retry_after)

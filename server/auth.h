@@ -66,6 +66,12 @@ int auth_allows(const auth_key *k, int scope);
 /* The key's name (for logs: [A-Za-z0-9._@:+-] only). */
 const char *auth_name(const auth_key *k);
 
+/* The key's identity for what it owns (a two-phase round's reservation): its name when the
+ * key file gives one (keys that share a name share what they own, as a rotated key keeps
+ * its predecessor's), else '#' and 16 hex digits of the SHA-256 of its stored hash (never
+ * the token; no name holds '#'). "" for NULL. */
+const char *auth_owner(const auth_key *k);
+
 /* Take one request from the key's bucket: 1 if allowed, else 0 with the seconds until the
  * next token in *retry_after. */
 int auth_take(const auth_table *t, const auth_key *k, double now, double *retry_after);

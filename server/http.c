@@ -526,8 +526,9 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
     /* Final call: the whole body is here. */
     if (ctx->job) /* called again after the pool resumed the connection */
         return send_response(c, &ctx->job->resp, ctx);
-    http_request req = {method, url, ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c, NULL,
-                        0.0,    NULL};
+    http_request req = {
+        method, url,     ctx->buf ? ctx->buf : "", ctx->len, NULL, s->cfg.app, c, NULL, 0.0,
+        NULL,   ctx->key};
     if (s->pool && wants_pool(&req, ctx))
         return start_compute(s, c, ctx, &req);
     workpool *lane = ledger_lane(s, ctx->rt);

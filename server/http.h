@@ -80,6 +80,9 @@ typedef struct {
     /* the body already parsed as one JSON object (borrowed; NULL: not parsed yet): a handler
      * takes a reference instead of parsing the body again */
     json_t *parsed;
+    /* the request's API key (auth.h; held until the answer is sent), NULL when keys are off or
+     * the route needs none */
+    const struct auth_key *key;
 } http_request;
 
 /* A query-string argument or a request header (NULL when absent). */

@@ -105,6 +105,10 @@ static const char USAGE[] =
     "  --reservation-ttl SECS  how long a two-phase round's reservation is held when its\n"
     "                       request names no reservation_ttl_seconds; then it expires and\n"
     "                       its clients' budget is released (1 to 86400, default 3600)\n"
+    "  --max-reserved-per-key N  client-reservations one API key may hold at once (the\n"
+    "                       admitted clients of its held reservations, summed); past it\n"
+    "                       a reservation gets 409 reservation_quota_exceeded (0 to\n"
+    "                       1000000000, default 0: no cap)\n"
     "  --no-pld-refine      do not compute pld clients' PLD spends in the background (a\n"
     "                       pld client then shows its rdp value until near its budget)\n"
     "  --pld-plan-memory MIB  memory for the FFT plans the PLD accountant keeps, planned\n"
@@ -370,7 +374,7 @@ static int verify(const char *dir)
         fprintf(stderr, "dpbudgetd: --verify: cannot read %s: %s\n", dir, strerror(errno));
         goto out;
     }
-    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {tmp, NULL, 0, 0.0, 0.0, 1000000000, 0, 0, NULL, 0, 0, 0};
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {

@@ -60,6 +60,10 @@ static const struct {
                          "This HTTP version is not supported: use HTTP/1.1"},
     [PB_SHUTTING_DOWN] = {503, "shutting_down",
                           "The daemon is stopping: send new requests to another replica"},
+    [PB_NOT_RESERVATION_OWNER] = {403, "not_reservation_owner",
+                                  "Another API key holds this reservation"},
+    [PB_RESERVATION_QUOTA] = {409, "reservation_quota_exceeded",
+                              "The API key holds as many client-reservations as allowed"},
 };
 
 int problem_http_status(problem_code c)
@@ -108,6 +112,8 @@ problem_code problem_from_status(dpb_status s)
     case DPB_ENOTFOUND:
     case DPB_ECONFLICT:
     case DPB_EBUDGET:
+    case DPB_EFORBIDDEN:
+    case DPB_EQUOTA:
         return PB_INTERNAL; /* mapped by the ledger resources themselves */
     }
     return PB_INTERNAL;

@@ -11,45 +11,47 @@
 
 typedef enum {
     PB_NONE = 0,
-    PB_MALFORMED_JSON,       /* 400 body is not JSON (syntax, invalid UTF-8, NaN literal) */
-    PB_DUPLICATE_KEY,        /* 400 an object repeats a key */
-    PB_NUMBER_OUT_OF_RANGE,  /* 400 a number overflows a double or an integer field */
-    PB_UNKNOWN_FIELD,        /* 400 a field the schema does not define */
-    PB_MISSING_FIELD,        /* 400 a required field is absent */
-    PB_WRONG_TYPE,           /* 400 a field has the wrong JSON type */
-    PB_INVALID_PARAMETER,    /* 400 a value is outside its domain */
-    PB_TOO_MANY_VALUES,      /* 400 a list is longer than allowed */
-    PB_UNKNOWN_EVENT,        /* 400 class_name is not an event we know */
-    PB_NOT_COVERED,          /* 422 the theorem's conditions fail: it certifies nothing */
-    PB_INFEASIBLE,           /* 422 no parameter value reaches the target */
-    PB_UNSUPPORTED,          /* 422 event/relation/accountant combination not supported */
-    PB_NOT_FOUND,            /* 404 */
-    PB_METHOD_NOT_ALLOWED,   /* 405 */
-    PB_BODY_TOO_LARGE,       /* 413 */
-    PB_UNSUPPORTED_MEDIA,    /* 415 */
-    PB_NUMERICAL_FAILURE,    /* 500 a solver did not converge */
-    PB_INTERNAL,             /* 500 */
-    PB_OUT_OF_MEMORY,        /* 503 */
-    PB_LIMIT_EXCEEDED,       /* 400 a computation would exceed a size limit (e.g. PLD grid) */
-    PB_UNCERTIFIABLE,        /* 422 the mechanism cannot be certified at all (unclipped SGLD) */
-    PB_CONFLICT,             /* 409 the same round id with another body; immutable fields */
-    PB_READ_ONLY,            /* 503 the ledger stopped accepting writes after an I/O failure */
-    PB_NOT_DURABLE,          /* 503 this change could not be made durable (not acknowledged) */
-    PB_UNAUTHORIZED,         /* 401 no valid API key */
-    PB_FORBIDDEN,            /* 403 the key lacks the scope */
-    PB_RATE_LIMITED,         /* 429 the key's request rate is exceeded */
-    PB_INVALID_ID,           /* 400 a client or round id breaks the id rule (codec.h) */
-    PB_INVALID_FRAMING,      /* 400 ambiguous message framing (Content-Length/Transfer-Encoding) */
-    PB_BAD_REQUEST,          /* 400 the request breaks HTTP/1.1 (no Host, NUL in the URL) */
-    PB_HEADERS_TOO_LARGE,    /* 431 the request head exceeds --max-header-bytes */
-    PB_OVERLOADED,           /* 503 every place for computations is taken: Retry-After */
-    PB_COMPUTE_DEADLINE,     /* 422 a computation ran past --compute-deadline and was stopped */
-    PB_RESERVATION_EXPIRED,  /* 409 a two-phase round's reservation expired: nothing to commit */
-    PB_RESERVATION_RELEASED, /* 409 a two-phase round's reservation was released */
-    PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
-    PB_LEDGER_UNAVAILABLE,   /* 503 the ledger's database cannot be reached: Retry-After */
-    PB_HTTP_VERSION,         /* 505 an HTTP version other than 1.0 and 1.1 */
-    PB_SHUTTING_DOWN,        /* 503 /readyz of a daemon stopping (SIGTERM): drain it */
+    PB_MALFORMED_JSON,        /* 400 body is not JSON (syntax, invalid UTF-8, NaN literal) */
+    PB_DUPLICATE_KEY,         /* 400 an object repeats a key */
+    PB_NUMBER_OUT_OF_RANGE,   /* 400 a number overflows a double or an integer field */
+    PB_UNKNOWN_FIELD,         /* 400 a field the schema does not define */
+    PB_MISSING_FIELD,         /* 400 a required field is absent */
+    PB_WRONG_TYPE,            /* 400 a field has the wrong JSON type */
+    PB_INVALID_PARAMETER,     /* 400 a value is outside its domain */
+    PB_TOO_MANY_VALUES,       /* 400 a list is longer than allowed */
+    PB_UNKNOWN_EVENT,         /* 400 class_name is not an event we know */
+    PB_NOT_COVERED,           /* 422 the theorem's conditions fail: it certifies nothing */
+    PB_INFEASIBLE,            /* 422 no parameter value reaches the target */
+    PB_UNSUPPORTED,           /* 422 event/relation/accountant combination not supported */
+    PB_NOT_FOUND,             /* 404 */
+    PB_METHOD_NOT_ALLOWED,    /* 405 */
+    PB_BODY_TOO_LARGE,        /* 413 */
+    PB_UNSUPPORTED_MEDIA,     /* 415 */
+    PB_NUMERICAL_FAILURE,     /* 500 a solver did not converge */
+    PB_INTERNAL,              /* 500 */
+    PB_OUT_OF_MEMORY,         /* 503 */
+    PB_LIMIT_EXCEEDED,        /* 400 a computation would exceed a size limit (e.g. PLD grid) */
+    PB_UNCERTIFIABLE,         /* 422 the mechanism cannot be certified at all (unclipped SGLD) */
+    PB_CONFLICT,              /* 409 the same round id with another body; immutable fields */
+    PB_READ_ONLY,             /* 503 the ledger stopped accepting writes after an I/O failure */
+    PB_NOT_DURABLE,           /* 503 this change could not be made durable (not acknowledged) */
+    PB_UNAUTHORIZED,          /* 401 no valid API key */
+    PB_FORBIDDEN,             /* 403 the key lacks the scope */
+    PB_RATE_LIMITED,          /* 429 the key's request rate is exceeded */
+    PB_INVALID_ID,            /* 400 a client or round id breaks the id rule (codec.h) */
+    PB_INVALID_FRAMING,       /* 400 ambiguous message framing (Content-Length/Transfer-Encoding) */
+    PB_BAD_REQUEST,           /* 400 the request breaks HTTP/1.1 (no Host, NUL in the URL) */
+    PB_HEADERS_TOO_LARGE,     /* 431 the request head exceeds --max-header-bytes */
+    PB_OVERLOADED,            /* 503 every place for computations is taken: Retry-After */
+    PB_COMPUTE_DEADLINE,      /* 422 a computation ran past --compute-deadline and was stopped */
+    PB_RESERVATION_EXPIRED,   /* 409 a two-phase round's reservation expired: nothing to commit */
+    PB_RESERVATION_RELEASED,  /* 409 a two-phase round's reservation was released */
+    PB_UNKNOWN_EVENT_NAME,    /* 422 event_name names no registered event */
+    PB_LEDGER_UNAVAILABLE,    /* 503 the ledger's database cannot be reached: Retry-After */
+    PB_HTTP_VERSION,          /* 505 an HTTP version other than 1.0 and 1.1 */
+    PB_SHUTTING_DOWN,         /* 503 /readyz of a daemon stopping (SIGTERM): drain it */
+    PB_NOT_RESERVATION_OWNER, /* 403 another key holds the reservation */
+    PB_RESERVATION_QUOTA,     /* 409 the key holds as many client-reservations as allowed */
     PB_COUNT_
 } problem_code;
 

@@ -61,6 +61,12 @@ void lr_reply_error(http_response *resp, problem *pb, const dpb_error *err)
     case DPB_ENOTFOUND:
         c = PB_NOT_FOUND;
         break;
+    case DPB_EFORBIDDEN:
+        c = PB_NOT_RESERVATION_OWNER;
+        break;
+    case DPB_EQUOTA:
+        c = PB_RESERVATION_QUOTA;
+        break;
     default:
         c = problem_from_status(err->status);
     }

@@ -11,6 +11,7 @@
 
 #include "../core/ledger/ledger.h"
 #include "app.h"
+#include "auth.h"
 #include "codec.h"
 #include "metrics.h"
 #include "res_ledger.h"
@@ -65,6 +66,8 @@ static json_t *round_json(const ledger_round_res *r)
         json_object_set_new(o, "expires_at", json_string(t));
         json_object_set_new(
             o, "reserved", json_integer(r->state == LEDGER_RESERVED ? (json_int_t)r->admitted : 0));
+        if (r->owner[0]) /* the key that holds it: only it or an admin key commits, releases */
+            json_object_set_new(o, "reserved_by", json_string(r->owner));
         if (r->state == LEDGER_COMMITTED && r->outcomes) {
             json_t *rep = json_array();
             for (size_t i = 0; i < r->n; i++)
@@ -227,12 +230,26 @@ static int round_hashes(json_t *j, ledger_round_req *rq, const char *pol, proble
     return 0;
 }
 
+/* The caller of a commit or release (ledger_caller): its key's identity (auth_owner) and
+ * whether it is an admin key; without API keys, nobody in particular (not checked). */
+static ledger_caller caller_of(const http_request *req)
+{
+    ledger_caller who = {NULL, 1};
+    if (req->key) {
+        who.key = auth_owner(req->key);
+        who.admin = auth_allows(req->key, SCOPE_ADMIN);
+    }
+    return who;
+}
+
 /* The decoded round rq run on the ledger and answered. */
 static void run_round(const http_request *req, http_response *resp, ledger_round_req *rq,
                       problem *pb)
 {
     ledger_round_res res;
     dpb_error err = {0};
+    /* a reservation is held by the key that made it (none without API keys) */
+    rq->owner = rq->reserve && req->key ? auth_owner(req->key) : NULL;
     if (ledger_round(lr_ledger(req), rq, &res, &err) != DPB_OK) {
         lr_reply_error(resp, pb, &err);
         return;
@@ -361,7 +378,9 @@ void res_round_commit(const http_request *req, http_response *resp)
     } else {
         ledger_round_res res;
         dpb_error err = {0};
-        dpb_status st = ledger_commit(lr_ledger(req), req->param, own.ids, n, hash, &res, &err);
+        ledger_caller who = caller_of(req);
+        dpb_status st =
+            ledger_commit_as(lr_ledger(req), req->param, own.ids, n, hash, &who, &res, &err);
         reply_resolved(resp, &res, &err, st);
     }
     lr_release(&own);
@@ -383,7 +402,8 @@ void res_round_release(const http_request *req, http_response *resp)
     json_decref(j);
     ledger_round_res res;
     dpb_error err = {0};
-    dpb_status st = ledger_release(lr_ledger(req), req->param, &res, &err);
+    ledger_caller who = caller_of(req);
+    dpb_status st = ledger_release_as(lr_ledger(req), req->param, &who, &res, &err);
     reply_resolved(resp, &res, &err, st);
 }
 

@@ -23,8 +23,10 @@ static const char *const STATUS_NAMES[] = {"ok",
                                            "read_only",
                                            "budget_exceeded",
                                            "cancelled",
-                                           "unavailable"};
-_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_EUNAVAILABLE + 1,
+                                           "unavailable",
+                                           "forbidden",
+                                           "quota_exceeded"};
+_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_EQUOTA + 1,
                "every status has a name");
 
 const char *dpb_strstatus(dpb_status s)

@@ -27,7 +27,9 @@ typedef enum {
     DPB_EREADONLY = 13,     /* the ledger stopped accepting writes after an I/O failure */
     DPB_EBUDGET = 14,       /* a charge would exceed a client's budget */
     DPB_ECANCELLED = 15,    /* stopped by its caller's deadline or flag (cancel.h) */
-    DPB_EUNAVAILABLE = 16   /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
+    DPB_EUNAVAILABLE = 16,  /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
+    DPB_EFORBIDDEN = 17,    /* the caller may not act on this (a reservation another key holds) */
+    DPB_EQUOTA = 18         /* the caller holds what an operator's cap allows (reservations) */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */

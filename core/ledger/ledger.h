@@ -49,7 +49,9 @@
  * Two-phase rounds: a reservation admits as a round does but holds the admitted clients'
  * budget (pending counts in the multiset every admission composes) until it is committed
  * (the reported clients charged, the others released), released, or expired (released by
- * the ledger's background sweep, once a second, with a logged record); all logged.
+ * the ledger's background sweep, once a second, with a logged record); all logged. A
+ * reservation records its owner (the API key that made it): only it or an admin commits or
+ * releases it (ledger_caller), and an operator's cap bounds what one owner holds at once.
  *
  * Durability: through a store (store.h), the only way in and out of the ledger's log and
  * snapshots; recovery = snapshot + replay. The file store (the default) is DIR/wal.log and
@@ -81,7 +83,8 @@
 /* Snapshot payload format: 2 adds each client's last charged event and honest-status flag,
  * 3 the reservations (clients' reserved events, rounds' phase and state) and the named
  * events; 1 and 2 are still read. */
-#define LEDGER_FORMAT 3
+/* 4 adds each round's owner (the key that reserved it); 1 to 3 are still read. */
+#define LEDGER_FORMAT 4
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -90,6 +93,7 @@
  * their ids: recovery does not re-check them.) */
 #define LEDGER_ID_RULE "1 to 128 characters of [A-Za-z0-9._~:@+-], the first a letter or digit"
 #define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
+#define LEDGER_OWNER_MAX 64   /* bytes of a reservation's owner (printable ASCII, no space) */
 #define LEDGER_MAX_PARTICIPANTS 100000
 /* Rounds kept in each client's charge history (the newest; older ones are summarized by the
  * client's aggregate of events): 4 bytes each, allocated at the client's first round. */
@@ -155,6 +159,10 @@ typedef struct {
     unsigned pg_pool;  /* connections to the database at most (0: 4) */
     size_t memo_bytes; /* the clients' memos of their spends' sums, all together, at most (0:
                         * 64 MiB; docs/ARCHITECTURE.md): past it others are freed in turn */
+    /* client-reservations (admitted clients of held reservations, summed) one owner may hold
+     * at once (ledger_round_req.owner); a reservation past it is refused, DPB_EQUOTA. 0: no
+     * cap */
+    uint64_t max_reserved_per_owner;
 } ledger_options;
 
 typedef struct ledger ledger;
@@ -316,6 +324,11 @@ typedef struct {
     unsigned char legacy_hash[16];
     int reserve;          /* two-phase: reserve instead of charging */
     uint64_t ttl_seconds; /* reserve: 1..LEDGER_TTL_MAX */
+    /* reserve: who holds the reservation (an API key's identity, never a secret: 1 to
+     * LEDGER_OWNER_MAX printable ASCII bytes without spaces), recorded with it: only it (or
+     * an admin, ledger_caller) may commit or release it, and ledger_options'
+     * max_reserved_per_owner caps what it holds. NULL: nobody in particular */
+    const char *owner;
 } ledger_round_req;
 
 typedef struct {
@@ -330,6 +343,9 @@ typedef struct {
     uint64_t expires_at; /* reserve: unix seconds */
     size_t n, admitted, reported;
     ledger_outcome *outcomes; /* owned; NULL when summarized */
+    /* reserve: its owner (ledger_round_req.owner); "": none recorded (nobody in particular,
+     * or reserved by a version before owners were recorded, LEDGER_FORMAT 4) */
+    char owner[LEDGER_OWNER_MAX + 1];
 } ledger_round_res;
 
 /* Admit and charge one round. DPB_EUNSUPPORTED (nothing stored): every participant was
@@ -370,6 +386,17 @@ typedef struct {
 dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
                               size_t *n, dpb_error *err);
 
+/* Who asks to commit or release a reservation: key, the caller's identity as reservations
+ * record it (ledger_round_req.owner); admin: may act on any reservation. A NULL caller, or a
+ * NULL key, is not checked (no API keys). A reservation with an owner is committed or
+ * released only by its owner or an admin (else DPB_EFORBIDDEN, nothing changed, before any
+ * other answer); one without (reserved by nobody in particular, or before owners were
+ * recorded) by any caller. */
+typedef struct {
+    const char *key;
+    int admin;
+} ledger_caller;
+
 /* Commit a reservation: charge the reported clients (a subset of the admitted ones, in any
  * order, no duplicates) and release the others; durable on return. Idempotent: the same
  * reported set again (hash of the canonical request) answers the stored round (replayed
@@ -378,10 +405,18 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
  * round no longer reserved (res->state says released or expired; res is filled). */
 dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
                          const unsigned char hash[16], ledger_round_res *res, dpb_error *err);
+/* ledger_commit on behalf of who (see ledger_caller). The reported list is checked (ids,
+ * duplicates: linear in n) before any lock. */
+dpb_status ledger_commit_as(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                            const unsigned char hash[16], const ledger_caller *who,
+                            ledger_round_res *res, dpb_error *err);
 
 /* Release a reservation (every admitted client's budget); durable on return; idempotent (a
  * released or expired round answers as it is). DPB_ECONFLICT: a one-step or committed round. */
 dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err);
+/* ledger_release on behalf of who (see ledger_caller). */
+dpb_status ledger_release_as(ledger *l, const char *round_id, const ledger_caller *who,
+                             ledger_round_res *res, dpb_error *err);
 
 /* Release every reservation whose time is up (at `now`, unix seconds), each with a logged
  * release record; the number released. The ledger's own thread calls it every second. */
@@ -494,7 +529,7 @@ int ledger_read_only(ledger *l);
 dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err);
 
 /* 0 if a and b hold the same clients (budget, mode, relation, labels, spend, rounds, status),
- * rounds (id, state, outcomes) and named events; else 1 with why naming the first
+ * rounds (id, state, outcomes, owner) and named events; else 1 with why naming the first
  * difference. */
 int ledger_compare(ledger *a, ledger *b, char *why, size_t cap);
 

@@ -273,9 +273,11 @@ static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
  * round's event interned for its own relation (evi[rel]) and recomputes its spend. */
 dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                           int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                          uint32_t n, int apply, uint64_t expires_at)
+                          uint32_t n, int apply, uint64_t expires_at, const char *owner)
 {
-    if (lg_grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0)
+    long op = expires_at && owner && owner[0] ? lg_intern_owner(l, owner) : -1;
+    if (lg_grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0 ||
+        (expires_at && owner && owner[0] && op < 0))
         return DPB_ENOMEM;
     lrnd *r = &l->rd[l->nrd];
     memset(r, 0, sizeof *r);
@@ -293,6 +295,7 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         r->phase = 1;
         r->state = LEDGER_RESERVED;
         r->expires_at = expires_at;
+        r->owner = op >= 0 ? l->ow[op].name : NULL;
         if (evi) {
             r->ev[0] = evi[0];
             r->ev[1] = evi[1];
@@ -327,6 +330,9 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         if (bad != 0)
             return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
     }
+    if (op >= 0)
+        l->ow[op].held += r->admitted;
+    l->nreserved += expires_at != 0;
     l->kept_outcomes += n;
     evict_outcomes(l);
     return DPB_OK;
@@ -373,6 +379,10 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
         int charge = state == LEDGER_COMMITTED && r->out[i].reported;
         if (lg_reserve_change(l, seq, pos, ev, -1, charge, -1) != 0)
             return -1;
+    }
+    if (r->state == LEDGER_RESERVED && state != LEDGER_RESERVED) {
+        lg_owner_count(l, r, -1); /* its owner holds it no longer */
+        l->nreserved -= l->nreserved > 0;
     }
     r->state = (uint8_t)state;
     r->state_seq = seq ? seq : l->last_seq;

@@ -65,20 +65,21 @@ static int prefetch_terms(ledger *l, const lclient *x, const ledger_client *in, 
     spend_term *t = malloc((m ? m : 1) * sizeof *t);
     if (t == NULL)
         return -1;
-    size_t k = 0;
-    for (uint32_t i = 0; i < x->nev; i++)
-        t[k++] = (spend_term){l->evs[x->ev[i].ev].se, x->ev[i].count};
-    for (uint32_t i = 0; next && i <= x->nrv; i++) {
-        uint32_t ev = i < x->nrv ? x->rv[i].ev : x->last_ev;
-        uint64_t n = i < x->nrv ? x->rv[i].count : 1;
-        size_t j = 0;
-        while (j < k && t[j].ev != l->evs[ev].se)
-            j++;
-        if (j < k)
-            t[j].count += n;
-        else
-            t[k++] = (spend_term){l->evs[ev].se, n};
+    /* the counts merged by event (linear: lg_merge_counts), then as spend terms */
+    lcount *ms = malloc((m ? m : 1) * sizeof *ms);
+    uint32_t k = x->nev;
+    const lcount one = {x->last_ev, 1};
+    if (ms != NULL && k)
+        memcpy(ms, x->ev, k * sizeof *ms);
+    if (ms == NULL || (next && (lg_merge_counts(ms, &k, x->rv, x->nrv) != 0 ||
+                                lg_merge_counts(ms, &k, &one, 1) != 0))) {
+        free(ms);
+        free(t);
+        return -1;
     }
+    for (uint32_t i = 0; i < k; i++)
+        t[i] = (spend_term){l->evs[ms[i].ev].se, ms[i].count};
+    free(ms);
     for (size_t j = 0; j < k; j++)
         spend_event_ref(l->sp, t[j].ev);
     c[(*nc)++] = (spend_candidate){in->epsilon, in->delta, (dp_relation)x->rel, t, k};

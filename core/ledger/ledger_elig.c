@@ -7,17 +7,17 @@
 #include "ledger_txn.h"
 #include "ledger_mem.h"
 
-/* 1 if the counts a[0..n) hold the same entries as b[0..n) (in any order). */
+/* 1 if the counts a[0..n) hold the same entries as b[0..n) (in any order; each list's
+ * events distinct). Linear in n (lg_count_positions); out of memory: 0 (computed afresh). */
 static int same_counts(const lcount *a, const lcount *b, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t k = 0;
-        while (k < n && b[k].ev != a[i].ev)
-            k++;
-        if (k == n || b[k].count != a[i].count)
-            return 0;
-    }
-    return 1;
+    uint32_t stack[16], *pos = n <= 16 ? stack : malloc(n * sizeof *pos);
+    int same = pos != NULL && lg_count_positions(b, n, a, n, pos) == 0;
+    for (uint32_t i = 0; same && i < n; i++)
+        same = pos[i] != UINT32_MAX && b[pos[i]].count == a[i].count;
+    if (pos != stack)
+        free(pos);
+    return same;
 }
 
 /* Two clients whose admissions of any event agree: the same budget, mode, relation,

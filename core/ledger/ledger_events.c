@@ -186,14 +186,16 @@ dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_
         else
             it->state = LEDGER_H_RELEASED;
     }
-    /* the aggregate: every distinct event, charged and reserved counts */
+    /* the aggregate: every distinct event, charged and reserved counts; a reserved event
+     * that is also charged shares its entry (agg[j] is ev[j]): found in linear time */
+    uint32_t *rpos = st == DPB_OK ? malloc(((size_t)c->nrv + 1) * sizeof *rpos) : NULL;
+    if (st == DPB_OK && (rpos == NULL || lg_count_positions(c->ev, c->nev, c->rv, c->nrv, rpos)))
+        st = DPB_ENOMEM;
     for (uint32_t i = 0; st == DPB_OK && i < c->nev + c->nrv; i++) {
         const lcount *e = i < c->nev ? &c->ev[i] : &c->rv[i - c->nev];
         ledger_agg_item *a = NULL;
-        /* a reserved event that is also charged shares its entry (agg[j] is ev[j]) */
-        for (uint32_t j = 0; i >= c->nev && j < c->nev && a == NULL; j++)
-            if (c->ev[j].ev == e->ev)
-                a = &h->agg[j];
+        if (i >= c->nev && rpos[i - c->nev] != UINT32_MAX)
+            a = &h->agg[rpos[i - c->nev]];
         if (a == NULL) {
             a = &h->agg[h->nagg];
             if (dp_event_decode(l->evs[e->ev].bytes, l->evs[e->ev].nbytes, &a->event, NULL) !=
@@ -209,6 +211,7 @@ dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_
             a->reserved += e->count;
     }
     pthread_rwlock_unlock(&l->lock);
+    free(rpos);
     if (st != DPB_OK)
         ledger_history_free(h);
     return st;

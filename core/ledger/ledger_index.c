@@ -161,6 +161,71 @@ long lg_find_round(const ledger *l, const char *id)
     return l->rd_index.slot[i] == UINT32_MAX ? -1 : (long)l->rd_index.slot[i];
 }
 
+static int ow_eq(const ledger *l, uint32_t pos, const void *key)
+{
+    return strcmp(l->ow[pos].name, key) == 0;
+}
+static uint64_t ow_hash(const ledger *l, uint32_t pos)
+{
+    return lg_str_hash(l->ow[pos].name);
+}
+
+long lg_find_owner(const ledger *l, const char *name)
+{
+    if (l->ow_index.slot == NULL)
+        return -1;
+    size_t i = index_find(l, &l->ow_index, lg_str_hash(name), ow_eq, name);
+    return l->ow_index.slot[i] == UINT32_MAX ? -1 : (long)l->ow_index.slot[i];
+}
+
+long lg_intern_owner(ledger *l, const char *name)
+{
+    long pos = lg_find_owner(l, name);
+    if (pos >= 0)
+        return pos;
+    if ((l->ow_index.slot == NULL && lg_index_init(&l->ow_index, 16) != 0) ||
+        lg_grow((void **)&l->ow, &l->cap_ow, l->now + 1, sizeof *l->ow) != 0)
+        return -1;
+    lowner *o = &l->ow[l->now];
+    o->held = 0;
+    if ((o->name = lg_xstrdup(name)) == NULL)
+        return -1;
+    if (lg_index_insert(l, &l->ow_index, l->now, ow_hash, (uint32_t)l->now) != 0) {
+        free(o->name);
+        return -1;
+    }
+    return (long)l->now++;
+}
+
+uint64_t lg_owner_held(const ledger *l, const char *owner)
+{
+    long op = owner ? lg_find_owner(l, owner) : -1;
+    return op >= 0 ? l->ow[op].held : 0;
+}
+
+void lg_owner_count(ledger *l, const lrnd *r, int sign)
+{
+    long op = r->owner ? lg_find_owner(l, r->owner) : -1;
+    if (op < 0)
+        return;
+    if (sign > 0)
+        l->ow[op].held += r->admitted;
+    else
+        l->ow[op].held -= l->ow[op].held < r->admitted ? l->ow[op].held : r->admitted;
+}
+
+void lg_owner_recount(ledger *l)
+{
+    for (size_t i = 0; i < l->now; i++)
+        l->ow[i].held = 0;
+    l->nreserved = 0;
+    for (size_t i = 0; i < l->nrd; i++)
+        if (l->rd[i].phase && l->rd[i].state == LEDGER_RESERVED) {
+            lg_owner_count(l, &l->rd[i], +1);
+            l->nreserved++;
+        }
+}
+
 /* The event's index for relation rel if interned, else UINT32_MAX (LEV_NONE). */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel)
 {
@@ -270,4 +335,63 @@ void lg_outcomes_free(lout *out, uint32_t n)
         if (out[i].owned)
             free((char *)out[i].id);
     free(out);
+}
+
+/* Small lists are scanned (no allocation); past this many comparisons a hash is cheaper. */
+#define COUNT_SCAN_MAX 256
+
+int lg_count_positions(const lcount *a, uint32_t na, const lcount *b, uint32_t nb, uint32_t *pos)
+{
+    if ((uint64_t)na * nb <= COUNT_SCAN_MAX) {
+        for (uint32_t i = 0; i < nb; i++) {
+            pos[i] = UINT32_MAX;
+            for (uint32_t k = 0; k < na && pos[i] == UINT32_MAX; k++)
+                if (a[k].ev == b[i].ev)
+                    pos[i] = k;
+        }
+        return 0;
+    }
+    size_t cap = 16;
+    while (cap < 2 * (size_t)na)
+        cap *= 2;
+    uint32_t *slot = malloc(cap * sizeof *slot);
+    if (slot == NULL)
+        return -1;
+    memset(slot, 0xff, cap * sizeof *slot);
+    for (uint32_t k = 0; k < na; k++) {
+        size_t h = (size_t)(a[k].ev * 0x9E3779B97F4A7C15ULL >> 32) & (cap - 1);
+        while (slot[h] != UINT32_MAX)
+            h = (h + 1) & (cap - 1);
+        slot[h] = k;
+    }
+    for (uint32_t i = 0; i < nb; i++) {
+        size_t h = (size_t)(b[i].ev * 0x9E3779B97F4A7C15ULL >> 32) & (cap - 1);
+        while (slot[h] != UINT32_MAX && a[slot[h]].ev != b[i].ev)
+            h = (h + 1) & (cap - 1);
+        pos[i] = slot[h];
+    }
+    free(slot);
+    return 0;
+}
+
+int lg_merge_counts(lcount *a, uint32_t *na, const lcount *b, uint32_t nb)
+{
+    uint32_t stack[16], *pos = nb <= 16 ? stack : malloc(nb * sizeof *pos);
+    if (pos == NULL || lg_count_positions(a, *na, b, nb, pos) != 0) {
+        if (pos != stack)
+            free(pos);
+        return -1;
+    }
+    uint32_t m = *na;
+    for (uint32_t i = 0; i < nb; i++) {
+        if (pos[i] != UINT32_MAX) {
+            a[pos[i]].count += b[i].count;
+            continue;
+        }
+        a[m++] = b[i];
+    }
+    *na = m;
+    if (pos != stack)
+        free(pos);
+    return 0;
 }

@@ -135,8 +135,17 @@ typedef struct {
     unsigned char chash[16]; /* the commit's body hash */
     uint32_t ev[2];          /* reserve: the event interned per relation (LEV_NONE: none) */
     uint32_t n, admitted, reported;
-    lout *out; /* NULL once summarized (never while reserved) */
+    lout *out;         /* NULL once summarized (never while reserved) */
+    const char *owner; /* reserve: its owner's name in the owner table (l->ow), or NULL */
 } lrnd;
+
+/* An owner of reservations (ledger_round_req.owner): its name (the rounds point at it) and
+ * the client-reservations it holds now (the admitted clients of its reserved rounds).
+ * Entries are never removed (as many as distinct owners ever recorded). */
+typedef struct {
+    char *name;
+    uint64_t held;
+} lowner;
 
 typedef struct {
     char *name;
@@ -194,6 +203,12 @@ struct ledger {
     lname *nm;
     size_t nnm, cap_nm;
     lindex nm_index;
+    /* owners of reservations (write lock; kept by lg_store_round and lg_resolve_round, summed
+     * again by lg_owner_recount after recovery and a withdrawal) */
+    lowner *ow;
+    size_t now, cap_ow;
+    lindex ow_index;
+    size_t nreserved; /* rounds reserved now (the expiry sweep looks for that many) */
     /* counters */
     uint64_t by_status[3], hist[11];
     /* snapshots */

@@ -28,6 +28,9 @@
 
 /* 1 if the NUL-terminated id is a valid client, round or event id (ledger_id_valid). */
 int lg_valid_id(const char *id);
+/* 1 if owner is a valid reservation owner: 1 to LEDGER_OWNER_MAX bytes of printable ASCII
+ * other than space (an API key's name, or its fingerprint). */
+int lg_valid_owner(const char *owner);
 
 /* ---- ledger_index.c: strings, the open-addressing indexes, the event vocabulary --------- */
 
@@ -52,6 +55,18 @@ uint64_t lg_nm_hash(const ledger *l, uint32_t pos);
 long lg_find_name(const ledger *l, const char *name);
 long lg_find_client(const ledger *l, const char *id);
 long lg_find_round(const ledger *l, const char *id);
+/* The owner table's entry of name, or -1 (a lock is held); or made, with nothing held
+ * (write lock; -1 out of memory). */
+long lg_find_owner(const ledger *l, const char *name);
+long lg_intern_owner(ledger *l, const char *name);
+/* The client-reservations owner holds now (0: none, or an unknown owner). A lock is held. */
+uint64_t lg_owner_held(const ledger *l, const char *owner);
+/* Count r's admitted clients into (sign +1) or out of (-1) what its owner holds (none: no
+ * change). Write lock. */
+void lg_owner_count(ledger *l, const lrnd *r, int sign);
+/* Every owner's held count, and l->nreserved, summed again from the reserved rounds (after
+ * recovery, and after a withdrawal took changes back). Write lock. */
+void lg_owner_recount(ledger *l);
 /* The index of the encoded event (bytes, n) interned for rel, or LEV_NONE. A lock is held. */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel);
 /* Intern the encoded event for rel (bytes borrowed; the ledger keeps a copy and a decoded
@@ -60,6 +75,14 @@ uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, in
  * Caller holds the write lock. */
 dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
                      uint32_t *idx, int *fresh);
+/* For each b[i], the position in a[0..na) of the entry with the same event, or UINT32_MAX,
+ * into pos[0..nb) (the entries of a are distinct events). O(na + nb): a hash of a's events
+ * once the nested scan would cost more. 0, or -1 out of memory. */
+int lg_count_positions(const lcount *a, uint32_t na, const lcount *b, uint32_t nb, uint32_t *pos);
+/* Merge b[0..nb) into a[0..*na) (a has room for *na + nb entries; a's events distinct, and b's):
+ * the counts of an event in both are added, the others appended in b's order, a's order kept. O(*na
+ * + nb). 0, or -1 out of memory (a unchanged). */
+int lg_merge_counts(lcount *a, uint32_t *na, const lcount *b, uint32_t nb);
 /* Drop the newest interned event (referenced by no client or round). Write lock. */
 void lg_drop_last_event(ledger *l);
 /* Drop the interned events not in the log (a dry run, a refused or failed change), so their
@@ -152,11 +175,12 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
 /* Store a round (record seq) in memory, taking ownership of out[0..n) once stored (l->nrd
  * grew); a reservation when expires_at != 0 (evi: its event per relation). With apply (live,
  * undo entries reserved for the round and each admitted client) every admitted client is
- * charged (or held) its relation's event evi[rel]. DPB_ENOMEM (the caller abandons). Write
- * lock. */
+ * charged (or held) its relation's event evi[rel]. A reservation records owner (NULL or "":
+ * none), counted in what it holds. DPB_ENOMEM (the caller abandons). Write lock. */
 dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                           int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                          uint32_t n, int apply, uint64_t expires_at);
+                          uint32_t n, int apply, uint64_t expires_at, const char *owner);
+
 /* A replayed charge of the admitted client at pos with event ev by the round being stored
  * (position l->nrd); uncertifiable: its recorded spend says the event made it so. 0, or -1
  * out of memory. Write lock. */

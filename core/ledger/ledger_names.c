@@ -81,6 +81,15 @@ int lg_valid_id(const char *id)
     return ledger_id_valid(id, strlen(id));
 }
 
+int lg_valid_owner(const char *owner)
+{
+    size_t n = strlen(owner);
+    for (size_t i = 0; i < n; i++)
+        if (owner[i] <= ' ' || owner[i] > '~')
+            return 0;
+    return n >= 1 && n <= LEDGER_OWNER_MAX;
+}
+
 const char *ledger_reason_name(ledger_reason r)
 {
     static const char *const names[] = {"admitted",          "over_budget", "unknown_client",

@@ -133,6 +133,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
         if (!l->cl[i].dirty)
             lg_name_spend(l, &l->cl[i]);
     lg_after_apply(l);
+    lg_owner_recount(l); /* the snapshot's rounds were stored reserved, then given their state */
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
     if (o->pld_refine) /* after recovery: it reads the state */
@@ -236,6 +237,8 @@ static int compare_locked(const ledger *a, const ledger *b, char *why, size_t ca
         DIFF(x->n != y->n || x->admitted != y->admitted || x->reported != y->reported,
              "round '%s': participants, admissions or reports differ", x->id);
         DIFF(x->expires_at != y->expires_at, "round '%s': expiry differs", x->id);
+        DIFF(strcmp(x->owner ? x->owner : "", y->owner ? y->owner : "") != 0,
+             "round '%s': owner differs", x->id);
         for (uint32_t k = 0; x->out && y->out && k < x->n; k++)
             DIFF(strcmp(x->out[k].id, y->out[k].id) != 0 ||
                      x->out[k].admitted != y->out[k].admitted ||
@@ -327,6 +330,10 @@ static void close_ledger(ledger *l, int snapshot)
     }
     free(l->nm);
     free(l->nm_index.slot);
+    for (size_t i = 0; i < l->now; i++)
+        free(l->ow[i].name);
+    free(l->ow);
+    free(l->ow_index.slot);
     free(l->cl_index.slot);
     free(l->rd_index.slot);
     free(l->ev_index.slot);

@@ -173,10 +173,14 @@ static int apply_round(ledger *l, uint8_t type, br *r)
     }
     for (uint32_t i = 0; i < cnt && !r->bad; i++)
         lg_read_outcome(l, r, &out[i], 0);
+    char *owner = NULL;
     if (type == REC_RESERVE) {
         expires = br_u64(r);
         if (expires == 0)
             r->bad = 1;
+        /* the owner follows since LEDGER_FORMAT 4; a record before it ends here (no owner) */
+        if (!r->bad && r->at < r->n)
+            owner = br_str(r, LEDGER_OWNER_MAX);
     }
     int bad = r->bad || (type == REC_RESERVE && r->at != r->n);
     unsigned char hash[16] = {0};
@@ -189,12 +193,14 @@ static int apply_round(ledger *l, uint8_t type, br *r)
         bad = replay_charges(l, ev, out, cnt, expires, evs2) != 0;
     }
     if (bad || lg_store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt, 0,
-                              expires) != DPB_OK) {
+                              expires, owner) != DPB_OK) {
         lg_outcomes_free(out, cnt);
         free(id);
+        free(owner);
         return -1;
     }
     free(id);
+    free(owner);
     return 0;
 }
 

@@ -10,7 +10,8 @@
  *   CLIENT(id, epsilon f64, delta f64, mode u8, relation u8, labels)
  *   ROUND(id, hash[16], policy u8, already_ran u8, event idx u32, n u32,
  *         n x (client id, admitted u8, reason u8, before f64, after f64))
- *   RESERVE(a ROUND's fields, expires_at u64: the admitted clients' budget held)
+ *   RESERVE(a ROUND's fields, expires_at u64: the admitted clients' budget held, owner: the
+ *           key that reserved it, "" none; records before LEDGER_FORMAT 4 end before it)
  *   COMMIT(round id, commit hash[16], m u32, m x reported outcome index u32)
  *   RELEASE(round id, expired u8)
  *   NAME(name, encoded event)

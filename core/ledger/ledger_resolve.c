@@ -46,9 +46,57 @@ static dpb_status not_reserved(const lrnd *r, const char *what, dpb_error *err)
                     "the reservation of round '%s' was released: reserve a new round", r->id);
 }
 
-/* The reported ids as indices of round r's admitted outcomes, into idx[0..n) (an
- * open-addressing index of them). DPB_OK, DPB_EINVAL (not admitted, listed twice),
+/* DPB_OK if who may commit or release round r (ledger_caller): no caller or key to check,
+ * an admin, a round without an owner, or its owner; else DPB_EFORBIDDEN naming the owner (a
+ * key's name or fingerprint, never a secret). */
+static dpb_status owner_check(const lrnd *r, const ledger_caller *who, const char *what,
+                              dpb_error *err)
+{
+    if (who == NULL || who->key == NULL || who->admin || r->owner == NULL ||
+        strcmp(r->owner, who->key) == 0)
+        return DPB_OK;
+    return dpb_fail(err, DPB_EFORBIDDEN, "round_id",
+                    "round '%s' was reserved by the key '%s': only that key or an admin key may "
+                    "%s it",
+                    r->id, r->owner, what);
+}
+
+/* The commit's own checks, before any lock (so that a bad list never holds the write lock
+ * nor touches the reservation): every reported id valid, none listed twice (an
+ * open-addressing set of the ids: linear in n). DPB_OK, DPB_EINVAL (field "reported[i]"),
  * DPB_ENOMEM. */
+static dpb_status reported_ok(const char *const *reported, size_t n, dpb_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!lg_valid_id(reported[i]))
+            return dpb_fail(err, DPB_EINVAL, "reported", "reported[%zu] is not a valid client id",
+                            i);
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    uint32_t *slot = malloc(cap * sizeof *slot);
+    if (slot == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    memset(slot, 0xff, cap * sizeof *slot);
+    dpb_status st = DPB_OK;
+    for (size_t i = 0; i < n && st == DPB_OK; i++) {
+        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
+        while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], reported[i]) != 0)
+            h = (h + 1) & (cap - 1);
+        if (slot[h] != UINT32_MAX) {
+            char f[40];
+            snprintf(f, sizeof f, "reported[%zu]", i);
+            st = dpb_fail(err, DPB_EINVAL, f, "'%s' is listed twice", reported[i]);
+        }
+        slot[h] = (uint32_t)i;
+    }
+    free(slot);
+    return st;
+}
+
+/* The reported ids (distinct: reported_ok) as indices of round r's admitted outcomes, into
+ * idx[0..n) (an open-addressing index of them: linear in r's size and n). DPB_OK, DPB_EINVAL
+ * (not admitted), DPB_ENOMEM. */
 static dpb_status reported_indices(const lrnd *r, const char *round_id, const char *const *reported,
                                    size_t n, uint32_t *idx, dpb_error *err)
 {
@@ -71,29 +119,62 @@ static dpb_status reported_indices(const lrnd *r, const char *round_id, const ch
         size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
         while (slot[h] != UINT32_MAX && strcmp(r->out[slot[h]].id, reported[i]) != 0)
             h = (h + 1) & (cap - 1);
-        char f[40];
-        snprintf(f, sizeof f, "reported[%zu]", i);
         if (slot[h] == UINT32_MAX) {
+            char f[40];
+            snprintf(f, sizeof f, "reported[%zu]", i);
             st = dpb_fail(err, DPB_EINVAL, f,
                           "'%s' was not admitted to round '%s': only its admitted clients can "
                           "report",
                           reported[i], round_id);
-            break;
+        } else {
+            idx[i] = slot[h];
         }
-        for (size_t k = 0; k < i; k++)
-            if (idx[k] == slot[h]) {
-                st = dpb_fail(err, DPB_EINVAL, f, "'%s' is listed twice", reported[i]);
-                break;
-            }
-        idx[i] = slot[h];
     }
     free(slot);
     return st;
 }
 
+/* A commit's list checked against its round under the read lock (reads go on meanwhile), so
+ * that a list naming a client the reservation did not admit is answered without the write
+ * lock: the round's admitted outcomes never change while it is reserved. */
+typedef struct {
+    const char *round_id;
+    const char *const *reported;
+    size_t n;
+    const ledger_caller *who;
+    uint32_t *idx; /* n: the indices found */
+    dpb_error *err;
+    dpb_status st; /* DPB_OK, or reported_indices' refusal */
+    int checked;   /* idx holds the indices of this round's outcomes */
+} commit_check;
+
+static dpb_status check_reported(const ledger *l, long pos, void *arg)
+{
+    commit_check *c = arg;
+    const lrnd *r = &l->rd[pos];
+    /* only a live reservation the caller may commit; everything else is answered under the
+     * write lock as before (replays, conflicts, expiry, ownership) */
+    if (!r->phase || r->state != LEDGER_RESERVED || r->out == NULL ||
+        r->expires_at <= (uint64_t)time(NULL) || owner_check(r, c->who, "commit", NULL) != DPB_OK)
+        return DPB_OK;
+    c->st = reported_indices(r, c->round_id, c->reported, c->n, c->idx, c->err);
+    c->checked = c->st == DPB_OK;
+    return DPB_OK;
+}
+
+/* 1 if idx[0..n) (found under the read lock) still names r's admitted outcomes of the
+ * reported ids: a check linear in n, instead of indexing r again. */
+static int indices_hold(const lrnd *r, const char *const *reported, size_t n, const uint32_t *idx)
+{
+    for (size_t i = 0; i < n; i++)
+        if (idx[i] >= r->n || !r->out[idx[i]].admitted || strcmp(r->out[idx[i]].id, reported[i]))
+            return 0;
+    return 1;
+}
+
 static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
-                              size_t n, const unsigned char hash[16], ledger_round_res *res,
-                              dpb_error *err)
+                              size_t n, const unsigned char hash[16], const ledger_caller *who,
+                              ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -101,7 +182,22 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
     if (n > LEDGER_MAX_PARTICIPANTS)
         return dpb_fail(err, DPB_EINVAL, "reported", "at most %d reported clients",
                         LEDGER_MAX_PARTICIPANTS);
-    uint32_t *idx = NULL;
+    dpb_status vs = reported_ok(reported, n, err);
+    if (vs != DPB_OK)
+        return vs;
+    uint32_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (idx == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    commit_check cc = {round_id, reported, n, who, idx, err, DPB_OK, 0};
+    /* a shared store's read catches up under the write lock with a round trip to the
+     * database: there the check runs once, under the write lock (linear all the same) */
+    if (!l->shared)
+        vs = lg_read_one(l, lg_find_round, round_id, lg_seq_round_state, check_reported, &cc);
+    if (cc.st != DPB_OK) { /* refused under the read lock: the reservation untouched */
+        free(idx);
+        return cc.st;
+    }
+    (void)vs; /* not found, or unreachable: answered under the write lock, as it can */
     lg_txn t;
     dpb_status st = lg_txn_begin(&t, l, err);
     if (st != DPB_OK)
@@ -111,6 +207,8 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
         goto out;
     }
+    if ((st = owner_check(&l->rd[rp], who, "commit", err)) != DPB_OK)
+        goto out;
     if (l->rd[rp].phase && l->rd[rp].state == LEDGER_COMMITTED &&
         memcmp(l->rd[rp].chash, hash, 16) == 0) {
         lg_round_view(l, &l->rd[rp], res);
@@ -129,13 +227,10 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
     }
     if ((st = lg_txn_writable(&t)) != DPB_OK)
         goto out;
-    idx = malloc((n ? n : 1) * sizeof *idx);
-    if (idx == NULL) {
-        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    if (!(cc.checked && indices_hold(r, reported, n, idx)) &&
+        (st = reported_indices(r, round_id, reported, n, idx, err)) != DPB_OK)
         goto out;
-    }
-    if ((st = reported_indices(r, round_id, reported, n, idx, err)) != DPB_OK ||
-        (st = lg_txn_reserve(&t, 1 + (size_t)r->admitted)) != DPB_OK)
+    if ((st = lg_txn_reserve(&t, 1 + (size_t)r->admitted)) != DPB_OK)
         goto out;
     bw w = {0};
     lg_commit_record(&w, round_id, hash, idx, n);
@@ -157,16 +252,23 @@ out:
     return cs;
 }
 
-dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
-                         const unsigned char hash[16], ledger_round_res *res, dpb_error *err)
+dpb_status ledger_commit_as(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                            const unsigned char hash[16], const ledger_caller *who,
+                            ledger_round_res *res, dpb_error *err)
 {
     dpb_status st;
-    RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, res, err), err);
+    RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, who, res, err), err);
     return st;
 }
 
-static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res *res,
-                               dpb_error *err)
+dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *reported, size_t n,
+                         const unsigned char hash[16], ledger_round_res *res, dpb_error *err)
+{
+    return ledger_commit_as(l, round_id, reported, n, hash, NULL, res, err);
+}
+
+static dpb_status release_once(ledger *l, const char *round_id, const ledger_caller *who,
+                               ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -179,6 +281,8 @@ static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res
         /* the database cannot be reached: answered as such */
     } else if (rp < 0) {
         st = dpb_fail(err, DPB_ENOTFOUND, "round_id", "no round '%s'", round_id);
+    } else if ((st = owner_check(&l->rd[rp], who, "release", err)) != DPB_OK) {
+        /* another key's reservation: nothing changes */
     } else if (!l->rd[rp].phase || l->rd[rp].state == LEDGER_COMMITTED) {
         lg_round_view(l, &l->rd[rp], res);
         st = not_reserved(&l->rd[rp], "release", err);
@@ -198,11 +302,17 @@ static dpb_status release_once(ledger *l, const char *round_id, ledger_round_res
     return st;
 }
 
-dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err)
+dpb_status ledger_release_as(ledger *l, const char *round_id, const ledger_caller *who,
+                             ledger_round_res *res, dpb_error *err)
 {
     dpb_status st;
-    RETRY_RACES(st, release_once(l, round_id, res, err), err);
+    RETRY_RACES(st, release_once(l, round_id, who, res, err), err);
     return st;
+}
+
+dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res, dpb_error *err)
+{
+    return ledger_release_as(l, round_id, NULL, res, err);
 }
 
 /* Release round id if it is still a reservation whose time is up: DPB_OK (*done 1 if this
@@ -233,10 +343,16 @@ size_t ledger_expire(ledger *l, uint64_t now)
     if (lg_read_begin(l, NULL) != DPB_OK)
         return 0; /* a shared store's database cannot be reached: the next sweep */
     pthread_rwlock_rdlock(&l->lock);
-    for (size_t i = 0; i < l->nrd && k < BATCH; i++)
-        if (l->rd[i].state == LEDGER_RESERVED && l->rd[i].expires_at <= now &&
-            (ids[k] = lg_xstrdup(l->rd[i].id)) != NULL)
+    /* newest first (a reservation lives a day at most: they are among the last rounds), and
+     * the scan ends once it has seen every reserved round: none, nothing scanned */
+    size_t seen = 0;
+    for (size_t i = l->nrd; i-- > 0 && k < BATCH && seen < l->nreserved;) {
+        if (l->rd[i].state != LEDGER_RESERVED)
+            continue;
+        seen++;
+        if (l->rd[i].expires_at <= now && (ids[k] = lg_xstrdup(l->rd[i].id)) != NULL)
             k++;
+    }
     pthread_rwlock_unlock(&l->lock);
     for (size_t i = 0; i < k; i++) {
         /* another replica expiring it first is a lost race: run again, it is released */

@@ -81,18 +81,18 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
         /* the charged events (distinct), then the held reservations merged in: the multiset
          * admission composes, in lg_spend_held's order */
         size_t off = nt;
-        for (uint32_t k = 0; k < c->nev; k++)
-            t[nt++] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
-        for (uint32_t k = 0; k < c->nrv; k++) {
-            spend_event *se = l->evs[c->rv[k].ev].se;
-            size_t j = off;
-            while (j < nt && t[j].ev != se)
-                j++;
-            if (j < nt)
-                t[j].count += c->rv[k].count;
-            else
-                t[nt++] = (spend_term){se, c->rv[k].count};
+        uint32_t m = c->nev;
+        lcount *ms = malloc(((size_t)c->nev + c->nrv + 1) * sizeof *ms);
+        if (ms != NULL && m)
+            memcpy(ms, c->ev, m * sizeof *ms);
+        if (ms == NULL || lg_merge_counts(ms, &m, c->rv, c->nrv) != 0) {
+            free(ms);
+            ok = 0;
+            break;
         }
+        for (uint32_t k = 0; k < m; k++) /* one spend event per interned (event, relation) */
+            t[nt++] = (spend_term){l->evs[ms[k].ev].se, ms[k].count};
+        free(ms);
         /* decided by the rdp bound within the budget, both times: no PLD to compute (the
          * client's memo tells in a few comparisons, under this read lock) */
         spend_event *x = pre[c->rel];
@@ -164,6 +164,10 @@ static dpb_status round_request_ok(const ledger_round_req *req, dpb_error *err)
                                            "reserved"
                                          : "a reservation is held 1 to %d seconds",
                         LEDGER_TTL_MAX);
+    if (req->reserve && req->owner && !lg_valid_owner(req->owner))
+        return dpb_fail(err, DPB_EINVAL, "owner",
+                        "a reservation's owner is 1 to %d printable ASCII bytes without spaces",
+                        LEDGER_OWNER_MAX);
     return DPB_OK;
 }
 
@@ -178,6 +182,28 @@ typedef struct {
     size_t refused;
     char why[400]; /* why the event is unsupported, for the first such participant */
 } round_build;
+
+/* The operator's cap on what one owner holds reserved (ledger_options.max_reserved_per_owner):
+ * DPB_OK, or DPB_EQUOTA when this reservation's admitted clients would take its owner past it.
+ * A lock is held. */
+static dpb_status owner_quota(const ledger *l, const round_build *b, dpb_error *err)
+{
+    const ledger_round_req *req = b->req;
+    uint64_t cap = l->opt.max_reserved_per_owner;
+    if (!req->reserve || req->owner == NULL || cap == 0)
+        return DPB_OK;
+    uint64_t adding = 0, held = lg_owner_held(l, req->owner);
+    for (size_t i = 0; i < req->n; i++)
+        adding += b->out[i].admitted;
+    if (adding == 0 || held + adding <= cap)
+        return DPB_OK;
+    return dpb_fail(err, DPB_EQUOTA, "participants",
+                    "the key '%s' holds %llu client-reservations and this reservation would add "
+                    "%llu, past the operator's cap of %llu per key: commit or release held "
+                    "reservations (or wait for them to expire), or reserve fewer clients",
+                    req->owner, (unsigned long long)held, (unsigned long long)adding,
+                    (unsigned long long)cap);
+}
 
 /* The admission of participant i (its client at pos, or -1), into b->out[i]. */
 static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_error *err)
@@ -306,6 +332,7 @@ static dpb_status round_answer(const ledger *l, const round_build *b, ledger_rou
     }
     res->reserve = req->reserve;
     res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
+    snprintf(res->owner, sizeof res->owner, "%s", req->reserve && req->owner ? req->owner : "");
     return DPB_OK;
 }
 
@@ -371,8 +398,10 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     bw w = {0};
     lg_round_record(&w, req->round_id, req->body_hash, req->policy, req->already_ran, ev_used,
                     b->out, (uint32_t)req->n);
-    if (req->reserve)
+    if (req->reserve) {
         bw_u64(&w, expires);
+        bw_str(&w, req->owner); /* LEDGER_FORMAT 4 */
+    }
     if ((st = lg_txn_log(t, req->reserve ? REC_RESERVE : REC_ROUND, &w)) != DPB_OK)
         return st;
     uint64_t seq = l->last_seq;
@@ -382,7 +411,7 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     res->expires_at = expires;
     size_t nrd = l->nrd;
     st = lg_store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evs,
-                        b->out, (uint32_t)req->n, 1, expires);
+                        b->out, (uint32_t)req->n, 1, expires, req->reserve ? req->owner : NULL);
     if (l->nrd > nrd)
         b->out = NULL; /* taken over by the stored round (withdrawn with it on failure) */
     return st == DPB_OK ? DPB_OK : lg_txn_abandon(t, st);
@@ -449,7 +478,8 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         free(b.out);
         return st;
     }
-    if ((st = admit_all(l, &b, err)) != DPB_OK || (st = round_answer(l, &b, res, err)) != DPB_OK)
+    if ((st = admit_all(l, &b, err)) != DPB_OK || (st = owner_quota(l, &b, err)) != DPB_OK ||
+        (st = round_answer(l, &b, res, err)) != DPB_OK)
         goto fail;
     if (req->dry_run) {
         lg_drop_unlogged_events(l); /* a dry run leaves nothing behind, not even an event */

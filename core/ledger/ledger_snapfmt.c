@@ -60,6 +60,7 @@ dpb_status lg_serialize(ledger *l, bw *w)
         bw_u32(w, r->ev[0]);
         bw_u32(w, r->ev[1]);
         bw_u32(w, r->reported);
+        bw_str(w, r->owner); /* format 4 ("": none) */
         bw_u8(w, r->out != NULL);
         if (r->out)
             for (uint32_t k = 0; k < r->n; k++) {
@@ -218,6 +219,7 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
     round_state x = {0, LEDGER_CHARGED, 0, 0, {0}, {LEV_NONE, LEV_NONE}, 0};
     if (format >= 3)
         load_round_state(r, &x);
+    char *owner = format >= 4 ? br_str(r, LEDGER_OWNER_MAX) : NULL;
     unsigned has = br_u8(r);
     /* a reserved round keeps its answers (its commit needs them) */
     if (r->bad || cnt > LEDGER_MAX_PARTICIPANTS || x.phase > 1 || x.state > LEDGER_EXPIRED ||
@@ -225,6 +227,7 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
         (x.ev[0] != LEV_NONE && x.ev[0] >= ne) || (x.ev[1] != LEV_NONE && x.ev[1] >= ne) ||
         (x.state == LEDGER_RESERVED && !has)) {
         free(id);
+        free(owner);
         return -1;
     }
     lout *out = NULL;
@@ -241,10 +244,11 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
     if (h)
         memcpy(hash, h, 16);
     if (r->bad || lg_store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0, 0,
-                                 x.phase ? x.expires_at : 0) != DPB_OK) {
+                                 x.phase ? x.expires_at : 0, owner) != DPB_OK) {
         /* the outcomes were not taken over by a stored round: release them */
         lg_outcomes_free(out, cnt);
         free(id);
+        free(owner);
         return -1;
     }
     lrnd *rr = &l->rd[l->nrd - 1];
@@ -260,6 +264,7 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
         rr->reported = x.reported;
     }
     free(id);
+    free(owner);
     return 0;
 }
 

@@ -53,14 +53,13 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
     uint32_t m = c->nev;
     if (m)
         memcpy(ms, c->ev, m * sizeof *ms);
-    for (uint32_t i = 0; i < c->nrv; i++) {
-        uint32_t k = 0;
-        while (k < m && ms[k].ev != c->rv[i].ev)
-            k++;
-        if (k == m)
-            ms[m++] = c->rv[i];
-        else
-            ms[k].count += c->rv[i].count;
+    if (lg_merge_counts(ms, &m, c->rv, c->nrv) != 0) { /* linear in the client's events */
+        if (ms != stack)
+            free(ms);
+        memset(out, 0, sizeof *out);
+        out->accountant = -1;
+        out->spent = HUGE_VAL;
+        return;
     }
     t.ev = ms;
     t.nev = m; /* the memo (of c->ev) is only read: it covers ms when the held events are new */

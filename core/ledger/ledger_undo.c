@@ -229,6 +229,7 @@ void lg_withdraw_locked(ledger *l)
     if (failed)
         atomic_store(&l->read_only, 1);
     lg_recount(l);
+    lg_owner_recount(l);
 }
 
 void lg_withdraw(ledger *l)

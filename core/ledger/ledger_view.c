@@ -47,6 +47,7 @@ void lg_round_view(const ledger *l, const lrnd *r, ledger_round_res *res)
     res->state = (ledger_round_state)r->state;
     res->expires_at = r->expires_at;
     res->reported = r->reported;
+    snprintf(res->owner, sizeof res->owner, "%s", r->owner ? r->owner : "");
     if (r->out == NULL) {
         res->summarized = 1;
         return;

@@ -347,6 +347,8 @@ int main(int argc, char **argv)
             all[n++] = LEDGER_OWN_TESTS[i];
         for (size_t i = 0; i < AUTH_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = AUTH_TESTS[i];
+        for (size_t i = 0; i < OWNER_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = OWNER_TESTS[i];
         for (size_t i = 0; i < OPERATOR_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = OPERATOR_TESTS[i];
         for (size_t i = 0; i < EDGE_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)

@@ -68,6 +68,8 @@ extern const tl_test OVERLOAD_TESTS[]; /* test_overload.c: compute saturation (o
 extern const size_t OVERLOAD_NTESTS;
 extern const tl_test AUTH_TESTS[]; /* test_auth.c: keys, scopes, rate limit, TLS (own daemons) */
 extern const size_t AUTH_NTESTS;
+extern const tl_test OWNER_TESTS[]; /* test_owner.c: reservations' owners, the cap (own daemon) */
+extern const size_t OWNER_NTESTS;
 extern const tl_test ADMIN_TESTS[]; /* test_admin.c: ledger urls shown without passwords */
 extern const size_t ADMIN_NTESTS;
 extern const tl_test LEDGER_OWN_TESTS[]; /* test_ledger_api.c: --no-pld-refine (own daemon) */

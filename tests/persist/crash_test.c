@@ -1104,7 +1104,7 @@ static void verify_command_reports_damage(void)
 {
     char dir[] = "/tmp/dpb-verify-XXXXXX", wal[128], out[4096];
     CHECK(mkdtemp(dir) != NULL);
-    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0, 0};
     ledger *l;
     CHECK(ledger_open(&o, &l, NULL) == DPB_OK);
     for (int i = 0; i < 3; i++) {
@@ -1144,7 +1144,7 @@ static void verify_reports_snapshot_header_damage(void)
 {
     char dir[] = "/tmp/dpb-verify-XXXXXX", snap[128], wal[128], out[4096];
     CHECK(mkdtemp(dir) != NULL);
-    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0, 0};
     ledger *l;
     for (int pass = 0; pass < 2; pass++) {
         CHECK(ledger_open(&o, &l, NULL) == DPB_OK);

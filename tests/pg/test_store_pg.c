@@ -750,6 +750,8 @@ static void test_password_never_echoed(void)
     CHECK(store_pg_open("/var/lib/dpbudget", &FAST, &s, &e) == DPB_EINVAL);
 }
 
+void test_reservation_owner_on_pg(void); /* test_owner_pg.c */
+
 int main(int argc, char **argv)
 {
     static const tl_test tests[] = {
@@ -768,6 +770,7 @@ int main(int argc, char **argv)
         TL_T(test_server_hangs),
         TL_T(test_durability_settings),
         TL_T(test_password_never_echoed),
+        TL_T(test_reservation_owner_on_pg),
     };
     int rc = tl_run("pg", tests, sizeof tests / sizeof tests[0], argc, argv);
     return rc;

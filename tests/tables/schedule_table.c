@@ -29,7 +29,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    ledger_options o = {dir, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0};
     ledger *l = NULL;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {

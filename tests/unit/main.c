@@ -25,6 +25,7 @@ int main(int argc, char **argv)
         {WAL_TESTS, WAL_NTESTS},
         {LEDGER_TESTS, LEDGER_NTESTS},
         {SHARED_TESTS, SHARED_NTESTS},
+        {RESERVE_TESTS, RESERVE_NTESTS},
         {SPEND_TESTS, SPEND_NTESTS},
         {MECH_TESTS, MECH_NTESTS},
     };

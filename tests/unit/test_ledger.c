@@ -95,7 +95,7 @@ static void remove_dir(const char *dir)
 static ledger *open_ledger(const char *dir, const dpb_fs *fs, int default_budget,
                            uint64_t snapshot_every, dpb_error *err)
 {
-    ledger_options o = {dir, fs, default_budget, 10.0, 1e-5, snapshot_every, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, fs, default_budget, 10.0, 1e-5, snapshot_every, 0, 0, NULL, 0, 0, 0};
     ledger *l = NULL;
     memset(err, 0, sizeof *err);
     if (ledger_open(&o, &l, err) != DPB_OK)

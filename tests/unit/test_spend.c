@@ -86,7 +86,7 @@ static ledger *open_fresh_ex(char *dir, size_t n, int refine)
     fast_fs = *dpb_fs_posix();
     fast_fs.fdatasync = nosync;
     fast_fs.fsync = nosync;
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine, NULL, 0, 0};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, refine, NULL, 0, 0, 0};
     ledger *l = NULL;
     dpb_error err = {0};
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
@@ -108,7 +108,7 @@ static void finish(ledger *l, const char *dir, dp_event **ev, size_t n)
 /* The ledger in dir again (no refinement: what a restart recomputes by itself). */
 static ledger *reopen(const char *dir)
 {
-    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0};
+    ledger_options o = {dir, &fast_fs, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0, 0};
     dpb_error err = {0};
     ledger *l = NULL;
     CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
@@ -343,8 +343,8 @@ static void spend_memo_cap(void)
     for (int w = 0; w < 2; w++) {
         if (tl_make_dir(dir[w], sizeof dir[w], "dpb_spend_") != 0)
             goto out;
-        ledger_options o = {dir[w], &fast_fs,        0, 0.0, 0.0, 1000000, 0, 0, NULL,
-                            0,      w ? 3 * 1900 : 0};
+        ledger_options o = {dir[w], &fast_fs,         0, 0.0, 0.0, 1000000, 0, 0, NULL,
+                            0,      w ? 3 * 1900 : 0, 0};
         dpb_error err = {0};
         CHECKF(ledger_open(&o, &l[w], &err) == DPB_OK, "%s", err.detail);
         if (l[w] == NULL)

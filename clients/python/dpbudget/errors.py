@@ -84,6 +84,11 @@ class Forbidden(ApiError):
     """403: the key lacks the scope the operation needs."""
 
 
+class NotReservationOwner(Forbidden):
+    """403 not_reservation_owner: another API key holds the reservation (Round.reserved_by);
+    only it or an admin key may commit or release it."""
+
+
 class NotFound(ApiError):
     """404: no such client, round, event or path."""
 
@@ -103,6 +108,11 @@ class ReservationExpired(Conflict):
 
 class ReservationReleased(Conflict):
     """409 reservation_released: the round was released before the commit."""
+
+
+class ReservationQuotaExceeded(Conflict):
+    """409 reservation_quota_exceeded: the reservation would take the API key past the
+    daemon's --max-reserved-per-key; commit or release held reservations first."""
 
 
 class PayloadTooLarge(ApiError):
@@ -211,6 +221,8 @@ _BY_CODE: Dict[str, Type[ApiError]] = {
     "conflict": Conflict,
     "reservation_expired": ReservationExpired,
     "reservation_released": ReservationReleased,
+    "reservation_quota_exceeded": ReservationQuotaExceeded,
+    "not_reservation_owner": NotReservationOwner,
     "not_covered": NotCovered,
     "infeasible": Infeasible,
     "unsupported": Unsupported,

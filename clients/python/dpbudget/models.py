@@ -248,7 +248,8 @@ class Round:
     (one step), or for a reservation "reserved", "committed", "released" or "expired";
     `reserved` counts the clients a reservation holds now, `reported` the ids a commit
     charged. `replayed` says the daemon answered a repeated round id (or a repeated commit
-    or release) from its store: nothing was applied again."""
+    or release) from its store: nothing was applied again. `reserved_by` names the API key
+    that holds a reservation (None without keys): only it or an admin key resolves it."""
     round_id: str
     policy: str
     dry_run: bool
@@ -262,6 +263,7 @@ class Round:
     expires_at: Optional[str] = None
     reported: Optional[List[str]] = None
     reserved: int = 0
+    reserved_by: Optional[str] = None
     summarized: bool = False
     replayed: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
@@ -299,7 +301,8 @@ class Round:
                    charged=d.get("charged"), admitted=adm, refused=ref,
                    phase=d.get("phase") or "charge", state=d.get("state"),
                    expires_at=d.get("expires_at"), reported=rep, reserved=d.get("reserved") or 0,
-                   summarized=bool(d.get("summarized")), replayed=replayed, raw=d)
+                   reserved_by=d.get("reserved_by"), summarized=bool(d.get("summarized")),
+                   replayed=replayed, raw=d)
 
 
 @dataclass

@@ -1,0 +1,487 @@
+/* test_reserve.c - two-phase rounds' commits and owners: a commit's list is checked before
+ * the write lock (duplicates before any lock, ids the reservation did not admit under the
+ * read lock), so a bad list of 100,000 ids never holds the ledger nor touches the
+ * reservation; a reservation records the key that made it, only that key or an admin
+ * commits or releases it; the operator's cap on what one key holds; the owner survives the
+ * log, the snapshot and a replica, and records and snapshots written before owners existed
+ * (RESERVE without its owner, snapshot format 3) are still read, their reservations open to
+ * any caller. Reaches into ledger_int.h for the ledger's lock only. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../core/ledger/ledger_int.h"
+#include "../../core/ledger/ledger_mem.h"
+#include "memstore.h"
+#include "suites.h"
+
+static dp_event *gaussian(double s)
+{
+    dp_event *e = dp_event_new(DP_EV_GAUSSIAN);
+    if (e != NULL)
+        e->u.noise.noise_multiplier = s;
+    return e;
+}
+
+static ledger *on_dir(const char *dir, uint64_t cap)
+{
+    ledger_options o;
+    memset(&o, 0, sizeof o);
+    o.dir = dir;
+    o.default_budget = 1;
+    o.default_epsilon = 10.0;
+    o.default_delta = 1e-5;
+    o.snapshot_every = 1000000;
+    o.max_reserved_per_owner = cap;
+    ledger *l = NULL;
+    dpb_error err = {0};
+    CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
+    return l;
+}
+
+static ledger *on_log(memlog *g)
+{
+    ledger_options o;
+    memset(&o, 0, sizeof o);
+    o.default_budget = 1;
+    o.default_epsilon = 10.0;
+    o.default_delta = 1e-5;
+    o.snapshot_every = 1000000;
+    ledger *l = NULL;
+    dpb_error err = {0};
+    ledger_store *s = memstore_open(g);
+    dpb_status st = s ? ledger_open_store(&o, s, &l, &err) : DPB_ENOMEM;
+    CHECKF(st == DPB_OK, "%s", err.detail);
+    return st == DPB_OK ? l : NULL;
+}
+
+/* A reservation by owner (NULL: none) of G(2) over ids[0..n), held ttl seconds; *admitted
+ * from the answer (may be NULL). */
+static dpb_status reserve(ledger *l, const char *rid, const char *owner, const char *const *ids,
+                          size_t n, uint64_t ttl, size_t *admitted, dpb_error *err)
+{
+    dp_event *ev = gaussian(2.0);
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    rq.reserve = 1;
+    rq.ttl_seconds = ttl;
+    rq.owner = owner;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    ledger_round_res res;
+    dpb_error local = {0};
+    dpb_status st = ledger_round(l, &rq, &res, err ? err : &local);
+    if (admitted)
+        *admitted = st == DPB_OK ? res.admitted : 0;
+    if (st == DPB_OK)
+        ledger_round_res_free(&res);
+    dp_event_free(ev);
+    return st;
+}
+
+static dpb_status commit_as(ledger *l, const char *rid, const char *key, int admin,
+                            const char *const *rep, size_t n, dpb_error *err)
+{
+    ledger_caller who = {key, admin};
+    unsigned char h[16];
+    ledger_hash128(rid, strlen(rid), h);
+    ledger_round_res res;
+    dpb_error local = {0};
+    dpb_status st = ledger_commit_as(l, rid, rep, n, h, &who, &res, err ? err : &local);
+    ledger_round_res_free(&res);
+    return st;
+}
+
+static dpb_status release_as(ledger *l, const char *rid, const char *key, int admin)
+{
+    ledger_caller who = {key, admin};
+    ledger_round_res res;
+    dpb_error err = {0};
+    dpb_status st = ledger_release_as(l, rid, &who, &res, &err);
+    ledger_round_res_free(&res);
+    return st;
+}
+
+/* The round's state, reported count and owner ("" none); state -1 when unknown. */
+static int round_state(ledger *l, const char *rid, size_t *reported, char owner[65])
+{
+    ledger_round_res r;
+    if (ledger_get_round(l, rid, &r) != DPB_OK)
+        return -1;
+    int s = (int)r.state;
+    if (reported)
+        *reported = r.reported;
+    if (owner)
+        snprintf(owner, 65, "%s", r.owner);
+    ledger_round_res_free(&r);
+    return s;
+}
+
+/* ---- a commit's list is checked off the write lock ---- */
+
+typedef struct {
+    ledger *l;
+    const char *const *rep;
+    size_t n;
+    dpb_status st;
+    dpb_error err;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} commit_job;
+
+static void *commit_main(void *arg)
+{
+    commit_job *j = arg;
+    dpb_status st = commit_as(j->l, "big", "k1", 0, j->rep, j->n, &j->err);
+    pthread_mutex_lock(&j->mu);
+    j->st = st;
+    j->done = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Runs the commit of rep[0..n) on another thread while this one holds the ledger's read lock
+ * (as a reader would): 1 if it was answered meanwhile (it never waited for the write lock),
+ * with its status in *st and its error in *err. The wait is generous (the check takes
+ * milliseconds); a commit that needs the write lock is answered only after the lock is
+ * given back, and then counts as not answered. */
+static int answered_under_read_lock(ledger *l, const char *const *rep, size_t n, dpb_status *st,
+                                    dpb_error *err)
+{
+    commit_job j = {l, rep, n, DPB_OK, {0}, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_rwlock_rdlock(&l->lock);
+    pthread_t th;
+    if (pthread_create(&th, NULL, commit_main, &j) != 0) {
+        pthread_rwlock_unlock(&l->lock);
+        CHECK(!"pthread_create");
+        return 0;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&j.mu);
+    while (!j.done && pthread_cond_timedwait(&j.cv, &j.mu, &until) == 0)
+        ;
+    int early = j.done;
+    pthread_mutex_unlock(&j.mu);
+    pthread_rwlock_unlock(&l->lock);
+    pthread_join(th, NULL);
+    *st = j.st;
+    *err = j.err;
+    return early;
+}
+
+/* The issue's case: a reservation of 100,000 clients committed with a list that names one
+ * id twice, or one id it did not admit. Both are refused (400 invalid_parameter) while a
+ * reader holds the lock, so the check never took the write lock (on main: the duplicate scan
+ * ran quadratically under it); the reservation stays as it was, and the right list then
+ * commits. */
+static void reserve_commit_list_checked_off_the_write_lock(void)
+{
+    enum { N = 100000 };
+    char dir[64];
+    if (tl_make_dir(dir, sizeof dir, "dpb_reserve_") != 0)
+        return;
+    ledger *l = on_dir(dir, 0);
+    char(*names)[16] = malloc((size_t)N * sizeof *names);
+    const char **ids = malloc(N * sizeof *ids);
+    if (l == NULL || names == NULL || ids == NULL)
+        goto out;
+    for (size_t i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "c%06zu", i);
+        ids[i] = names[i];
+    }
+    size_t adm = 0;
+    dpb_error err = {0};
+    CHECKF(reserve(l, "big", "k1", ids, N, 3600, &adm, &err) == DPB_OK && adm == N, "%s",
+           err.detail);
+    dpb_status st;
+    /* the first id again, last */
+    ids[N - 1] = ids[0];
+    CHECK(answered_under_read_lock(l, ids, N, &st, &err));
+    CHECKF(st == DPB_EINVAL && strcmp(err.field, "reported[99999]") == 0 &&
+               strstr(err.detail, "listed twice") != NULL,
+           "%s: %s %s", dpb_strstatus(st), err.field, err.detail);
+    /* one id the reservation did not admit, last */
+    ids[N - 1] = "bogus";
+    CHECK(answered_under_read_lock(l, ids, N, &st, &err));
+    CHECKF(st == DPB_EINVAL && strcmp(err.field, "reported[99999]") == 0 &&
+               strstr(err.detail, "not admitted") != NULL,
+           "%s: %s %s", dpb_strstatus(st), err.field, err.detail);
+    size_t rep = 1;
+    CHECK(round_state(l, "big", &rep, NULL) == LEDGER_RESERVED && rep == 0);
+    ledger_client c;
+    CHECK(ledger_get_client(l, "c000000", &c) == DPB_OK && c.rounds == 0);
+    /* the right list commits, once the lock is free */
+    ids[N - 1] = names[N - 1];
+    memset(&err, 0, sizeof err);
+    CHECKF(commit_as(l, "big", "k1", 0, ids, N, &err) == DPB_OK, "%s", err.detail);
+    CHECK(round_state(l, "big", &rep, NULL) == LEDGER_COMMITTED && rep == N);
+    CHECK(ledger_get_client(l, "c099999", &c) == DPB_OK && c.rounds == 1);
+out:
+    free(names);
+    free(ids);
+    if (l)
+        ledger_close(l);
+    tl_remove_dir(dir);
+}
+
+/* ---- owners ---- */
+
+static const char *const AB[] = {"a", "b"};
+
+/* Only the owner or an admin commits or releases; a refusal changes nothing, and comes
+ * before every other answer (a replay of another key's commit is refused too); a
+ * reservation without an owner is anyone's; ownerless callers (no API keys) are not
+ * checked. */
+static void reserve_owner_matrix(void)
+{
+    char dir[64];
+    if (tl_make_dir(dir, sizeof dir, "dpb_reserve_") != 0)
+        return;
+    ledger *l = on_dir(dir, 0);
+    if (l == NULL) {
+        tl_remove_dir(dir);
+        return;
+    }
+    char owner[65];
+    dpb_error err = {0};
+    CHECK(reserve(l, "r1", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(round_state(l, "r1", NULL, owner) == LEDGER_RESERVED && strcmp(owner, "k1") == 0);
+    CHECK(commit_as(l, "r1", "k2", 0, AB, 1, &err) == DPB_EFORBIDDEN);
+    CHECKF(strcmp(err.field, "round_id") == 0 && strstr(err.detail, "'k1'") != NULL, "%s",
+           err.detail);
+    CHECK(release_as(l, "r1", "k2", 0) == DPB_EFORBIDDEN);
+    CHECK(round_state(l, "r1", NULL, NULL) == LEDGER_RESERVED);
+    CHECK(commit_as(l, "r1", "k1", 0, AB, 1, NULL) == DPB_OK);
+    CHECK(commit_as(l, "r1", "k1", 0, AB, 1, NULL) == DPB_OK);         /* replayed */
+    CHECK(commit_as(l, "r1", "k2", 0, AB, 1, NULL) == DPB_EFORBIDDEN); /* not even replayed */
+    CHECK(commit_as(l, "r1", "k2", 1, AB, 1, NULL) == DPB_OK);         /* an admin: replayed */
+    /* an admin commits or releases another key's reservation */
+    CHECK(reserve(l, "r2", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(release_as(l, "r2", "k2", 1) == DPB_OK);
+    CHECK(round_state(l, "r2", NULL, NULL) == LEDGER_RELEASED);
+    CHECK(reserve(l, "r3", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(commit_as(l, "r3", "admin", 1, AB, 2, NULL) == DPB_OK);
+    /* the owner releases its own */
+    CHECK(reserve(l, "r4", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(release_as(l, "r4", "k1", 0) == DPB_OK);
+    /* without an owner: any key; without a key: not checked */
+    CHECK(reserve(l, "r5", NULL, AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(round_state(l, "r5", NULL, owner) == LEDGER_RESERVED && owner[0] == '\0');
+    CHECK(commit_as(l, "r5", "k2", 0, AB, 2, NULL) == DPB_OK);
+    CHECK(reserve(l, "r6", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(commit_as(l, "r6", NULL, 0, AB, 2, NULL) == DPB_OK);
+    /* an owner that is no identity */
+    memset(&err, 0, sizeof err);
+    CHECK(reserve(l, "r7", "k 1", AB, 2, 3600, NULL, &err) == DPB_EINVAL &&
+          strcmp(err.field, "owner") == 0);
+    /* after a restart (the log) the owner still holds */
+    CHECK(reserve(l, "r8", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    ledger_close_nosnapshot(l);
+    l = on_dir(dir, 0);
+    if (l) {
+        CHECK(round_state(l, "r8", NULL, owner) == LEDGER_RESERVED && strcmp(owner, "k1") == 0);
+        CHECK(release_as(l, "r8", "k2", 0) == DPB_EFORBIDDEN);
+        ledger_close(l); /* a snapshot: and after it */
+    }
+    l = on_dir(dir, 0);
+    if (l) {
+        CHECK(round_state(l, "r8", NULL, owner) == LEDGER_RESERVED && strcmp(owner, "k1") == 0);
+        CHECK(release_as(l, "r8", "k2", 0) == DPB_EFORBIDDEN);
+        CHECK(release_as(l, "r8", "k1", 0) == DPB_OK);
+        ledger_close(l);
+    }
+    tl_remove_dir(dir);
+}
+
+/* The cap on client-reservations per owner: counted per owner, freed by a commit, a release
+ * and an expiry, summed again after a restart; a reservation past it is refused whole
+ * (DPB_EQUOTA, nothing stored). */
+static void reserve_quota_per_owner(void)
+{
+    char dir[64];
+    if (tl_make_dir(dir, sizeof dir, "dpb_reserve_") != 0)
+        return;
+    ledger *l = on_dir(dir, 3);
+    if (l == NULL) {
+        tl_remove_dir(dir);
+        return;
+    }
+    static const char *const CD[] = {"c", "d"}, *const E[] = {"e"};
+    dpb_error err = {0};
+    CHECK(reserve(l, "q1", "k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(reserve(l, "q2", "k1", CD, 2, 3600, NULL, &err) == DPB_EQUOTA);
+    CHECKF(strstr(err.detail, "holds 2") != NULL && strstr(err.detail, "cap of 3") != NULL, "%s",
+           err.detail);
+    CHECK(round_state(l, "q2", NULL, NULL) == -1);
+    CHECK(reserve(l, "q3", "k1", E, 1, 1, NULL, NULL) == DPB_OK);     /* 3: at the cap */
+    CHECK(reserve(l, "q4", "k2", CD, 2, 3600, NULL, NULL) == DPB_OK); /* per key */
+    CHECK(reserve(l, "q5", NULL, CD, 2, 3600, NULL, NULL) == DPB_OK); /* nobody's */
+    CHECK(reserve(l, "q6", "k1", E, 1, 3600, NULL, NULL) == DPB_EQUOTA);
+    /* an expiry frees what it held */
+    CHECK(ledger_expire(l, (uint64_t)time(NULL) + 10) >= 1);
+    CHECK(round_state(l, "q3", NULL, NULL) == LEDGER_EXPIRED);
+    CHECK(reserve(l, "q6", "k1", E, 1, 3600, NULL, NULL) == DPB_OK);
+    /* held across a restart: 3 */
+    ledger_close(l);
+    l = on_dir(dir, 3);
+    if (l == NULL) {
+        tl_remove_dir(dir);
+        return;
+    }
+    CHECK(reserve(l, "q7", "k1", E, 1, 3600, NULL, NULL) == DPB_EQUOTA);
+    /* a commit frees it */
+    CHECK(commit_as(l, "q1", "k1", 0, AB, 1, NULL) == DPB_OK);
+    CHECK(reserve(l, "q7", "k1", CD, 2, 3600, NULL, NULL) == DPB_OK);
+    /* and a release */
+    CHECK(release_as(l, "q7", "k1", 0) == DPB_OK);
+    CHECK(reserve(l, "q8", "k1", CD, 2, 3600, NULL, NULL) == DPB_OK);
+    ledger_close(l);
+    tl_remove_dir(dir);
+}
+
+/* The n bytes at p of the w-byte string (u32 length + bytes) s, once: their offset, or -1. */
+static long find_str(const unsigned char *p, size_t n, const char *s)
+{
+    size_t k = strlen(s), w = 4 + k;
+    long at = -1;
+    for (size_t i = 0; i + w <= n; i++)
+        if (p[i] == (unsigned char)k && !p[i + 1] && !p[i + 2] && !p[i + 3] &&
+            memcmp(p + i + 4, s, k) == 0) {
+            if (at >= 0)
+                return -1; /* twice: not the one meant */
+            at = (long)i;
+        }
+    return at;
+}
+
+/* The owner on a shared log: a replica reads it from the record; a RESERVE record written
+ * before owners existed (it ends at expires_at) and a snapshot of format 3 (no owner per
+ * round) are still read, their reservations open to any key. */
+static void reserve_owner_old_formats(void)
+{
+    memlog g;
+    memlog_init(&g);
+    ledger *a = on_log(&g);
+    char owner[65];
+    if (a == NULL)
+        goto snap;
+    CHECK(reserve(a, "new", "owner-k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    CHECK(reserve(a, "old", "owner-k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    /* "old" as an earlier version wrote it: the owner's 12 bytes cut off the record */
+    memrec *last = &g.rec[g.nrec - 1];
+    CHECK(last->type == 4 /* RESERVE */ && last->n > 12 &&
+          find_str(last->p, last->n, "owner-k1") == (long)(last->n - 12));
+    last->n -= 12;
+    ledger *b = on_log(&g);
+    if (b) {
+        CHECK(round_state(b, "new", NULL, owner) == LEDGER_RESERVED &&
+              strcmp(owner, "owner-k1") == 0);
+        CHECK(commit_as(b, "new", "k2", 0, AB, 1, NULL) == DPB_EFORBIDDEN);
+        CHECK(round_state(b, "old", NULL, owner) == LEDGER_RESERVED && owner[0] == '\0');
+        CHECK(commit_as(b, "old", "k2", 0, AB, 1, NULL) == DPB_OK);
+        ledger_close_nosnapshot(b);
+    }
+    ledger_close_nosnapshot(a);
+snap:
+    memlog_free(&g);
+    /* a snapshot of format 4 keeps the owner; rewritten as format 3 it has none */
+    memlog_init(&g);
+    a = on_log(&g);
+    if (a == NULL)
+        goto out;
+    CHECK(reserve(a, "held", "owner-k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
+    ledger_close(a); /* writes the snapshot */
+    CHECK(g.snap != NULL && g.snap_len > 16);
+    ledger *c = on_log(&g);
+    if (c) {
+        CHECK(round_state(c, "held", NULL, owner) == LEDGER_RESERVED &&
+              strcmp(owner, "owner-k1") == 0);
+        CHECK(release_as(c, "held", "k2", 0) == DPB_EFORBIDDEN);
+        ledger_close_nosnapshot(c);
+    }
+    long at = g.snap ? find_str(g.snap, g.snap_len, "owner-k1") : -1;
+    CHECK(at > 0 && g.snap[0] == LEDGER_FORMAT);
+    if (at > 0) {
+        memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
+        g.snap_len -= 12;
+        g.snap[0] = 3;
+        ledger *d = on_log(&g);
+        if (d) {
+            CHECK(round_state(d, "held", NULL, owner) == LEDGER_RESERVED && owner[0] == '\0');
+            CHECK(release_as(d, "held", "k2", 0) == DPB_OK);
+            ledger_close_nosnapshot(d);
+        }
+    }
+out:
+    memlog_free(&g);
+}
+
+/* ---- merging a client's counts (linear: a hash once the lists are long) ---- */
+
+/* lg_merge_counts against the nested scan it replaced, on lists short (scanned) and long
+ * (hashed), overlapping in part: the same entries, in the same order (a's kept, b's new ones
+ * appended in b's order), and lg_count_positions finds each. */
+static void reserve_merge_counts_match_scan(void)
+{
+    uint64_t seed = 34;
+    for (int trial = 0; trial < 40; trial++) {
+        uint32_t na = (uint32_t)(tl_splitmix(&seed) % (trial < 20 ? 12 : 3000));
+        uint32_t nb = (uint32_t)(tl_splitmix(&seed) % (trial < 20 ? 12 : 3000));
+        lcount *a = malloc(((size_t)na + nb + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
+        lcount *want = malloc(((size_t)na + nb + 1) * sizeof *want);
+        uint32_t *pos = malloc((nb + 1) * sizeof *pos);
+        if (a == NULL || b == NULL || want == NULL || pos == NULL) {
+            free(a), free(b), free(want), free(pos);
+            CHECK(!"out of memory");
+            return;
+        }
+        /* distinct events in each list: a takes even multiples of a stride, b a mix */
+        for (uint32_t i = 0; i < na; i++)
+            a[i] = (lcount){i * 7u + 3u, 1 + tl_splitmix(&seed) % 5};
+        for (uint32_t i = 0; i < nb; i++)
+            b[i] = (lcount){(i % 2 ? i * 7u + 3u : 100000u + i), 1 + tl_splitmix(&seed) % 5};
+        memcpy(want, a, na * sizeof *a);
+        uint32_t m = na;
+        for (uint32_t i = 0; i < nb; i++) {
+            uint32_t k = 0;
+            while (k < m && want[k].ev != b[i].ev)
+                k++;
+            if (k < m)
+                want[k].count += b[i].count;
+            else
+                want[m++] = b[i];
+        }
+        CHECK(lg_count_positions(a, na, b, nb, pos) == 0);
+        for (uint32_t i = 0; i < nb; i++)
+            CHECKF(pos[i] == UINT32_MAX ? (b[i].ev % 7 != 3 || b[i].ev >= 7u * na)
+                                        : a[pos[i]].ev == b[i].ev,
+                   "trial %d: b[%u] (event %u) at %u", trial, i, b[i].ev, pos[i]);
+        uint32_t got = na;
+        CHECK(lg_merge_counts(a, &got, b, nb) == 0);
+        CHECKF(got == m && memcmp(a, want, m * sizeof *a) == 0, "trial %d: %u of %u entries", trial,
+               got, m);
+        free(a);
+        free(b);
+        free(want);
+        free(pos);
+    }
+}
+
+const tl_test RESERVE_TESTS[] = {
+    TL_T(reserve_merge_counts_match_scan),
+    TL_T(reserve_commit_list_checked_off_the_write_lock),
+    TL_T(reserve_owner_matrix),
+    TL_T(reserve_quota_per_owner),
+    TL_T(reserve_owner_old_formats),
+};
+const size_t RESERVE_NTESTS = sizeof RESERVE_TESTS / sizeof RESERVE_TESTS[0];
