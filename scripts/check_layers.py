@@ -32,6 +32,7 @@ LAYERS = {
         ("records", ["ledger_snapfmt", "ledger_record"]),
         ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_spendof",
                    "ledger_index", "ledger_names"]),
+        ("affordability", ["afford"]),
         ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache"]),
         ("stores", ["store_file", "store_pg", "refine"]),
         ("log", ["wal", "snapshot"]),

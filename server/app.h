@@ -7,6 +7,7 @@
 typedef struct {
     ledger *ledger;
     unsigned long reservation_ttl; /* default reservation_ttl_seconds (--reservation-ttl) */
+    uint64_t max_pld_evals;        /* an eligibility page's cost cap (--ledger-max-pld-evals) */
 } app_state;
 
 #endif

@@ -21,6 +21,8 @@ typedef struct {
     double rate;
     unsigned long reservation_ttl;
     unsigned long pld_plan_mib; /* --pld-plan-memory */
+    uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
+    size_t answer_memory_mib;      /* --answer-memory */
 } config_settings;
 
 /* The defaults of --help. */

@@ -58,6 +58,11 @@ static const struct {
                                "The ledger's database cannot be reached: retry later"},
     [PB_HTTP_VERSION] = {505, "http_version_not_supported",
                          "This HTTP version is not supported: use HTTP/1.1"},
+    [PB_LEDGER_COST] = {422, "ledger_cost_exceeded",
+                        "The request would compute more than the ledger allows one request"},
+    [PB_ANSWER_MEMORY] = {503, "answer_memory_exhausted",
+                          "Answers waiting to be read hold the server's answer memory: retry "
+                          "later"},
 };
 
 int problem_http_status(problem_code c)

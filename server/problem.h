@@ -49,6 +49,8 @@ typedef enum {
     PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
     PB_LEDGER_UNAVAILABLE,   /* 503 the ledger's database cannot be reached: Retry-After */
     PB_HTTP_VERSION,         /* 505 an HTTP version other than 1.0 and 1.1 */
+    PB_LEDGER_COST,          /* 422 a ledger request would compute past --ledger-max-pld-evals */
+    PB_ANSWER_MEMORY,        /* 503 answers waiting to be read hold --answer-memory: Retry-After */
     PB_COUNT_
 } problem_code;
 
