@@ -20,7 +20,7 @@ typedef struct {
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
     unsigned long reservation_ttl;
-    unsigned long pld_plan_mib; /* --pld-plan-memory */
+    unsigned long pld_plan_mib;    /* --pld-plan-memory */
     uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
     size_t answer_memory_mib;      /* --answer-memory */
 } config_settings;

@@ -354,9 +354,9 @@ typedef struct {
     size_t n;               /* 1..LEDGER_MAX_PARTICIPANTS */
     const char *label;      /* "k=v" when ids is NULL */
     uint64_t max_rounds;    /* the cap of affordable_rounds, 1..LEDGER_ELIG_MAX_ROUNDS */
-    size_t offset; /* where the page starts: an index into ids, or a client position (the
-                    * label's members in registration order); 0, or an earlier page's next */
-    size_t limit;  /* candidates answered at most, 1..LEDGER_ELIG_PAGE_MAX */
+    size_t offset;          /* where the page starts: an index into ids, or a client position (the
+                             * label's members in registration order); 0, or an earlier page's next */
+    size_t limit;           /* candidates answered at most, 1..LEDGER_ELIG_PAGE_MAX */
     /* the computation's deadline and stop flag (NULL: none): past it DPB_ECANCELLED */
     const struct dpb_cancel *cancel;
     /* the cost cap: admission tests that evaluate a PLD, at most, for the page (0: none);

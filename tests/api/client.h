@@ -2,8 +2,8 @@
  * client.h - a tiny libcurl client for the API tests: one request, one reply.
  *
  * Every call uses its own CURL easy handle (simple and thread-agnostic), CURLOPT_NOSIGNAL
- * and a 10 s timeout (api_set_timeout). The reply keeps the status code, the Content-Type and Allow headers,
- * the body (malloc'ed, NUL-terminated) and, when the Content-Type is application/json or
+ * and a 10 s timeout (api_set_timeout). The reply keeps the status code, the Content-Type and Allow
+ * headers, the body (malloc'ed, NUL-terminated) and, when the Content-Type is application/json or
  * application/problem+json, the body parsed by jansson.
  */
 #ifndef DPB_API_CLIENT_H
