@@ -172,8 +172,9 @@ static const char *const EVERY_ANSWER[][2] = {{"Cache-Control", "no-store"},
  *
  * An answer is a buffer libmicrohttpd holds until the connection has taken it whole, which a
  * client that never reads delays for as long as the connection lives. Every answer over
- * HTTP_ANSWER_SMALL bytes is counted from the moment it is queued until libmicrohttpd frees
- * it, against one daemon-wide budget; one that would take the count past the budget is
+ * HTTP_ANSWER_SMALL bytes (but those of the open routes, whose size no caller chooses) is
+ * counted from the moment it is queued until libmicrohttpd frees it, against one
+ * daemon-wide budget; one that would take the count past the budget is
  * refused (503 answer_memory_exhausted with Retry-After) and freed at once. */
 static size_t answer_cap;  /* bytes; 0: no budget (set once by http_start) */
 static size_t answer_held; /* bytes counted now (atomic) */
@@ -193,11 +194,12 @@ static void answer_release(void *cls)
 
 /* The response for resp's body (taken over), counted against the budget when large: NULL
  * when out of memory, and *refused set (body freed, nothing made) when over the budget. */
-static struct MHD_Response *answer_response(http_response *resp, int *refused, size_t *held_now)
+static struct MHD_Response *answer_response(http_response *resp, int counted, int *refused,
+                                            size_t *held_now)
 {
     *refused = 0;
     size_t n = resp->body_len;
-    if (resp->body == NULL || n <= HTTP_ANSWER_SMALL || answer_cap == 0)
+    if (resp->body == NULL || n <= HTTP_ANSWER_SMALL || answer_cap == 0 || !counted)
         /* never MHD_create_response_from_buffer: that one is libmicrohttpd's own
          * (mhdwrap.h) */
         return MHD_create_response_from_buffer_with_free_callback(
@@ -246,12 +248,15 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
 {
     int refused;
     size_t held = 0, n = resp->body_len;
-    struct MHD_Response *r = answer_response(resp, &refused, &held);
+    /* the open routes' answers (probes, metrics, the OpenAPI document, the dashboard) are of
+     * a size no caller chooses: never counted, never refused */
+    int counted = !(ctx && ctx->rt && ctx->rt->scope == SCOPE_NONE);
+    struct MHD_Response *r = answer_response(resp, counted, &refused, &held);
     if (refused) {
         free(resp->body);
         answer_refusal(resp, n, held);
         metrics_answer_refused();
-        r = answer_response(resp, &refused, &held); /* small: never refused */
+        r = answer_response(resp, counted, &refused, &held); /* small: never refused */
     }
     if (ctx)
         ctx->status = resp->status;
