@@ -28,7 +28,7 @@ LAYERS = {
         ("open", ["ledger_open"]),
         ("verbs", ["ledger_clients", "ledger_events", "ledger_rounds", "ledger_resolve",
                    "ledger_elig", "ledger_refine"]),
-        ("transaction", ["ledger_txn"]),
+        ("transaction", ["ledger_txn", "ledger_prefetch"]),
         ("records", ["ledger_snapfmt", "ledger_record"]),
         ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_spendof",
                    "ledger_index", "ledger_names"]),

@@ -82,10 +82,14 @@ static const char USAGE[] =
     "  --compute-deadline SECS  stop a computation that runs longer than this: 422\n"
     "                       compute_deadline_exceeded (default 30; decimals allowed)\n"
     "  --ledger-deadline SECS  stop a ledger request's computation (the PLDs of an\n"
-    "                       eligibility page) that runs longer than this: 422\n"
-    "                       compute_deadline_exceeded (default 30; decimals allowed)\n"
-    "  --ledger-max-pld-evals N  the most admission tests evaluating a PLD one eligibility\n"
-    "                       page may make: over it 422 ledger_cost_exceeded (default 10000)\n"
+    "                       eligibility page, of a round's admissions, of a commit's new\n"
+    "                       spends: all computed before the ledger's lock) that runs longer\n"
+    "                       than this: 422 compute_deadline_exceeded, nothing changed\n"
+    "                       (default 30; decimals allowed)\n"
+    "  --ledger-max-pld-evals N  the most PLD evaluations one ledger request (an\n"
+    "                       eligibility page, a round, a commit, a batch of clients) may\n"
+    "                       make: over it 422 ledger_cost_exceeded, nothing changed\n"
+    "                       (default 10000)\n"
     "  --answer-memory MIB  memory that answers waiting to be read may hold, all together\n"
     "                       (answers of up to 16 KiB are not counted); over it an answer\n"
     "                       is refused: 503 answer_memory_exhausted with Retry-After\n"
@@ -714,6 +718,8 @@ int main(int argc, char **argv)
         admin_redact_url(st.lo.ledger_url, shown_url, sizeof shown_url);
     if (open_ledger(&st, shown_url, &app, &lock_fd) != 0)
         return 1;
+    if (app.ledger) /* the spends a change needs, computed before its lock */
+        ledger_set_compute_limits(app.ledger, st.cfg.ledger_deadline, st.ledger_max_pld_evals);
     if (st.use_ledger)
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;

@@ -105,6 +105,8 @@ problem_code problem_from_status(dpb_status s)
         return PB_COMPUTE_DEADLINE;
     case DPB_EUNAVAILABLE:
         return PB_LEDGER_UNAVAILABLE;
+    case DPB_ECOST:
+        return PB_LEDGER_COST;
     case DPB_EIO:
     case DPB_EREADONLY:
     case DPB_ECORRUPT:

@@ -209,7 +209,7 @@ static void reply_elig_error(const http_request *req, http_response *resp, probl
                     "fewer candidates per page (limit) or a smaller max_rounds",
                     err->detail, dpb_num_str(req->deadline_s, secs));
         http_reply_problem(resp, pb);
-    } else if (err->status == DPB_ELIMIT) {
+    } else if (err->status == DPB_ECOST) {
         problem_set(pb, PB_LEDGER_COST, err->field, "%s (--ledger-max-pld-evals)", err->detail);
         http_reply_problem(resp, pb);
     } else {

@@ -23,8 +23,9 @@ static const char *const STATUS_NAMES[] = {"ok",
                                            "read_only",
                                            "budget_exceeded",
                                            "cancelled",
-                                           "unavailable"};
-_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_EUNAVAILABLE + 1,
+                                           "unavailable",
+                                           "cost_exceeded"};
+_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_ECOST + 1,
                "every status has a name");
 
 const char *dpb_strstatus(dpb_status s)

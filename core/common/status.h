@@ -27,7 +27,8 @@ typedef enum {
     DPB_EREADONLY = 13,     /* the ledger stopped accepting writes after an I/O failure */
     DPB_EBUDGET = 14,       /* a charge would exceed a client's budget */
     DPB_ECANCELLED = 15,    /* stopped by its caller's deadline or flag (cancel.h) */
-    DPB_EUNAVAILABLE = 16   /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
+    DPB_EUNAVAILABLE = 16,  /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
+    DPB_ECOST = 17          /* a ledger request would compute more than its cost cap allows */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */

@@ -25,7 +25,7 @@ static dpb_status admit(spend_engine *g, const afford_history *h, spend_event *x
     if (dpb_cancelled())
         return DPB_ECANCELLED; /* a PLD stopped half-way answered +inf: not an answer */
     if (sr.pld_computed && ++b->pld_evals > b->max_pld_evals && b->max_pld_evals > 0)
-        return DPB_ELIMIT;
+        return DPB_ECOST;
     *after = sr.spent;
     int kind = spend_event_class(x)->kind;
     if (kind == SPEND_UNCERTIFIABLE || sr.uncertified)

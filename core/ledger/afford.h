@@ -53,7 +53,7 @@ typedef struct {
 /* The admission of one round of x (its class says whether any accountant covers it) for h,
  * then the number of further rounds affordable, 1..max_rounds, into *out; with want_held
  * also the spend of h as it is. DPB_OK; DPB_ECANCELLED when b->cancel fired (out
- * incomplete: nothing a caller may show); DPB_ELIMIT when the test would evaluate more than
+ * incomplete: nothing a caller may show); DPB_ECOST when the test would evaluate more than
  * b->max_pld_evals PLDs in all (out incomplete). */
 dpb_status afford_rounds(spend_engine *g, const afford_history *h, spend_event *x,
                          uint64_t max_rounds, int want_held, afford_budget *b, afford_result *out);

@@ -177,6 +177,12 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
  * lock). */
 void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes);
 
+/* The spends a change needs (the PLDs of pld clients past their rdp bound) are computed
+ * before its write lock, within deadline_s seconds (0: none; DPB_ECANCELLED past it) and at
+ * most max_pld_evals PLD evaluations (0: no cap; DPB_ECOST past it); nothing is changed
+ * then. Both 0 at open. Set before serving. */
+void ledger_set_compute_limits(ledger *l, double deadline_s, uint64_t max_pld_evals);
+
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);
 
@@ -360,7 +366,7 @@ typedef struct {
     /* the computation's deadline and stop flag (NULL: none): past it DPB_ECANCELLED */
     const struct dpb_cancel *cancel;
     /* the cost cap: admission tests that evaluate a PLD, at most, for the page (0: none);
-     * past it DPB_ELIMIT (field "limit") */
+     * past it DPB_ECOST (field "limit") */
     uint64_t max_pld_evals;
 } ledger_elig_req;
 
@@ -385,7 +391,7 @@ typedef struct {
  * next page starts. The page's state is copied under the read lock; every admission test
  * runs after the lock is released (afford.h), so a slow page never holds up the ledger.
  * Paging a label by client position gives every member once, whatever registers meanwhile.
- * DPB_ECANCELLED past q->cancel's deadline (or its flag), DPB_ELIMIT past the cost cap. */
+ * DPB_ECANCELLED past q->cancel's deadline (or its flag), DPB_ECOST past the cost cap. */
 dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
                               size_t *n, ledger_elig_page *pg, dpb_error *err);
 

@@ -217,7 +217,7 @@ static dpb_status answer_page(ledger *l, const ledger_elig_req *q, spend_event *
                             "the eligibility computation was stopped at its deadline after %zu "
                             "of %zu candidates",
                             i, n);
-        if (st == DPB_ELIMIT)
+        if (st == DPB_ECOST)
             return dpb_fail(err, st, "limit",
                             "the page needs more than %llu PLD evaluations (at candidate %zu of "
                             "%zu): ask for fewer candidates (limit) or a smaller max_rounds",

@@ -151,9 +151,31 @@ static void eligibility_computes_off_the_lock(void)
     api_daemon_stop();
 }
 
+/* A pld client with epsilon 1.5 and a round of 95 DP-SGD steps: past its rdp bound, within
+ * its PLD value (it affords 102 such steps), so the round's admission needs a PLD. */
+#define PLD_ROUND(id, client)                                                                      \
+    "{\"round_id\":\"" id "\",\"participants\":[\"" client "\"],\"event\":"                        \
+    "{\"class_name\":\"SelfComposedDpEvent\",\"count\":95,\"event\":" SGD_EVENT("0.8") "}}"
+
+/* The round of PLD_ROUND refused with status and code, and nothing charged. */
+static void round_refused(const char *body, const char *client, int status, const char *code)
+{
+    api_reply r;
+    api_call("POST", "/v1/rounds", "application/json", body, strlen(body), &r);
+    CHECKF(is_problem(&r, status, code, NULL), "the round: %ld %.300s", r.status, r.body);
+    api_reply_free(&r);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/clients/%s", client);
+    api_get(path, &r);
+    CHECKF(r.status == 200 && jint_is(r.json, "rounds", 0), "%s after the refusal: %.300s", client,
+           r.body);
+    api_reply_free(&r);
+}
+
 /* A page that would compute past --ledger-deadline is stopped there (422
  * compute_deadline_exceeded, naming the option); past --ledger-max-pld-evals it is refused
- * (422 ledger_cost_exceeded); a page within both is answered. */
+ * (422 ledger_cost_exceeded); a page within both is answered. A round whose admission needs
+ * PLDs is bound by the same two, before its lock: refused with nothing charged. */
 static void eligibility_deadline_and_cost_cap(void)
 {
     const char *extra[] = {"--no-pld-refine", "--ledger-deadline", "0.05", NULL};
@@ -167,9 +189,10 @@ static void eligibility_deadline_and_cost_cap(void)
                strstr(r.body, "--ledger-deadline"),
            "past --ledger-deadline: %ld %.300s", r.status, r.body);
     api_reply_free(&r);
+    round_refused(PLD_ROUND("dl-round", "dl-0"), "dl-0", 422, "compute_deadline_exceeded");
     api_daemon_stop();
 
-    const char *capped[] = {"--no-pld-refine", "--ledger-max-pld-evals", "3", NULL};
+    const char *capped[] = {"--no-pld-refine", "--ledger-max-pld-evals", "1", NULL};
     if (!start(capped)) {
         free(q);
         return;
@@ -180,6 +203,7 @@ static void eligibility_deadline_and_cost_cap(void)
     CHECKF(is_problem(&r, 422, "ledger_cost_exceeded", "limit"), "past the cost cap: %ld %.300s",
            r.status, r.body);
     api_reply_free(&r);
+    round_refused(PLD_ROUND("cap-round", "cap-0"), "cap-0", 422, "ledger_cost_exceeded");
     /* decided by the rdp bound (a large budget): no PLD, answered */
     free(q);
     q = pld_clients("cheap", 50, "\"event\":" SGD_EVENT("0.8"));
