@@ -363,10 +363,11 @@ typedef struct {
     size_t offset;          /* where the page starts: an index into ids, or a client position (the
                              * label's members in registration order); 0, or an earlier page's next */
     size_t limit;           /* candidates answered at most, 1..LEDGER_ELIG_PAGE_MAX */
-    /* the computation's deadline and stop flag (NULL: none): past it DPB_ECANCELLED */
+    /* the computation's deadline and stop flag (NULL: the ledger's own deadline,
+     * ledger_set_compute_limits): past it DPB_ECANCELLED */
     const struct dpb_cancel *cancel;
-    /* the cost cap: admission tests that evaluate a PLD, at most, for the page (0: none);
-     * past it DPB_ECOST (field "limit") */
+    /* the cost cap: admission tests that evaluate a PLD, at most, for the page (0: the
+     * ledger's own, ledger_set_compute_limits); past it DPB_ECOST (field "limit") */
     uint64_t max_pld_evals;
 } ledger_elig_req;
 

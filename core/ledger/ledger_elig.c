@@ -190,7 +190,13 @@ static dpb_status answer_page(ledger *l, const ledger_elig_req *q, spend_event *
                               ledger_elig_item *items, ecand *cand, spend_term *terms, size_t n,
                               dpb_error *err)
 {
-    afford_budget b = {q->cancel, q->max_pld_evals, 0};
+    /* the request's deadline, else the ledger's own (ledger_set_compute_limits) */
+    dpb_cancel own = {l->compute_deadline > 0.0 ? dpb_cancel_now() + l->compute_deadline : 0.0,
+                      NULL};
+    afford_budget b = {q->cancel                   ? q->cancel
+                       : l->compute_deadline > 0.0 ? &own
+                                                   : NULL,
+                       q->max_pld_evals ? q->max_pld_evals : l->max_pld_evals, 0};
     for (size_t i = 0; i < n; i++) {
         ledger_elig_item *it = &items[i];
         ecand *e = &cand[i];
