@@ -26,6 +26,7 @@ int main(int argc, char **argv)
         {LEDGER_TESTS, LEDGER_NTESTS},
         {SHARED_TESTS, SHARED_NTESTS},
         {SPEND_TESTS, SPEND_NTESTS},
+        {AFFORD_TESTS, AFFORD_NTESTS},
         {MECH_TESTS, MECH_NTESTS},
     };
     gsl_set_error_handler_off();
