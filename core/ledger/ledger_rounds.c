@@ -47,9 +47,9 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
     size_t elen = 0, ecap = 0, nt = 0, cap_t = 0, ns = 0;
     struct pclient {
         double eps, delta;
-        uint8_t rel;
+        uint8_t rel, once; /* once: the admission's count only (the charged-only spend) */
         size_t off, m;
-    } *sn = malloc(req->n * sizeof *sn);
+    } *sn = malloc(2 * req->n * sizeof *sn);
     spend_term *t = NULL;
     int rels[2] = {0, 0}, ok = 1;
     if (sn == NULL || dp_event_encode(req->event, &eb, &elen, &ecap) != DPB_OK) {
@@ -81,7 +81,7 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
             ok = 0;
             break;
         }
-        if (lg_grow((void **)&t, &cap_t, nt + c->nev + c->nrv + 1, sizeof *t) != 0) {
+        if (lg_grow((void **)&t, &cap_t, nt + 2 * c->nev + c->nrv + 2, sizeof *t) != 0) {
             ok = 0;
             break;
         }
@@ -111,9 +111,18 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
         }
         for (size_t j = off; j < nt; j++)
             spend_event_ref(l->sp, t[j].ev); /* a withdrawn charge could drop it meanwhile */
-        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, off, nt - off};
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, 0, off, nt - off};
         nt++; /* room for the round's event */
         ns++;
+        if (c->nrv > 0 && !req->reserve) { /* its charged spend after the charge, held apart */
+            size_t off2 = nt;
+            for (uint32_t k = 0; k < c->nev; k++) {
+                t[nt] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
+                spend_event_ref(l->sp, t[nt++].ev);
+            }
+            sn[ns++] = (struct pclient){c->eps, c->delta, c->rel, 1, off2, nt - off2};
+            nt++; /* room for the round's event */
+        }
     }
     pthread_rwlock_unlock(&l->lock);
     /* each candidate: the client's terms with the round's event once more (its admission),
@@ -122,7 +131,7 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
     spend_term *w = cand ? malloc((2 * nt + 1) * sizeof *w) : NULL;
     size_t nc = 0;
     for (size_t i = 0; w && i < ns; i++) {
-        for (uint64_t more = 1; more <= 2; more++) {
+        for (uint64_t more = 1; more <= (sn[i].once ? 1u : 2u); more++) {
             spend_term *ct = t + sn[i].off, *cw = w + (more - 1) * nt + sn[i].off; /* m + 1 */
             size_t m = sn[i].m, k;
             spend_event *x = pre[sn[i].rel];
