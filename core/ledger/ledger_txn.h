@@ -129,8 +129,8 @@ int lg_prefetch_stamp(const ledger *l, long pos, lg_prefetch *p);
 /* Under the write lock: 1 when every client p copied is as it was (its version). */
 int lg_prefetch_current(const ledger *l, const lg_prefetch *p);
 void lg_prefetch_free(ledger *l, lg_prefetch *p);
-/* A change whose stamps no longer hold goes round again (never returned to callers); after
- * LG_PREFETCH_TRIES rounds it computes what it must under the lock. */
+/* A change whose stamps no longer hold goes round again (never returned to callers); its
+ * LG_PREFETCH_TRIES-th attempt checks no stamps and computes what it must under the lock. */
 #define LEDGER_STALE ((dpb_status)1001)
 #define LG_PREFETCH_TRIES 4
 
