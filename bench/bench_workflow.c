@@ -180,7 +180,9 @@ int main(int argc, char **argv)
     }
 
     /* 3. eligibility for the candidates */
-    size_t n = (size_t)sprintf(b, "{\"event\":" EVENT ",\"clients\":[");
+    /* one page of them all (limit: at most 10,000 per page) */
+    size_t n = (size_t)sprintf(b, "{\"event\":" EVENT ",\"limit\":%ld,\"clients\":[",
+                               cands < 10000 ? cands : 10000);
     for (long i = 0; i < cands; i++)
         n += (size_t)sprintf(b + n, "%s\"bench-%07ld\"", i ? "," : "", i);
     n += (size_t)sprintf(b + n, "]}");

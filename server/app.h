@@ -9,6 +9,7 @@ typedef struct {
     ledger *ledger;
     unsigned long reservation_ttl; /* default reservation_ttl_seconds (--reservation-ttl) */
     int stopping; /* 1 from the stop signal on (read and written with __atomic builtins) */
+    uint64_t max_pld_evals; /* an eligibility page's cost cap (--ledger-max-pld-evals) */
 } app_state;
 
 #endif

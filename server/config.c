@@ -77,6 +77,8 @@ static const struct {
     {"reservation-ttl", 1, LEDGER_TTL_MAX, AT(reservation_ttl), NUM_ULONG, 3600},
     {"max-reserved-per-key", 0, 1000000000UL, AT(lo.max_reserved_per_owner), NUM_U64, 0},
     {"pld-plan-memory", 0, 65536, AT(pld_plan_mib), NUM_ULONG, PLD_PLAN_MEMORY_DEFAULT >> 20},
+    {"ledger-max-pld-evals", 1, 100000000UL, AT(ledger_max_pld_evals), NUM_U64, 10000},
+    {"answer-memory", 1, 1048576, AT(answer_memory_mib), NUM_SIZE, 256},
     {"tls-handshake-timeout", 1, 3600, AT(cfg.tls_handshake_timeout), NUM_UINT, 5},
 };
 #undef AT
@@ -104,12 +106,14 @@ static void set_numeric(config_settings *st, size_t i, unsigned long x)
 
 void config_defaults(config_settings *st)
 {
-    *st = (config_settings){
-        .cfg = {.listen_addr = "127.0.0.1", .log_requests = 1, .compute_deadline = 30.0},
-        .lo = {.dir = "dpbudget-data", .pld_refine = 1},
-        .use_ledger = 1,
-        .shutdown_grace = 5.0,
-        .shutdown_deadline = 20.0};
+    *st = (config_settings){.cfg = {.listen_addr = "127.0.0.1",
+                                    .log_requests = 1,
+                                    .compute_deadline = 30.0,
+                                    .ledger_deadline = 30.0},
+                            .lo = {.dir = "dpbudget-data", .pld_refine = 1},
+                            .use_ledger = 1,
+                            .shutdown_grace = 5.0,
+                            .shutdown_deadline = 20.0};
     for (size_t i = 0; i < NNUMERIC; i++)
         set_numeric(st, i, NUMERIC[i].def);
 }
@@ -157,6 +161,9 @@ static const char *const VALUED[] = {"listen",
                                      "pld-plan-memory",
                                      "shutdown-grace",
                                      "shutdown-deadline",
+                                     "ledger-deadline",
+                                     "ledger-max-pld-evals",
+                                     "answer-memory",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -240,6 +247,8 @@ static int apply_other(config_settings *st, const char *opt, const char *name, c
         st->shutdown_grace = parse_real(opt, v, 0.0, 3600.0, "seconds in [0, 3600]");
     else if (strcmp(name, "shutdown-deadline") == 0)
         st->shutdown_deadline = parse_real(opt, v, 0.0, 3600.0, "seconds in [0, 3600]");
+    else if (strcmp(name, "ledger-deadline") == 0)
+        st->cfg.ledger_deadline = parse_real(opt, v, 0.001, 3600.0, "seconds in [0.001, 3600]");
     else if (strcmp(name, "rate-limit") == 0)
         st->rate = parse_real(opt, v, 0.0, 1e6, "requests per second in [0, 1e6]");
     else if (strcmp(name, "data-dir") == 0) {

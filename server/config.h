@@ -20,9 +20,11 @@ typedef struct {
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
     unsigned long reservation_ttl;
-    unsigned long pld_plan_mib; /* --pld-plan-memory */
-    double shutdown_grace;      /* --shutdown-grace: seconds served on after SIGTERM */
-    double shutdown_deadline;   /* --shutdown-deadline: seconds to finish what is in flight */
+    unsigned long pld_plan_mib;    /* --pld-plan-memory */
+    double shutdown_grace;         /* --shutdown-grace: seconds served on after SIGTERM */
+    double shutdown_deadline;      /* --shutdown-deadline: seconds to finish what is in flight */
+    uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
+    size_t answer_memory_mib;      /* --answer-memory */
 } config_settings;
 
 /* The defaults of --help. */

@@ -178,13 +178,98 @@ static void request_id(const char *given, char out[72])
 static const char *const EVERY_ANSWER[][2] = {{"Cache-Control", "no-store"},
                                               {"X-Content-Type-Options", "nosniff"}};
 
+/* ---- the answer memory (--answer-memory) ----------------------------------------------------
+ *
+ * An answer is a buffer libmicrohttpd holds until the connection has taken it whole, which a
+ * client that never reads delays for as long as the connection lives. Every answer over
+ * HTTP_ANSWER_SMALL bytes (but those of the open routes, whose size no caller chooses) is
+ * counted from the moment it is queued until libmicrohttpd frees it, against one
+ * daemon-wide budget; one that would take the count past the budget is
+ * refused (503 answer_memory_exhausted with Retry-After) and freed at once. */
+static size_t answer_cap;  /* bytes; 0: no budget (set once by http_start) */
+static size_t answer_held; /* bytes counted now (atomic) */
+
+typedef struct {
+    char *body;
+    size_t n;
+} held_answer;
+
+static void answer_release(void *cls)
+{
+    held_answer *h = cls;
+    __atomic_sub_fetch(&answer_held, h->n, __ATOMIC_RELAXED);
+    free(h->body);
+    free(h);
+}
+
+/* The response for resp's body (taken over), counted against the budget when large: NULL
+ * when out of memory, and *refused set (body freed, nothing made) when over the budget. */
+static struct MHD_Response *answer_response(http_response *resp, int counted, int *refused,
+                                            size_t *held_now)
+{
+    *refused = 0;
+    size_t n = resp->body_len;
+    if (resp->body == NULL || n <= HTTP_ANSWER_SMALL || answer_cap == 0 || !counted)
+        /* never MHD_create_response_from_buffer: that one is libmicrohttpd's own
+         * (mhdwrap.h) */
+        return MHD_create_response_from_buffer_with_free_callback(
+            n, resp->body ? (void *)resp->body : (void *)"", resp->body ? free : NULL);
+    size_t now = __atomic_add_fetch(&answer_held, n, __ATOMIC_RELAXED);
+    held_answer *h = now <= answer_cap ? malloc(sizeof *h) : NULL;
+    if (h == NULL) {
+        __atomic_sub_fetch(&answer_held, n, __ATOMIC_RELAXED);
+        *refused = now > answer_cap;
+        *held_now = now - n;
+        return NULL;
+    }
+    *h = (held_answer){resp->body, n};
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback_cls(n, resp->body, answer_release, h);
+    if (r == NULL) {
+        __atomic_sub_fetch(&answer_held, n, __ATOMIC_RELAXED);
+        free(h);
+    }
+    return r;
+}
+
+/* The refusal of an answer of n bytes when `held` are counted already. */
+static void answer_refusal(http_response *resp, size_t n, size_t held)
+{
+    problem p = {0};
+    if (n > answer_cap)
+        problem_set(&p, PB_ANSWER_MEMORY, NULL,
+                    "this answer (%zu bytes) is larger than the whole --answer-memory (%zu "
+                    "bytes): ask for a smaller page (limit)",
+                    n, answer_cap);
+    else
+        problem_set(&p, PB_ANSWER_MEMORY, NULL,
+                    "answers waiting to be read hold %zu of the %zu bytes of --answer-memory: "
+                    "retry after 1 s, or ask for a smaller page (limit)",
+                    held, answer_cap);
+    int close = resp->close;
+    *resp = (http_response){0};
+    http_reply_problem(resp, &p);
+    resp->close = close;
+    resp->extra_name = "Retry-After";
+    resp->extra_value = "1";
+}
+
 static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, req_ctx *ctx)
 {
+    int refused;
+    size_t held = 0, n = resp->body_len;
+    /* the open routes' answers (probes, metrics, the OpenAPI document, the dashboard) are of
+     * a size no caller chooses: never counted, never refused */
+    int counted = !(ctx && ctx->rt && ctx->rt->scope == SCOPE_NONE);
+    struct MHD_Response *r = answer_response(resp, counted, &refused, &held);
+    if (refused) {
+        free(resp->body);
+        answer_refusal(resp, n, held);
+        metrics_answer_refused();
+        r = answer_response(resp, counted, &refused, &held); /* small: never refused */
+    }
     if (ctx)
         ctx->status = resp->status;
-    /* never MHD_create_response_from_buffer: that one is libmicrohttpd's own (mhdwrap.h) */
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(
-        resp->body_len, resp->body ? (void *)resp->body : (void *)"", resp->body ? free : NULL);
     if (r == NULL) {
         free(resp->body);
         resp->body = NULL;
@@ -385,6 +470,7 @@ static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connectio
     j->param = ctx->param;
     j->conn = c;
     j->ledger = 1;
+    j->deadline_s = s->cfg.ledger_deadline; /* for the requests that compute (eligibility) */
     ctx->job = j;
     MHD_suspend_connection(c); /* before the push: the job's resume must follow it */
     workpool_push(p, run_compute, j);
@@ -697,6 +783,7 @@ http_server *http_start(const http_config *cfg)
     s->cfg = *cfg;
     s->listen_fd = MHD_INVALID_SOCKET;
     __atomic_store_n(&draining, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&answer_cap, cfg->answer_memory, __ATOMIC_RELAXED);
     /* the first head's deadline counts from accept: with TLS, the handshake's too */
     s->edge = edge_start(cfg->tls ? cfg->tls_handshake_timeout : cfg->header_timeout,
                          cfg->header_timeout, cfg->conn_timeout);

@@ -59,10 +59,20 @@ typedef struct {
      * stopped (422 compute_deadline_exceeded). */
     unsigned compute_threads, compute_queue;
     double compute_deadline;
+    /* Ledger requests (LANE_LEDGER) run with ledger_deadline as their deadline (req.cancel):
+     * a handler that computes stops there (422 compute_deadline_exceeded). */
+    double ledger_deadline;
+    /* Bytes that answers queued to connections may hold, all together (answers of at most
+     * HTTP_ANSWER_SMALL bytes are not counted); past it an answer is refused: 503
+     * answer_memory_exhausted with Retry-After. 0: no budget. */
+    size_t answer_memory;
     /* the routing table (routes.h), terminated by a NULL method; borrowed for the server's
      * life */
     const struct route *routes;
 } http_config;
+
+/* Answers this small are never counted nor refused (problems, probes, single entries). */
+#define HTTP_ANSWER_SMALL 16384
 
 /* A request as handlers see it: everything borrowed for the duration of the call. */
 typedef struct {
@@ -73,8 +83,8 @@ typedef struct {
     const char *param; /* the path segment after a prefix route ("/v1/clients/{id}") */
     void *app;         /* http_config.app */
     void *conn;        /* the connection (for http_query / http_header); may be NULL */
-    /* compute requests: stops the computation past its deadline (NULL: never), and that
-     * deadline in seconds for messages */
+    /* compute and ledger-lane requests: stops the computation past its deadline (NULL:
+     * never), and that deadline in seconds for messages */
     const dpb_cancel *cancel;
     double deadline_s;
     /* the body already parsed as one JSON object (borrowed; NULL: not parsed yet): a handler

@@ -84,6 +84,19 @@ static const char USAGE[] =
     "                       beyond that: 503 overloaded with Retry-After\n"
     "  --compute-deadline SECS  stop a computation that runs longer than this: 422\n"
     "                       compute_deadline_exceeded (default 30; decimals allowed)\n"
+    "  --ledger-deadline SECS  stop a ledger request's computation (the PLDs of an\n"
+    "                       eligibility page, of a round's admissions, of a commit's new\n"
+    "                       spends: all computed before the ledger's lock) that runs longer\n"
+    "                       than this: 422 compute_deadline_exceeded, nothing changed\n"
+    "                       (default 30; decimals allowed)\n"
+    "  --ledger-max-pld-evals N  the most PLD evaluations one ledger request (an\n"
+    "                       eligibility page, a round, a commit, a batch of clients) may\n"
+    "                       make: over it 422 ledger_cost_exceeded, nothing changed\n"
+    "                       (default 10000)\n"
+    "  --answer-memory MIB  memory that answers waiting to be read may hold, all together\n"
+    "                       (answers of up to 16 KiB are not counted); over it an answer\n"
+    "                       is refused: 503 answer_memory_exhausted with Retry-After\n"
+    "                       (1 to 1048576, default 256)\n"
     "  --data-dir DIR       the ledger's data directory (default ./dpbudget-data);\n"
     "                       unused with --ledger-url (giving both is refused: exit 2)\n"
     "  --ledger-url URL     keep the ledger in PostgreSQL (postgresql://USER@HOST/DB, libpq's\n"
@@ -573,6 +586,7 @@ static int check_settings(config_settings *st, auth_table *keys, http_config *cf
     if (st->lo.ledger_url)
         st->lo.dir = NULL;
     *cfg = st->cfg;
+    cfg->answer_memory = st->answer_memory_mib << 20;
     auth_init(keys, st->rate, st->rate < 1.0 ? 1.0 : st->rate);
     if (st->api_keys) {
         char msg[512];
@@ -781,13 +795,15 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    app_state app = {NULL, st.reservation_ttl, 0};
+    app_state app = {NULL, st.reservation_ttl, 0, st.ledger_max_pld_evals};
     int lock_fd = -1;
     char shown_url[512] = "";
     if (st.lo.ledger_url)
         admin_redact_url(st.lo.ledger_url, shown_url, sizeof shown_url);
     if (open_ledger(&st, shown_url, &app, &lock_fd) != 0)
         return 1;
+    if (app.ledger) /* the spends a change needs, computed before its lock */
+        ledger_set_compute_limits(app.ledger, st.cfg.ledger_deadline, st.ledger_max_pld_evals);
     if (st.use_ledger)
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
     cfg.app = &app;

@@ -52,7 +52,7 @@ static unsigned shards_taken;
 static uint64_t admitted_total, refused_total, rounds_total, denied[3], head_timeouts;
 static uint64_t refusals[NREASON];
 static uint64_t compute_busy, compute_refused, compute_places;
-static uint64_t ledger_unavailable_total;
+static uint64_t ledger_unavailable_total, answer_refused_total;
 static const char *ledger_backend; /* "file" or "postgresql"; NULL: no ledger */
 static const route *routes;        /* the routing table the counts are by (metrics_routes) */
 
@@ -162,6 +162,11 @@ void metrics_compute_busy(int delta)
 void metrics_compute_refused(void)
 {
     add(&compute_refused, 1);
+}
+
+void metrics_answer_refused(void)
+{
+    add(&answer_refused_total, 1);
 }
 
 void metrics_ledger_unavailable(void)
@@ -488,6 +493,9 @@ char *metrics_render(ledger *l, size_t *len)
     put_metric(&b, "dpbudget_compute_refused_total", "counter",
                "Computations refused with 503 overloaded (every place taken).",
                get(&compute_refused));
+    put_metric(&b, "dpbudget_answer_refused_total", "counter",
+               "Answers refused with 503 answer_memory_exhausted (--answer-memory held).",
+               get(&answer_refused_total));
     put_metric(&b, "dpbudget_rounds_total", "counter",
                "Rounds charged since start (dry runs and replays excluded).", get(&rounds_total));
     put(&b,

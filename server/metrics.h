@@ -52,6 +52,9 @@ void metrics_compute_busy(int delta);
 void metrics_compute_refused(void);
 void metrics_compute_capacity(unsigned places);
 
+/* An answer refused with 503 answer_memory_exhausted (--answer-memory). */
+void metrics_answer_refused(void);
+
 /* An answer 503 ledger_unavailable (the ledger's database could not be reached). */
 void metrics_ledger_unavailable(void);
 

@@ -64,6 +64,11 @@ static const struct {
                                   "Another API key holds this reservation"},
     [PB_RESERVATION_QUOTA] = {409, "reservation_quota_exceeded",
                               "The API key holds as many client-reservations as allowed"},
+    [PB_LEDGER_COST] = {422, "ledger_cost_exceeded",
+                        "The request would compute more than the ledger allows one request"},
+    [PB_ANSWER_MEMORY] = {503, "answer_memory_exhausted",
+                          "Answers waiting to be read hold the server's answer memory: retry "
+                          "later"},
 };
 
 int problem_http_status(problem_code c)
@@ -106,6 +111,8 @@ problem_code problem_from_status(dpb_status s)
         return PB_COMPUTE_DEADLINE;
     case DPB_EUNAVAILABLE:
         return PB_LEDGER_UNAVAILABLE;
+    case DPB_ECOST:
+        return PB_LEDGER_COST;
     case DPB_EIO:
     case DPB_EREADONLY:
     case DPB_ECORRUPT:

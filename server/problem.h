@@ -52,6 +52,8 @@ typedef enum {
     PB_SHUTTING_DOWN,         /* 503 /readyz of a daemon stopping (SIGTERM): drain it */
     PB_NOT_RESERVATION_OWNER, /* 403 another key holds the reservation */
     PB_RESERVATION_QUOTA,     /* 409 the key holds as many client-reservations as allowed */
+    PB_LEDGER_COST,           /* 422 a ledger request would compute past --ledger-max-pld-evals */
+    PB_ANSWER_MEMORY,         /* 503 answers waiting to be read hold --answer-memory: Retry-After */
     PB_COUNT_
 } problem_code;
 

@@ -1,14 +1,19 @@
 /*
  * res_eligibility.c - POST /v1/eligibility: who a round of an event would admit now and how
- * many more such rounds each can afford; nothing is charged or stored. The answer is written
- * straight through jsonout (10,000 candidates: a jansson tree of them cost more than the
- * admission tests). Calls res_ledger (shared helpers), codec, jsonout, http and core/ledger.
+ * many more such rounds each can afford; nothing is charged or stored. Answered a page at a
+ * time (limit, cursor: at most LEDGER_ELIG_PAGE_MAX candidates), under the ledger lane's
+ * deadline (--ledger-deadline) and the cost cap (--ledger-max-pld-evals). The answer is
+ * written straight through jsonout (10,000 candidates: a jansson tree of them cost more than
+ * the admission tests). Calls res_ledger (shared helpers), codec, jsonout, http and
+ * core/ledger.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/common/numfmt.h"
 #include "../core/ledger/ledger.h"
+#include "app.h"
 #include "codec.h"
 #include "jsonout.h"
 #include "res_ledger.h"
@@ -104,7 +109,7 @@ static void put_item(jsonout_w *w, const ledger_elig_item *it, realmemo *memo)
 
 /* The eligibility answer (owned by the caller) and its length; NULL when out of memory. */
 static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t max_rounds,
-                              size_t *len)
+                              const ledger_elig_page *pg, size_t *len)
 {
     size_t yes = 0;
     for (size_t i = 0; i < n; i++)
@@ -115,6 +120,15 @@ static char *eligibility_json(const ledger_elig_item *items, size_t n, uint64_t 
     lr_put_int(&w, "eligible", (long long)yes);
     lr_put_int(&w, "ineligible", (long long)(n - yes));
     lr_put_int(&w, "max_rounds", (long long)max_rounds);
+    lr_put_int(&w, "total", (long long)pg->total);
+    jsonout_key(&w, "next_cursor");
+    char next[32];
+    if (pg->more) {
+        snprintf(next, sizeof next, "o%zu", pg->next);
+        jsonout_str(&w, next);
+    } else {
+        jsonout_null(&w);
+    }
     jsonout_key(&w, "clients");
     jsonout_open(&w, '[');
     realmemo *memo = calloc(64, sizeof *memo);
@@ -134,12 +148,30 @@ static int decode_eligibility(const http_request *req, lr_owned *own, ledger_eli
                               problem *pb)
 {
     json_t *j = own->body;
-    static const char *const allowed[] = {"event", "event_name", "clients",
-                                          "label", "max_rounds", NULL};
+    static const char *const allowed[] = {"event",      "event_name", "clients", "label",
+                                          "max_rounds", "limit",      "cursor",  NULL};
+    uint64_t limit = LEDGER_ELIG_PAGE_DEFAULT;
+    const char *cursor = NULL;
     if (codec_only_fields(j, "", allowed, pb) < 0 ||
         codec_uint(j, "", "max_rounds", 0, 1, LEDGER_ELIG_MAX_ROUNDS, &q->max_rounds, pb) < 0 ||
-        codec_string(j, "", "label", 0, &q->label, pb) < 0)
+        codec_uint(j, "", "limit", 0, 1, LEDGER_ELIG_PAGE_MAX, &limit, pb) < 0 ||
+        codec_string(j, "", "label", 0, &q->label, pb) < 0 ||
+        codec_string(j, "", "cursor", 0, &cursor, pb) < 0)
         return -1;
+    q->limit = (size_t)limit;
+    if (cursor) { /* "o" and a position, as an earlier page's next_cursor says */
+        char *end = NULL;
+        unsigned long long v = cursor[0] == 'o' && cursor[1] >= '0' && cursor[1] <= '9'
+                                   ? strtoull(cursor + 1, &end, 10)
+                                   : 0;
+        if (end == NULL || *end != '\0' || strlen(cursor) > 16) {
+            problem_set(pb, PB_INVALID_PARAMETER, "cursor",
+                        "cursor must be a next_cursor value from an earlier page of the same "
+                        "request");
+            return -1;
+        }
+        q->offset = (size_t)v;
+    }
     json_t *cl = json_object_get(j, "clients");
     if ((cl == NULL) == (q->label == NULL)) {
         problem_set(pb, cl ? PB_INVALID_PARAMETER : PB_MISSING_FIELD, "clients",
@@ -161,19 +193,52 @@ static int decode_eligibility(const http_request *req, lr_owned *own, ledger_eli
     return own->ev ? 0 : -1;
 }
 
+/* A refusal of the computation: stopped at the deadline or by the server stopping (the
+ * ledger lane's cancel), or over the cost cap; else the ledger's own error. */
+static void reply_elig_error(const http_request *req, http_response *resp, problem *pb,
+                             const dpb_error *err)
+{
+    const dpb_cancel *c = req->cancel;
+    char secs[DPB_NUM_MAX];
+    if (err->status == DPB_ECANCELLED && c && c->flag &&
+        __atomic_load_n(c->flag, __ATOMIC_RELAXED)) {
+        problem_set(pb, PB_OVERLOADED, NULL,
+                    "the server is stopping: the eligibility computation was abandoned; retry "
+                    "(on another instance)");
+        http_reply_problem(resp, pb);
+        resp->extra_name = "Retry-After";
+        resp->extra_value = "1";
+    } else if (err->status == DPB_ECANCELLED) {
+        problem_set(pb, PB_COMPUTE_DEADLINE, NULL,
+                    "%s: past the server's ledger deadline (--ledger-deadline %s s); ask for "
+                    "fewer candidates per page (limit) or a smaller max_rounds",
+                    err->detail, dpb_num_str(req->deadline_s, secs));
+        http_reply_problem(resp, pb);
+    } else if (err->status == DPB_ECOST) {
+        problem_set(pb, PB_LEDGER_COST, err->field, "%s (--ledger-max-pld-evals)", err->detail);
+        http_reply_problem(resp, pb);
+    } else {
+        lr_reply_error(resp, pb, err);
+    }
+}
+
 /* The decoded request q run on the ledger and answered. */
-static void run_eligibility(const http_request *req, http_response *resp, const ledger_elig_req *q,
+static void run_eligibility(const http_request *req, http_response *resp, ledger_elig_req *q,
                             problem *pb)
 {
     ledger_elig_item *items = NULL;
+    ledger_elig_page pg;
     size_t n = 0, blen = 0;
     dpb_error err = {0};
-    if (ledger_eligibility(lr_ledger(req), q, &items, &n, &err) != DPB_OK) {
-        lr_reply_error(resp, pb, &err);
+    const app_state *app = req->app;
+    q->cancel = req->cancel;
+    q->max_pld_evals = app ? app->max_pld_evals : 0;
+    if (ledger_eligibility(lr_ledger(req), q, &items, &n, &pg, &err) != DPB_OK) {
+        reply_elig_error(req, resp, pb, &err);
         free(items);
         return;
     }
-    char *body = eligibility_json(items, n, q->max_rounds, &blen);
+    char *body = eligibility_json(items, n, q->max_rounds, &pg, &blen);
     free(items);
     if (body == NULL) {
         problem_oom(pb);

@@ -25,8 +25,9 @@ static const char *const STATUS_NAMES[] = {"ok",
                                            "cancelled",
                                            "unavailable",
                                            "forbidden",
-                                           "quota_exceeded"};
-_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_EQUOTA + 1,
+                                           "quota_exceeded",
+                                           "cost_exceeded"};
+_Static_assert(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0] == DPB_ECOST + 1,
                "every status has a name");
 
 const char *dpb_strstatus(dpb_status s)

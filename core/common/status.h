@@ -29,7 +29,8 @@ typedef enum {
     DPB_ECANCELLED = 15,    /* stopped by its caller's deadline or flag (cancel.h) */
     DPB_EUNAVAILABLE = 16,  /* the ledger's shared store (PostgreSQL) cannot be reached: retry */
     DPB_EFORBIDDEN = 17,    /* the caller may not act on this (a reservation another key holds) */
-    DPB_EQUOTA = 18         /* the caller holds what an operator's cap allows (reservations) */
+    DPB_EQUOTA = 18,        /* the caller holds what an operator's cap allows (reservations) */
+    DPB_ECOST = 19          /* a ledger request would compute more than its cost cap allows */
 } dpb_status;
 
 /* Caller-owned error detail. field names the offending parameter ("" if none). */

@@ -74,6 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/cancel.h"
 #include "../common/status.h"
 #include "../dp/account.h"
 #include "../dp/event.h"
@@ -183,6 +184,12 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
 /* The clients that have a memo of their spend's sums, and the memos' bytes (under the read
  * lock). */
 void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes);
+
+/* The spends a change needs (the PLDs of pld clients past their rdp bound) are computed
+ * before its write lock, within deadline_s seconds (0: none; DPB_ECANCELLED past it) and at
+ * most max_pld_evals PLD evaluations (0: no cap; DPB_ECOST past it); nothing is changed
+ * then. Both 0 at open. Set before serving. */
+void ledger_set_compute_limits(ledger *l, double deadline_s, uint64_t max_pld_evals);
 
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);
@@ -358,8 +365,10 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
 
 /* Eligibility: which candidates a round of an event would admit now, and how many further
  * such rounds each can afford, by the same admission test as a round (held reservations
- * count as spent), without charging or storing anything. */
+ * count as spent), without charging or storing anything. Answered a page at a time. */
 #define LEDGER_ELIG_MAX_ROUNDS 1000000
+#define LEDGER_ELIG_PAGE_MAX 10000    /* candidates answered at most by one call */
+#define LEDGER_ELIG_PAGE_DEFAULT 1000 /* the page size the server uses unless asked */
 
 typedef struct {
     const dp_event *event;  /* borrowed */
@@ -367,6 +376,15 @@ typedef struct {
     size_t n;               /* 1..LEDGER_MAX_PARTICIPANTS */
     const char *label;      /* "k=v" when ids is NULL */
     uint64_t max_rounds;    /* the cap of affordable_rounds, 1..LEDGER_ELIG_MAX_ROUNDS */
+    size_t offset;          /* where the page starts: an index into ids, or a client position (the
+                             * label's members in registration order); 0, or an earlier page's next */
+    size_t limit;           /* candidates answered at most, 1..LEDGER_ELIG_PAGE_MAX */
+    /* the computation's deadline and stop flag (NULL: the ledger's own deadline,
+     * ledger_set_compute_limits): past it DPB_ECANCELLED */
+    const struct dpb_cancel *cancel;
+    /* the cost cap: admission tests that evaluate a PLD, at most, for the page (0: the
+     * ledger's own, ledger_set_compute_limits); past it DPB_ECOST (field "limit") */
+    uint64_t max_pld_evals;
 } ledger_elig_req;
 
 typedef struct {
@@ -379,12 +397,20 @@ typedef struct {
     int mode;                       /* ledger_mode, -1 when unknown */
 } ledger_elig_item;
 
+typedef struct {
+    size_t total; /* candidates in all: the ids listed, or the clients with the label now */
+    int more;     /* 1: candidates follow this page: ask again with offset = next */
+    size_t next;
+} ledger_elig_page;
+
 /* *out (malloc'ed, *n entries, in the order of ids, or of registration for a label): the
- * answer for each candidate. An event no round or name brought in is answered under the
- * write lock (taken up as scratch, nothing kept), every other under the read lock.
- * DPB_ELIMIT when a label selects more than LEDGER_MAX_PARTICIPANTS clients. */
+ * answer for each candidate of the page from q->offset, at most q->limit, and *pg where the
+ * next page starts. The page's state is copied under the read lock; every admission test
+ * runs after the lock is released (afford.h), so a slow page never holds up the ledger.
+ * Paging a label by client position gives every member once, whatever registers meanwhile.
+ * DPB_ECANCELLED past q->cancel's deadline (or its flag), DPB_ECOST past the cost cap. */
 dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
-                              size_t *n, dpb_error *err);
+                              size_t *n, ledger_elig_page *pg, dpb_error *err);
 
 /* Who asks to commit or release a reservation: key, the caller's identity as reservations
  * record it (ledger_round_req.owner); admin: may act on any reservation. A NULL caller, or a

@@ -55,46 +55,19 @@ static dpb_status log_client(lg_txn *t, const ledger_client *in, long *pos)
     return st == DPB_OK ? DPB_OK : lg_txn_abandon(t, st);
 }
 
-/* Adds to c[*nc] the terms of client x's multiset (charged, plus held reservations and one
- * more of last_ev when `next`), each holding a reference on its event. 0, or -1 when out of
- * memory. */
-static int prefetch_terms(ledger *l, const lclient *x, const ledger_client *in, int next,
-                          spend_candidate *c, size_t *nc)
+/* Before a write lock that sets budgets: the spends re-evaluating the existing pld clients
+ * whose budget changes will need (lg_recompute at the new budget: the charged multiset, and
+ * with one more of the last round's event), copied under the read lock and computed into the
+ * spend cache with no lock held (ledger_txn.h, "spends before the lock"), so that the write
+ * lock, which reads wait for, is not held for a PLD computation. DPB_OK, DPB_ECANCELLED or
+ * DPB_ECOST (nothing changed). */
+static dpb_status put_prefetch(ledger *l, const ledger_client *in, size_t n, lg_prefetch *p,
+                               dpb_error *err)
 {
-    size_t m = x->nev + (next ? x->nrv + 1 : 0);
-    spend_term *t = malloc((m ? m : 1) * sizeof *t);
-    if (t == NULL)
-        return -1;
-    /* the counts merged by event (linear: lg_merge_counts), then as spend terms */
-    lcount *ms = malloc((m ? m : 1) * sizeof *ms);
-    uint32_t k = x->nev;
-    const lcount one = {x->last_ev, 1};
-    if (ms != NULL && k)
-        memcpy(ms, x->ev, k * sizeof *ms);
-    if (ms == NULL || (next && (lg_merge_counts(ms, &k, x->rv, x->nrv) != 0 ||
-                                lg_merge_counts(ms, &k, &one, 1) != 0))) {
-        free(ms);
-        free(t);
-        return -1;
-    }
-    for (uint32_t i = 0; i < k; i++)
-        t[i] = (spend_term){l->evs[ms[i].ev].se, ms[i].count};
-    free(ms);
-    for (size_t j = 0; j < k; j++)
-        spend_event_ref(l->sp, t[j].ev);
-    c[(*nc)++] = (spend_candidate){in->epsilon, in->delta, (dp_relation)x->rel, t, k};
-    return 0;
-}
-
-/* Before a write lock that sets budgets: computes into the spend cache the PLD values that
- * re-evaluating the existing pld clients whose budget changes will need (lg_recompute at the
- * new budget: the charged multiset, and with one more of the last round's event), so that
- * the write lock, which reads wait for, is not held for a PLD computation. Best effort: a
- * client changed meanwhile is computed under the lock, as it would be without this. */
-static void put_prefetch(ledger *l, const ledger_client *in, size_t n)
-{
-    spend_candidate *c = NULL;
-    size_t nc = 0, cap = 0;
+    lg_change *ch = malloc((n ? n : 1) * sizeof *ch);
+    if (ch == NULL)
+        return DPB_OK; /* computed under the lock, as it can */
+    size_t m = 0;
     pthread_rwlock_rdlock(&l->lock);
     for (size_t i = 0; i < n; i++) {
         if (in[i].mode != LEDGER_PLD || !lg_valid_id(in[i].id))
@@ -106,28 +79,29 @@ static void put_prefetch(ledger *l, const ledger_client *in, size_t n)
         if (x->mode != LEDGER_PLD || x->rel != in[i].relation || x->uncertified ||
             (x->eps == in[i].epsilon && x->delta == in[i].delta) || x->nev == 0)
             continue;
-        if (nc + 2 > cap) {
-            size_t ncap = cap ? 2 * cap : 8;
-            spend_candidate *nb = realloc(c, ncap * sizeof *nb);
-            if (nb == NULL)
-                break;
-            c = nb;
-            cap = ncap;
-        }
-        if (prefetch_terms(l, x, &in[i], 0, c, &nc) != 0 ||
-            (x->last_ev != LEV_NONE && prefetch_terms(l, x, &in[i], 1, c, &nc) != 0))
-            break;
+        ch[m++] = (lg_change){pos, LEV_NONE, 0, 0, 1, in[i].epsilon, in[i].delta};
     }
+    if (m)
+        (void)lg_prefetch_copy(l, ch, m, p); /* out of memory: computed under the lock */
     pthread_rwlock_unlock(&l->lock);
-    if (nc)
-        spend_prefetch(l->sp, c, nc);
-    for (size_t i = 0; i < nc; i++) {
-        for (size_t k = 0; k < c[i].m; k++)
-            spend_event_put(l->sp, c[i].t[k].ev);
-        free(c[i].t);
-    }
-    free(c);
+    free(ch);
+    return lg_prefetch_run(l, p, NULL, err);
 }
+
+/* st = call(pre), with the spends computed before it (put_prefetch) and computed again while
+ * a client changed in between (LEDGER_STALE), LG_PREFETCH_TRIES times at most. */
+#define WITH_PREFETCH(st, l, in, n, call, err)                                                     \
+    do {                                                                                           \
+        (st) = LEDGER_STALE;                                                                       \
+        for (int tries_ = 0; (st) == LEDGER_STALE; tries_++) {                                     \
+            lg_prefetch p_ = {0};                                                                  \
+            if (((st) = put_prefetch(l, in, n, &p_, err)) == DPB_OK) {                             \
+                const lg_prefetch *pre = tries_ + 1 < LG_PREFETCH_TRIES ? &p_ : NULL;              \
+                RETRY_RACES(st, call, err);                                                        \
+            }                                                                                      \
+            lg_prefetch_free(l, &p_);                                                              \
+        }                                                                                          \
+    } while (0)
 
 /* 1 if entry in is valid on its own (the checks of ledger_put_client before the lock). */
 static int client_entry_ok(const ledger_client *in)
@@ -143,8 +117,8 @@ static int client_same(const lclient *c, const ledger_client *in)
            c->rel == in->relation && strcmp(c->labels ? c->labels : "", in->labels) == 0;
 }
 
-static dpb_status put_client_once(ledger *l, const ledger_client *in, int *created,
-                                  ledger_client *out, dpb_error *err)
+static dpb_status put_client_once(ledger *l, const ledger_client *in, const lg_prefetch *pre,
+                                  int *created, ledger_client *out, dpb_error *err)
 {
     if (!lg_valid_id(in->id))
         return dpb_fail(err, DPB_EINVAL, "id", "a client id is " LEDGER_ID_RULE);
@@ -161,6 +135,8 @@ static dpb_status put_client_once(ledger *l, const ledger_client *in, int *creat
     const char *field, *why;
     if (st == DPB_OK && pos >= 0 && client_conflict(&l->cl[pos], in, &field, &why))
         st = dpb_fail(err, DPB_ECONFLICT, field, "%s", why);
+    if (st == DPB_OK && pre && !lg_prefetch_current(l, pre))
+        st = LEDGER_STALE; /* changed since the spends were computed: again */
     if (st == DPB_OK)
         st = lg_txn_reserve(&t, 1);
     if (st == DPB_OK) {
@@ -176,12 +152,13 @@ dpb_status ledger_put_client(ledger *l, const ledger_client *in, int *created, l
                              dpb_error *err)
 {
     dpb_status st;
-    put_prefetch(l, in, 1);
-    RETRY_RACES(st, put_client_once(l, in, created, out, err), err);
+    lg_refine_yield(l);
+    WITH_PREFETCH(st, l, in, 1, put_client_once(l, in, pre, created, out, err), err);
     return st;
 }
 
-static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
+static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n,
+                                   const lg_prefetch *pre, dpb_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!client_entry_ok(&in[i]))
@@ -198,6 +175,8 @@ static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n,
         if (pos >= 0 && client_conflict(&l->cl[pos], &in[i], &field, &why))
             st = dpb_fail(err, DPB_ECONFLICT, field, "entry %zu: %s", i, why);
     }
+    if (st == DPB_OK && pre && !lg_prefetch_current(l, pre))
+        st = LEDGER_STALE; /* changed since the spends were computed: again */
     if (st == DPB_OK)
         st = lg_txn_reserve(&t, n);
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
@@ -212,13 +191,14 @@ static dpb_status put_clients_once(ledger *l, const ledger_client *in, size_t n,
 dpb_status ledger_put_clients(ledger *l, const ledger_client *in, size_t n, dpb_error *err)
 {
     dpb_status st;
-    put_prefetch(l, in, n);
-    RETRY_RACES(st, put_clients_once(l, in, n, err), err);
+    lg_refine_yield(l);
+    WITH_PREFETCH(st, l, in, n, put_clients_once(l, in, n, pre, err), err);
     return st;
 }
 
 static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size_t n,
-                                        ledger_put_outcome *out, dpb_error *err)
+                                        const lg_prefetch *pre, ledger_put_outcome *out,
+                                        dpb_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!client_entry_ok(&in[i]))
@@ -229,6 +209,8 @@ static dpb_status put_clients_each_once(ledger *l, const ledger_client *in, size
     dpb_status st = lg_txn_begin(&t, l, err);
     if (st == DPB_OK)
         st = lg_txn_writable(&t);
+    if (st == DPB_OK && pre && !lg_prefetch_current(l, pre))
+        st = LEDGER_STALE; /* changed since the spends were computed: again */
     if (st == DPB_OK)
         st = lg_txn_reserve(&t, n);
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
@@ -258,8 +240,8 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
                                    ledger_put_outcome *out, dpb_error *err)
 {
     dpb_status st;
-    put_prefetch(l, in, n);
-    RETRY_RACES(st, put_clients_each_once(l, in, n, out, err), err);
+    lg_refine_yield(l);
+    WITH_PREFETCH(st, l, in, n, put_clients_each_once(l, in, n, pre, out, err), err);
     return st;
 }
 

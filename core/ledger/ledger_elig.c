@@ -1,11 +1,15 @@
 /*
  * ledger_elig.c - layer 1 (verbs): eligibility: which clients a round of an event would
- * admit, and how many more rounds each can afford. Reads only (an event never seen is
- * interned as scratch under the write lock and dropped); calls ledger_txn.h's read path and
- * ledger_mem.h.
+ * admit, and how many more rounds each can afford, a page of candidates at a time. A read:
+ * the page's candidates are copied under the read lock (budgets, and the charged and held
+ * events as references into the spend engine), the lock is released, and every admission
+ * test runs on the copies (afford.h), under the request's deadline and cost cap. The event
+ * is registered in the spend engine only (never interned in the ledger): nothing is taken
+ * or kept under the write lock. Calls ledger_txn.h's read path, ledger_mem.h and afford.h.
  */
 #include "ledger_txn.h"
 #include "ledger_mem.h"
+#include "afford.h"
 
 /* 1 if the counts a[0..n) hold the same entries as b[0..n) (in any order; each list's
  * events distinct). Linear in n (lg_count_positions); out of memory: 0 (computed afresh). */
@@ -47,47 +51,13 @@ static uint64_t history_hash(const lclient *c)
     return fnv64(&x, 8, h);
 }
 
-/* One client's eligibility for `ev` (its relation's interned index): the admission of one
- * round, then the number of further rounds it can afford, by doubling then bisection on the
- * same admission test, capped at max_rounds (the spend grows with the count). */
-static void eligibility_of(ledger *l, const lclient *c, int known, uint32_t ev, uint64_t max_rounds,
-                           ledger_elig_item *it)
-{
-    double after;
-    it->reason = lg_admission(l, c, known, ev, 1, &after, NULL);
-    it->eligible = it->reason == LEDGER_OK;
-    it->rounds = 0;
-    it->capped = 0;
-    if (!it->eligible)
-        return;
-    uint64_t lo = 1, hi = 2; /* lo affordable; hi not known */
-    while (hi <= max_rounds && lg_admission(l, c, known, ev, hi, &after, NULL) == LEDGER_OK) {
-        lo = hi;
-        hi *= 2;
-    }
-    if (hi > max_rounds) {
-        if (lo < max_rounds &&
-            lg_admission(l, c, known, ev, max_rounds, &after, NULL) == LEDGER_OK) {
-            it->rounds = max_rounds;
-            it->capped = 1;
-            return;
-        }
-        if (lo == max_rounds) {
-            it->rounds = lo;
-            it->capped = 1;
-            return;
-        }
-        hi = max_rounds; /* not affordable */
-    }
-    while (hi - lo > 1) { /* lo affordable, hi not */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (lg_admission(l, c, known, ev, mid, &after, NULL) == LEDGER_OK)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    it->rounds = lo;
-}
+/* One candidate of the page, copied under the read lock. */
+typedef struct {
+    afford_history h;
+    size_t off;    /* its terms in the page's array */
+    long same;     /* an earlier candidate whose answer it shares, or -1 */
+    int want_held; /* held reservations: its spend with them is computed off the lock */
+} ecand;
 
 typedef struct {
     uint64_t h;
@@ -95,168 +65,242 @@ typedef struct {
     size_t item;
 } ememo;
 
-/* The answer for every candidate, under a lock already held (read, or write with the event
- * interned but not logged). */
-static dpb_status eligibility_locked(ledger *l, const ledger_elig_req *q, const uint32_t evi[2],
-                                     ledger_elig_item *items, size_t n, const long *pos)
+/* The page of candidates (ids[offset...] or the label's members from client position
+ * offset), at most q->limit: their ids and figures into items, their copies into cand (terms
+ * into *terms, each referenced), the relations they use into need; *n, and the page's total
+ * and next offset into *pg. Under the read lock. DPB_OK or DPB_ENOMEM. */
+static dpb_status copy_page(ledger *l, const ledger_elig_req *q, ledger_elig_item *items,
+                            ecand *cand, spend_term **terms, size_t *nterms, int need[2], size_t *n,
+                            ledger_elig_page *pg)
 {
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    ememo *memo = malloc(cap * sizeof *memo);
+    size_t k = 0, cap_t = 0, nt = 0, scap = 16;
+    while (scap < 2 * q->limit)
+        scap *= 2;
+    ememo *memo = malloc(scap * sizeof *memo);
     if (memo == NULL)
         return DPB_ENOMEM;
-    for (size_t i = 0; i < cap; i++)
+    for (size_t i = 0; i < scap; i++)
         memo[i].pos = -2;
-    for (size_t i = 0; i < n; i++) {
-        ledger_elig_item *it = &items[i];
-        long p = pos[i];
-        lclient tmp = {0};
-        const lclient *c = p >= 0 ? &l->cl[p] : &tmp;
-        it->mode = p >= 0 ? c->mode : l->opt.default_budget ? LEDGER_RDP : -1;
+    long unknown = -1; /* the first candidate to be created with the default budget */
+    dpb_status st = DPB_OK;
+    pg->total = q->ids ? q->n : 0;
+    pg->more = 0;
+    size_t last = q->offset; /* the position after the page's last candidate */
+    size_t end = q->ids ? q->n : l->ncl;
+    for (size_t i = q->offset; i < end && st == DPB_OK; i++) {
+        if (!q->ids && !lg_has_label(&l->cl[i], q->label))
+            continue;
+        if (k == q->limit) { /* one more exists */
+            pg->more = 1;
+            break;
+        }
+        long p = q->ids ? lg_find_client(l, q->ids[i]) : (long)i;
+        ledger_elig_item *it = &items[k];
+        ecand *e = &cand[k];
+        snprintf(it->id, sizeof it->id, "%s", q->ids ? q->ids[i] : l->cl[i].id);
+        *e = (ecand){.off = nt, .same = -1};
+        last = i + 1;
+        k++;
         if (p < 0 && !l->opt.default_budget) {
+            it->mode = -1;
             it->reason = LEDGER_UNKNOWN_CLIENT;
             it->spent = it->remaining = it->delta = NAN;
+            e->same = -2; /* answered */
             continue;
         }
         if (p < 0) { /* created with the default budget by its first round */
-            tmp.last_ev = LEV_NONE;
-            tmp.eps = l->opt.default_epsilon;
-            tmp.delta = l->opt.default_delta;
+            it->mode = LEDGER_RDP;
+            it->delta = l->opt.default_delta;
+            it->spent = 0.0;
+            it->remaining = l->opt.default_epsilon;
+            e->h = (afford_history){LEDGER_RDP,
+                                    l->opt.default_epsilon,
+                                    l->opt.default_delta,
+                                    DP_REL_ADD_OR_REMOVE,
+                                    0,
+                                    0,
+                                    0.0,
+                                    NULL,
+                                    0};
+            need[DP_REL_ADD_OR_REMOVE] = 1;
+            if (unknown >= 0)
+                e->same = unknown;
+            else
+                unknown = (long)k - 1;
+            continue;
         }
+        const lclient *c = &l->cl[p];
+        it->mode = c->mode;
         it->delta = c->delta;
         it->spent = c->spent;
         it->remaining = c->spent < c->eps ? c->eps - c->spent : 0.0;
-        if (c->nrv > 0) { /* held reservations count as spent */
-            spend_result held;
-            lg_spend_held(l, c, 0, 0, &held);
-            it->spent = held.spent;
-            it->remaining = it->spent < c->eps ? c->eps - it->spent : 0.0;
-        }
-        uint32_t ev = evi[c->rel];
-        if (p < 0) {
-            eligibility_of(l, c, 0, ev, q->max_rounds, it);
+        need[c->rel] = 1;
+        e->h = (afford_history){c->mode,  c->eps, c->delta, (dp_relation)c->rel, c->uncertified, 1,
+                                c->spent, NULL,   0};
+        e->want_held = c->nrv > 0;
+        uint64_t h = history_hash(c) ^ c->rel;
+        size_t s = (size_t)h & (scap - 1);
+        while (memo[s].pos != -2 && !(memo[s].h == h && same_history(&l->cl[memo[s].pos], c)))
+            s = (s + 1) & (scap - 1);
+        if (memo[s].pos != -2) {
+            e->same = (long)memo[s].item;
             continue;
         }
-        uint64_t h = history_hash(c) ^ ev;
-        size_t s = (size_t)h & (cap - 1);
-        while (memo[s].pos != -2 && !(memo[s].h == h && same_history(&l->cl[memo[s].pos], c) &&
-                                      evi[l->cl[memo[s].pos].rel] == ev))
-            s = (s + 1) & (cap - 1);
-        if (memo[s].pos != -2) {
-            const ledger_elig_item *m = &items[memo[s].item];
+        memo[s] = (ememo){h, p, k - 1};
+        /* the charged events, then the held reservations merged in (lg_spend_held's
+         * multiset), each referenced: a withdrawn charge could drop one meanwhile */
+        if (lg_grow((void **)terms, &cap_t, nt + c->nev + c->nrv, sizeof **terms) != 0) {
+            st = DPB_ENOMEM;
+            break;
+        }
+        spend_term *t = *terms;
+        for (uint32_t j = 0; j < c->nev; j++)
+            t[nt++] = (spend_term){l->evs[c->ev[j].ev].se, c->ev[j].count};
+        for (uint32_t j = 0; j < c->nrv; j++) {
+            spend_event *se = l->evs[c->rv[j].ev].se;
+            size_t x = e->off;
+            while (x < nt && t[x].ev != se)
+                x++;
+            if (x < nt)
+                t[x].count += c->rv[j].count;
+            else
+                t[nt++] = (spend_term){se, c->rv[j].count};
+        }
+        for (size_t j = e->off; j < nt; j++)
+            spend_event_ref(l->sp, t[j].ev);
+        e->h.m = nt - e->off;
+    }
+    if (!q->ids) { /* the label's members: how many in all */
+        for (size_t i = 0; i < l->ncl; i++)
+            pg->total += lg_has_label(&l->cl[i], q->label);
+        for (size_t i = last; i < l->ncl && !pg->more; i++)
+            pg->more = lg_has_label(&l->cl[i], q->label);
+    } else {
+        pg->more = last < q->n;
+    }
+    pg->next = last;
+    free(memo);
+    *nterms = nt;
+    *n = k;
+    return st;
+}
+
+/* Every candidate's answer, computed on the copies without any lock. */
+static dpb_status answer_page(ledger *l, const ledger_elig_req *q, spend_event *const x[2],
+                              ledger_elig_item *items, ecand *cand, spend_term *terms, size_t n,
+                              dpb_error *err)
+{
+    /* the request's deadline, else the ledger's own (ledger_set_compute_limits) */
+    dpb_cancel own = {l->compute_deadline > 0.0 ? dpb_cancel_now() + l->compute_deadline : 0.0,
+                      NULL};
+    afford_budget b = {q->cancel                   ? q->cancel
+                       : l->compute_deadline > 0.0 ? &own
+                                                   : NULL,
+                       q->max_pld_evals ? q->max_pld_evals : l->max_pld_evals, 0};
+    for (size_t i = 0; i < n; i++) {
+        ledger_elig_item *it = &items[i];
+        ecand *e = &cand[i];
+        if (e->same == -2)
+            continue;
+        if (e->same >= 0) { /* the same history: the same answer */
+            const ledger_elig_item *m = &items[e->same];
             it->eligible = m->eligible;
             it->reason = m->reason;
             it->rounds = m->rounds;
             it->capped = m->capped;
+            if (e->want_held) {
+                it->spent = m->spent;
+                it->remaining = m->remaining;
+            }
             continue;
         }
-        eligibility_of(l, c, 1, ev, q->max_rounds, it);
-        memo[s] = (ememo){h, p, i};
+        e->h.t = terms + e->off;
+        afford_result r;
+        dpb_status st =
+            afford_rounds(l->sp, &e->h, x[e->h.rel], q->max_rounds, e->want_held, &b, &r);
+        if (st == DPB_ECANCELLED)
+            return dpb_fail(err, st, NULL,
+                            "the eligibility computation was stopped at its deadline after %zu "
+                            "of %zu candidates",
+                            i, n);
+        if (st == DPB_ECOST)
+            return dpb_fail(err, st, "limit",
+                            "the page needs more than %llu PLD evaluations (at candidate %zu of "
+                            "%zu): ask for fewer candidates (limit) or a smaller max_rounds",
+                            (unsigned long long)q->max_pld_evals, i, n);
+        if (st != DPB_OK)
+            return dpb_fail(err, st, NULL, "the eligibility could not be computed");
+        it->reason = r.reason;
+        it->eligible = r.reason == LEDGER_OK;
+        it->rounds = r.rounds;
+        it->capped = r.capped;
+        if (e->want_held) { /* held reservations count as spent */
+            it->spent = r.held;
+            it->remaining = r.held < e->h.eps ? e->h.eps - r.held : 0.0;
+        }
     }
-    free(memo);
     return DPB_OK;
 }
 
 dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_item **out,
-                              size_t *nout, dpb_error *err)
+                              size_t *nout, ledger_elig_page *pg, dpb_error *err)
 {
     *out = NULL;
     *nout = 0;
+    memset(pg, 0, sizeof *pg);
     if (q->max_rounds < 1 || q->max_rounds > LEDGER_ELIG_MAX_ROUNDS)
         return dpb_fail(err, DPB_EINVAL, "max_rounds", "max_rounds is 1 to %d",
                         LEDGER_ELIG_MAX_ROUNDS);
+    if (q->limit < 1 || q->limit > LEDGER_ELIG_PAGE_MAX)
+        return dpb_fail(err, DPB_EINVAL, "limit", "limit is 1 to %d", LEDGER_ELIG_PAGE_MAX);
     if (q->ids ? q->n == 0 || q->n > LEDGER_MAX_PARTICIPANTS : q->label == NULL)
         return dpb_fail(err, DPB_EINVAL, "clients", "between 1 and %d client ids, or a label",
                         LEDGER_MAX_PARTICIPANTS);
+    if (q->ids && q->offset > q->n)
+        return dpb_fail(err, DPB_EINVAL, "cursor", "the cursor is past the list of clients");
     if (lg_read_begin(l, err) != DPB_OK)
         return DPB_EUNAVAILABLE;
     unsigned char *eb = NULL;
-    size_t elen = 0, ecap = 0;
+    size_t elen = 0, ecap = 0, n = 0, nt = 0;
     dpb_status st = dp_event_encode(q->event, &eb, &elen, &ecap);
     if (st != DPB_OK) {
         free(eb);
         return dpb_fail(err, st, "event", "the event cannot be accounted");
     }
-    ledger_elig_item *items = NULL;
-    long *pos = NULL;
-    size_t n = 0;
-    int write_locked = 0;
-    for (;;) {
-        if (write_locked) {
-            lg_txn t; /* never logs: the write lock for scratch events only */
-            (void)lg_txn_begin(&t, l, NULL);    /* caught up by read_begin already, or as it can */
-            if (lg_settle(l, l->last_seq) != 0) /* answer from durable state only */
-                lg_withdraw_locked(l);
-        } else {
-            lg_rdlock_durable(l);
-        }
-        /* the candidates */
-        n = q->ids ? q->n : 0;
-        if (!q->ids)
-            for (size_t i = 0; i < l->ncl; i++)
-                n += lg_has_label(&l->cl[i], q->label);
-        if (n > LEDGER_MAX_PARTICIPANTS) {
-            pthread_rwlock_unlock(&l->lock);
-            free(eb);
-            return dpb_fail(err, DPB_ELIMIT, "label",
-                            "the label selects %zu clients; at most %d are answered at once "
-                            "(list their ids in several requests)",
-                            n, LEDGER_MAX_PARTICIPANTS);
-        }
-        free(items);
-        free(pos);
-        items = calloc(n ? n : 1, sizeof *items);
-        pos = malloc((n ? n : 1) * sizeof *pos);
-        if (items == NULL || pos == NULL) {
-            st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-            break;
-        }
-        size_t k = 0;
-        int need[2] = {0, 0};
-        for (size_t i = 0; q->ids ? i < n : i < l->ncl; i++) {
-            if (!q->ids && !lg_has_label(&l->cl[i], q->label))
-                continue;
-            pos[k] = q->ids ? lg_find_client(l, q->ids[i]) : (long)i;
-            snprintf(items[k].id, sizeof items[k].id, "%s", q->ids ? q->ids[i] : l->cl[i].id);
-            need[pos[k] >= 0 ? l->cl[pos[k]].rel : DP_REL_ADD_OR_REMOVE] = 1;
-            k++;
-        }
-        /* the event, interned for each relation the candidates use */
-        uint32_t evi[2] = {LEV_NONE, LEV_NONE};
-        int missing = 0;
-        for (int r = 0; r < 2; r++)
-            if (need[r] && (evi[r] = lg_find_event(l, eb, elen, r)) == LEV_NONE)
-                missing = 1;
-        if (missing && write_locked) {
-            /* intern (scratch, not logged), then answer under the write lock */
-            for (int r = 0; r < 2 && st == DPB_OK; r++) {
-                int fresh;
-                if (need[r] && evi[r] == LEV_NONE)
-                    st = lg_intern(l, eb, elen, (dp_relation)r, &evi[r], &fresh);
-            }
-            if (st != DPB_OK)
-                dpb_fail(err, st, "event", "the event could not be prepared");
-            missing = 0;
-        }
-        if (!missing) {
-            if (st == DPB_OK && eligibility_locked(l, q, evi, items, n, pos) != DPB_OK)
-                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-            if (write_locked)
-                lg_drop_unlogged_events(l);
-            pthread_rwlock_unlock(&l->lock);
-            break;
-        }
-        /* an event no round or name has brought in: answered under the write lock with the
-         * event taken up as scratch (as a dry run does), so that a query never makes the
-         * ledger keep, or log, what it was asked about */
-        pthread_rwlock_unlock(&l->lock);
-        write_locked = 1;
+    ledger_elig_item *items = calloc(q->limit, sizeof *items);
+    ecand *cand = calloc(q->limit, sizeof *cand);
+    spend_term *terms = NULL;
+    spend_event *x[2] = {NULL, NULL};
+    int need[2] = {0, 0};
+    if (items == NULL || cand == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto out;
     }
+    lg_rdlock_durable(l);
+    st = copy_page(l, q, items, cand, &terms, &nt, need, &n, pg);
+    pthread_rwlock_unlock(&l->lock);
+    if (st != DPB_OK) {
+        dpb_fail(err, st, NULL, "out of memory");
+        goto out;
+    }
+    /* the event, registered for the relations the page uses (its RDP curve computed here,
+     * off the lock, when no round or name brought it in) */
+    for (int r = 0; r < 2 && st == DPB_OK; r++)
+        if (need[r] && (st = spend_event_get(l->sp, eb, elen, (dp_relation)r, &x[r])) != DPB_OK)
+            dpb_fail(err, st, "event", "the event could not be prepared");
+    if (st == DPB_OK)
+        st = answer_page(l, q, x, items, cand, terms, n, err);
+out:
+    for (size_t i = 0; i < nt; i++)
+        spend_event_put(l->sp, terms[i].ev);
+    spend_event_put(l->sp, x[0]);
+    spend_event_put(l->sp, x[1]);
+    free(terms);
+    free(cand);
     free(eb);
-    free(pos);
     if (st != DPB_OK) {
         free(items);
+        memset(pg, 0, sizeof *pg);
         return st;
     }
     *out = items;

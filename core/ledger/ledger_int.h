@@ -235,6 +235,10 @@ struct ledger {
     atomic_int refining;       /* the refinement is computing a PLD */
     int rf_yield;              /* atomic: set by every change; the refinement's computation stops */
     uint64_t rf_last_change;   /* atomic: monotonic ns of the latest change's start */
+    /* ledger_set_compute_limits: the deadline and cost cap of the spends computed before a
+     * change's lock (ledger_prefetch.c) */
+    double compute_deadline;
+    uint64_t max_pld_evals;
 };
 
 /* An index's comparison: 1 if the entry at pos has key. */

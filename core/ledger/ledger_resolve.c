@@ -1,7 +1,8 @@
 /*
  * ledger_resolve.c - layer 1 (verbs): the second phase of two-phase rounds (commit, release,
  * expiry of reservations whose time is up) and reading a stored round. Each change is one
- * write transaction (ledger_txn.h).
+ * write transaction (ledger_txn.h), its clients' new spends computed before it (ledger_txn.h,
+ * "spends before the lock").
  */
 #include "ledger_txn.h"
 #include "ledger_record.h"
@@ -172,9 +173,59 @@ static int indices_hold(const lrnd *r, const char *const *reported, size_t n, co
     return 1;
 }
 
+/* The spends resolving reservation round_id will need (commit: reported[0..n) charged, the
+ * other admitted clients released; release: all released), copied under the read lock and
+ * computed with no lock held into p. DPB_OK (also when there is nothing to compute),
+ * DPB_ECANCELLED or DPB_ECOST. */
+static dpb_status resolve_prefetch(ledger *l, const char *round_id, int commit,
+                                   const char *const *reported, size_t n, lg_prefetch *p,
+                                   dpb_error *err)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    uint32_t *slot = commit ? malloc(cap * sizeof *slot) : NULL;
+    if (commit && slot == NULL)
+        return DPB_OK; /* computed under the lock, as it can */
+    if (slot)
+        memset(slot, 0xff, cap * sizeof *slot);
+    for (size_t i = 0; slot && i < n; i++) { /* the reported ids, by hash */
+        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
+        while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], reported[i]) != 0)
+            h = (h + 1) & (cap - 1);
+        slot[h] = (uint32_t)i;
+    }
+    pthread_rwlock_rdlock(&l->lock);
+    long rp = lg_find_round(l, round_id);
+    const lrnd *r = rp >= 0 ? &l->rd[rp] : NULL;
+    lg_change *ch = r && r->state == LEDGER_RESERVED && r->out ? malloc(r->n * sizeof *ch) : NULL;
+    size_t m = 0;
+    for (uint32_t i = 0; ch && i < r->n; i++) {
+        if (!r->out[i].admitted)
+            continue;
+        long pos = lg_find_client(l, r->out[i].id);
+        if (pos < 0 || r->ev[l->cl[pos].rel] == LEV_NONE)
+            continue;
+        int charge = 0;
+        if (slot) {
+            size_t h = (size_t)lg_str_hash(r->out[i].id) & (cap - 1);
+            while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], r->out[i].id) != 0)
+                h = (h + 1) & (cap - 1);
+            charge = slot[h] != UINT32_MAX;
+        }
+        ch[m++] = (lg_change){pos, r->ev[l->cl[pos].rel], charge, -1, 0, 0.0, 0.0};
+    }
+    if (m)
+        (void)lg_prefetch_copy(l, ch, m, p); /* out of memory: computed under the lock */
+    pthread_rwlock_unlock(&l->lock);
+    free(ch);
+    free(slot);
+    return lg_prefetch_run(l, p, NULL, err);
+}
+
 static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
                               size_t n, const unsigned char hash[16], const ledger_caller *who,
-                              ledger_round_res *res, dpb_error *err)
+                              const lg_prefetch *pre, ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -225,6 +276,10 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         st = not_reserved(r, "commit", err);
         goto out;
     }
+    if (pre && !lg_prefetch_current(l, pre)) { /* a client changed since: compute again */
+        st = LEDGER_STALE;
+        goto out;
+    }
     if ((st = lg_txn_writable(&t)) != DPB_OK)
         goto out;
     if (!(cc.checked && indices_hold(r, reported, n, idx)) &&
@@ -256,8 +311,26 @@ dpb_status ledger_commit_as(ledger *l, const char *round_id, const char *const *
                             const unsigned char hash[16], const ledger_caller *who,
                             ledger_round_res *res, dpb_error *err)
 {
-    dpb_status st;
-    RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, who, res, err), err);
+    /* a list with a duplicate is refused before any lock or spend (linear); commit_once
+     * checks the round id and the length first, as it answers them */
+    dpb_status st = lg_valid_id(round_id) && n <= LEDGER_MAX_PARTICIPANTS
+                        ? reported_ok(reported, n, err)
+                        : DPB_OK;
+    if (st != DPB_OK)
+        return st;
+    st = LEDGER_STALE;
+    lg_refine_yield(l);
+    for (int tries = 0; st == LEDGER_STALE; tries++) {
+        lg_prefetch p = {0};
+        if (n <= LEDGER_MAX_PARTICIPANTS &&
+            (st = resolve_prefetch(l, round_id, 1, reported, n, &p, err)) != DPB_OK) {
+            lg_prefetch_free(l, &p);
+            return st;
+        }
+        const lg_prefetch *pre = tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
+        RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, who, pre, res, err), err);
+        lg_prefetch_free(l, &p);
+    }
     return st;
 }
 
@@ -268,7 +341,7 @@ dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *rep
 }
 
 static dpb_status release_once(ledger *l, const char *round_id, const ledger_caller *who,
-                               ledger_round_res *res, dpb_error *err)
+                               const lg_prefetch *pre, ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -289,6 +362,8 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
     } else if (l->rd[rp].state != LEDGER_RESERVED) {
         lg_round_view(l, &l->rd[rp], res); /* released or expired already: idempotent */
         res->replayed = 1;
+    } else if (pre && !lg_prefetch_current(l, pre)) {
+        st = LEDGER_STALE; /* a client changed since: compute again */
     } else if ((st = lg_txn_writable(&t)) == DPB_OK) {
         int expired = l->rd[rp].expires_at <= (uint64_t)time(NULL);
         st = release_locked(&t, rp, expired);
@@ -305,8 +380,18 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
 dpb_status ledger_release_as(ledger *l, const char *round_id, const ledger_caller *who,
                              ledger_round_res *res, dpb_error *err)
 {
-    dpb_status st;
-    RETRY_RACES(st, release_once(l, round_id, who, res, err), err);
+    dpb_status st = LEDGER_STALE;
+    lg_refine_yield(l);
+    for (int tries = 0; st == LEDGER_STALE; tries++) {
+        lg_prefetch p = {0};
+        if ((st = resolve_prefetch(l, round_id, 0, NULL, 0, &p, err)) != DPB_OK) {
+            lg_prefetch_free(l, &p);
+            return st;
+        }
+        const lg_prefetch *pre = tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
+        RETRY_RACES(st, release_once(l, round_id, who, pre, res, err), err);
+        lg_prefetch_free(l, &p);
+    }
     return st;
 }
 
@@ -317,7 +402,8 @@ dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res
 
 /* Release round id if it is still a reservation whose time is up: DPB_OK (*done 1 if this
  * call released it), LEDGER_RACE, or a failure. */
-static dpb_status expire_once(ledger *l, const char *id, uint64_t now, int *done)
+static dpb_status expire_once(ledger *l, const char *id, uint64_t now, const lg_prefetch *pre,
+                              int *done)
 {
     dpb_error err = {0};
     *done = 0;
@@ -327,7 +413,7 @@ static dpb_status expire_once(ledger *l, const char *id, uint64_t now, int *done
                   ? -1
                   : lg_find_durable_locked(l, lg_find_round, id, lg_seq_round_state);
     if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now)
-        st = release_locked(&t, rp, 1);
+        st = pre && !lg_prefetch_current(l, pre) ? LEDGER_STALE : release_locked(&t, rp, 1);
     int wait = t.wait;
     st = lg_txn_end_nosnap(&t, st);
     if (wait && st == DPB_OK)
@@ -357,9 +443,16 @@ size_t ledger_expire(ledger *l, uint64_t now)
     for (size_t i = 0; i < k; i++) {
         /* another replica expiring it first is a lost race: run again, it is released */
         int one = 0;
-        dpb_status st;
-        RETRY_RACES(st, expire_once(l, ids[i], now, &one), NULL);
-        (void)st;
+        dpb_status st = LEDGER_STALE;
+        for (int tries = 0; st == LEDGER_STALE; tries++) {
+            lg_prefetch p = {0};
+            /* past the ledger's deadline or cost cap: released anyway (its time is up),
+             * computing under the lock what was not computed before it */
+            int ok = resolve_prefetch(l, ids[i], 0, NULL, 0, &p, NULL) == DPB_OK;
+            const lg_prefetch *pre = ok && tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
+            RETRY_RACES(st, expire_once(l, ids[i], now, pre, &one), NULL);
+            lg_prefetch_free(l, &p);
+        }
         done += (size_t)one;
         free(ids[i]);
     }

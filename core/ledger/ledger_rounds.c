@@ -34,25 +34,28 @@ static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode m
  * which takes from milliseconds to seconds. It is computed here, before the round takes the
  * write lock, from a copy of each participant's counts taken under the read lock, and kept in
  * spend.c's cache by content; the admission under the write lock then evaluates the same
- * multiset and finds it. Should a participant's counts have changed in between (a concurrent
- * round charged it), the admission computes its own value: still exact, only slower. The
- * round's event is registered in spend.c here too (its RDP curve), and held until the round
- * ends so that lg_intern() finds it. */
-static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event *pre[2])
+ * multiset and finds it. Every pld participant's version is stamped (stamps): should one
+ * have changed in between (a concurrent round charged it), the round goes round again
+ * (LEDGER_STALE) instead of computing under the lock, LG_PREFETCH_TRIES times at most. The
+ * computation runs within the ledger's deadline and cost cap (ledger_set_compute_limits):
+ * DPB_ECANCELLED or DPB_ECOST, nothing charged. The round's event is registered in spend.c
+ * here too (its RDP curve), and held until the round ends so that lg_intern() finds it. */
+static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_event *pre[2],
+                                  lg_prefetch *stamps, dpb_error *err)
 {
     unsigned char *eb = NULL;
     size_t elen = 0, ecap = 0, nt = 0, cap_t = 0, ns = 0;
     struct pclient {
         double eps, delta;
-        uint8_t rel;
+        uint8_t rel, once; /* once: the admission's count only (the charged-only spend) */
         size_t off, m;
-    } *sn = malloc(req->n * sizeof *sn);
+    } *sn = malloc(2 * req->n * sizeof *sn);
     spend_term *t = NULL;
     int rels[2] = {0, 0}, ok = 1;
     if (sn == NULL || dp_event_encode(req->event, &eb, &elen, &ecap) != DPB_OK) {
         free(sn);
         free(eb);
-        return;
+        return DPB_OK; /* answered by the round itself */
     }
     /* the relations the participants use: the round's event is registered for those */
     pthread_rwlock_rdlock(&l->lock);
@@ -74,7 +77,11 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
         const lclient *c = &l->cl[pos];
         if (c->mode != LEDGER_PLD || c->uncertified || pre[c->rel] == NULL)
             continue;
-        if (lg_grow((void **)&t, &cap_t, nt + c->nev + c->nrv + 1, sizeof *t) != 0) {
+        if (lg_prefetch_stamp(l, pos, stamps) != 0) {
+            ok = 0;
+            break;
+        }
+        if (lg_grow((void **)&t, &cap_t, nt + 2 * c->nev + c->nrv + 2, sizeof *t) != 0) {
             ok = 0;
             break;
         }
@@ -104,9 +111,18 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
         }
         for (size_t j = off; j < nt; j++)
             spend_event_ref(l->sp, t[j].ev); /* a withdrawn charge could drop it meanwhile */
-        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, off, nt - off};
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, 0, off, nt - off};
         nt++; /* room for the round's event */
         ns++;
+        if (c->nrv > 0 && !req->reserve) { /* its charged spend after the charge, held apart */
+            size_t off2 = nt;
+            for (uint32_t k = 0; k < c->nev; k++) {
+                t[nt] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
+                spend_event_ref(l->sp, t[nt++].ev);
+            }
+            sn[ns++] = (struct pclient){c->eps, c->delta, c->rel, 1, off2, nt - off2};
+            nt++; /* room for the round's event */
+        }
     }
     pthread_rwlock_unlock(&l->lock);
     /* each candidate: the client's terms with the round's event once more (its admission),
@@ -115,7 +131,7 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
     spend_term *w = cand ? malloc((2 * nt + 1) * sizeof *w) : NULL;
     size_t nc = 0;
     for (size_t i = 0; w && i < ns; i++) {
-        for (uint64_t more = 1; more <= 2; more++) {
+        for (uint64_t more = 1; more <= (sn[i].once ? 1u : 2u); more++) {
             spend_term *ct = t + sn[i].off, *cw = w + (more - 1) * nt + sn[i].off; /* m + 1 */
             size_t m = sn[i].m, k;
             spend_event *x = pre[sn[i].rel];
@@ -132,8 +148,23 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
             cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, cw, m};
         }
     }
-    if (w)
+    dpb_status st = DPB_OK;
+    if (l->max_pld_evals > 0 && nc > l->max_pld_evals)
+        st = dpb_fail(err, DPB_ECOST, "participants",
+                      "the admission of this round needs up to %zu PLD evaluations, more "
+                      "than the ledger allows one request (%llu): nothing was charged; send "
+                      "fewer participants per round",
+                      nc, (unsigned long long)l->max_pld_evals);
+    dpb_cancel own = {l->compute_deadline > 0.0 ? dpb_cancel_now() + l->compute_deadline : 0.0,
+                      NULL};
+    const dpb_cancel *prev = dpb_cancel_enter(l->compute_deadline > 0.0 ? &own : NULL);
+    if (w && st == DPB_OK)
         spend_prefetch(l->sp, cand, nc);
+    if (st == DPB_OK && dpb_cancelled())
+        st = dpb_fail(err, DPB_ECANCELLED, NULL,
+                      "the participants' spends were still being computed at the ledger's "
+                      "deadline: nothing was charged");
+    dpb_cancel_leave(prev);
     free(w);
     free(cand);
     for (size_t i = 0; i < ns; i++)
@@ -142,6 +173,7 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
     free(t);
     free(sn);
     free(eb);
+    return st;
 }
 
 /* The request's own checks, before any lock. DPB_OK or DPB_EINVAL. */
@@ -434,8 +466,8 @@ static dpb_status stored_round(ledger *l, long rpos, const ledger_round_req *req
     return DPB_OK;
 }
 
-static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_round_res *res,
-                              dpb_error *err)
+static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_prefetch *stamps,
+                              ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     dpb_status st = round_request_ok(req, err);
@@ -470,6 +502,10 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, ledger_rou
         st = stored_round(l, rpos, req, res, err);
         answered = 1;
     } else if (!req->dry_run && (st = lg_txn_writable(&t)) != DPB_OK) {
+        answered = 1;
+    }
+    if (!answered && stamps && !lg_prefetch_current(l, stamps)) {
+        st = LEDGER_STALE; /* a participant changed since its spends were computed: again */
         answered = 1;
     }
     if (answered) {
@@ -507,13 +543,21 @@ fail:
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err)
 {
-    spend_event *pre[2] = {NULL, NULL};
-    lg_refine_yield(l); /* before the prefetch's computations */
-    if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
-        prefetch_spends(l, req, pre);
-    dpb_status st;
-    RETRY_RACES(st, round_apply(l, req, res, err), err);
-    spend_event_put(l->sp, pre[0]);
-    spend_event_put(l->sp, pre[1]);
+    dpb_status st = LEDGER_STALE;
+    for (int tries = 0; st == LEDGER_STALE; tries++) {
+        spend_event *pre[2] = {NULL, NULL};
+        lg_prefetch stamps = {0};
+        lg_refine_yield(l); /* before the prefetch's computations */
+        st = DPB_OK;
+        if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
+            st = prefetch_spends(l, req, pre, &stamps, err);
+        if (st == DPB_OK) {
+            const lg_prefetch *check = tries + 1 < LG_PREFETCH_TRIES ? &stamps : NULL;
+            RETRY_RACES(st, round_apply(l, req, check, res, err), err);
+        }
+        lg_prefetch_free(l, &stamps);
+        spend_event_put(l->sp, pre[0]);
+        spend_event_put(l->sp, pre[1]);
+    }
     return st;
 }

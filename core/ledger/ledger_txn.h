@@ -81,6 +81,59 @@ void lg_maybe_snapshot(ledger *l);
  * the ledger is read-only or not settled (not a failure), else the store's status. */
 dpb_status lg_take_snapshot(ledger *l, dpb_error *err);
 
+/* ---- spends before the lock (ledger_prefetch.c) ------------------------------------------ */
+
+/* A change of one stored client: its counts of ev (LEV_NONE: none) move by charge (charged)
+ * and hold (held by reservations), and with budget its budget becomes (eps, delta). */
+typedef struct {
+    long pos;
+    uint32_t ev;
+    int charge, hold;
+    int budget;
+    double eps, delta;
+} lg_change;
+
+typedef struct {
+    double eps, delta;
+    int rel;
+    size_t off, m; /* its terms in lg_prefetch.t */
+} lg_pre_cand;
+
+typedef struct {
+    long pos;
+    uint64_t version;
+} lg_pre_stamp;
+
+/* The spends some changes will need (zero-initialised before the first copy). */
+typedef struct {
+    spend_term *t; /* every candidate's terms, each event referenced */
+    size_t nt, cap_t;
+    lg_pre_cand *c;
+    size_t nc, cap_c;
+    lg_pre_stamp *stamp; /* the pld clients copied and their versions then */
+    size_t ns, cap_s;
+} lg_prefetch;
+
+/* Under a lock (read or write): copy what lg_recompute will evaluate for each pld client
+ * after its change (the spend of its charged events, and one more of its last event with
+ * the held ones), stamping the client's version. 0, or -1 out of memory (what was copied
+ * stays in p, to free). */
+int lg_prefetch_copy(ledger *l, const lg_change *ch, size_t n, lg_prefetch *p);
+/* With no lock held: compute p's spends into the spend engine's cache (those past the rdp
+ * bound are PLDs) under cancel (NULL: the ledger's own deadline, ledger_set_compute_limits) and the
+ * ledger's cost cap. DPB_OK, DPB_ECANCELLED or DPB_ECOST (err filled; nothing changed). */
+dpb_status lg_prefetch_run(ledger *l, lg_prefetch *p, const dpb_cancel *cancel, dpb_error *err);
+/* Under a lock: stamp the client at pos (its version) without copying anything. 0, or -1
+ * out of memory. */
+int lg_prefetch_stamp(const ledger *l, long pos, lg_prefetch *p);
+/* Under the write lock: 1 when every client p copied is as it was (its version). */
+int lg_prefetch_current(const ledger *l, const lg_prefetch *p);
+void lg_prefetch_free(ledger *l, lg_prefetch *p);
+/* A change whose stamps no longer hold goes round again (never returned to callers); its
+ * LG_PREFETCH_TRIES-th attempt checks no stamps and computes what it must under the lock. */
+#define LEDGER_STALE ((dpb_status)1001)
+#define LG_PREFETCH_TRIES 4
+
 /* ---- the read path -------------------------------------------------------------------------- */
 
 /* Before a read: a shared store's newer records applied first (linearizable across

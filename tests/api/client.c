@@ -13,6 +13,14 @@
 
 static char base[128] = "http://127.0.0.1:8080";
 
+/* The whole-transfer timeout of api_call (api_set_timeout). */
+static long timeout_s = 10;
+
+void api_set_timeout(long seconds)
+{
+    __atomic_store_n(&timeout_s, seconds > 0 ? seconds : 10, __ATOMIC_RELAXED);
+}
+
 void api_set_base(const char *base_url)
 {
     snprintf(base, sizeof base, "%s", base_url);
@@ -209,7 +217,7 @@ static int call(const char *method, const char *path, const char *content_type, 
 
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, __atomic_load_n(&timeout_s, __ATOMIC_RELAXED));
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
     if (extra_header[0])
         hdrs = curl_slist_append(hdrs, extra_header);

@@ -2,8 +2,8 @@
  * client.h - a tiny libcurl client for the API tests: one request, one reply.
  *
  * Every call uses its own CURL easy handle (simple and thread-agnostic), CURLOPT_NOSIGNAL
- * and a 10 s timeout. The reply keeps the status code, the Content-Type and Allow headers,
- * the body (malloc'ed, NUL-terminated) and, when the Content-Type is application/json or
+ * and a 10 s timeout (api_set_timeout). The reply keeps the status code, the Content-Type and Allow
+ * headers, the body (malloc'ed, NUL-terminated) and, when the Content-Type is application/json or
  * application/problem+json, the body parsed by jansson.
  */
 #ifndef DPB_API_CLIENT_H
@@ -25,6 +25,9 @@ typedef struct {
     char retry_after[16];      /* Retry-After, "" when absent */
     char www_authenticate[64]; /* WWW-Authenticate, "" when absent */
 } api_reply;
+
+/* The timeout of each api_call from now on, in seconds (0: the default, 10). */
+void api_set_timeout(long seconds);
 
 /* Where the daemon listens, e.g. "http://127.0.0.1:40123" (copied). */
 void api_set_base(const char *base_url);

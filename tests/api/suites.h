@@ -74,6 +74,9 @@ extern const tl_test ADMIN_TESTS[]; /* test_admin.c: ledger urls shown without p
 extern const size_t ADMIN_NTESTS;
 extern const tl_test LEDGER_OWN_TESTS[]; /* test_ledger_api.c: --no-pld-refine (own daemon) */
 extern const size_t LEDGER_OWN_NTESTS;
+extern const tl_test LEDGER_BOUNDS_TESTS[]; /* test_ledger_bounds.c: eligibility off the lock,
+                                              deadline, cost cap, pages, answer memory (own) */
+extern const size_t LEDGER_BOUNDS_NTESTS;
 extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS
                                           policy and deadline, --healthcheck (own daemons) */
 extern const size_t OPERATOR_NTESTS;

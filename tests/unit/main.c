@@ -27,6 +27,7 @@ int main(int argc, char **argv)
         {SHARED_TESTS, SHARED_NTESTS},
         {RESERVE_TESTS, RESERVE_NTESTS},
         {SPEND_TESTS, SPEND_NTESTS},
+        {AFFORD_TESTS, AFFORD_NTESTS},
         {MECH_TESTS, MECH_NTESTS},
     };
     gsl_set_error_handler_off();

@@ -26,6 +26,8 @@ extern const tl_test REF_ACCOUNTANT_TESTS[];
 extern const size_t REF_ACCOUNTANT_NTESTS;
 extern const tl_test CANCEL_TESTS[];
 extern const size_t CANCEL_NTESTS;
+extern const tl_test AFFORD_TESTS[]; /* test_afford.c: affordability off the ledger's lock */
+extern const size_t AFFORD_NTESTS;
 extern const tl_test SPEND_TESTS[];
 extern const size_t SPEND_NTESTS;
 extern const tl_test SAMPLING_TESTS[];

@@ -813,6 +813,108 @@ static void spend_reads_during_long_put(void)
     reads_during_long_change(long_put, 0, "PUT");
 }
 
+/* One reservation (phase reserve, an hour) of ev for ids; DPB_OK or the failure. */
+static dpb_status reserve(ledger *l, const char *rid, const dp_event *ev, const char *const *ids,
+                          size_t n)
+{
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    rq.reserve = 1;
+    rq.ttl_seconds = 3600;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    dpb_status st = ledger_round(l, &rq, &res, &err);
+    CHECKF(st == DPB_OK && res.admitted == n, "reserve %s: %s", rid, err.detail);
+    if (st == DPB_OK)
+        ledger_round_res_free(&res);
+    return st;
+}
+
+static void *long_commit(void *arg)
+{
+    long_charge *lc = arg;
+    const char *p[] = {"slow"};
+    unsigned char h[16];
+    ledger_hash128("c1", 2, h);
+    ledger_round_res res;
+    dpb_error err = {0};
+    lc->t0 = tl_now();
+    if (ledger_commit(lc->l, "r1", p, 1, h, &res, &err) == DPB_OK)
+        ledger_round_res_free(&res);
+    lc->round_s = tl_now() - lc->t0;
+    atomic_store(&lc->done, 1);
+    return NULL;
+}
+
+/* A commit whose client's new status needs a PLD no admission computed (two reservations
+ * of two events held, the first committed): computed before the
+ * commit's write lock (ledger_prefetch.c), so reads go on meanwhile; computed under it, the
+ * first read would end with the commit. */
+static void spend_reads_during_long_commit(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    put_pld(l, "slow", 1000.0, 1e-5);
+    put_pld(l, "other", 1000.0, 1e-5);
+    const char *p[] = {"slow", "other"};
+    for (int k = 0; k < 40; k++) { /* 40 distinct events: a PLD long enough to show */
+        dp_event *ev = sgd(0.6 + 0.01 * k, 0.01, 200);
+        char rid[16];
+        snprintf(rid, sizeof rid, "h%d", k);
+        ledger_round_res res;
+        if (ev && charge(l, rid, ev, p, 2, &res) == DPB_OK)
+            ledger_round_res_free(&res);
+        dp_event_free(ev);
+    }
+    ledger_client c;
+    CHECK(ledger_get_client(l, "slow", &c) == DPB_OK);
+    put_pld(l, "slow", 0.95 * c.spent, 1e-5); /* below the rdp bound: PLDs decide */
+    /* small events: r1 of one, r2 of another (the commit's new status, history + 2 of the
+     * first + 1 of the second, is a multiset no admission evaluated) */
+    dp_event *ev = sgd(2.0, 0.01, 10), *ev2 = sgd(2.5, 0.01, 10);
+    if (ev == NULL || ev2 == NULL || reserve(l, "r1", ev, p, 1) != DPB_OK ||
+        reserve(l, "r2", ev2, p, 1) != DPB_OK) {
+        dp_event_free(ev);
+        dp_event_free(ev2);
+        ledger_close(l);
+        tl_remove_dir(dir);
+        return;
+    }
+    long_charge lc = {l, 0, tl_now(), 0.0, 0.0};
+    pthread_t t;
+    pthread_create(&t, NULL, long_commit, &lc);
+    nanosleep(&(struct timespec){0, 20000000}, NULL); /* the commit has started */
+    double deadline = tl_now() + 60.0, first = -1.0;
+    int reads = 0;
+    while (!atomic_load(&lc.done) && tl_now() < deadline) {
+        ledger_client o;
+        ledger_get_client(l, "other", &o);
+        if (!atomic_load(&lc.done) && reads++ == 0)
+            first = tl_now() - lc.t0;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    pthread_join(t, NULL);
+    printf("# the long commit took %.3f s\n", lc.round_s);
+    CHECKF(lc.round_s > 0.1, "the commit took %.3f s: too short to show anything", lc.round_s);
+    CHECKF(reads > 0 && first < 0.5 * lc.round_s,
+           "%d reads during the %.3f s commit, the first answered at %.3f s", reads, lc.round_s,
+           first);
+    ledger_client after;
+    CHECK(ledger_get_client(l, "slow", &after) == DPB_OK && after.rounds == c.rounds + 1);
+    dp_event_free(ev);
+    dp_event_free(ev2);
+    ledger_close(l);
+    tl_remove_dir(dir);
+}
+
 /* A pld client's state as one read of a list (its entry and the view, under one lock). */
 static int read_with_view(ledger *l, const char *id, ledger_client *c, uint64_t *view)
 {
@@ -967,10 +1069,11 @@ out:
 }
 
 const tl_test SPEND_TESTS[] = {
-    TL_T(spend_pld_matches_compute),   TL_T(spend_never_past_budget),
-    TL_T(spend_cache_eviction),        TL_T(spend_reads_during_long_charge),
-    TL_T(spend_reads_during_long_put), TL_T(spend_refine_shows_pld),
-    TL_T(spend_refine_never_stale),    TL_T(spend_memo_same_bits),
-    TL_T(spend_memo_matches_compute),  TL_T(spend_memo_cap),
+    TL_T(spend_pld_matches_compute),      TL_T(spend_never_past_budget),
+    TL_T(spend_cache_eviction),           TL_T(spend_reads_during_long_charge),
+    TL_T(spend_reads_during_long_put),    TL_T(spend_refine_shows_pld),
+    TL_T(spend_refine_never_stale),       TL_T(spend_memo_same_bits),
+    TL_T(spend_memo_matches_compute),     TL_T(spend_memo_cap),
+    TL_T(spend_reads_during_long_commit),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];

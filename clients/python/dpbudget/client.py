@@ -557,24 +557,38 @@ class Client:
     def eligibility(self, clients: Optional[Iterable[str]] = None, *,
                     event: Optional[EventLike] = None, event_name: Optional[str] = None,
                     label: Optional[str] = None, max_rounds: Optional[int] = None,
-                    batch_size: int = 100000) -> Eligibility:
+                    batch_size: int = 10000) -> Eligibility:
         """Who of `clients` (ids) or of the clients labelled `label` ("k=v") can afford
         the event now, and how many more such rounds each can afford. Charges nothing.
-        A long list of ids is asked in several requests (each within max_body)."""
-        b: Dict[str, Any] = {}
+        A long list of ids is asked in several requests (each within max_body), and every
+        answer's pages (`limit` batch_size, at most 10000) are followed to the last."""
+        b: Dict[str, Any] = {"limit": batch_size}
         self._event_field(b, event, event_name)
         if max_rounds is not None:
             b["max_rounds"] = max_rounds
         if (clients is None) == (label is None):
             raise ValueError("give exactly one of clients or label")
+        total = Eligibility(0, 0, [])
         if label is not None:
             b["label"] = label
-            return Eligibility.from_json(self._post("/v1/eligibility", b).body)
+            self._eligibility_pages(_encode(b).encode(), total)
+            return total
         ids = _ids(clients, "clients")
-        total = Eligibility(0, 0, [])
         for _, body in self._chunks(ids, batch_size, "clients", b):
-            total.extend(Eligibility.from_json(self._post("/v1/eligibility", body).body))
+            self._eligibility_pages(body, total)
         return total
+
+    def _eligibility_pages(self, body: bytes, total: Eligibility) -> None:
+        """Every page of one eligibility request (an encoded body), from the first page on
+        through next_cursor, added to total."""
+        page = body
+        while True:
+            d = self._post("/v1/eligibility", page).body
+            total.extend(Eligibility.from_json(d))
+            cursor = d.get("next_cursor")
+            if not cursor:
+                return
+            page = body[:-1] + b',"cursor":' + _encode(cursor).encode() + b"}"
 
     # ---------------------------------------------------------------- rounds
 

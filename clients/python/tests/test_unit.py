@@ -390,6 +390,20 @@ class BulkSplitting(StubCase):
         self.assertTrue(all(json.loads(b)["event_name"] == "ev" for _, _, b, _ in Stub.seen))
         self.assertEqual(el.eligible, len(sent))
 
+    def test_eligibility_follows_cursors(self):
+        c = self.client()
+        def page(ids, nxt):
+            return (200, {}, {"eligible": len(ids), "ineligible": 0, "total": 5,
+                              "next_cursor": nxt, "clients": [
+                                  {"id": x, "eligible": True, "affordable_rounds": 1}
+                                  for x in ids]})
+        Stub.script = [page(["a", "b"], "o2"), page(["c", "d"], "o4"), page(["e"], None)]
+        el = c.eligibility(label="k=v", event_name="ev", batch_size=2)
+        sent = [json.loads(b) for _, _, b, _ in Stub.seen]
+        self.assertEqual([x.id for x in el.clients], ["a", "b", "c", "d", "e"])
+        self.assertEqual([b.get("cursor") for b in sent], [None, "o2", "o4"])
+        self.assertTrue(all(b["limit"] == 2 and b["label"] == "k=v" for b in sent))
+
 
 class Python39(unittest.TestCase):
     def test_syntax(self):
