@@ -108,9 +108,7 @@ static const endpoint ENDPOINTS[] = {
      1},
     {"POST", "/v1/curve",
      "{\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":2},\"epsilons\":[1]}", 1},
-    {"POST", "/v1/proactive",
-     "{\"procedure\":\"noise_multiplier\",\"epsilon\":1,\"delta\":1e-5,\"dataset_size\":60000,"
-     "\"epochs\":10,\"batch_size\":256}",
+    {"POST", "/v1/proactive", "{\"procedure\":\"noise_multiplier\",\"epsilon\":1,\"delta\":1e-5}",
      1},
     {"GET", "/v1/accountants", NULL, 1},
     {"PUT", "/v1/clients/c1", CLIENT_BODY, 3},

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""bench_hostile.py DPBUDGETD - what ordinary callers see while hostile ones with ordinary keys
+push on the ledger (a fresh daemon: its own ephemeral port and temporary data directory,
+request log off).
+
+Idle, then under a hostile mix, the latency of three probes asked one after another:
+  - GET /v1/clients/{id} (a client's budget);
+  - POST /v1/rounds, a one-step round of 100 participants;
+  - GET /healthz.
+The hostile mix, on threads and raw sockets of its own:
+  - reservations of 100,000 clients committed with one id the reservation never admitted
+    (each answered 400, then released), over and over;
+  - eligibility of pld clients near their budget for a fresh event each time (a new noise
+    multiplier: a PLD per probed count), with affordable_rounds up to 1,000,000;
+  - eligibility pages of 10,000 clients (a label matching 100,000) asked on 20 connections
+    that never read their answers, reopened as the daemon closes them.
+Prints p50, p99 and max of each probe, idle and hostile, and the ratio of the p99s (targets:
+p99 under 50 ms and within 5x of idle), and what the hostile callers were answered.
+Prints figures only; timings are never asserted. Exits 1 if a probe fails or the daemon
+cannot be started. BENCH_HOSTILE_SECONDS sets the hostile phase's length (default 20)."""
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SECONDS = float(os.environ.get("BENCH_HOSTILE_SECONDS", "20"))
+BIG = 100000
+
+
+def start(daemon, tmp):
+    port_file = os.path.join(tmp, "port")
+    p = subprocess.Popen([daemon, "--port", "0", "--port-file", port_file, "--data-dir",
+                          os.path.join(tmp, "data"), "--no-request-log"],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "log"), "w"),
+                         env=dict(os.environ, DPBUDGET_SHUTDOWN_GRACE="0"))
+    for _ in range(2000):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            return p, int(open(port_file).read())
+        if p.poll() is not None:
+            break
+        time.sleep(0.01)
+    p.kill()
+    sys.exit("bench_hostile: the daemon did not start: " + open(os.path.join(tmp, "log")).read())
+
+
+class Conn:
+    def __init__(self, port, timeout=120):
+        self.port, self.timeout = port, timeout
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        for attempt in (0, 1):
+            try:
+                self.c.request(method, path, body=data, headers=headers)
+                r = self.c.getresponse()
+                return r.status, r.read()
+            except (http.client.HTTPException, OSError):
+                self.c.close()
+                self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                if attempt:
+                    raise
+
+
+def setup(port):
+    c = Conn(port)
+    for start_i in range(0, BIG, 10000):
+        clients = [{"id": "h%06d" % i, "budget": {"epsilon": 1e6, "delta": 1e-5},
+                    "labels": {"grp": "big"}} for i in range(start_i, start_i + 10000)]
+        st, b = c.call("POST", "/v1/clients:batch", {"clients": clients})
+        if st != 200:
+            sys.exit("bench_hostile: registering clients: %d %s" % (st, b[:300]))
+    # pld clients near their budget: distinct deltas, a DP-SGD history charged until the next
+    # round no longer fits under rdp alone
+    for k in range(8):
+        st, b = c.call("PUT", "/v1/clients/p%d" % k,
+                       {"budget": {"epsilon": 1.5, "delta": 1e-5 * (1 + k / 10)},
+                        "accounting": "pld"})
+        if st not in (200, 201):
+            sys.exit("bench_hostile: a pld client: %d %s" % (st, b[:300]))
+    ev = {"class_name": "PoissonSampledDpEvent", "sampling_probability": 0.01,
+          "event": {"class_name": "GaussianDpEvent", "noise_multiplier": 1.1}}
+    for r in range(60):
+        c.call("POST", "/v1/rounds", {"round_id": "warm-%d" % r, "participants":
+                                      ["p%d" % k for k in range(8)], "policy": "admit_eligible",
+                                      "event": {"class_name": "SelfComposedDpEvent",
+                                                "count": 10, "event": ev}})
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def probes(port, stop_at, n_max, tag):
+    """The three probes in turn until stop_at or n_max each: latencies in ms."""
+    c = Conn(port, timeout=60)
+    lat = {"client GET": [], "100-participant round": [], "/healthz": []}
+    i = 0
+    ev = {"class_name": "GaussianDpEvent", "noise_multiplier": 50.0}
+    while time.time() < stop_at and i < n_max:
+        for name, method, path, body in (
+                ("client GET", "GET", "/v1/clients/h%06d" % (i * 7919 % BIG), None),
+                ("100-participant round", "POST", "/v1/rounds",
+                 {"round_id": "%s-%d" % (tag, i), "event": ev,
+                  "participants": ["h%06d" % ((i * 100 + j) % BIG) for j in range(100)]}),
+                ("/healthz", "GET", "/healthz", None)):
+            t0 = time.perf_counter()
+            st, b = c.call(method, path, body)
+            ms = (time.perf_counter() - t0) * 1000
+            if st != 200:
+                sys.exit("bench_hostile: probe %s answered %d %s" % (name, st, b[:300]))
+            lat[name].append(ms)
+        i += 1
+    return lat
+
+
+answers = {}
+lock = threading.Lock()
+
+
+def note(kind, status):
+    with lock:
+        answers.setdefault(kind, {}).setdefault(status, 0)
+        answers[kind][status] += 1
+
+
+def hostile_commits(port, stop):
+    c = Conn(port)
+    ids = ["h%06d" % i for i in range(BIG)]
+    n = 0
+    while not stop.is_set():
+        rid = "hostile-commit-%d" % n
+        n += 1
+        st, _ = c.call("POST", "/v1/rounds", {"round_id": rid, "phase": "reserve",
+                                              "participants": ids,
+                                              "event": {"class_name": "GaussianDpEvent",
+                                                        "noise_multiplier": 100.0}})
+        note("reserve 100k", st)
+        if st != 200:
+            time.sleep(0.1)
+            continue
+        st, _ = c.call("POST", "/v1/rounds/%s/commit" % rid, {"reported": ids[1:] + ["bogus"]})
+        note("commit 100k with a bogus id", st)
+        st, _ = c.call("POST", "/v1/rounds/%s/release" % rid, {})
+        note("release", st)
+
+
+def hostile_eligibility(port, stop, seed):
+    c = Conn(port)
+    n = 0
+    while not stop.is_set():
+        n += 1
+        sigma = 1.0 + seed * 0.001 + n * 1e-6  # a fresh event each time
+        st, _ = c.call("POST", "/v1/eligibility", {
+            "clients": ["p%d" % k for k in range(8)], "max_rounds": 1000000,
+            "event": {"class_name": "PoissonSampledDpEvent", "sampling_probability": 0.01,
+                      "event": {"class_name": "GaussianDpEvent", "noise_multiplier": sigma}}})
+        note("pld eligibility, fresh event", st)
+
+
+def hostile_unread(port, stop):
+    body = json.dumps({"label": "grp=big", "limit": 10000,
+                       "event": {"class_name": "GaussianDpEvent", "noise_multiplier": 1.0}})
+    req = ("POST /v1/eligibility HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode()
+    socks = []
+    while not stop.is_set():
+        socks = [s for s in socks if s.fileno() >= 0]
+        while len(socks) < 20:
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.sendall(req)
+                socks.append(s)
+                note("unread eligibility page", "sent")
+            except OSError:
+                note("unread eligibility page", "refused")
+                break
+        time.sleep(0.5)
+        # a socket the daemon closed is reopened; probe with a non-blocking peek
+        for s in socks:
+            try:
+                s.setblocking(False)
+                if s.recv(1, socket.MSG_PEEK) == b"":
+                    s.close()
+            except BlockingIOError:
+                pass
+            except OSError:
+                s.close()
+    for s in socks:
+        s.close()
+
+
+def quietly(f, port, stop, *extra):
+    """A hostile caller; the connection errors of the daemon's stop at the end are its own."""
+    try:
+        f(port, stop, *extra)
+    except (OSError, http.client.HTTPException) as e:
+        if not stop.is_set():
+            note(f.__name__, type(e).__name__)
+
+
+def show(idle, hostile):
+    print("%-24s %10s %10s %10s | %10s %10s %10s | %8s" % (
+        "probe (ms)", "idle p50", "p99", "max", "hostile p50", "p99", "max", "p99 x"))
+    for name in idle:
+        a, b = idle[name], hostile[name]
+        print("%-24s %10.2f %10.2f %10.2f | %11.2f %10.2f %10.2f | %8.1f" % (
+            name, pct(a, .5), pct(a, .99), max(a), pct(b, .5), pct(b, .99), max(b),
+            pct(b, .99) / pct(a, .99)))
+    print("(targets: hostile p99 under 50 ms and within 5x of idle; %d idle and %d hostile "
+          "samples of each)" % (len(idle["/healthz"]), len(hostile["/healthz"])))
+
+
+def main():
+    daemon = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/dpbudgetd")
+    tmp = tempfile.mkdtemp(prefix="dpb-hostile-")
+    p, port = start(daemon, tmp)
+    try:
+        t0 = time.time()
+        setup(port)
+        print("bench_hostile: %d clients and 8 pld clients near their budget set up in %.1f s"
+              % (BIG, time.time() - t0))
+        idle = probes(port, time.time() + 60, 200, "idle")
+        stop = threading.Event()
+        threads = [threading.Thread(target=quietly, args=(f, port, stop) + extra, daemon=True)
+                   for f, extra in ((hostile_commits, ()), (hostile_eligibility, (1,)),
+                                    (hostile_eligibility, (2,)), (hostile_unread, ()))]
+        for t in threads:
+            t.start()
+        time.sleep(2.0)  # the hostile callers under way
+        hostile = probes(port, time.time() + SECONDS, 10 ** 9, "hostile")
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        show(idle, hostile)
+        print("hostile callers were answered:")
+        for kind, sts in sorted(answers.items()):
+            print("  %-34s %s" % (kind, ", ".join("%s: %d" % (k, v) for k, v in
+                                                 sorted(sts.items(), key=str))))
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
