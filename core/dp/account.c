@@ -525,6 +525,7 @@ static void read_rdp_curve(dp_profile *pr, void *out)
     double *curve = out;
     for (size_t i = 0; i < RDP_NORDERS; i++)
         curve[i] = dp_profile_rdp_order(pr, i);
+    curve[RDP_NORDERS] = pr->rdp_inf; /* the order infinity, as dp_rdp_lazy sums it */
 }
 
 static void read_mu2(dp_profile *pr, void *out)

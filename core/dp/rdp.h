@@ -20,6 +20,12 @@
 #define RDP_NORDERS 156
 extern const double RDP_DEFAULT_ORDERS[RDP_NORDERS];
 
+/* A curve as the ledger keeps it (dp_rdp_curve): the RDP at the RDP_NORDERS default orders,
+ * then at index RDP_NORDERS the order infinity (the max divergence, the pure-DP epsilon,
+ * composed additively; +inf where the event has none), which the rdp accountant's
+ * conversion also takes (docs/MATH.md section 6: eps <= D_inf at every delta). */
+#define RDP_CURVE_LEN (RDP_NORDERS + 1)
+
 /* rdp[i] += count * RDP at orders[i] for each mechanism (so calls compose by addition).
  * DPB_EINVAL on a parameter outside its domain. Infinite values are +HUGE_VAL. */
 dpb_status rdp_add_gaussian(double sigma, double count, const double *orders, size_t n,
