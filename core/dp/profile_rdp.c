@@ -232,6 +232,79 @@ static double mech_max_divergence(const dp_event *ev, dp_relation rel)
     }
 }
 
+/* *out: a fresh rdp profile at the orders o[0..no) (borrowed) holding the curve of ev (its
+ * fractional orders marked for lazy evaluation); NULL on failure (err says why). */
+static dpb_status rdp_sub_profile(const dp_event *ev, dp_relation rel, const double *o, size_t no,
+                                  dp_report *rep, dpb_error *err, dp_profile **out)
+{
+    dp_profile *sub = calloc(1, sizeof *sub);
+    *out = NULL;
+    if (sub == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    sub->acct = DP_ACCT_RDP;
+    sub->orders = o;
+    sub->norders = no;
+    dpb_status st = dp_walk_rdp(ev, rel, 1.0, sub, rep, err);
+    if (st != DPB_OK) {
+        dp_profile_release(sub);
+        free(sub);
+        return st;
+    }
+    for (size_t i = 0; i < no; i++)
+        sub->rdp_done[i] = sub->npg == 0 || o[i] == floor(o[i]);
+    *out = sub;
+    return DPB_OK;
+}
+
+static void rdp_sub_free(dp_profile *sub)
+{
+    if (sub != NULL) {
+        dp_profile_release(sub);
+        free(sub);
+    }
+}
+
+/* Theorem 6 of Papernot & Steinke (Poisson repetitions) needs the inner mechanism's
+ * (eps-hat, delta-hat)-DP guarantee at eps-hat = rdp_rs_eps_hat(a) for each order a: any
+ * valid one serves, so dhat[i] is the least of (1) the improved conversion of its curve at
+ * the caller's orders and (2) at the default orders (the curve is known at every order, and
+ * a caller's single order alone converts poorly), each with the order infinity; (3) the
+ * profile of randomized response for its pure-DP epsilon D_inf (Kairouz, Oh, Viswanath
+ * 2015), continuous where (1) and (2) jump from delta 0 at eps-hat >= D_inf; (4) the exact
+ * Gaussian profile (Balle & Wang 2018) when it is a nest of Gaussians (one Gaussian). */
+static dpb_status rs_delta_hat(const dp_event *in, dp_relation rel, dp_profile *sub, double *dhat,
+                               dp_report *rep, dpb_error *err)
+{
+    const double *o = sub->orders;
+    size_t no = sub->norders;
+    dp_profile *dflt = NULL;
+    dpb_status st = o == RDP_DEFAULT_ORDERS ? DPB_OK
+                                            : rdp_sub_profile(in, rel, RDP_DEFAULT_ORDERS,
+                                                              RDP_NORDERS, rep, err, &dflt);
+    if (st != DPB_OK)
+        return st;
+    double s, dinf = dp_round_up(sub->rdp_inf, RDP_REL_ROUND), ord;
+    double mu = dp_inner_sigma(in, "RepeatAndSelectDpEvent", &s, NULL) == DPB_OK
+                    ? 1.0 / dp_sens1(s, rel)
+                    : 0.0;
+    for (size_t i = 0; i < no; i++) {
+        double eh = rdp_rs_eps_hat(o[i]), d = dp_rdp_lazy(sub, 0, eh, &ord), v, lv;
+        if (dflt != NULL && (v = dp_rdp_lazy(dflt, 0, eh, &ord)) < d)
+            d = v;
+        if (isfinite(dinf) && (v = rdp_pure_dp_delta(dinf, eh)) < d)
+            d = v;
+        if (mu > 0.0 && isfinite(mu) && dp_gdp_delta(mu, eh, &v, &lv) == DPB_OK && v < d)
+            d = v;
+        dhat[i] = d;
+        dp_report_condition(rep, "repeat_select_poisson_eps_hat",
+                            "Papernot & Steinke 2022 Theorem 6: eps-hat <= ln(1 + 1/(alpha - 1)) "
+                            "at each order alpha (delta-hat taken at eps-hat)",
+                            eh <= log1p(1.0 / (o[i] - 1.0)), eh, log1p(1.0 / (o[i] - 1.0)));
+    }
+    rdp_sub_free(dflt);
+    return DPB_OK;
+}
+
 static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult, dp_profile *pr,
                                 dp_report *rep, dpb_error *err)
 {
@@ -292,34 +365,31 @@ static dpb_status walk_rdp_mech(const dp_event *ev, dp_relation rel, double mult
                         "does); rdp has no bound for it here");
     case DP_EV_REPEAT_AND_SELECT: {
         /* the inner event's whole curve at the same orders, then Papernot & Steinke */
-        dp_profile *sub = calloc(1, sizeof *sub);
-        if (sub == NULL)
-            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-        sub->acct = DP_ACCT_RDP;
-        sub->orders = o;
-        sub->norders = no;
-        dpb_status st = dp_walk_rdp(ev->u.rs.event, rel, 1.0, sub, rep, err);
-        if (st == DPB_OK) {
-            double *one = malloc(no * sizeof *one), *out = malloc(no * sizeof *out);
-            if (one == NULL || out == NULL) {
-                st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-            } else {
-                for (size_t i = 0; i < no; i++) {
-                    sub->rdp_done[i] = sub->npg == 0 || o[i] == floor(o[i]);
-                    one[i] = dp_profile_rdp_order(sub, i);
-                }
-                if (rdp_repeat_and_select(o, one, no, ev->u.rs.mean, ev->u.rs.shape, out) != DPB_OK)
-                    st = dpb_fail(err, DPB_EINVAL, "event",
-                                  "RepeatAndSelectDpEvent needs mean >= 1 and shape >= 0");
-                else
-                    for (size_t i = 0; i < no; i++)
-                        rdp[i] += mult * out[i];
-            }
-            free(one);
-            free(out);
+        dp_profile *sub;
+        dpb_status st = rdp_sub_profile(ev->u.rs.event, rel, o, no, rep, err, &sub);
+        if (st != DPB_OK)
+            return st;
+        double *one = malloc(no * sizeof *one), *out = malloc(no * sizeof *out),
+               *dh = isinf(ev->u.rs.shape) ? malloc(no * sizeof *dh) : NULL;
+        if (one == NULL || out == NULL || (isinf(ev->u.rs.shape) && dh == NULL)) {
+            st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        } else {
+            for (size_t i = 0; i < no; i++)
+                one[i] = dp_profile_rdp_order(sub, i);
+            if (dh != NULL)
+                st = rs_delta_hat(ev->u.rs.event, rel, sub, dh, rep, err);
+            if (st == DPB_OK &&
+                rdp_repeat_and_select(o, one, no, ev->u.rs.mean, ev->u.rs.shape, dh, out) != DPB_OK)
+                st = dpb_fail(err, DPB_EINVAL, "event",
+                              "RepeatAndSelectDpEvent needs mean >= 1 and shape >= 0");
+            else if (st == DPB_OK)
+                for (size_t i = 0; i < no; i++)
+                    rdp[i] += mult * out[i];
         }
-        dp_profile_release(sub);
-        free(sub);
+        free(one);
+        free(out);
+        free(dh);
+        rdp_sub_free(sub);
         return st;
     }
     default:

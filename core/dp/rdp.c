@@ -518,20 +518,51 @@ static double tnb_gamma(double eta, double mean)
     return lo * (1.0 - 1e-12);
 }
 
+double rdp_rs_eps_hat(double a)
+{
+    /* 1/(a - 1) and log1p are each within an ulp or so: 8 ulps down is on the safe side */
+    return dp_round_down(log1p(1.0 / (a - 1.0)), 8.0 * DBL_EPSILON);
+}
+
+double rdp_pure_dp_delta(double eps0, double eps)
+{
+    if (!(eps < eps0))
+        return 0.0;
+    if (isinf(eps0))
+        return 1.0;
+    /* (e^eps0 - e^eps) / (1 + e^eps0) = -expm1(eps - eps0) / (1 + e^-eps0) */
+    double d = dp_round_up(-expm1(eps - eps0) / (1.0 + exp(-eps0)), 1e-14);
+    return d < 1.0 ? d : 1.0;
+}
+
+/* RDP does not decrease with the order: a bound at a larger order holds at a smaller one. */
+static void monotone_envelope(const double *orders, size_t n, double *out)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (orders[j] >= orders[i] && out[j] < out[i])
+                out[i] = out[j];
+}
+
 dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t n, double mean,
-                                 double shape, double *out)
+                                 double shape, const double *dhat, double *out)
 {
     if (!(mean >= 1.0) || !isfinite(mean) || !(shape >= 0.0) || bad_orders(orders, n))
         return DPB_EINVAL;
     double lmean = log(mean);
     if (isinf(shape)) { /* Poisson: Theorem 6 */
         for (size_t i = 0; i < n; i++) {
-            double a = orders[i], eh = log1p(1.0 / (a - 1.0)), dh, o;
-            if (rdp_delta(orders, rdp, n, eh, &dh, &o) != DPB_OK)
+            double a = orders[i], dh, o;
+            if (dhat != NULL)
+                dh = dhat[i];
+            else if (rdp_delta(orders, rdp, n, rdp_rs_eps_hat(a), &dh, &o) != DPB_OK)
                 return DPB_EINVAL;
-            double v = rdp[i] + mean * dh + lmean / (a - 1.0);
+            if (!(dh >= 0.0))
+                return DPB_EINVAL;
+            double v = rdp[i] + dp_round_up(mean * dh, 1e-15) + lmean / (a - 1.0);
             out[i] = isinf(rdp[i]) ? HUGE_VAL : dp_round_up(v, 1e-12);
         }
+        monotone_envelope(orders, n, out);
         return DPB_OK;
     }
     /* truncated negative binomial: Theorem 2 */
@@ -547,10 +578,6 @@ dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t
     c = dp_round_up((1.0 + shape) * c, 1e-12);
     for (size_t i = 0; i < n; i++)
         out[i] = dp_round_up(rdp[i] + lmean / (orders[i] - 1.0) + c, 1e-12);
-    /* RDP does not decrease with the order: a bound at a larger order holds at a smaller */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++)
-            if (orders[j] >= orders[i] && out[j] < out[i])
-                out[i] = out[j];
+    monotone_envelope(orders, n, out);
     return DPB_OK;
 }

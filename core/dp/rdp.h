@@ -90,12 +90,23 @@ double rdp_rr_replace_special(double p, double k, double a);
 
 /* Repeat-and-select (Papernot & Steinke 2022): out[i] is the RDP at orders[i] of running a
  * mechanism with the RDP curve rdp[] (at the same orders) a random number K of times and
- * releasing the best run. shape = +inf: K is Poisson with mean `mean` (Theorem 6, with
- * delta-hat from the improved conversion of the curve); 0 <= shape < inf: K is truncated
- * negative binomial (shape 0 logarithmic, 1 geometric; Theorem 2, its gamma found from the
- * mean by bisection on the safe side), then made monotone in the order. DPB_EINVAL for
- * mean < 1, shape < 0 or an order <= 1. */
+ * releasing the best run. shape = +inf: K is Poisson with mean `mean` (Theorem 6: at order
+ * a, rdp[i] + mean dhat + ln(mean)/(a - 1) where the mechanism is (eps-hat, dhat)-DP with
+ * e^{eps-hat} <= 1 + 1/(a - 1); eps-hat is rdp_rs_eps_hat(a), dhat[i] the caller's delta at
+ * it, or, dhat NULL, the improved conversion of the curve itself); 0 <= shape < inf: K is
+ * truncated negative binomial (shape 0 logarithmic, 1 geometric; Theorem 2, its gamma found
+ * from the mean by bisection on the safe side). Both then made monotone in the order (RDP
+ * does not decrease with it). DPB_EINVAL for mean < 1, shape < 0 or an order <= 1. */
 dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t n, double mean,
-                                 double shape, double *out);
+                                 double shape, const double *dhat, double *out);
+
+/* Theorem 6's eps-hat at order a > 1: ln(1 + 1/(a - 1)) rounded down, so that its condition
+ * e^{eps-hat} <= 1 + 1/(a - 1) holds in exact arithmetic. */
+double rdp_rs_eps_hat(double a);
+
+/* delta(eps) of any eps0-DP mechanism, 0 <= eps: (e^eps0 - e^eps)_+ / (1 + e^eps0), the
+ * privacy profile of binary randomized response, which dominates every eps0-DP pair
+ * (Kairouz, Oh, Viswanath 2015). Rounded up. */
+double rdp_pure_dp_delta(double eps0, double eps);
 
 #endif

@@ -36,5 +36,7 @@ extern const tl_test SHARED_TESTS[];
 extern const size_t SHARED_NTESTS;
 extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
+extern const tl_test RDPGAP_TESTS[];
+extern const size_t RDPGAP_NTESTS;
 
 #endif
