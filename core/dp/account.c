@@ -7,6 +7,7 @@
 #include "account.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
@@ -561,11 +562,31 @@ dpb_status dp_rdp_curve_at(const dp_event *ev, dp_relation rel, const double *or
     memset(rep, 0, sizeof *rep);
     if (ev == NULL)
         return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
+    /* the finite orders go to the walk (at least one: order 2 when only infinity is asked);
+     * the order infinity is the profile's max divergence, rounded as its conversion does */
+    size_t nf = 0;
+    double *fin = NULL;
+    if (orders != NULL) {
+        if (n == 0 || n > RDP_MAX_ORDERS)
+            return dpb_fail(err, DPB_ELIMIT, "orders", "between 1 and %d orders", RDP_MAX_ORDERS);
+        if ((fin = malloc(n * sizeof *fin)) == NULL)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            if (!(isinf(orders[i]) && orders[i] > 0.0))
+                fin[nf++] = orders[i];
+        if (nf == 0)
+            fin[nf++] = 2.0;
+    }
     dp_profile pr;
-    dpb_status st = dp_profile_build_rdp(ev, rel, orders, n, &pr, rep, err);
-    if (st == DPB_OK)
-        for (size_t i = 0; i < pr.norders; i++)
-            curve[i] = dp_profile_rdp_order(&pr, i);
+    dpb_status st = dp_profile_build_rdp(ev, rel, fin, nf, &pr, rep, err);
+    if (st == DPB_OK) {
+        double dinf = dp_round_up(pr.rdp_inf, RDP_REL_ROUND);
+        for (size_t i = 0, k = 0; i < (orders ? n : pr.norders); i++)
+            curve[i] = orders && isinf(orders[i]) && orders[i] > 0.0
+                           ? dinf
+                           : dp_profile_rdp_order(&pr, k++);
+    }
     dp_profile_release(&pr);
+    free(fin);
     return st;
 }

@@ -110,6 +110,41 @@ static dpb_status rdp_swor(const dp_event *ev, dp_relation rel, double mult, dp_
     return st == DPB_OK ? st : dpb_fail(err, st, "event", "a parameter is out of range");
 }
 
+/* The precision sum count / sigma_i^2 of a nest of Composed/SelfComposed Gaussians (and
+ * no-ops) into *prec (+inf when one has no noise, 0 when none releases anything): their
+ * joint output on one sample is one Gaussian mechanism of multiplier prec^{-1/2}, since the
+ * shift of the record whitened by the noise has squared norm at most prec and the Renyi
+ * divergences of the sampled pair grow with it. 0 when ev is not such a nest. */
+static int gauss_nest(const dp_event *ev, double *prec)
+{
+    double p = 0.0, s;
+    switch (ev->kind) {
+    case DP_EV_GAUSSIAN:
+        s = ev->u.noise.noise_multiplier;
+        *prec = s > 0.0 ? 1.0 / (s * s) : HUGE_VAL;
+        return 1;
+    case DP_EV_NO_OP:
+        *prec = 0.0;
+        return 1;
+    case DP_EV_SELF_COMPOSED:
+        if (!gauss_nest(ev->u.self.event, &p))
+            return 0;
+        *prec = ev->u.self.count == 0 ? 0.0 : p * (double)ev->u.self.count;
+        return 1;
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            double pi;
+            if (!gauss_nest(ev->u.composed.events[i], &pi))
+                return 0;
+            p += pi;
+        }
+        *prec = p;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* A leaf ev, mult times, into w->pr's curve and its order infinity. */
 static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mult)
 {
@@ -148,18 +183,24 @@ static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mu
             return dpb_fail(w->err, DPB_EUNSUPPORTED, "neighboring_relation",
                             "the rdp accountant takes Poisson sampling under add_or_remove_one "
                             "or replace_special; under replace_one use pld");
+        double prec;
         if (in->kind == DP_EV_NO_OP || q == 0.0)
             return DPB_OK;
-        if (in->kind == DP_EV_GAUSSIAN) {
-            if (in->u.noise.noise_multiplier == 0.0)
+        if (gauss_nest(in, &prec)) {
+            /* one Gaussian, or a composition of them on the same sample: the one Gaussian
+             * of multiplier prec^{-1/2} (as dp_accounting's effective noise multiplier) */
+            double s = in->kind == DP_EV_GAUSSIAN ? in->u.noise.noise_multiplier : 1.0 / sqrt(prec);
+            if (prec == 0.0)
+                return DPB_OK;
+            if (isinf(prec) || !(s > 0.0))
                 return rdp_noiseless(w->pr, w->rep);
             if (q == 1.0)
-                return rdp_add_gaussian(in->u.noise.noise_multiplier, mult, o, no, rdp);
-            return rdp_add_pg(w->pr, q, in->u.noise.noise_multiplier, mult, w->err);
+                return rdp_add_gaussian(s, mult, o, no, rdp);
+            return rdp_add_pg(w->pr, q, s, mult, w->err);
         }
         return dpb_fail(w->err, DPB_EUNSUPPORTED, "event",
-                        "the rdp accountant takes Poisson sampling of a GaussianDpEvent only; "
-                        "use pld for a sampled LaplaceDpEvent");
+                        "the rdp accountant takes Poisson sampling of GaussianDpEvents (one, or "
+                        "a composition of them) only; use pld for a sampled LaplaceDpEvent");
     }
     case DP_EV_SHUFFLED_EPOCH:
         return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",

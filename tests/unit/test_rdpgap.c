@@ -95,8 +95,37 @@ static void rdpgap_rs_poisson_gauss(void)
     }
 }
 
+/* Poisson sampling of Composed(Gaussian s1, Gaussian s2): the one Gaussian of multiplier
+ * (1/s1^2 + 1/s2^2)^(-1/2) (before: 422), against mpmath's quadrature of the pair's Renyi
+ * divergence at integer and fractional orders: never below, within 1e-9. */
+static void rdpgap_sampled_composition(void)
+{
+    const double *o = REF_PG_COMPOSED_ORDERS;
+    size_t n = N_OF(REF_PG_COMPOSED_ORDERS);
+    for (size_t i = 0; i < N_OF(REF_PG_COMPOSED); i++) {
+        const struct ref_pg_composed *r = &REF_PG_COMPOSED[i];
+        dp_event *comp = dp_event_new(DP_EV_COMPOSED);
+        if (comp == NULL || (comp->u.composed.events = calloc(2, sizeof(dp_event *))) == NULL) {
+            dp_event_free(comp);
+            CHECK(0);
+            continue;
+        }
+        comp->u.composed.events[0] = node(DP_EV_GAUSSIAN, r->s1, NULL);
+        comp->u.composed.events[1] = node(DP_EV_GAUSSIAN, r->s2, NULL);
+        comp->u.composed.n = 2;
+        double c[N_OF(REF_PG_COMPOSED_ORDERS)];
+        if (!curve_of(node(DP_EV_POISSON_SAMPLED, r->q, comp), o, n, c))
+            continue;
+        for (size_t k = 0; k < n; k++)
+            CHECKF(c[k] >= r->rdp[k] && c[k] <= r->rdp[k] * (1.0 + 1e-9),
+                   "q %g s %g %g order %g: %.17g vs %.17g", r->q, r->s1, r->s2, o[k], c[k],
+                   r->rdp[k]);
+    }
+}
+
 const tl_test RDPGAP_TESTS[] = {
     TL_T(rdpgap_rs_poisson_pure),
     TL_T(rdpgap_rs_poisson_gauss),
+    TL_T(rdpgap_sampled_composition),
 };
 const size_t RDPGAP_NTESTS = N_OF(RDPGAP_TESTS);
