@@ -110,8 +110,9 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                            dp_calibration *out, dp_report *rep, dpb_error *err);
 
 /* For the ledger: the RDP curve of ev at every RDP_DEFAULT_ORDERS order (all evaluated) and
- * its order infinity (RDP_CURVE_LEN values), for adding to a client's running curve. DPB_EUNSUPPORTED when ev has no RDP curve (shuffled
- * epochs, (eps, delta) with delta > 0, PNSGD), DPB_EUNCERTIFIABLE for unclipped SGLD. */
+ * its order infinity (RDP_CURVE_LEN values), for adding to a client's running curve.
+ * DPB_EUNSUPPORTED when ev has no RDP curve (shuffled epochs, (eps, delta) with delta > 0, PNSGD),
+ * DPB_EUNCERTIFIABLE for unclipped SGLD. */
 dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
 
 /* POST /v1/rdp: the RDP curve of ev at the given orders (n <= RDP_MAX_ORDERS, each > 1 and at

@@ -29,9 +29,9 @@ struct spend_memo {
     struct mterm {
         uint32_t sid;
         uint64_t count;
-    } * s;                    /* sorted by sid */
-    uint32_t *rank;           /* rank[i]: the position in s of the caller's term i */
-    uint64_t hpre;            /* cache_key's state after delta, relation and P */
+    } * s;                      /* sorted by sid */
+    uint32_t *rank;             /* rank[i]: the position in s of the caller's term i */
+    uint64_t hpre;              /* cache_key's state after delta, relation and P */
     double rpre[RDP_CURVE_LEN]; /* the RDP curves of P, summed */
 };
 
