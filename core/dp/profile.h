@@ -29,7 +29,13 @@ typedef struct {
     size_t npg;
     struct dp_pg_leaf {
         double q, sigma, mult;
-    } * pg;                 /* owned */
+    } * pg; /* owned */
+    /* rdp: the (eps, delta) events with delta > 0 (no RDP curve), mult times each, composed
+     * with the curve at conversion (dp_rdp_lazy, docs/MATH.md section 6) */
+    size_t ned;
+    struct dp_ed_leaf {
+        double eps, delta, mult;
+    } * ed;                 /* owned */
     pld_pmf dir[2];         /* pld: remove and add directions */
     int symmetric;          /* pld: dir[1] equals dir[0] and is not stored */
     const pnsgd_params *pn; /* pnsgd: the pass (borrowed from the event) */

@@ -20,6 +20,14 @@ static const char REF_RDP[] = "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 20
                               "dp_accounting's default orders, converted by Canonne, Kamath, "
                               "Steinke 2020 Prop. 12; and the order infinity (pure DP, "
                               "composed additively) when every mechanism has one";
+static const char REF_RDP_ED[] =
+    "Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019) at dp_accounting's default orders, "
+    "converted by Canonne, Kamath, Steinke 2020 Prop. 12, composed with the (epsilon, delta) "
+    "events (delta > 0): the smaller of basic composition (Dwork & Roth 2014, Thm. 3.16: the "
+    "curve's epsilon at delta - sum delta_i, plus sum epsilon_i) and each event as "
+    "randomized response failing with probability delta_i (Kairouz, Oh, Viswanath 2015: its "
+    "RDP added to the curve; with eta = 1 - prod(1 - delta_i), delta = (1 - eta) delta' + "
+    "eta)";
 
 /* ---- rdp ------------------------------------------------------------------------------------ */
 
@@ -43,6 +51,23 @@ static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     pr->pg = n;
     pr->pg[pr->npg++] = (struct dp_pg_leaf){q, sigma, mult};
+    return DPB_OK;
+}
+
+/* Record an (eps, delta) event with delta > 0, mult times: it has no RDP curve, and is
+ * composed with the curve at conversion (dp_rdp_lazy). */
+static dpb_status rdp_add_ed(dp_profile *pr, double eps, double delta, double mult, dpb_error *err)
+{
+    for (size_t k = 0; k < pr->ned; k++)
+        if (pr->ed[k].eps == eps && pr->ed[k].delta == delta) {
+            pr->ed[k].mult += mult;
+            return DPB_OK;
+        }
+    struct dp_ed_leaf *n = realloc(pr->ed, (pr->ned + 1) * sizeof *n);
+    if (n == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    pr->ed = n;
+    pr->ed[pr->ned++] = (struct dp_ed_leaf){eps, delta, mult};
     return DPB_OK;
 }
 
@@ -173,9 +198,7 @@ static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mu
             }
             return DPB_OK;
         }
-        return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",
-                        "an (epsilon, delta) event with delta > 0 has no RDP curve; use the pld "
-                        "accountant, which composes it exactly");
+        return rdp_add_ed(w->pr, ev->u.epsdelta.epsilon, ev->u.epsdelta.delta, mult, w->err);
     case DP_EV_POISSON_SAMPLED: {
         const dp_event *in = ev->u.sampled.event;
         double q = ev->u.sampled.sampling_probability;
@@ -286,6 +309,10 @@ static dpb_status rdp_sub_profile(const dp_event *ev, dp_relation rel, const dou
     sub->orders = o;
     sub->norders = no;
     dpb_status st = dp_walk_rdp(ev, rel, 1.0, sub, rep, err);
+    if (st == DPB_OK && sub->ned > 0)
+        st = dpb_fail(err, DPB_EUNSUPPORTED, "event",
+                      "RepeatAndSelectDpEvent needs the RDP curve of the event it repeats "
+                      "(Papernot & Steinke); an (epsilon, delta) event with delta > 0 has none");
     if (st != DPB_OK) {
         dp_profile_release(sub);
         free(sub);
@@ -463,6 +490,8 @@ dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const doubl
     }
     memset(pr->rdp, 0, pr->norders * sizeof pr->rdp[0]); /* the walk adds into them */
     dpb_status st = dp_walk_rdp(ev, rel, 1.0, pr, rep, err);
+    if (pr->ned > 0)
+        rep->reference = REF_RDP_ED;
     for (size_t i = 0; i < pr->norders; i++)
         pr->rdp_done[i] = pr->npg == 0 || pr->orders[i] == floor(pr->orders[i]);
     return st;
@@ -485,12 +514,25 @@ double dp_profile_rdp_order(dp_profile *pr, size_t i)
     return rdp_at(pr, i);
 }
 
-/* The conversion minimised over the orders: want_eps = 1 gives eps for x = delta, 0 gives
- * delta for x = eps. Complete orders first; an incomplete (fractional) order a is evaluated
- * only if its lower bound beats the best so far: RDP is non-decreasing in the order, so the
- * total at the largest integer order below a (0 below 2) bounds it from below, and both
- * conversions increase with the RDP. Skipping never changes the minimum. Rounded up. */
-double dp_rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
+/* The RDP of the (eps, delta) events' eps parts at order a: each is, by Kairouz, Oh,
+ * Viswanath 2015 (Theorem 2.1 there), a post-processing of eps-randomized response run
+ * with probability 1 - delta (and of an output revealing the record with probability delta),
+ * so its eps part has randomized response's RDP (rdp_pure_dp). */
+static double ed_rdp(const dp_profile *pr, double a)
+{
+    double r = 0.0;
+    for (size_t k = 0; k < pr->ned; k++)
+        r += pr->ed[k].mult * rdp_pure_dp(pr->ed[k].eps, a);
+    return r;
+}
+
+/* The conversion minimised over the orders of the curve (plus, with_ed, the (eps, delta)
+ * events' eps parts): want_eps = 1 gives eps for x = delta, 0 gives ln delta for x = eps, not
+ * rounded. Complete orders first; an incomplete (fractional) order a is evaluated only if its
+ * lower bound beats the best so far: RDP is non-decreasing in the order, so the total at the
+ * largest integer order below a (0 below 2) bounds it from below, and both conversions
+ * increase with the RDP. Skipping never changes the minimum. */
+static double lazy_min(dp_profile *pr, int with_ed, int want_eps, double x, double *order)
 {
     double best = HUGE_VAL, best_order = pr->orders[0];
     for (int pass = 0; pass < 2; pass++)
@@ -506,7 +548,7 @@ double dp_rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
                 double lb = 0.0;
                 for (size_t j = i; j-- > 0;)
                     if (pr->rdp_done[j] && pr->orders[j] <= a) {
-                        lb = pr->rdp[j];
+                        lb = pr->rdp[j] + (with_ed ? ed_rdp(pr, pr->orders[j]) : 0.0);
                         break;
                     }
                 double bound = want_eps ? rdp_eps_at(a, lb, x) : rdp_log_delta_at(a, lb, x);
@@ -514,12 +556,64 @@ double dp_rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
                     continue;
                 v = rdp_at(pr, i);
             }
+            if (with_ed)
+                v += ed_rdp(pr, a);
             double c = want_eps ? rdp_eps_at(a, v, x) : rdp_log_delta_at(a, v, x);
             if (c < best) {
                 best = c;
                 best_order = a;
             }
         }
+    *order = best_order;
+    return best;
+}
+
+/* With (eps_i, delta_i) events (delta_i > 0, k_i times each) in the composition, the smaller
+ * of two bounds (docs/MATH.md section 6): (A) basic composition (Dwork & Roth 2014, Theorem
+ * 3.16) of the curve's conversion at delta - sum k_i delta_i with the events' sum k_i eps_i;
+ * (B) each event as randomized response with a delta_i failure (Kairouz, Oh, Viswanath
+ * 2015): with eta = 1 - prod (1 - delta_i)^{k_i}, the chance that some event fails, the
+ * pair is a mixture (1 - eta) (no failure) + eta (a failure), so by joint convexity of the
+ * hockey-stick divergence delta <= (1 - eta) delta'(eps) + eta, delta' from the curve plus
+ * the responses' RDP: converted at (delta - eta) / (1 - eta) (as dp_accounting's
+ * RdpAccountant). Each sum is rounded up, each delta left to the conversion rounded down.
+ * want_eps: eps for x = delta; else delta for x = eps. Rounded up. */
+static double ed_convert(dp_profile *pr, int want_eps, double x, double *order)
+{
+    double se = 0.0, sd = 0.0, l1m = 0.0, oa = pr->orders[0], ob = oa;
+    for (size_t k = 0; k < pr->ned; k++) {
+        se += pr->ed[k].mult * pr->ed[k].eps;
+        sd += pr->ed[k].mult * pr->ed[k].delta;
+        l1m += pr->ed[k].mult * log1p(-pr->ed[k].delta);
+    }
+    se = dp_round_up(se, 1e-14);
+    sd = dp_round_up(sd, 1e-14);
+    double eta = dp_round_up(-expm1(l1m), 1e-14);
+    if (want_eps) {
+        double da = dp_round_down(x - sd, 1e-15),
+               db = dp_round_down((x - eta) / (1.0 - eta), 1e-15);
+        double ea = da > 0.0 ? lazy_min(pr, 0, 1, da, &oa) + se : HUGE_VAL;
+        double eb = db > 0.0 ? lazy_min(pr, 1, 1, db, &ob) : HUGE_VAL;
+        double e = ea < eb ? ea : eb;
+        *order = ea < eb ? oa : ob;
+        return !(e > 0.0) ? 0.0 : dp_round_up(e, RDP_REL_ROUND);
+    }
+    double ra = x >= se ? exp(lazy_min(pr, 0, 0, x - se, &oa)) : 1.0;
+    double rb = exp(lazy_min(pr, 1, 0, x, &ob));
+    double d = dp_round_up(ra + sd, RDP_REL_ROUND),
+           db = dp_round_up((1.0 - eta) * rb + eta, RDP_REL_ROUND);
+    *order = d < db ? oa : ob;
+    d = d < db ? d : db;
+    return d > 1.0 ? 1.0 : d;
+}
+
+/* The conversion minimised over the orders: want_eps = 1 gives eps for x = delta, 0 gives
+ * delta for x = eps (lazy_min), and the order infinity. Rounded up. */
+double dp_rdp_lazy(dp_profile *pr, int want_eps, double x, double *order)
+{
+    if (pr->ned > 0)
+        return ed_convert(pr, want_eps, x, order);
+    double best_order, best = lazy_min(pr, 0, want_eps, x, &best_order);
     /* the order infinity (pure DP composed additively): eps <= D_inf at every delta, and
      * delta = 0 from eps >= D_inf on */
     double dinf = dp_round_up(pr->rdp_inf, RDP_REL_ROUND);

@@ -13,6 +13,13 @@ Computed with mpmath (never with floats):
   B. The same theorem for a Gaussian of noise multiplier sigma (dp_accounting's
      test_repeat_and_select_gaussian_poisson), at the orders listed, delta-hat the
      Gaussian's exact delta at eps-hat (Balle & Wang 2018), before any envelope.
+  D. An (eps_i, delta_i) event (delta_i > 0) composed with RDP events (zCDP, discrete
+     Gaussian, Gaussian): eps at delta and delta at eps over dp_accounting's default orders,
+     the smaller of (A) basic composition: the curve's improved conversion (Canonne, Kamath,
+     Steinke 2020, with the total-variation bound of rdp.c) at delta - sum delta_i, plus
+     sum eps_i; (B) each event as eps_i-randomized response failing with probability delta_i
+     (Kairouz, Oh, Viswanath 2015): its RDP added to the curve, converted at
+     (delta - eta)/(1 - eta), eta = 1 - prod(1 - delta_i); delta = (1 - eta) delta' + eta.
   C. The RDP of the Poisson-subsampled Gaussian (add/remove) whose noise multiplier is
      sigma_eff = (sum_i 1/sigma_i^2)^(-1/2), the one Gaussian a composition of Gaussians on
      the same sample is: ln(E_{mu0}[(mu/mu0)^a])/(a - 1) by quadrature, mu0 = N(0, s^2),
@@ -130,5 +137,67 @@ for q, s1, s2 in [(0.1, 1.0, 2.0), (0.01, 0.8, 1.5), (0.5, 3.0, 3.0)]:
         vals.append(out(max(mp.log(f1), mp.log(f2)) / (a - 1)))
         mp.mp.dps = 40
     print("    {%s, %s, %s, {%s}}," % (out(q), out(s1), out(s2), ", ".join(vals)))
+print("};")
+
+# D
+ORD = [float("%.1f" % (1 + k / 10)) for k in range(1, 100)] + [float(k) for k in range(11, 64)] + [128.0, 256.0, 512.0, 1024.0]
+assert len(ORD) == 156
+
+
+def rr_rdp(e, a):
+    e, a = D(e), D(a)
+    if e == 0:
+        return mpf(0)
+    return mp.log((mp.exp(a * e) + mp.exp((1 - a) * e)) / (1 + mp.exp(e))) / (a - 1)
+
+
+def conv_eps(curve, delta):
+    best = mp.inf
+    for a, r in zip(ORD, curve):
+        a = D(a)
+        if delta ** 2 + mp.expm1(-r) > 0:
+            return mpf(0)
+        if a > D(1.01):
+            best = min(best, r + mp.log1p(-1 / a) - mp.log(delta * a) / (a - 1))
+    return best
+
+
+def conv_delta(curve, eps):
+    best = mpf(0)  # ln delta <= 0
+    for a, r in zip(ORD, curve):
+        a = D(a)
+        ld = mp.log(1 - mp.exp(-r)) / 2 if r > 0 else -mp.inf
+        if a > D(1.01):
+            ld = min(ld, (a - 1) * (r - eps + mp.log1p(-1 / a)) - mp.log(a))
+        best = min(best, ld)
+    return mp.exp(best)
+
+
+def ed_case(curve, parts, delta, eps):
+    se = sum(D(k) * D(e) for e, d, k in parts)
+    sd = sum(D(k) * D(d) for e, d, k in parts)
+    eta = 1 - mp.fprod([(1 - D(d)) ** k for e, d, k in parts])
+    curve_b = [r + sum(D(k) * rr_rdp(e, a) for e, d, k in parts) for a, r in zip(ORD, curve)]
+    ea = conv_eps(curve, D(delta) - sd) + se if D(delta) > sd else mp.inf
+    eb = conv_eps(curve_b, (D(delta) - eta) / (1 - eta)) if D(delta) > eta else mp.inf
+    da = conv_delta(curve, D(eps) - se) + sd if D(eps) >= se else mpf(1)
+    db = (1 - eta) * conv_delta(curve_b, D(eps)) + eta
+    return min(ea, eb), min(da, db, mpf(1))
+
+
+print("/* kind 0: ZCDpEvent(rho = param), 1: DiscreteGaussianDpEvent(sigma = param, sensitivity 1),")
+print(" * 2: GaussianDpEvent(param); composed with SelfComposed(k, EpsilonDeltaDpEvent(e, d)) */")
+print("struct ref_ed { int kind; double param, e, d, k, delta, eps_at_delta, eps, delta_at_eps; };")
+print("static const struct ref_ed REF_ED[] = {")
+cases = [(0, 0.1, 0.5, 1e-6, 1, 1e-5, 3.0), (2, 1.0, 0.0, 0.01, 1, 0.02, 1.0),
+         (1, 3.0, 0.2, 1e-7, 10, 1e-5, 1.0), (0, 0.5, 1.0, 1e-3, 1, 1e-2, 5.0)]
+for kind, par, e1, d1, k1, delta, eps in cases:
+    if kind == 0:
+        rho = D(par)
+    else:
+        rho = 1 / (2 * D(par) ** 2)
+    curve = [rho * D(a) for a in ORD]
+    e, d = ed_case(curve, [(e1, d1, k1)], delta, eps)
+    print("    {%d, %s, %s, %s, %d, %s, %s, %s, %s}," % (kind, out(par), out(e1), out(d1), k1, out(delta), out(e), out(eps), out(d)))
 print("};")
 print("#endif")
