@@ -170,6 +170,53 @@ static int gauss_nest(const dp_event *ev, double *prec)
     }
 }
 
+/* (rho, xi) of a nest of Composed/SelfComposed zCDP, discrete Gaussian, Gaussian and no-op
+ * events under an add/remove-like relation: its RDP is at most xi + rho alpha at every order
+ * (each leaf's, summed). 1 with *noiseless set when one has no noise; 0 when ev is not such
+ * a nest. */
+static int zcdp_nest(const dp_event *ev, dp_relation rel, double *rho, double *xi, int *noiseless)
+{
+    double r = 0.0, x = 0.0, s, d;
+    switch (ev->kind) {
+    case DP_EV_ZCDP:
+        r = ev->u.zcdp.rho, x = ev->u.zcdp.xi;
+        break;
+    case DP_EV_GAUSSIAN:
+        s = ev->u.noise.noise_multiplier;
+        if (s == 0.0)
+            *noiseless = 1;
+        else
+            r = 1.0 / (2.0 * s * s);
+        break;
+    case DP_EV_DISCRETE_GAUSSIAN:
+        s = ev->u.dgauss.sigma, d = ev->u.dgauss.sensitivity * dp_sens_scale(rel);
+        if (s == 0.0)
+            *noiseless = 1;
+        else
+            r = d * d / (2.0 * s * s);
+        break;
+    case DP_EV_NO_OP:
+        break;
+    case DP_EV_SELF_COMPOSED:
+        if (!zcdp_nest(ev->u.self.event, rel, &r, &x, noiseless))
+            return 0;
+        r *= (double)ev->u.self.count, x *= (double)ev->u.self.count;
+        break;
+    case DP_EV_COMPOSED:
+        for (size_t i = 0; i < ev->u.composed.n; i++) {
+            double ri = 0.0, xi2 = 0.0;
+            if (!zcdp_nest(ev->u.composed.events[i], rel, &ri, &xi2, noiseless))
+                return 0;
+            r += ri, x += xi2;
+        }
+        break;
+    default:
+        return 0;
+    }
+    *rho = dp_round_up(r, 1e-15), *xi = dp_round_up(x, 1e-15);
+    return 1;
+}
+
 /* A leaf ev, mult times, into w->pr's curve and its order infinity. */
 static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mult)
 {
@@ -221,9 +268,21 @@ static dpb_status rdp_leaf(const dp_walk_state *w, const dp_event *ev, double mu
                 return rdp_add_gaussian(s, mult, o, no, rdp);
             return rdp_add_pg(w->pr, q, s, mult, w->err);
         }
+        double rho, xi;
+        int noiseless = 0;
+        if (zcdp_nest(in, w->rel, &rho, &xi, &noiseless)) {
+            /* zCDP and discrete Gaussian events: any mechanism with that RDP curve, by the
+             * general bound (rdp_poisson_zcdp), not as a Gaussian */
+            if (noiseless)
+                return rdp_noiseless(w->pr, w->rep);
+            for (size_t i = 0; i < no; i++)
+                rdp[i] += mult * rdp_poisson_zcdp(q, rho, xi, o[i]);
+            return DPB_OK;
+        }
         return dpb_fail(w->err, DPB_EUNSUPPORTED, "event",
-                        "the rdp accountant takes Poisson sampling of GaussianDpEvents (one, or "
-                        "a composition of them) only; use pld for a sampled LaplaceDpEvent");
+                        "the rdp accountant takes Poisson sampling of GaussianDpEvents, "
+                        "ZCDpEvents and DiscreteGaussianDpEvents (one, or a composition of "
+                        "them) only; use pld for a sampled LaplaceDpEvent");
     }
     case DP_EV_SHUFFLED_EPOCH:
         return dpb_fail(w->err, DPB_EUNSUPPORTED, "accountant",

@@ -37,6 +37,17 @@ dpb_status rdp_add_poisson_gaussian(double q, double sigma, double count, const 
 /* The RDP of the Poisson-subsampled Gaussian at one order alpha > 1 (0 <= q <= 1). */
 double rdp_poisson_gaussian(double q, double sigma, double alpha);
 
+/* Poisson sampling at rate q (0 < q < 1, add/remove) of ANY mechanism whose RDP at every
+ * order a is at most xi + rho a (a (xi, rho)-zCDP event, a discrete Gaussian, compositions):
+ * an upper bound on the RDP at order alpha > 1 (docs/MATH.md section 6, "Poisson sampling of
+ * a zCDP mechanism"). With Q the output without the record, R with it, L = dR/dQ, P = (1 - q)
+ * Q + q R: D(P||Q) at integer alpha by the binomial expansion of E_Q[(1 - q + q L)^alpha]
+ * with E_Q[L^k] = e^{(k-1) D_k(R||Q)}; D(Q||P) by Taylor's theorem (E_Q[L] = 1, the second
+ * derivative bounded on L >= 0, E_Q[(L - 1)^2] = e^{D_2} - 1); both also by convexity of
+ * t^alpha and t^{1-alpha}; fractional alpha by the convexity of (alpha - 1) D_alpha in alpha
+ * between its integer neighbours. Rounded up; +inf when it cannot be evaluated. */
+double rdp_poisson_zcdp(double q, double rho, double xi, double alpha);
+
 /* The conversion at one order a with RDP r (Canonne, Kamath, Steinke 2020 Prop. 12, as
  * dp_accounting): eps for delta; ln delta for eps (with the KL bound). Both increase in r,
  * which lets a caller skip an order whose lower bound cannot beat the best so far. */

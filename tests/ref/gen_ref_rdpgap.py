@@ -20,6 +20,14 @@ Computed with mpmath (never with floats):
      sum eps_i; (B) each event as eps_i-randomized response failing with probability delta_i
      (Kairouz, Oh, Viswanath 2015): its RDP added to the curve, converted at
      (delta - eta)/(1 - eta), eta = 1 - prod(1 - delta_i); delta = (1 - eta) delta' + eta.
+  E. Poisson sampling (rate q, add/remove) of any mechanism with RDP at most xi + rho a: the
+     bound of rdp_poisson_zcdp recomputed term by term (docs/MATH.md section 6): at integer
+     m the larger of D(P||Q) <= ln min(sum_k C(m,k)(1-q)^{m-k} q^k e^{(k-1)(xi + rho k)},
+     1 - q + q e^{(m-1)(xi + rho m)}) and D(Q||P) <= ln min(1 + m(m-1) q^2 (e^{xi + 2 rho} -
+     1)/(2 (1-q)^{m+1}), the same convexity bound), over m - 1; fractional a the smaller of
+     the convexity bound and the chord of (a - 1) D_a between floor(a) and ceil(a); and, for
+     xi = 0, the exact RDP of the Poisson-sampled Gaussian with rho = 1/(2 sigma^2) at the
+     integer orders (a rho-zCDP mechanism too, so never above the bound).
   C. The RDP of the Poisson-subsampled Gaussian (add/remove) whose noise multiplier is
      sigma_eff = (sum_i 1/sigma_i^2)^(-1/2), the one Gaussian a composition of Gaussians on
      the same sample is: ln(E_{mu0}[(mu/mu0)^a])/(a - 1) by quadrature, mu0 = N(0, s^2),
@@ -137,6 +145,45 @@ for q, s1, s2 in [(0.1, 1.0, 2.0), (0.01, 0.8, 1.5), (0.5, 3.0, 3.0)]:
         vals.append(out(max(mp.log(f1), mp.log(f2)) / (a - 1)))
         mp.mp.dps = 40
     print("    {%s, %s, %s, {%s}}," % (out(q), out(s1), out(s2), ", ".join(vals)))
+print("};")
+
+# E
+def zc_int(q, rho, xi, m):
+    q, rho, xi = D(q), D(rho), D(xi)
+    binom = sum(mp.binomial(m, k) * (1 - q) ** (m - k) * q ** k * mp.exp((k - 1) * (xi + rho * k)) for k in range(0, m + 1))
+    conv = 1 - q + q * mp.exp((m - 1) * (xi + rho * m))
+    tay = 1 + m * (m - 1) * q ** 2 * mp.expm1(xi + 2 * rho) / (2 * (1 - q) ** (m + 1))
+    return max(mp.log(min(binom, conv)), mp.log(min(tay, conv)))
+
+
+def zc_bound(q, rho, xi, a):
+    a = D(a)
+    conv = mp.log(1 - D(q) + D(q) * mp.exp((a - 1) * (D(xi) + D(rho) * a)))
+    if a == mp.floor(a):
+        k = min(conv, zc_int(q, rho, xi, int(a)))
+    else:
+        f, c = int(mp.floor(a)), int(mp.ceil(a))
+        kf = mpf(0) if f < 2 else zc_int(q, rho, xi, f)
+        th = (a - f) / (c - f)
+        k = min(conv, (1 - th) * kf + th * zc_int(q, rho, xi, c))
+    return k / (a - 1)
+
+
+def gauss_int(q, rho, m):
+    q, rho = D(q), D(rho)
+    return mp.log(sum(mp.binomial(m, k) * (1 - q) ** (m - k) * q ** k * mp.exp(k * (k - 1) * rho) for k in range(0, m + 1))) / (m - 1)
+
+
+zorders = [1.5, 2, 3, 4.5, 8, 16, 64, 256]
+print("static const double REF_ZC_ORDERS[] = {%s};" % ", ".join(out(o) for o in zorders))
+print("/* bound: the theorem's value; gauss: the exact Poisson-sampled Gaussian (integer orders,")
+print(" * xi = 0; 0 elsewhere) */")
+print("struct ref_zc { double q, rho, xi, bound[%d], gauss[%d]; };" % (len(zorders), len(zorders)))
+print("static const struct ref_zc REF_ZC[] = {")
+for q, rho, xi in [(0.01, 0.08, 0.0), (0.2, 0.08, 0.0), (0.05, 0.5, 0.0), (0.01, 0.1, 0.01)]:
+    b = [out(zc_bound(q, rho, xi, a)) for a in zorders]
+    g = [out(gauss_int(q, rho, int(a))) if (xi == 0 and a == int(a)) else "0" for a in zorders]
+    print("    {%s, %s, %s, {%s}, {%s}}," % (out(q), out(rho), out(xi), ", ".join(b), ", ".join(g)))
 print("};")
 
 # D
