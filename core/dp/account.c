@@ -536,7 +536,7 @@ static void read_rdp_curve(dp_profile *pr, void *out)
         return;
     }
     for (size_t i = 0; i < RDP_NORDERS; i++)
-        curve[i] = dp_profile_rdp_order(pr, i);
+        dp_profile_rdp_parts(pr, i, &curve[i], &curve[RDP_LATE + i]);
     curve[RDP_NORDERS] = pr->rdp_inf; /* the order infinity, as dp_rdp_lazy sums it */
 }
 

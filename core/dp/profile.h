@@ -76,4 +76,9 @@ void dp_profile_release(dp_profile *pr);
 /* rdp: the composed RDP at order index i, evaluated if it was deferred. */
 double dp_profile_rdp_order(dp_profile *pr, size_t i);
 
+/* The RDP at order index i in the two parts the accountant adds: *early, the curve's sum but
+ * the Poisson-sampled Gaussians' lazily evaluated orders, and *late, theirs (0 at the orders
+ * evaluated at once); dp_profile_rdp_order(pr, i) == *early + *late, the same bits. */
+void dp_profile_rdp_parts(dp_profile *pr, size_t i, double *early, double *late);
+
 #endif

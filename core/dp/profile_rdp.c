@@ -559,13 +559,27 @@ dpb_status dp_profile_build_rdp(const dp_event *ev, dp_relation rel, const doubl
 /* The RDP of the whole profile at order index i, completing it on first use. */
 static double rdp_at(dp_profile *pr, size_t i)
 {
-    if (!pr->rdp_done[i]) {
-        for (size_t k = 0; k < pr->npg; k++)
-            pr->rdp[i] +=
-                pr->pg[k].mult * rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, pr->orders[i]);
-        pr->rdp_done[i] = 1;
-    }
+    double early, late;
+    dp_profile_rdp_parts(pr, i, &early, &late);
     return pr->rdp[i];
+}
+
+/* The deferred orders are summed apart (from 0, in the order the walk met the sampled
+ * Gaussians) and added to the rest once: the ledger keeps the two sums of its curves apart
+ * the same way (rdp.h, RDP_LATE), which makes its spend this accountant's answer bit for
+ * bit. */
+void dp_profile_rdp_parts(dp_profile *pr, size_t i, double *early, double *late)
+{
+    *early = pr->rdp[i];
+    *late = 0.0;
+    if (pr->rdp_done[i])
+        return;
+    double acc = 0.0;
+    for (size_t k = 0; k < pr->npg; k++)
+        acc += pr->pg[k].mult * rdp_poisson_gaussian(pr->pg[k].q, pr->pg[k].sigma, pr->orders[i]);
+    *late = acc;
+    pr->rdp[i] += acc;
+    pr->rdp_done[i] = 1;
 }
 
 double dp_profile_rdp_order(dp_profile *pr, size_t i)

@@ -23,8 +23,13 @@ extern const double RDP_DEFAULT_ORDERS[RDP_NORDERS];
 /* A curve as the ledger keeps it (dp_rdp_curve): the RDP at the RDP_NORDERS default orders,
  * then at index RDP_NORDERS the order infinity (the max divergence, the pure-DP epsilon,
  * composed additively; +inf where the event has none), which the rdp accountant's
- * conversion also takes (docs/MATH.md section 6: eps <= D_inf at every delta). */
-#define RDP_CURVE_LEN (RDP_NORDERS + 1)
+ * conversion also takes (docs/MATH.md section 6: eps <= D_inf at every delta); then, at
+ * RDP_LATE + k, the part of order k that the rdp accountant adds after the others (the
+ * Poisson-sampled Gaussians' fractional orders, 0 elsewhere): the RDP at order k is
+ * curve[k] + curve[RDP_LATE + k], the sums of both parts kept apart as the accountant keeps
+ * them, so a ledger's sum of curves is its answer to the last bit. */
+#define RDP_LATE (RDP_NORDERS + 1)
+#define RDP_CURVE_LEN (RDP_LATE + RDP_NORDERS)
 
 /* rdp[i] += count * RDP at orders[i] for each mechanism (so calls compose by addition).
  * DPB_EINVAL on a parameter outside its domain. Infinite values are +HUGE_VAL. */

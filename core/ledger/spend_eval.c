@@ -59,7 +59,7 @@ double spend_rdp_convert(const double *r, double delta)
     const double *l1 = cv->l1, *q = cv->q;
     double best = HUGE_VAL;
     for (size_t k = 0; k < RDP_NORDERS; k++) {
-        double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
+        double a = RDP_DEFAULT_ORDERS[k], rk = r[k] + r[RDP_LATE + k], e;
         if (isinf(rk))
             e = HUGE_VAL;
         else if (rk < 2.0 * delta * delta + 1e-300 && delta * delta + expm1(-rk) > 0.0)
@@ -89,7 +89,8 @@ double spend_filter_level(const double *r, double delta)
 {
     double dk = delta / (double)LEDGER_FILTER_NORDERS, best = HUGE_VAL;
     for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
-        double a = LEDGER_FILTER_ORDERS[i], rk = r[LEDGER_FILTER_ORDER_INDEX[i]];
+        size_t k = LEDGER_FILTER_ORDER_INDEX[i];
+        double a = LEDGER_FILTER_ORDERS[i], rk = r[k] + r[RDP_LATE + k];
         if (!isfinite(rk))
             continue;
         double e = rk + log1p(-1.0 / a) - log(dk * a) / (a - 1.0);
