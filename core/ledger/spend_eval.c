@@ -81,8 +81,9 @@ double spend_rdp_convert(const double *r, double delta)
 /* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
  * conversion eps_a(r_a, delta / k) = r_a + log1p(-1/a) - log(a delta / k) / (a - 1) (the
  * union bound gives each order delta / k), and the order infinity's sum S_inf itself (the
- * privacy loss never exceeds it, so it needs no share of delta: FILTERS.md's proof, third
- * fact), and nothing else: no total-variation shortcut, no other order. A round is admitted
+ * privacy loss never exceeds it, so it needs no share of delta: the proof in
+ * docs/FILTERS.md, third fact), and nothing else: no total-variation shortcut, no other
+ * order. A round is admitted
  * iff the level after it is <= eps, i.e. iff some order still has r_a <= B_a or S_inf <= eps.
  * Rounded up. */
 double spend_filter_level(const double *r, double delta)
