@@ -3,7 +3,9 @@
  * ("infinite"), Poisson sampling of a composition of Gaussians (its one effective Gaussian,
  * against mpmath), repeat-and-select with Poisson repetitions at the order Papernot &
  * Steinke's Theorem 6 is stated for (the issue's three examples, against the theorem's value
- * computed with mpmath), and an (epsilon, delta) event composed with a zCDP event.
+ * computed with mpmath), an (epsilon, delta) event composed with a zCDP event, and the
+ * ledger's rdp spend of a Laplace mechanism (the compute
+ * API's answer, the order infinity included).
  */
 #include <math.h>
 #include <string.h>
@@ -89,9 +91,64 @@ static void rdpgap_repeat_select_poisson(void)
     }
 }
 
+/* The issue's ledger example: one LaplaceDpEvent of scale 10 charged to an rdp client and to
+ * an rdp_filter client, both of budget 0.101: admitted (before: refused at 0.10282), and
+ * the rdp client's spend is POST /v1/epsilon's rdp answer, 0.1. */
+static void rdpgap_ledger_laplace(void)
+{
+    static const char *const ids[] = {"rdpgap-lap", "rdpgap-lapf"};
+    static const char *const modes[] = {"rdp", "rdp_filter"};
+    api_reply r;
+    for (int i = 0; i < 2; i++) {
+        char path[64], body[160];
+        snprintf(path, sizeof path, "/v1/clients/%s", ids[i]);
+        snprintf(body, sizeof body,
+                 "{\"budget\":{\"epsilon\":0.101,\"delta\":1e-5},\"accounting\":\"%s\"}", modes[i]);
+        api_hreq("PUT", path, body, NULL, &r, NULL);
+        CHECKF(r.status == 201 || r.status == 200, "PUT %s: %ld %.300s", ids[i], r.status, r.body);
+        api_reply_free(&r);
+    }
+    api_hreq("POST", "/v1/rounds",
+             "{\"round_id\":\"rdpgap-lap-r1\",\"event\":" LAP(
+                 "10") ",\"participants\":[\"rdpgap-lap\",\"rdpgap-lapf\"]}",
+             NULL, &r, NULL);
+    CHECKF(r.status == 200 && json_integer_value(jget(r.json, "charged")) == 2, "%ld %.400s",
+           r.status, r.body);
+    api_reply_free(&r);
+    api_postf(&r, "/v1/epsilon",
+              "{\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[" LAP(
+                  "10") "]},\"delta\":1e-5,\"accountant\":\"rdp\"}");
+    double want = r.status == 200 ? jnum(r.json, "epsilon") : NAN;
+    api_reply_free(&r);
+    CHECKF(want >= 0.1 && want <= 0.1 * (1 + 1e-11), "/v1/epsilon %.17g", want);
+    api_hreq("GET", "/v1/clients/rdpgap-lap", NULL, NULL, &r, NULL);
+    CHECKF(r.status == 200 && jnum(r.json, "spent.epsilon") == want, "%ld %.400s", r.status,
+           r.body);
+    api_reply_free(&r);
+}
+
+/* An (epsilon, delta) event composed with a zCDP event (before: 422 for the whole): mpmath's
+ * value of the smaller of basic composition and randomized response with a delta failure,
+ * never below, within 1e-9; the answer names the method in its reference. */
+static void rdpgap_eps_delta_zcdp(void)
+{
+    api_reply r;
+    api_postf(&r, "/v1/epsilon",
+              "{\"event\":{\"class_name\":\"ComposedDpEvent\",\"events\":[{\"class_name\":"
+              "\"EpsilonDeltaDpEvent\",\"epsilon\":0.5,\"delta\":1e-6},{\"class_name\":"
+              "\"ZCDpEvent\",\"rho\":0.1}]},\"delta\":1e-5}");
+    CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
+    double e = jnum(r.json, "epsilon");
+    const char *ref = jstr(r.json, "reference"), *acct = jstr(r.json, "accountant");
+    CHECKF(e >= 2.3753349856524046 && e <= 2.3753349856524046 * (1 + 1e-9), "%.17g", e);
+    CHECK(acct != NULL && strcmp(acct, "rdp") == 0 && ref != NULL && strstr(ref, "Kairouz"));
+    CHECK(jstr(r.json, "guarantee") && strcmp(jstr(r.json, "guarantee"), "upper_bound") == 0);
+    api_reply_free(&r);
+}
+
 const tl_test RDPGAP_API_TESTS[] = {
-    TL_T(rdpgap_order_infinity),
-    TL_T(rdpgap_sampled_composition),
-    TL_T(rdpgap_repeat_select_poisson),
+    TL_T(rdpgap_order_infinity),        TL_T(rdpgap_sampled_composition),
+    TL_T(rdpgap_repeat_select_poisson), TL_T(rdpgap_ledger_laplace),
+    TL_T(rdpgap_eps_delta_zcdp),
 };
 const size_t RDPGAP_API_NTESTS = sizeof RDPGAP_API_TESTS / sizeof RDPGAP_API_TESTS[0];
