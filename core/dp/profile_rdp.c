@@ -55,18 +55,16 @@ static dpb_status rdp_add_pg(dp_profile *pr, double q, double sigma, double mult
 }
 
 /* Record an (eps, delta) event with delta > 0, mult times: it has no RDP curve, and is
- * composed with the curve at conversion (dp_rdp_lazy). */
+ * composed with the curve at conversion (dp_rdp_lazy). One entry per leaf met (they are
+ * few); the list doubles as it grows. */
 static dpb_status rdp_add_ed(dp_profile *pr, double eps, double delta, double mult, dpb_error *err)
 {
-    for (size_t k = 0; k < pr->ned; k++)
-        if (pr->ed[k].eps == eps && pr->ed[k].delta == delta) {
-            pr->ed[k].mult += mult;
-            return DPB_OK;
-        }
-    struct dp_ed_leaf *n = realloc(pr->ed, (pr->ned + 1) * sizeof *n);
-    if (n == NULL)
-        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    pr->ed = n;
+    if ((pr->ned & (pr->ned - 1)) == 0) { /* 0, 1, 2, 4, ...: full */
+        struct dp_ed_leaf *n = realloc(pr->ed, (pr->ned ? 2 * pr->ned : 1) * sizeof *n);
+        if (n == NULL)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        pr->ed = n;
+    }
     pr->ed[pr->ned++] = (struct dp_ed_leaf){eps, delta, mult};
     return DPB_OK;
 }

@@ -73,21 +73,20 @@ static void rdpgap_sampled_composition(void)
  * 0.0050414 (before: 2.69e9, 607.7, 0.0259), never below, within 1e-3. */
 static void rdpgap_repeat_select_poisson(void)
 {
+#define RSP(b, mean)                                                                               \
+    "{\"class_name\":\"RepeatAndSelectDpEvent\",\"event\":" LAP(b) ",\"mean\":" mean               \
+                                                                   ",\"shape\":\"infinite\"}"
     static const struct {
-        const char *scale, *mean, *order;
+        const char *event, *order;
         double want;
-    } W[] = {{"1", "1e10", "1.5819767068693265", 40.097748954545779},
-             {"0.5", "1000", "1.1565176427496657", 45.385350504508345},
-             {"1000", "100", "1000.500083333332", 0.0050413520604337949}};
+    } W[] = {{RSP("1", "1e10"), "1.5819767068693265", 40.097748954545779},
+             {RSP("0.5", "1000"), "1.1565176427496657", 45.385350504508345},
+             {RSP("1000", "100"), "1000.500083333332", 0.0050413520604337949}};
+#undef RSP
     for (size_t i = 0; i < sizeof W / sizeof W[0]; i++) {
-        char ev[300];
-        snprintf(ev, sizeof ev,
-                 "{\"class_name\":\"RepeatAndSelectDpEvent\",\"event\":{\"class_name\":"
-                 "\"LaplaceDpEvent\",\"noise_multiplier\":%s},\"mean\":%s,\"shape\":\"infinite\"}",
-                 W[i].scale, W[i].mean);
-        double v = rdp_at(ev, W[i].order);
-        CHECKF(v >= W[i].want && v <= W[i].want * (1 + 1e-3), "mean %s: %.17g vs %.17g", W[i].mean,
-               v, W[i].want);
+        double v = rdp_at(W[i].event, W[i].order);
+        CHECKF(v >= W[i].want && v <= W[i].want * (1 + 1e-3), "%s: %.17g vs %.17g", W[i].event, v,
+               W[i].want);
     }
 }
 

@@ -43,15 +43,9 @@ import math
 import mpmath as mp
 from mpmath import mpf
 
+from gen_ref_mech import D, out  # a double into mpmath, a value out as the nearest double
+
 mp.mp.dps = 40
-
-
-def D(x):
-    return mpf(float(x))
-
-
-def out(x):
-    return "%.17g" % float(x)
 
 
 def laplace_rdp(eps0, a):
