@@ -70,7 +70,7 @@ static void rdpgap_sampled_composition(void)
 
 /* The issue's three examples: Laplace of scale 1/eps repeated Poisson(mean) times, at
  * a = 1 + 1/expm1(eps): Theorem 6 with the exact delta-hat (mpmath) 40.0977, 45.3854,
- * 0.0050414 (before: 2.69e9, 607.7, 0.0259), never below, within 1e-3. */
+ * 0.0050414 (before: 2.69e9, 607.7, 0.0259), never below, within 2e-4. */
 static void rdpgap_repeat_select_poisson(void)
 {
 #define RSP(b, mean)                                                                               \
@@ -85,7 +85,7 @@ static void rdpgap_repeat_select_poisson(void)
 #undef RSP
     for (size_t i = 0; i < sizeof W / sizeof W[0]; i++) {
         double v = rdp_at(W[i].event, W[i].order);
-        CHECKF(v >= W[i].want && v <= W[i].want * (1 + 1e-3), "%s: %.17g vs %.17g", W[i].event, v,
+        CHECKF(v >= W[i].want && v <= W[i].want * (1 + 2e-4), "%s: %.17g vs %.17g", W[i].event, v,
                W[i].want);
     }
 }

@@ -54,7 +54,7 @@ static int curve_of(dp_event *ev, const double *o, size_t n, double *c)
 }
 
 /* Theorem 6 for a Laplace of scale 1/eps at a = 1 + 1/expm1(eps), the order alone: the
- * theorem's value with the exact delta-hat (mpmath), never below, within 1e-3 (before: up to
+ * theorem's value with the exact delta-hat (mpmath), never below, within 2e-4 (before: up to
  * 1e7 times above, the curve at one order converting poorly: 2.69e9 for 40.1 at mean 1e10,
  * 607.7 for 45.4 at mean 1000, 0.0259 for 0.00504 at mean 100). */
 static void rdpgap_rs_poisson_pure(void)
@@ -66,7 +66,7 @@ static void rdpgap_rs_poisson_pure(void)
                 node(DP_EV_REPEAT_AND_SELECT, r->mean, node(DP_EV_LAPLACE, 1.0 / r->eps, NULL)),
                 &r->order, 1, &c))
             continue;
-        CHECKF(c >= r->rdp && c <= r->rdp * (1.0 + 1e-3),
+        CHECKF(c >= r->rdp && c <= r->rdp * (1.0 + 2e-4),
                "eps %g mean %g order %.17g: %.17g vs %.17g", r->eps, r->mean, r->order, c, r->rdp);
     }
 }
@@ -219,13 +219,46 @@ static void rdpgap_sampled_zcdp(void)
                    "row %zu order %g: %.17g vs %.17g", i, o[k], c[k], r->bound[k]);
             CHECKF(c[k] >= r->gauss[k], "row %zu order %g: %.17g below the Gaussian's %.17g", i,
                    o[k], c[k], r->gauss[k]);
+            /* the looseness docs/MATH.md states: at most 3.8 times the Gaussian's */
+            CHECKF(c[k] <= 3.81 * r->gauss[k] || r->gauss[k] == 0.0,
+                   "row %zu order %g: %.17g above 3.81 x the Gaussian's %.17g", i, o[k], c[k],
+                   r->gauss[k]);
         }
     }
+}
+
+/* ln(x e^a + y e^b) for x, y > 0 */
+static double lse2(double x, double a, double y, double b)
+{
+    double m = a > b ? a : b;
+    return m + log(x * exp(a - m) + y * exp(b - m));
+}
+
+/* The zCDP bound holds for a mechanism that is not a Gaussian: eps-randomized response is
+ * eps^2/2-zCDP (Bun & Steinke 2016), and its Poisson-sampled pair is two points, its Renyi
+ * divergences a closed form: never above the bound, both directions, on a grid. */
+static void rdpgap_sampled_zcdp_rr(void)
+{
+    static const double E[] = {0.1, 0.5, 1, 2, 4}, Q[] = {0.01, 0.1, 0.3, 0.7};
+    for (size_t i = 0; i < N_OF(E); i++)
+        for (size_t j = 0; j < N_OF(Q); j++)
+            for (size_t k = 0; k < N_OF(REF_ZC_ORDERS); k++) {
+                double e = E[i], q = Q[j], a = REF_ZC_ORDERS[k];
+                /* Q = (1, e^e)/(1 + e^e), R its swap, P = (1 - q) Q + q R */
+                double q0 = 1.0 / (1.0 + exp(e)), q1 = 1.0 - q0;
+                double p0 = (1.0 - q) * q0 + q * q1, p1 = 1.0 - p0;
+                /* D(P||Q) = ln E_Q[(P/Q)^a]/(a - 1), D(Q||P) = ln E_P[(Q/P)^a]/(a - 1) */
+                double d1 = lse2(q0, a * log(p0 / q0), q1, a * log(p1 / q1)) / (a - 1.0);
+                double d2 = lse2(p0, a * log(q0 / p0), p1, a * log(q1 / p1)) / (a - 1.0);
+                double exact = d1 > d2 ? d1 : d2, b = rdp_poisson_zcdp(q, e * e / 2.0, 0.0, a);
+                CHECKF(b >= exact * (1.0 - 1e-9), "eps %g q %g order %g: bound %.17g, exact %.17g",
+                       e, q, a, b, exact);
+            }
 }
 
 const tl_test RDPGAP_TESTS[] = {
     TL_T(rdpgap_rs_poisson_pure),     TL_T(rdpgap_rs_poisson_gauss),
     TL_T(rdpgap_sampled_composition), TL_T(rdpgap_eps_delta_composed),
-    TL_T(rdpgap_sampled_zcdp),
+    TL_T(rdpgap_sampled_zcdp),        TL_T(rdpgap_sampled_zcdp_rr),
 };
 const size_t RDPGAP_NTESTS = N_OF(RDPGAP_TESTS);
