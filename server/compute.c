@@ -889,15 +889,16 @@ static int decode_rdp(const compute_req *c, double **orders, size_t *n, problem 
     }
     if (json_object_get(c->j, "orders") == NULL)
         return 0;
-    if (codec_number_list(c->j, "order", "orders", RDP_MAX_ORDERS, orders, n, &scalar, pb) < 0)
+    if (codec_number_list_inf(c->j, "order", "orders", RDP_MAX_ORDERS, orders, n, &scalar, pb) < 0)
         return -1;
     for (size_t i = 0; i < *n; i++)
-        if (!((*orders)[i] > 1.0 && (*orders)[i] <= RDP_MAX_ORDER)) {
+        if (!((*orders)[i] > 1.0 && (*orders)[i] <= RDP_MAX_ORDER) && !isinf((*orders)[i])) {
             char f[48], num[DPB_NUM_MAX];
             snprintf(f, sizeof f, "orders[%zu]", i);
             problem_set(pb, PB_INVALID_PARAMETER, f,
-                        "'%s' must be greater than 1 and at most %g (got %s)", f, RDP_MAX_ORDER,
-                        dpb_num_str((*orders)[i], num));
+                        "'%s' must be greater than 1 and at most %g, or \"infinite\" (the max "
+                        "divergence) (got %s)",
+                        f, RDP_MAX_ORDER, dpb_num_str((*orders)[i], num));
             return -1;
         }
     return 0;
@@ -915,7 +916,7 @@ static json_t *rdp_answer(const compute_req *c, const double *orders, const doub
                                     "pair"));
     json_t *ord = json_array(), *val = json_array();
     for (size_t i = 0; i < n; i++) {
-        json_array_append_new(ord, json_real(orders ? orders[i] : RDP_DEFAULT_ORDERS[i]));
+        json_array_append_new(ord, codec_real(orders ? orders[i] : RDP_DEFAULT_ORDERS[i]));
         json_array_append_new(val, codec_real(curve[i]));
     }
     json_object_set_new(o, "orders", ord);

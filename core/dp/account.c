@@ -7,6 +7,7 @@
 #include "account.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
@@ -36,11 +37,18 @@ static double delta_at_infinity(dp_profile *pr)
     case DP_ACCT_GDP_EXACT:
     case DP_ACCT_GDP_CLT:
         return isinf(pr->mu) ? 1.0 : 0.0;
-    case DP_ACCT_RDP:
+    case DP_ACCT_RDP: {
+        /* the (eps, delta) events' failures: infinite loss with probability at most
+         * 1 - prod(1 - delta_i) (Kairouz, Oh, Viswanath 2015) */
+        double l1m = 0.0;
+        for (size_t k = 0; k < pr->ned; k++)
+            l1m += pr->ed[k].mult * log1p(-pr->ed[k].delta);
+        double eta = pr->ned ? dp_round_up(-expm1(l1m), 1e-14) : 0.0;
         for (size_t i = 0; i < pr->norders; i++)
             if (!isinf(dp_profile_rdp_order(pr, i)))
-                return 0.0;
+                return eta < 1.0 ? eta : 1.0;
         return 1.0;
+    }
     case DP_ACCT_PLD: {
         double d = pr->dir[0].inf_mass + pr->dir[0].roundoff;
         if (!pr->symmetric && pr->dir[1].inf_mass + pr->dir[1].roundoff > d)
@@ -523,8 +531,13 @@ static dpb_status read_profile(const dp_event *ev, dp_relation rel, dp_accountan
 static void read_rdp_curve(dp_profile *pr, void *out)
 {
     double *curve = out;
+    if (pr->ned > 0) { /* no curve: dp_rdp_curve refuses */
+        curve[0] = NAN;
+        return;
+    }
     for (size_t i = 0; i < RDP_NORDERS; i++)
-        curve[i] = dp_profile_rdp_order(pr, i);
+        dp_profile_rdp_parts(pr, i, &curve[i], &curve[RDP_LATE + i]);
+    curve[RDP_NORDERS] = pr->rdp_inf; /* the order infinity, as dp_rdp_lazy sums it */
 }
 
 static void read_mu2(dp_profile *pr, void *out)
@@ -537,9 +550,17 @@ static void read_tv_log1m(dp_profile *pr, void *out)
     *(double *)out = log1p(-pr->tv_delta);
 }
 
+static const char NO_CURVE_ED[] =
+    "an (epsilon, delta) event with delta > 0 has no RDP curve: POST /v1/epsilon and "
+    "/v1/delta with the rdp accountant compose it with the others' curve, and pld composes it "
+    "exactly where it takes the other events";
+
 dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err)
 {
-    return read_profile(ev, rel, DP_ACCT_RDP, read_rdp_curve, curve, err);
+    dpb_status st = read_profile(ev, rel, DP_ACCT_RDP, read_rdp_curve, curve, err);
+    if (st == DPB_OK && isnan(curve[0]))
+        return dpb_fail(err, DPB_EUNSUPPORTED, "accountant", "%s", NO_CURVE_ED);
+    return st;
 }
 
 dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_error *err)
@@ -560,11 +581,33 @@ dpb_status dp_rdp_curve_at(const dp_event *ev, dp_relation rel, const double *or
     memset(rep, 0, sizeof *rep);
     if (ev == NULL)
         return dpb_fail(err, DPB_EINVAL, "event", "an event is required");
+    /* the finite orders go to the walk (at least one: order 2 when only infinity is asked);
+     * the order infinity is the profile's max divergence, rounded as its conversion does */
+    size_t nf = 0;
+    double *fin = NULL;
+    if (orders != NULL) {
+        if (n == 0 || n > RDP_MAX_ORDERS)
+            return dpb_fail(err, DPB_ELIMIT, "orders", "between 1 and %d orders", RDP_MAX_ORDERS);
+        if ((fin = malloc(n * sizeof *fin)) == NULL)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            if (!(isinf(orders[i]) && orders[i] > 0.0))
+                fin[nf++] = orders[i];
+        if (nf == 0)
+            fin[nf++] = 2.0;
+    }
     dp_profile pr;
-    dpb_status st = dp_profile_build_rdp(ev, rel, orders, n, &pr, rep, err);
-    if (st == DPB_OK)
-        for (size_t i = 0; i < pr.norders; i++)
-            curve[i] = dp_profile_rdp_order(&pr, i);
+    dpb_status st = dp_profile_build_rdp(ev, rel, fin, nf, &pr, rep, err);
+    if (st == DPB_OK && pr.ned > 0)
+        st = dpb_fail(err, DPB_EUNSUPPORTED, "accountant", "%s", NO_CURVE_ED);
+    if (st == DPB_OK) {
+        double dinf = dp_round_up(pr.rdp_inf, RDP_REL_ROUND);
+        for (size_t i = 0, k = 0; i < (orders ? n : pr.norders); i++)
+            curve[i] = orders && isinf(orders[i]) && orders[i] > 0.0
+                           ? dinf
+                           : dp_profile_rdp_order(&pr, k++);
+    }
     dp_profile_release(&pr);
+    free(fin);
     return st;
 }

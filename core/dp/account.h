@@ -109,14 +109,17 @@ dpb_status dp_calibrate_ex(dp_event *tmpl, dp_relation rel, dp_accountant acct,
                            const dp_options *opt, double eps_target, double delta_target,
                            dp_calibration *out, dp_report *rep, dpb_error *err);
 
-/* For the ledger: the RDP curve of ev at every RDP_DEFAULT_ORDERS order (all evaluated), for
- * adding to a client's running curve. DPB_EUNSUPPORTED when ev has no RDP curve (shuffled
- * epochs, (eps, delta) with delta > 0, PNSGD), DPB_EUNCERTIFIABLE for unclipped SGLD. */
+/* For the ledger: the RDP curve of ev at every RDP_DEFAULT_ORDERS order (all evaluated) and
+ * its order infinity (RDP_CURVE_LEN values), for adding to a client's running curve.
+ * DPB_EUNSUPPORTED when ev has no RDP curve (shuffled epochs, (eps, delta) with delta > 0, PNSGD),
+ * DPB_EUNCERTIFIABLE for unclipped SGLD. */
 dpb_status dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
 
-/* POST /v1/rdp: the RDP curve of ev at the given orders (n <= RDP_MAX_ORDERS, each finite and
- * > 1; NULL: RDP_DEFAULT_ORDERS, n ignored), every order evaluated; curve[i] is +inf where the
- * divergence is infinite. rep names the accountant (rdp) and the guarantee. */
+/* POST /v1/rdp: the RDP curve of ev at the given orders (n <= RDP_MAX_ORDERS, each > 1 and at
+ * most RDP_MAX_ORDER, or +inf: the order infinity, the max divergence the rdp accountant
+ * composes additively; NULL: RDP_DEFAULT_ORDERS, n ignored), every order evaluated; curve[i]
+ * is +inf where the divergence is infinite (or not bounded here). rep names the accountant
+ * (rdp) and the guarantee. */
 dpb_status dp_rdp_curve_at(const dp_event *ev, dp_relation rel, const double *orders, size_t n,
                            double *curve, dp_report *rep, dpb_error *err);
 

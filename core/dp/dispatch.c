@@ -53,9 +53,10 @@ static int leaf_kinds(const dp_event *ev)
         return ev->u.sgld.sampling == SGLD_CYCLIC ? HAS_GAUSSIAN : HAS_OTHER;
     case DP_EV_TREE_AGGREGATION: /* exactly a Gaussian mechanism */
         return HAS_GAUSSIAN;
+    case DP_EV_POISSON_SAMPLED: /* a zCDP or discrete Gaussian inside: rdp only (issue 39) */
+        return HAS_OTHER | (leaf_kinds(ev->u.sampled.event) & HAS_RDP_ONLY);
     case DP_EV_LAPLACE:
     case DP_EV_EPSILON_DELTA:
-    case DP_EV_POISSON_SAMPLED:
     case DP_EV_SAMPLED_WITH_REPLACEMENT:
     case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
     case DP_EV_TRUNCATED_GAUSSIAN:

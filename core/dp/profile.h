@@ -29,7 +29,13 @@ typedef struct {
     size_t npg;
     struct dp_pg_leaf {
         double q, sigma, mult;
-    } * pg;                 /* owned */
+    } * pg; /* owned */
+    /* rdp: the (eps, delta) events with delta > 0 (no RDP curve), mult times each, composed
+     * with the curve at conversion (dp_rdp_lazy, docs/MATH.md section 6) */
+    size_t ned;
+    struct dp_ed_leaf {
+        double eps, delta, mult;
+    } * ed;                 /* owned */
     pld_pmf dir[2];         /* pld: remove and add directions */
     int symmetric;          /* pld: dir[1] equals dir[0] and is not stored */
     int pure;               /* pld: every mechanism has a finite max divergence, pure_eps */
@@ -72,5 +78,10 @@ void dp_profile_release(dp_profile *pr);
 
 /* rdp: the composed RDP at order index i, evaluated if it was deferred. */
 double dp_profile_rdp_order(dp_profile *pr, size_t i);
+
+/* The RDP at order index i in the two parts the accountant adds: *early, the curve's sum but
+ * the Poisson-sampled Gaussians' lazily evaluated orders, and *late, theirs (0 at the orders
+ * evaluated at once); dp_profile_rdp_order(pr, i) == *early + *late, the same bits. */
+void dp_profile_rdp_parts(dp_profile *pr, size_t i, double *early, double *late);
 
 #endif

@@ -357,6 +357,9 @@ void dp_profile_release(dp_profile *pr)
     free(pr->pg);
     pr->pg = NULL;
     pr->npg = 0;
+    free(pr->ed);
+    pr->ed = NULL;
+    pr->ned = 0;
     if (pr->shx) {
         shx_release(pr->shx);
         pr->shx = NULL;

@@ -196,6 +196,78 @@ double rdp_poisson_gaussian(double q, double sigma, double alpha)
     return r > 0.0 ? dp_round_up(r, 1e-12) : 0.0;
 }
 
+/* ln(e^x - 1) for x > 0 (-inf at 0) */
+static double log_expm1_any(double x)
+{
+    if (!(x > 0.0))
+        return -HUGE_VAL;
+    return x > 1.0 ? x + log1p(-exp(-x)) : log(expm1(x));
+}
+
+/* (alpha - 1) D_alpha bounds at an integer order m >= 2 for rdp_poisson_zcdp: the larger of
+ * the two directions, each the smaller of its bounds. */
+static double zcdp_cgf_int(double q, double rho, double xi, int m)
+{
+    double lq = log(q), l1q = log1p(-q), a = (double)m;
+    /* D(P||Q): ln A, A - 1 = sum_{k>=2} C(m,k) (1-q)^{m-k} q^k (e^{(k-1) eps(k)} - 1), all
+     * terms positive (the k = 0, 1 terms have E[L^k] = 1 and the weights sum to 1) */
+    double lc = 0.0, acc = -HUGE_VAL; /* ln C(m, k) */
+    for (int k = 1; k <= m; k++) {
+        lc += log((double)(m - k + 1) / k);
+        if (k < 2)
+            continue;
+        double t = lc + (m - k) * l1q + k * lq + log_expm1_any((k - 1.0) * (xi + rho * k));
+        acc = rdp_log_add(acc, t);
+    }
+    double up = acc == -HUGE_VAL ? 0.0 : (acc < 700.0 ? log1p(exp(acc)) : acc + log1p(exp(-acc)));
+    /* ... and by convexity of t^m: E[(1 - q + qL)^m] <= 1 - q + q e^{(m-1) eps(m)} */
+    double conv1 = rdp_log_add(l1q, lq + (a - 1.0) * (xi + rho * a));
+    if (conv1 < up)
+        up = conv1;
+    /* D(Q||P): g(L) = (1 - q + qL)^{1-m}, g(1) = 1, E[L - 1] = 0, g'' <= m(m-1) q^2
+     * (1-q)^{-(m+1)} on L >= 0: E[g] <= 1 + m(m-1) q^2 (e^{eps(2)} - 1) / (2 (1-q)^{m+1}) */
+    double lt =
+        log(a) + log(a - 1.0) + 2.0 * lq + log_expm1_any(xi + 2.0 * rho) - M_LN2 - (a + 1.0) * l1q;
+    double down = lt < 700.0 ? log1p(exp(lt)) : lt + log1p(exp(-lt));
+    /* ... and by convexity of t^{1-m}: E[g] <= 1 - q + q e^{(m-1) D_m(Q||R)} */
+    if (conv1 < down)
+        down = conv1;
+    return up > down ? up : down;
+}
+
+double rdp_poisson_zcdp(double q, double rho, double xi, double alpha)
+{
+    if (!(alpha > 1.0) || !(rho >= 0.0) || !(xi >= 0.0) || !(q >= 0.0 && q <= 1.0))
+        return HUGE_VAL;
+    if (q == 0.0 || (rho == 0.0 && xi == 0.0))
+        return 0.0;
+    double eps = xi + rho * alpha;
+    if (q == 1.0 || isinf(alpha) || alpha > RDP_MAX_ORDER)
+        return isinf(alpha) ? HUGE_VAL : dp_round_up(eps, 1e-15);
+    /* any real order: both directions by convexity */
+    double k = rdp_log_add(log1p(-q), log(q) + (alpha - 1.0) * eps);
+    double f = floor(alpha), c = ceil(alpha);
+    if (f == alpha) {
+        double v = zcdp_cgf_int(q, rho, xi, (int)alpha);
+        if (v < k)
+            k = v;
+    } else {
+        /* (a - 1) D_a is convex in a and 0 at a = 1: below the chord between f and c */
+        double kf = f < 2.0 ? 0.0 : zcdp_cgf_int(q, rho, xi, (int)f);
+        double kc = zcdp_cgf_int(q, rho, xi, (int)c), th = (alpha - f) / (c - f);
+        double v = (1.0 - th) * kf + th * kc;
+        if (v < k)
+            k = v;
+    }
+    double r = k / (alpha - 1.0);
+    if (isnan(r))
+        return HUGE_VAL;
+    if (r > eps) /* the convexity bound is at most eps already: only round-off is cut */
+        r = eps;
+    /* the sums' rounding (at most about alpha ulps relative) rounded up */
+    return r > 0.0 ? dp_round_up(r, 1e-10) : 0.0;
+}
+
 static int bad_orders(const double *orders, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -518,20 +590,51 @@ static double tnb_gamma(double eta, double mean)
     return lo * (1.0 - 1e-12);
 }
 
+double rdp_rs_eps_hat(double a)
+{
+    /* 1/(a - 1) and log1p are each within an ulp or so: 8 ulps down is on the safe side */
+    return dp_round_down(log1p(1.0 / (a - 1.0)), 8.0 * DBL_EPSILON);
+}
+
+double rdp_pure_dp_delta(double eps0, double eps)
+{
+    if (!(eps < eps0))
+        return 0.0;
+    if (isinf(eps0))
+        return 1.0;
+    /* (e^eps0 - e^eps) / (1 + e^eps0) = -expm1(eps - eps0) / (1 + e^-eps0) */
+    double d = dp_round_up(-expm1(eps - eps0) / (1.0 + exp(-eps0)), 1e-14);
+    return d < 1.0 ? d : 1.0;
+}
+
+/* RDP does not decrease with the order: a bound at a larger order holds at a smaller one. */
+static void monotone_envelope(const double *orders, size_t n, double *out)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (orders[j] >= orders[i] && out[j] < out[i])
+                out[i] = out[j];
+}
+
 dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t n, double mean,
-                                 double shape, double *out)
+                                 double shape, const double *dhat, double *out)
 {
     if (!(mean >= 1.0) || !isfinite(mean) || !(shape >= 0.0) || bad_orders(orders, n))
         return DPB_EINVAL;
     double lmean = log(mean);
     if (isinf(shape)) { /* Poisson: Theorem 6 */
         for (size_t i = 0; i < n; i++) {
-            double a = orders[i], eh = log1p(1.0 / (a - 1.0)), dh, o;
-            if (rdp_delta(orders, rdp, n, eh, &dh, &o) != DPB_OK)
+            double a = orders[i], dh, o;
+            if (dhat != NULL)
+                dh = dhat[i];
+            else if (rdp_delta(orders, rdp, n, rdp_rs_eps_hat(a), &dh, &o) != DPB_OK)
                 return DPB_EINVAL;
-            double v = rdp[i] + mean * dh + lmean / (a - 1.0);
+            if (!(dh >= 0.0))
+                return DPB_EINVAL;
+            double v = rdp[i] + dp_round_up(mean * dh, 1e-15) + lmean / (a - 1.0);
             out[i] = isinf(rdp[i]) ? HUGE_VAL : dp_round_up(v, 1e-12);
         }
+        monotone_envelope(orders, n, out);
         return DPB_OK;
     }
     /* truncated negative binomial: Theorem 2 */
@@ -547,10 +650,6 @@ dpb_status rdp_repeat_and_select(const double *orders, const double *rdp, size_t
     c = dp_round_up((1.0 + shape) * c, 1e-12);
     for (size_t i = 0; i < n; i++)
         out[i] = dp_round_up(rdp[i] + lmean / (orders[i] - 1.0) + c, 1e-12);
-    /* RDP does not decrease with the order: a bound at a larger order holds at a smaller */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++)
-            if (orders[j] >= orders[i] && out[j] < out[i])
-                out[i] = out[j];
+    monotone_envelope(orders, n, out);
     return DPB_OK;
 }

@@ -245,10 +245,10 @@ static dpb_status classify(lev *e)
     e->gdp_ok = c->gdp_ok;
     snprintf(e->why, sizeof e->why, "%s", c->why);
     if (c->rdp != NULL) {
-        e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+        e->rdp = malloc(RDP_CURVE_LEN * sizeof *e->rdp);
         if (e->rdp == NULL)
             return DPB_ENOMEM;
-        memcpy(e->rdp, c->rdp, RDP_NORDERS * sizeof *e->rdp);
+        memcpy(e->rdp, c->rdp, RDP_CURVE_LEN * sizeof *e->rdp);
     }
     return DPB_OK;
 }

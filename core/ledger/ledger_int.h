@@ -49,7 +49,7 @@ typedef struct {
     uint64_t hash;
     dp_relation rel;
     int kind;
-    double *rdp; /* RDP_NORDERS, kind EV_RDP */
+    double *rdp; /* RDP_CURVE_LEN, kind EV_RDP */
     double tvlog;
     double mu2; /* gdp_ok: mu^2 of a composition of unsampled Gaussians (gdp_filter) */
     int gdp_ok;

@@ -64,7 +64,7 @@ static void classify(spend_event *e)
     spend_class *c = &e->cls;
     c->why = e->why;
     c->gdp_ok = dp_gdp_mu2_of(e->ev, e->rel, &c->mu2, &eg) == DPB_OK && c->mu2 >= 0.0;
-    e->rdp = malloc(RDP_NORDERS * sizeof *e->rdp);
+    e->rdp = malloc(RDP_CURVE_LEN * sizeof *e->rdp);
     dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
     if (st == DPB_OK) {
         c->kind = SPEND_RDP;

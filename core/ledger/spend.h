@@ -46,7 +46,7 @@ enum {
 
 typedef struct {
     int kind;
-    const double *rdp; /* RDP_NORDERS values, kind SPEND_RDP; else NULL */
+    const double *rdp; /* RDP_CURVE_LEN values, kind SPEND_RDP; else NULL */
     double tvlog;      /* ln(1 - d) for SPEND_TV */
     double mu2;        /* gdp_ok: mu^2 of a composition of unsampled Gaussians */
     int gdp_ok;

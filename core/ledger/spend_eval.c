@@ -59,7 +59,7 @@ double spend_rdp_convert(const double *r, double delta)
     const double *l1 = cv->l1, *q = cv->q;
     double best = HUGE_VAL;
     for (size_t k = 0; k < RDP_NORDERS; k++) {
-        double a = RDP_DEFAULT_ORDERS[k], rk = r[k], e;
+        double a = RDP_DEFAULT_ORDERS[k], rk = r[k] + r[RDP_LATE + k], e;
         if (isinf(rk))
             e = HUGE_VAL;
         else if (rk < 2.0 * delta * delta + 1e-300 && delta * delta + expm1(-rk) > 0.0)
@@ -71,32 +71,43 @@ double spend_rdp_convert(const double *r, double delta)
         if (e < best)
             best = e;
     }
+    /* the order infinity as dp_rdp_lazy takes it: eps <= D_inf at every delta */
+    double dinf = dp_round_up(r[RDP_NORDERS], RDP_REL_ROUND);
+    if (isfinite(dinf) && dinf < best)
+        best = dinf;
     return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
 }
 
 /* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
  * conversion eps_a(r_a, delta / k) = r_a + log1p(-1/a) - log(a delta / k) / (a - 1) (the
- * union bound gives each order delta / k), and nothing else: no total-variation shortcut, no
- * other order. A round is admitted iff the level after it is <= eps, i.e. iff some order
- * still has r_a <= B_a. Rounded up. */
+ * union bound gives each order delta / k), and the order infinity's sum S_inf itself (the
+ * privacy loss never exceeds it, so it needs no share of delta: the proof in
+ * docs/FILTERS.md, third fact), and nothing else: no total-variation shortcut, no other
+ * order. A round is admitted
+ * iff the level after it is <= eps, i.e. iff some order still has r_a <= B_a or S_inf <= eps.
+ * Rounded up. */
 double spend_filter_level(const double *r, double delta)
 {
     double dk = delta / (double)LEDGER_FILTER_NORDERS, best = HUGE_VAL;
     for (size_t i = 0; i < LEDGER_FILTER_NORDERS; i++) {
-        double a = LEDGER_FILTER_ORDERS[i], rk = r[LEDGER_FILTER_ORDER_INDEX[i]];
+        size_t k = LEDGER_FILTER_ORDER_INDEX[i];
+        double a = LEDGER_FILTER_ORDERS[i], rk = r[k] + r[RDP_LATE + k];
         if (!isfinite(rk))
             continue;
         double e = rk + log1p(-1.0 / a) - log(dk * a) / (a - 1.0);
         if (e < best)
             best = e;
     }
+    double dinf = dp_round_up(r[RDP_NORDERS], RDP_REL_ROUND);
+    if (isfinite(dinf) && dinf < best)
+        best = dinf;
     return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
 }
 
 /* The rdp accountant's eps of the composition at delta: +inf when an event has no RDP curve. */
 static double rdp_of(const spend_term *t, size_t m, double delta)
 {
-    double r[RDP_NORDERS] = {0};
+    double r[RDP_CURVE_LEN] = {0};
     for (size_t i = 0; i < m; i++) {
         const spend_class *c = &t[i].ev->cls;
         if (c->kind != SPEND_RDP)
@@ -126,7 +137,7 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
     /* the registration order: a client's history reads in the order its events first came */
     qsort(t, m, sizeof *t, cmp_term);
     if (mode == LEDGER_RDP) {
-        double r[RDP_NORDERS] = {0}, tv = 0.0;
+        double r[RDP_CURVE_LEN] = {0}, tv = 0.0;
         int any_rdp = 0;
         for (size_t i = 0; i < m; i++) {
             const spend_class *v = &t[i].ev->cls;
@@ -149,7 +160,7 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
         return;
     }
     if (mode == LEDGER_RDP_FILTER || mode == LEDGER_GDP_FILTER) {
-        double r[RDP_NORDERS] = {0}, mu2 = 0.0;
+        double r[RDP_CURVE_LEN] = {0}, mu2 = 0.0;
         for (size_t i = 0; i < m; i++) {
             const spend_class *v = &t[i].ev->cls;
             double cnt = (double)t[i].count;

@@ -75,7 +75,7 @@ struct spend_engine {
 static inline void spend_add_curve(double *r, const double *v, uint64_t count)
 {
     double cnt = (double)count;
-    for (size_t k = 0; k < RDP_NORDERS; k++)
+    for (size_t k = 0; k < RDP_CURVE_LEN; k++)
         r[k] += cnt * v[k];
 }
 
@@ -115,8 +115,9 @@ void spend_cache_stats(spend_cache *c, spend_stats *s);
 
 /* ---- spend_eval.c ---- */
 
-/* The rdp accountant's conversion of the summed RDP curves r (RDP_NORDERS values) at delta
- * (0 < delta < 1): min over orders of rdp_eps_at, rounded up; 0 when it is <= 0. */
+/* The rdp accountant's conversion of the summed RDP curves r (RDP_CURVE_LEN values) at delta
+ * (0 < delta < 1): min over orders of rdp_eps_at and the order infinity, rounded up; 0 when
+ * it is <= 0. The same arithmetic as dp_rdp_lazy, so the same bits as POST /v1/epsilon. */
 double spend_rdp_convert(const double *r, double delta);
 
 /* The rdp_filter's level of the summed RDP curves r at delta (docs/FILTERS.md), rounded up. */

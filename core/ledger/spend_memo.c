@@ -29,10 +29,10 @@ struct spend_memo {
     struct mterm {
         uint32_t sid;
         uint64_t count;
-    } * s;                    /* sorted by sid */
-    uint32_t *rank;           /* rank[i]: the position in s of the caller's term i */
-    uint64_t hpre;            /* cache_key's state after delta, relation and P */
-    double rpre[RDP_NORDERS]; /* the RDP curves of P, summed */
+    } * s;                      /* sorted by sid */
+    uint32_t *rank;             /* rank[i]: the position in s of the caller's term i */
+    uint64_t hpre;              /* cache_key's state after delta, relation and P */
+    double rpre[RDP_CURVE_LEN]; /* the RDP curves of P, summed */
 };
 
 typedef struct {
@@ -223,7 +223,7 @@ static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double ep
                       dp_relation rel, const spend_term *t, const mtail *tail, size_t q,
                       spend_result *out)
 {
-    double r[RDP_NORDERS];
+    double r[RDP_CURVE_LEN];
     uint64_t key = memo_finish(mm, tail, q, r);
     memset(out, 0, sizeof *out);
     out->accountant = -1;
@@ -305,7 +305,7 @@ int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double
 {
     mtail tail[MEMO_TAIL];
     size_t q;
-    double r[RDP_NORDERS];
+    double r[RDP_CURVE_LEN];
     (void)g;
     if (!memo_match(memo, delta, rel, t, n, k ? x : NULL, k, tail, &q))
         return 0;

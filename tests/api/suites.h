@@ -22,6 +22,8 @@ extern const tl_test PNSGD_API_TESTS[]; /* test_pnsgd_api.c: projected noisy SGD
 extern const size_t PNSGD_API_NTESTS;
 extern const tl_test MECH_API_TESTS[]; /* test_mech_api.c: dp_accounting's mechanism events */
 extern const size_t MECH_API_NTESTS;
+extern const tl_test RDPGAP_API_TESTS[]; /* test_rdpgap_api.c: issue 39, rdp coverage */
+extern const size_t RDPGAP_API_NTESTS;
 extern const tl_test PROACTIVE_API_TESTS[]; /* test_proactive_api.c: seed 002, SGLD */
 extern const size_t PROACTIVE_API_NTESTS;
 extern const tl_test SAMPLING_API_TESTS[]; /* test_sampling_api.c: fixed-size, truncated

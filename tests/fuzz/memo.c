@@ -3,7 +3,7 @@
  * -Wl,--wrap=dp_rdp_curve,--wrap=dp_epsilon_ex, in make fuzz and in its replay in make test).
  *
  * Recovering a ledger classifies every distinct event by its RDP curve (dp_rdp_curve, at
- * all RDP_NORDERS orders) and computes each client's spend (dp_epsilon_ex with PLD): that
+ * all RDP_CURVE_LEN values) and computes each client's spend (dp_epsilon_ex with PLD): that
  * numerical work was about 80% of each input's time under ASan, and it is the same work
  * again and again: fuzz_wal recovers each ledger twice, and most mutations touch other
  * bytes than the events. Both functions are pure functions of their arguments, so the
@@ -24,7 +24,7 @@
 #define MEMO_SLOTS 1024
 #define MEMO_MAX_KEY 512
 #define MEMO_MAX_POINTS 4
-#define MEMO_MAX_VAL 2048
+#define MEMO_MAX_VAL 3072
 
 dpb_status __real_dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
 dpb_status __wrap_dp_rdp_curve(const dp_event *ev, dp_relation rel, double *curve, dpb_error *err);
@@ -105,7 +105,7 @@ static void give_error(dpb_error *err, const dpb_error *e)
 typedef struct {
     dpb_status st;
     dpb_error err;
-    double curve[RDP_NORDERS];
+    double curve[RDP_CURVE_LEN];
 } rdp_answer;
 _Static_assert(sizeof(rdp_answer) <= MEMO_MAX_VAL, "an RDP answer fits a memo slot");
 

@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         {SPEND_TESTS, SPEND_NTESTS},
         {AFFORD_TESTS, AFFORD_NTESTS},
         {MECH_TESTS, MECH_NTESTS},
+        {RDPGAP_TESTS, RDPGAP_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

@@ -40,5 +40,7 @@ extern const tl_test RESERVE_TESTS[];
 extern const size_t RESERVE_NTESTS;
 extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
+extern const tl_test RDPGAP_TESTS[];
+extern const size_t RDPGAP_NTESTS;
 
 #endif

@@ -563,7 +563,7 @@ static void repeat_and_select(void)
     for (size_t i = 0; i < N_OF(P); i++) {
         double r = 0.0, out;
         CHECK(rdp_add_laplace(1.0, 1.0, &o, 1, &r) == DPB_OK);
-        CHECK(rdp_repeat_and_select(&o, &r, 1, P[i].mean, P[i].shape, &out) == DPB_OK);
+        CHECK(rdp_repeat_and_select(&o, &r, 1, P[i].mean, P[i].shape, NULL, &out) == DPB_OK);
         CHECKF(fabs(out - (2.0 + P[i].shape)) < 1e-7 && out >= 2.0 + P[i].shape - 1e-9,
                "shape %g: %.17g", P[i].shape, out);
     }
@@ -580,7 +580,7 @@ static void repeat_and_select(void)
         double r[10], out[10];
         for (size_t k = 0; k < n; k++)
             r[k] = orders[k] * rho;
-        CHECK(rdp_repeat_and_select(orders, r, n, mean, G[i].shape, out) == DPB_OK);
+        CHECK(rdp_repeat_and_select(orders, r, n, mean, G[i].shape, NULL, out) == DPB_OK);
         for (size_t k = 0; k < n; k++) {
             double a = orders[k], want;
             if (a <= 1 + sqrt(log(mean) / rho))
@@ -603,13 +603,16 @@ static void repeat_and_select(void)
         double eps = Q[i].eps, alpha = 1 + 1 / expm1(eps);
         double orders[3] = {alpha, 1e10, 1e100}, r[3] = {0}, out[3];
         CHECK(rdp_add_laplace(1.0 / eps, 1.0, orders, 3, r) == DPB_OK);
-        CHECK(rdp_repeat_and_select(orders, r, 3, Q[i].mean, HUGE_VAL, out) == DPB_OK);
+        CHECK(rdp_repeat_and_select(orders, r, 3, Q[i].mean, HUGE_VAL, NULL, out) == DPB_OK);
         double ans =
             eps +
             log1p(expm1((1 - 2 * alpha) * eps) * (alpha - 1) / (2 * alpha - 1)) / (alpha - 1) +
             log(Q[i].mean) * expm1(eps);
-        CHECKF(fabs(out[0] / ans - 1.0) < 5e-4 && out[0] >= ans * (1.0 - 1e-12),
-               "poisson eps %g mean %g: %.17g vs %.17g", eps, Q[i].mean, out[0], ans);
+        /* the theorem at alpha, or (issue 39) its value at a larger order where smaller:
+         * RDP does not decrease with the order (eps 10: 20.0 at 1e10 for 50724 at alpha) */
+        double want = fmin(ans, fmin(out[1], out[2]));
+        CHECKF(fabs(out[0] / want - 1.0) < 5e-4 && out[0] >= want * (1.0 - 1e-12),
+               "poisson eps %g mean %g: %.17g vs %.17g", eps, Q[i].mean, out[0], want);
     }
     /* mpmath (Theorem 2 with gamma to 40 digits), Gaussian inside, through the accountant at
      * the given orders: never below the theorem's envelope, within 1e-9 of it */

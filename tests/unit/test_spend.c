@@ -1068,12 +1068,127 @@ out:
     finish(l, dir, ev, NEV);
 }
 
+/* ---- issue 39: the rdp spend takes the order infinity, as POST /v1/epsilon does --------- */
+
+/* A leaf for the issue-39 tests: Laplace, pure (eps, 0), Gaussian, one step of a
+ * Poisson-sampled Gaussian (q 0.01) or exponential mechanism (k 0 to 4), with parameter x. */
+static dp_event *leaf39(int k, double x)
+{
+    if (k == 3) {
+        dp_event *c = sgd(x, 0.01, 1), *s = c ? c->u.self.event : NULL;
+        if (c)
+            c->u.self.event = NULL;
+        dp_event_free(c);
+        return s;
+    }
+    static const dp_event_kind kinds[] = {DP_EV_LAPLACE, DP_EV_EPSILON_DELTA, DP_EV_GAUSSIAN,
+                                          DP_EV_GAUSSIAN, DP_EV_EXPONENTIAL};
+    dp_event *e = dp_event_new(kinds[k]);
+    if (e == NULL)
+        return NULL;
+    if (k == 0 || k == 2)
+        e->u.noise.noise_multiplier = x;
+    else if (k == 1)
+        e->u.epsdelta.epsilon = x, e->u.epsdelta.delta = 0.0;
+    else
+        e->u.pure.epsilon = x;
+    return e;
+}
+
+/* One Laplace of scale 10 is 0.1-DP: an rdp client's spend is POST /v1/epsilon's 0.1 (not
+ * the finite orders' 0.10282), a budget of 0.101 admits it, and so does an rdp_filter budget
+ * of 0.101 (the order infinity needs no share of delta). Then random compositions of pure,
+ * Gaussian and Poisson-sampled Gaussian events: every rdp and pld client's spend is the compute
+ * API's rdp answer, bit for bit, during the rounds and after a restart. */
+static void spend_rdp_order_infinity(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    if (l == NULL)
+        return;
+    enum { NEV = 12, NC = 4, NR = 40 };
+    dp_event *ev[NEV] = {NULL};
+    const double par[NEV] = {10, 0.3, 2, 0.05, 4, 0.7, 1.5, 25, 0.2, 6, 0.01, 3};
+    const int kind[NEV] = {0, 1, 0, 1, 4, 2, 3, 0, 4, 2, 1, 3};
+    for (int i = 0; i < NEV; i++)
+        if ((ev[i] = leaf39(kind[i], par[i])) == NULL)
+            goto out;
+    put_client(l, "lap", 0.101, 1e-5, LEDGER_RDP);
+    put_client(l, "lapf", 0.101, 1e-5, LEDGER_RDP_FILTER);
+    const char *two[] = {"lap", "lapf"};
+    ledger_round_res res;
+    if (charge(l, "lap10", ev[0], two, 2, &res) != DPB_OK)
+        goto out;
+    CHECKF(res.n == 2 && res.outcomes[0].admitted && res.outcomes[1].admitted,
+           "Laplace(10) refused at a budget of 0.101");
+    ledger_round_res_free(&res);
+    ledger_client c;
+    uint64_t one[NEV] = {1};
+    double want = eps_of(ev, one, NEV, 1e-5, DP_ACCT_RDP);
+    CHECKF(want >= 0.1 && want <= 0.1 * (1 + 1e-11), "/v1/epsilon rdp of Laplace(10): %.17g", want);
+    CHECK(ledger_get_client(l, "lap", &c) == DPB_OK);
+    CHECKF(c.spent == want, "rdp spend %.17g, /v1/epsilon %.17g", c.spent, want);
+    CHECK(ledger_get_client(l, "lapf", &c) == DPB_OK);
+    CHECKF(c.spent >= 0.1 && c.spent == want, "filter level %.17g", c.spent);
+
+    const char *ids[NC] = {"r1", "r2", "p1", "p2"};
+    uint64_t cnt[NC][NEV] = {{0}};
+    int order[NEV], seen[NEV] = {0}, nseen = 0; /* the events in the order first charged */
+    for (int i = 0; i < NC; i++)
+        put_client(l, ids[i], 1e6, i % 2 ? 1e-3 : 1e-6, i < 2 ? LEDGER_RDP : LEDGER_PLD);
+    order[nseen++] = 0, seen[0] = 1; /* registered by the first round */
+    uint64_t rng = 39;
+    for (int k = 0; k < NR; k++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        int e = (int)((rng >> 33) % NEV);
+        const char *p[NC];
+        size_t n = 0;
+        for (int i = 0; i < NC; i++)
+            if ((rng >> (20 + i)) & 1)
+                p[n++] = ids[i];
+        if (n == 0)
+            p[n++] = ids[0];
+        char rid[32];
+        snprintf(rid, sizeof rid, "mix%d", k);
+        if (charge(l, rid, ev[e], p, n, &res) != DPB_OK)
+            goto out;
+        ledger_round_res_free(&res);
+        if (!seen[e])
+            order[nseen++] = e, seen[e] = 1;
+        for (size_t j = 0; j < n; j++)
+            for (int i = 0; i < NC; i++)
+                if (strcmp(p[j], ids[i]) == 0)
+                    cnt[i][e]++;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; l && i < NC; i++) {
+            dp_event *evs[NEV];
+            uint64_t cs[NEV];
+            for (int j = 0; j < nseen; j++)
+                evs[j] = ev[order[j]], cs[j] = cnt[i][order[j]];
+            CHECK(ledger_get_client(l, ids[i], &c) == DPB_OK);
+            double r = eps_of(evs, cs, (size_t)nseen, c.delta, DP_ACCT_RDP);
+            if (i < 2)
+                CHECKF(c.spent == r, "%s: rdp spend %.17g, /v1/epsilon rdp %.17g", ids[i], c.spent,
+                       r);
+            else
+                CHECKF(c.spent <= r, "%s: pld spend %.17g above rdp %.17g", ids[i], c.spent, r);
+        }
+        if (pass == 0) {
+            ledger_close(l);
+            l = reopen(dir);
+        }
+    }
+out:
+    finish(l, dir, ev, NEV);
+}
+
 const tl_test SPEND_TESTS[] = {
     TL_T(spend_pld_matches_compute),      TL_T(spend_never_past_budget),
     TL_T(spend_cache_eviction),           TL_T(spend_reads_during_long_charge),
     TL_T(spend_reads_during_long_put),    TL_T(spend_refine_shows_pld),
     TL_T(spend_refine_never_stale),       TL_T(spend_memo_same_bits),
     TL_T(spend_memo_matches_compute),     TL_T(spend_memo_cap),
-    TL_T(spend_reads_during_long_commit),
+    TL_T(spend_reads_during_long_commit), TL_T(spend_rdp_order_infinity),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
