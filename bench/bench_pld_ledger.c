@@ -14,6 +14,11 @@
  *      >= 100 rounds/s, reads never wait for a charge's computation
  *   4. as 2 with budget eps 1.5: past the rdp bound each participant's PLD decides (the
  *      worst case: a schedule of distinct events, every charge near the budget)
+ *      then eligibility of the 1,000 clients (affordable_rounds)  target < 1 s; and the kept
+ *      compositions' memory per near-budget client and their cap (BENCH_PLD_KEPT_MIB)
+ *   5. eligibility of BENCH_PLD_ELIG_CLIENTS pld clients (default 10000) after
+ *      BENCH_PLD_ELIG_ROUNDS rounds (default 12) of half of them at budget eps 1.5
+ *                                                    target < 10 s for 10,000
  *   3. resident memory per pld client for BENCH_PLD_MEM_CLIENTS clients (default 100000)
  *      with a few rounds each                       target <= 4 KiB a client
  * Each phase stops at its deadline (BENCH_PLD_SECONDS a phase, default 60) and says how far
@@ -30,6 +35,8 @@
 #include "../core/ledger/ledger.h"
 #include "benchlib.h"
 
+static size_t kept_bytes; /* BENCH_PLD_KEPT_MIB: the kept compositions' cap (0: default) */
+
 static ledger *open_fresh(const char *dir)
 {
     rm_dir(dir);
@@ -42,10 +49,74 @@ static ledger *open_fresh(const char *dir)
         fprintf(stderr, "bench_pld_ledger: %s\n", err.detail);
         exit(1);
     }
+    if (kept_bytes)
+        ledger_kept_cap(l, kept_bytes);
     return l;
 }
 
+static dp_event *dpsgd(double sigma, double q, uint64_t steps);
+
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static char (*ids)[16];
+
+/* The kept compositions' figures: memory per client that holds one, and the cap. */
+static void kept_figures(ledger *l, size_t C)
+{
+    ledger_kept_figures f;
+    ledger_kept_stats(l, &f);
+    printf(
+        "   kept compositions: %zu held, %.2f MiB (peak %.2f MiB) of a cap of %.0f MiB: %.1f KiB "
+        "per near-budget pld client (peak over %zu clients: %.1f KiB); %llu extended, %llu "
+        "rebuilt, %llu evicted, %llu from scratch\n",
+        f.entries, (double)f.bytes / 1048576.0, (double)f.peak_bytes / 1048576.0,
+        (double)f.cap_bytes / 1048576.0,
+        f.entries ? (double)f.bytes / 1024.0 / (double)f.entries : 0.0, C,
+        (double)f.peak_bytes / 1024.0 / (double)C, (unsigned long long)f.composed,
+        (unsigned long long)f.rebuilt, (unsigned long long)f.evicted,
+        (unsigned long long)f.fallbacks);
+}
+
+/* Eligibility of the first n clients for the next round's event, with affordable_rounds
+ * (max_rounds 1000), timed. */
+static void eligibility(ledger *l, size_t n, int k)
+{
+    dp_event *ev = dpsgd(0.8 + 0.01 * k, 0.01, 50);
+    const char **cand = malloc(n * sizeof *cand);
+    if (cand == NULL)
+        exit(1);
+    for (size_t i = 0; i < n; i++)
+        cand[i] = ids[i];
+    ledger_elig_req q = {ev, cand, n, NULL, 1000};
+    ledger_elig_item *it = NULL;
+    size_t ni = 0, elig = 0, near = 0;
+    uint64_t rounds = 0;
+    dpb_error err = {0};
+    double t0 = now_s(), c0 = cpu_s();
+    if (ledger_eligibility(l, &q, &it, &ni, &err) != DPB_OK) {
+        fprintf(stderr, "bench_pld_ledger: eligibility: %s\n", err.detail);
+        exit(1);
+    }
+    double el = now_s() - t0, cpu = cpu_s() - c0;
+    for (size_t i = 0; i < ni; i++) {
+        elig += (size_t)it[i].eligible;
+        rounds += it[i].rounds;
+        near += it[i].remaining < 0.5 * (it[i].spent + it[i].remaining);
+    }
+    printf("   eligibility of %zu candidates (%zu past half their budget), affordable_rounds up to "
+           "1000: %.3f s (%.3f s of CPU), %zu eligible, %.1f rounds affordable on average  target "
+           "< %.0f s  [%s]\n",
+           n, near, el, cpu, elig, ni ? (double)rounds / (double)ni : 0.0, n / 1000.0,
+           el < n / 1000.0 ? "ok" : "MISSED");
+    free(it);
+    free(cand);
+    dp_event_free(ev);
+}
 
 static void make_clients(ledger *l, size_t n, double eps)
 {
@@ -107,7 +178,7 @@ static void *reader_main(void *arg)
 /* Rounds 1..R over C clients, P participants each; prints latency per block; returns the
  * last full block's p99 (ms) and the rounds/s sustained. */
 static void schedule(const char *dir, size_t C, size_t P, int R, int block, double eps, double secs,
-                     int with_reader, double *last_p99, double *rate)
+                     int with_reader, int elig, double *last_p99, double *rate)
 {
     ledger *l = open_fresh(dir);
     make_clients(l, C, eps);
@@ -124,7 +195,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
         rd->l = l;
         pthread_create(&rt, NULL, reader_main, rd);
     }
-    double t_start = now_s(), deadline = t_start + secs;
+    double t_start = now_s(), deadline = t_start + secs, c_start = cpu_s();
     int k, refused = 0, admitted = 0;
     unsigned seed = 7u;
     for (k = 1; k <= R && now_s() < deadline; k++) {
@@ -167,10 +238,14 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
         }
     }
     k--;
-    double el = now_s() - t_start;
+    double el = now_s() - t_start, cpu = cpu_s() - c_start;
     *rate = k / el;
-    printf("   %d rounds in %.1f s: %.1f rounds/s sustained%s; %d charges admitted, %d refused\n",
-           k, el, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
+    printf("   %d rounds in %.1f s (%.1f s of CPU): %.1f rounds/s sustained%s; %d charges "
+           "admitted, %d refused\n",
+           k, el, cpu, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
+    kept_figures(l, C);
+    if (elig)
+        eligibility(l, C, k + 1);
     size_t mc, mb;
     ledger_memo_stats(l, &mc, &mb);
     printf("   clients with a memo of their spend's sums: %zu, %.2f MiB in all (%.2f KiB each)\n",
@@ -243,20 +318,26 @@ int main(int argc, char **argv)
     s = getenv("BENCH_PLD_MEM_CLIENTS");
     size_t mem_clients = s ? (size_t)atol(s) : 100000;
     s = getenv("BENCH_PLD_PHASES");
-    const char *phases = s ? s : "1234";
+    const char *phases = s ? s : "12345";
+    s = getenv("BENCH_PLD_KEPT_MIB");
+    kept_bytes = s ? (size_t)atol(s) << 20 : 0;
+    s = getenv("BENCH_PLD_ELIG_CLIENTS");
+    size_t elig_clients = s ? (size_t)atol(s) : 10000;
+    s = getenv("BENCH_PLD_ELIG_ROUNDS");
+    int elig_rounds = s ? atoi(s) : 12;
 
     printf("== ledger, pld mode: DP-SGD schedule sigma = 0.8 + 0.01 k, 50 steps of q = 0.01 "
            "(bench_pld_ledger)\n");
     double p99 = 0.0, rate = 0.0;
     if (strchr(phases, '1')) {
         printf("1. 100 clients, 10 participants a round, budget eps 10\n");
-        schedule(dir, 100, 10, 12, 100, 10.0, secs, 0, &p99, &rate);
+        schedule(dir, 100, 10, 12, 100, 10.0, secs, 0, 0, &p99, &rate);
     }
     if (strchr(phases, '2')) {
         printf("2. 1000 clients, 100 participants a round, budget eps 10 (far: the rdp bound "
                "decides), up to %d rounds, a reader polling the summary\n",
                R);
-        schedule(dir, 1000, 100, R, 100, 10.0, secs, 1, &p99, &rate);
+        schedule(dir, 1000, 100, R, 100, 10.0, secs, 1, 0, &p99, &rate);
         printf("   p99 of the last 100 rounds %.2f ms  target <= 50  [%s]; %.1f rounds/s  target "
                ">= 100  [%s]\n",
                p99, p99 <= 50.0 ? "ok" : "MISSED", rate, rate >= 100.0 ? "ok" : "MISSED");
@@ -264,7 +345,17 @@ int main(int argc, char **argv)
     if (strchr(phases, '4')) {
         printf("4. the same, budget eps 1.5 (near: past the rdp bound the PLD of each "
                "participant's history decides), a reader polling the summary\n");
-        schedule(dir, 1000, 100, R, 100, 1.5, secs, 1, &p99, &rate);
+        schedule(dir, 1000, 100, R, 100, 1.5, secs, 1, 1, &p99, &rate);
+        printf("   p99 of the last 100 rounds %.2f ms  target <= 50  [%s]; %.1f rounds/s  target "
+               ">= 100  [%s]\n",
+               p99, p99 <= 50.0 ? "ok" : "MISSED", rate, rate >= 100.0 ? "ok" : "MISSED");
+    }
+    if (strchr(phases, '5')) {
+        printf("5. eligibility at scale: %zu pld clients (budget eps 1.5), %d rounds of half of "
+               "them each (distinct histories), then affordable_rounds for all\n",
+               elig_clients, elig_rounds);
+        schedule(dir, elig_clients, elig_clients / 2, elig_rounds, elig_rounds, 1.5, 10 * secs, 0,
+                 1, &p99, &rate);
     }
     if (strchr(phases, '3')) {
         printf("3. memory\n");

@@ -32,7 +32,7 @@ LAYERS = {
         ("records", ["ledger_snapfmt", "ledger_record"]),
         ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_spendof",
                    "ledger_index", "ledger_names"]),
-        ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache"]),
+        ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache", "spend_kept"]),
         ("stores", ["store_file", "store_pg", "refine"]),
         ("log", ["wal", "snapshot"]),
         ("io", ["fs", "crc32c"]),

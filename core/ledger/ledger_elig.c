@@ -47,11 +47,25 @@ static uint64_t history_hash(const lclient *c)
     return fnv64(&x, 8, h);
 }
 
+static void eligibility_probes(ledger *l, const lclient *c, int known, uint32_t ev,
+                               uint64_t max_rounds, ledger_elig_item *it);
+
 /* One client's eligibility for `ev` (its relation's interned index): the admission of one
  * round, then the number of further rounds it can afford, by doubling then bisection on the
- * same admission test, capped at max_rounds (the spend grows with the count). */
+ * same admission test, capped at max_rounds (the spend grows with the count); each test
+ * decided without the spend's value where a kept composition can (spend_decide_only). */
 static void eligibility_of(ledger *l, const lclient *c, int known, uint32_t ev, uint64_t max_rounds,
                            ledger_elig_item *it)
+{
+    double after;
+    spend_decide_only(1); /* the probes ask for admissions, not the values */
+    eligibility_probes(l, c, known, ev, max_rounds, it);
+    spend_decide_only(0);
+    (void)after;
+}
+
+static void eligibility_probes(ledger *l, const lclient *c, int known, uint32_t ev,
+                               uint64_t max_rounds, ledger_elig_item *it)
 {
     double after;
     it->reason = lg_admission(l, c, known, ev, 1, &after, NULL);

@@ -221,7 +221,7 @@ static int memo_mode(int mode)
 /* The spend of a composition the memo covers (spend_eval's, bit for bit). */
 static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double eps, double delta,
                       dp_relation rel, const spend_term *t, const mtail *tail, size_t q,
-                      spend_result *out)
+                      const spend_event *x, uint64_t k, spend_result *out)
 {
     double r[RDP_NORDERS];
     uint64_t key = memo_finish(mm, tail, q, r);
@@ -251,7 +251,7 @@ static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double ep
     if (s == NULL)
         return; /* nothing certified: refuses */
     memo_sorted(mm, t, tail, q, s);
-    spend_pld_decide(g, eps, delta, rel, s, m, rv, key, out);
+    spend_pld_decide(g, eps, delta, rel, s, m, rv, key, x, k, out);
     if (s != stack)
         free(s);
 }
@@ -268,7 +268,7 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
         memo = *update;
     int hit = memo_mode(mode) && memo_match(memo, delta, rel, t, n, x, k, tail, &q);
     if (hit) {
-        memo_eval(g, memo, mode, eps, delta, rel, t, tail, q, out);
+        memo_eval(g, memo, mode, eps, delta, rel, t, tail, q, x, k, out);
     } else {
         spend_term stack[16], *w = n + 1 <= 16 ? stack : malloc((n + 1) * sizeof *w);
         if (w == NULL) {
@@ -286,7 +286,7 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
             w[i].count += k;
         else if (x != NULL)
             w[m++] = (spend_term){x, k};
-        spend_eval(g, mode, eps, delta, rel, w, m, out);
+        spend_eval_x(g, mode, eps, delta, rel, w, m, x, k, out);
         if (w != stack)
             free(w);
     }
