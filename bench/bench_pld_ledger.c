@@ -17,7 +17,8 @@
  *      then eligibility of the 1,000 clients (affordable_rounds)  target < 1 s; and the kept
  *      compositions' memory per near-budget client and their cap (BENCH_PLD_KEPT_MIB)
  *   5. eligibility of BENCH_PLD_ELIG_CLIENTS pld clients (default 10000) after
- *      BENCH_PLD_ELIG_ROUNDS rounds (default 12) of half of them at budget eps 1.5
+ *      BENCH_PLD_ELIG_ROUNDS rounds (default 20) of a third of them, each budget then lowered
+ *      to 0.97 of the client's rdp value (past the rdp bound: the PLD decides)
  *                                                    target < 10 s for 10,000
  *   3. resident memory per pld client for BENCH_PLD_MEM_CLIENTS clients (default 100000)
  *      with a few rounds each                       target <= 4 KiB a client
@@ -84,9 +85,9 @@ static void kept_figures(ledger *l, size_t C)
 
 /* Eligibility of the first n clients for the next round's event, with affordable_rounds
  * (max_rounds 1000), timed. */
-static void eligibility(ledger *l, size_t n, int k)
+static void eligibility(ledger *l, size_t n, double sigma)
 {
-    dp_event *ev = dpsgd(0.8 + 0.01 * k, 0.01, 50);
+    dp_event *ev = dpsgd(sigma, 0.01, 50);
     const char **cand = malloc(n * sizeof *cand);
     if (cand == NULL)
         exit(1);
@@ -245,7 +246,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
            k, el, cpu, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
     kept_figures(l, C);
     if (elig)
-        eligibility(l, C, k + 1);
+        eligibility(l, C, 0.8 + 0.01 * (k + 1));
     size_t mc, mb;
     ledger_memo_stats(l, &mc, &mb);
     printf("   clients with a memo of their spend's sums: %zu, %.2f MiB in all (%.2f KiB each)\n",
@@ -264,6 +265,63 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
     free(part);
     free(lat);
     free(blk);
+    ledger_close_nosnapshot(l);
+    rm_dir(dir);
+}
+
+/* Phase 5: C clients charged R rounds of a random third each (far from the budget), their
+ * budgets then lowered to 0.97 of their rdp values, then the eligibility of all. */
+static void at_scale(const char *dir, size_t C, int R)
+{
+    ledger *l = open_fresh(dir);
+    make_clients(l, C, 100.0);
+    const char **part = malloc(C * sizeof *part);
+    ledger_client *batch = calloc(C, sizeof *batch);
+    if (part == NULL || batch == NULL)
+        exit(1);
+    unsigned seed = 5u;
+    double t0 = now_s();
+    for (int k = 1; k <= R; k++) {
+        dp_event *ev = dpsgd(1.0 + 0.02 * k, 0.01, 50);
+        size_t n = 0;
+        for (size_t i = 0; i < C; i++)
+            if (rand_r(&seed) % 3 == 0)
+                part[n++] = ids[i];
+        ledger_round_req rq;
+        memset(&rq, 0, sizeof rq);
+        snprintf(rq.round_id, sizeof rq.round_id, "e%d", k);
+        rq.participants = part;
+        rq.n = n;
+        rq.event = ev;
+        rq.policy = LEDGER_ADMIT_ELIGIBLE;
+        ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+        ledger_round_res res;
+        if (ledger_round(l, &rq, &res, NULL) != DPB_OK)
+            exit(1);
+        ledger_round_res_free(&res);
+        dp_event_free(ev);
+    }
+    double t1 = now_s();
+    for (size_t i = 0; i < C; i++) {
+        ledger_client c;
+        if (ledger_get_client(l, ids[i], &c) != DPB_OK)
+            exit(1);
+        batch[i] = c;
+        batch[i].epsilon = c.spent > 0.0 ? 0.97 * c.spent : 1.0;
+    }
+    double c0 = cpu_s();
+    for (size_t b = 0; b < C; b += 10000)
+        if (ledger_put_clients(l, batch + b, C - b < 10000 ? C - b : 10000, NULL) != DPB_OK)
+            exit(1);
+    double t2 = now_s();
+    printf("   %d rounds in %.1f s; budgets lowered in %.1f s (%.1f s of CPU: each client's kept "
+           "composition built from its events)\n",
+           R, t1 - t0, t2 - t1, cpu_s() - c0);
+    kept_figures(l, C);
+    eligibility(l, C, 1.0 + 0.02 * (R + 1));
+    kept_figures(l, C);
+    free(part);
+    free(batch);
     ledger_close_nosnapshot(l);
     rm_dir(dir);
 }
@@ -324,7 +382,7 @@ int main(int argc, char **argv)
     s = getenv("BENCH_PLD_ELIG_CLIENTS");
     size_t elig_clients = s ? (size_t)atol(s) : 10000;
     s = getenv("BENCH_PLD_ELIG_ROUNDS");
-    int elig_rounds = s ? atoi(s) : 12;
+    int elig_rounds = s ? atoi(s) : 20;
 
     printf("== ledger, pld mode: DP-SGD schedule sigma = 0.8 + 0.01 k, 50 steps of q = 0.01 "
            "(bench_pld_ledger)\n");
@@ -351,11 +409,11 @@ int main(int argc, char **argv)
                p99, p99 <= 50.0 ? "ok" : "MISSED", rate, rate >= 100.0 ? "ok" : "MISSED");
     }
     if (strchr(phases, '5')) {
-        printf("5. eligibility at scale: %zu pld clients (budget eps 1.5), %d rounds of half of "
-               "them each (distinct histories), then affordable_rounds for all\n",
+        printf("5. eligibility at scale: %zu pld clients, %d rounds of a random third of them "
+               "each (distinct histories), then each budget lowered to 0.97 of its rdp value "
+               "(the PLD decides), then affordable_rounds for all\n",
                elig_clients, elig_rounds);
-        schedule(dir, elig_clients, elig_clients / 2, elig_rounds, elig_rounds, 1.5, 10 * secs, 0,
-                 1, &p99, &rate);
+        at_scale(dir, elig_clients, elig_rounds);
     }
     if (strchr(phases, '3')) {
         printf("3. memory\n");

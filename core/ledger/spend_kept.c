@@ -493,6 +493,16 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
     }
     int ok = 0;
     kentry *base = kept_get(k, key_of(b, mb, rel), rel, b, mb);
+    if (base == NULL && x == NULL) { /* no charge to extend by: the history from its events */
+        if (b != stack)
+            free(b);
+        e = kept_scratch(k, t, m, rel);
+        ok = e != NULL && !e->bad;
+        if (ok)
+            *p = entry_eps(k, e, delta);
+        kept_put(k, e);
+        return ok;
+    }
     if (base == NULL)
         base = kept_scratch(k, b, mb, rel);
     kentry *step = base && !base->bad ? kept_single(k, t[j].ev, kx) : NULL;
