@@ -25,6 +25,7 @@
  * Each phase stops at its deadline (BENCH_PLD_SECONDS a phase, default 60) and says how far
  * it got.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -176,6 +177,42 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* The histories of the first NTRACK clients (the rounds admitted), for the excess of their
+ * kept compositions over the compute API's value. */
+#define NTRACK 8
+static int track_k[NTRACK][4096], track_n[NTRACK];
+
+static void excess(ledger *l)
+{
+    double lo = HUGE_VAL, hi = -HUGE_VAL;
+    int n = 0;
+    for (int i = 0; i < NTRACK; i++) {
+        ledger_client c;
+        if (ledger_get_client(l, ids[i], &c) != DPB_OK || c.spent_accountant != DP_ACCT_PLD ||
+            track_n[i] == 0)
+            continue;
+        dp_event *root = dp_event_new(DP_EV_COMPOSED);
+        root->u.composed.events = calloc((size_t)track_n[i], sizeof(dp_event *));
+        for (int j = 0; j < track_n[i]; j++)
+            root->u.composed.events[root->u.composed.n++] =
+                dpsgd(0.8 + 0.01 * track_k[i][j], 0.01, 50);
+        double d = c.delta, e = HUGE_VAL;
+        dp_report rep;
+        if (dp_epsilon(root, DP_REL_ADD_OR_REMOVE, DP_ACCT_PLD, &d, 1, &e, &rep, NULL) == DPB_OK &&
+            e > 0.0) {
+            double x = c.spent / e - 1.0;
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+            n++;
+        }
+        dp_event_free(root);
+    }
+    if (n > 0)
+        printf("   kept compositions against the compute API (POST /v1/epsilon, pld) on %d "
+               "clients' histories: %.4f%% to %.4f%% above  target within 1%%  [%s]\n",
+               n, 100.0 * lo, 100.0 * hi, hi <= 0.01 && lo >= -1e-9 ? "ok" : "MISSED");
+}
+
 /* Rounds 1..R over C clients, P participants each; prints latency per block; returns the
  * last full block's p99 (ms) and the rounds/s sustained. */
 static void schedule(const char *dir, size_t C, size_t P, int R, int block, double eps, double secs,
@@ -183,6 +220,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
 {
     ledger *l = open_fresh(dir);
     make_clients(l, C, eps);
+    memset(track_n, 0, sizeof track_n);
     const char **part = malloc(P * sizeof *part);
     double *lat = malloc((size_t)R * sizeof *lat), *blk = malloc((size_t)block * sizeof *blk);
     if (part == NULL || lat == NULL || blk == NULL)
@@ -224,6 +262,11 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
         }
         lat[k - 1] = (now_s() - t0) * 1e3;
         admitted += (int)res.admitted;
+        for (size_t i = 0; i < res.n; i++) {
+            int c = atoi(res.outcomes[i].id + 1);
+            if (c < NTRACK && res.outcomes[i].admitted && track_n[c] < 4096)
+                track_k[c][track_n[c]++] = k;
+        }
         refused += (int)(res.n - res.admitted);
         ledger_round_res_free(&res);
         dp_event_free(ev);
@@ -245,8 +288,10 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
            "admitted, %d refused\n",
            k, el, cpu, k / el, k < R ? " (stopped at the deadline)" : "", admitted, refused);
     kept_figures(l, C);
-    if (elig)
+    if (elig) {
         eligibility(l, C, 0.8 + 0.01 * (k + 1));
+        excess(l);
+    }
     size_t mc, mb;
     ledger_memo_stats(l, &mc, &mb);
     printf("   clients with a memo of their spend's sums: %zu, %.2f MiB in all (%.2f KiB each)\n",
