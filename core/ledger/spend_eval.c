@@ -195,8 +195,9 @@ void spend_eval_x(spend_engine *g, int mode, double eps, double delta, dp_relati
 
 /* A pld client's spend (out zeroed but for accountant -1, spent +inf) from the rdp value r of
  * the sorted terms t[0..m) (m > 0) whose cache key is key. */
-/* spend_decide_only's flag, per thread */
-static _Thread_local int decide_only;
+/* spend_decide_only's flag, per thread; and whether this thread computes ahead of a round
+ * (the prefetch, the refinement): then a composition is never a client's own history */
+static _Thread_local int decide_only, ahead;
 
 void spend_decide_only(int on)
 {
@@ -211,9 +212,12 @@ void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel
     if (r <= eps) {
         out->spent = r;
         out->accountant = DP_ACCT_RDP;
-        /* the PLD value when the cache holds it (spend_refine put it there): never computed
-         * here, so a round within budget costs what an rdp round does */
-        if (spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) && p < r) {
+        /* the PLD value when the cache holds it (spend_refine put it there) or the same
+         * composition is kept (another client's): never computed here, so a round within
+         * budget costs what an rdp round does */
+        if ((spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) ||
+             spend_kept_peek(&g->kept, t, m, delta, rel, &p)) &&
+            p < r) {
             out->spent = p;
             out->accountant = DP_ACCT_PLD;
             out->pld_computed = 1;
@@ -227,7 +231,7 @@ void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel
         ;
     else if (decide_only && spend_kept_admits(&g->kept, t, m, eps, delta, rel, x, nx, &adm))
         p = adm ? eps : HUGE_VAL; /* eps bounds the value when admitted; +inf always does */
-    else if (!spend_kept_eps(&g->kept, t, m, delta, rel, x, nx, &p))
+    else if (!spend_kept_eps(&g->kept, t, m, delta, rel, x, nx, x == NULL && !ahead, &p))
         p = spend_pld_of(&g->cache, key, t, m, delta, rel);
     out->pld_computed = 1;
     if (p <= r) {
@@ -246,7 +250,9 @@ void spend_refine(spend_engine *g, double eps, double delta, dp_relation rel, sp
 {
     dpb_cancel cn = {0.0, stop};
     const dpb_cancel *prev = dpb_cancel_enter(&cn);
+    ahead = 1;
     spend_eval(g, LEDGER_PLD, eps, delta, rel, t, m, out);
+    ahead = 0;
     double r = out->spent;
     if (out->accountant == DP_ACCT_RDP && !out->pld_computed) { /* within budget: r decided */
         double p = spend_pld_of(&g->cache, spend_cache_key(delta, rel, t, m), t, m, delta, rel);
@@ -275,6 +281,7 @@ typedef struct {
 static void *prefetch_main(void *arg)
 {
     prefetch_job *j = arg;
+    ahead = 1; /* reset by spend_prefetch for the caller's thread */
     for (;;) {
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
@@ -308,6 +315,7 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
         if (pthread_create(&th[started], NULL, prefetch_main, &j) != 0)
             break;
     prefetch_main(&j); /* the caller's thread works too */
+    ahead = 0;
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     free(need);

@@ -2,7 +2,8 @@
  * spend_int.h - the inside of the spend engine (spend.h), shared by its four files and by
  * nothing else. Each file holds one concern, and the calls run one way (an arrow: "may call"):
  *
- *   spend_memo.c  -> spend_eval.c, spend_cache.c   a client's memo (spend_eval_more,
+ *   spend_memo.c  -> spend_eval.c, spend_cache.c,  a client's memo (spend_eval_more,
+ *                    spend_kept.c
  *                                                  spend_rdp_within)
  *   spend_eval.c  -> spend_cache.c                 the spend per mode (spend_eval,
  *                                                  spend_refine, spend_prefetch,
@@ -151,11 +152,13 @@ void spend_kept_set_cap(spend_kept *k, size_t cap_bytes);
  * certifies nothing) of the sorted terms t[0..m) (m > 0, every event of relation rel), read
  * from the kept composition of t, or of t less nx of event x (the hint: a charge's x and
  * count; x NULL: less one of the last term) extended by nx of x, or of a base rebuilt from
- * its events; a composition of one more of an event (nx 1, or no hint) is kept. 0 when the
+ * its events; a composition of one more of an event (nx 1, or no hint) is kept, as a
+ * prospective entry unless own (t is a client's own history, asked for itself: the charge
+ * made, its spend recomputed), which also marks the history it extended stale. 0 when the
  * kept path cannot answer (an event it does not compose, out of memory): the caller
  * computes the value from scratch. Any thread, any number at once. */
 int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                   const spend_event *x, uint64_t nx, double *p);
+                   const spend_event *x, uint64_t nx, int own, double *p);
 
 /* 1 and *admits: whether the sorted terms t[0..m), holding nx of x more than a history,
  * have a pld epsilon at most eps at delta, decided from the history's kept composition and
@@ -164,6 +167,12 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
  * composition's kept value. 0 when the kept path cannot decide it. Any thread. */
 int spend_kept_admits(spend_kept *k, const spend_term *t, size_t m, double eps, double delta,
                       dp_relation rel, const spend_event *x, uint64_t nx, int *admits);
+
+/* 1 when some composition is kept (a hint), and spend_kept_eps of an exactly kept
+ * composition only (nothing computed, the entry's recency unchanged): 0 when it is not kept. */
+int spend_kept_any(spend_kept *k);
+int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
+                    double *p);
 
 /* The kept compositions' figures into s's kept_* fields. */
 void spend_kept_stats(spend_kept *k, spend_stats *s);

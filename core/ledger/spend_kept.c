@@ -46,6 +46,7 @@ struct kentry {
     uint8_t in_table; /* 0 once evicted (freed at its last reference) */
     uint8_t sym;      /* only d[0] is set */
     uint8_t weak;     /* prospective: made for an admission test, not used since */
+    uint64_t base;    /* the key of the entry it extends (0: none): demoted when it is charged */
     unsigned refs;
     size_t bytes;
     double last_delta, last_eps; /* the last epsilon asked of it (under the mutex) */
@@ -115,7 +116,9 @@ void spend_kept_release(spend_kept *k)
 /* Two recency lists: prospective entries (a composition made for an admission test, not
  * yet used again: lru[0]) and the others (lru[1]); eviction takes the least recently made
  * prospective entry first, so that the tests of refused charges do not push out the
- * histories clients will extend next. */
+ * histories clients will extend next. When a tested composition is charged (asked for
+ * itself), the history it extended goes to the far end of lru[0]: it is stale unless
+ * another client has it too, or the charge is withdrawn (then it is rebuilt). */
 static void lru_unlink(spend_kept *k, kentry *e)
 {
     int w = !e->weak;
@@ -170,9 +173,24 @@ static kentry *kept_get_as(spend_kept *k, uint64_t key, dp_relation rel, const s
     if (e) {
         e->refs++;
         lru_unlink(k, e);
+        int charged = e->weak && promote; /* a tested composition charged: its base is stale */
         e->weak = e->weak && !promote;
         lru_push(k, e);
         k->hits++;
+        kentry *b = charged && e->base ? k->kb[e->base & (k->kb_cap - 1)] : NULL;
+        while (b && !(b->key == e->base && b->rel == e->rel && !b->weak))
+            b = b->next;
+        if (b) { /* the history before the charge: among the first to go (a hint: a key match) */
+            lru_unlink(k, b);
+            b->weak = 1;
+            b->lru_next = NULL;
+            b->lru_prev = k->lru_tail[0];
+            if (k->lru_tail[0])
+                k->lru_tail[0]->lru_next = b;
+            else
+                k->lru_head[0] = b;
+            k->lru_tail[0] = b;
+        }
     }
     pthread_mutex_unlock(&k->mu);
     return e;
@@ -448,8 +466,10 @@ static double entry_eps(spend_kept *k, kentry *e, double delta)
     return v;
 }
 
+static int kept_has_less(spend_kept *k, const spend_term *t, size_t m, dp_relation rel, uint64_t d);
+
 int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                   const spend_event *x, uint64_t nx, double *p)
+                   const spend_event *x, uint64_t nx, int own, double *p)
 {
     pthread_mutex_lock(&k->mu);
     int off = k->cap_bytes == 0;
@@ -459,9 +479,9 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
     for (size_t i = 0; i < m; i++)
         if (t[i].ev->rel != rel || t[i].count == 0)
             return 0;
-    /* a charge's test (the hint) leaves a prospective entry so; the history itself asked
-     * for (no hint: the charge made, a status) promotes it */
-    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, x == NULL || nx == 0);
+    /* a charge's test leaves a prospective entry so; the history of a client asked for
+     * itself (own: the charge made, its status) promotes it */
+    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, own);
     if (e) {
         int good = !e->bad;
         if (good)
@@ -469,7 +489,8 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
         kept_put(k, e);
         return good;
     }
-    /* the composition as a base and k of one event: the hint's, else one of the last term */
+    /* the composition as a base and k of one event: the hint's, else one or two of the last
+     * term, whichever base is kept (two: a status's test computed ahead) */
     size_t j = m;
     uint64_t kx = 0;
     for (size_t i = 0; x != NULL && nx > 0 && i < m; i++)
@@ -480,6 +501,8 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
     if (j == m) {
         j = m - 1;
         kx = 1;
+        if (t[j].count >= 2 && !kept_has_less(k, t, m, rel, 1) && kept_has_less(k, t, m, rel, 2))
+            kx = 2;
     }
     spend_term stack[32], *b = m <= 32 ? stack : malloc(m * sizeof *b);
     if (b == NULL)
@@ -510,8 +533,10 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
         e = kept_compose(k, base, step, t, m, rel);
         /* a charge's composition is kept (the next round of the client starts from it); the
          * probes of an eligibility search (k > 1) are not */
-        if (e && kx == 1)
+        if (e && kx == 1) {
+            e->base = base->key;
             e = kept_insert(k, e, 1);
+        }
         if (e) {
             *p = entry_eps(k, e, delta);
             ok = 1;
@@ -528,6 +553,41 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
         pthread_mutex_unlock(&k->mu);
     }
     return ok;
+}
+
+int spend_kept_any(spend_kept *k)
+{
+    pthread_mutex_lock(&k->mu);
+    int any = k->entries > 0;
+    pthread_mutex_unlock(&k->mu);
+    return any;
+}
+
+int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
+                    double *p)
+{
+    if (m == 0 || !spend_kept_any(k))
+        return 0;
+    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, 0);
+    int good = e != NULL && !e->bad;
+    if (good)
+        *p = entry_eps(k, e, delta);
+    kept_put(k, e);
+    return good;
+}
+
+/* 1 when the sorted terms t[0..m) less d of the last term are kept (a hint). */
+static int kept_has_less(spend_kept *k, const spend_term *t, size_t m, dp_relation rel, uint64_t d)
+{
+    uint64_t key = key_of(t, m, rel) - term_hash(t[m - 1].ev->sid, t[m - 1].count);
+    if (t[m - 1].count > d)
+        key += term_hash(t[m - 1].ev->sid, t[m - 1].count - d);
+    pthread_mutex_lock(&k->mu);
+    kentry *e = k->kb[key & (k->kb_cap - 1)];
+    while (e && !(e->key == key && e->rel == (uint8_t)rel && !e->bad))
+        e = e->next;
+    pthread_mutex_unlock(&k->mu);
+    return e != NULL;
 }
 
 /* An upper bound on delta(eps) of the composition of b and s (one direction each, same

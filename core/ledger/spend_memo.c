@@ -11,7 +11,8 @@
  * the same bits (the build is ISO C, -std=c11: no contraction into fused multiply-adds).
  *
  * May call: spend_eval.c (spend_eval, the rdp conversion, the filter level, the pld
- * decision), spend_cache.c (the key fold, spend_cache_has_key). Called by the ledger only.
+ * decision), spend_cache.c (the key fold, spend_cache_has_key), spend_kept.c (whether any
+ * composition is kept). Called by the ledger only.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -242,7 +243,7 @@ static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double ep
     }
     size_t m = mm->m - 1 + q;
     /* spend_pld_decide's answer, without a lookup */
-    if (rv <= eps && !spend_cache_has_key(&g->cache, key)) {
+    if (rv <= eps && !spend_cache_has_key(&g->cache, key) && !spend_kept_any(&g->kept)) {
         out->spent = rv;
         out->accountant = DP_ACCT_RDP;
         return;
