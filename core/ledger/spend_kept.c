@@ -332,7 +332,8 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
 {
     spend_term one = {ev, count};
     uint64_t key = key_of(&one, 1, ev->rel);
-    kentry *e = kept_get(k, key, ev->rel, &one, 1);
+    /* powers (eligibility's probes) stay prospective: first out, before clients' histories */
+    kentry *e = kept_get_as(k, key, ev->rel, &one, 1, count == 1);
     if (e)
         return e;
     pld_pmf d[2];
@@ -379,7 +380,7 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
         return NULL;
     }
     e = kentry_new(&one, 1, ev->rel, d, sym, 0);
-    return e ? kept_insert(k, e, 0) : NULL;
+    return e ? kept_insert(k, e, 1) : NULL;
 }
 
 /* The kept distribution of the sorted terms t[0..m) composed from its events' own, at once
