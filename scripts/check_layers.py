@@ -33,7 +33,7 @@ LAYERS = {
         ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_spendof",
                    "ledger_index", "ledger_names"]),
         ("affordability", ["afford"]),
-        ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache"]),
+        ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache", "spend_kept"]),
         ("stores", ["store_file", "store_pg", "refine"]),
         ("log", ["wal", "snapshot"]),
         ("io", ["fs", "crc32c"]),

@@ -12,6 +12,7 @@
 
 #include "dispatch.h"
 #include "normal.h"
+#include "profile_int.h"
 
 /* Queries: delta in [0, 1] (0: the epsilon at which delta vanishes, +inf when none does; 1:
  * epsilon 0), epsilon in [0, +inf] (+inf: the mass at infinite loss), as dp_accounting. */
@@ -610,4 +611,21 @@ dpb_status dp_rdp_curve_at(const dp_event *ev, dp_relation rel, const double *or
     dp_profile_release(&pr);
     free(fin);
     return st;
+}
+
+dpb_status dp_pld_pair_of(const dp_event *ev, dp_relation rel, double h, pld_pmf out[2],
+                          int *symmetric, dpb_error *err)
+{
+    dp_report rep;
+    memset(&rep, 0, sizeof rep);
+    dp_pld_pair p;
+    memset(out, 0, 2 * sizeof *out);
+    dpb_status st = dp_walk_pld_adaptive(ev, rel, h, 0, NULL, &p, &rep, err);
+    if (st != DPB_OK)
+        return st;
+    out[0] = p.d[0];
+    if (!p.symmetric)
+        out[1] = p.d[1];
+    *symmetric = p.symmetric;
+    return DPB_OK;
 }

@@ -23,6 +23,7 @@
 #include "../common/status.h"
 #include "accountant.h"
 #include "event.h"
+#include "pld.h"
 #include "report.h"
 
 /* Most points one query may ask for. */
@@ -131,5 +132,13 @@ dpb_status dp_gdp_mu2_of(const dp_event *ev, dp_relation rel, double *mu2, dpb_e
 /* For the ledger: ln(1 - delta) of ev's (0, delta) total-variation guarantee, for events that
  * thm41 accounts (shuffled epochs and their compositions). */
 dpb_status dp_tv_log1m_of(const dp_event *ev, dp_relation rel, double *s, dpb_error *err);
+
+/* For the ledger's kept compositions (ledger/spend_kept.c): the pld accountant's pair of
+ * pessimistic distributions of ev alone on the grid h (both directions, out[0] removal,
+ * out[1] addition; *symmetric: only out[0] is set), composed as the compute API composes
+ * it (no tilt, double transforms), each owned by the caller (pld_free). DPB_EUNSUPPORTED
+ * when the pld accountant does not account ev, other failures as dp_epsilon's. */
+dpb_status dp_pld_pair_of(const dp_event *ev, dp_relation rel, double h, pld_pmf out[2],
+                          int *symmetric, dpb_error *err);
 
 #endif

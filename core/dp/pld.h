@@ -134,6 +134,11 @@ void pld_fftw_unlock(void);
 /* out = a (x) b (both on the same grid step). */
 dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
 
+/* The same by FFT whatever the sizes (pld_compose sums directly up to 4e6 products): n log n
+ * time and the FFT's round-off bound, for compositions extended one at a time (the ledger's
+ * kept compositions). */
+dpb_status pld_compose_fft(const pld_pmf *a, const pld_pmf *b, pld_pmf *out);
+
 /* out = a composed with itself count times (count >= 1), by one FFT power. */
 dpb_status pld_self_compose(const pld_pmf *a, uint64_t count, pld_pmf *out);
 

@@ -26,27 +26,46 @@ static void clamp_negative(double *p, size_t n)
             p[i] = 0.0;
 }
 
-dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
+/* pld_compose: summed directly or by FFT as pld_convolve picks by size, or (by_cost) as the
+ * operations count: directly where they are fewer than three transforms', else by FFT on the
+ * ladder's sizes with the cached plans */
+static dpb_status compose_two(const pld_pmf *a, const pld_pmf *b, pld_pmf *out, int by_cost)
 {
     if (a->h != b->h || a->gauss_mu > 0.0 || b->gauss_mu > 0.0)
         return DPB_EINVAL;
-    size_t n = a->n + b->n - 1;
+    size_t n = a->n + b->n - 1, N = 0;
     dpb_status st = pld_pmf_alloc(out, a->h, a->lo + b->lo, n);
     if (st != DPB_OK)
         return st;
-    st = pld_convolve(a->p, a->n, b->p, b->n, out->p);
+    double nl = (double)pld_ladder_size(n);
+    if (!by_cost)
+        st = pld_convolve(a->p, a->n, b->p, b->n, out->p);
+    else if ((double)a->n * (double)b->n > 8.0 * nl * log2(nl))
+        st = pld_convolve_ladder(a->p, a->n, b->p, b->n, out->p, &N);
+    else
+        st = pld_convolve_by(a->p, a->n, b->p, b->n, out->p, 0);
     if (st != DPB_OK) {
         pld_free(out);
         return st;
     }
     clamp_negative(out->p, n); /* each clamped value only moves closer to the exact one */
-    out->roundoff = pld_convolve_roundoff(a, b);
+    out->roundoff = by_cost ? pld_convolve_roundoff_n(a, b, N) : pld_convolve_roundoff(a, b);
     if (!(out->roundoff <= 1.0))
         out->roundoff = 1.0;
     out->inf_mass = 1.0 - (1.0 - a->inf_mass) * (1.0 - b->inf_mass);
     out->steps = a->steps + b->steps;
     pld_trim_tails(out);
     return DPB_OK;
+}
+
+dpb_status pld_compose(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
+{
+    return compose_two(a, b, out, 0);
+}
+
+dpb_status pld_compose_fft(const pld_pmf *a, const pld_pmf *b, pld_pmf *out)
+{
+    return compose_two(a, b, out, 1);
 }
 
 /* ---- the tilted composition (pld_ctx.tilt; docs/MATH.md section 6) -- -------------------------

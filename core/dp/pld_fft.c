@@ -88,8 +88,14 @@ static void plans_drop(const fftw_plan *p, size_t n)
  * otherwise (the product of two transforms of the zero-padded inputs). */
 dpb_status pld_convolve(const double *a, size_t na, const double *b, size_t nb, double *c)
 {
+    return pld_convolve_by(a, na, b, nb, c, !convolve_direct(na, nb));
+}
+
+dpb_status pld_convolve_by(const double *a, size_t na, const double *b, size_t nb, double *c,
+                           int fft)
+{
     size_t nc = na + nb - 1;
-    if (convolve_direct(na, nb)) {
+    if (!fft) {
         memset(c, 0, nc * sizeof *c);
         for (size_t i = 0; i < na; i++)
             for (size_t j = 0; j < nb; j++)
@@ -154,20 +160,79 @@ out:
  */
 double pld_convolve_roundoff(const pld_pmf *a, const pld_pmf *b)
 {
+    size_t nc = a->n + b->n - 1;
+    return pld_convolve_roundoff_n(a, b, convolve_direct(a->n, b->n) ? 0 : pld_good_size(nc));
+}
+
+double pld_convolve_roundoff_n(const pld_pmf *a, const pld_pmf *b, size_t N)
+{
     const double u = DBL_EPSILON;
     double sa = pld_sum_mass(a), sb = pld_sum_mass(b), r;
     size_t nc = a->n + b->n - 1;
-    if (convolve_direct(a->n, b->n)) {
+    if (N == 0) {
         double m = (double)(a->n < b->n ? a->n : b->n) + 1.0;
         r = m * u / (1.0 - m * u) * sa * sb;
     } else {
-        double eta = pld_fft_eta(pld_good_size(nc)), ea = eta * sa, eb = eta * sb;
+        double eta = pld_fft_eta(N), ea = eta * sa, eb = eta * sb;
         double zmax = (sa + ea) * (sb + eb);
         double bf = ea * (sb + eb) + sa * eb + 4.0 * u * zmax;
         r = sqrt((double)nc) * (bf + (eta + u) * zmax);
     }
     r += a->roundoff * (sb + b->roundoff) + sa * b->roundoff;
     return r * (1.0 + 1e-6);
+}
+
+dpb_status pld_convolve_ladder(const double *a, size_t na, const double *b, size_t nb, double *c,
+                               size_t *N_used)
+{
+    size_t nc = na + nb - 1, N = pld_ladder_size(nc), held = 0;
+    int cx = N <= PLD_C2C_MAX_N, slot;
+    size_t nf = cx ? N : N / 2 + 1;
+    fftw_plan fwd, inv;
+    dpb_status st = pld_plans_get(N, &fwd, &inv, &slot);
+    if (st != DPB_OK)
+        return st;
+    /* work: the input (N complex, or N real), A and B (nf complex each) */
+    size_t bin = pld_scratch_round(N * (cx ? sizeof(fftw_complex) : sizeof(double))),
+           bf = pld_scratch_round(nf * sizeof(fftw_complex));
+    char *work = pld_scratch_get(bin + 2 * bf, &held);
+    if (work == NULL) {
+        pld_plans_put(fwd, inv, slot);
+        return DPB_ENOMEM;
+    }
+    fftw_complex *A = (fftw_complex *)(work + bin), *B = (fftw_complex *)(work + bin + bf);
+    const double *src[2] = {a, b};
+    size_t len[2] = {na, nb};
+    for (int k = 0; k < 2; k++) {
+        if (cx) {
+            fftw_complex *in = (fftw_complex *)work;
+            for (size_t i = 0; i < N; i++)
+                in[i] = i < len[k] ? src[k][i] : 0.0;
+            fftw_execute_dft(fwd, in, k == 0 ? A : B);
+        } else {
+            double *in = (double *)work;
+            memset(in, 0, N * sizeof *in);
+            memcpy(in, src[k], len[k] * sizeof *in);
+            fftw_execute_dft_r2c(fwd, in, k == 0 ? A : B);
+        }
+    }
+    for (size_t f = 0; f < nf; f++)
+        A[f] *= B[f];
+    if (cx) {
+        fftw_complex *out = (fftw_complex *)work;
+        fftw_execute_dft(inv, A, out);
+        for (size_t j = 0; j < nc; j++)
+            c[j] = creal(out[j]) / (double)N;
+    } else {
+        double *out = (double *)work;
+        fftw_execute_dft_c2r(inv, A, out);
+        for (size_t j = 0; j < nc; j++)
+            c[j] = out[j] / (double)N;
+    }
+    pld_scratch_put(work, held);
+    pld_plans_put(fwd, inv, slot);
+    *N_used = N;
+    return DPB_OK;
 }
 
 /* ---- work memory, kept across compositions ---------------------------------------------------

@@ -43,4 +43,17 @@ void pld_plans_put(fftw_plan fwd, fftw_plan inv, int slot);
  * FFT), the inputs' own round-off (a->roundoff, b->roundoff) included. */
 double pld_convolve_roundoff(const pld_pmf *a, const pld_pmf *b);
 
+/* pld_convolve by FFT (fft 1, the size pld_convolve picks) or summed directly (fft 0). */
+dpb_status pld_convolve_by(const double *a, size_t na, const double *b, size_t nb, double *c,
+                           int fft);
+
+/* The same bound for a convolution by FFT of size N (N 0: summed directly). */
+double pld_convolve_roundoff_n(const pld_pmf *a, const pld_pmf *b, size_t N);
+
+/* pld_convolve by FFT whatever the sizes, on the ladder's size (*N_used) with the cached
+ * plans and kept work blocks, so that the many small compositions of the ledger's kept
+ * compositions pay no planning: its round-off is pld_convolve_roundoff_n(a, b, *N_used). */
+dpb_status pld_convolve_ladder(const double *a, size_t na, const double *b, size_t nb, double *c,
+                               size_t *N_used);
+
 #endif

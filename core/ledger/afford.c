@@ -109,8 +109,12 @@ dpb_status afford_rounds(spend_engine *g, const afford_history *h, spend_event *
         ledger_reason r;
         st = admit(g, h, x, 0, b, &r, &out->held);
     }
-    if (st == DPB_OK)
+    if (st == DPB_OK) {
+        spend_decide_only(1); /* the probes ask for admissions, not values: a kept
+                               * composition decides each in one pass (spend_kept) */
         st = search(g, h, x, max_rounds, b, out);
+        spend_decide_only(0);
+    }
     dpb_cancel_leave(prev);
     if (st == DPB_OK && out->reason != LEDGER_OK)
         out->rounds = 0;

@@ -191,6 +191,21 @@ void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes);
  * then. Both 0 at open. Set before serving. */
 void ledger_set_compute_limits(ledger *l, double deadline_s, uint64_t max_pld_evals);
 
+/* The kept compositions (docs/LEDGER.md, "Kept compositions"): distributions held, their
+ * bytes now, at most so far and the cap; compositions extended by a charge, rebuilt from
+ * their events, evicted, and values computed from scratch instead. */
+typedef struct {
+    size_t entries, bytes, peak_bytes, cap_bytes;
+    uint64_t composed, rebuilt, evicted, fallbacks;
+} ledger_kept_figures;
+void ledger_kept_stats(ledger *l, ledger_kept_figures *f);
+
+/* The cap of the kept compositions of pld clients past their rdp bound, all together
+ * (default SPEND_KEPT_BYTES, 64 MiB; 0: none kept, every pld value composed from scratch):
+ * past it the least recently used are dropped, and rebuilt from the log's events when next
+ * needed. Any time; lowering it evicts at once. */
+void ledger_kept_cap(ledger *l, size_t bytes);
+
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);
 

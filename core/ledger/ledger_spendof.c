@@ -134,6 +134,20 @@ void ledger_memo_stats(ledger *l, size_t *clients, size_t *bytes)
     pthread_rwlock_unlock(&l->lock);
 }
 
+void ledger_kept_stats(ledger *l, ledger_kept_figures *f)
+{
+    spend_stats s;
+    spend_engine_stats(l->sp, &s);
+    *f =
+        (ledger_kept_figures){s.kept_entries,  s.kept_bytes,   s.kept_peak_bytes, s.kept_cap_bytes,
+                              s.kept_composed, s.kept_rebuilt, s.kept_evicted,    s.kept_fallbacks};
+}
+
+void ledger_kept_cap(ledger *l, size_t bytes)
+{
+    spend_engine_kept_cap(l->sp, bytes);
+}
+
 void lg_recompute(ledger *l, lclient *c)
 {
     spend_result r;
@@ -146,7 +160,9 @@ void lg_recompute(ledger *l, lclient *c)
     c->stuck = 0;
     if (c->last_ev != LEV_NONE && !c->uncertified && c->spent < c->eps) {
         spend_result more;
+        spend_decide_only(1); /* the test, not the value */
         lg_spend_held(l, c, c->last_ev, 1, &more);
+        spend_decide_only(0);
         c->stuck = !(more.spent <= c->eps);
     }
 }

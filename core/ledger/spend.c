@@ -4,10 +4,11 @@
  * themselves are computed in spend_eval.c and spend_memo.c, the PLD values cached in
  * spend_cache.c (spend_int.h draws how these files call each other).
  *
- * Locks: one mutex for the registry, one for the cache (spend_cache.c); neither is held
- * while an accountant runs.
+ * Locks: one mutex for the registry, one for the cache (spend_cache.c), one for the kept
+ * compositions (spend_kept.c); none is held while an accountant runs.
  *
- * May call: spend_cache.c (its set-up, release and figures), dp/ (event, account), fnv.h.
+ * May call: spend_cache.c and spend_kept.c (their set-up, release and figures), dp/ (event,
+ * account), fnv.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,12 @@ spend_engine *spend_engine_new(size_t cache_bytes)
     g->reg = calloc(g->reg_cap, sizeof *g->reg);
     if (g->reg == NULL ||
         spend_cache_init(&g->cache, cache_bytes ? cache_bytes : SPEND_CACHE_BYTES) != 0) {
+        free(g->reg);
+        free(g);
+        return NULL;
+    }
+    if (spend_kept_init(&g->kept, SPEND_KEPT_BYTES) != 0) {
+        spend_cache_release(&g->cache);
         free(g->reg);
         free(g);
         return NULL;
@@ -50,6 +57,7 @@ void spend_engine_free(spend_engine *g)
             n = e->next;
             event_free(e);
         }
+    spend_kept_release(&g->kept);
     spend_cache_release(&g->cache);
     free(g->reg);
     pthread_mutex_destroy(&g->mu);
@@ -206,7 +214,13 @@ const spend_class *spend_event_class(const spend_event *e)
     return &e->cls;
 }
 
+void spend_engine_kept_cap(spend_engine *g, size_t bytes)
+{
+    spend_kept_set_cap(&g->kept, bytes);
+}
+
 void spend_engine_stats(spend_engine *g, spend_stats *s)
 {
     spend_cache_stats(&g->cache, s);
+    spend_kept_stats(&g->kept, s);
 }

@@ -16,9 +16,13 @@
  *     r of the composition when r <= eps (a round is admitted on it at once, whatever the
  *     PLD says), else the pld accountant's value p of the composition (the pessimistic PLD,
  *     computed only then: near or past the budget, or found in the cache, or by
- *     spend_refine), min(p, r). The result names the
- *     accountant it is (DP_ACCT_RDP or DP_ACCT_PLD): POST /v1/epsilon with that accountant
- *     on the same composition answers the same number;
+ *     spend_refine), min(p, r). Past the rdp bound p is read from the client's kept
+ *     composition (spend_kept.c: extended by one composition per charge, on the coarser grid
+ *     SPEND_KEPT_H) unless the value cache holds the compute API's own value. The result
+ *     names the accountant it is (DP_ACCT_RDP or DP_ACCT_PLD): POST /v1/epsilon with that
+ *     accountant on the same composition answers the same number (rdp; pld from the cache),
+ *     or, for a kept composition, a number at most its stated excess below it
+ *     (docs/ACCOUNTING.md, "Kept compositions");
  *   rdp_filter, gdp_filter: the filters' levels (docs/FILTERS.md).
  * PLD values are kept in a cache keyed by the exact multiset (and mode, relation, budget), of
  * at most the bytes given to spend_engine_new: a value evicted is computed again, the same.
@@ -59,8 +63,17 @@ typedef struct spend_event spend_event;
 /* Default size of the PLD value cache (bytes). */
 #define SPEND_CACHE_BYTES ((size_t)32 << 20)
 
+/* Default cap of the kept compositions (spend_kept.c; bytes): a pld client past its rdp bound
+ * holds one distribution pair, about 2 x 1,300 points of 8 bytes on the grid SPEND_KEPT_H for
+ * a DP-SGD history (bench_pld_ledger prints the figure), so about 3,000 such clients fit. */
+#define SPEND_KEPT_BYTES ((size_t)64 << 20)
+
 /* cache_bytes 0: SPEND_CACHE_BYTES. NULL when out of memory. */
 spend_engine *spend_engine_new(size_t cache_bytes);
+
+/* The kept compositions' cap (spend_kept.c; bytes, 0: none kept, every pld value past the
+ * rdp bound composed from scratch): lowering it evicts at once. */
+void spend_engine_kept_cap(spend_engine *g, size_t bytes);
 void spend_engine_free(spend_engine *g);
 
 /* The registered event for (bytes, rel), registered (decoded, classified) if new; a
@@ -122,6 +135,13 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
                      double eps, double delta, dp_relation rel, const spend_term *t, size_t n,
                      spend_event *x, uint64_t k, spend_result *out);
 
+/* Whether this thread's spend_eval_more calls with k > 0 want only the admission (spend <=
+ * eps) where a pld client's kept composition decides it (eligibility's probes, the honest
+ * status's test): then spent is eps when admitted and +inf when not (both upper bounds),
+ * decided in one pass over the kept distribution and the event's k-th power, not a
+ * composition. on 0 (the default): the value. */
+void spend_decide_only(int on);
+
 /* 1 when the memo shows, without computing any PLD, that spend_eval_more of the same pld
  * composition is decided by its rdp value within the budget eps (the prefetch's test). */
 int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
@@ -155,10 +175,15 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n);
 int spend_accountant_of(spend_engine *g, int mode, double eps, double delta, spend_term *t,
                         size_t m, double spent);
 
-/* Cache figures: entries and bytes held, lookups that hit, and PLD computations. */
+/* Cache figures: entries and bytes held, lookups that hit, and PLD computations; the kept
+ * compositions' (spend_kept.c): entries, bytes held (now, at most so far, the cap),
+ * compositions extended, rebuilt from their events, evicted, and queries answered from
+ * scratch instead. */
 typedef struct {
     size_t entries, bytes, cap_bytes;
     uint64_t hits, misses, pld_computed;
+    size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
+    uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

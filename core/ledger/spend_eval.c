@@ -5,7 +5,8 @@
  * the smaller of it and the pessimistic PLD value); the background refinement, the
  * prefetch of PLD values on several threads, and the accountant a stored spend is.
  *
- * May call: spend_cache.c (keys, PLD values), dp/ (rdp, normal, account), common/cancel.
+ * May call: spend_cache.c (keys, PLD values), spend_kept.c (kept compositions), dp/ (rdp,
+ * normal, account), common/cancel.
  * Called by the ledger and by spend_memo.c; never calls spend_memo.c or spend.c.
  */
 #include <math.h>
@@ -126,6 +127,12 @@ static int cmp_term(const void *a, const void *b)
 void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation rel, spend_term *t,
                 size_t m, spend_result *out)
 {
+    spend_eval_x(g, mode, eps, delta, rel, t, m, NULL, 0, out);
+}
+
+void spend_eval_x(spend_engine *g, int mode, double eps, double delta, dp_relation rel,
+                  spend_term *t, size_t m, const spend_event *x, uint64_t nx, spend_result *out)
+{
     memset(out, 0, sizeof *out);
     out->accountant = -1;
     out->spent = HUGE_VAL;
@@ -194,28 +201,49 @@ void spend_eval(spend_engine *g, int mode, double eps, double delta, dp_relation
         return;
     }
     spend_pld_decide(g, eps, delta, rel, t, m, rdp_of(t, m, delta),
-                     spend_cache_key(delta, rel, t, m), out);
+                     spend_cache_key(delta, rel, t, m), x, nx, out);
 }
 
 /* A pld client's spend (out zeroed but for accountant -1, spent +inf) from the rdp value r of
  * the sorted terms t[0..m) (m > 0) whose cache key is key. */
+/* spend_decide_only's flag, per thread; and whether this thread computes ahead of a round
+ * (the prefetch, the refinement): then a composition is never a client's own history */
+static _Thread_local int decide_only, ahead;
+
+void spend_decide_only(int on)
+{
+    decide_only = on;
+}
+
 void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel,
-                      const spend_term *t, size_t m, double r, uint64_t key, spend_result *out)
+                      const spend_term *t, size_t m, double r, uint64_t key, const spend_event *x,
+                      uint64_t nx, spend_result *out)
 {
     double p;
     if (r <= eps) {
         out->spent = r;
         out->accountant = DP_ACCT_RDP;
-        /* the PLD value when the cache holds it (spend_refine put it there): never computed
-         * here, so a round within budget costs what an rdp round does */
-        if (spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) && p < r) {
+        /* the PLD value when the cache holds it (spend_refine put it there) or the same
+         * composition is kept (another client's): never computed here, so a round within
+         * budget costs what an rdp round does */
+        if ((spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) ||
+             spend_kept_peek(&g->kept, t, m, delta, rel, &p)) &&
+            p < r) {
             out->spent = p;
             out->accountant = DP_ACCT_PLD;
             out->pld_computed = 1;
         }
         return;
     }
-    p = spend_pld_of(&g->cache, key, t, m, delta, rel);
+    /* the compute API's value when the cache holds it (spend_refine's), else the kept
+     * composition's (one composition from the client's kept one), else from scratch */
+    int adm;
+    if (spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0))
+        ;
+    else if (decide_only && spend_kept_admits(&g->kept, t, m, eps, delta, rel, x, nx, &adm))
+        p = adm ? eps : HUGE_VAL; /* eps bounds the value when admitted; +inf always does */
+    else if (!spend_kept_eps(&g->kept, t, m, delta, rel, x, nx, x == NULL && !ahead, &p))
+        p = spend_pld_of(&g->cache, key, t, m, delta, rel);
     out->pld_computed = 1;
     if (p <= r) {
         out->spent = p;
@@ -233,7 +261,9 @@ void spend_refine(spend_engine *g, double eps, double delta, dp_relation rel, sp
 {
     dpb_cancel cn = {0.0, stop};
     const dpb_cancel *prev = dpb_cancel_enter(&cn);
+    ahead = 1;
     spend_eval(g, LEDGER_PLD, eps, delta, rel, t, m, out);
+    ahead = 0;
     double r = out->spent;
     if (out->accountant == DP_ACCT_RDP && !out->pld_computed) { /* within budget: r decided */
         double p = spend_pld_of(&g->cache, spend_cache_key(delta, rel, t, m), t, m, delta, rel);
@@ -262,6 +292,7 @@ typedef struct {
 static void *prefetch_main(void *arg)
 {
     prefetch_job *j = arg;
+    ahead = 1; /* reset by spend_prefetch for the caller's thread */
     for (;;) {
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
@@ -295,6 +326,7 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
         if (pthread_create(&th[started], NULL, prefetch_main, &j) != 0)
             break;
     prefetch_main(&j); /* the caller's thread works too */
+    ahead = 0;
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     free(need);

@@ -2,15 +2,18 @@
  * spend_int.h - the inside of the spend engine (spend.h), shared by its four files and by
  * nothing else. Each file holds one concern, and the calls run one way (an arrow: "may call"):
  *
- *   spend_memo.c  -> spend_eval.c, spend_cache.c   a client's memo (spend_eval_more,
+ *   spend_memo.c  -> spend_eval.c, spend_cache.c,  a client's memo (spend_eval_more,
+ *                    spend_kept.c
  *                                                  spend_rdp_within)
  *   spend_eval.c  -> spend_cache.c                 the spend per mode (spend_eval,
  *                                                  spend_refine, spend_prefetch,
  *                                                  spend_accountant_of)
- *   spend.c       -> spend_cache.c                 the engine's life cycle, the event
+ *   spend.c       -> spend_cache.c, spend_kept.c   the engine's life cycle, the event
  *                                                  registry, the figures
+ *   spend_eval.c  -> spend_kept.c                  (the pld decision reads kept compositions)
  *   spend_cache.c                                  the cache of PLD values and its key;
  *                                                  computing a PLD value
+ *   spend_kept.c                                   the kept compositions of pld histories
  *
  * spend.c is called by none of the other three: they read the registered events' fields
  * below (sid, ev, cls), which never change while an event is registered.
@@ -61,12 +64,35 @@ typedef struct {
     spend_stats st;              /* entries, bytes, cap_bytes, hits, misses, pld_computed */
 } spend_cache;
 
+/* The grid step of kept compositions: 50 times the compute API's, so that a charge's
+ * composition is one transform of about 4,000 points; the excess this costs is stated in
+ * docs/ACCOUNTING.md (measured: about 0.002% of epsilon per distinct event composed). */
+#define SPEND_KEPT_H 5e-3
+/* The grid an event's own distribution is computed on before it is moved onto SPEND_KEPT_H
+ * (2.5 times the compute API's: a new event costs a third of the time, and the excess grows
+ * from 0.19% to 0.21% of epsilon over 100 events, measured) */
+#define SPEND_KEPT_FINE_H 2.5e-4
+
+/* The kept compositions (spend_kept.c), one set per engine, under their own mutex; entries
+ * are used outside it (referenced). single_mu: held while an event's own distribution is
+ * made, so that concurrent callers make it once. */
+typedef struct kentry kentry;
+typedef struct {
+    pthread_mutex_t mu, single_mu;
+    kentry **kb; /* hash buckets, kb_cap of them (a power of 2) */
+    size_t kb_cap;
+    kentry *lru_head[2], *lru_tail[2]; /* prospective entries, the others: most recent first */
+    size_t entries, bytes, peak_bytes, cap_bytes; /* cap_bytes 0: none kept */
+    uint64_t hits, composed, rebuilt, evicted, fallbacks;
+} spend_kept;
+
 struct spend_engine {
     pthread_mutex_t mu; /* the registry */
     spend_event **reg;
     size_t reg_cap, reg_n;
     uint32_t next_sid;
     spend_cache cache;
+    spend_kept kept;
 };
 
 /* r += count times the RDP curve v: every sum of curves in the engine is a left fold of this
@@ -113,7 +139,50 @@ double spend_pld_of(spend_cache *c, uint64_t key, const spend_term *t, size_t m,
 /* Copy the cache's figures into *s. */
 void spend_cache_stats(spend_cache *c, spend_stats *s);
 
+/* ---- spend_kept.c ---- */
+
+/* Set up an empty set of kept compositions of at most cap_bytes (0: none is kept, and
+ * spend_kept_eps always answers 0). 0, or -1 when out of memory. */
+int spend_kept_init(spend_kept *k, size_t cap_bytes);
+void spend_kept_release(spend_kept *k);
+/* A new cap (0: none kept): past it the least recently used are evicted at once. */
+void spend_kept_set_cap(spend_kept *k, size_t cap_bytes);
+
+/* 1 and *p, the pld accountant's epsilon at delta (an upper bound, rounded up; +inf when it
+ * certifies nothing) of the sorted terms t[0..m) (m > 0, every event of relation rel), read
+ * from the kept composition of t, or of t less nx of event x (the hint: a charge's x and
+ * count; x NULL: less one of the last term) extended by nx of x, or of a base rebuilt from
+ * its events; a composition of one more of an event (nx 1, or no hint) is kept, as a
+ * prospective entry unless own (t is a client's own history, asked for itself: the charge
+ * made, its spend recomputed), which also marks the history it extended stale. 0 when the
+ * kept path cannot answer (an event it does not compose, out of memory): the caller
+ * computes the value from scratch. Any thread, any number at once. */
+int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
+                   const spend_event *x, uint64_t nx, int own, double *p);
+
+/* 1 and *admits: whether the sorted terms t[0..m), holding nx of x more than a history,
+ * have a pld epsilon at most eps at delta, decided from the history's kept composition and
+ * x's nx-th power without composing them (a linear functional, one pass over each: an
+ * upper bound on delta(eps) carrying the inputs' round-off, not a transform's), or from the
+ * composition's kept value. 0 when the kept path cannot decide it. Any thread. */
+int spend_kept_admits(spend_kept *k, const spend_term *t, size_t m, double eps, double delta,
+                      dp_relation rel, const spend_event *x, uint64_t nx, int *admits);
+
+/* 1 when some composition is kept (a hint), and spend_kept_eps of an exactly kept
+ * composition only (nothing computed, the entry's recency unchanged): 0 when it is not kept. */
+int spend_kept_any(spend_kept *k);
+int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
+                    double *p);
+
+/* The kept compositions' figures into s's kept_* fields. */
+void spend_kept_stats(spend_kept *k, spend_stats *s);
+
 /* ---- spend_eval.c ---- */
+
+/* spend_eval with the hint of spend_pld_decide: t holds nx of x more than the client's
+ * history (x NULL: no hint). */
+void spend_eval_x(spend_engine *g, int mode, double eps, double delta, dp_relation rel,
+                  spend_term *t, size_t m, const spend_event *x, uint64_t nx, spend_result *out);
 
 /* The rdp accountant's conversion of the summed RDP curves r (RDP_CURVE_LEN values) at delta
  * (0 < delta < 1): min over orders of rdp_eps_at and the order infinity, rounded up; 0 when
@@ -125,9 +194,12 @@ double spend_filter_level(const double *r, double delta);
 
 /* A pld client's spend into out (zeroed by the caller but for accountant -1, spent +inf)
  * from the rdp value r of the sorted terms t[0..m) (m > 0) whose cache key is key: r when
- * r <= eps (or the cached PLD value when it is smaller), else min(PLD, r) with the PLD
- * computed through the cache. */
+ * r <= eps (or the cached PLD value when it is smaller), else min(PLD, r) with the PLD the
+ * cached value of the compute API, or the kept composition's (spend_kept_eps, hint x and
+ * nx: t holds nx of x more than the client's history; x NULL: none), or computed through
+ * the cache. */
 void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel,
-                      const spend_term *t, size_t m, double r, uint64_t key, spend_result *out);
+                      const spend_term *t, size_t m, double r, uint64_t key, const spend_event *x,
+                      uint64_t nx, spend_result *out);
 
 #endif

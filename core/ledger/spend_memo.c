@@ -11,7 +11,8 @@
  * the same bits (the build is ISO C, -std=c11: no contraction into fused multiply-adds).
  *
  * May call: spend_eval.c (spend_eval, the rdp conversion, the filter level, the pld
- * decision), spend_cache.c (the key fold, spend_cache_has_key). Called by the ledger only.
+ * decision), spend_cache.c (the key fold, spend_cache_has_key), spend_kept.c (whether any
+ * composition is kept). Called by the ledger only.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -221,7 +222,7 @@ static int memo_mode(int mode)
 /* The spend of a composition the memo covers (spend_eval's, bit for bit). */
 static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double eps, double delta,
                       dp_relation rel, const spend_term *t, const mtail *tail, size_t q,
-                      spend_result *out)
+                      const spend_event *x, uint64_t k, spend_result *out)
 {
     double r[RDP_CURVE_LEN];
     uint64_t key = memo_finish(mm, tail, q, r);
@@ -242,7 +243,7 @@ static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double ep
     }
     size_t m = mm->m - 1 + q;
     /* spend_pld_decide's answer, without a lookup */
-    if (rv <= eps && !spend_cache_has_key(&g->cache, key)) {
+    if (rv <= eps && !spend_cache_has_key(&g->cache, key) && !spend_kept_any(&g->kept)) {
         out->spent = rv;
         out->accountant = DP_ACCT_RDP;
         return;
@@ -251,7 +252,7 @@ static void memo_eval(spend_engine *g, const spend_memo *mm, int mode, double ep
     if (s == NULL)
         return; /* nothing certified: refuses */
     memo_sorted(mm, t, tail, q, s);
-    spend_pld_decide(g, eps, delta, rel, s, m, rv, key, out);
+    spend_pld_decide(g, eps, delta, rel, s, m, rv, key, x, k, out);
     if (s != stack)
         free(s);
 }
@@ -268,7 +269,7 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
         memo = *update;
     int hit = memo_mode(mode) && memo_match(memo, delta, rel, t, n, x, k, tail, &q);
     if (hit) {
-        memo_eval(g, memo, mode, eps, delta, rel, t, tail, q, out);
+        memo_eval(g, memo, mode, eps, delta, rel, t, tail, q, x, k, out);
     } else {
         spend_term stack[16], *w = n + 1 <= 16 ? stack : malloc((n + 1) * sizeof *w);
         if (w == NULL) {
@@ -286,7 +287,7 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
             w[i].count += k;
         else if (x != NULL)
             w[m++] = (spend_term){x, k};
-        spend_eval(g, mode, eps, delta, rel, w, m, out);
+        spend_eval_x(g, mode, eps, delta, rel, w, m, x, k, out);
         if (w != stack)
             free(w);
     }
