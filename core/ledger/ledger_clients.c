@@ -67,7 +67,7 @@ static int prefetch_terms(ledger *l, const lclient *x, const ledger_client *in, 
         return -1;
     size_t k = 0;
     for (uint32_t i = 0; i < x->nev; i++)
-        t[k++] = (spend_term){l->evs[x->ev[i].ev].se, x->ev[i].count};
+        t[k++] = (spend_term){lg_ev_se(l, x->ev[i].ev), x->ev[i].count};
     for (uint32_t i = 0; next && i <= x->nrv; i++) {
         uint32_t ev = i < x->nrv ? x->rv[i].ev : x->last_ev;
         uint64_t n = i < x->nrv ? x->rv[i].count : 1;
@@ -77,7 +77,7 @@ static int prefetch_terms(ledger *l, const lclient *x, const ledger_client *in, 
         if (j < k)
             t[j].count += n;
         else
-            t[k++] = (spend_term){l->evs[ev].se, n};
+            t[k++] = (spend_term){lg_ev_se(l, ev), n};
     }
     for (size_t j = 0; j < k; j++)
         spend_event_ref(l->sp, t[j].ev);
@@ -167,7 +167,7 @@ static dpb_status put_client_once(ledger *l, const ledger_client *in, int *creat
         st = log_client(&t, in, &pos);
     }
     if (st == DPB_OK)
-        lg_client_view(&l->cl[pos], out);
+        lg_client_view(l, &l->cl[pos], out);
     return lg_txn_end(&t, st);
 }
 
@@ -264,7 +264,7 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
 
 static dpb_status show_client(const ledger *l, long pos, void *out)
 {
-    lg_client_view(&l->cl[pos], out);
+    lg_client_view(l, &l->cl[pos], out);
     return DPB_OK;
 }
 
@@ -438,7 +438,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
             if (!list_match(q, &l->cl[pos]))
                 continue;
             if (m >= q->offset && *n < q->limit)
-                lg_client_view(&l->cl[pos], &out[(*n)++]);
+                lg_client_view(l, &l->cl[pos], &out[(*n)++]);
             m++;
         }
         *total = q->status >= 0 ? (size_t)l->by_status[q->status] : l->ncl;
@@ -478,7 +478,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
         heap_down(&o, idx, end - 1);
     }
     for (size_t i = q->offset; i < k && *n < q->limit; i++)
-        lg_client_view(&l->cl[idx[i]], &out[(*n)++]);
+        lg_client_view(l, &l->cl[idx[i]], &out[(*n)++]);
     *total = m;
     free(idx);
     *version = lg_view_tag(l);

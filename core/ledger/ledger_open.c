@@ -128,10 +128,11 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     if (next > 0)
         l->last_seq = next - 1;
     /* recompute the spend of every client the log replay touched (the snapshot's spends are
-     * those computed before it was written), then the counters */
+     * those computed before it was written; their accountants are named at their first read:
+     * nothing is computed here for the vocabulary the snapshot holds), then the counters */
     for (size_t i = 0; i < l->ncl; i++)
         if (!l->cl[i].dirty)
-            lg_name_spend(l, &l->cl[i]);
+            l->cl[i].sacct = LG_SACCT_UNNAMED;
     lg_after_apply(l);
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
@@ -303,9 +304,7 @@ static void close_ledger(ledger *l, int snapshot)
     if (snapshot && l->st && !lg_ledger_ro(l) && l->records_since_snap > 0)
         lg_take_snapshot(l, &(dpb_error){0});
     store_close(l->st);
-    for (size_t i = 0; i < l->nevs; i++)
-        lg_event_release(&l->evs[i]);
-    free(l->evs);
+    free(l->evs); /* their references go with the spend engine */
     for (size_t i = 0; i < l->nrd; i++) {
         lg_outcomes_free(l->rd[i].out, l->rd[i].n);
         free(l->rd[i].id);

@@ -7,9 +7,11 @@
 #include "ledger_record.h"
 #include "ledger_mem.h"
 
-/* Why client id's accounting mode cannot account the event v. */
-static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode, const lev *v)
+/* Why client id's accounting mode cannot account the event ev (its class, readied). */
+static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode,
+                            const spend_event *ev)
 {
+    const spend_class *v = spend_event_class(ev);
     if (mode == LEDGER_GDP_FILTER)
         snprintf(why, cap,
                  "client '%.128s' uses gdp_filter accounting, which accounts compositions of "
@@ -82,9 +84,9 @@ static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event 
          * admission composes, in lg_spend_held's order */
         size_t off = nt;
         for (uint32_t k = 0; k < c->nev; k++)
-            t[nt++] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
+            t[nt++] = (spend_term){lg_ev_se(l, c->ev[k].ev), c->ev[k].count};
         for (uint32_t k = 0; k < c->nrv; k++) {
-            spend_event *se = l->evs[c->rv[k].ev].se;
+            spend_event *se = lg_ev_se(l, c->rv[k].ev);
             size_t j = off;
             while (j < nt && t[j].ev != se)
                 j++;
@@ -192,7 +194,6 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
             return dpb_fail(err, st, "event", "the event could not be prepared");
         b->have[rel] = 1;
     }
-    const lev *v = &l->evs[b->evi[rel]];
     lclient tmp = {0}, *c;
     if (pos >= 0) {
         c = &l->cl[pos];
@@ -215,7 +216,8 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
         b->refused++;
     if ((o->reason == LEDGER_UNSUPPORTED || o->reason == LEDGER_FILTER_UNSUPPORTED) &&
         b->why[0] == '\0')
-        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode, v);
+        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode,
+                        lg_ev_se(l, b->evi[rel]));
     return DPB_OK;
 }
 
