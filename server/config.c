@@ -77,6 +77,9 @@ static const struct {
     {"reservation-ttl", 1, LEDGER_TTL_MAX, AT(reservation_ttl), NUM_ULONG, 3600},
     {"pld-plan-memory", 0, 65536, AT(pld_plan_mib), NUM_ULONG, PLD_PLAN_MEMORY_DEFAULT >> 20},
     {"tls-handshake-timeout", 1, 3600, AT(cfg.tls_handshake_timeout), NUM_UINT, 5},
+    {"max-named-events", 1, 10000000, AT(max_named_events), NUM_SIZE, LEDGER_NAMED_EVENTS_DEFAULT},
+    {"max-named-event-bytes", 1024, 17179869184UL, AT(max_named_bytes), NUM_SIZE,
+     (unsigned long)LEDGER_NAMED_BYTES_DEFAULT},
 };
 #undef AT
 #define NNUMERIC (sizeof NUMERIC / sizeof NUMERIC[0])
@@ -151,6 +154,8 @@ static const char *const VALUED[] = {"listen",
                                      "ledger-url",
                                      "ledger-pool",
                                      "pld-plan-memory",
+                                     "max-named-events",
+                                     "max-named-event-bytes",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};

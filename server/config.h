@@ -20,7 +20,8 @@ typedef struct {
     const char *api_keys, *tls_cert, *tls_key;
     double rate;
     unsigned long reservation_ttl;
-    unsigned long pld_plan_mib; /* --pld-plan-memory */
+    unsigned long pld_plan_mib;               /* --pld-plan-memory */
+    size_t max_named_events, max_named_bytes; /* --max-named-events, --max-named-event-bytes */
 } config_settings;
 
 /* The defaults of --help. */

@@ -58,6 +58,11 @@ static const struct {
                                "The ledger's database cannot be reached: retry later"},
     [PB_HTTP_VERSION] = {505, "http_version_not_supported",
                          "This HTTP version is not supported: use HTTP/1.1"},
+    [PB_EVENT_TOO_LARGE] = {413, "event_too_large", "The event is too large for the ledger"},
+    [PB_EVENT_TOO_COMPLEX] = {422, "event_too_complex",
+                              "The event holds too many event objects for the ledger"},
+    [PB_NAMED_EVENTS_LIMIT] = {422, "named_events_limit",
+                               "The ledger holds as many named events as it may"},
 };
 
 int problem_http_status(problem_code c)

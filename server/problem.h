@@ -49,6 +49,9 @@ typedef enum {
     PB_UNKNOWN_EVENT_NAME,   /* 422 event_name names no registered event */
     PB_LEDGER_UNAVAILABLE,   /* 503 the ledger's database cannot be reached: Retry-After */
     PB_HTTP_VERSION,         /* 505 an HTTP version other than 1.0 and 1.1 */
+    PB_EVENT_TOO_LARGE,      /* 413 an event for the ledger past LEDGER_EVENT_BYTES_MAX stored */
+    PB_EVENT_TOO_COMPLEX,    /* 422 an event for the ledger past LEDGER_EVENT_NODES_MAX objects */
+    PB_NAMED_EVENTS_LIMIT,   /* 422 a new name past --max-named-events/--max-named-event-bytes */
     PB_COUNT_
 } problem_code;
 

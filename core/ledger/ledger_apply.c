@@ -127,6 +127,7 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
     e->nbytes = n;
     e->seq = seq;
     l->nnm++;
+    l->nm_bytes += n;
     return 0;
 }
 

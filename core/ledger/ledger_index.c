@@ -161,6 +161,17 @@ long lg_find_round(const ledger *l, const char *id)
     return l->rd_index.slot[i] == UINT32_MAX ? -1 : (long)l->rd_index.slot[i];
 }
 
+int lg_event_known(const ledger *l, const dp_event *ev)
+{
+    unsigned char *b = NULL;
+    size_t n = 0, cap = 0;
+    int known = dp_event_encode(ev, &b, &n, &cap) == DPB_OK &&
+                (lg_find_event(l, b, n, DP_REL_ADD_OR_REMOVE) != LEV_NONE ||
+                 lg_find_event(l, b, n, DP_REL_REPLACE) != LEV_NONE);
+    free(b);
+    return known;
+}
+
 /* The event's index for relation rel if interned, else UINT32_MAX (LEV_NONE). */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel)
 {

@@ -63,8 +63,8 @@ typedef struct {
     char *id;
     double eps, delta;
     uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
-    int8_t sacct; /* the accountant the spend is (dp_accountant), -1; LG_SACCT_UNNAMED:
-                   * recovered, named at its first read (lg_spend_accountant) */
+    int8_t sacct;     /* the accountant the spend is (dp_accountant), -1; LG_SACCT_UNNAMED:
+                       * recovered, named at its first read (lg_spend_accountant) */
     uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status) */
     uint32_t last_ev; /* the event of the last round charged (LEV_NONE: none) */
     char *labels;     /* NULL or "k=v\n..." */
@@ -191,6 +191,8 @@ struct ledger {
     /* named events */
     lname *nm;
     size_t nnm, cap_nm;
+    size_t nm_bytes;             /* the sum of their nbytes */
+    size_t max_nm, max_nm_bytes; /* new names' limits (ledger_set_named_limits; 0: default) */
     lindex nm_index;
     /* counters */
     uint64_t by_status[3], hist[11];

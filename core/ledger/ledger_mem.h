@@ -54,6 +54,9 @@ long lg_find_client(const ledger *l, const char *id);
 long lg_find_round(const ledger *l, const char *id);
 /* The index of the encoded event (bytes, n) interned for rel, or LEV_NONE. A lock is held. */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel);
+/* 1 when ev is in the vocabulary (for either relation): an event stored before
+ * ledger_event_check's limits is still taken. A lock is held. */
+int lg_event_known(const ledger *l, const dp_event *ev);
 /* Intern the encoded event for rel (bytes borrowed; the spend engine keeps a copy, checked
  * to decode, and nothing is computed: lg_ev_se): *idx its index, *fresh 1 when new (then it
  * is scratch until logged: l->nevs_logged). DPB_ENOMEM, DPB_ECORRUPT (bytes do not decode).

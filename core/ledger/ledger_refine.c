@@ -26,8 +26,7 @@
 static int refine_wanted(const ledger *l, const lclient *c)
 {
     return c->mode == LEDGER_PLD && !c->uncertified && c->nev > 0 &&
-           lg_spend_accountant(l, c) == DP_ACCT_RDP &&
-           c->refined != c->version + 1;
+           lg_spend_accountant(l, c) == DP_ACCT_RDP && c->refined != c->version + 1;
 }
 
 /* 1 if c still has exactly the budget and the terms o[0..m) (in its own order). */
@@ -35,8 +34,7 @@ static int refine_same(const ledger *l, const lclient *c, double eps, double del
                        const spend_term *o, size_t m)
 {
     if (c->mode != LEDGER_PLD || c->uncertified || lg_spend_accountant(l, c) != DP_ACCT_RDP ||
-        c->eps != eps ||
-        c->delta != delta || c->rel != rel || c->nev != m)
+        c->eps != eps || c->delta != delta || c->rel != rel || c->nev != m)
         return 0;
     for (size_t i = 0; i < m; i++)
         if (l->evs[c->ev[i].ev].se != o[i].ev || c->ev[i].count != o[i].count)

@@ -480,6 +480,14 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
                         dpb_error *err)
 {
     spend_event *pre[2] = {NULL, NULL};
+    if (req->event != NULL && ledger_event_check(req->event, err) != LEDGER_EVENT_FITS) {
+        /* an event stored before the limits (a named one, a retried round) is still taken */
+        pthread_rwlock_rdlock(&l->lock);
+        int stored = lg_find_round(l, req->round_id) >= 0 || lg_event_known(l, req->event);
+        pthread_rwlock_unlock(&l->lock);
+        if (!stored)
+            return DPB_ELIMIT;
+    }
     lg_refine_yield(l); /* before the prefetch's computations */
     if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
         prefetch_spends(l, req, pre);
