@@ -72,6 +72,10 @@ extern const tl_test ADMIN_TESTS[]; /* test_admin.c: ledger urls shown without p
 extern const size_t ADMIN_NTESTS;
 extern const tl_test LEDGER_OWN_TESTS[]; /* test_ledger_api.c: --no-pld-refine (own daemon) */
 extern const size_t LEDGER_OWN_NTESTS;
+extern const tl_test VOCAB_API_TESTS[]; /* test_vocab_api.c: limits on events entering */
+extern const size_t VOCAB_API_NTESTS;
+extern const tl_test VOCAB_OWN_TESTS[]; /* test_vocab_api.c: named events' limits (own) */
+extern const size_t VOCAB_OWN_NTESTS;
 extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS
                                           policy and deadline, --healthcheck (own daemons) */
 extern const size_t OPERATOR_NTESTS;
