@@ -424,9 +424,12 @@ void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes);
 
 /* How many events' profiles (decoded, classified: RDP curve, total-variation and GDP parts)
  * the ledger computed since it was opened: at most one per distinct event and relation, at
- * its first use. Recovery computes those of the events the log's changes touch, never those
- * of the vocabulary a snapshot holds (a figure for tests and benchmarks). */
+ * its first use. Recovery (ledger_open_profiles: those computed before ledger_open
+ * returned) computes those of the events the log's changes touch, never those of the
+ * vocabulary a snapshot holds; a thread then computes those of the events the clients hold,
+ * off the lock (figures for tests and benchmarks). */
 uint64_t ledger_event_profiles(ledger *l);
+uint64_t ledger_open_profiles(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */

@@ -206,6 +206,12 @@ struct ledger {
     uint64_t snap_done, snap_failed;
     char snap_err[320];
     spend_engine *sp; /* spends: events by content, the PLD value cache */
+    /* the profiles recovery computed (ledger_open_profiles), and the thread that then
+     * computes, off the lock, those of the events the clients hold (warm_main) */
+    uint64_t open_profiles;
+    pthread_t warm_thread;
+    int has_warm;
+    atomic_int warm_stop;
     /* the clients' memos (lclient.memo): their bytes (at most the cap, LEDGER_MEMO_BYTES by
      * default), how many clients have one, and where the next memo to free is looked for
      * when the bytes are over (write lock) */

@@ -40,6 +40,33 @@ static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode m
  * round charged it), the admission computes its own value: still exact, only slower. The
  * round's event is registered in spend.c here too (its RDP curve), and held until the round
  * ends so that lg_intern() finds it. */
+/* The profiles of the participants' events not computed yet (recovered, and not yet reached
+ * by ledger_open.c's warm_main), computed here with no lock held, so that the admission
+ * under the write lock finds them. */
+static void ready_participants(ledger *l, const ledger_round_req *req)
+{
+    spend_event **todo = NULL;
+    size_t n = 0, cap = 0;
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < req->n; i++) {
+        long pos = lg_find_client(l, req->participants[i]);
+        const lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
+        for (uint32_t k = 0; c && k < c->nev + c->nrv; k++) {
+            spend_event *se = l->evs[k < c->nev ? c->ev[k].ev : c->rv[k - c->nev].ev].se;
+            if (spend_event_is_ready(se) || lg_grow((void **)&todo, &cap, n + 1, sizeof *todo))
+                continue;
+            spend_event_ref(l->sp, se);
+            todo[n++] = se;
+        }
+    }
+    pthread_rwlock_unlock(&l->lock);
+    for (size_t i = 0; i < n; i++) {
+        spend_event_ready(l->sp, todo[i]);
+        spend_event_put(l->sp, todo[i]);
+    }
+    free(todo);
+}
+
 static void prefetch_spends(ledger *l, const ledger_round_req *req, spend_event *pre[2])
 {
     unsigned char *eb = NULL;
@@ -489,8 +516,10 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
             return DPB_ELIMIT;
     }
     lg_refine_yield(l); /* before the prefetch's computations */
-    if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
+    if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS) {
+        ready_participants(l, req);
         prefetch_spends(l, req, pre);
+    }
     dpb_status st;
     RETRY_RACES(st, round_apply(l, req, res, err), err);
     spend_event_put(l->sp, pre[0]);

@@ -256,6 +256,11 @@ const spend_class *spend_event_class(const spend_event *e)
     return &e->cls;
 }
 
+int spend_event_is_ready(const spend_event *e)
+{
+    return atomic_load_explicit(&((spend_event *)e)->ready, memory_order_acquire);
+}
+
 const unsigned char *spend_event_bytes(const spend_event *e, size_t *n)
 {
     *n = e->nbytes;

@@ -77,6 +77,7 @@ dpb_status spend_event_get_lazy(spend_engine *g, const unsigned char *bytes, siz
  * spend_event_class or a term of e is read. Until then e reads as SPEND_NOT_COVERED. DPB_OK,
  * DPB_ENOMEM (e stays as it was: the next call tries again). */
 dpb_status spend_event_ready(spend_engine *g, spend_event *e);
+int spend_event_is_ready(const spend_event *e);        /* 1 after spend_event_ready succeeded */
 void spend_event_ref(spend_engine *g, spend_event *e); /* one more reference */
 void spend_event_put(spend_engine *g, spend_event *e);
 /* The event's encoding (borrowed: valid while a reference is held). */
