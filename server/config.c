@@ -80,6 +80,9 @@ static const struct {
     {"ledger-max-pld-evals", 1, 100000000UL, AT(ledger_max_pld_evals), NUM_U64, 10000},
     {"answer-memory", 1, 1048576, AT(answer_memory_mib), NUM_SIZE, 256},
     {"tls-handshake-timeout", 1, 3600, AT(cfg.tls_handshake_timeout), NUM_UINT, 5},
+    {"max-named-events", 1, 10000000, AT(max_named_events), NUM_SIZE, LEDGER_NAMED_EVENTS_DEFAULT},
+    {"max-named-event-bytes", 1024, 17179869184UL, AT(max_named_bytes), NUM_SIZE,
+     (unsigned long)LEDGER_NAMED_BYTES_DEFAULT},
 };
 #undef AT
 #define NNUMERIC (sizeof NUMERIC / sizeof NUMERIC[0])
@@ -164,6 +167,8 @@ static const char *const VALUED[] = {"listen",
                                      "ledger-deadline",
                                      "ledger-max-pld-evals",
                                      "answer-memory",
+                                     "max-named-events",
+                                     "max-named-event-bytes",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};

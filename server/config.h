@@ -25,6 +25,7 @@ typedef struct {
     double shutdown_deadline;      /* --shutdown-deadline: seconds to finish what is in flight */
     uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
     size_t answer_memory_mib;      /* --answer-memory */
+    size_t max_named_events, max_named_bytes; /* --max-named-events, --max-named-event-bytes */
 } config_settings;
 
 /* The defaults of --help. */

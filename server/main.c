@@ -115,6 +115,10 @@ static const char USAGE[] =
     "  --default-budget E,D create unknown clients on first use with budget (E, D)\n"
     "                       (default: off; unknown clients are refused)\n"
     "  --snapshot-every N   log records between ledger snapshots (default 100000)\n"
+    "  --max-named-events N  named events (PUT /v1/events/{name}) the ledger takes at most\n"
+    "                       (1 to 10000000, default 10000)\n"
+    "  --max-named-event-bytes BYTES  their stored encodings' bytes all together at most\n"
+    "                       (1024 to 17179869184, default 67108864)\n"
     "  --reservation-ttl SECS  how long a two-phase round's reservation is held when its\n"
     "                       request names no reservation_ttl_seconds; then it expires and\n"
     "                       its clients' budget is released (1 to 86400, default 3600)\n"
@@ -804,8 +808,10 @@ int main(int argc, char **argv)
         return 1;
     if (app.ledger) /* the spends a change needs, computed before its lock */
         ledger_set_compute_limits(app.ledger, st.cfg.ledger_deadline, st.ledger_max_pld_evals);
-    if (st.use_ledger)
+    if (st.use_ledger) {
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
+        ledger_set_named_limits(app.ledger, st.max_named_events, st.max_named_bytes);
+    }
     cfg.app = &app;
     cfg.routes = ROUTES;
     metrics_routes(ROUTES);

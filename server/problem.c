@@ -69,6 +69,11 @@ static const struct {
     [PB_ANSWER_MEMORY] = {503, "answer_memory_exhausted",
                           "Answers waiting to be read hold the server's answer memory: retry "
                           "later"},
+    [PB_EVENT_TOO_LARGE] = {413, "event_too_large", "The event is too large for the ledger"},
+    [PB_EVENT_TOO_COMPLEX] = {422, "event_too_complex",
+                              "The event holds too many event objects for the ledger"},
+    [PB_NAMED_EVENTS_LIMIT] = {422, "named_events_limit",
+                               "The ledger holds as many named events as it may"},
 };
 
 int problem_http_status(problem_code c)

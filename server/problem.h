@@ -54,6 +54,9 @@ typedef enum {
     PB_RESERVATION_QUOTA,     /* 409 the key holds as many client-reservations as allowed */
     PB_LEDGER_COST,           /* 422 a ledger request would compute past --ledger-max-pld-evals */
     PB_ANSWER_MEMORY,         /* 503 answers waiting to be read hold --answer-memory: Retry-After */
+    PB_EVENT_TOO_LARGE,       /* 413 an event for the ledger past LEDGER_EVENT_BYTES_MAX stored */
+    PB_EVENT_TOO_COMPLEX,     /* 422 an event for the ledger past LEDGER_EVENT_NODES_MAX objects */
+    PB_NAMED_EVENTS_LIMIT,    /* 422 a new name past --max-named-events/--max-named-event-bytes */
     PB_COUNT_
 } problem_code;
 

@@ -30,8 +30,10 @@ void res_event_put(const http_request *req, http_response *resp)
     dp_event *ev = NULL;
     json_t *j = codec_parse_object(req->body, req->body_len, &pb);
     if (j == NULL || codec_only_fields(j, "", allowed, &pb) < 0 ||
-        (ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb)) == NULL) {
+        (ev = codec_event(json_object_get(j, "event"), "event", DP_PARAM_NONE, &pb)) == NULL ||
+        lr_event_fits(ev, &pb) < 0) {
         http_reply_problem(resp, &pb);
+        dp_event_free(ev);
         json_decref(j);
         return;
     }
@@ -61,6 +63,10 @@ void res_event_get(const http_request *req, http_response *resp)
     dp_event_free(ev);
 }
 
+/* A page of named events holds at most this much JSON (at least one event): past it the page
+ * ends early and next_cursor goes on from there, whatever the limit asked. */
+#define EVENTS_PAGE_BYTES ((size_t)1 << 20)
+
 void res_events_list(const http_request *req, http_response *resp)
 {
     size_t limit, offset;
@@ -78,17 +84,29 @@ void res_events_list(const http_request *req, http_response *resp)
         return;
     }
     json_t *arr = json_array();
+    size_t shown = 0, bytes = 0;
     for (size_t i = 0; i < n; i++) {
         dp_event *ev = NULL;
         uint64_t seq = 0;
-        if (ledger_get_event(lr_ledger(req), names[i], &ev, &seq) == DPB_OK && ev)
-            json_array_append_new(arr, named_event_json(names[i], ev, seq));
+        if (bytes < EVENTS_PAGE_BYTES &&
+            ledger_get_event(lr_ledger(req), names[i], &ev, &seq) == DPB_OK && ev) {
+            json_t *item = named_event_json(names[i], ev, seq);
+            size_t b = item ? json_dumpb(item, NULL, 0, JSON_COMPACT) : 0;
+            if (shown > 0 && bytes + b > EVENTS_PAGE_BYTES) {
+                json_decref(item);
+                bytes = EVENTS_PAGE_BYTES; /* the page is full: the rest on the next one */
+            } else {
+                json_array_append_new(arr, item);
+                bytes += b;
+                shown = i + 1;
+            }
+        }
         dp_event_free(ev);
         free(names[i]);
     }
     free(names);
     json_t *o = json_pack("{s:o, s:I}", "events", arr, "total", (json_int_t)total);
-    lr_set_next_cursor(o, offset, n, total);
+    lr_set_next_cursor(o, offset, shown, total);
     lr_mark_read_only(req, resp);
     http_reply_json(resp, 200, o);
 }

@@ -67,6 +67,10 @@ void lr_reply_error(http_response *resp, problem *pb, const dpb_error *err)
     case DPB_EQUOTA:
         c = PB_RESERVATION_QUOTA;
         break;
+    case DPB_ELIMIT: /* the named events' limits (an event's own: lr_event_fits, before) */
+        c = strcmp(err->field, "name") == 0 ? PB_NAMED_EVENTS_LIMIT
+                                            : problem_from_status(err->status);
+        break;
     default:
         c = problem_from_status(err->status);
     }
@@ -283,6 +287,17 @@ int lr_decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, p
     return 0;
 }
 
+int lr_event_fits(const dp_event *ev, problem *pb)
+{
+    dpb_error err = {0};
+    ledger_event_fit f = ledger_event_check(ev, &err);
+    if (f == LEDGER_EVENT_FITS)
+        return 0;
+    problem_set(pb, f == LEDGER_EVENT_TOO_LARGE ? PB_EVENT_TOO_LARGE : PB_EVENT_TOO_COMPLEX,
+                "event", "%s", err.detail);
+    return -1;
+}
+
 /* The request's event: "event" (an Event) or "event_name" (a registered one), exactly one;
  * NULL with the problem recorded. */
 dp_event *lr_event_or_name(const http_request *req, json_t *j, problem *pb)
@@ -294,8 +309,14 @@ dp_event *lr_event_or_name(const http_request *req, json_t *j, problem *pb)
                     "/v1/events/{name}), not both");
         return NULL;
     }
-    if (nm == NULL)
-        return codec_event(ev, "event", DP_PARAM_NONE, pb);
+    if (nm == NULL) { /* an inline event: within the ledger's limits (a named one was) */
+        dp_event *out = codec_event(ev, "event", DP_PARAM_NONE, pb);
+        if (out && lr_event_fits(out, pb) < 0) {
+            dp_event_free(out);
+            return NULL;
+        }
+        return out;
+    }
     if (!json_is_string(nm)) {
         problem_set(pb, PB_WRONG_TYPE, "event_name", "'event_name' must be a string");
         return NULL;

@@ -73,8 +73,13 @@ void lr_set_next_cursor(json_t *o, size_t offset, size_t n, size_t total);
  * the caller, borrowing the strings of arr) and *n: 0, or -1 with the problem recorded. */
 int lr_decode_ids(json_t *arr, const char *name, const char ***ids, size_t *n, problem *pb);
 
-/* The request's event: "event" (an Event) or "event_name" (a registered one), exactly one.
- * Owned by the caller (dp_event_free); NULL with the problem recorded. */
+/* 0 when ev fits the ledger's limits on an event (ledger_event_check), else -1 with the
+ * problem recorded: event_too_large (413) or event_too_complex (422), field "event". */
+int lr_event_fits(const dp_event *ev, problem *pb);
+
+/* The request's event: "event" (an Event, within lr_event_fits) or "event_name" (a
+ * registered one), exactly one. Owned by the caller (dp_event_free); NULL with the problem
+ * recorded. */
 dp_event *lr_event_or_name(const http_request *req, json_t *j, problem *pb);
 
 /* What a ledger request owns while it runs: its parsed body, the client ids decoded from it

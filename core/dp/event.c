@@ -82,6 +82,29 @@ const char *dp_param_name(dp_param p)
     return (unsigned)p < sizeof PARAM_NAMES / sizeof PARAM_NAMES[0] ? PARAM_NAMES[p] : "none";
 }
 
+/* The children of ev: *n of them, at the array returned (NULL: none). */
+static dp_event *const *children(const dp_event *ev, size_t *n)
+{
+    *n = 1;
+    switch (ev->kind) {
+    case DP_EV_SELF_COMPOSED:
+        return &ev->u.self.event;
+    case DP_EV_POISSON_SAMPLED:
+        return &ev->u.sampled.event;
+    case DP_EV_SAMPLED_WITH_REPLACEMENT:
+    case DP_EV_SAMPLED_WITHOUT_REPLACEMENT:
+        return &ev->u.fixed.event;
+    case DP_EV_REPEAT_AND_SELECT:
+        return &ev->u.rs.event;
+    case DP_EV_COMPOSED:
+        *n = ev->u.composed.n;
+        return ev->u.composed.events;
+    default:
+        *n = 0;
+        return NULL;
+    }
+}
+
 static void find_unknown(dp_event *ev, dp_event **first, int *n)
 {
     if (ev == NULL)
@@ -91,18 +114,21 @@ static void find_unknown(dp_event *ev, dp_event **first, int *n)
             *first = ev;
         (*n)++;
     }
-    if (ev->kind == DP_EV_SELF_COMPOSED)
-        find_unknown(ev->u.self.event, first, n);
-    else if (ev->kind == DP_EV_POISSON_SAMPLED)
-        find_unknown(ev->u.sampled.event, first, n);
-    else if (ev->kind == DP_EV_SAMPLED_WITH_REPLACEMENT ||
-             ev->kind == DP_EV_SAMPLED_WITHOUT_REPLACEMENT)
-        find_unknown(ev->u.fixed.event, first, n);
-    else if (ev->kind == DP_EV_REPEAT_AND_SELECT)
-        find_unknown(ev->u.rs.event, first, n);
-    else if (ev->kind == DP_EV_COMPOSED)
-        for (size_t i = 0; i < ev->u.composed.n; i++)
-            find_unknown(ev->u.composed.events[i], first, n);
+    size_t k;
+    dp_event *const *kids = children(ev, &k);
+    for (size_t i = 0; i < k; i++)
+        find_unknown(kids[i], first, n);
+}
+
+size_t dp_event_nodes(const dp_event *ev)
+{
+    if (ev == NULL)
+        return 0;
+    size_t k, total = 1;
+    dp_event *const *kids = children(ev, &k);
+    for (size_t i = 0; i < k; i++)
+        total += dp_event_nodes(kids[i]);
+    return total;
 }
 
 dp_event *dp_event_find_unknown(dp_event *ev, int *nunknown)

@@ -159,6 +159,9 @@ const char *dp_param_name(dp_param p);
  * *nunknown receives how many nodes carry one (callers require exactly one). */
 dp_event *dp_event_find_unknown(dp_event *ev, int *nunknown);
 
+/* The event objects in the tree: ev and every event nested in it (0 for NULL). */
+size_t dp_event_nodes(const dp_event *ev);
+
 #endif
 
 /* ---- binary encoding (the ledger's log and snapshots) --------------------------------- *

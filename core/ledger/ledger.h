@@ -96,6 +96,25 @@
 #define LEDGER_LABELS_MAX 512 /* bytes of a client's labels ("k=v\n" lines) */
 #define LEDGER_OWNER_MAX 64   /* bytes of a reservation's owner (printable ASCII, no space) */
 #define LEDGER_MAX_PARTICIPANTS 100000
+/* The largest event the ledger takes in (a round's or a reservation's, a named event, the
+ * event of an eligibility query): its encoding (dp_event_encode) in bytes and its nodes
+ * (every event object in it, the nested ones included). Each distinct event stays in the
+ * vocabulary for good, and its first use computes its profile (RDP curve) at a cost that
+ * grows with its nodes: these bound both. Recovery reads any event already stored. */
+#define LEDGER_EVENT_BYTES_MAX 131072
+#define LEDGER_EVENT_NODES_MAX 1000
+typedef enum {
+    LEDGER_EVENT_FITS = 0,
+    LEDGER_EVENT_TOO_MANY_NODES = 1, /* more than LEDGER_EVENT_NODES_MAX event objects */
+    LEDGER_EVENT_TOO_LARGE = 2       /* an encoding past LEDGER_EVENT_BYTES_MAX */
+} ledger_event_fit;
+/* Whether ev fits those limits; when not, err (NULL: none) says which and by how much
+ * (field "event", status DPB_ELIMIT). Every ledger call taking an event checks it. */
+ledger_event_fit ledger_event_check(const dp_event *ev, dpb_error *err);
+/* Named events at most, and the bytes of their encodings all together at most, by default
+ * (ledger_set_named_limits). */
+#define LEDGER_NAMED_EVENTS_DEFAULT 10000
+#define LEDGER_NAMED_BYTES_DEFAULT ((size_t)64 << 20)
 /* Rounds kept in each client's charge history (the newest; older ones are summarized by the
  * client's aggregate of events): 4 bytes each, allocated at the client's first round. */
 #define LEDGER_HISTORY 16
@@ -467,9 +486,26 @@ size_t ledger_expire(ledger *l, uint64_t now);
  * referenced by rounds and eligibility queries. The event is taken into the ledger's
  * vocabulary (logged) for both relations, so that an eligibility query of it runs under the
  * read lock. *created: 1 new, 0 the same event already had the name; DPB_ECONFLICT: the name
- * is taken by another event. Durable on return. */
+ * is taken by another event; DPB_ELIMIT: the event is past ledger_event_check's limits
+ * (err's field "event"), or a new name would take the ledger past its named events' limits
+ * (ledger_set_named_limits; err's field "name"). Durable on return. */
 dpb_status ledger_put_event(ledger *l, const char *name, const dp_event *ev, int *created,
                             uint64_t *seq, dpb_error *err);
+
+/* The named events' limits for new names: how many at most, and their encodings' bytes all
+ * together at most (0: LEDGER_NAMED_EVENTS_DEFAULT, LEDGER_NAMED_BYTES_DEFAULT, also before
+ * any call). Names already stored stay, past them or not (a ledger recovered under lower
+ * limits, or another replica's). */
+void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes);
+
+/* How many events' profiles (decoded, classified: RDP curve, total-variation and GDP parts)
+ * the ledger computed since it was opened: at most one per distinct event and relation, at
+ * its first use. Recovery (ledger_open_profiles: those computed before ledger_open
+ * returned) computes those of the events the log's changes touch, never those of the
+ * vocabulary a snapshot holds; a thread then computes those of the events the clients hold,
+ * off the lock (figures for tests and benchmarks). */
+uint64_t ledger_event_profiles(ledger *l);
+uint64_t ledger_open_profiles(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */

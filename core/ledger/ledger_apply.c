@@ -127,6 +127,7 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
     e->nbytes = n;
     e->seq = seq;
     l->nnm++;
+    l->nm_bytes += n;
     return 0;
 }
 
@@ -204,7 +205,7 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     if (charge) {
         c->rounds++;
         c->last_ev = ev;
-        if (l->evs[ev].kind == EV_UNCERTIFIABLE)
+        if (lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
             c->uncertified = 1;
     }
     if (rpos >= 0) {
@@ -260,7 +261,7 @@ static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
     c->seq = seq;
     c->rounds++;
     c->last_ev = ev;
-    if (l->evs[ev].kind == EV_UNCERTIFIABLE)
+    if (lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
         c->uncertified = 1;
     lg_recompute(l, c); /* the same multiset the admission evaluated: a cache hit */
     c->version = ++l->version;
@@ -404,7 +405,7 @@ int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable)
         hist_push(c, (uint32_t)l->nrd, NULL);
     c->rounds++;
     c->last_ev = ev;
-    if (uncertifiable && l->evs[ev].kind == EV_UNCERTIFIABLE)
+    if (uncertifiable && lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
         c->uncertified = 1;
     c->version = ++l->version;
     c->dirty = 1;

@@ -144,7 +144,7 @@ static dpb_status put_client_once(ledger *l, const ledger_client *in, const lg_p
         st = log_client(&t, in, &pos);
     }
     if (st == DPB_OK)
-        lg_client_view(&l->cl[pos], out);
+        lg_client_view(l, &l->cl[pos], out);
     return lg_txn_end(&t, st);
 }
 
@@ -247,7 +247,7 @@ dpb_status ledger_put_clients_each(ledger *l, const ledger_client *in, size_t n,
 
 static dpb_status show_client(const ledger *l, long pos, void *out)
 {
-    lg_client_view(&l->cl[pos], out);
+    lg_client_view(l, &l->cl[pos], out);
     return DPB_OK;
 }
 
@@ -421,7 +421,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
             if (!list_match(q, &l->cl[pos]))
                 continue;
             if (m >= q->offset && *n < q->limit)
-                lg_client_view(&l->cl[pos], &out[(*n)++]);
+                lg_client_view(l, &l->cl[pos], &out[(*n)++]);
             m++;
         }
         *total = q->status >= 0 ? (size_t)l->by_status[q->status] : l->ncl;
@@ -461,7 +461,7 @@ dpb_status ledger_list(ledger *l, const ledger_query *q, ledger_client *out, siz
         heap_down(&o, idx, end - 1);
     }
     for (size_t i = q->offset; i < k && *n < q->limit; i++)
-        lg_client_view(&l->cl[idx[i]], &out[(*n)++]);
+        lg_client_view(l, &l->cl[idx[i]], &out[(*n)++]);
     *total = m;
     free(idx);
     *version = lg_view_tag(l);

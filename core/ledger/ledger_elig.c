@@ -248,6 +248,13 @@ dpb_status ledger_eligibility(ledger *l, const ledger_elig_req *q, ledger_elig_i
     *out = NULL;
     *nout = 0;
     memset(pg, 0, sizeof *pg);
+    if (q->event != NULL && ledger_event_check(q->event, err) != LEDGER_EVENT_FITS) {
+        pthread_rwlock_rdlock(&l->lock); /* one stored before the limits is still taken */
+        int known = lg_event_known(l, q->event);
+        pthread_rwlock_unlock(&l->lock);
+        if (!known)
+            return DPB_ELIMIT;
+    }
     if (q->max_rounds < 1 || q->max_rounds > LEDGER_ELIG_MAX_ROUNDS)
         return dpb_fail(err, DPB_EINVAL, "max_rounds", "max_rounds is 1 to %d",
                         LEDGER_ELIG_MAX_ROUNDS);

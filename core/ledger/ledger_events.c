@@ -12,6 +12,8 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
     *created = 0;
     if (!lg_valid_id(name))
         return dpb_fail(err, DPB_EINVAL, "name", "an event name is " LEDGER_ID_RULE);
+    if (ledger_event_check(ev, err) != LEDGER_EVENT_FITS)
+        return DPB_ELIMIT;
     unsigned char *eb = NULL;
     size_t elen = 0, ecap = 0;
     dpb_status st = dp_event_encode(ev, &eb, &elen, &ecap);
@@ -36,6 +38,16 @@ static dpb_status put_event_once(ledger *l, const char *name, const dp_event *ev
     }
     if ((st = lg_txn_writable(&t)) != DPB_OK)
         goto out;
+    size_t max_n = l->max_nm ? l->max_nm : LEDGER_NAMED_EVENTS_DEFAULT;
+    size_t max_b = l->max_nm_bytes ? l->max_nm_bytes : LEDGER_NAMED_BYTES_DEFAULT;
+    if (l->nnm >= max_n || l->nm_bytes + elen > max_b) {
+        st = dpb_fail(err, DPB_ELIMIT, "name",
+                      "the ledger holds %zu named events of %zu bytes, and takes at most %zu "
+                      "of %zu bytes (--max-named-events, --max-named-event-bytes): send the "
+                      "event inline in rounds instead, or ask the operator to raise the limits",
+                      l->nnm, l->nm_bytes, max_n, max_b);
+        goto out;
+    }
     /* the event in the vocabulary for both relations (logged first), then the name */
     for (int rel = 0; rel < 2 && st == DPB_OK; rel++) {
         uint32_t idx;
@@ -92,6 +104,21 @@ static dpb_status show_event(const ledger *l, long pos, void *arg)
     event_out *o = arg;
     *o->seq = l->nm[pos].seq;
     return dp_event_decode(l->nm[pos].bytes, l->nm[pos].nbytes, o->ev, NULL);
+}
+
+uint64_t ledger_event_profiles(ledger *l)
+{
+    spend_stats s;
+    spend_engine_stats(l->sp, &s);
+    return s.classified;
+}
+
+void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes)
+{
+    pthread_rwlock_wrlock(&l->lock);
+    l->max_nm = max_events;
+    l->max_nm_bytes = max_bytes;
+    pthread_rwlock_unlock(&l->lock);
 }
 
 dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)

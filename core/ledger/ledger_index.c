@@ -226,6 +226,17 @@ void lg_owner_recount(ledger *l)
         }
 }
 
+int lg_event_known(const ledger *l, const dp_event *ev)
+{
+    unsigned char *b = NULL;
+    size_t n = 0, cap = 0;
+    int known = dp_event_encode(ev, &b, &n, &cap) == DPB_OK &&
+                (lg_find_event(l, b, n, DP_REL_ADD_OR_REMOVE) != LEV_NONE ||
+                 lg_find_event(l, b, n, DP_REL_REPLACE) != LEV_NONE);
+    free(b);
+    return known;
+}
+
 /* The event's index for relation rel if interned, else UINT32_MAX (LEV_NONE). */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel)
 {
@@ -235,26 +246,9 @@ uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, in
     return l->ev_index.slot[s];
 }
 
-/* The event's classification, from the spend engine (which computed it once for all). */
-static dpb_status classify(lev *e)
-{
-    const spend_class *c = spend_event_class(e->se);
-    e->kind = c->kind;
-    e->tvlog = c->tvlog;
-    e->mu2 = c->mu2;
-    e->gdp_ok = c->gdp_ok;
-    snprintf(e->why, sizeof e->why, "%s", c->why);
-    if (c->rdp != NULL) {
-        e->rdp = malloc(RDP_CURVE_LEN * sizeof *e->rdp);
-        if (e->rdp == NULL)
-            return DPB_ENOMEM;
-        memcpy(e->rdp, c->rdp, RDP_CURVE_LEN * sizeof *e->rdp);
-    }
-    return DPB_OK;
-}
-
 /* Intern (ev, rel); *idx receives its index and *fresh whether it is new (to be logged).
- * ev is borrowed; the ledger keeps a decoded copy. */
+ * bytes are borrowed; the spend engine keeps a copy, and nothing is computed until the
+ * event's first use (lg_ev_se). */
 dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
                      uint32_t *idx, int *fresh)
 {
@@ -269,24 +263,15 @@ dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relatio
         return DPB_ENOMEM;
     lev *e = &l->evs[l->nevs];
     memset(e, 0, sizeof *e);
-    dpb_status st = spend_event_get(l->sp, bytes, n, rel, &e->se);
+    dpb_status st = spend_event_get_lazy(l->sp, bytes, n, rel, &e->se);
     if (st != DPB_OK)
         return st;
-    e->bytes = malloc(n ? n : 1);
-    if (e->bytes == NULL || dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
-        spend_event_put(l->sp, e->se);
-        free(e->bytes);
-        return e->bytes ? DPB_ECORRUPT : DPB_ENOMEM;
-    }
-    memcpy(e->bytes, bytes, n);
-    e->nbytes = n;
+    e->bytes = spend_event_bytes(e->se, &e->nbytes);
     e->hash = h;
     e->rel = rel;
     *idx = (uint32_t)l->nevs;
-    if (classify(e) != DPB_OK ||
-        lg_index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
+    if (lg_index_insert(l, &l->ev_index, l->nevs, ev_hash, (uint32_t)l->nevs) != 0) {
         spend_event_put(l->sp, e->se);
-        lg_event_release(e);
         return DPB_ENOMEM;
     }
     l->nevs++;
@@ -294,12 +279,23 @@ dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relatio
     return DPB_OK;
 }
 
+spend_event *lg_ev_se(const ledger *l, uint32_t i)
+{
+    spend_event *se = l->evs[i].se;
+    spend_event_ready(l->sp, se); /* out of memory: it reads as not covered (refused) */
+    return se;
+}
+
+int lg_ev_kind(const ledger *l, uint32_t i)
+{
+    return spend_event_class(lg_ev_se(l, i))->kind;
+}
+
 /* Drop the newest interned event (not referenced by any client or round). */
 void lg_drop_last_event(ledger *l)
 {
     lev *e = &l->evs[l->nevs - 1];
     lg_index_delete(&l->ev_index, e->hash, (uint32_t)(l->nevs - 1), ev_hash, l);
-    lg_event_release(e);
     spend_event_put(l->sp, e->se);
     l->nevs--;
 }
@@ -310,13 +306,6 @@ void lg_drop_unlogged_events(ledger *l)
 {
     while (l->nevs > l->nevs_logged)
         lg_drop_last_event(l);
-}
-
-void lg_event_release(lev *e)
-{
-    dp_event_free(e->ev);
-    free(e->bytes);
-    free(e->rdp);
 }
 
 void lg_client_release(lclient *c)

@@ -41,19 +41,16 @@ enum {
     EV_NOT_COVERED = SPEND_NOT_COVERED
 };
 #define LEV_NONE UINT32_MAX
+#define LG_SACCT_UNNAMED (-2)
 
+/* An event of the vocabulary: its content lives in the spend engine (se), registered
+ * without computing anything (recovery reads the whole vocabulary, most of which no spend
+ * will need again): lg_ev_se readies it (decoded, classified) at its first use. */
 typedef struct {
-    dp_event *ev;
-    unsigned char *bytes;
+    const unsigned char *bytes; /* the encoded event (se's, borrowed) */
     size_t nbytes;
     uint64_t hash;
     dp_relation rel;
-    int kind;
-    double *rdp; /* RDP_CURVE_LEN, kind EV_RDP */
-    double tvlog;
-    double mu2; /* gdp_ok: mu^2 of a composition of unsampled Gaussians (gdp_filter) */
-    int gdp_ok;
-    char why[200];   /* for EV_PLD_ONLY / EV_NOT_COVERED */
     spend_event *se; /* the same event in the spend engine (a reference) */
 } lev;
 
@@ -66,7 +63,8 @@ typedef struct {
     char *id;
     double eps, delta;
     uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
-    int8_t sacct;                          /* the accountant the spend is (dp_accountant), -1 */
+    int8_t sacct;     /* the accountant the spend is (dp_accountant), -1; LG_SACCT_UNNAMED:
+                       * recovered, named at its first read (lg_spend_accountant) */
     uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status) */
     uint32_t last_ev; /* the event of the last round charged (LEV_NONE: none) */
     char *labels;     /* NULL or "k=v\n..." */
@@ -202,6 +200,8 @@ struct ledger {
     /* named events */
     lname *nm;
     size_t nnm, cap_nm;
+    size_t nm_bytes;             /* the sum of their nbytes */
+    size_t max_nm, max_nm_bytes; /* new names' limits (ledger_set_named_limits; 0: default) */
     lindex nm_index;
     /* owners of reservations (write lock; kept by lg_store_round and lg_resolve_round, summed
      * again by lg_owner_recount after recovery and a withdrawal) */
@@ -221,6 +221,12 @@ struct ledger {
     uint64_t snap_done, snap_failed;
     char snap_err[320];
     spend_engine *sp; /* spends: events by content, the PLD value cache */
+    /* the profiles recovery computed (ledger_open_profiles), and the thread that then
+     * computes, off the lock, those of the events the clients hold (warm_main) */
+    uint64_t open_profiles;
+    pthread_t warm_thread;
+    int has_warm;
+    atomic_int warm_stop;
     /* the clients' memos (lclient.memo): their bytes (at most the cap, LEDGER_MEMO_BYTES by
      * default), how many clients have one, and where the next memo to free is looked for
      * when the bytes are over (write lock) */

@@ -69,8 +69,11 @@ void lg_owner_count(ledger *l, const lrnd *r, int sign);
 void lg_owner_recount(ledger *l);
 /* The index of the encoded event (bytes, n) interned for rel, or LEV_NONE. A lock is held. */
 uint32_t lg_find_event(const ledger *l, const unsigned char *bytes, size_t n, int rel);
-/* Intern the encoded event for rel (bytes borrowed; the ledger keeps a copy and a decoded
- * event, and a reference in the spend engine): *idx its index, *fresh 1 when new (then it
+/* 1 when ev is in the vocabulary (for either relation): an event stored before
+ * ledger_event_check's limits is still taken. A lock is held. */
+int lg_event_known(const ledger *l, const dp_event *ev);
+/* Intern the encoded event for rel (bytes borrowed; the spend engine keeps a copy, checked
+ * to decode, and nothing is computed: lg_ev_se): *idx its index, *fresh 1 when new (then it
  * is scratch until logged: l->nevs_logged). DPB_ENOMEM, DPB_ECORRUPT (bytes do not decode).
  * Caller holds the write lock. */
 dpb_status lg_intern(ledger *l, const unsigned char *bytes, size_t n, dp_relation rel,
@@ -83,14 +86,18 @@ int lg_count_positions(const lcount *a, uint32_t na, const lcount *b, uint32_t n
  * the counts of an event in both are added, the others appended in b's order, a's order kept. O(*na
  * + nb). 0, or -1 out of memory (a unchanged). */
 int lg_merge_counts(lcount *a, uint32_t *na, const lcount *b, uint32_t nb);
+/* Event i of the vocabulary in the spend engine, decoded and classified on this first use
+ * (spend_event_ready: any thread, under either lock): every term of a spend is built from
+ * it. lg_ev_kind: its class (EV_RDP, ...). A lock is held. */
+spend_event *lg_ev_se(const ledger *l, uint32_t i);
+int lg_ev_kind(const ledger *l, uint32_t i);
 /* Drop the newest interned event (referenced by no client or round). Write lock. */
 void lg_drop_last_event(ledger *l);
 /* Drop the interned events not in the log (a dry run, a refused or failed change), so their
  * indices stay free for the next logged event. Write lock. */
 void lg_drop_unlogged_events(ledger *l);
-/* Free what an event or a client (not its memo: lg_memo_drop) owns; the entry itself stays
- * (an array element). */
-void lg_event_release(lev *e);
+/* Free what a client (not its memo: lg_memo_drop) owns; the entry itself stays (an array
+ * element). */
 void lg_client_release(lclient *c);
 /* Free a round's outcomes out[0..n) (NULL: none) and the ids they own. */
 void lg_outcomes_free(lout *out, uint32_t n);
@@ -114,8 +121,10 @@ void lg_recount(ledger *l);
 void lg_recompute(ledger *l, lclient *c);
 /* Free c's memo (made again at its next change). Write lock. */
 void lg_memo_drop(ledger *l, lclient *c);
-/* The accountant of a spend recovered from a snapshot (which stores the value only). */
-void lg_name_spend(ledger *l, lclient *c);
+/* The accountant c's spend is (lclient.sacct), named at this first read when recovered from
+ * a snapshot (LG_SACCT_UNNAMED: the snapshot stores the value only, and naming it needs the
+ * curves of all its events). A lock is held. */
+int lg_spend_accountant(const ledger *l, const lclient *c);
 /* The admission test of `extra` more rounds of event xev for c (stored: known 1, or a new
  * client with the default budget), counting its held reservations; *after (and *acct, if
  * not NULL) receive the spend and accountant it would leave. LEDGER_OK when admitted. */
@@ -195,7 +204,7 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
 /* ---- ledger_view.c: the state shown through ledger.h's structs --------------------------- */
 
 /* The stored client c as ledger.h shows it. A lock is held. */
-void lg_client_view(const lclient *c, ledger_client *v);
+void lg_client_view(const ledger *l, const lclient *c, ledger_client *v);
 /* The stored round r as ledger.h shows it (outcomes allocated: ledger_round_res_free). */
 void lg_round_view(const ledger *l, const lrnd *r, ledger_round_res *res);
 /* The accounting mode and, for an admitted charge, the guarantee of outcome o (creating: a

@@ -76,6 +76,31 @@ int ledger_id_valid(const char *id, size_t len)
     return 1;
 }
 
+ledger_event_fit ledger_event_check(const dp_event *ev, dpb_error *err)
+{
+    size_t nodes = dp_event_nodes(ev);
+    if (nodes > LEDGER_EVENT_NODES_MAX) {
+        dpb_fail(err, DPB_ELIMIT, "event",
+                 "the event holds %zu event objects (nested ones counted); the ledger takes "
+                 "events of at most %d: compose fewer distinct events, or count repeats with "
+                 "SelfComposedDpEvent",
+                 nodes, LEDGER_EVENT_NODES_MAX);
+        return LEDGER_EVENT_TOO_MANY_NODES;
+    }
+    unsigned char *b = NULL;
+    size_t n = 0, cap = 0;
+    dpb_status st = dp_event_encode(ev, &b, &n, &cap);
+    free(b);
+    if (st == DPB_OK && n > LEDGER_EVENT_BYTES_MAX) {
+        dpb_fail(err, DPB_ELIMIT, "event",
+                 "the event takes %zu bytes stored; the ledger takes events of at most %d "
+                 "(long lists of steps or phases count)",
+                 n, LEDGER_EVENT_BYTES_MAX);
+        return LEDGER_EVENT_TOO_LARGE;
+    }
+    return LEDGER_EVENT_FITS;
+}
+
 int lg_valid_id(const char *id)
 {
     return ledger_id_valid(id, strlen(id));

@@ -50,6 +50,52 @@ static void *snapshot_main(void *arg)
     return NULL;
 }
 
+/* After recovery (which computes no profile for the vocabulary the snapshot holds): the
+ * profiles of the events the clients hold, computed here, off the lock, so that the first
+ * round or read of a client after a restart does not compute them under it. A slice of
+ * clients at a time under the read lock takes references to the events not yet readied;
+ * they are readied with no lock held. Stops at close (warm_stop). */
+static void *warm_main(void *arg)
+{
+    ledger *l = arg;
+    enum { SLICE = 64, BATCH = 256 };
+    size_t next = 0;
+    while (!atomic_load(&l->warm_stop)) {
+        spend_event *batch[BATCH];
+        size_t nb = 0;
+        int full = 0;
+        pthread_rwlock_rdlock(&l->lock);
+        size_t end = next + SLICE < l->ncl ? next + SLICE : l->ncl;
+        while (next < end && !full) {
+            const lclient *c = &l->cl[next];
+            for (uint32_t i = 0; i < c->nev + c->nrv && !full; i++) {
+                uint32_t x = i < c->nev ? c->ev[i].ev : c->rv[i - c->nev].ev;
+                spend_event *se = l->evs[x].se;
+                if (!spend_event_is_ready(se)) {
+                    spend_event_ref(l->sp, se);
+                    batch[nb++] = se;
+                    full = nb == BATCH; /* the rest of this client: next time */
+                }
+            }
+            if (!full)
+                next++;
+        }
+        int done = next >= l->ncl;
+        pthread_rwlock_unlock(&l->lock);
+        int progress = 0;
+        for (size_t k = 0; k < nb; k++) {
+            if (!atomic_load(&l->warm_stop) && spend_event_ready(l->sp, batch[k]) == DPB_OK)
+                progress = 1;
+            spend_event_put(l->sp, batch[k]);
+        }
+        if (full && !progress)
+            next++; /* out of memory: this client's events are readied at their use */
+        if (done)
+            break;
+    }
+    return NULL;
+}
+
 dpb_status ledger_open(const ledger_options *o, ledger **out, dpb_error *err)
 {
     ledger_store *s = NULL;
@@ -128,14 +174,18 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     if (next > 0)
         l->last_seq = next - 1;
     /* recompute the spend of every client the log replay touched (the snapshot's spends are
-     * those computed before it was written), then the counters */
+     * those computed before it was written; their accountants are named at their first read:
+     * nothing is computed here for the vocabulary the snapshot holds), then the counters */
     for (size_t i = 0; i < l->ncl; i++)
         if (!l->cl[i].dirty)
-            lg_name_spend(l, &l->cl[i]);
+            l->cl[i].sacct = LG_SACCT_UNNAMED;
     lg_after_apply(l);
     lg_owner_recount(l); /* the snapshot's rounds were stored reserved, then given their state */
+    l->open_profiles = ledger_event_profiles(l);
     if (pthread_create(&l->snap_thread, NULL, snapshot_main, l) == 0)
         l->has_thread = 1;
+    if (pthread_create(&l->warm_thread, NULL, warm_main, l) == 0)
+        l->has_warm = 1;
     if (o->pld_refine) /* after recovery: it reads the state */
         l->rf = refiner_start(lg_refine_step, l, 0.05);
     *out = l;
@@ -296,6 +346,11 @@ static void close_ledger(ledger *l, int snapshot)
     lg_refine_yield(l);  /* stops a computation under way */
     refiner_stop(l->rf); /* first: it reads the state and refers to events */
     l->rf = NULL;
+    if (l->has_warm) { /* likewise */
+        atomic_store(&l->warm_stop, 1);
+        pthread_join(l->warm_thread, NULL);
+        l->has_warm = 0;
+    }
     if (l->has_thread) {
         pthread_mutex_lock(&l->snap_mu);
         l->snap_stop = 1;
@@ -306,9 +361,7 @@ static void close_ledger(ledger *l, int snapshot)
     if (snapshot && l->st && !lg_ledger_ro(l) && l->records_since_snap > 0)
         lg_take_snapshot(l, &(dpb_error){0});
     store_close(l->st);
-    for (size_t i = 0; i < l->nevs; i++)
-        lg_event_release(&l->evs[i]);
-    free(l->evs);
+    free(l->evs); /* their references go with the spend engine */
     for (size_t i = 0; i < l->nrd; i++) {
         lg_outcomes_free(l->rd[i].out, l->rd[i].n);
         free(l->rd[i].id);
@@ -344,6 +397,11 @@ static void close_ledger(ledger *l, int snapshot)
     spend_engine_free(l->sp); /* after the events that referred to it */
     free(l->dir);
     free(l);
+}
+
+uint64_t ledger_open_profiles(ledger *l)
+{
+    return l->open_profiles;
 }
 
 void ledger_snapshot_stats(ledger *l, ledger_snapshot_info *out)

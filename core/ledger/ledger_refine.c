@@ -23,18 +23,18 @@
  * ETag. Lists and the summary change too: their ETag (view_tag) mixes in the refinements applied
  * since open and a value new at every open, as a snapshot may hold refined values. */
 
-static int refine_wanted(const lclient *c)
+static int refine_wanted(const ledger *l, const lclient *c)
 {
-    return c->mode == LEDGER_PLD && !c->uncertified && c->sacct == DP_ACCT_RDP && c->nev > 0 &&
-           c->refined != c->version + 1;
+    return c->mode == LEDGER_PLD && !c->uncertified && c->nev > 0 &&
+           lg_spend_accountant(l, c) == DP_ACCT_RDP && c->refined != c->version + 1;
 }
 
 /* 1 if c still has exactly the budget and the terms o[0..m) (in its own order). */
 static int refine_same(const ledger *l, const lclient *c, double eps, double delta, uint8_t rel,
                        const spend_term *o, size_t m)
 {
-    if (c->mode != LEDGER_PLD || c->uncertified || c->sacct != DP_ACCT_RDP || c->eps != eps ||
-        c->delta != delta || c->rel != rel || c->nev != m)
+    if (c->mode != LEDGER_PLD || c->uncertified || lg_spend_accountant(l, c) != DP_ACCT_RDP ||
+        c->eps != eps || c->delta != delta || c->rel != rel || c->nev != m)
         return 0;
     for (size_t i = 0; i < m; i++)
         if (l->evs[c->ev[i].ev].se != o[i].ev || c->ev[i].count != o[i].count)
@@ -67,7 +67,7 @@ int lg_refine_step(void *arg, const int *stop)
     }
     for (size_t k = 0; k < REFINE_SLICE && l->rf_next < l->ncl && id == NULL; k++) {
         const lclient *c = &l->cl[l->rf_next++];
-        if (!refine_wanted(c))
+        if (!refine_wanted(l, c))
             continue;
         m = c->nev;
         id = lg_xstrdup(c->id);
@@ -81,7 +81,7 @@ int lg_refine_step(void *arg, const int *stop)
             return 0; /* out of memory: try again later */
         }
         for (size_t i = 0; i < m; i++) {
-            o[i] = t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
+            o[i] = t[i] = (spend_term){lg_ev_se(l, c->ev[i].ev), c->ev[i].count};
             spend_event_ref(l->sp, o[i].ev); /* a withdrawn charge could drop it meanwhile */
         }
         eps = c->eps;

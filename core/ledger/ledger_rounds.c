@@ -7,9 +7,11 @@
 #include "ledger_record.h"
 #include "ledger_mem.h"
 
-/* Why client id's accounting mode cannot account the event v. */
-static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode, const lev *v)
+/* Why client id's accounting mode cannot account the event ev (its class, readied). */
+static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode mode,
+                            const spend_event *ev)
 {
+    const spend_class *v = spend_event_class(ev);
     if (mode == LEDGER_GDP_FILTER)
         snprintf(why, cap,
                  "client '%.128s' uses gdp_filter accounting, which accounts compositions of "
@@ -26,6 +28,33 @@ static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode m
         snprintf(why, cap,
                  "client '%.128s' uses %s accounting, which cannot account this event%s%.200s", id,
                  ledger_mode_name(mode), v->why[0] ? ": " : "", v->why);
+}
+
+/* The profiles of the participants' events not computed yet (recovered, and not yet reached
+ * by ledger_open.c's warm_main), computed here with no lock held, so that the admission
+ * under the write lock finds them. */
+static void ready_participants(ledger *l, const ledger_round_req *req)
+{
+    spend_event **todo = NULL;
+    size_t n = 0, cap = 0;
+    pthread_rwlock_rdlock(&l->lock);
+    for (size_t i = 0; i < req->n; i++) {
+        long pos = lg_find_client(l, req->participants[i]);
+        const lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
+        for (uint32_t k = 0; c && k < c->nev + c->nrv; k++) {
+            spend_event *se = l->evs[k < c->nev ? c->ev[k].ev : c->rv[k - c->nev].ev].se;
+            if (spend_event_is_ready(se) || lg_grow((void **)&todo, &cap, n + 1, sizeof *todo))
+                continue;
+            spend_event_ref(l->sp, se);
+            todo[n++] = se;
+        }
+    }
+    pthread_rwlock_unlock(&l->lock);
+    for (size_t i = 0; i < n; i++) {
+        spend_event_ready(l->sp, todo[i]);
+        spend_event_put(l->sp, todo[i]);
+    }
+    free(todo);
 }
 
 /* ---- the spends a round needs, computed before its lock ---------------------------------------
@@ -251,7 +280,6 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
             return dpb_fail(err, st, "event", "the event could not be prepared");
         b->have[rel] = 1;
     }
-    const lev *v = &l->evs[b->evi[rel]];
     lclient tmp = {0}, *c;
     if (pos >= 0) {
         c = &l->cl[pos];
@@ -274,7 +302,8 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
         b->refused++;
     if ((o->reason == LEDGER_UNSUPPORTED || o->reason == LEDGER_FILTER_UNSUPPORTED) &&
         b->why[0] == '\0')
-        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode, v);
+        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode,
+                        lg_ev_se(l, b->evi[rel]));
     return DPB_OK;
 }
 
@@ -544,14 +573,24 @@ fail:
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err)
 {
+    if (req->event != NULL && ledger_event_check(req->event, err) != LEDGER_EVENT_FITS) {
+        /* an event stored before the limits (a named one, a retried round) is still taken */
+        pthread_rwlock_rdlock(&l->lock);
+        int stored = lg_find_round(l, req->round_id) >= 0 || lg_event_known(l, req->event);
+        pthread_rwlock_unlock(&l->lock);
+        if (!stored)
+            return DPB_ELIMIT;
+    }
     dpb_status st = LEDGER_STALE;
     for (int tries = 0; st == LEDGER_STALE; tries++) {
         spend_event *pre[2] = {NULL, NULL};
         lg_prefetch stamps = {0};
         lg_refine_yield(l); /* before the prefetch's computations */
         st = DPB_OK;
-        if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS)
+        if (req->event != NULL && req->n > 0 && req->n <= LEDGER_MAX_PARTICIPANTS) {
+            ready_participants(l, req);
             st = prefetch_spends(l, req, pre, &stamps, err);
+        }
         if (st == DPB_OK) {
             const lg_prefetch *check = tries + 1 < LG_PREFETCH_TRIES ? &stamps : NULL;
             RETRY_RACES(st, round_apply(l, req, check, res, err), err);

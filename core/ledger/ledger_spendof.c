@@ -19,7 +19,8 @@ static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_
         return;
     }
     size_t n = c->nev;
-    spend_term stack[16], *t = n <= 16 ? stack : malloc(n * sizeof *t);
+    spend_event *x = extra ? lg_ev_se(l, xev) : NULL;
+    spend_term stack[16] = {{0}}, *t = n <= 16 ? stack : malloc(n * sizeof *t);
     if (t == NULL) {
         memset(out, 0, sizeof *out);
         out->accountant = -1;
@@ -27,9 +28,9 @@ static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_
         return;
     }
     for (size_t i = 0; i < n; i++)
-        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
-    spend_eval_more(l->sp, c->memo, update, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, n,
-                    extra ? l->evs[xev].se : NULL, extra, out);
+        t[i] = (spend_term){lg_ev_se(l, c->ev[i].ev), c->ev[i].count};
+    spend_eval_more(l->sp, c->memo, update, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, n, x,
+                    extra, out);
     if (t != stack)
         free(t);
 }
@@ -167,21 +168,28 @@ void lg_recompute(ledger *l, lclient *c)
     }
 }
 
-/* The accountant of a spend recovered from a snapshot (which stores the value only). */
-void lg_name_spend(ledger *l, lclient *c)
+/* The accountant of a spend recovered from a snapshot (which stores the value only): it
+ * needs the curves of all the client's events, so it is named at its first read, not at
+ * open (recovery then computes nothing for the vocabulary the snapshot holds). */
+int lg_spend_accountant(const ledger *l, const lclient *c)
 {
+    int8_t a = __atomic_load_n(&c->sacct, __ATOMIC_ACQUIRE);
+    if (a != LG_SACCT_UNNAMED)
+        return a;
     spend_term stack[8], *t = c->nev <= 8 ? stack : malloc(c->nev * sizeof *t);
-    c->sacct = -1;
-    if (t == NULL || c->uncertified) {
-        if (t != stack)
-            free(t);
-        return;
+    if (t == NULL)
+        return -1; /* not named: tried again at the next read */
+    a = -1;
+    if (!c->uncertified) {
+        for (uint32_t i = 0; i < c->nev; i++)
+            t[i] = (spend_term){lg_ev_se(l, c->ev[i].ev), c->ev[i].count};
+        a = (int8_t)spend_accountant_of(l->sp, c->mode, c->eps, c->delta, t, c->nev, c->spent);
     }
-    for (uint32_t i = 0; i < c->nev; i++)
-        t[i] = (spend_term){l->evs[c->ev[i].ev].se, c->ev[i].count};
-    c->sacct = (int8_t)spend_accountant_of(l->sp, c->mode, c->eps, c->delta, t, c->nev, c->spent);
     if (t != stack)
         free(t);
+    /* readers (under the read lock) may name it at once: the same value */
+    __atomic_store_n((int8_t *)&c->sacct, a, __ATOMIC_RELEASE);
+    return a;
 }
 
 /* The admission test of `extra` more rounds of event xev for client c (a stored client, or a
@@ -190,18 +198,17 @@ void lg_name_spend(ledger *l, lclient *c)
 ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
                            double *after, int8_t *acct)
 {
-    const lev *v = &l->evs[xev];
+    int kind = lg_ev_kind(l, xev);
     spend_result sr;
     lg_spend_held(l, c, xev, extra, &sr);
     *after = sr.spent;
     if (acct)
         *acct = (int8_t)sr.accountant;
-    if (v->kind == EV_UNCERTIFIABLE || sr.uncertified)
+    if (kind == EV_UNCERTIFIABLE || sr.uncertified)
         return LEDGER_UNCERTIFIABLE;
     if (sr.unsupported && ledger_mode_is_filter((ledger_mode)c->mode))
         return LEDGER_FILTER_UNSUPPORTED;
-    if (sr.unsupported || v->kind == EV_NOT_COVERED ||
-        (c->mode == LEDGER_RDP && v->kind == EV_PLD_ONLY))
+    if (sr.unsupported || kind == EV_NOT_COVERED || (c->mode == LEDGER_RDP && kind == EV_PLD_ONLY))
         return LEDGER_UNSUPPORTED;
     if (known && c->spent >= c->eps && !(*after <= c->eps))
         return LEDGER_EXHAUSTED_ALREADY;

@@ -127,6 +127,7 @@ static void drop_name(ledger *l, uint32_t pos)
     lg_index_delete(&l->nm_index, lg_str_hash(l->nm[pos].name), pos, lg_nm_hash, l);
     free(l->nm[pos].name);
     free(l->nm[pos].bytes);
+    l->nm_bytes -= l->nm[pos].nbytes;
     l->nnm--;
 }
 

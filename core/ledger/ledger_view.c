@@ -5,7 +5,7 @@
  */
 #include "ledger_mem.h"
 
-void lg_client_view(const lclient *c, ledger_client *v)
+void lg_client_view(const ledger *l, const lclient *c, ledger_client *v)
 {
     memset(v, 0, sizeof *v);
     snprintf(v->id, sizeof v->id, "%s", c->id);
@@ -21,7 +21,7 @@ void lg_client_view(const lclient *c, ledger_client *v)
     v->version = c->version;
     v->status = lg_status_of(c);
     v->guarantee = ledger_guarantee_of(v->mode, c->spent, c->eps, c->uncertified);
-    v->spent_accountant = c->sacct;
+    v->spent_accountant = lg_spend_accountant(l, c);
 }
 
 /* The accounting mode and, for an admitted charge, the guarantee of an outcome. */

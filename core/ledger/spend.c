@@ -66,39 +66,75 @@ void spend_engine_free(spend_engine *g)
 
 /* ---- the registry -------------------------------------------------------------------------- */
 
-static void classify(spend_event *e)
+/* The class of the decoded event ev for rel into *c, its RDP curve into *rdp (owned; NULL
+ * when it has none) and its reason into why (c->why points there). */
+static void classify(const dp_event *ev, dp_relation rel, spend_class *c, double **rdp,
+                     char why[200])
 {
     dpb_error err = {0}, eg = {0};
-    spend_class *c = &e->cls;
-    c->why = e->why;
-    c->gdp_ok = dp_gdp_mu2_of(e->ev, e->rel, &c->mu2, &eg) == DPB_OK && c->mu2 >= 0.0;
-    e->rdp = malloc(RDP_CURVE_LEN * sizeof *e->rdp);
-    dpb_status st = e->rdp ? dp_rdp_curve(e->ev, e->rel, e->rdp, &err) : DPB_ENOMEM;
+    memset(c, 0, sizeof *c);
+    why[0] = '\0';
+    c->why = why;
+    c->gdp_ok = dp_gdp_mu2_of(ev, rel, &c->mu2, &eg) == DPB_OK && c->mu2 >= 0.0;
+    *rdp = malloc(RDP_CURVE_LEN * sizeof **rdp);
+    dpb_status st = *rdp ? dp_rdp_curve(ev, rel, *rdp, &err) : DPB_ENOMEM;
     if (st == DPB_OK) {
         c->kind = SPEND_RDP;
-        c->rdp = e->rdp;
+        c->rdp = *rdp;
         return;
     }
-    free(e->rdp);
-    e->rdp = NULL;
+    free(*rdp);
+    *rdp = NULL;
     if (st == DPB_EUNCERTIFIABLE) {
         c->kind = SPEND_UNCERTIFIABLE;
-        snprintf(e->why, sizeof e->why, "%s", err.detail);
+        snprintf(why, 200, "%s", err.detail);
         return;
     }
     dpb_error e2 = {0};
-    st = dp_tv_log1m_of(e->ev, e->rel, &c->tvlog, &e2);
+    st = dp_tv_log1m_of(ev, rel, &c->tvlog, &e2);
     if (st == DPB_OK) {
         c->kind = SPEND_TV;
         return;
     }
     if (st == DPB_ENOTCOVERED) {
         c->kind = SPEND_NOT_COVERED;
-        snprintf(e->why, sizeof e->why, "%s", e2.detail);
+        snprintf(why, 200, "%s", e2.detail);
         return;
     }
     c->kind = SPEND_PLD_ONLY;
-    snprintf(e->why, sizeof e->why, "%s", err.detail);
+    snprintf(why, 200, "%s", err.detail);
+}
+
+dpb_status spend_event_ready(spend_engine *g, spend_event *e)
+{
+    if (atomic_load_explicit(&e->ready, memory_order_acquire))
+        return DPB_OK;
+    /* decode and classify outside the lock (an RDP curve takes a while); should two threads
+     * do it at once, the first to publish wins and the other's work is dropped */
+    dp_event *ev = NULL;
+    spend_class c;
+    double *rdp = NULL;
+    char why[200];
+    dpb_status st = dp_event_decode(e->bytes, e->nbytes, &ev, NULL);
+    if (st != DPB_OK)
+        return st == DPB_ENOMEM ? st : DPB_ECORRUPT;
+    classify(ev, e->rel, &c, &rdp, why);
+    pthread_mutex_lock(&g->mu);
+    if (!atomic_load_explicit(&e->ready, memory_order_relaxed)) {
+        e->ev = ev;
+        e->rdp = rdp;
+        memcpy(e->why, why, sizeof e->why);
+        e->cls = c;
+        e->cls.why = e->why;
+        ev = NULL;
+        rdp = NULL;
+        g->classified++;
+        atomic_store_explicit(&e->ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&g->mu);
+    dp_event_free(ev);
+    free(rdp);
+    return DPB_OK;
 }
 
 static spend_event *reg_find(spend_engine *g, uint64_t h, const unsigned char *b, size_t n,
@@ -133,8 +169,8 @@ static void reg_insert(spend_engine *g, spend_event *e)
     g->reg_n++;
 }
 
-dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n, dp_relation rel,
-                           spend_event **out)
+dpb_status spend_event_get_lazy(spend_engine *g, const unsigned char *bytes, size_t n,
+                                dp_relation rel, spend_event **out)
 {
     uint64_t h = fnv64(bytes, n, 14695981039346656037ULL ^ (uint64_t)rel);
     pthread_mutex_lock(&g->mu);
@@ -146,7 +182,12 @@ dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n
         return DPB_OK;
     }
     pthread_mutex_unlock(&g->mu);
-    /* decode and classify outside the lock (an RDP curve takes a while) */
+    /* the bytes must decode (checked now, the tree freed: spend_event_ready decodes again) */
+    dp_event *ev = NULL;
+    dpb_status st = dp_event_decode(bytes, n, &ev, NULL);
+    dp_event_free(ev);
+    if (st != DPB_OK)
+        return st == DPB_ENOMEM ? st : DPB_ECORRUPT;
     e = calloc(1, sizeof *e);
     if (e == NULL)
         return DPB_ENOMEM;
@@ -155,16 +196,14 @@ dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n
         free(e);
         return DPB_ENOMEM;
     }
-    if (dp_event_decode(bytes, n, &e->ev, NULL) != DPB_OK) {
-        free(e->bytes);
-        free(e);
-        return DPB_ECORRUPT;
-    }
     memcpy(e->bytes, bytes, n);
     e->nbytes = n;
     e->hash = h;
     e->rel = rel;
-    classify(e);
+    /* until spend_event_ready: an event nothing certifies (never read as a curve) */
+    e->cls.kind = SPEND_NOT_COVERED;
+    snprintf(e->why, sizeof e->why, "the event's profile could not be computed (out of memory)");
+    e->cls.why = e->why;
     pthread_mutex_lock(&g->mu);
     spend_event *won = reg_find(g, h, bytes, n, rel); /* registered meanwhile by another */
     if (won != NULL) {
@@ -180,6 +219,17 @@ dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n
     pthread_mutex_unlock(&g->mu);
     *out = e;
     return DPB_OK;
+}
+
+dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n, dp_relation rel,
+                           spend_event **out)
+{
+    dpb_status st = spend_event_get_lazy(g, bytes, n, rel, out);
+    if (st == DPB_OK && (st = spend_event_ready(g, *out)) != DPB_OK) {
+        spend_event_put(g, *out);
+        *out = NULL;
+    }
+    return st;
 }
 
 void spend_event_ref(spend_engine *g, spend_event *e)
@@ -219,8 +269,22 @@ void spend_engine_kept_cap(spend_engine *g, size_t bytes)
     spend_kept_set_cap(&g->kept, bytes);
 }
 
+int spend_event_is_ready(const spend_event *e)
+{
+    return atomic_load_explicit(&((spend_event *)e)->ready, memory_order_acquire);
+}
+
+const unsigned char *spend_event_bytes(const spend_event *e, size_t *n)
+{
+    *n = e->nbytes;
+    return e->bytes;
+}
+
 void spend_engine_stats(spend_engine *g, spend_stats *s)
 {
     spend_cache_stats(&g->cache, s);
     spend_kept_stats(&g->kept, s);
+    pthread_mutex_lock(&g->mu);
+    s->classified = g->classified;
+    pthread_mutex_unlock(&g->mu);
 }

@@ -81,8 +81,20 @@ void spend_engine_free(spend_engine *g);
  * decode, DPB_ENOMEM. */
 dpb_status spend_event_get(spend_engine *g, const unsigned char *bytes, size_t n, dp_relation rel,
                            spend_event **out);
+/* spend_event_get without the classification (a ledger being recovered registers its whole
+ * vocabulary, most of which no spend to compute will read): the bytes are checked to decode,
+ * nothing else is computed until spend_event_ready. */
+dpb_status spend_event_get_lazy(spend_engine *g, const unsigned char *bytes, size_t n,
+                                dp_relation rel, spend_event **out);
+/* Decode and classify e once (any thread; the first to finish publishes): required before
+ * spend_event_class or a term of e is read. Until then e reads as SPEND_NOT_COVERED. DPB_OK,
+ * DPB_ENOMEM (e stays as it was: the next call tries again). */
+dpb_status spend_event_ready(spend_engine *g, spend_event *e);
+int spend_event_is_ready(const spend_event *e);        /* 1 after spend_event_ready succeeded */
 void spend_event_ref(spend_engine *g, spend_event *e); /* one more reference */
 void spend_event_put(spend_engine *g, spend_event *e);
+/* The event's encoding (borrowed: valid while a reference is held). */
+const unsigned char *spend_event_bytes(const spend_event *e, size_t *n);
 const spend_class *spend_event_class(const spend_event *e);
 
 /* One term of a client's history: count charges of an event. */
@@ -184,6 +196,7 @@ typedef struct {
     uint64_t hits, misses, pld_computed;
     size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
     uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
+    uint64_t classified; /* events decoded and classified since the engine was made */
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

@@ -16,12 +16,14 @@
  *   spend_kept.c                                   the kept compositions of pld histories
  *
  * spend.c is called by none of the other three: they read the registered events' fields
- * below (sid, ev, cls), which never change while an event is registered.
+ * below (sid, ev, cls), which never change once set: ev and cls are set once, by
+ * spend_event_ready, before any caller builds a term of the event (spend.h).
  */
 #ifndef LEDGER_SPEND_INT_H
 #define LEDGER_SPEND_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../dp/rdp.h"
 #include "spend.h"
@@ -34,6 +36,7 @@ struct spend_event {
     dp_relation rel;
     unsigned char *bytes;
     size_t nbytes;
+    atomic_int ready; /* ev, cls, rdp and why are set (spend_event_ready); never unset */
     dp_event *ev;
     spend_class cls;
     double *rdp;
@@ -91,6 +94,7 @@ struct spend_engine {
     spend_event **reg;
     size_t reg_cap, reg_n;
     uint32_t next_sid;
+    uint64_t classified; /* events decoded and classified (spend_event_ready), under mu */
     spend_cache cache;
     spend_kept kept;
 };

@@ -307,7 +307,9 @@ int main(int argc, char **argv)
         const struct {
             const tl_test *t;
             size_t n;
-        } suites[] = {{LEDGER_API_TESTS, LEDGER_API_NTESTS}, {WORKFLOW_TESTS, WORKFLOW_NTESTS}};
+        } suites[] = {{LEDGER_API_TESTS, LEDGER_API_NTESTS},
+                      {WORKFLOW_TESTS, WORKFLOW_NTESTS},
+                      {VOCAB_API_TESTS, VOCAB_API_NTESTS}};
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
@@ -333,6 +335,7 @@ int main(int argc, char **argv)
             {LEDGER_API_TESTS, LEDGER_API_NTESTS},
             {SAMPLING_API_TESTS, SAMPLING_API_NTESTS},
             {WORKFLOW_TESTS, WORKFLOW_NTESTS},
+            {VOCAB_API_TESTS, VOCAB_API_NTESTS},
             {NUMBER_TESTS, NUMBER_NTESTS},
             {JSONIN_TESTS, JSONIN_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},
@@ -346,6 +349,8 @@ int main(int argc, char **argv)
         /* then the suites that start their own daemons (ledger options, auth, TLS) */
         for (size_t i = 0; i < LEDGER_OWN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = LEDGER_OWN_TESTS[i];
+        for (size_t i = 0; i < VOCAB_OWN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = VOCAB_OWN_TESTS[i];
         for (size_t i = 0; i < AUTH_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = AUTH_TESTS[i];
         for (size_t i = 0; i < OWNER_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)

@@ -79,6 +79,10 @@ extern const size_t LEDGER_OWN_NTESTS;
 extern const tl_test LEDGER_BOUNDS_TESTS[]; /* test_ledger_bounds.c: eligibility off the lock,
                                               deadline, cost cap, pages, answer memory (own) */
 extern const size_t LEDGER_BOUNDS_NTESTS;
+extern const tl_test VOCAB_API_TESTS[]; /* test_vocab_api.c: limits on events entering */
+extern const size_t VOCAB_API_NTESTS;
+extern const tl_test VOCAB_OWN_TESTS[]; /* test_vocab_api.c: named events' limits (own) */
+extern const size_t VOCAB_OWN_NTESTS;
 extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS
                                           policy and deadline, --healthcheck (own daemons) */
 extern const size_t OPERATOR_NTESTS;

@@ -24,6 +24,7 @@ int main(int argc, char **argv)
         {CANCEL_TESTS, CANCEL_NTESTS},
         {WAL_TESTS, WAL_NTESTS},
         {LEDGER_TESTS, LEDGER_NTESTS},
+        {VOCAB_TESTS, VOCAB_NTESTS},
         {SHARED_TESTS, SHARED_NTESTS},
         {RESERVE_TESTS, RESERVE_NTESTS},
         {SPEND_TESTS, SPEND_NTESTS},

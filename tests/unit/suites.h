@@ -38,6 +38,8 @@ extern const tl_test SHARED_TESTS[];
 extern const size_t SHARED_NTESTS;
 extern const tl_test RESERVE_TESTS[];
 extern const size_t RESERVE_NTESTS;
+extern const tl_test VOCAB_TESTS[]; /* test_vocab.c: the ledger's event vocabulary */
+extern const size_t VOCAB_NTESTS;
 extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 extern const tl_test RDPGAP_TESTS[];
