@@ -45,6 +45,12 @@ json_t *codec_parse_object(const char *buf, size_t len, problem *pb)
                         "%s (line %d, column %d): numbers must fit a 64-bit double or integer",
                         e.text, e.line, e.column);
             break;
+        case json_error_null_character:
+            problem_set(pb, PB_MALFORMED_JSON, NULL,
+                        "a string holds U+0000 (\\u0000) at line %d, column %d: no field takes it; "
+                        "remove it",
+                        e.line, e.column);
+            break;
         case json_error_invalid_utf8:
             problem_set(pb, PB_MALFORMED_JSON, NULL, "the body is not valid UTF-8: %s", e.text);
             break;

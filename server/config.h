@@ -21,6 +21,7 @@ typedef struct {
     double rate;
     unsigned long reservation_ttl;
     unsigned long pld_plan_mib;    /* --pld-plan-memory */
+    unsigned long pld_kept_mib;    /* --pld-kept-memory */
     double shutdown_grace;         /* --shutdown-grace: seconds served on after SIGTERM */
     double shutdown_deadline;      /* --shutdown-deadline: seconds to finish what is in flight */
     uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */

@@ -132,6 +132,11 @@ static const char USAGE[] =
     "                       at start, smallest transform sizes first (0 to 65536, default\n"
     "                       192: every size up to 2^20, about 140 MiB resident; 0: none\n"
     "                       kept, each computation plans its own, 1-20 ms a size)\n"
+    "  --pld-kept-memory MIB  memory for the kept compositions of pld clients past their\n"
+    "                       rdp bound (about 17 KiB each; the least recently used are\n"
+    "                       dropped past it and rebuilt from the log when next needed;\n"
+    "                       0 to 1048576, default 64; 0: none kept, every PLD spend\n"
+    "                       composed from scratch)\n"
     "  --no-ledger          serve the compute API only\n"
     "  --api-keys FILE      API keys: lines '<sha256 hex of token> <scopes> [name]', scopes\n"
     "                       a comma list of read, charge, admin (make one with\n"
@@ -811,6 +816,7 @@ int main(int argc, char **argv)
     if (st.use_ledger) {
         metrics_ledger_backend(st.lo.ledger_url ? "postgresql" : "file");
         ledger_set_named_limits(app.ledger, st.max_named_events, st.max_named_bytes);
+        ledger_kept_cap(app.ledger, (size_t)st.pld_kept_mib << 20);
     }
     cfg.app = &app;
     cfg.routes = ROUTES;

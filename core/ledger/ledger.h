@@ -224,6 +224,8 @@ void ledger_kept_stats(ledger *l, ledger_kept_figures *f);
  * past it the least recently used are dropped, and rebuilt from the log's events when next
  * needed. Any time; lowering it evicts at once. */
 void ledger_kept_cap(ledger *l, size_t bytes);
+/* The daemon's default of that cap (--pld-kept-memory), in MiB: SPEND_KEPT_BYTES. */
+#define LEDGER_KEPT_MIB_DEFAULT 64
 
 /* Write a final snapshot (best effort) and free everything. */
 void ledger_close(ledger *l);

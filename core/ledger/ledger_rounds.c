@@ -154,14 +154,19 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
         }
     }
     pthread_rwlock_unlock(&l->lock);
-    /* each candidate: the client's terms with the round's event once more (its admission;
-     * its status after the charge, whether one more still fits, is decided from the kept
-     * composition in one pass, spend_decide_only, and needs nothing computed ahead) */
+    /* each candidate: the client's terms with the round's event once more (its admission),
+     * and twice (its status after the charge: whether one more still fits). With kept
+     * compositions the status is decided from the kept one in one pass under the lock
+     * (spend_decide_only) and needs nothing computed ahead; without them (--pld-kept-memory
+     * 0) it is computed here, so that nothing is composed under the write lock. */
+    spend_stats ks;
+    spend_engine_stats(l->sp, &ks);
+    uint64_t most = ks.kept_cap_bytes > 0 ? 1u : 2u;
     spend_candidate *cand = ok ? malloc((2 * ns + 1) * sizeof *cand) : NULL;
     spend_term *w = cand ? malloc((2 * nt + 1) * sizeof *w) : NULL;
     size_t nc = 0;
     for (size_t i = 0; w && i < ns; i++) {
-        for (uint64_t more = 1; more <= 1; more++) {
+        for (uint64_t more = 1; more <= (sn[i].once ? 1u : most); more++) {
             spend_term *ct = t + sn[i].off, *cw = w + (more - 1) * nt + sn[i].off; /* m + 1 */
             size_t m = sn[i].m, k;
             spend_event *x = pre[sn[i].rel];

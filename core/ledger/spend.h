@@ -66,7 +66,7 @@ typedef struct spend_event spend_event;
 /* Default cap of the kept compositions (spend_kept.c; bytes): a pld client past its rdp bound
  * holds one distribution pair, about 2 x 1,300 points of 8 bytes on the grid SPEND_KEPT_H for
  * a DP-SGD history (bench_pld_ledger prints the figure), so about 3,000 such clients fit. */
-#define SPEND_KEPT_BYTES ((size_t)64 << 20)
+#define SPEND_KEPT_BYTES ((size_t)64 << 20) /* ledger.h: LEDGER_KEPT_MIB_DEFAULT */
 
 /* cache_bytes 0: SPEND_CACHE_BYTES. NULL when out of memory. */
 spend_engine *spend_engine_new(size_t cache_bytes);

@@ -633,7 +633,8 @@ static void a_busy_server_does_not_cut_a_prompt_client(void)
  * waiting. Ledger writes run on their own lane, so the probe is answered first. */
 static void a_long_pld_round_does_not_hold_probes(void)
 {
-    const char *extra[] = {"--threads", "1", NULL};
+    /* the kept compositions off: the round composes from scratch (the slow path) */
+    const char *extra[] = {"--threads", "1", "--pld-kept-memory", "0", NULL};
     int st = api_daemon_start(extra, NULL, "http");
     CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
     if (st != 0)

@@ -133,7 +133,9 @@ static void check_served_meanwhile(const char *body, const char *round_id)
 
 static void eligibility_computes_off_the_lock(void)
 {
-    const char *extra[] = {"--no-pld-refine", NULL};
+    /* the kept compositions off: every PLD composed from scratch, the slow path whose lock
+     * this checks (kept ones make a page fast, but an evicted or first one is this slow) */
+    const char *extra[] = {"--no-pld-refine", "--pld-kept-memory", "0", NULL};
     if (!start(extra))
         return;
     api_set_timeout(120);
@@ -178,7 +180,12 @@ static void round_refused(const char *body, const char *client, int status, cons
  * PLDs is bound by the same two, before its lock: refused with nothing charged. */
 static void eligibility_deadline_and_cost_cap(void)
 {
-    const char *extra[] = {"--no-pld-refine", "--ledger-deadline", "0.05", NULL};
+    const char *extra[] = {"--no-pld-refine",
+                           "--pld-kept-memory",
+                           "0",
+                           "--ledger-deadline",
+                           "0.05",
+                           NULL}; /* from scratch: the slow path the limits bound */
     if (!start(extra))
         return;
     api_set_timeout(120);
@@ -192,7 +199,8 @@ static void eligibility_deadline_and_cost_cap(void)
     round_refused(PLD_ROUND("dl-round", "dl-0"), "dl-0", 422, "compute_deadline_exceeded");
     api_daemon_stop();
 
-    const char *capped[] = {"--no-pld-refine", "--ledger-max-pld-evals", "1", NULL};
+    const char *capped[] = {
+        "--no-pld-refine", "--pld-kept-memory", "0", "--ledger-max-pld-evals", "1", NULL};
     if (!start(capped)) {
         free(q);
         return;

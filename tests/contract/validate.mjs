@@ -213,7 +213,7 @@ function validateExchange(ex) {
     const where = `${ex.method} ${entry.tmpl} (no such operation) -> ${ex.status}`;
     // the path's methods, and HEAD wherever GET is
     const methods = opsOf(entry.item).map((x) => x.toUpperCase());
-    if (methods.includes('GET')) methods.push('HEAD');
+    if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
     const allow = methods.sort().join(', ');
     if (!check([405, 401, 403, 429, 400, 431].includes(ex.status), `${where}: a method without an operation gets 405 (or 401, 403, 429, 400, 431)`)) return;
     if (ex.status === 405)
@@ -283,8 +283,17 @@ if (check(tables !== null, 'no routing table was recorded (tests/api/test_contra
     const name = `${r.method} ${entry ? entry.tmpl : r.path}`;
     seen.add(name);
     if (!check(op !== undefined, `route ${name} has no operation in the document`)) continue;
-    const want = r.scope ? [{ bearer: [r.scope] }] : [];
-    check(JSON.stringify(op.security) === JSON.stringify(want), `${name}: security ${JSON.stringify(op.security)}, the routing table implies ${JSON.stringify(want)}`);
+    // a keyed route: its scope, or nothing at all (the empty alternative: a daemon started
+    // without --api-keys asks for no key); an open route: no security
+    const want = r.scope ? [{ bearer: [r.scope] }, {}] : [];
+    const ops = [[name, op]];
+    // HEAD is GET without the body: declared beside every GET, with the same security
+    if (r.method === 'GET' && item.head !== undefined) {
+      ops.push([`HEAD ${entry.tmpl}`, item.head]);
+      seen.add(`HEAD ${entry.tmpl}`);
+    }
+    for (const [n, o] of ops)
+      check(JSON.stringify(o.security) === JSON.stringify(want), `${n}: security ${JSON.stringify(o.security)}, the routing table implies ${JSON.stringify(want)}`);
     // what the table implies, both ways: a key is needed (401, 429), a key may lack the
     // scope (403: every valid key has read, so only charge and admin), a JSON body (413,
     // 415); without them the status cannot occur and is not documented. Every route can

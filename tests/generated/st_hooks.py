@@ -75,6 +75,11 @@ def schema_valid_request_accepted(ctx, response, case):
         except urllib.error.HTTPError as e:
             if e.code == status:
                 code, field = _problem_body(e.read())
+    body = case.body if isinstance(case.body, (dict, list, str)) else None
+    if status == 400 and code == "malformed_json" and "\\u0000" in json.dumps(body):
+        # no string may hold U+0000 (openapi.yaml says so once: JSON Schema cannot, but for
+        # a pattern on every string)
+        return None
     for st, c, rx in DOMAIN_RULES:
         if st == status and c == code and re.fullmatch(rx, field or ""):
             return None

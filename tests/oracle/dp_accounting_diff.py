@@ -122,26 +122,30 @@ def to_dpa(x, rel):
 
 
 def to_floor(x, rel):
-    """dp_accounting's optimistic privacy-loss distribution of x: at most the exact value."""
+    """dp_accounting's optimistic privacy-loss distribution of x: at most the exact value
+    (privacy buckets rounded down: connect-the-dots has no optimistic form)."""
     k = x[0]
     vdi = 1e-4
     sens = 2.0 if rel == "replace_one" else 1.0
     if k == "gauss":
         return pldlib.from_gaussian_mechanism(x[1], sensitivity=sens, pessimistic_estimate=False,
-                                              value_discretization_interval=vdi)
+                                              value_discretization_interval=vdi, use_connect_dots=False)
     if k == "laplace":
         return pldlib.from_laplace_mechanism(x[1], sensitivity=sens, pessimistic_estimate=False,
-                                             value_discretization_interval=vdi)
+                                             value_discretization_interval=vdi,
+                                             use_connect_dots=False)
     if k == "rr":
         return pldlib.from_randomized_response(x[1], x[2], pessimistic_estimate=False,
                                                value_discretization_interval=vdi)
     if k == "sg":
         return pldlib.from_gaussian_mechanism(x[2], pessimistic_estimate=False,
                                               value_discretization_interval=vdi,
-                                              sampling_prob=x[1], neighboring_relation=REL[rel])
+                                              sampling_prob=x[1], neighboring_relation=REL[rel],
+                                              use_connect_dots=False)
     if k == "sl":
         return pldlib.from_laplace_mechanism(x[2], pessimistic_estimate=False,
-                                             value_discretization_interval=vdi, sampling_prob=x[1])
+                                             value_discretization_interval=vdi, sampling_prob=x[1],
+                                             use_connect_dots=False)
     if k == "self":
         return to_floor(x[1], rel).self_compose(x[2])
     out = to_floor(x[1][0], rel)
