@@ -311,6 +311,7 @@ dpb_status ledger_commit_as(ledger *l, const char *round_id, const char *const *
                             const unsigned char hash[16], const ledger_caller *who,
                             ledger_round_res *res, dpb_error *err)
 {
+    memset(res, 0, sizeof *res); /* every answer, a refusal before commit_once's too */
     /* a list with a duplicate is refused before any lock or spend (linear); commit_once
      * checks the round id and the length first, as it answers them */
     dpb_status st = lg_valid_id(round_id) && n <= LEDGER_MAX_PARTICIPANTS
@@ -380,6 +381,7 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
 dpb_status ledger_release_as(ledger *l, const char *round_id, const ledger_caller *who,
                              ledger_round_res *res, dpb_error *err)
 {
+    memset(res, 0, sizeof *res); /* a refusal before release_once is answered too */
     dpb_status st = LEDGER_STALE;
     lg_refine_yield(l);
     for (int tries = 0; st == LEDGER_STALE; tries++) {

@@ -578,6 +578,7 @@ fail:
 dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res *res,
                         dpb_error *err)
 {
+    memset(res, 0, sizeof *res); /* every answer, a refusal before round_apply's too */
     if (req->event != NULL && ledger_event_check(req->event, err) != LEDGER_EVENT_FITS) {
         /* an event stored before the limits (a named one, a retried round) is still taken */
         pthread_rwlock_rdlock(&l->lock);
