@@ -182,7 +182,9 @@ class Replica:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                return self.proc.wait(timeout=10)
+                # past --shutdown-deadline (20 s by default) what is in flight is given up:
+                # the daemon exits by then, however loaded the machine
+                return self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
