@@ -35,6 +35,17 @@ struct conv {
     int valid;
 };
 
+/* best, the least eps over the finite orders of the summed curves r, with the order
+ * infinity's sum (eps <= D_inf at every delta, as dp_rdp_lazy takes it) when smaller; 0 when
+ * <= 0, else rounded up. */
+static double with_order_infinity(const double *r, double best)
+{
+    double dinf = dp_round_up(r[RDP_NORDERS], RDP_REL_ROUND);
+    if (isfinite(dinf) && dinf < best)
+        best = dinf;
+    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+}
+
 /* min over orders of rdp_eps_at(a, r, delta), bit for bit the same arithmetic, with the
  * per-order logarithms computed once per delta: eps = (r + log1p(-1/a)) - log(delta a)/(a-1),
  * and 0 where delta^2 + expm1(-r) > 0 (only possible for r < 2 delta^2). Rounded up. */
@@ -72,11 +83,7 @@ double spend_rdp_convert(const double *r, double delta)
         if (e < best)
             best = e;
     }
-    /* the order infinity as dp_rdp_lazy takes it: eps <= D_inf at every delta */
-    double dinf = dp_round_up(r[RDP_NORDERS], RDP_REL_ROUND);
-    if (isfinite(dinf) && dinf < best)
-        best = dinf;
-    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+    return with_order_infinity(r, best);
 }
 
 /* The rdp_filter's level (docs/FILTERS.md): min over the k committed orders a of the improved
@@ -99,10 +106,7 @@ double spend_filter_level(const double *r, double delta)
         if (e < best)
             best = e;
     }
-    double dinf = dp_round_up(r[RDP_NORDERS], RDP_REL_ROUND);
-    if (isfinite(dinf) && dinf < best)
-        best = dinf;
-    return best <= 0.0 ? 0.0 : dp_round_up(best, RDP_REL_ROUND);
+    return with_order_infinity(r, best);
 }
 
 /* The rdp accountant's eps of the composition at delta: +inf when an event has no RDP curve. */

@@ -467,6 +467,23 @@ static double entry_eps(spend_kept *k, kentry *e, double delta)
     return v;
 }
 
+/* The history t[0..m) with n fewer of term j (a term left at 0 dropped), into stack when it
+ * fits (32 terms), else into a malloc'ed array: the array, *mb its terms; NULL out of memory.
+ * Free it when it is not stack. */
+static spend_term *terms_less(const spend_term *t, size_t m, size_t j, uint64_t n,
+                              spend_term stack[32], size_t *mb)
+{
+    spend_term *b = m <= 32 ? stack : malloc(m * sizeof *b);
+    *mb = 0;
+    for (size_t i = 0; b != NULL && i < m; i++) {
+        b[*mb] = t[i];
+        if (i == j)
+            b[*mb].count -= n;
+        *mb += b[*mb].count > 0;
+    }
+    return b;
+}
+
 static int kept_has_less(spend_kept *k, const spend_term *t, size_t m, dp_relation rel, uint64_t d);
 
 int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
@@ -505,16 +522,11 @@ int spend_kept_eps(spend_kept *k, const spend_term *t, size_t m, double delta, d
         if (t[j].count >= 2 && !kept_has_less(k, t, m, rel, 1) && kept_has_less(k, t, m, rel, 2))
             kx = 2;
     }
-    spend_term stack[32], *b = m <= 32 ? stack : malloc(m * sizeof *b);
+    spend_term stack[32];
+    size_t mb;
+    spend_term *b = terms_less(t, m, j, kx, stack, &mb);
     if (b == NULL)
         return 0;
-    size_t mb = 0;
-    for (size_t i = 0; i < m; i++) {
-        b[mb] = t[i];
-        if (i == j)
-            b[mb].count -= kx;
-        mb += b[mb].count > 0;
-    }
     int ok = 0;
     kentry *base = kept_get(k, key_of(b, mb, rel), rel, b, mb);
     if (base == NULL && x == NULL) { /* no charge to extend by: the history from its events */
@@ -670,16 +682,11 @@ int spend_kept_admits(spend_kept *k, const spend_term *t, size_t m, double eps, 
         kept_put(k, e);
         return good;
     }
-    spend_term stack[32], *b = m <= 32 ? stack : malloc(m * sizeof *b);
+    spend_term stack[32];
+    size_t mb;
+    spend_term *b = terms_less(t, m, j, nx, stack, &mb);
     if (b == NULL)
         return 0;
-    size_t mb = 0;
-    for (size_t i = 0; i < m; i++) {
-        b[mb] = t[i];
-        if (i == j)
-            b[mb].count -= nx;
-        mb += b[mb].count > 0;
-    }
     kentry *base = kept_get(k, key_of(b, mb, rel), rel, b, mb);
     if (base == NULL)
         base = kept_scratch(k, b, mb, rel);
