@@ -327,6 +327,56 @@ void lg_outcomes_free(lout *out, uint32_t n)
 }
 
 /* Small lists are scanned (no allocation); past this many comparisons a hash is cheaper. */
+/* ---- lg_idtab: an open-addressing set of ids held in an array (ledger_mem.h) ---- */
+
+static const char *idtab_id(const lg_idtab *t, uint32_t i)
+{
+    return *(const char *const *)(t->base + (size_t)i * t->stride);
+}
+
+/* The slot of id: its entry's, or the empty one where it would go. */
+static size_t idtab_slot(const lg_idtab *t, const char *id)
+{
+    size_t h = (size_t)lg_str_hash(id) & (t->cap - 1);
+    while (t->slot[h] != UINT32_MAX && strcmp(idtab_id(t, t->slot[h]), id) != 0)
+        h = (h + 1) & (t->cap - 1);
+    return h;
+}
+
+int lg_idtab_init(lg_idtab *t, const void *first_id, size_t stride, size_t n)
+{
+    t->base = first_id;
+    t->stride = stride;
+    t->cap = 16;
+    while (t->cap < 2 * n)
+        t->cap *= 2;
+    t->slot = malloc(t->cap * sizeof *t->slot);
+    if (t->slot == NULL)
+        return -1;
+    memset(t->slot, 0xff, t->cap * sizeof *t->slot);
+    return 0;
+}
+
+uint32_t lg_idtab_add(lg_idtab *t, uint32_t i)
+{
+    size_t h = idtab_slot(t, idtab_id(t, i));
+    if (t->slot[h] != UINT32_MAX)
+        return t->slot[h];
+    t->slot[h] = i;
+    return UINT32_MAX;
+}
+
+uint32_t lg_idtab_find(const lg_idtab *t, const char *id)
+{
+    return t->slot[idtab_slot(t, id)];
+}
+
+void lg_idtab_free(lg_idtab *t)
+{
+    free(t->slot);
+    t->slot = NULL;
+}
+
 #define COUNT_SCAN_MAX 256
 
 int lg_count_positions(const lcount *a, uint32_t na, const lcount *b, uint32_t nb, uint32_t *pos)

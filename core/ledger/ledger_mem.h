@@ -86,6 +86,22 @@ int lg_count_positions(const lcount *a, uint32_t na, const lcount *b, uint32_t n
  * the counts of an event in both are added, the others appended in b's order, a's order kept. O(*na
  * + nb). 0, or -1 out of memory (a unchanged). */
 int lg_merge_counts(lcount *a, uint32_t *na, const lcount *b, uint32_t nb);
+/* A set of ids held in an array, by content, for linear-time duplicate checks and lookups: the
+ * id of element i is the string pointer at (char *)first_id + i * stride (stride sizeof(char
+ * *) for an array of ids; sizeof of the struct for a field of an array of structs). Sized for n
+ * elements, empty; 0, or -1 out of memory. add: puts element i in, UINT32_MAX when it was not
+ * there, else the element already holding an equal id (i not added). find: the element holding
+ * id, or UINT32_MAX. The array must outlive the set. */
+typedef struct {
+    uint32_t *slot;
+    size_t cap;
+    const char *base;
+    size_t stride;
+} lg_idtab;
+int lg_idtab_init(lg_idtab *t, const void *first_id, size_t stride, size_t n);
+uint32_t lg_idtab_add(lg_idtab *t, uint32_t i);
+uint32_t lg_idtab_find(const lg_idtab *t, const char *id);
+void lg_idtab_free(lg_idtab *t);
 /* Event i of the vocabulary in the spend engine, decoded and classified on this first use
  * (spend_event_ready: any thread, under either lock): every term of a spend is built from
  * it. lg_ev_kind: its class (EV_RDP, ...). A lock is held. */

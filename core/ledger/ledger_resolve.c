@@ -72,26 +72,17 @@ static dpb_status reported_ok(const char *const *reported, size_t n, dpb_error *
         if (!lg_valid_id(reported[i]))
             return dpb_fail(err, DPB_EINVAL, "reported", "reported[%zu] is not a valid client id",
                             i);
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    uint32_t *slot = malloc(cap * sizeof *slot);
-    if (slot == NULL)
+    lg_idtab seen;
+    if (lg_idtab_init(&seen, reported, sizeof *reported, n) != 0)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    memset(slot, 0xff, cap * sizeof *slot);
     dpb_status st = DPB_OK;
-    for (size_t i = 0; i < n && st == DPB_OK; i++) {
-        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
-        while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], reported[i]) != 0)
-            h = (h + 1) & (cap - 1);
-        if (slot[h] != UINT32_MAX) {
+    for (size_t i = 0; i < n && st == DPB_OK; i++)
+        if (lg_idtab_add(&seen, (uint32_t)i) != UINT32_MAX) {
             char f[40];
             snprintf(f, sizeof f, "reported[%zu]", i);
             st = dpb_fail(err, DPB_EINVAL, f, "'%s' is listed twice", reported[i]);
         }
-        slot[h] = (uint32_t)i;
-    }
-    free(slot);
+    lg_idtab_free(&seen);
     return st;
 }
 
@@ -101,26 +92,16 @@ static dpb_status reported_ok(const char *const *reported, size_t n, dpb_error *
 static dpb_status reported_indices(const lrnd *r, const char *round_id, const char *const *reported,
                                    size_t n, uint32_t *idx, dpb_error *err)
 {
-    size_t cap = 16;
-    while (cap < 2 * (size_t)r->n)
-        cap *= 2;
-    uint32_t *slot = malloc(cap * sizeof *slot);
-    if (slot == NULL)
+    lg_idtab adm; /* the admitted outcomes, by id */
+    if (lg_idtab_init(&adm, r->n ? &r->out[0].id : NULL, sizeof *r->out, r->n) != 0)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    memset(slot, 0xff, cap * sizeof *slot);
     for (uint32_t i = 0; i < r->n; i++)
-        if (r->out[i].admitted) {
-            size_t h = (size_t)lg_str_hash(r->out[i].id) & (cap - 1);
-            while (slot[h] != UINT32_MAX)
-                h = (h + 1) & (cap - 1);
-            slot[h] = i;
-        }
+        if (r->out[i].admitted)
+            (void)lg_idtab_add(&adm, i);
     dpb_status st = DPB_OK;
     for (size_t i = 0; i < n && st == DPB_OK; i++) {
-        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
-        while (slot[h] != UINT32_MAX && strcmp(r->out[slot[h]].id, reported[i]) != 0)
-            h = (h + 1) & (cap - 1);
-        if (slot[h] == UINT32_MAX) {
+        uint32_t k = lg_idtab_find(&adm, reported[i]);
+        if (k == UINT32_MAX) {
             char f[40];
             snprintf(f, sizeof f, "reported[%zu]", i);
             st = dpb_fail(err, DPB_EINVAL, f,
@@ -128,10 +109,10 @@ static dpb_status reported_indices(const lrnd *r, const char *round_id, const ch
                           "report",
                           reported[i], round_id);
         } else {
-            idx[i] = slot[h];
+            idx[i] = k;
         }
     }
-    free(slot);
+    lg_idtab_free(&adm);
     return st;
 }
 
@@ -181,20 +162,11 @@ static dpb_status resolve_prefetch(ledger *l, const char *round_id, int commit,
                                    const char *const *reported, size_t n, lg_prefetch *p,
                                    dpb_error *err)
 {
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    uint32_t *slot = commit ? malloc(cap * sizeof *slot) : NULL;
-    if (commit && slot == NULL)
+    lg_idtab rep = {0}; /* commit: the reported ids */
+    if (commit && lg_idtab_init(&rep, reported, sizeof *reported, n) != 0)
         return DPB_OK; /* computed under the lock, as it can */
-    if (slot)
-        memset(slot, 0xff, cap * sizeof *slot);
-    for (size_t i = 0; slot && i < n; i++) { /* the reported ids, by hash */
-        size_t h = (size_t)lg_str_hash(reported[i]) & (cap - 1);
-        while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], reported[i]) != 0)
-            h = (h + 1) & (cap - 1);
-        slot[h] = (uint32_t)i;
-    }
+    for (size_t i = 0; commit && i < n; i++)
+        (void)lg_idtab_add(&rep, (uint32_t)i);
     pthread_rwlock_rdlock(&l->lock);
     long rp = lg_find_round(l, round_id);
     const lrnd *r = rp >= 0 ? &l->rd[rp] : NULL;
@@ -206,20 +178,14 @@ static dpb_status resolve_prefetch(ledger *l, const char *round_id, int commit,
         long pos = lg_find_client(l, r->out[i].id);
         if (pos < 0 || r->ev[l->cl[pos].rel] == LEV_NONE)
             continue;
-        int charge = 0;
-        if (slot) {
-            size_t h = (size_t)lg_str_hash(r->out[i].id) & (cap - 1);
-            while (slot[h] != UINT32_MAX && strcmp(reported[slot[h]], r->out[i].id) != 0)
-                h = (h + 1) & (cap - 1);
-            charge = slot[h] != UINT32_MAX;
-        }
+        int charge = commit && lg_idtab_find(&rep, r->out[i].id) != UINT32_MAX;
         ch[m++] = (lg_change){pos, r->ev[l->cl[pos].rel], charge, -1, 0, 0.0, 0.0};
     }
     if (m)
         (void)lg_prefetch_copy(l, ch, m, p); /* out of memory: computed under the lock */
     pthread_rwlock_unlock(&l->lock);
     free(ch);
-    free(slot);
+    lg_idtab_free(&rep);
     return lg_prefetch_run(l, p, NULL, err);
 }
 

@@ -35,7 +35,7 @@ static void unsupported_why(char *why, size_t cap, const char *id, ledger_mode m
  * under the write lock finds them. */
 static void ready_participants(ledger *l, const ledger_round_req *req)
 {
-    spend_event **todo = NULL;
+    spend_event **pending = NULL;
     size_t n = 0, cap = 0;
     pthread_rwlock_rdlock(&l->lock);
     for (size_t i = 0; i < req->n; i++) {
@@ -43,18 +43,19 @@ static void ready_participants(ledger *l, const ledger_round_req *req)
         const lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
         for (uint32_t k = 0; c && k < c->nev + c->nrv; k++) {
             spend_event *se = l->evs[k < c->nev ? c->ev[k].ev : c->rv[k - c->nev].ev].se;
-            if (spend_event_is_ready(se) || lg_grow((void **)&todo, &cap, n + 1, sizeof *todo))
+            if (spend_event_is_ready(se) ||
+                lg_grow((void **)&pending, &cap, n + 1, sizeof *pending))
                 continue;
             spend_event_ref(l->sp, se);
-            todo[n++] = se;
+            pending[n++] = se;
         }
     }
     pthread_rwlock_unlock(&l->lock);
     for (size_t i = 0; i < n; i++) {
-        spend_event_ready(l->sp, todo[i]);
-        spend_event_put(l->sp, todo[i]);
+        spend_event_ready(l->sp, pending[i]);
+        spend_event_put(l->sp, pending[i]);
     }
-    free(todo);
+    free(pending);
 }
 
 /* ---- the spends a round needs, computed before its lock ---------------------------------------
@@ -318,30 +319,21 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
 static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
 {
     const ledger_round_req *req = b->req;
-    /* duplicates: an open-addressing set of participant indices */
-    size_t scap = 16;
-    while (scap < 2 * req->n)
-        scap *= 2;
-    uint32_t *seen = malloc(scap * sizeof *seen);
-    if (seen == NULL)
+    lg_idtab seen; /* duplicates: the participants met so far */
+    if (lg_idtab_init(&seen, req->participants, sizeof *req->participants, req->n) != 0)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    memset(seen, 0xff, scap * sizeof *seen);
     dpb_status st = DPB_OK;
     for (size_t i = 0; i < req->n && st == DPB_OK; i++) {
         lout *o = &b->out[i];
         o->id = req->participants[i];
         o->acct = -1;
         long pos = lg_find_client(l, o->id);
-        size_t h = (size_t)lg_str_hash(o->id) & (scap - 1);
-        while (seen[h] != UINT32_MAX && strcmp(req->participants[seen[h]], o->id) != 0)
-            h = (h + 1) & (scap - 1);
-        if (seen[h] != UINT32_MAX) {
+        if (lg_idtab_add(&seen, (uint32_t)i) != UINT32_MAX) {
             o->reason = LEDGER_DUPLICATE;
             o->before = o->after = pos >= 0 ? l->cl[pos].spent : NAN;
             b->refused++;
             continue;
         }
-        seen[h] = (uint32_t)i;
         if (pos < 0 && !l->opt.default_budget) {
             o->reason = LEDGER_UNKNOWN_CLIENT;
             o->before = o->after = NAN;
@@ -350,7 +342,7 @@ static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
         }
         st = admit_one(l, b, i, pos, err);
     }
-    free(seen);
+    lg_idtab_free(&seen);
     if (st != DPB_OK)
         return st;
     /* an event that no participant's accounting can account is a bad request, not a round:
