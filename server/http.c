@@ -577,11 +577,11 @@ static MHD_RESULT count_traceparent(void *cls, enum MHD_ValueKind kind, const ch
  * is valid; else *t stays empty: an invalid or repeated one is ignored, never refused. */
 static void read_traceparent(struct MHD_Connection *c, tracectx *t)
 {
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent");
     int lines = 0;
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_traceparent, &lines);
-    const char *v =
-        lines == 1 ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent") : NULL;
-    (void)tracectx_parse(v, t);
+    if (v) /* the headers are walked only when there is one */
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_traceparent, &lines);
+    (void)tracectx_parse(lines == 1 ? v : NULL, t);
 }
 
 /* OPTIONS on a path some route serves: 204 with Allow, without a key (a browser's CORS
