@@ -108,7 +108,7 @@ typedef struct {
     char id[72];      /* the request id: the client's X-Request-Id if sane, else generated */
     compute_job *job; /* a compute request on the pool (its connection suspended), or done */
     json_t *parsed;   /* the body parsed once (owned), handed to the handler as req.parsed */
-    int preflight;    /* an OPTIONS answered at the head (CORS preflight or not) */
+    int preflight;    /* an OPTIONS on a routed path: 204 once read (CORS preflight or not) */
     tracectx trace;   /* the request's valid traceparent (tracectx.h), else empty ids */
 } req_ctx;
 
