@@ -2,11 +2,16 @@
 #
 #   docker build -t dpbudget/dpbudgetd:0.3.0 .
 #   docker run -d --name dpbudgetd -p 8080:8080 -v dpbudget-data:/var/lib/dpbudget \
-#       -v "$PWD/api-keys:/etc/dpbudget/api-keys:ro" -e DPBUDGET_API_KEYS=/etc/dpbudget/api-keys \
-#       dpbudget/dpbudgetd:0.3.0
+#       -v "$PWD/api-keys:/etc/dpbudget/api-keys:ro" dpbudget/dpbudgetd:0.3.0
 #
-# The daemon listens on 0.0.0.0 in the container, so it refuses to start without API keys
-# (--api-keys FILE or DPBUDGET_API_KEYS; the file format is in deploy/k8s/secret.yaml).
+# The daemon listens on 0.0.0.0 in the container, so it needs API keys: the image reads them
+# from /etc/dpbudget/api-keys (ENV DPBUDGET_API_KEYS below): mount your keys file there, as
+# above, or set DPBUDGET_API_KEYS (or --api-keys) to where you mount it. The file holds
+# only SHA-256 hashes of the tokens, lines '<sha256 hex of token> <scopes> [name]' (make
+# one: printf %s "$TOKEN" | sha256sum; more in deploy/k8s/secret.yaml), so no secret is in
+# the image, its environment or its logs. With nothing there the daemon exits 2 at once,
+# saying which file and which variable to set. tests/deploy/check_deploy.py runs this
+# image's ENV, ENTRYPOINT and CMD on the installed binary, with and without the file.
 # The tag above and the version LABEL below must equal `dpbudgetd --version` (VERSION in
 # the Makefile): tests/deploy/check_deploy.py checks both, and that the deploy/ manifests
 # use the same image.
@@ -47,6 +52,8 @@ RUN groupadd --gid 10001 dpbudget \
 COPY --from=build /out/usr/local/ /usr/local/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it without a runAsUser.
 USER 10001:10001
+# Where the API keys file is read (mounted): see the top of this file.
+ENV DPBUDGET_API_KEYS=/etc/dpbudget/api-keys
 WORKDIR /var/lib/dpbudget
 # Declared after the chown: a new named volume starts with this directory's owner and mode.
 # (A bind mount keeps the host directory's owner: make it writable by uid 10001.)

@@ -57,7 +57,7 @@ LAYERS = {
                       "res_events", "res_eligibility", "res_summary"]),
         ("handler helpers", ["res_ledger"]),
         ("transport", ["http", "httproute", "edge", "mhdwrap", "workpool", "auth", "tls",
-                       "reqlog"]),
+                       "reqlog", "cors", "tracectx"]),
         ("replies", ["httpreply"]),
         ("codec", ["codec_encode", "codec_event", "codec"]),
         ("json, problems, metrics", ["jsonin", "jsonout", "problem", "metrics", "textfile"]),

@@ -3,7 +3,8 @@
  * places they come from (command line, environment, --config file).
  *
  * May call: textfile.h (the --config file), tls.h (the priority string's check), admin.h (a
- * url without its password, for messages), store.h (what a PostgreSQL url is).
+ * url without its password, for messages), store.h (what a PostgreSQL url is), cors.h (the
+ * origins of --cors-origin).
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include "../core/dp/pld.h"
 #include "../core/ledger/store.h"
 #include "admin.h"
+#include "cors.h"
 #include "textfile.h"
 #include "tls.h"
 
@@ -171,6 +173,7 @@ static const char *const VALUED[] = {"listen",
                                      "answer-memory",
                                      "max-named-events",
                                      "max-named-event-bytes",
+                                     "cors-origin",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -240,6 +243,24 @@ static void apply_default_budget(config_settings *st, const char *opt, const cha
     st->lo.default_budget = 1;
 }
 
+/* --cors-origin ORIGIN[,ORIGIN...]: repeatable, each adding to the list; a place of higher
+ * precedence (the environment over the file, the command line over both) replaces what a
+ * lower one gave. A value that is not a serialized origin exits 2. */
+static void apply_cors(config_settings *st, const char *opt, const char *v, const char *where)
+{
+    int level = strcmp(where, "command line") == 0 ? 2 : strncmp(where, "DPBUDGET_", 9) == 0;
+    if (level > st->cors_level) {
+        st->cors.n = 0;
+        st->cors_level = level;
+    }
+    char err[512];
+    if (cors_add(&st->cors, v, err, sizeof err) != 0) {
+        fprintf(stderr, "dpbudgetd: %s: %s\n", opt, err);
+        exit(2);
+    }
+    st->cfg.cors = &st->cors;
+}
+
 /* The valued options that are not whole numbers: 1, or 0 when name is none of them. */
 static int apply_other(config_settings *st, const char *opt, const char *name, const char *v,
                        const char *where)
@@ -267,6 +288,8 @@ static int apply_other(config_settings *st, const char *opt, const char *name, c
         apply_default_budget(st, opt, v);
     else if (strcmp(name, "api-keys") == 0)
         st->api_keys = v;
+    else if (strcmp(name, "cors-origin") == 0)
+        apply_cors(st, opt, v, where);
     else if (strcmp(name, "tls-cert") == 0)
         st->tls_cert = v;
     else if (strcmp(name, "tls-key") == 0)

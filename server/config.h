@@ -7,6 +7,7 @@
 #define HTTP_CONFIG_H
 
 #include "../core/ledger/ledger.h"
+#include "cors.h"
 #include "http.h"
 
 /* Everything the options set. Strings are borrowed: they point into argv, the environment
@@ -27,6 +28,8 @@ typedef struct {
     uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
     size_t answer_memory_mib;      /* --answer-memory */
     size_t max_named_events, max_named_bytes; /* --max-named-events, --max-named-event-bytes */
+    cors_list cors; /* --cors-origin (cfg.cors points here once one is given) */
+    int cors_level; /* where the origins came from: 0 file, 1 environment, 2 command line */
 } config_settings;
 
 /* The defaults of --help. */

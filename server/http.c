@@ -4,7 +4,8 @@
  * ledger lane), sending answers, libmicrohttpd's own refusals, and the request's log line.
  *
  * May call: httproute.h (which route, its scope, its handler), httpreply.c's helpers,
- * reqlog.h, edge.h, workpool.h, auth.h, metrics.h, mhdwrap.h, tls.h. It names no handler:
+ * reqlog.h, edge.h, workpool.h, auth.h, metrics.h, mhdwrap.h, tls.h, cors.h (the origins
+ * allowed), tracectx.h (traceparent). It names no handler:
  * the route table says which runs and on which lane (routes.h).
  */
 #include "http.h"
@@ -26,6 +27,7 @@
 #include <microhttpd.h>
 
 #include "auth.h"
+#include "cors.h"
 #include "edge.h"
 #include "../core/common/numfmt.h"
 #include "metrics.h"
@@ -34,6 +36,7 @@
 #include "httproute.h"
 #include "routes.h"
 #include "tls.h"
+#include "tracectx.h"
 #include "workpool.h"
 #include "../core/common/clock.h"
 
@@ -105,6 +108,8 @@ typedef struct {
     char id[72];      /* the request id: the client's X-Request-Id if sane, else generated */
     compute_job *job; /* a compute request on the pool (its connection suspended), or done */
     json_t *parsed;   /* the body parsed once (owned), handed to the handler as req.parsed */
+    int preflight;    /* an OPTIONS on a routed path: 204 once read (CORS preflight or not) */
+    tracectx trace;   /* the request's valid traceparent (tracectx.h), else empty ids */
 } req_ctx;
 
 /* The running server's configuration, for library_answer (one server per process; set
@@ -174,9 +179,48 @@ static void request_id(const char *given, char out[72])
     *p = '\0';
 }
 
-/* The headers every answer carries besides its Content-Type (send_response, write_answer). */
-static const char *const EVERY_ANSWER[][2] = {{"Cache-Control", "no-store"},
-                                              {"X-Content-Type-Options", "nosniff"}};
+/* The headers every answer carries besides its Content-Type and Cache-Control (send_response,
+ * write_answer). */
+static const char *const EVERY_ANSWER[][2] = {{"X-Content-Type-Options", "nosniff"}};
+
+/* The answer's Cache-Control (http.h, docs/API.md): a read's answer that has an ETag (a GET
+ * or HEAD answered 200, or 304) may be kept by the user's agent and reused once revalidated;
+ * nothing else is ever stored (writes, problems, computations, probes, preflights). */
+static int revalidable(const http_response *resp, const req_ctx *ctx)
+{
+    return ctx && resp->etag[0] && (resp->status == 200 || resp->status == 304) &&
+           (strcmp(ctx->verb, "GET") == 0 || strcmp(ctx->verb, "HEAD") == 0);
+}
+
+/* The CORS and caching headers of an answer (send_response): Cache-Control, Vary, and with
+ * CORS on (cors.h) the Access-Control-* of an allowed Origin (on a preflight, its -Methods,
+ * -Headers and -Max-Age). */
+static void conventions(struct MHD_Connection *c, struct MHD_Response *r, const http_response *resp,
+                        const req_ctx *ctx)
+{
+    const http_config *cfg = lib_cfg;
+    int keep = revalidable(resp, ctx);
+    MHD_add_response_header(r, "Cache-Control", keep ? "private, no-cache" : "no-store");
+    const cors_list *cors = cfg && cfg->cors && cfg->cors->n ? cfg->cors : NULL;
+    int by_key = keep && cfg && auth_enabled(cfg->auth);
+    if (by_key || cors)
+        MHD_add_response_header(r, "Vary",
+                                by_key && cors ? "Authorization, Origin"
+                                : by_key       ? "Authorization"
+                                               : "Origin");
+    const char *origin = cors ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin") : NULL;
+    if (!cors_allows(cors, origin))
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    if (ctx && ctx->preflight &&
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", resp->allow);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
+        MHD_add_response_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
+    } else {
+        MHD_add_response_header(r, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);
+    }
+}
 
 /* ---- the answer memory (--answer-memory) ----------------------------------------------------
  *
@@ -276,9 +320,11 @@ static MHD_RESULT send_response(struct MHD_Connection *c, http_response *resp, r
         return MHD_NO;
     }
     resp->body = NULL;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    if (resp->content_type) /* none on a 204 */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     for (size_t i = 0; i < sizeof EVERY_ANSWER / sizeof EVERY_ANSWER[0]; i++)
         MHD_add_response_header(r, EVERY_ANSWER[i][0], EVERY_ANSWER[i][1]);
+    conventions(c, r, resp, ctx);
     if (resp->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
     if (resp->etag[0])
@@ -516,6 +562,41 @@ static size_t body_limit(const http_config *cfg, const route *r)
     return cfg->max_body;
 }
 
+/* MHD_get_connection_values' callback: counts the traceparent field lines. */
+static MHD_RESULT count_traceparent(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (key && strcasecmp(key, "traceparent") == 0)
+        ++*(int *)cls;
+    return MHD_YES;
+}
+
+/* The request's traceparent (tracectx.h) into *t, when there is exactly one field line and it
+ * is valid; else *t stays empty: an invalid or repeated one is ignored, never refused. */
+static void read_traceparent(struct MHD_Connection *c, tracectx *t)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent");
+    int lines = 0;
+    if (v) /* the headers are walked only when there is one */
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_traceparent, &lines);
+    (void)tracectx_parse(lines == 1 ? v : NULL, t);
+}
+
+/* OPTIONS on a path some route serves: 204 with Allow, without a key (a browser's CORS
+ * preflight never carries one) and without counting against any key's rate limit; the
+ * Access-Control-* headers are added for an allowed Origin (conventions). Answered once the
+ * request is read (a body, if any, is discarded), so that the connection stays open. */
+static MHD_RESULT answer_options(http_server *s, struct MHD_Connection *c, req_ctx *ctx,
+                                 const char *url)
+{
+    http_response resp = {0};
+    resp.status = 204;
+    resp.allow = httproute_allow(s->cfg.routes, url);
+    return send_response(c, &resp, ctx);
+}
+
 static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls)
@@ -537,8 +618,15 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         for (size_t i = 0; method[i] && i + 1 < sizeof ctx->verb; i++)
             ctx->verb[i] = (method[i] >= 'A' && method[i] <= 'Z') ? method[i] : '?';
         request_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), ctx->id);
+        read_traceparent(c, &ctx->trace);
         MHD_RESULT ret;
-        if (refuse_head(s, c, ctx, version, &ret) || check_key(s, c, ctx, method, url, &ret))
+        if (refuse_head(s, c, ctx, version, &ret))
+            return ret;
+        if (strcmp(method, "OPTIONS") == 0 && ctx->route >= 0) {
+            ctx->preflight = 1; /* answered once the request is read (keep-alive) */
+            return MHD_YES;
+        }
+        if (check_key(s, c, ctx, method, url, &ret))
             return ret;
         const route *r = ctx->rt;
         ctx->limit = body_limit(&s->cfg, r);
@@ -577,6 +665,10 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         ctx->status = 408;
         return MHD_NO;
     }
+    if (ctx->preflight && *upload_size > 0) {
+        *upload_size = 0; /* an OPTIONS body means nothing here: discarded */
+        return MHD_YES;
+    }
     if (*upload_size > 0) {
         /* libmicrohttpd 0.9.75 cannot queue a response while it hands us upload data: past
          * the cap, discard the rest and answer 413 on the final call. */
@@ -610,6 +702,8 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         return send_problem(c, &p, ctx);
     }
     /* Final call: the whole body is here. */
+    if (ctx->preflight)
+        return answer_options(s, c, ctx, url);
     if (ctx->job) /* called again after the pool resumed the connection */
         return send_response(c, &ctx->job->resp, ctx);
     http_request req = {
@@ -643,7 +737,8 @@ static int write_answer(struct MHD_Connection *c, const http_response *resp, con
         return -1;
     const char *reason = MHD_get_reason_phrase_for((unsigned)resp->status);
     int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n",
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Type: %s\r\n"
+                     "Cache-Control: no-store\r\n",
                      resp->status, reason ? reason : "", date, resp->content_type);
     for (size_t i = 0; i < sizeof EVERY_ANSWER / sizeof EVERY_ANSWER[0] && n >= 0; i++)
         if ((size_t)n < sizeof head)
@@ -697,7 +792,7 @@ static MHD_RESULT library_answer(struct MHD_Connection *c, unsigned status, cons
     if (ctx == &own) { /* no request context: counted and logged here, not in on_completed */
         metrics_request(-1, ctx->method, ctx->status, 0.0);
         if (cfg && cfg->log_requests)
-            reqlog_request(ctx->id, "-", NULL, ctx->status, 0.0, auth_name(NULL), 0);
+            reqlog_request(ctx->id, "-", NULL, ctx->status, 0.0, auth_name(NULL), 0, NULL);
     }
     return ret;
 }
@@ -717,7 +812,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         int quiet = r && ctx->status == 200 && r->quiet;
         if (s->cfg.log_requests && !quiet)
             reqlog_request(ctx->id, ctx->verb, r, ctx->status, dt, auth_name(ctx->key),
-                           toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+                           toe != MHD_REQUEST_TERMINATED_COMPLETED_OK, &ctx->trace);
         auth_key_release(ctx->key); /* the key set it belongs to may now be freed */
         if (ctx->job) {
             free(ctx->job->resp.body); /* NULL once sent */

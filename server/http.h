@@ -15,7 +15,14 @@
  * the same API-key check and rate limit: HEAD is GET without a body; a method no route takes
  * (405) and a path no route matches (404) need a valid key too when keys are configured,
  * unless the path is one of the open ones. A path's {id} segment obeys the id rule
- * (codec.h) before any handler sees it.
+ * (codec.h) before any handler sees it. OPTIONS on a routed path needs no key (a browser's
+ * preflight never carries one): 204 with Allow, and with CORS on (cors.h) the
+ * Access-Control-* answer for an allowed Origin.
+ *
+ * Caching (docs/API.md): a GET or HEAD answered 200 or 304 with an ETag says Cache-Control:
+ * private, no-cache (kept by the user's agent only, revalidated before each use with
+ * If-None-Match), with Vary: Authorization when keys are configured; every other answer says
+ * no-store. With CORS on, every answer says Vary: Origin.
  */
 #ifndef HTTP_HTTP_H
 #define HTTP_HTTP_H
@@ -69,6 +76,9 @@ typedef struct {
     /* the routing table (routes.h), terminated by a NULL method; borrowed for the server's
      * life */
     const struct route *routes;
+    /* the origins whose pages may call the API (cors.h, --cors-origin); NULL or none: CORS
+     * off, no Access-Control-* header is ever sent */
+    const struct cors_list_s *cors;
 } http_config;
 
 /* Answers this small are never counted nor refused (problems, probes, single entries). */
@@ -112,9 +122,15 @@ typedef struct {
     int close; /* send Connection: close and close the connection after the answer */
 } http_response;
 
-/* If the request's If-None-Match equals etag, answer 304 and return 1; else set the ETag on
- * the response and return 0. */
+/* Sets etag (a strong entity-tag, quotes included) as the response's ETag; then, for a GET
+ * or HEAD whose If-None-Match matches it (http_etag_match, over every If-None-Match line),
+ * answers 304 without a body and returns 1; else returns 0. */
 int http_not_modified(const http_request *req, http_response *resp, const char *etag);
+
+/* 1 when the If-None-Match field value matches etag by RFC 9110 13.1.2: "*", or a list of
+ * entity-tags one of which has etag's opaque tag (the weak comparison: W/ is ignored); a
+ * value that is not such a list matches nothing (the field is ignored). Pure. */
+int http_etag_match(const char *field, const char *etag);
 
 typedef void (*http_handler)(const http_request *req, http_response *resp);
 

@@ -51,11 +51,12 @@ static const route *httproute_resolve(const route *table, const char *method, co
     return NULL;
 }
 
-/* The Allow header value for a path: every method routed there (static storage). */
+/* The Allow header value for a path: every method routed there, and OPTIONS, which every
+ * routed path answers (http.c) (static storage). */
 static const char *allowed_methods(const route *table, const char *path)
 {
-    static const char *const combos[] = {"GET, HEAD", "POST", "PUT", "GET, HEAD, PUT",
-                                         "GET, HEAD, POST"};
+    static const char *const combos[] = {"GET, HEAD, OPTIONS", "POST, OPTIONS", "PUT, OPTIONS",
+                                         "GET, HEAD, PUT, OPTIONS", "GET, HEAD, POST, OPTIONS"};
     int get = 0, post = 0, put = 0;
     const char *param;
     for (const route *r = table; r->method; r++)
@@ -98,6 +99,11 @@ void httproute_dispatch(const route *table, const http_request *req, http_respon
                     "no resource at this path; see GET /openapi.yaml for the API");
     }
     http_reply_problem(resp, &p);
+}
+
+const char *httproute_allow(const route *table, const char *path)
+{
+    return allowed_methods(table, path);
 }
 
 int httproute_index(const route *table, const char *method, const char *path, const route **served,

@@ -26,6 +26,10 @@ int httproute_index(const route *table, const char *method, const char *path, co
  * the key's rate limit. open_compute: compute routes need none (--open-compute). */
 int httproute_scope(const route *table, const route *r, const char *path, int open_compute);
 
+/* The Allow header of path: the methods routed there, HEAD with GET, and OPTIONS (static
+ * storage); NULL when no route matches the path. */
+const char *httproute_allow(const route *table, const char *path);
+
 /* Runs r's handler on req into resp, with req->param the segment param (as
  * httproute_index found it) without r's suffix, once it obeys the id rule (codec.h: else
  * 400 here); r NULL answers 405 with Allow when other methods are routed at the path, else

@@ -171,6 +171,10 @@ static const char USAGE[] =
     "                       A second SIGTERM or SIGINT stops at once (computations\n"
     "                       still running: 503)\n"
     "  --no-request-log     do not log one JSON line per request\n"
+    "  --cors-origin ORIGIN  let browser pages of ORIGIN (exactly scheme://host[:port],\n"
+    "                       e.g. https://dash.example.org) call the API: CORS headers for\n"
+    "                       that origin only; repeatable, or a comma list (at most 16).\n"
+    "                       Default: none, no Access-Control-* header is ever sent\n"
     "  --config FILE        read options from FILE: lines 'name = value' (or 'name' for\n"
     "                       a switch), names as above without the dashes\n"
     "  --healthcheck        probe the running daemon (the same options, environment and\n"
@@ -599,6 +603,16 @@ static int check_settings(config_settings *st, auth_table *keys, http_config *cf
     auth_init(keys, st->rate, st->rate < 1.0 ? 1.0 : st->rate);
     if (st->api_keys) {
         char msg[512];
+        if (access(st->api_keys, F_OK) != 0 && errno == ENOENT) {
+            /* the image's default path with nothing mounted there, or a typo */
+            fprintf(stderr,
+                    "dpbudgetd: --api-keys (DPBUDGET_API_KEYS): there is no file at %s: put the "
+                    "API keys file there (lines '<sha256 hex of token> <scopes> [name]'; in a "
+                    "container: mount it, e.g. -v \"$PWD/api-keys:%s:ro\"), or set "
+                    "DPBUDGET_API_KEYS to the path of yours\n",
+                    st->api_keys, st->api_keys);
+            return 2;
+        }
         if (auth_reload(keys, st->api_keys, NULL, msg, sizeof msg) != 0) {
             fprintf(stderr, "dpbudgetd: --api-keys: %s\n", msg);
             return 2;
@@ -607,8 +621,10 @@ static int check_settings(config_settings *st, auth_table *keys, http_config *cf
     } else if (!is_loopback(cfg->listen_addr)) {
         fprintf(stderr,
                 "dpbudgetd: refusing to listen on %s without API keys: anyone who can reach it "
-                "could spend or read privacy budgets. Give --api-keys FILE, or listen on "
-                "127.0.0.1\n",
+                "could spend or read privacy budgets. Set DPBUDGET_API_KEYS=FILE (or --api-keys "
+                "FILE), a file of lines '<sha256 hex of token> <scopes> [name]' (in a "
+                "container: mount it, e.g. -v \"$PWD/api-keys:/etc/dpbudget/api-keys:ro\"), or "
+                "listen on 127.0.0.1\n",
                 cfg->listen_addr);
         return 2;
     }

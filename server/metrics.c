@@ -15,8 +15,8 @@
 #include "routes.h"
 
 #define MAX_ROUTES 64
-static const int STATUSES[] = {200, 201, 304, 400, 401, 403, 404, 405,
-                               409, 413, 415, 422, 429, 500, 503, 0 /* other */};
+static const int STATUSES[] = {200, 201, 304, 400, 401, 403, 404, 405, 409,
+                               413, 415, 422, 429, 500, 503, 204, 0 /* other */};
 #define NSTATUS (sizeof STATUSES / sizeof STATUSES[0])
 static const double LE[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                             0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};

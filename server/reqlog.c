@@ -223,7 +223,7 @@ static void lw_str(line_w *w, const char *s)
 }
 
 void reqlog_request(const char *id, const char *verb, const route *r, int status, double dt,
-                    const char *key, int aborted)
+                    const char *key, int aborted, const tracectx *trace)
 {
     char ts[40], num[DPB_NUM_MAX], line[512];
     line_w w = {line, line + sizeof line, 0};
@@ -232,6 +232,12 @@ void reqlog_request(const char *id, const char *verb, const route *r, int status
     lw_str(&w, ts);
     lw_str(&w, "\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":\"");
     lw_str(&w, id);
+    if (trace && trace->trace_id[0]) { /* lowercase hex only (tracectx_parse) */
+        lw_str(&w, "\",\"trace_id\":\"");
+        lw_str(&w, trace->trace_id);
+        lw_str(&w, "\",\"parent_id\":\"");
+        lw_str(&w, trace->parent_id);
+    }
     lw_str(&w, "\",\"method\":\"");
     lw_str(&w, verb);
     lw_str(&w, "\",\"route\":\"");

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "routes.h"
+#include "tracectx.h"
 
 #define REQLOG_BUF 4096
 #define REQLOG_FLUSH_MS 50
@@ -41,10 +42,12 @@ void reqlog_time(char *out, size_t n);
 
 /* The line of one request: its id, method (verb), route (NULL: unmatched; borrowed), status,
  * duration dt in seconds (written as ms to the microsecond, shortest: 0.12, not 0.120), the
- * key's name and whether the client went away before the answer (aborted). A line that would
+ * key's name, whether the client went away before the answer (aborted), and the trace id and
+ * parent id of its valid traceparent (trace: NULL or empty ids: none, the fields left out)
+ * as "trace_id" and "parent_id". A line that would
  * pass 512 bytes is not written. Whole lines, written in batches per worker (reqlog_line), so
  * no stdio lock is shared by the workers and lines from several threads never interleave. */
 void reqlog_request(const char *id, const char *verb, const route *r, int status, double dt,
-                    const char *key, int aborted);
+                    const char *key, int aborted, const tracectx *trace);
 
 #endif

@@ -341,6 +341,7 @@ int main(int argc, char **argv)
             {HOSTILE_TESTS, HOSTILE_NTESTS},
             {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
             {ADMIN_TESTS, ADMIN_NTESTS},
+            {CONV_TESTS, CONV_NTESTS},
         };
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
@@ -363,6 +364,8 @@ int main(int argc, char **argv)
             all[n++] = OVERLOAD_TESTS[i];
         for (size_t i = 0; i < LEDGER_BOUNDS_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = LEDGER_BOUNDS_TESTS[i];
+        for (size_t i = 0; i < CONV_OWN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = CONV_OWN_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

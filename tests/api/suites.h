@@ -86,6 +86,10 @@ extern const size_t VOCAB_OWN_NTESTS;
 extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIGHUP reload, TLS
                                           policy and deadline, --healthcheck (own daemons) */
 extern const size_t OPERATOR_NTESTS;
+extern const tl_test CONV_TESTS[]; /* test_conv.c: caching, OPTIONS, traceparent, origins */
+extern const size_t CONV_NTESTS;
+extern const tl_test CONV_OWN_TESTS[]; /* test_conv.c: CORS with keys, its sources (own) */
+extern const size_t CONV_OWN_NTESTS;
 
 /* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
  * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,

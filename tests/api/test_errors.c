@@ -576,14 +576,14 @@ static void errors_method_not_allowed(void)
     static const struct {
         const char *method, *path, *allow;
     } c[] = {
-        {"GET", "/v1/delta", "POST"},
-        {"GET", "/v1/epsilon", "POST"},
-        {"PUT", "/v1/calibrate", "POST"},
-        {"DELETE", "/healthz", "GET, HEAD"},
-        {"POST", "/v1/accountants", "GET, HEAD"},
-        {"DELETE", "/openapi.yaml", "GET, HEAD"},
-        {"POST", "/v1/clients/x", "GET, HEAD, PUT"},
-        {"PUT", "/v1/rounds", "POST"},
+        {"GET", "/v1/delta", "POST, OPTIONS"},
+        {"GET", "/v1/epsilon", "POST, OPTIONS"},
+        {"PUT", "/v1/calibrate", "POST, OPTIONS"},
+        {"DELETE", "/healthz", "GET, HEAD, OPTIONS"},
+        {"POST", "/v1/accountants", "GET, HEAD, OPTIONS"},
+        {"DELETE", "/openapi.yaml", "GET, HEAD, OPTIONS"},
+        {"POST", "/v1/clients/x", "GET, HEAD, PUT, OPTIONS"},
+        {"PUT", "/v1/rounds", "POST, OPTIONS"},
     };
     for (size_t i = 0; i < N_OF(c); i++) {
         api_reply r;

@@ -9,7 +9,8 @@
 //   - each exchange: path -> operation -> status -> Content-Type -> schema. An undocumented
 //     status, content type or a body that does not match its schema fails; so do a 401
 //     without WWW-Authenticate, a 429 without Retry-After and a 405 whose Allow header does
-//     not name exactly the path's operations. A request answered 2xx must be valid by the
+//     not name exactly the path's operations (and OPTIONS). OPTIONS on a documented path is
+//     the convention of info.description: 204, no body, Allow as a 405's. A request answered 2xx must be valid by the
 //     request's schemas (path and query parameters, body: the schema may not be stricter
 //     than the server), and one refused 400
 //     for its structure (missing_field, unknown_field, wrong_type, too_many_values) invalid
@@ -207,17 +208,33 @@ function validateExchange(ex) {
   }
   const m = ex.method.toLowerCase();
   const opMethod = entry.item[m] ? m : m === 'head' && entry.item.get ? 'get' : null;
+  // the path's methods as Allow names them: HEAD wherever GET is, and OPTIONS, which every
+  // path answers by the convention of info.description (CORS preflights)
+  const allowOf = () => {
+    const methods = opsOf(entry.item).map((x) => x.toUpperCase());
+    if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
+    methods.push('OPTIONS');
+    return methods.sort().join(', ');
+  };
+  const sameAllow = (a) => a.split(',').map((s) => s.trim()).sort().join(', ');
+  if (!opMethod && m === 'options') {
+    // the convention: 204 without a body and without a key, Allow naming the path's methods
+    cover(`OPTIONS ${entry.tmpl} (convention)`, ex.status);
+    const where = `OPTIONS ${entry.tmpl} (convention) -> ${ex.status}`;
+    if (!check([204, 400, 431].includes(ex.status), `${where}: OPTIONS on a path gets 204 (or 400, 431 before routing)`)) return;
+    if (ex.status !== 204) return checkUnroutedProblem(where, ex);
+    check(sameAllow(ex.allow) === allowOf(), `${where}: Allow '${ex.allow}', the document has ${allowOf()}`);
+    check(ex.body === '' || ex.body === null, `${where}: a body in a 204`);
+    return;
+  }
   if (!opMethod) {
     // a method the path does not have: 405 with Allow naming the path's methods
     cover(`${ex.method} ${entry.tmpl} (no operation)`, ex.status);
     const where = `${ex.method} ${entry.tmpl} (no such operation) -> ${ex.status}`;
-    // the path's methods, and HEAD wherever GET is
-    const methods = opsOf(entry.item).map((x) => x.toUpperCase());
-    if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
-    const allow = methods.sort().join(', ');
+    const allow = allowOf();
     if (!check([405, 401, 403, 429, 400, 431].includes(ex.status), `${where}: a method without an operation gets 405 (or 401, 403, 429, 400, 431)`)) return;
     if (ex.status === 405)
-      check(ex.allow.split(',').map((s) => s.trim()).sort().join(', ') === allow, `${where}: Allow '${ex.allow}', the document has ${allow}`);
+      check(sameAllow(ex.allow) === allow, `${where}: Allow '${ex.allow}', the document has ${allow}`);
     checkUnroutedProblem(where, ex);
     return;
   }

@@ -22,6 +22,12 @@ flags and defaults, --version, the shared libraries it links) and from server/ro
   reads the url from a Secret of its kustomization, probes /healthz and /readyz, rolls
   without downtime, and its Service and PodDisruptionBudget select its pods (and no Service
   of the single-node StatefulSet does); the kustomization lists every file of its directory;
+- the image starts as documented (check_image_start): the binary staged by `make install
+  PREFIX=/usr/local DESTDIR=...` as the build stage does, run with the final stage's ENV,
+  ENTRYPOINT and CMD (only --port and --data-dir changed: a free port, a temporary
+  directory), refuses to start without a keys file naming the file and the variable, and
+  with the file the documented `docker run` mounts serves, passes its HEALTHCHECK and
+  stops on SIGTERM;
 - deploy/monitoring: alert rules loaded where compose's Prometheus looks, every alert
   unit-tested, the Kubernetes scrape job and ServiceMonitor select deploy/k8s's Service and
   a port it names, the Grafana dashboard is JSON with a query per panel.
@@ -29,12 +35,19 @@ Prints `FAIL ...` per failed check (with -v also `ok ...` per passed one) and on
 line `deploy: N passed, M failed`; exits 1 if any check failed.
 """
 import base64
+import hashlib
 import json
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -505,6 +518,150 @@ def check_dockerfile(d, routes, linked):
           "%s: LABEL org.opencontainers.image.version is the daemon's version %s (got %s)"
           % (W, d.version, labels.get("org.opencontainers.image.version")))
     return tag, cmd_flags, uid
+
+
+def dockerfile_env(df, stage):
+    """The ENV of a stage: {name: value} (ENV K=V [K2=V2 ...] or ENV K V)."""
+    env = {}
+    for a in df.all("ENV", stage):
+        toks = shlex.split(a)
+        if toks and all("=" in t for t in toks):
+            env.update(t.split("=", 1) for t in toks)
+        elif toks:
+            env[toks[0]] = " ".join(toks[1:])
+    return env
+
+
+def with_values(argv, values):
+    """argv with the value after each flag of values replaced (appended when absent)."""
+    out = list(argv)
+    for flag, v in values.items():
+        if flag in out[:-1]:
+            out[out.index(flag) + 1] = v
+        else:
+            out += [flag, v]
+    return out
+
+
+def http_status(url, token=None):
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def check_image_start(d):
+    """The container's start path, without a container runtime: the binary as the image
+    holds it (make install), its ENV, ENTRYPOINT and CMD from the Dockerfile."""
+    W = "Dockerfile"
+    df = Dockerfile(os.path.join(ROOT, "Dockerfile"))
+    if not df.stages:
+        return
+    final = df.stages[-1]
+    env_img = dockerfile_env(df, final)
+    ep = df.exec_form((df.all("ENTRYPOINT", final) or [""])[-1]) or []
+    cmd = df.exec_form((df.all("CMD", final) or [""])[-1]) or []
+    hc = " ".join(df.all("HEALTHCHECK", final))
+    hc_cmd = df.exec_form(re.sub(r"^.*?\bCMD\s+", "", hc)) if re.search(r"\bCMD\s", hc) else None
+    keys_path = env_img.get("DPBUDGET_API_KEYS")
+    check(keys_path and keys_path.startswith("/"),
+          "%s: ENV DPBUDGET_API_KEYS names where the image reads its API keys file (got %s)"
+          % (W, keys_path))
+    # the documented docker run mounts the keys file where the image reads it
+    runs = " ".join(c.lstrip("#").strip() for c in df.comments)
+    mounts = re.findall(r"-v\s+\"?[^\s\"]*:(/[^\s\":]+)(?::ro)?\"?", runs)
+    check(keys_path in mounts, "%s: the documented `docker run` mounts the keys file at %s "
+          "(ENV DPBUDGET_API_KEYS) (mounts %s)" % (W, keys_path, mounts))
+    if not ep or not cmd:
+        check(False, "%s: ENTRYPOINT and CMD in exec form, to run them" % W)
+        return
+    tmp = tempfile.mkdtemp(prefix="dpb-image-")
+    procs = []
+    try:
+        root = os.path.join(tmp, "root")
+        build = os.path.dirname(d.binary)
+        # DAEMON= the binary under test and -o it: installed as it is, never rebuilt
+        r = subprocess.run(["make", "-s", "-C", ROOT, "-o", d.binary, "install", "BUILD=" + build,
+                            "DAEMON=" + d.binary, "PREFIX=/usr/local", "DESTDIR=" + root],
+                           capture_output=True, text=True, timeout=120)
+        bindir = os.path.join(root, "usr", "local", "bin")
+        if not check(r.returncode == 0 and os.path.isfile(os.path.join(bindir, "dpbudgetd")),
+                     "make install PREFIX=/usr/local DESTDIR=... stages bin/dpbudgetd (%s)"
+                     % r.stderr.strip()[-200:]):
+            return
+        # the container's environment: the image's ENV and a PATH, nothing of ours
+        env = {"PATH": bindir + ":/usr/bin:/bin", **env_img}
+        exe = shutil.which(ep[0], path=env["PATH"])
+        check(exe and exe.startswith(bindir), "%s: ENTRYPOINT %s is the installed binary" % (W, ep[0]))
+        if not exe:
+            return
+        data = os.path.join(tmp, "data")
+        os.mkdir(data)
+        port_file = os.path.join(tmp, "port")
+        argv = [exe] + ep[1:] + with_values(cmd, {"--port": "0", "--data-dir": data})
+        argv += ["--port-file", port_file, "--shutdown-grace", "0"]
+
+        # nothing mounted: a refusal that says which file and which variable
+        if os.path.exists(keys_path or "/"):
+            check(True, "%s exists on this machine: the refusal without it is not tried" % keys_path)
+        else:
+            r = subprocess.run(argv, env=env, cwd=data, capture_output=True, text=True, timeout=30)
+            check(r.returncode == 2 and keys_path in r.stderr and "DPBUDGET_API_KEYS" in r.stderr
+                  and "mount" in r.stderr,
+                  "%s: without its keys file the image's command exits 2 naming %s, "
+                  "DPBUDGET_API_KEYS and the mount (got %d: %s)"
+                  % (W, keys_path, r.returncode, r.stderr.strip()[:300]))
+
+        # the keys file mounted (here: given by DPBUDGET_API_KEYS, as docker run -e would)
+        token = "image-start-token"
+        keys = os.path.join(tmp, "api-keys")
+        with open(keys, "w") as f:
+            f.write("%s read,charge,admin image-test\n" % hashlib.sha256(token.encode()).hexdigest())
+        env_keys = dict(env, DPBUDGET_API_KEYS=keys)
+        log = open(os.path.join(tmp, "stderr"), "w+")
+        p = subprocess.Popen(argv, env=env_keys, cwd=data, stdout=log, stderr=log)
+        procs.append(p)
+        port = None
+        for _ in range(100):
+            if os.path.exists(port_file) and open(port_file).read().strip().isdigit():
+                port = int(open(port_file).read().strip())
+                break
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+        log.seek(0)
+        out = log.read()
+        if not check(port, "%s: with a keys file the image's command starts listening (%s)"
+                     % (W, out.strip()[-300:])):
+            return
+        base = "http://127.0.0.1:%d" % port
+        check(http_status(base + "/healthz") == 200, "%s: GET /healthz answers 200" % W)
+        check(http_status(base + "/v1/summary") == 401, "%s: the ledger needs a key" % W)
+        check(http_status(base + "/v1/summary", token) == 200, "%s: the mounted key is accepted" % W)
+        if hc_cmd:
+            hr = subprocess.run([shutil.which(hc_cmd[0], path=env["PATH"]) or hc_cmd[0]] +
+                                with_values(hc_cmd[1:], {"--port": str(port)}),
+                                env=env_keys, capture_output=True, text=True, timeout=30)
+            check(hr.returncode == 0, "%s: the HEALTHCHECK command passes against it (%d: %s)"
+                  % (W, hr.returncode, (hr.stdout + hr.stderr).strip()[:200]))
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check(rc == 0, "%s: the image's command stops on SIGTERM (STOPSIGNAL) with 0 (got %s)" % (W, rc))
+        log.seek(0)
+        check(token not in log.read(), "%s: the daemon never prints a token" % W)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- Kubernetes
@@ -1214,6 +1371,7 @@ def main(argv):
         pm = re.search(r"^PREFIX\s*\??=\s*(\S+)", mk, re.M)
         prefix = pm.group(1) if pm else "/usr/local"
         image, cmd_flags, uid = check_dockerfile(d, routes, linked_packages(binary))
+        check_image_start(d)
         if files:
             check_k8s(files, d, routes, image, uid)
             check_compose(files, d, routes, image, cmd_flags)
