@@ -3,15 +3,23 @@
  * heads, inclusion and consistency proofs over the durable records, and the entries read
  * back from the store, each checked against its leaf before it is shown.
  *
- * May call: tlog.c, the store (store.h). Takes no ledger lock: the tree has its own mutex and
- * the store reads durable records only.
+ * May call: tlog.c, the store (store.h), ledger_txn.h (a shared store's catch-up). Takes no
+ * ledger lock otherwise: the tree has its own mutex and the store reads durable records only.
  */
 #include "ledger_int.h"
+#include "ledger_txn.h"
 
 /* Every record the store made durable is part of the tree shown. */
 static void settle(ledger *l)
 {
     tlog_commit(l->tree, store_durable_seq(l->st));
+}
+
+dpb_status ledger_log_catch_up(ledger *l, dpb_error *err)
+{
+    if (!l->shared)
+        return DPB_OK;
+    return lg_read_begin(l, err);
 }
 
 void ledger_log_head(ledger *l, uint64_t *size, unsigned char root[TLOG_HASH_BYTES])
