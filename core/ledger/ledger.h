@@ -652,5 +652,9 @@ typedef int (*ledger_entry_fn)(void *ctx, uint64_t leaf, const unsigned char hea
  * DPB_EUNAVAILABLE (a shared store). */
 dpb_status ledger_log_entries(ledger *l, uint64_t start, uint64_t end, ledger_entry_fn fn,
                               void *ctx, dpb_error *err);
+/* The whole log checked (--verify): every record read back from the store and compared with
+ * its leaf, every kept node recomputed from its children. *checked: records read. DPB_OK, or
+ * DPB_ECORRUPT with err naming the record (seq, kind) or the tree's node; DPB_EIO. */
+dpb_status ledger_log_verify(ledger *l, uint64_t *checked, dpb_error *err);
 
 #endif

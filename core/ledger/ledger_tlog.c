@@ -117,3 +117,33 @@ dpb_status ledger_log_entries(ledger *l, uint64_t start, uint64_t end, ledger_en
         return dpb_fail(err, st == DPB_ENOTFOUND ? DPB_ECORRUPT : st, NULL, "%s", e.detail);
     return DPB_OK;
 }
+
+static int count_fn(void *ctx, uint64_t leaf, const unsigned char head[9], const void *payload,
+                    size_t len)
+{
+    (void)leaf;
+    (void)head;
+    (void)payload;
+    (void)len;
+    (*(uint64_t *)ctx)++;
+    return 0;
+}
+
+dpb_status ledger_log_verify(ledger *l, uint64_t *checked, dpb_error *err)
+{
+    *checked = 0;
+    uint64_t size;
+    tlog_hash root;
+    ledger_log_head(l, &size, root);
+    dpb_status st = size ? ledger_log_entries(l, 0, size, count_fn, checked, err) : DPB_OK;
+    if (st != DPB_OK)
+        return st;
+    uint64_t leaf;
+    if (tlog_check_nodes(l->tree, &leaf) != DPB_OK)
+        return dpb_fail(err, DPB_ECORRUPT, NULL,
+                        "the log's tree is damaged: a node of the subtree ending at leaf %llu "
+                        "(record seq %llu) is not the hash of its children (the kept nodes were "
+                        "changed)",
+                        (unsigned long long)leaf, (unsigned long long)(leaf + 1));
+    return DPB_OK;
+}
