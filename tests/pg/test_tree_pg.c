@@ -8,9 +8,8 @@
  */
 #include "../testlib.h"
 
-#include <nettle/sha2.h>
-
 #include "../../core/ledger/ledger.h"
+#include "../tlog_ref.h"
 #include "pg_harness.h"
 
 void test_tree_on_pg(void);
@@ -45,30 +44,6 @@ static int put_range(ledger *l, int from, int to)
     return st == DPB_OK ? 0 : -1;
 }
 
-typedef unsigned char h32[32];
-
-/* MTH over leaf hashes, RFC 9162 2.1.1 */
-static void mth(const h32 *lh, size_t n, unsigned char *out)
-{
-    struct sha256_ctx c;
-    if (n == 1) {
-        memcpy(out, lh[0], 32);
-        return;
-    }
-    size_t k = 1;
-    while (k * 2 < n)
-        k *= 2;
-    h32 l, r;
-    mth(lh, k, l);
-    mth(lh + k, n - k, r);
-    static const unsigned char one = 1;
-    sha256_init(&c);
-    sha256_update(&c, 1, &one);
-    sha256_update(&c, 32, l);
-    sha256_update(&c, 32, r);
-    sha256_digest(&c, 32, out);
-}
-
 typedef struct {
     h32 *lh;
     size_t n;
@@ -79,14 +54,7 @@ static int leaf_of(void *ctx, uint64_t leaf, const unsigned char head[9], const 
     acc *a = ctx;
     if (leaf != a->n)
         return 1;
-    struct sha256_ctx c;
-    static const unsigned char zero = 0;
-    sha256_init(&c);
-    sha256_update(&c, 1, &zero);
-    sha256_update(&c, 9, head);
-    if (n)
-        sha256_update(&c, n, p);
-    sha256_digest(&c, 32, a->lh[a->n++]);
+    ref_leaf_of_entry(head, p, n, a->lh[a->n++]);
     return 0;
 }
 
@@ -104,7 +72,7 @@ static int entries_give_head(ledger *l)
     }
     int ok = a.n == size && size > 0;
     if (ok) {
-        mth(a.lh, a.n, r);
+        ref_mth(a.lh, 0, a.n, r);
         ok = memcmp(r, root, 32) == 0;
     }
     free(a.lh);
