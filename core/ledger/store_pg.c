@@ -1517,7 +1517,7 @@ static dpb_status pg_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_
         return dpb_fail(err, e.status, e.field, "%s", e.detail);
     }
     p->tree_chunks = tlog_leaves(t) / TREE_CHUNK;
-    return store_tree_fill(s, t, upto, err);
+    return store_tree_fill(s, t, upto, 1, err);
 }
 
 /* In the snapshot's transaction: the rows of dpbudget_tree for every complete chunk of

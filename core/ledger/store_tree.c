@@ -41,13 +41,20 @@ static int fill_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, s
     return c->st != DPB_OK;
 }
 
-dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
+dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, int lost_ok, dpb_error *err)
 {
     uint64_t have = tlog_leaves(t);
     if (upto <= have)
         return DPB_OK;
     fill_ctx c = {t, DPB_OK};
     dpb_status st = store_read_records(s, have + 1, upto, fill_fn, &c, err);
+    if (st == DPB_ENOTFOUND && lost_ok && have == 0 && tlog_leaves(t) == 0) {
+        dpb_error_clear(err); /* a copied ledger: its records before the snapshot are elsewhere */
+        for (uint64_t seq = 1; seq <= upto; seq++)
+            if (tlog_push_record(t, seq, TLOG_TYPE_LOST, NULL, 0) != DPB_OK)
+                return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory building the log's tree");
+        st = DPB_OK;
+    }
     if (st == DPB_OK && c.st != DPB_OK)
         st = dpb_fail(err, c.st, NULL, "out of memory building the log's tree");
     tlog_commit(t, upto);
@@ -253,7 +260,7 @@ dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dp
                 return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory building the log's tree");
         tlog_commit(t, lost);
     }
-    dpb_status st = store_tree_fill(s, t, upto, err);
+    dpb_status st = store_tree_fill(s, t, upto, 0, err);
     if (st == DPB_ENOTFOUND && err != NULL) {
         char why[sizeof err->detail];
         snprintf(why, sizeof why, "%s", err->detail);
