@@ -16,17 +16,24 @@ void test_tree_on_pg(void);
 void test_tree_same_on_file_and_pg(void);
 void test_tree_tamper_on_pg(void);
 
-static ledger *on_pg(const char *url, dpb_error *e)
+/* A ledger on PostgreSQL (url) or in a data directory (dir, url NULL). */
+static ledger *on_store(const char *url, const char *dir, dpb_error *e)
 {
     ledger_options o;
     memset(&o, 0, sizeof o);
     o.ledger_url = url;
+    o.dir = dir;
     o.default_budget = 1;
     o.default_epsilon = 10.0;
     o.default_delta = 1e-5;
     ledger *l = NULL;
     memset(e, 0, sizeof *e);
     return ledger_open(&o, &l, e) == DPB_OK ? l : NULL;
+}
+
+static ledger *on_pg(const char *url, dpb_error *e)
+{
+    return on_store(url, NULL, e);
 }
 
 static int put_range(ledger *l, int from, int to)
@@ -127,14 +134,8 @@ void test_tree_same_on_file_and_pg(void)
     CHECK(mkdtemp(dir) != NULL);
     dpb_error e;
     ledger *p = on_pg(url, &e);
-    ledger_options o;
-    memset(&o, 0, sizeof o);
-    o.dir = dir;
-    o.default_budget = 1;
-    o.default_epsilon = 10.0;
-    o.default_delta = 1e-5;
-    ledger *f = NULL;
-    CHECK(ledger_open(&o, &f, &e) == DPB_OK);
+    ledger *f = on_store(NULL, dir, &e);
+    CHECKF(p != NULL && f != NULL, "%s", e.detail);
     if (p == NULL || f == NULL)
         return;
     for (int i = 0; i < 60; i += 7) {
