@@ -52,6 +52,9 @@ const route ROUTES[] = {
     {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1)},
     {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0)},
     {"GET", "/v1/summary", READ(res_summary)},
+    {"GET", "/v1/log/proof/inclusion", READ(res_log_inclusion)},
+    {"GET", "/v1/log/proof/consistency", READ(res_log_consistency)},
+    {"GET", "/v1/log/entries", READ(res_log_entries)},
     {"GET", "/healthz", OPEN(res_healthz, 1)},
     {"GET", "/readyz", OPEN(res_readyz, 1)},
     /* the ledger's figures (its lock, a catch-up): on the read lane, not the worker */
