@@ -100,6 +100,7 @@ static json_t *get_history(const char *path, char etag[64])
     } else {
         CHECK(json_is_null(jget(j, "from")) && json_is_null(jget(j, "to")));
     }
+    CHECK(api_str_is(j, "epsilon_spent_is", "sum_of_upper_bound_increases"));
     static const char *const R[] = {"minute", "hour", "day"};
     static const long long W[] = {60, 3600, 86400};
     for (int i = 0; i < 3; i++) {

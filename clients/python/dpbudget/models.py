@@ -496,10 +496,12 @@ class LedgerHistory:
     points: List[HistoryPoint]
     retention: Dict[str, Dict[str, Any]]
     last_record_time: Optional[str]
+    epsilon_spent_is: Optional[str]  # "sum_of_upper_bound_increases": no guarantee of anything
     raw: Dict[str, Any] = field(repr=False)
 
     @classmethod
     def from_json(cls, d: Any) -> LedgerHistory:
         return cls(d.get("resolution"), d.get("from"), d.get("to"),
                    [HistoryPoint.from_json(p) for p in d.get("points") or []],
-                   dict(d.get("retention") or {}), d.get("last_record_time"), d)
+                   dict(d.get("retention") or {}), d.get("last_record_time"),
+                   d.get("epsilon_spent_is"), d)
