@@ -52,6 +52,8 @@ void res_summary(const http_request *req, http_response *resp);
 void res_log_inclusion(const http_request *req, http_response *resp);
 void res_log_consistency(const http_request *req, http_response *resp);
 void res_log_entries(const http_request *req, http_response *resp);
+/* GET /v1/history: the ledger-wide series over time (ledger_get_series). */
+void res_history(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 
 #endif

@@ -30,6 +30,7 @@ const char *tlog_kind_name(uint8_t type)
     /* the ledger's record types (ledger_record.h REC_*), named for messages */
     static const char *const names[] = {"LOST",    "EVENT",  "CLIENT",  "ROUND",
                                         "RESERVE", "COMMIT", "RELEASE", "NAME"};
+    type &= 0x7f; /* a timed record's flag (ledger_record.h REC_TIMED) */
     return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 

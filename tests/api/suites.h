@@ -38,6 +38,9 @@ extern const size_t LEDGER_API_NTESTS;
 extern const tl_test LOG_API_TESTS[]; /* test_log_api.c: the log's Merkle tree (RFC 9162) */
 extern const size_t LOG_API_NTESTS;
 
+extern const tl_test HISTORY_API_TESTS[]; /* test_history_api.c: GET /v1/history, times */
+extern const size_t HISTORY_API_NTESTS;
+
 extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
                                           honest status, two-phase rounds */
 extern const size_t WORKFLOW_NTESTS;

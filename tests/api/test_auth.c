@@ -117,6 +117,7 @@ static const endpoint ENDPOINTS[] = {
     {"POST", "/v1/rounds", ROUND_BODY, 2},
     {"GET", "/v1/rounds/r1", NULL, 1},
     {"GET", "/v1/summary", NULL, 1},
+    {"GET", "/v1/history", NULL, 1},
     {"GET", "/healthz", NULL, 0},
     {"GET", "/readyz", NULL, 0},
     {"GET", "/metrics", NULL, 0},
@@ -240,7 +241,7 @@ static void ledger_off_answers_503(void)
         api_reply r;
         call(e, &r);
         if (strncmp(e->path, "/v1/clients", 11) == 0 || strncmp(e->path, "/v1/rounds", 10) == 0 ||
-            strcmp(e->path, "/v1/summary") == 0)
+            strcmp(e->path, "/v1/summary") == 0 || strcmp(e->path, "/v1/history") == 0)
             CHECKF(is_problem(&r, 503, "read_only", NULL), "%s %s: %ld", e->method, e->path,
                    r.status);
         else
