@@ -167,6 +167,10 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
     if (w->n)
         memcpy(b + 8, w->b, w->n);
     dpb_status st = store_append(l->st, (uint8_t)(type | REC_TIMED), b, w->n + 8, &seq);
+    /* the leaf hashes the bytes the store keeps: the timed type and the time with the payload */
+    dpb_status tst = st == DPB_OK
+                         ? tlog_push_record(l->tree, seq, (uint8_t)(type | REC_TIMED), b, w->n + 8)
+                         : DPB_OK;
     if (b != small)
         free(b);
     if (st == DPB_OK && seq != l->last_seq + 1) { /* the store lost count: trust nothing */
@@ -185,7 +189,7 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
                         "applied, and the ledger is read-only until restarted",
                         why.detail[0] ? why.detail : dpb_strstatus(st));
     }
-    if (tlog_push_record(l->tree, seq, (uint8_t)type, w->b, w->n) != DPB_OK) {
+    if (tst != DPB_OK) {
         store_abandon(l->st, "the log's tree (out of memory)");
         atomic_store(&l->read_only, 1);
         return dpb_fail(err, DPB_ENOMEM, NULL,
