@@ -11,7 +11,7 @@ CC      ?= cc
 VERSION := 0.3.0
 
 PKGS_CORE   := gsl fftw3 fftw3l libpq
-PKGS_SERVER := libmicrohttpd jansson gnutls nettle
+PKGS_SERVER := libmicrohttpd jansson gnutls nettle hogweed
 PKGS_TEST   := libcurl
 
 # Diagnostic paths are truncated on purpose (snprintf); gcc's truncation warning is off.

@@ -27,6 +27,7 @@ typedef struct {
     uint64_t ledger_max_pld_evals; /* --ledger-max-pld-evals */
     size_t answer_memory_mib;      /* --answer-memory */
     size_t max_named_events, max_named_bytes; /* --max-named-events, --max-named-event-bytes */
+    const char *signing_key; /* --signing-key FILE (signer.h), NULL: nothing signed */
 } config_settings;
 
 /* The defaults of --help. */

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "metrics.h"
 #include "res_ledger.h"
+#include "res_sth.h"
 #include "resources.h"
 
 static json_t *round_json(const ledger_round_res *r)
@@ -260,7 +261,12 @@ static void run_round(const http_request *req, http_response *resp, ledger_round
     } else if (!res.dry_run) {
         metrics_round(&res);
     }
-    http_reply_json(resp, 200, round_json(&res));
+    json_t *body = round_json(&res);
+    json_t *rc = body && !res.dry_run && !res.reserve ? res_receipt(req, &res, 0, rq->event)
+                                                      : NULL; /* a charge: its signed receipt */
+    if (rc)
+        json_object_set_new(body, "receipt", rc);
+    http_reply_json(resp, 200, body);
     ledger_round_res_free(&res);
 }
 
@@ -281,10 +287,11 @@ void res_round_post(const http_request *req, http_response *resp)
     lr_release(&own);
 }
 
-/* The answer of a commit or release (st its status; res released here): the round, or the
- * problem; a reservation no longer held has its own codes. */
-static void reply_resolved(http_response *resp, ledger_round_res *res, const dpb_error *err,
-                           dpb_status st)
+/* The answer of a commit or release (st its status; res released here): the round (a
+ * commit's with its receipt), or the problem; a reservation no longer held has its own
+ * codes. */
+static void reply_resolved(const http_request *req, http_response *resp, ledger_round_res *res,
+                           const dpb_error *err, dpb_status st)
 {
     problem pb = {0};
     if (st == DPB_OK) {
@@ -292,7 +299,18 @@ static void reply_resolved(http_response *resp, ledger_round_res *res, const dpb
             resp->extra_name = "Idempotent-Replayed";
             resp->extra_value = "true";
         }
-        http_reply_json(resp, 200, round_json(res));
+        json_t *body = round_json(res);
+        if (body && res->state == LEDGER_COMMITTED) { /* a commit's signed receipt */
+            dp_event *ev = NULL;
+            size_t used;
+            if (res->event && dp_event_decode(res->event, res->event_len, &ev, &used) != DPB_OK)
+                ev = NULL;
+            json_t *rc = res_receipt(req, res, 1, ev);
+            if (rc)
+                json_object_set_new(body, "receipt", rc);
+            dp_event_free(ev);
+        }
+        http_reply_json(resp, 200, body);
     } else if (st == DPB_ECONFLICT && res->reserve &&
                (res->state == LEDGER_EXPIRED || res->state == LEDGER_RELEASED)) {
         problem_set(&pb,
@@ -381,7 +399,7 @@ void res_round_commit(const http_request *req, http_response *resp)
         ledger_caller who = caller_of(req);
         dpb_status st =
             ledger_commit_as(lr_ledger(req), req->param, own.ids, n, hash, &who, &res, &err);
-        reply_resolved(resp, &res, &err, st);
+        reply_resolved(req, resp, &res, &err, st);
     }
     lr_release(&own);
 }
@@ -404,7 +422,7 @@ void res_round_release(const http_request *req, http_response *resp)
     dpb_error err = {0};
     ledger_caller who = caller_of(req);
     dpb_status st = ledger_release_as(lr_ledger(req), req->param, &who, &res, &err);
-    reply_resolved(resp, &res, &err, st);
+    reply_resolved(req, resp, &res, &err, st);
 }
 
 void res_round_get(const http_request *req, http_response *resp)

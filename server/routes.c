@@ -52,6 +52,8 @@ const route ROUTES[] = {
     {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1)},
     {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0)},
     {"GET", "/v1/summary", READ(res_summary)},
+    {"GET", "/v1/log/keys", READ(res_log_keys)},
+    {"GET", "/v1/log/sth", READ(res_log_sth)},
     {"GET", "/healthz", OPEN(res_healthz, 1)},
     {"GET", "/readyz", OPEN(res_readyz, 1)},
     /* the ledger's figures (its lock, a catch-up): on the read lane, not the worker */

@@ -389,6 +389,11 @@ typedef struct {
     /* reserve: its owner (ledger_round_req.owner); "": none recorded (nobody in particular,
      * or reserved by a version before owners were recorded, LEDGER_FORMAT 4) */
     char owner[LEDGER_OWNER_MAX + 1];
+    uint64_t state_seq; /* log sequence number of its commit or release (0: none) */
+    /* a reservation: its event's encoding (dp_event_encode, the bytes of its EVENT record),
+     * owned; NULL when not known (a one-step round: the request has it; out of memory) */
+    unsigned char *event;
+    size_t event_len;
 } ledger_round_res;
 
 /* Admit and charge one round. DPB_EUNSUPPORTED (nothing stored): every participant was
