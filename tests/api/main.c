@@ -363,6 +363,8 @@ int main(int argc, char **argv)
             all[n++] = OVERLOAD_TESTS[i];
         for (size_t i = 0; i < LEDGER_BOUNDS_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = LEDGER_BOUNDS_TESTS[i];
+        for (size_t i = 0; i < SIGN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = SIGN_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

@@ -87,6 +87,9 @@ extern const tl_test OPERATOR_TESTS[]; /* test_operator.c: key/config files, SIG
                                           policy and deadline, --healthcheck (own daemons) */
 extern const size_t OPERATOR_NTESTS;
 
+extern const tl_test SIGN_TESTS[]; /* test_sign.c: RFC 8785, RFC 8032, keys, receipts (own) */
+extern const size_t SIGN_NTESTS;
+
 /* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
  * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,
  * -1 on timeout. api_daemon_stop: SIGTERM, the wait status (-1: had to SIGKILL). */
