@@ -208,6 +208,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 	$(Q)python3 bench/bench_sdk.py $(DAEMON)
+	$(Q)python3 bench/bench_receipts.py $(DAEMON)
 	$(Q)python3 bench/bench_hostile.py $(DAEMON)
 	$(Q)clients/python/.venv/bin/python bench/bench_flower.py $(DAEMON)
 	$(Q)sh bench/replicas.sh $(BUILD)

@@ -2,9 +2,11 @@
  * jcs.c - RFC 8785 canonical JSON of a jansson value (jcs.h). The text goes to an
  * open_memstream buffer; numbers are ECMAScript's Number.prototype.toString.
  *
- * May call: jansson only.
+ * May call: jansson, core/common/numfmt.h (the shortest digits of a double).
  */
 #include "jcs.h"
+
+#include "../core/common/numfmt.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -21,28 +23,32 @@ size_t jcs_number(double x, char *out)
         memcpy(out, "0", 2);
         return 1;
     }
-    /* the shortest digits s (k of them) that read back to x: %.{k-1}e is the correctly
-     * rounded k-digit decimal, the closest one of that length, as the standard asks */
-    char e[40];
-    int k;
-    for (k = 1; k <= 17; k++) {
-        snprintf(e, sizeof e, "%.*e", k - 1, x);
-        if (strtod(e, NULL) == x)
-            break;
-    }
-    /* e: [-]d[.ddd]e(+|-)XX: the digits and n, the decimal exponent of the point */
+    /* the shortest digits that read back to x (numfmt.h: the closest such, as the standard
+     * asks), in plain or exponent form */
+    char e[DPB_NUM_MAX];
+    dpb_num(x, e);
+    /* e: [-]ddd[.ddd][e[+-]XX]: its digits without leading or trailing zeros, and n, the
+     * decimal exponent of the point before them (x = 0.digits * 10^n) */
     const char *p = e;
     int neg = *p == '-';
     if (neg)
         p++;
     char dig[24];
-    int nd = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
+    int nd = 0, n = 0, point = 0;
+    for (; *p && *p != 'e'; p++) {
+        if (*p == '.') {
+            point = 1;
+        } else if (nd == 0 && *p == '0') {
+            n -= point; /* a leading zero after the point */
+        } else {
             dig[nd++] = *p;
-    while (nd > 1 && dig[nd - 1] == '0') /* %.*e may pad with zeros when k is 17 */
+            n += !point;
+        }
+    }
+    if (*p == 'e')
+        n += atoi(p + 1);
+    while (nd > 1 && dig[nd - 1] == '0')
         nd--;
-    int n = atoi(p + 1) + 1;
     size_t o = 0;
     if (neg)
         out[o++] = '-';
@@ -101,11 +107,19 @@ static unsigned utf16_next(const unsigned char *s, size_t n, size_t *i, unsigned
     return 0xD800 | (cp >> 10);
 }
 
-/* RFC 8785 3.2.3: names compared as arrays of UTF-16 code units. */
+/* RFC 8785 3.2.3: names compared as arrays of UTF-16 code units. UTF-8's byte order is the
+ * code points' order, which is UTF-16's but for code points past U+FFFF (surrogates,
+ * 0xD800..0xDFFF) against U+E000..U+FFFF: the bytes decide unless one of the first bytes that
+ * differ starts such a character (0xEE and up). */
 static int cmp_utf16(const void *a, const void *b)
 {
     const unsigned char *x = *(const unsigned char *const *)a;
     const unsigned char *y = *(const unsigned char *const *)b;
+    size_t d = 0;
+    while (x[d] && x[d] == y[d])
+        d++;
+    if (x[d] < 0xEE && y[d] < 0xEE)
+        return (int)x[d] - (int)y[d];
     size_t nx = strlen((const char *)x), ny = strlen((const char *)y), i = 0, j = 0;
     unsigned px = 0, py = 0;
     while ((i < nx || px) && (j < ny || py)) {
@@ -117,41 +131,32 @@ static int cmp_utf16(const void *a, const void *b)
     return xl - yl;
 }
 
+/* RFC 8785 3.2.2.2: the runs of bytes that need no escape written as they are. */
 static void put_string(FILE *f, const char *s, size_t n)
 {
-    fputc('"', f);
+    putc_unlocked('"', f);
+    size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\b':
-            fputs("\\b", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\f':
-            fputs("\\f", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        default:
-            if (c < 0x20)
-                fprintf(f, "\\u%04x", c);
-            else
-                fputc(c, f);
-        }
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        fwrite(s + run, 1, i - run, f);
+        run = i + 1;
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\b' ? "\\b"
+                          : c == '\t' ? "\\t"
+                          : c == '\n' ? "\\n"
+                          : c == '\f' ? "\\f"
+                          : c == '\r' ? "\\r"
+                                      : NULL;
+        if (esc)
+            fwrite(esc, 1, 2, f);
+        else
+            fprintf(f, "\\u%04x", c);
     }
-    fputc('"', f);
+    fwrite(s + run, 1, n - run, f);
+    putc_unlocked('"', f);
 }
 
 /* ECMAScript's Number.MAX_SAFE_INTEGER: 2^53 - 1 */
@@ -166,35 +171,37 @@ static int put_value(FILE *f, const json_t *v, int depth)
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         size_t n = json_object_size(v), k = 0;
-        const char **keys = malloc((n ? n : 1) * sizeof *keys);
+        const char *few[16]; /* most objects: no allocation */
+        const char **keys = n <= 16 ? few : malloc(n * sizeof *keys);
         if (keys == NULL)
             return -1;
         const char *key;
         json_t *x;
         json_object_foreach((json_t *)v, key, x) keys[k++] = key;
         qsort(keys, n, sizeof *keys, cmp_utf16);
-        fputc('{', f);
+        putc_unlocked('{', f);
         int rc = 0;
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (i)
-                fputc(',', f);
+                putc_unlocked(',', f);
             put_string(f, keys[i], strlen(keys[i]));
-            fputc(':', f);
+            putc_unlocked(':', f);
             rc = put_value(f, json_object_get(v, keys[i]), depth + 1);
         }
-        free(keys);
-        fputc('}', f);
+        if (keys != few)
+            free(keys);
+        putc_unlocked('}', f);
         return rc;
     }
     case JSON_ARRAY: {
-        fputc('[', f);
+        putc_unlocked('[', f);
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
-                fputc(',', f);
+                putc_unlocked(',', f);
             if (put_value(f, json_array_get(v, i), depth + 1) != 0)
                 return -1;
         }
-        fputc(']', f);
+        putc_unlocked(']', f);
         return 0;
     }
     case JSON_STRING:
@@ -204,14 +211,14 @@ static int put_value(FILE *f, const json_t *v, int depth)
         json_int_t i = json_integer_value(v);
         if (i > SAFE_INT || i < -SAFE_INT)
             return -1;
-        jcs_number((double)i, num);
-        fputs(num, f);
+        fwrite(num, 1, jcs_number((double)i, num), f);
         return 0;
     }
     case JSON_REAL:
-        if (jcs_number(json_real_value(v), num) == 0)
+        size_t k = jcs_number(json_real_value(v), num);
+        if (k == 0)
             return -1;
-        fputs(num, f);
+        fwrite(num, 1, k, f);
         return 0;
     case JSON_TRUE:
         fputs("true", f);

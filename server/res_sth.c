@@ -66,9 +66,11 @@ json_t *res_receipt(const http_request *req, const ledger_round_res *r, int comm
         const ledger_outcome *o = &r->outcomes[i];
         if (!o->admitted || (commit && !o->reported))
             continue;
-        json_array_append_new(charged, json_pack("{s:s, s:o, s:o}", "client", o->id, "spent_before",
-                                                 codec_real(o->spent_before), "spent_after",
-                                                 codec_real(o->spent_after)));
+        json_t *c = json_object(); /* built directly: a receipt may list 100,000 */
+        json_object_set_new(c, "client", json_string_nocheck(o->id));
+        json_object_set_new(c, "spent_before", codec_real(o->spent_before));
+        json_object_set_new(c, "spent_after", codec_real(o->spent_after));
+        json_array_append_new(charged, c);
     }
     json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I}", "round_id", r->round_id, "phase",
                           commit ? "commit" : "charge", "charged", charged, "leaf_index",

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""bench_receipts.py DPBUDGETD - the cost of signed receipts (issue 36): durable one-step
+rounds of 100 participants per second, against a daemon without --signing-key and one with
+it (every answer then carries an Ed25519-signed receipt over RFC 8785 bytes), in the same
+run. Each daemon: a fresh data directory, 1,000 clients, THREADS keep-alive connections
+sending rounds with fresh round ids (100 participants drawn from the clients, a Gaussian
+event with a large noise so nobody runs out), for SECONDS. The two daemons take turns
+(without, with, without, with) and the figure of each is the better of its two runs, so that
+a slow moment of a shared machine does not land on one side only. Target: with receipts at
+least 90% of without.
+
+Prints figures only; timings are never asserted. Exits 1 if an answer is not 200, or
+(with the key) carries no receipt.
+Environment: BENCH_RECEIPTS_SECONDS (default 5), BENCH_RECEIPTS_THREADS (default 8)."""
+import http.client
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python", "tests"))
+
+import support  # noqa: E402
+
+CLIENTS = 1000
+PARTICIPANTS = 100
+EVENT = {"class_name": "GaussianDpEvent", "noise_multiplier": 1000.0}
+
+
+def register(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    body = json.dumps({"clients": [{"id": "c%04d" % i, "budget": {"epsilon": 1e6, "delta": 1e-5}}
+                                   for i in range(CLIENTS)]})
+    conn.request("POST", "/v1/clients:batch", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    conn.close()
+    if r.status != 200:
+        sys.exit("bench_receipts: registration answered %d" % r.status)
+
+
+def load(port, tag, seconds, threads, want_receipt):
+    """Rounds answered per second over seconds (after a 0.5 s warm-up)."""
+    counts = [0] * threads
+    errors = []
+    start = time.monotonic()
+    t0, t1 = start + 0.5, start + 0.5 + seconds
+
+    def worker(k):
+        rnd = random.Random(k)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        n = 0
+        while True:
+            now = time.monotonic()
+            if now >= t1:
+                break
+            ids = rnd.sample(range(CLIENTS), PARTICIPANTS)
+            body = json.dumps({"round_id": "%s-%d-%d" % (tag, k, n), "event": EVENT,
+                               "participants": ["c%04d" % i for i in ids]})
+            conn.request("POST", "/v1/rounds", body, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = r.read()
+            n += 1
+            if r.status != 200 or (want_receipt and b'"receipt"' not in data):
+                errors.append("%d %s" % (r.status, data[:200]))
+                break
+            if now >= t0:
+                counts[k] += 1
+        conn.close()
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        sys.exit("bench_receipts: %s" % errors[0])
+    return sum(counts) / seconds
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: bench_receipts.py DPBUDGETD")
+    support.DAEMON = os.path.abspath(sys.argv[1])
+    seconds = float(os.environ.get("BENCH_RECEIPTS_SECONDS", "5"))
+    threads = int(os.environ.get("BENCH_RECEIPTS_THREADS", "8"))
+    tmp = tempfile.mkdtemp(prefix="dpb-bench-receipts-")
+    key = os.path.join(tmp, "log.key")
+    subprocess.run([support.DAEMON, "keygen", key], check=True, stdout=subprocess.DEVNULL)
+    print("== signed receipts: durable rounds of %d participants, %d connections, %g s each, "
+          "fresh data directories" % (PARTICIPANTS, threads, seconds))
+    best = {False: 0.0, True: 0.0}
+    try:
+        for run in range(2):
+            for signed in (False, True):
+                d = support.Daemon(*(["--signing-key", key] if signed else []))
+                try:
+                    register(d.port)
+                    rate = load(d.port, "b%d" % run, seconds, threads, signed)
+                finally:
+                    d.stop()
+                best[signed] = max(best[signed], rate)
+                print("   run %d %-16s %8.0f rounds/s" % (run + 1, "with receipts" if signed
+                                                        else "without", rate))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratio = best[True] / best[False] if best[False] else 0.0
+    print("   best: without %.0f rounds/s, with receipts %.0f rounds/s: %.1f%% (target >= 90%%)"
+          % (best[False], best[True], 100.0 * ratio))
+
+
+if __name__ == "__main__":
+    main()
