@@ -10,7 +10,7 @@ BUILD   ?= build
 CC      ?= cc
 VERSION := 0.3.0
 
-PKGS_CORE   := gsl fftw3 fftw3l libpq
+PKGS_CORE   := gsl fftw3 fftw3l libpq nettle
 PKGS_SERVER := libmicrohttpd jansson gnutls nettle hogweed
 PKGS_TEST   := libcurl
 

@@ -35,7 +35,7 @@ static const signer *signer_of(const http_request *req)
 /* The leaf of the record seq (docs/TRANSPARENCY.md: leaf i is the record seq i + 1). */
 static json_int_t leaf_of(uint64_t seq)
 {
-    return (json_int_t)(seq - 1);
+    return (json_int_t)tlog_leaf_index(seq);
 }
 
 /* The event's digest (res_receipt) into b64, 0; -1 (out of memory). */
@@ -90,15 +90,6 @@ void res_log_keys(const http_request *req, http_response *resp)
     http_reply_json(resp, 200, signer_keys_json(signer_of(req)));
 }
 
-/* The committed tree's size and root, 0; -1 (not kept). */
-static int tree_head(ledger *l, uint64_t *size, unsigned char root[32])
-{
-    (void)l;
-    *size = 0;
-    memset(root, 0, 32);
-    return -1;
-}
-
 void res_log_sth(const http_request *req, http_response *resp)
 {
     if (lr_no_ledger(req, resp))
@@ -115,11 +106,7 @@ void res_log_sth(const http_request *req, http_response *resp)
     uint64_t size;
     unsigned char root[32];
     char b64[48];
-    if (tree_head(lr_ledger(req), &size, root) != 0) {
-        problem_set(&pb, PB_INTERNAL, NULL, "the ledger keeps no Merkle tree");
-        http_reply_problem(resp, &pb);
-        return;
-    }
+    ledger_log_head(lr_ledger(req), &size, root);
     signer_base64(root, sizeof root, b64);
     json_t *o = json_pack("{s:I, s:s, s:I}", "tree_size", (json_int_t)size, "root_hash", b64,
                           "timestamp", now_ms());

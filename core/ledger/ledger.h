@@ -79,6 +79,7 @@
 #include "../dp/account.h"
 #include "../dp/event.h"
 #include "fs.h"
+#include "tlog.h"
 
 /* On-disk format version of log records and snapshots. */
 /* Snapshot payload format: 2 adds each client's last charged event and honest-status flag,
@@ -389,6 +390,11 @@ typedef struct {
     /* reserve: its owner (ledger_round_req.owner); "": none recorded (nobody in particular,
      * or reserved by a version before owners were recorded, LEDGER_FORMAT 4) */
     char owner[LEDGER_OWNER_MAX + 1];
+    /* the record this call logged: a round's ROUND or RESERVE (= seq), a commit's COMMIT; 0
+     * when it logged none (dry run, replayed answer, release). Its leaf in the log's tree is
+     * tlog_leaf_index(logged_seq) = logged_seq - 1 (tlog.h), in every tree head from the
+     * answer on. */
+    uint64_t logged_seq;
     uint64_t state_seq; /* log sequence number of its commit or release (0: none) */
     /* a reservation: its event's encoding (dp_event_encode, the bytes of its EVENT record),
      * owned; NULL when not known (a one-step round: the request has it; out of memory) */
@@ -619,5 +625,33 @@ int ledger_compare(ledger *a, ledger *b, char *why, size_t cap);
 
 /* 128-bit FNV-1a pair over bytes: for request body hashes. */
 void ledger_hash128(const void *buf, size_t n, unsigned char out[16]);
+
+/* ---- the log's tree (tlog.h, docs/TRANSPARENCY.md) -----------------------------------------
+ * The ledger's log as an RFC 9162 Merkle tree: leaf i is the record seq i + 1
+ * (tlog_leaf_index). Every function reads the tree of the durable records (its own mutex; no
+ * ledger lock is taken or needed), so a size and root read together are consistent, and a
+ * change's leaf (ledger_round_res.logged_seq) is in every head read after its answer. */
+
+/* The tree's size and root hash (32 bytes), read together. */
+void ledger_log_head(ledger *l, uint64_t *size, unsigned char root[32]);
+/* RFC 9162 2.1.3.1: the audit path of leaf in the tree of size leaves into path[0..*n) (room
+ * for TLOG_MAX_PROOF). DPB_EINVAL (err names the field: "leaf_index" not below size,
+ * "tree_size" beyond the current size). */
+dpb_status ledger_log_inclusion(ledger *l, uint64_t leaf, uint64_t size, tlog_hash *path, size_t *n,
+                                dpb_error *err);
+/* RFC 9162 2.1.4.1: the consistency proof between sizes first and second into proof[0..*n)
+ * (room for TLOG_MAX_PROOF). DPB_EINVAL (err names "first" or "second"). */
+dpb_status ledger_log_consistency(ledger *l, uint64_t first, uint64_t second, tlog_hash *proof,
+                                  size_t *n, dpb_error *err);
+/* Called per entry: leaf index, the entry's head (type u8, seq u64 LE) and payload (borrowed,
+ * valid during the call); the entry is head followed by payload. Non-zero stops. */
+typedef int (*ledger_entry_fn)(void *ctx, uint64_t leaf, const unsigned char head[9],
+                               const void *payload, size_t len);
+/* The entries of leaves [start, end) in order, each checked against its leaf first.
+ * DPB_EINVAL (err names "start" or "end": start >= end, end beyond the current size),
+ * DPB_ECORRUPT (a record changed or missing in the store: err names its seq and kind), DPB_EIO,
+ * DPB_EUNAVAILABLE (a shared store). */
+dpb_status ledger_log_entries(ledger *l, uint64_t start, uint64_t end, ledger_entry_fn fn,
+                              void *ctx, dpb_error *err);
 
 #endif

@@ -32,6 +32,7 @@
 #include "snapshot.h" /* SNAPSHOT_HEADER_BYTES: offsets in the file store's messages */
 #include "spend.h"
 #include "store.h"
+#include "tlog.h"
 
 enum {
     EV_RDP = SPEND_RDP,
@@ -180,6 +181,12 @@ struct ledger {
     lev *evs;
     size_t nevs, cap_evs, nevs_logged;
     uint8_t *cover_bad; /* during open: clients whose covered log record the snapshot lacks */
+    /* the log as a Merkle tree (tlog.h): a leaf pushed per record appended, replayed or
+     * caught up; cut back with withdrawn records. tree_bad: during open, the seq of a record
+     * whose leaf differs from the one the store kept for it (0: none), tree_bad_type its type */
+    dpb_tlog *tree;
+    uint64_t tree_bad;
+    uint8_t tree_bad_type;
     lindex ev_index;
     /* clients */
     lclient *cl;

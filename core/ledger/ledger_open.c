@@ -159,7 +159,16 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     l->snap_seq = l->last_seq = snap_seq;
     uint64_t next;
     size_t ncl_snap = l->ncl;
+    l->tree = tlog_new();
+    st = l->tree == NULL ? dpb_fail(err, DPB_ENOMEM, NULL, "out of memory")
+                         : store_tree_open(s, l->tree, snap_seq, err);
+    if (st != DPB_OK)
+        goto fail;
     st = store_replay(s, snap_seq, lg_replay_fn, lg_covered_fn, l, &next, err);
+    if (l->tree_bad != 0) { /* the store's message names an offset: name the record */
+        dpb_error_clear(err);
+        st = lg_tree_refusal(l, err);
+    }
     for (size_t i = 0; st == DPB_OK && l->cover_bad && i < ncl_snap; i++)
         if (l->cover_bad[i])
             st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
@@ -173,6 +182,15 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
         goto fail;
     if (next > 0)
         l->last_seq = next - 1;
+    if (tlog_leaves(l->tree) > l->last_seq) { /* the tree kept records the log lost */
+        st = dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                      "the log ends at seq %llu but the log's tree holds %llu records: record "
+                      "seq %llu and after were removed from the log; refusing to start",
+                      (unsigned long long)l->last_seq, (unsigned long long)tlog_leaves(l->tree),
+                      (unsigned long long)(l->last_seq + 1));
+        goto fail;
+    }
+    tlog_commit(l->tree, l->last_seq);
     /* recompute the spend of every client the log replay touched (the snapshot's spends are
      * those computed before it was written; their accountants are named at their first read:
      * nothing is computed here for the vocabulary the snapshot holds), then the counters */
@@ -395,6 +413,7 @@ static void close_ledger(ledger *l, int snapshot)
     pthread_mutex_destroy(&l->id_mu);
     pthread_cond_destroy(&l->snap_cv);
     spend_engine_free(l->sp); /* after the events that referred to it */
+    tlog_free(l->tree);       /* after the store that persisted it */
     free(l->dir);
     free(l);
 }

@@ -259,9 +259,50 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
     return -1;
 }
 
+/* The record seq against the log's tree: a leaf kept for it must be its leaf (else
+ * l->tree_bad names it), a new one is pushed. 0, or -1. */
+static int tree_record(ledger *l, uint64_t seq, uint8_t type, const void *payload, size_t len)
+{
+    uint64_t have = tlog_leaves(l->tree);
+    if (seq == have + 1)
+        return tlog_push_record(l->tree, seq, type, payload, len) == DPB_OK ? 0 : -1;
+    tlog_hash kept, h;
+    if (seq > have || tlog_leaf(l->tree, tlog_leaf_index(seq), kept) != DPB_OK) {
+        l->tree_bad = seq;
+        l->tree_bad_type = type;
+        return -1;
+    }
+    tlog_leaf_hash(type, seq, payload, len, h);
+    if (memcmp(h, kept, sizeof h) != 0) {
+        l->tree_bad = seq;
+        l->tree_bad_type = type;
+        return -1;
+    }
+    return 0;
+}
+
+dpb_status lg_tree_refusal(ledger *l, dpb_error *err)
+{
+    uint64_t seq = l->tree_bad;
+    if (seq > tlog_leaves(l->tree))
+        return dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                        "%s: the log's record seq %llu (%s) does not follow the log's tree, which "
+                        "ends at seq %llu: records before it are missing; refusing to start",
+                        l->dir, (unsigned long long)seq, tlog_kind_name(l->tree_bad_type),
+                        (unsigned long long)tlog_leaves(l->tree));
+    return dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                    "%s: the log's record seq %llu (%s, leaf %llu) is not the record the ledger "
+                    "logged: its hash differs from the leaf the log's tree kept for it (changed "
+                    "after it was written); refusing to start",
+                    l->dir, (unsigned long long)seq, tlog_kind_name(l->tree_bad_type),
+                    (unsigned long long)tlog_leaf_index(seq));
+}
+
 int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
 {
     ledger *l = ctx;
+    if (tree_record(l, seq, type, payload, len) != 0)
+        return -1;
     l->last_seq = seq;
     l->records_since_snap++;
     return apply_record(l, type, payload, len);
@@ -318,6 +359,8 @@ static long covered_round(ledger *l, br *r)
 int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
 {
     ledger *l = ctx;
+    if (tree_record(l, seq, type, payload, len) != 0)
+        return -1;
     const unsigned char *p = payload;
     br r = {p, len, 0, 0};
     switch (type) {

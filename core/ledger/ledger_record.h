@@ -61,6 +61,9 @@ int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, siz
 /* store.h's callback for a record the snapshot claims to hold (seq <= its seq): 0 when the
  * snapshot is seen to hold it (clients: checked after the scan, l->cover_bad), else -1. */
 int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len);
+/* The refusal of a record whose hash differs from its leaf in the log's tree (l->tree_bad):
+ * DPB_ECORRUPT naming its seq and kind. */
+dpb_status lg_tree_refusal(ledger *l, dpb_error *err);
 /* After records were replayed or caught up: all interned events are logged, the dirty
  * clients' spends recomputed, the counters summed again. Write lock. */
 void lg_after_apply(ledger *l);

@@ -262,6 +262,7 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         goto out;
     }
     lg_round_view(l, &l->rd[rp], res);
+    res->logged_seq = t.seq;
 out:
     free(idx);
     if (st != DPB_OK && st != DPB_ECONFLICT)

@@ -465,6 +465,7 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
         return st;
     uint64_t seq = l->last_seq;
     res->seq = seq;
+    res->logged_seq = seq;
     res->reserve = req->reserve;
     res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
     res->expires_at = expires;

@@ -176,6 +176,13 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
                         "applied, and the ledger is read-only until restarted",
                         why.detail[0] ? why.detail : dpb_strstatus(st));
     }
+    if (tlog_push_record(l->tree, seq, (uint8_t)type, w->b, w->n) != DPB_OK) {
+        store_abandon(l->st, "the log's tree (out of memory)");
+        atomic_store(&l->read_only, 1);
+        return dpb_fail(err, DPB_ENOMEM, NULL,
+                        "out of memory adding the record to the log's tree: the change is "
+                        "withdrawn and the ledger is read-only until restarted");
+    }
     l->last_seq = seq;
     l->records_since_snap++;
     return DPB_OK;

@@ -226,6 +226,7 @@ void lg_withdraw_locked(ledger *l)
         undo_one(l, &l->undo[--l->nundo]);
     if (l->last_seq > d)
         l->last_seq = d;
+    tlog_cut(l->tree, d);
     l->done_gen = g;
     if (failed)
         atomic_store(&l->read_only, 1);

@@ -43,6 +43,7 @@
 
 #include "../common/status.h"
 #include "fs.h"
+#include "tlog.h"
 
 typedef struct ledger_store ledger_store;
 
@@ -85,6 +86,14 @@ typedef struct {
     int (*empty)(ledger_store *s); /* 1: no snapshot and no record (a copy's target) */
     void (*health)(const ledger_store *s, store_health *h); /* NULL: always answering */
     void (*close)(ledger_store *s);
+    /* The log as a Merkle tree (tlog.h, docs/TRANSPARENCY.md). read_records: fn for every
+     * record with from <= seq <= to, in order (DPB_ENOTFOUND when one is missing, DPB_ECORRUPT
+     * when damaged). tree_open (NULL: store_tree_open's default, which reads the records):
+     * make t (empty) hold the leaves of at least every record up to upto (the snapshot's seq),
+     * from what the store kept of them, and keep t (borrowed until close) to persist it. */
+    dpb_status (*read_records)(ledger_store *s, uint64_t from, uint64_t to, store_record_fn fn,
+                               void *ctx, dpb_error *err);
+    dpb_status (*tree_open)(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err);
 } store_ops;
 
 struct ledger_store {
@@ -227,6 +236,26 @@ static inline int store_empty(ledger_store *s)
 static inline int store_shared(const ledger_store *s)
 {
     return s->ops->shared;
+}
+
+/* Records from..to (seqs, inclusive) to fn, in order (store_ops.read_records). */
+static inline dpb_status store_read_records(ledger_store *s, uint64_t from, uint64_t to,
+                                            store_record_fn fn, void *ctx, dpb_error *err)
+{
+    return s->ops->read_records(s, from, to, fn, ctx, err);
+}
+
+/* The default tree_open: push the leaves of the records tlog_leaves(t) + 1 .. upto, read from
+ * the store (every one of them: a store that keeps no hashes recomputes them). */
+dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err);
+
+/* Recover the tree (store_ops.tree_open) before the replay of the records after upto. */
+static inline dpb_status store_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto,
+                                         dpb_error *err)
+{
+    if (s->ops->tree_open != NULL)
+        return s->ops->tree_open(s, t, upto, err);
+    return store_tree_fill(s, t, upto, err);
 }
 
 static inline void store_close(ledger_store *s)

@@ -5,7 +5,10 @@
  * A thin wrapper: the wal's group commit, sticky failure and recovery rules are the store's.
  * Nobody else appends to the log, so there is never anything to catch up with.
  *
- * May call: wal.c, snapshot.c, fs.c. Called by the ledger through store.h.
+ * The log's Merkle tree (store_tree.h): records cut from the log are archived, the tree's
+ * nodes kept in DIR/tree.nodes and the snapshot's digest in DIR/tree.snap.
+ *
+ * May call: wal.c, snapshot.c, fs.c, store_tree.c. Called by the ledger through store.h.
  */
 #include "store.h"
 
@@ -16,12 +19,14 @@
 #include <sys/stat.h>
 
 #include "snapshot.h"
+#include "store_tree.h"
 #include "wal.h"
 
 typedef struct {
     char *dir;
     const dpb_fs *fs;
     wal *w; /* NULL until store_replay opened it */
+    ftree tree;
 } file_store;
 
 static file_store *fst(const ledger_store *s)
@@ -32,7 +37,15 @@ static file_store *fst(const ledger_store *s)
 static dpb_status f_load_snapshot(ledger_store *s, uint64_t *seq, void **data, size_t *len,
                                   dpb_error *err)
 {
-    return snapshot_read(fst(s)->dir, fst(s)->fs, seq, data, len, err);
+    dpb_status st = snapshot_read(fst(s)->dir, fst(s)->fs, seq, data, len, err);
+    if (st == DPB_OK && *data != NULL) {
+        st = ftree_check_snapshot(&fst(s)->tree, *seq, *data, *len, err);
+        if (st != DPB_OK) {
+            free(*data);
+            *data = NULL;
+        }
+    }
+    return st;
 }
 
 static dpb_status f_replay(ledger_store *s, uint64_t after_seq, store_record_fn fn,
@@ -41,7 +54,15 @@ static dpb_status f_replay(ledger_store *s, uint64_t after_seq, store_record_fn 
     file_store *f = fst(s);
     if (f->w != NULL)
         return dpb_fail(err, DPB_EINVAL, NULL, "the file store's log is open already");
-    return wal_open_ex(f->dir, f->fs, after_seq, fn, covered, ctx, &f->w, next_seq, err);
+    dpb_status st = wal_open_ex(f->dir, f->fs, after_seq, fn, covered, ctx, &f->w, next_seq, err);
+    if (st == DPB_OK) {
+        char *a = dpb_fs_join_path(f->dir, "archive");
+        st = a != NULL ? wal_set_archive(f->w, a) : DPB_ENOMEM;
+        free(a);
+        if (st != DPB_OK)
+            st = dpb_fail(err, st, NULL, "out of memory");
+    }
+    return st;
 }
 
 static dpb_status f_append(ledger_store *s, uint8_t type, const void *payload, size_t len,
@@ -52,7 +73,10 @@ static dpb_status f_append(ledger_store *s, uint8_t type, const void *payload, s
 
 static dpb_status f_sync(ledger_store *s, uint64_t upto)
 {
-    return wal_sync(fst(s)->w, upto);
+    dpb_status st = wal_sync(fst(s)->w, upto);
+    if (st == DPB_OK) /* not fsynced: the log is durable, and the tree is made again from it */
+        (void)ftree_persist(&fst(s)->tree, wal_durable_seq(fst(s)->w), 0, NULL);
+    return st;
 }
 
 static dpb_status f_catch_up(ledger_store *s, uint64_t after_seq, store_record_fn fn, void *ctx,
@@ -70,7 +94,13 @@ static dpb_status f_snapshot(ledger_store *s, uint64_t seq, const void *data, si
                              dpb_error *err)
 {
     file_store *f = fst(s);
-    dpb_status st = snapshot_write(f->dir, f->fs, seq, data, len, err);
+    /* the tree's nodes durable before the log is cut; the snapshot's digest before it is
+     * written (docs/TRANSPARENCY.md) */
+    dpb_status st = ftree_persist(&f->tree, seq, 1, err);
+    if (st == DPB_OK)
+        st = ftree_note_snapshot(&f->tree, seq, data, len, err);
+    if (st == DPB_OK)
+        st = snapshot_write(f->dir, f->fs, seq, data, len, err);
     if (st == DPB_OK && f->w != NULL)
         st = wal_truncate_upto(f->w, seq);
     return st;
@@ -127,10 +157,22 @@ static int f_empty(ledger_store *s)
     return lstat(path, &sb) != 0 || sb.st_size == 0;
 }
 
+static dpb_status f_read_records(ledger_store *s, uint64_t from, uint64_t to, store_record_fn fn,
+                                 void *ctx, dpb_error *err)
+{
+    return ftree_read_records(&fst(s)->tree, from, to, fn, ctx, err);
+}
+
+static dpb_status f_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
+{
+    return ftree_open(&fst(s)->tree, s, t, upto, err);
+}
+
 static void f_close(ledger_store *s)
 {
     file_store *f = fst(s);
     wal_close(f->w);
+    ftree_close(&f->tree);
     free(f->dir);
     free(f);
     free(s);
@@ -153,6 +195,8 @@ static const store_ops FILE_OPS = {
     .sync_stats = f_sync_stats,
     .empty = f_empty,
     .close = f_close,
+    .read_records = f_read_records,
+    .tree_open = f_tree_open,
 };
 
 dpb_status store_file_open(const char *dir, const dpb_fs *fs, ledger_store **out, dpb_error *err)
@@ -185,6 +229,7 @@ dpb_status store_file_open(const char *dir, const dpb_fs *fs, ledger_store **out
     memcpy(d, dir, strlen(dir) + 1);
     f->dir = d;
     f->fs = fs ? fs : dpb_fs_posix();
+    ftree_init(&f->tree, f->dir, f->fs);
     s->ops = &FILE_OPS;
     s->impl = f;
     *out = s;

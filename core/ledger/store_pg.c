@@ -1076,8 +1076,8 @@ static dpb_status pg_load_snapshot(ledger_store *s, uint64_t *seq, void **data, 
  * with no gap (a gap is damage: DPB_ECORRUPT); *last: the last seq seen (after_seq if none).
  * Then, with nothing pending, durable and the append position move up to it.
  */
-static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, void *ctx,
-                           uint64_t *last, const char *what, dpb_error *err)
+static dpb_status read_log(pg_store *p, uint64_t after_seq, uint64_t upto, store_record_fn fn,
+                           void *ctx, uint64_t *last, const char *what, dpb_error *err)
 {
     dpb_error e = {0};
     PGconn *conn = pool_get(p, &e);
@@ -1089,17 +1089,18 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, 
     dpb_status st = DPB_OK;
     int reset = 0;
     for (;;) {
-        unsigned char after_b[8];
+        unsigned char after_b[8], upto_b[8];
         put_be64(after_b, at);
-        const Oid types[1] = {OID_INT8};
-        const char *vals[1] = {(const char *)after_b};
-        const int lens[1] = {8}, fmts[1] = {1};
-        char why[256], sql[128];
+        put_be64(upto_b, upto > INT64_MAX ? INT64_MAX : upto);
+        const Oid types[2] = {OID_INT8, OID_INT8};
+        const char *vals[2] = {(const char *)after_b, (const char *)upto_b};
+        const int lens[2] = {8, 8}, fmts[2] = {1, 1};
+        char why[256], sql[160];
         snprintf(sql, sizeof sql,
-                 "SELECT seq, type, payload FROM dpbudget_log WHERE seq > $1 ORDER BY seq "
-                 "LIMIT %d",
+                 "SELECT seq, type, payload FROM dpbudget_log WHERE seq > $1 AND seq <= $2 "
+                 "ORDER BY seq LIMIT %d",
                  ROWS_PER_PAGE);
-        PGresult *r = run(conn, &p->cfg, sql, 1, types, vals, lens, fmts, 1, why, sizeof why);
+        PGresult *r = run(conn, &p->cfg, sql, 2, types, vals, lens, fmts, 1, why, sizeof why);
         st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, what, why, &reset, &e);
         int rows = st == DPB_OK ? PQntuples(r) : 0;
         for (int i = 0; i < rows && st == DPB_OK; i++) {
@@ -1128,6 +1129,10 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, 
             }
             if (fn != NULL && fn(ctx, seq, (uint8_t)type, PQgetvalue(r, i, 2),
                                  (size_t)PQgetlength(r, i, 2)) != 0) {
+                if (upto != UINT64_MAX) { /* a reader's callback stopped it */
+                    st = DPB_ECANCELLED;
+                    break;
+                }
                 st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
                               "PostgreSQL at %s: dpbudget_log record %llu (type %u) cannot be "
                               "applied",
@@ -1137,15 +1142,25 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, store_record_fn fn, 
             at = seq;
         }
         PQclear(r);
-        if (st != DPB_OK || rows < ROWS_PER_PAGE)
+        if (st != DPB_OK || rows < ROWS_PER_PAGE || at >= upto)
             break;
     }
     if (st == DPB_OK && atomic_load(&p->size_at) + SIZE_REFRESH_S < (long long)dpb_mono_s())
         refresh_size(p, conn);
     pool_put(p, conn, reset);
+    if (st == DPB_ECANCELLED)
+        return st;
     if (st != DPB_OK) {
         note_error(p, &e);
         return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    if (upto != UINT64_MAX) { /* a range read (read_records): records up to upto, no more */
+        *last = at;
+        if (at < upto)
+            return dpb_fail(err, DPB_ENOTFOUND, "ledger_url",
+                            "PostgreSQL at %s: dpbudget_log has no record %llu", p->cfg.safe_url,
+                            (unsigned long long)(at + 1));
+        return DPB_OK;
     }
     /* With records of ours pending (a caller breaking catch-up's contract), the seqs read
      * may be other replicas' records at our pending seqs: durable must not claim them (P2),
@@ -1169,7 +1184,8 @@ static dpb_status pg_replay(ledger_store *s, uint64_t after_seq, store_record_fn
 {
     (void)covered;
     uint64_t last = after_seq;
-    dpb_status st = read_log(impl(s), after_seq, fn, ctx, &last, "replaying dpbudget_log", err);
+    dpb_status st =
+        read_log(impl(s), after_seq, UINT64_MAX, fn, ctx, &last, "replaying dpbudget_log", err);
     if (st == DPB_OK)
         *next_seq = last + 1;
     return st;
@@ -1179,11 +1195,21 @@ static dpb_status pg_catch_up(ledger_store *s, uint64_t after_seq, store_record_
                               uint64_t *last_seq, dpb_error *err)
 {
     uint64_t last = after_seq;
-    dpb_status st =
-        read_log(impl(s), after_seq, fn, ctx, &last, "catching up with dpbudget_log", err);
+    dpb_status st = read_log(impl(s), after_seq, UINT64_MAX, fn, ctx, &last,
+                             "catching up with dpbudget_log", err);
     if (st == DPB_OK)
         *last_seq = last;
     return st;
+}
+
+/* Records from..to (store_ops.read_records): the log's rows are kept for good. */
+static dpb_status pg_read_records(ledger_store *s, uint64_t from, uint64_t to, store_record_fn fn,
+                                  void *ctx, dpb_error *err)
+{
+    uint64_t last;
+    if (from == 0 || from > to)
+        return DPB_OK;
+    return read_log(impl(s), from - 1, to, fn, ctx, &last, "reading dpbudget_log", err);
 }
 
 static dpb_status pg_append(ledger_store *s, uint8_t type, const void *payload, size_t len,
@@ -1607,6 +1633,7 @@ static const store_ops PG_OPS = {
     .empty = pg_empty,
     .health = pg_health_of,
     .close = pg_close,
+    .read_records = pg_read_records,
 };
 
 dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_store **out,

@@ -98,6 +98,7 @@ struct wal {
     _Atomic uint64_t size_pub;    /* copy of size for wal_size_bytes */
     _Atomic uint64_t durable_pub; /* copy of durable_seq for wal_durable_seq */
     wal_sync_tally syncs;         /* fdatasync latency (under mu) */
+    char *archive;                /* wal_set_archive's folder, or NULL: truncation discards */
 };
 
 /* ---- little-endian encoding ---- */
@@ -368,6 +369,7 @@ static void wal_free(wal *w)
     free(w->dir);
     free(w->path);
     free(w->tmp_path);
+    free(w->archive);
     free(w);
 }
 
@@ -602,6 +604,120 @@ dpb_status wal_sync(wal *w, uint64_t upto)
 
 /* ---- truncation after a snapshot ---- */
 
+/* Write the log's bytes [0, end) (whole records, the first of seq s0) as the segment
+ * ARCHIVE/s0.seg (20 digits): ARCHIVE/seg.tmp, fsync, rename, fsync ARCHIVE. The same first
+ * seq names the same segment, so a truncation cut short by a crash and done again replaces
+ * its segment with a longer one. Mutex held; a failure fails the wal (as the truncation's own
+ * steps do). */
+static dpb_status archive_prefix(wal *w, reader *r, uint64_t end)
+{
+    const unsigned char *p;
+    if (reader_get(r, 0, WAL_HEADER_BYTES, &p) != 0)
+        return errno == ENOMEM ? DPB_ENOMEM : fail_locked(w, "read (archive)", errno);
+    uint64_t s0 = get_u64(p + 8);
+    char name[64];
+    snprintf(name, sizeof name, "%020" PRIu64 ".seg", s0);
+    char *tmp = dpb_fs_join_path(w->archive, "seg.tmp");
+    char *path = dpb_fs_join_path(w->archive, name);
+    dpb_status st = DPB_OK;
+    int fd = -1;
+    if (tmp == NULL || path == NULL) {
+        st = DPB_ENOMEM;
+        goto out;
+    }
+    fd = w->fs->open(w->fs->ctx, tmp, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (fd < 0) {
+        st = fail_locked(w, "open of the archive segment", errno);
+        goto out;
+    }
+    for (uint64_t off = 0; off < end;) {
+        size_t n = end - off < READ_WINDOW ? (size_t)(end - off) : READ_WINDOW;
+        if (reader_get(r, off, n, &p) != 0) {
+            st = errno == ENOMEM ? DPB_ENOMEM : fail_locked(w, "read (archive)", errno);
+            goto out;
+        }
+        if (dpb_fs_write_all(w->fs, fd, p, n) != 0) {
+            st = fail_locked(w, "write of the archive segment", errno);
+            goto out;
+        }
+        off += n;
+    }
+    if (w->fs->fsync(w->fs->ctx, fd) != 0) {
+        st = fail_locked(w, "fsync of the archive segment", errno);
+        goto out;
+    }
+    (void)w->fs->close(w->fs->ctx, fd);
+    fd = -1;
+    if (w->fs->rename(w->fs->ctx, tmp, path) != 0) {
+        st = fail_locked(w, "rename of the archive segment", errno);
+        goto out;
+    }
+    if (dpb_fs_fsync_dir(w->fs, w->archive) != 0)
+        st = fail_locked(w, "fsync of the archive folder", errno);
+out:
+    if (fd >= 0) {
+        (void)w->fs->close(w->fs->ctx, fd);
+        (void)w->fs->unlink(w->fs->ctx, tmp);
+    }
+    free(tmp);
+    free(path);
+    return st;
+}
+
+dpb_status wal_set_archive(wal *w, const char *folder)
+{
+    char *a = strdup(folder);
+    if (a == NULL)
+        return DPB_ENOMEM;
+    pthread_mutex_lock(&w->mu);
+    free(w->archive);
+    w->archive = a;
+    pthread_mutex_unlock(&w->mu);
+    return DPB_OK;
+}
+
+dpb_status wal_read_file(const dpb_fs *fs, const char *path, uint64_t from, uint64_t to,
+                         wal_replay_fn fn, void *ctx, uint64_t *last, dpb_error *err)
+{
+    *last = 0;
+    int fd = fs->open(fs->ctx, path, O_RDONLY, 0);
+    if (fd < 0)
+        return errno == ENOENT ? DPB_ENOTFOUND : dpb_fs_io_fail(err, path, "open", errno);
+    off_t fsize;
+    dpb_status st = DPB_OK;
+    reader r = {0};
+    if (fs->fstat_size(fs->ctx, fd, &fsize) != 0) {
+        st = dpb_fs_io_fail(err, path, "fstat", errno);
+        goto out;
+    }
+    r.fs = fs;
+    r.fd = fd;
+    r.size = (uint64_t)fsize;
+    for (uint64_t off = 0; off < r.size;) {
+        rec_hdr h;
+        const unsigned char *payload = NULL;
+        int kind = read_record(&r, off, &h, &payload);
+        if (kind == REC_IOERR) {
+            st = dpb_fs_io_fail(err, path, "read", errno);
+            break;
+        }
+        if (kind != REC_OK)
+            break; /* the end of what can be read: the caller sees which seqs it got */
+        if (h.seq > to)
+            break;
+        if (h.seq >= from && fn(ctx, h.seq, h.type, payload, h.len) != 0) {
+            st = DPB_ECANCELLED;
+            break;
+        }
+        *last = h.seq;
+        off += WAL_HEADER_BYTES + h.len;
+    }
+out:
+    free(r.buf);
+    (void)fs->close(fs->ctx, fd);
+    return st;
+}
+
 dpb_status wal_truncate_upto(wal *w, uint64_t upto)
 {
     if (w == NULL)
@@ -642,6 +758,13 @@ dpb_status wal_truncate_upto(wal *w, uint64_t upto)
         if (h.seq > upto)
             break;
         start += WAL_HEADER_BYTES + h.len;
+    }
+
+    /* Keep the records being cut in an archive segment first (wal_set_archive). */
+    if (w->archive != NULL && start > 0) {
+        st = archive_prefix(w, &r, start);
+        if (st != DPB_OK)
+            goto out;
     }
 
     /* Copy the rest into wal.log.tmp, make it durable, rename it over wal.log. */

@@ -100,6 +100,19 @@ dpb_status wal_sync(wal *w, uint64_t upto);
  * can be and wal.log is either the old or the new log, both valid with the snapshot). */
 dpb_status wal_truncate_upto(wal *w, uint64_t upto);
 
+/* From now on wal_truncate_upto keeps the records it cuts: before the log is cut they are
+ * written, as they were in the log (same framing), to the segment FOLDER/<first seq, 20
+ * digits>.seg, fsynced and renamed into place (FOLDER must exist). DPB_OK, DPB_ENOMEM. */
+dpb_status wal_set_archive(wal *w, const char *folder);
+
+/* Read the records of a log file or archive segment at path (no wal needed; appends may go
+ * on): fn for every one with from <= seq <= to, in file order, CRC-checked; stops at the first
+ * record that does not read whole (the end of what is there). *last: the seq of the last
+ * record read. DPB_OK, DPB_ENOTFOUND (no such file), DPB_EIO, DPB_ECANCELLED (fn returned
+ * non-zero). */
+dpb_status wal_read_file(const dpb_fs *fs, const char *path, uint64_t from, uint64_t to,
+                         wal_replay_fn fn, void *ctx, uint64_t *last, dpb_error *err);
+
 /* Bytes of complete records in the log file now (grows with appends, shrinks with
  * wal_truncate_upto): what the caller compares with its snapshot threshold. Lock-free. */
 uint64_t wal_size_bytes(const wal *w);

@@ -87,6 +87,24 @@ static dpb_status apply_from(memstore *m, uint64_t after_seq, store_record_fn fn
     return DPB_OK;
 }
 
+/* Records from..to of the shared log (store_ops.read_records). */
+static dpb_status m_read_records(ledger_store *s, uint64_t from, uint64_t to, store_record_fn fn,
+                                 void *ctx, dpb_error *err)
+{
+    memlog *g = ms(s)->g;
+    dpb_status st = DPB_OK;
+    pthread_mutex_lock(&g->mu);
+    for (uint64_t seq = from; seq <= to && st == DPB_OK; seq++) {
+        if (seq == 0 || seq > g->nrec)
+            st = dpb_fail(err, DPB_ENOTFOUND, NULL, "memstore: no record %llu",
+                          (unsigned long long)seq);
+        else if (fn(ctx, seq, g->rec[seq - 1].type, g->rec[seq - 1].p, g->rec[seq - 1].n) != 0)
+            st = DPB_ECANCELLED;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return st;
+}
+
 static dpb_status m_replay(ledger_store *s, uint64_t after_seq, store_record_fn fn,
                            store_record_fn covered, void *ctx, uint64_t *next_seq, dpb_error *err)
 {
@@ -289,6 +307,7 @@ static const store_ops MEM_OPS = {
     .sync_stats = m_sync_stats,
     .empty = m_empty,
     .close = m_close,
+    .read_records = m_read_records,
 };
 
 ledger_store *memstore_open(memlog *g)

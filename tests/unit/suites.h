@@ -44,5 +44,7 @@ extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 extern const tl_test RDPGAP_TESTS[];
 extern const size_t RDPGAP_NTESTS;
+extern const tl_test TLOG_TESTS[]; /* test_tlog.c: the log's Merkle tree */
+extern const size_t TLOG_NTESTS;
 
 #endif

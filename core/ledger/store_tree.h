@@ -1,0 +1,54 @@
+/*
+ * store_tree.h - what the file store keeps for the log's Merkle tree (tlog.h,
+ * docs/TRANSPARENCY.md), in its data directory DIR:
+ *   DIR/archive/<seq>.seg  the records wal_truncate_upto cut, as they were in wal.log (wal.h)
+ *   DIR/tree.nodes         the tree's kept nodes, 32 bytes each, in post-order (tlog.h): a
+ *                          prefix of leaves, written after each sync, fsynced before the log
+ *                          is cut; a torn end is cut back to whole leaves at start-up
+ *   DIR/tree.snap          "DPBTSNP1", twice (u64 seq, SHA-256 of the snapshot's payload),
+ *                          u32 crc32c: the digests of the snapshot and of the one before it
+ *                          (written before a snapshot replaces the other), so a snapshot
+ *                          changed on disk is refused even with its CRC recomputed
+ * May call: wal.c, snapshot.c, fs.c, tlog.c, crc32c.c. Called by store_file.c.
+ */
+#ifndef DPB_LEDGER_STORE_TREE_H
+#define DPB_LEDGER_STORE_TREE_H
+
+#include <pthread.h>
+
+#include "store.h"
+#include "tlog.h"
+
+typedef struct {
+    const char *dir; /* borrowed: the store's */
+    const dpb_fs *fs;
+    pthread_mutex_t mu;
+    dpb_tlog *t;        /* borrowed from tree_open on; NULL before */
+    int fd;             /* DIR/tree.nodes, or -1 */
+    uint64_t persisted; /* leaves whose nodes are in tree.nodes */
+    int failed;         /* a write failed: persisted is not trusted past it (retried at fsync) */
+    int have_snap;      /* tree.snap read or written: snap_seq, snap_digest its newest slot */
+    uint64_t snap_seq;
+    tlog_hash snap_digest;
+} ftree;
+
+void ftree_init(ftree *ft, const char *dir, const dpb_fs *fs);
+void ftree_close(ftree *ft);
+
+/* Records from..to of DIR/archive/ and DIR/wal.log to fn (store_ops.read_records). */
+dpb_status ftree_read_records(ftree *ft, uint64_t from, uint64_t to, store_record_fn fn, void *ctx,
+                              dpb_error *err);
+/* store_ops.tree_open for the file store (before the log is opened). */
+dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err);
+/* Write the nodes of the leaves up to `leaves` (durable records) to tree.nodes; fsync it when
+ * durable. DPB_OK, DPB_EIO (err filled). */
+dpb_status ftree_persist(ftree *ft, uint64_t leaves, int durable, dpb_error *err);
+/* The snapshot (seq, payload) read at start-up: DPB_OK when tree.snap names it (or holds
+ * nothing yet: the first start of this version, which remembers it), else DPB_ECORRUPT. */
+dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
+                                dpb_error *err);
+/* Before a snapshot (seq, payload) replaces the current one: tree.snap names both. */
+dpb_status ftree_note_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
+                               dpb_error *err);
+
+#endif
