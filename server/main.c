@@ -183,7 +183,9 @@ static const char USAGE[] =
     "                       /healthz; with TLS its certificate must be the --tls-cert file's;\n"
     "                       exit 0 on 200, else 1 with a one-line reason\n"
     "  --verify DIR         check a ledger data directory offline (on a copy: DIR is not\n"
-    "                       modified), print its summary, exit 0 if sound, 1 if damaged\n"
+    "                       modified), print its summary, exit 0 if sound, 1 if damaged;\n"
+    "                       every logged record (archive/ too) is checked against its\n"
+    "                       leaf in the log's Merkle tree and a changed one named\n"
     "  --help               print this help and exit\n"
     "  --version            print the version and exit\n"
     "\n"
@@ -397,7 +399,15 @@ static int verify(const char *dir)
         return 1;
     }
     int rc = 1;
-    if (copy_if_present(dir, tmp, "wal.log") != 0 || copy_if_present(dir, tmp, "snapshot") != 0) {
+    /* the archive of cut records is only read: linked, not copied */
+    char arch[PATH_MAX], link_to[PATH_MAX];
+    snprintf(arch, sizeof arch, "%s/archive", dir);
+    snprintf(link_to, sizeof link_to, "%s/archive", tmp);
+    struct stat asb;
+    if (copy_if_present(dir, tmp, "wal.log") != 0 || copy_if_present(dir, tmp, "snapshot") != 0 ||
+        copy_if_present(dir, tmp, "tree.nodes") != 0 ||
+        copy_if_present(dir, tmp, "tree.snap") != 0 ||
+        (stat(arch, &asb) == 0 && (realpath(arch, f) == NULL || symlink(f, link_to) != 0))) {
         fprintf(stderr, "dpbudgetd: --verify: cannot read %s: %s\n", dir, strerror(errno));
         goto out;
     }
@@ -414,6 +424,17 @@ static int verify(const char *dir)
             fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, err.detail);
         goto out;
     }
+    uint64_t checked = 0;
+    if (ledger_log_verify(l, &checked, &err) != DPB_OK) { /* every record against its leaf */
+        char *at = strstr(err.detail, tmp);
+        if (at)
+            fprintf(stderr, "dpbudgetd: %s is damaged: %.*s%s%s\n", dir, (int)(at - err.detail),
+                    err.detail, dir, at + strlen(tmp));
+        else
+            fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, err.detail);
+        ledger_close_nosnapshot(l);
+        goto out;
+    }
     ledger_summary s;
     ledger_get_summary(l, &s);
     /* a torn tail is dropped at start-up: say how much (the copy was truncated, not DIR) */
@@ -427,10 +448,10 @@ static int verify(const char *dir)
     }
     printf("{\"data_dir\":\"%s\",\"sound\":true,\"clients\":%llu,\"rounds\":%llu,"
            "\"active\":%llu,\"exhausted\":%llu,\"uncertified\":%llu,"
-           "\"torn_tail_bytes\":%lld}\n",
+           "\"torn_tail_bytes\":%lld,\"log_records_checked\":%llu}\n",
            dir, (unsigned long long)s.clients, (unsigned long long)s.rounds,
            (unsigned long long)s.active, (unsigned long long)s.exhausted,
-           (unsigned long long)s.uncertified, dropped);
+           (unsigned long long)s.uncertified, dropped, (unsigned long long)checked);
     if (dropped)
         fprintf(stderr,
                 "dpbudgetd: %s/wal.log ends in %lld bytes that are not a complete record (a write "
@@ -440,10 +461,12 @@ static int verify(const char *dir)
     rc = 0;
 out:
     for (const char *const *n =
-             (const char *const[]){"wal.log", "snapshot", "wal.log.tmp", "snapshot.tmp", NULL};
+             (const char *const[]){"wal.log", "snapshot", "wal.log.tmp", "snapshot.tmp",
+                                   "tree.nodes", "tree.snap", "tree.snap.tmp", "archive", NULL};
          *n; n++) {
         snprintf(f, sizeof f, "%s/%s", tmp, *n);
-        unlink(f);
+        if (unlink(f) != 0)
+            rmdir(f); /* archive/, made by the copy's start-up when DIR had none */
     }
     rmdir(tmp);
     return rc;

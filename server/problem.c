@@ -74,6 +74,8 @@ static const struct {
                               "The event holds too many event objects for the ledger"},
     [PB_NAMED_EVENTS_LIMIT] = {422, "named_events_limit",
                                "The ledger holds as many named events as it may"},
+    [PB_LOG_TAMPERED] = {500, "log_tampered",
+                         "A logged record is not the one the ledger wrote (changed in its store)"},
     [PB_SIGNING_OFF] = {404, "signing_off", "The daemon signs nothing: it runs without a key"},
 };
 

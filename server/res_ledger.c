@@ -191,6 +191,11 @@ static long long query_uint(const char *s, long long lo, long long hi)
     return v >= lo && v <= hi ? v : -1;
 }
 
+long long lr_query_uint(const char *s, long long lo, long long hi)
+{
+    return query_uint(s, lo, hi);
+}
+
 /* The cursor ("next_cursor") of the page of n from offset of total after this one into buf,
  * or NULL when this page is the last. */
 const char *lr_next_cursor(char buf[32], size_t offset, size_t n, size_t total)

@@ -62,6 +62,10 @@ int lr_label_filter_ok(const char *f);
  * absent): 0, or -1 with the problem recorded. */
 int lr_page_args(const http_request *req, size_t *limit, size_t *offset, problem *pb);
 
+/* An unsigned decimal query argument s (digits only, at most 18) in [lo, hi]; -1 when
+ * absent, malformed or out of range. */
+long long lr_query_uint(const char *s, long long lo, long long hi);
+
 /* The cursor of the page after this one (n from offset of total) into buf, or NULL when this
  * page is the last. */
 const char *lr_next_cursor(char buf[32], size_t offset, size_t n, size_t total);

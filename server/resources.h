@@ -48,6 +48,10 @@ void res_event_get(const http_request *req, http_response *resp);
 void res_events_list(const http_request *req, http_response *resp);
 void res_client_history(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
+/* res_log.c: the log's Merkle tree (docs/TRANSPARENCY.md) */
+void res_log_inclusion(const http_request *req, http_response *resp);
+void res_log_consistency(const http_request *req, http_response *resp);
+void res_log_entries(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 /* res_sth.c: the log's signing keys and its signed tree head (docs/TRANSPARENCY.md) */
 void res_log_keys(const http_request *req, http_response *resp);

@@ -632,6 +632,10 @@ void ledger_hash128(const void *buf, size_t n, unsigned char out[16]);
  * ledger lock is taken or needed), so a size and root read together are consistent, and a
  * change's leaf (ledger_round_res.logged_seq) is in every head read after its answer. */
 
+/* A shared store (PostgreSQL): apply the records other replicas made durable first, so the
+ * tree read next is as new as the shared log (the file store: nothing to do). DPB_OK, or
+ * DPB_EUNAVAILABLE (err filled) when the database cannot be reached. */
+dpb_status ledger_log_catch_up(ledger *l, dpb_error *err);
 /* The tree's size and root hash (32 bytes), read together. */
 void ledger_log_head(ledger *l, uint64_t *size, unsigned char root[32]);
 /* RFC 9162 2.1.3.1: the audit path of leaf in the tree of size leaves into path[0..*n) (room
@@ -653,5 +657,9 @@ typedef int (*ledger_entry_fn)(void *ctx, uint64_t leaf, const unsigned char hea
  * DPB_EUNAVAILABLE (a shared store). */
 dpb_status ledger_log_entries(ledger *l, uint64_t start, uint64_t end, ledger_entry_fn fn,
                               void *ctx, dpb_error *err);
+/* The whole log checked (--verify): every record read back from the store and compared with
+ * its leaf, every kept node recomputed from its children. *checked: records read. DPB_OK, or
+ * DPB_ECORRUPT with err naming the record (seq, kind) or the tree's node; DPB_EIO. */
+dpb_status ledger_log_verify(ledger *l, uint64_t *checked, dpb_error *err);
 
 #endif

@@ -3,15 +3,23 @@
  * heads, inclusion and consistency proofs over the durable records, and the entries read
  * back from the store, each checked against its leaf before it is shown.
  *
- * May call: tlog.c, the store (store.h). Takes no ledger lock: the tree has its own mutex and
- * the store reads durable records only.
+ * May call: tlog.c, the store (store.h), ledger_txn.h (a shared store's catch-up). Takes no
+ * ledger lock otherwise: the tree has its own mutex and the store reads durable records only.
  */
 #include "ledger_int.h"
+#include "ledger_txn.h"
 
 /* Every record the store made durable is part of the tree shown. */
 static void settle(ledger *l)
 {
     tlog_commit(l->tree, store_durable_seq(l->st));
+}
+
+dpb_status ledger_log_catch_up(ledger *l, dpb_error *err)
+{
+    if (!l->shared)
+        return DPB_OK;
+    return lg_read_begin(l, err);
 }
 
 void ledger_log_head(ledger *l, uint64_t *size, unsigned char root[TLOG_HASH_BYTES])
@@ -107,5 +115,35 @@ dpb_status ledger_log_entries(ledger *l, uint64_t start, uint64_t end, ledger_en
         return DPB_OK;
     if (st != DPB_OK)
         return dpb_fail(err, st == DPB_ENOTFOUND ? DPB_ECORRUPT : st, NULL, "%s", e.detail);
+    return DPB_OK;
+}
+
+static int count_fn(void *ctx, uint64_t leaf, const unsigned char head[9], const void *payload,
+                    size_t len)
+{
+    (void)leaf;
+    (void)head;
+    (void)payload;
+    (void)len;
+    (*(uint64_t *)ctx)++;
+    return 0;
+}
+
+dpb_status ledger_log_verify(ledger *l, uint64_t *checked, dpb_error *err)
+{
+    *checked = 0;
+    uint64_t size;
+    tlog_hash root;
+    ledger_log_head(l, &size, root);
+    dpb_status st = size ? ledger_log_entries(l, 0, size, count_fn, checked, err) : DPB_OK;
+    if (st != DPB_OK)
+        return st;
+    uint64_t leaf;
+    if (tlog_check_nodes(l->tree, &leaf) != DPB_OK)
+        return dpb_fail(err, DPB_ECORRUPT, NULL,
+                        "the log's tree is damaged: a node of the subtree ending at leaf %llu "
+                        "(record seq %llu) is not the hash of its children (the kept nodes were "
+                        "changed)",
+                        (unsigned long long)leaf, (unsigned long long)(leaf + 1));
     return DPB_OK;
 }

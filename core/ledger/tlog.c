@@ -292,6 +292,27 @@ dpb_status tlog_nodes(dpb_tlog *t, uint64_t from, uint64_t to, unsigned char *ou
     return st;
 }
 
+dpb_status tlog_check_nodes(dpb_tlog *t, uint64_t *leaf)
+{
+    dpb_status st = DPB_OK;
+    pthread_mutex_lock(&t->mu);
+    for (uint64_t i = 0; i < t->n && st == DPB_OK; i++) {
+        uint64_t pos = TLOG_NODE_POS(i);
+        unsigned ups = (unsigned)__builtin_ctzll(~i);
+        for (unsigned h = 1; h <= ups; h++) {
+            tlog_hash x;
+            node_hash(subtree(t, h - 1, 2 * (i >> h)), node_at(t, pos + h - 1), x);
+            if (memcmp(x, node_at(t, pos + h), TLOG_HASH_BYTES) != 0) {
+                *leaf = i;
+                st = DPB_ECORRUPT;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
 /* PATH(m, D[a:b)) appended to path[*n..] (RFC 9162 2.1.3.1, bottom-up order). */
 static void path_of(const dpb_tlog *t, uint64_t m, uint64_t a, uint64_t b, tlog_hash *path,
                     size_t *n)

@@ -92,6 +92,10 @@ dpb_status tlog_leaf(dpb_tlog *t, uint64_t i, tlog_hash out);
  * what a store persists. DPB_OK, DPB_EINVAL (to beyond the leaves pushed). */
 dpb_status tlog_nodes(dpb_tlog *t, uint64_t from, uint64_t to, unsigned char *out);
 
+/* Recompute every kept interior node from its children and compare: DPB_OK, or DPB_ECORRUPT
+ * with *leaf the leaf whose completed subtree differs (the nodes were changed or damaged). */
+dpb_status tlog_check_nodes(dpb_tlog *t, uint64_t *leaf);
+
 /* RFC 9162 2.1.3.1: the audit path of leaf in the tree of size leaves (leaf < size <=
  * committed), leaf to root, into path[0..*n) (*n <= TLOG_MAX_PROOF). DPB_OK, DPB_EINVAL (err
  * says which bound failed; err may be NULL). */
