@@ -132,7 +132,7 @@ static int cmp_utf16(const void *a, const void *b)
 }
 
 /* RFC 8785 3.2.2.2: the runs of bytes that need no escape written as they are. */
-static void put_string(FILE *f, const char *s, size_t n)
+void jcs_put_string(FILE *f, const char *s, size_t n)
 {
     putc_unlocked('"', f);
     size_t run = 0;
@@ -184,7 +184,7 @@ static int put_value(FILE *f, const json_t *v, int depth)
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (i)
                 putc_unlocked(',', f);
-            put_string(f, keys[i], strlen(keys[i]));
+            jcs_put_string(f, keys[i], strlen(keys[i]));
             putc_unlocked(':', f);
             rc = put_value(f, json_object_get(v, keys[i]), depth + 1);
         }
@@ -205,7 +205,7 @@ static int put_value(FILE *f, const json_t *v, int depth)
         return 0;
     }
     case JSON_STRING:
-        put_string(f, json_string_value(v), json_string_length(v));
+        jcs_put_string(f, json_string_value(v), json_string_length(v));
         return 0;
     case JSON_INTEGER: {
         json_int_t i = json_integer_value(v);

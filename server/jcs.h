@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* The canonical bytes of v (malloc'ed, NUL-terminated; *len without the NUL), or NULL when v
  * holds a number RFC 8785 cannot write (NaN, an infinity, an integer past +-(2^53 - 1)), a string
@@ -30,5 +31,9 @@ char *jcs_dumps(const json_t *v, size_t *len);
 /* One double in ECMAScript's form into out (at least 32 bytes); its length, 0 for NaN or an
  * infinity (nothing written but the NUL). */
 size_t jcs_number(double x, char *out);
+
+/* A string's RFC 8785 form (quoted, escaped) for n bytes of UTF-8 s, written to f: for a
+ * caller that writes a canonical object of known members itself (a receipt, res_sth.c). */
+void jcs_put_string(FILE *f, const char *s, size_t n);
 
 #endif

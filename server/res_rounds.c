@@ -13,6 +13,7 @@
 #include "app.h"
 #include "auth.h"
 #include "codec.h"
+#include "jsonout.h"
 #include "metrics.h"
 #include "res_ledger.h"
 #include "res_sth.h"
@@ -243,6 +244,30 @@ static ledger_caller caller_of(const http_request *req)
     return who;
 }
 
+/* Answer round r (200), with the signed receipt of its charge (res_receipt; commit: of its
+ * commit) as its "receipt" member when the daemon signs and r charged. */
+static void reply_round(const http_request *req, http_response *resp, const ledger_round_res *r,
+                        int commit, const dp_event *ev)
+{
+    json_t *body = round_json(r);
+    size_t len = 0;
+    char *receipt = body && (commit || !r->reserve) ? res_receipt(req, r, commit, ev, &len) : NULL;
+    if (receipt == NULL) {
+        http_reply_json(resp, 200, body);
+        return;
+    }
+    jsonout_w w; /* the receipt's text spliced in as it was signed, not re-encoded */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_members(&w, body);
+    jsonout_key(&w, "receipt");
+    jsonout_rawv(&w, receipt, len);
+    jsonout_close(&w, '}');
+    json_decref(body);
+    free(receipt);
+    http_reply_written(resp, 200, &w);
+}
+
 /* The decoded round rq run on the ledger and answered. */
 static void run_round(const http_request *req, http_response *resp, ledger_round_req *rq,
                       problem *pb)
@@ -261,12 +286,7 @@ static void run_round(const http_request *req, http_response *resp, ledger_round
     } else if (!res.dry_run) {
         metrics_round(&res);
     }
-    json_t *body = round_json(&res);
-    json_t *rc = body && !res.dry_run && !res.reserve ? res_receipt(req, &res, 0, rq->event)
-                                                      : NULL; /* a charge: its signed receipt */
-    if (rc)
-        json_object_set_new(body, "receipt", rc);
-    http_reply_json(resp, 200, body);
+    reply_round(req, resp, &res, 0, rq->event); /* a charge: with its signed receipt */
     ledger_round_res_free(&res);
 }
 
@@ -299,18 +319,13 @@ static void reply_resolved(const http_request *req, http_response *resp, ledger_
             resp->extra_name = "Idempotent-Replayed";
             resp->extra_value = "true";
         }
-        json_t *body = round_json(res);
-        if (body && res->state == LEDGER_COMMITTED) { /* a commit's signed receipt */
-            dp_event *ev = NULL;
-            size_t used;
-            if (res->event && dp_event_decode(res->event, res->event_len, &ev, &used) != DPB_OK)
-                ev = NULL;
-            json_t *rc = res_receipt(req, res, 1, ev);
-            if (rc)
-                json_object_set_new(body, "receipt", rc);
-            dp_event_free(ev);
-        }
-        http_reply_json(resp, 200, body);
+        dp_event *ev = NULL; /* a commit's signed receipt names its event */
+        size_t used;
+        if (res->state == LEDGER_COMMITTED && res->event &&
+            dp_event_decode(res->event, res->event_len, &ev, &used) != DPB_OK)
+            ev = NULL;
+        reply_round(req, resp, res, res->state == LEDGER_COMMITTED, ev);
+        dp_event_free(ev);
     } else if (st == DPB_ECONFLICT && res->reserve &&
                (res->state == LEDGER_EXPIRED || res->state == LEDGER_RELEASED)) {
         problem_set(&pb,

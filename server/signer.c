@@ -221,12 +221,17 @@ int signer_sign(const signer *s, json_t *o)
     char *b = jcs_dumps(o, &len);
     if (b == NULL)
         return -1;
-    uint8_t sig[ED25519_SIGNATURE_SIZE];
-    ed25519_sha512_sign(s->keys[0].pub, s->secret, len, (const uint8_t *)b, sig);
+    char b64[SIGNER_SIG_B64];
+    signer_signature(s, b, len, b64);
     free(b);
-    char b64[BASE64_ENCODE_RAW_LENGTH(ED25519_SIGNATURE_SIZE) + 1];
-    signer_base64(sig, sizeof sig, b64);
     return json_object_set_new(o, "signature", json_string(b64)) == 0 ? 0 : -1;
+}
+
+void signer_signature(const signer *s, const void *msg, size_t n, char b64[SIGNER_SIG_B64])
+{
+    uint8_t sig[ED25519_SIGNATURE_SIZE];
+    ed25519_sha512_sign(s->keys[0].pub, s->secret, n, msg, sig);
+    signer_base64(sig, sizeof sig, b64);
 }
 
 int signer_verify(const signer *s, const json_t *o)

@@ -50,6 +50,11 @@ json_t *signer_keys_json(const signer *s);
  * -1 (o holds a number RFC 8785 cannot write, or out of memory; o then has no signature). */
 int signer_sign(const signer *s, json_t *o);
 
+/* The base64 Ed25519 signature by the signing key of msg[0..n) into b64 (89 bytes): for
+ * a caller that wrote the canonical bytes itself. */
+#define SIGNER_SIG_B64 89
+void signer_signature(const signer *s, const void *msg, size_t n, char b64[SIGNER_SIG_B64]);
+
 /* Verifies o's "signature" against the listed key named by its "key_id" (what a client
  * does; for the tests and the daemon's own checks): 1 good, 0 not. */
 int signer_verify(const signer *s, const json_t *o);
