@@ -56,7 +56,8 @@ PG_BIN     := $(BUILD)/tests/pg_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
               $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger \
-              $(BUILD)/bench/bench_workflow $(BUILD)/bench/bench_replicas $(BUILD)/bench/bench_vocab
+              $(BUILD)/bench/bench_workflow $(BUILD)/bench/bench_replicas $(BUILD)/bench/bench_vocab \
+              $(BUILD)/bench/bench_tlog
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -121,6 +122,8 @@ $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
 $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_vocab: $(BUILD)/bench/bench_vocab.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_tlog: $(BUILD)/bench/bench_tlog.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_shuffle_exact: $(BUILD)/bench/bench_shuffle_exact.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
@@ -205,6 +208,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_shuffle_exact
 	$(Q)./$(BUILD)/bench/bench_ledger $(BUILD)
 	$(Q)./$(BUILD)/bench/bench_vocab $(BUILD)
+	$(Q)./$(BUILD)/bench/bench_tlog
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 	$(Q)python3 bench/bench_sdk.py $(DAEMON)

@@ -148,7 +148,7 @@ static int entry_out(void *ctx, uint64_t leaf, const unsigned char head[9], cons
 {
     entries_out *e = ctx;
     if (e->n > 0 && (e->n >= ENTRIES_MAX || e->bytes + 9 + len > ENTRIES_BYTES))
-        return 1; /* the page is full */
+        return 1; /* the page is full: the client goes on from the last one it got */
     json_t *item = json_pack("{s:I, s:o}", "leaf_index", (json_int_t)leaf, "entry",
                              b64(head, 9, payload, len));
     if (item == NULL || json_array_append_new(e->arr, item) != 0) {
@@ -168,8 +168,6 @@ void res_log_entries(const http_request *req, http_response *resp)
         arg(req, resp, "end", 1, LOG_INDEX_MAX, "a leaf index past start, at most the log's size",
             &end) != 0)
         return;
-    if (end > start && end - start > ENTRIES_MAX)
-        end = start + ENTRIES_MAX; /* a page: the client goes on from the last one it got */
     entries_out e = {json_array(), 0, 0, 0};
     dpb_error err = {0};
     dpb_status st =

@@ -59,6 +59,8 @@ run persist "$build/tests/persist_tests" "$build/dpbudgetd"
 run apipg env DPB_API_PG=1 sh tests/pg/pgtmp.sh with "$build/tests/api_tests" "$build/dpbudgetd"
 # three replicas on one PostgreSQL: overspend, SIGKILL, outage, migrations, copy-ledger
 run replicas python3 tests/replicas/test_replicas.py "$build/dpbudgetd"
+# the log's Merkle tree from outside: every size's proofs verified with RFC 9162 in Python
+run tlog python3 tests/transparency/check_tlog.py "$build/dpbudgetd"
 unset DPB_CONTRACT_LOG
 run contract node tests/contract/validate.mjs openapi.yaml "$build/contract/exchanges.jsonl"
 run lint sh tests/contract/lint.sh

@@ -6,6 +6,12 @@
  *     dpbudget_schema(version int PRIMARY KEY, applied_at timestamptz)  one row per migration
  *     dpbudget_log(seq bigint PRIMARY KEY, type smallint, payload bytea)  the log, seq 1, 2, ...
  *     dpbudget_snapshot(seq bigint PRIMARY KEY, payload bytea)           the newest 2 kept
+ * and, from version 2, the log's Merkle tree (tlog.h, docs/TRANSPARENCY.md):
+ *     dpbudget_log.leaf bytea     the record's leaf hash, written with it (NULL: a row of an
+ *                                 earlier version); a payload whose hash differs is refused
+ *     dpbudget_tree(first_leaf bigint PRIMARY KEY, nodes bytea)   the tree's kept nodes of
+ *                                 leaves [first_leaf, first_leaf + TREE_CHUNK), post-order,
+ *                                 written with snapshots, so start-up never rehashes the log
  * The log is kept whole (snapshots only shorten start-up; pruning is left for later).
  *
  * SQL relied on (portable: PostgreSQL >= 9.5 and engines speaking its protocol): bigint,
@@ -57,7 +63,9 @@
 #include "../common/clock.h"
 #include "wal.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
+/* leaves per row of dpbudget_tree (a power of two) */
+#define TREE_CHUNK 4096u
 /* pg_advisory_xact_lock's key for migrations: "dpbudget" in ASCII */
 #define MIGRATE_LOCK_KEY "7237970109966541940"
 /* rows per INSERT statement (3 parameters each; the protocol allows 65535) */
@@ -79,6 +87,7 @@ typedef struct {
     uint8_t type;
     size_t len;
     unsigned char *payload; /* owned */
+    tlog_hash leaf;         /* its leaf hash (dpbudget_log.leaf) */
 } pending;
 
 typedef struct {
@@ -148,6 +157,9 @@ typedef struct {
     pthread_mutex_t stop_mu;
     pthread_cond_t stop_cv;
     int stopping;
+
+    dpb_tlog *tree; /* the ledger's, from tree_open on (borrowed): chunks kept with snapshots */
+    uint64_t tree_chunks; /* dpbudget_tree rows known to be there (from 0) */
 } pg_store;
 
 /* ---- small helpers ---- */
@@ -850,6 +862,11 @@ static const char *const MIGRATIONS[SCHEMA_VERSION][4] = {
      "CREATE TABLE dpbudget_snapshot (seq bigint PRIMARY KEY CHECK (seq >= 0), "
      "payload bytea NOT NULL)",
      NULL},
+    /* 2: the log's Merkle tree */
+    {"ALTER TABLE dpbudget_log ADD COLUMN leaf bytea",
+     "CREATE TABLE dpbudget_tree (first_leaf bigint PRIMARY KEY CHECK (first_leaf >= 0), "
+     "nodes bytea NOT NULL)",
+     NULL},
 };
 
 static dpb_status migrate_on(PGconn *conn, const pg_cfg *c, int *from, int *to, dpb_error *err)
@@ -1076,6 +1093,15 @@ static dpb_status pg_load_snapshot(ledger_store *s, uint64_t *seq, void **data, 
  * with no gap (a gap is damage: DPB_ECORRUPT); *last: the last seq seen (after_seq if none).
  * Then, with nothing pending, durable and the append position move up to it.
  */
+/* Row i of a log page (seq, type, payload, leaf) is the record its leaf column says. */
+static int leaf_holds(const PGresult *r, int i, uint64_t seq, uint8_t type)
+{
+    tlog_hash h;
+    tlog_leaf_hash(type, seq, PQgetvalue(r, i, 2), (size_t)PQgetlength(r, i, 2), h);
+    return PQgetlength(r, i, 3) == TLOG_HASH_BYTES &&
+           memcmp(PQgetvalue(r, i, 3), h, TLOG_HASH_BYTES) == 0;
+}
+
 static dpb_status read_log(pg_store *p, uint64_t after_seq, uint64_t upto, store_record_fn fn,
                            void *ctx, uint64_t *last, const char *what, dpb_error *err)
 {
@@ -1097,7 +1123,7 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, uint64_t upto, store
         const int lens[2] = {8, 8}, fmts[2] = {1, 1};
         char why[256], sql[160];
         snprintf(sql, sizeof sql,
-                 "SELECT seq, type, payload FROM dpbudget_log WHERE seq > $1 AND seq <= $2 "
+                 "SELECT seq, type, payload, leaf FROM dpbudget_log WHERE seq > $1 AND seq <= $2 "
                  "ORDER BY seq LIMIT %d",
                  ROWS_PER_PAGE);
         PGresult *r = run(conn, &p->cfg, sql, 2, types, vals, lens, fmts, 1, why, sizeof why);
@@ -1125,6 +1151,16 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, uint64_t upto, store
                 st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
                               "PostgreSQL at %s: dpbudget_log record %llu has type %u",
                               p->cfg.safe_url, (unsigned long long)seq, type);
+                break;
+            }
+            if (!PQgetisnull(r, i, 3) && !leaf_holds(r, i, seq, (uint8_t)type)) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_log record seq %llu (%s, leaf %llu) is "
+                              "not the record the ledger logged: its hash differs from its leaf "
+                              "column (the row was changed after it was written); refusing it",
+                              p->cfg.safe_url, (unsigned long long)seq,
+                              tlog_kind_name((uint8_t)type),
+                              (unsigned long long)tlog_leaf_index(seq));
                 break;
             }
             if (fn != NULL && fn(ctx, seq, (uint8_t)type, PQgetvalue(r, i, 2),
@@ -1240,6 +1276,7 @@ static dpb_status pg_append(ledger_store *s, uint8_t type, const void *payload, 
     e->type = type;
     e->len = len;
     e->payload = copy;
+    tlog_leaf_hash(type, e->seq, copy, len, e->leaf);
     if (seq != NULL)
         *seq = e->seq;
     pthread_mutex_unlock(&p->mu);
@@ -1264,8 +1301,8 @@ static dpb_status insert_batch(pg_store *p, PGconn *conn, const pending *batch, 
                                int *reset, dpb_error *err)
 {
     size_t chunk = n < ROWS_PER_STMT ? n : ROWS_PER_STMT;
-    size_t np = 3 * chunk;
-    char *sql = malloc(64 + chunk * 24);
+    size_t np = 4 * chunk;
+    char *sql = malloc(64 + chunk * 40);
     Oid *types = malloc(np * sizeof *types);
     const char **vals = malloc(np * sizeof *vals);
     int *lens = malloc(np * sizeof *lens);
@@ -1286,12 +1323,13 @@ static dpb_status insert_batch(pg_store *p, PGconn *conn, const pending *batch, 
     }
     for (size_t at = 0; at < n && st == DPB_OK; at += chunk) {
         size_t rows = n - at < chunk ? n - at : chunk;
-        size_t o = (size_t)sprintf(sql, "INSERT INTO dpbudget_log (seq, type, payload) VALUES ");
+        size_t o =
+            (size_t)sprintf(sql, "INSERT INTO dpbudget_log (seq, type, payload, leaf) VALUES ");
         for (size_t i = 0; i < rows; i++) {
             const pending *e = &batch[at + i];
-            size_t k = 3 * i;
-            o += (size_t)sprintf(sql + o, "%s($%zu,$%zu,$%zu)", i > 0 ? "," : "", k + 1, k + 2,
-                                 k + 3);
+            size_t k = 4 * i;
+            o += (size_t)sprintf(sql + o, "%s($%zu,$%zu,$%zu,$%zu)", i > 0 ? "," : "", k + 1, k + 2,
+                                 k + 3, k + 4);
             put_be64(ints + 10 * i, e->seq);
             ints[10 * i + 8] = 0;
             ints[10 * i + 9] = e->type;
@@ -1304,13 +1342,16 @@ static dpb_status insert_batch(pg_store *p, PGconn *conn, const pending *batch, 
             types[k + 2] = OID_BYTEA;
             vals[k + 2] = (const char *)e->payload;
             lens[k + 2] = (int)e->len;
-            fmts[k] = fmts[k + 1] = fmts[k + 2] = 1;
+            types[k + 3] = OID_BYTEA;
+            vals[k + 3] = (const char *)e->leaf;
+            lens[k + 3] = TLOG_HASH_BYTES;
+            fmts[k] = fmts[k + 1] = fmts[k + 2] = fmts[k + 3] = 1;
         }
         char why[256], step[96];
         snprintf(step, sizeof step, "appending records %llu..%llu",
                  (unsigned long long)batch[at].seq, (unsigned long long)batch[at + rows - 1].seq);
         PGresult *r =
-            run(conn, &p->cfg, sql, (int)(3 * rows), types, vals, lens, fmts, 0, why, sizeof why);
+            run(conn, &p->cfg, sql, (int)(4 * rows), types, vals, lens, fmts, 0, why, sizeof why);
         st = judge(conn, r, PGRES_COMMAND_OK, &p->cfg, step, why, reset, err);
         PQclear(r);
     }
@@ -1415,6 +1456,109 @@ static dpb_status pg_sync(ledger_store *s, uint64_t upto)
     return st;
 }
 
+/* ---- the log's tree ---- */
+
+/* Bytes of the kept nodes of one dpbudget_tree row starting at leaf f. */
+static size_t chunk_bytes(uint64_t f)
+{
+    return (size_t)(TLOG_NODE_POS(f + TREE_CHUNK) - TLOG_NODE_POS(f)) * TLOG_HASH_BYTES;
+}
+
+/* store_ops.tree_open: the rows of dpbudget_tree in order, then the leaves after them up to
+ * upto from the log (their payloads hashed, each checked against its leaf column). */
+static dpb_status pg_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
+{
+    pg_store *p = impl(s);
+    p->tree = t;
+    dpb_error e = {0};
+    PGconn *conn = pool_get(p, &e);
+    if (conn == NULL) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    dpb_status st = DPB_OK;
+    int reset = 0, more = 1;
+    while (st == DPB_OK && more) {
+        unsigned char from_b[8];
+        put_be64(from_b, tlog_leaves(t));
+        const Oid types[1] = {OID_INT8};
+        const char *vals[1] = {(const char *)from_b};
+        const int lens[1] = {8}, fmts[1] = {1};
+        char why[256];
+        PGresult *r = run(conn, &p->cfg,
+                          "SELECT first_leaf, nodes FROM dpbudget_tree WHERE first_leaf >= $1 "
+                          "ORDER BY first_leaf LIMIT 16",
+                          1, types, vals, lens, fmts, 1, why, sizeof why);
+        st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "reading dpbudget_tree", why, &reset, &e);
+        int rows = st == DPB_OK ? PQntuples(r) : 0;
+        more = rows == 16;
+        for (int i = 0; i < rows && st == DPB_OK; i++) {
+            uint64_t f = get_be64((const unsigned char *)PQgetvalue(r, i, 0));
+            if (f != tlog_leaves(t) || f % TREE_CHUNK != 0) {
+                more = 0; /* a gap: the rest comes from the log */
+                break;
+            }
+            if ((size_t)PQgetlength(r, i, 1) != chunk_bytes(f)) {
+                st = dpb_fail(&e, DPB_ECORRUPT, "ledger_url",
+                              "PostgreSQL at %s: dpbudget_tree row %llu has %d bytes, not %zu",
+                              p->cfg.safe_url, (unsigned long long)f, PQgetlength(r, i, 1),
+                              chunk_bytes(f));
+                break;
+            }
+            if (tlog_append_nodes(t, (const unsigned char *)PQgetvalue(r, i, 1), TREE_CHUNK) !=
+                DPB_OK)
+                st = dpb_fail(&e, DPB_ENOMEM, NULL, "out of memory reading the log's tree");
+        }
+        PQclear(r);
+    }
+    pool_put(p, conn, reset);
+    if (st != DPB_OK) {
+        note_error(p, &e);
+        return dpb_fail(err, e.status, e.field, "%s", e.detail);
+    }
+    p->tree_chunks = tlog_leaves(t) / TREE_CHUNK;
+    return store_tree_fill(s, t, upto, err);
+}
+
+/* In the snapshot's transaction: the rows of dpbudget_tree for every complete chunk of
+ * leaves up to seq not stored yet (identical on every replica: ON CONFLICT DO NOTHING).
+ * *chunks: the rows there after a commit. */
+static dpb_status put_tree_chunks(pg_store *p, PGconn *conn, uint64_t seq, uint64_t *chunks,
+                                  int *reset, dpb_error *e)
+{
+    *chunks = p->tree_chunks;
+    if (p->tree == NULL)
+        return DPB_OK;
+    uint64_t have = tlog_leaves(p->tree);
+    uint64_t upto = seq < have ? seq : have;
+    unsigned char *buf = NULL;
+    dpb_status st = DPB_OK;
+    for (uint64_t c = p->tree_chunks; st == DPB_OK && (c + 1) * TREE_CHUNK <= upto; c++) {
+        uint64_t f = c * TREE_CHUNK;
+        if (buf == NULL && (buf = malloc(chunk_bytes(0) + 2 * TREE_CHUNK)) == NULL)
+            return dpb_fail(e, DPB_ENOMEM, NULL, "out of memory");
+        if (tlog_nodes(p->tree, f, f + TREE_CHUNK, buf) != DPB_OK)
+            break;
+        unsigned char f_b[8];
+        put_be64(f_b, f);
+        const Oid types[2] = {OID_INT8, OID_BYTEA};
+        const char *vals[2] = {(const char *)f_b, (const char *)buf};
+        const int lens[2] = {8, (int)chunk_bytes(f)}, fmts[2] = {1, 1};
+        char why[256];
+        PGresult *r = run(conn, &p->cfg,
+                          "INSERT INTO dpbudget_tree (first_leaf, nodes) VALUES ($1, $2) "
+                          "ON CONFLICT (first_leaf) DO NOTHING",
+                          2, types, vals, lens, fmts, 0, why, sizeof why);
+        st = judge(conn, r, PGRES_COMMAND_OK, &p->cfg, "snapshot: INSERT into dpbudget_tree", why,
+                   reset, e);
+        PQclear(r);
+        if (st == DPB_OK)
+            *chunks = c + 1;
+    }
+    free(buf);
+    return st;
+}
+
 static dpb_status pg_snapshot(ledger_store *s, uint64_t seq, const void *data, size_t len,
                               dpb_error *err)
 {
@@ -1445,6 +1589,9 @@ static dpb_status pg_snapshot(ledger_store *s, uint64_t seq, const void *data, s
         st = judge(conn, r, PGRES_COMMAND_OK, &p->cfg, "snapshot: INSERT", why, &reset, &e);
         PQclear(r);
     }
+    uint64_t chunks = p->tree_chunks;
+    if (st == DPB_OK)
+        st = put_tree_chunks(p, conn, seq, &chunks, &reset, &e);
     /* keep the newest 2 */
     if (st == DPB_OK)
         st = exec0(conn, &p->cfg,
@@ -1456,8 +1603,10 @@ static dpb_status pg_snapshot(ledger_store *s, uint64_t seq, const void *data, s
     else if (!reset)
         (void)exec0(conn, &p->cfg, "ROLLBACK", PGRES_COMMAND_OK, "snapshot: ROLLBACK", &reset,
                     NULL);
-    if (st == DPB_OK)
+    if (st == DPB_OK) {
+        p->tree_chunks = chunks;
         refresh_size(p, conn);
+    }
     pool_put(p, conn, reset);
     if (st != DPB_OK) {
         note_error(p, &e);
@@ -1634,6 +1783,7 @@ static const store_ops PG_OPS = {
     .health = pg_health_of,
     .close = pg_close,
     .read_records = pg_read_records,
+    .tree_open = pg_tree_open,
 };
 
 dpb_status store_pg_open(const char *url, const store_pg_options *o, ledger_store **out,

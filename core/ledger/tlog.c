@@ -160,25 +160,37 @@ dpb_status tlog_push_record(dpb_tlog *t, uint64_t seq, uint8_t type, const void 
     return st;
 }
 
+/* Append the nodes of leaves [t->n, to) (committed). Mutex held. */
+static dpb_status append_locked(dpb_tlog *t, const unsigned char *nodes, uint64_t to)
+{
+    uint64_t from = TLOG_NODE_POS(t->n), total = TLOG_NODE_POS(to);
+    if (t->size != t->n)
+        return DPB_EINVAL;
+    if (reserve_nodes(t, total) != 0)
+        return DPB_ENOMEM;
+    for (uint64_t p = from; p < total;) {
+        uint64_t in_chunk = CHUNK_NODES - (p & (CHUNK_NODES - 1));
+        uint64_t k = total - p < in_chunk ? total - p : in_chunk;
+        memcpy(node_at(t, p), nodes + (p - from) * TLOG_HASH_BYTES, (size_t)k * TLOG_HASH_BYTES);
+        p += k;
+    }
+    t->n = to;
+    t->size = to;
+    return DPB_OK;
+}
+
 dpb_status tlog_load(dpb_tlog *t, const unsigned char *nodes, uint64_t n)
 {
-    dpb_status st = DPB_OK;
     pthread_mutex_lock(&t->mu);
-    uint64_t total = TLOG_NODE_POS(n);
-    if (t->n != 0)
-        st = DPB_EINVAL;
-    else if (reserve_nodes(t, total) != 0)
-        st = DPB_ENOMEM;
-    else {
-        for (uint64_t p = 0; p < total;) {
-            uint64_t in_chunk = CHUNK_NODES - (p & (CHUNK_NODES - 1));
-            uint64_t k = total - p < in_chunk ? total - p : in_chunk;
-            memcpy(node_at(t, p), nodes + p * TLOG_HASH_BYTES, (size_t)k * TLOG_HASH_BYTES);
-            p += k;
-        }
-        t->n = n;
-        t->size = n;
-    }
+    dpb_status st = t->n != 0 ? DPB_EINVAL : append_locked(t, nodes, n);
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+dpb_status tlog_append_nodes(dpb_tlog *t, const unsigned char *nodes, uint64_t leaves)
+{
+    pthread_mutex_lock(&t->mu);
+    dpb_status st = append_locked(t, nodes, t->n + leaves);
     pthread_mutex_unlock(&t->mu);
     return st;
 }

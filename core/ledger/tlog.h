@@ -74,6 +74,10 @@ dpb_status tlog_push_record(dpb_tlog *t, uint64_t seq, uint8_t type, const void 
 /* Load n leaves' kept nodes (TLOG_NODE_POS(n) hashes, post-order, as tlog_nodes copied them)
  * into an empty tree, committed. DPB_OK, DPB_EINVAL (the tree is not empty), DPB_ENOMEM. */
 dpb_status tlog_load(dpb_tlog *t, const unsigned char *nodes, uint64_t n);
+/* Append the kept nodes of the next `leaves` leaves (TLOG_NODE_POS(n + leaves) -
+ * TLOG_NODE_POS(n) hashes, post-order, n the leaves held), committed: a store's persisted
+ * nodes loaded piece by piece. DPB_OK, DPB_EINVAL (leaves not all committed), DPB_ENOMEM. */
+dpb_status tlog_append_nodes(dpb_tlog *t, const unsigned char *nodes, uint64_t leaves);
 /* Drop the leaves from index n on (uncommitted ones only: n is at least the committed size). */
 void tlog_cut(dpb_tlog *t, uint64_t n);
 /* Leaves [0, n) are durable: the tree's size becomes min(n, leaves pushed) if larger. */

@@ -35,6 +35,8 @@ extern const tl_test JSONIN_TESTS[]; /* test_jsonin.c: the request reader agains
 extern const size_t JSONIN_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
+extern const tl_test LOG_API_TESTS[]; /* test_log_api.c: the log's Merkle tree (RFC 9162) */
+extern const size_t LOG_API_NTESTS;
 
 extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
                                           honest status, two-phase rounds */

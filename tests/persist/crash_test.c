@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE /* unshare, CLONE_NEWNS */
 #define TESTLIB_MAIN
+#include "../../core/ledger/crc32c.h"
 #include "../../core/ledger/ledger.h"
 #include "../testlib.h"
 
@@ -48,6 +49,8 @@
 #include <jansson.h>
 
 #include "../api/client.h"
+#include "../tlog_ref.h"
+#include <nettle/base64.h>
 
 #define NWORKERS 4
 #define NVERIFIERS 4
@@ -951,6 +954,90 @@ static int append_torn_tail(void)
 /* ---- the tests ---- */
 
 /* 8-10 cycles: load, SIGKILL at a random moment, restart, verify everything. */
+/* ---- the log's Merkle tree across kills ---- */
+
+static h32 *tree_prev; /* the leaves seen at the previous check */
+static uint64_t tree_prev_n;
+
+/* After a restart: every entry (the archive's too) read back and hashed here (tlog_ref.h);
+ * the leaves seen before the kill are a prefix of those after (nothing durable rewritten or
+ * lost), and the consistency proof the daemon serves between the two sizes, and an inclusion
+ * proof of the newest leaf, verify against roots computed here. */
+static void check_tree(const char *when)
+{
+    long st;
+    json_t *j = get_json("/v1/log/proof/consistency?first=1&second=999999999999", &st);
+    const char *d = j ? json_string_value(json_object_get(j, "detail")) : NULL;
+    const char *at = d ? strstr(d, "current size ") : NULL;
+    uint64_t n = at ? strtoull(at + 13, NULL, 10) : 0;
+    json_decref(j);
+    CHECKF(st == 400 && n > 0, "%s: the log's size unknown (%ld)", when, st);
+    h32 *lh = n ? calloc(n, sizeof *lh) : NULL;
+    static unsigned char raw[1 << 22];
+    uint64_t got = 0;
+    while (lh && got < n) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/log/entries?start=%llu&end=%llu", (unsigned long long)got,
+                 (unsigned long long)n);
+        j = get_json(path, &st);
+        json_t *es = j ? json_object_get(j, "entries") : NULL;
+        size_t k = json_array_size(es);
+        for (size_t i = 0; i < k; i++) {
+            const char *b = json_string_value(json_object_get(json_array_get(es, i), "entry"));
+            struct base64_decode_ctx bc;
+            size_t len = sizeof raw;
+            base64_decode_init(&bc);
+            if (b == NULL || !base64_decode_update(&bc, &len, raw, strlen(b), b) ||
+                !base64_decode_final(&bc) || len < 9)
+                break;
+            ref_leaf_of_entry(raw, raw + 9, len - 9, lh[got++]);
+        }
+        json_decref(j);
+        if (st != 200 || k == 0)
+            break;
+    }
+    CHECKF(lh && got == n, "%s: %llu of %llu entries read back (%ld)", when,
+           (unsigned long long)got, (unsigned long long)n, st);
+    if (lh && got == n) {
+        CHECKF(n >= tree_prev_n &&
+                   (tree_prev_n == 0 || memcmp(lh, tree_prev, tree_prev_n * sizeof *lh) == 0),
+               "%s: the log's %llu leaves before the kill are not a prefix of the %llu after", when,
+               (unsigned long long)tree_prev_n, (unsigned long long)n);
+        h32 rn, rp, p[128];
+        ref_mth(lh, 0, n, rn);
+        char path[128];
+        if (tree_prev_n > 0 && tree_prev_n <= n) {
+            ref_mth(lh, 0, tree_prev_n, rp);
+            snprintf(path, sizeof path, "/v1/log/proof/consistency?first=%llu&second=%llu",
+                     (unsigned long long)tree_prev_n, (unsigned long long)n);
+            j = get_json(path, &st);
+            json_t *a = j ? json_object_get(j, "proof") : NULL;
+            size_t np = 0;
+            for (size_t i = 0; i < json_array_size(a) && np < 128; i++) {
+                const char *b = json_string_value(json_array_get(a, i));
+                struct base64_decode_ctx bc;
+                size_t len = sizeof raw;
+                base64_decode_init(&bc);
+                if (b && base64_decode_update(&bc, &len, raw, strlen(b), b) && len == 32)
+                    memcpy(p[np++], raw, 32);
+            }
+            CHECKF(st == 200 && np == json_array_size(a) &&
+                       ref_verify_consistency(tree_prev_n, n, rp, rn, (const h32 *)p, np),
+                   "%s: the consistency proof %llu -> %llu does not verify", when,
+                   (unsigned long long)tree_prev_n, (unsigned long long)n);
+            json_decref(j);
+        }
+        if (getenv("TEST_VERBOSE"))
+            fprintf(stderr, "%s: the log's tree: %llu leaves, consistent with the %llu before\n",
+                    when, (unsigned long long)n, (unsigned long long)tree_prev_n);
+        free(tree_prev);
+        tree_prev = lh;
+        tree_prev_n = n;
+        lh = NULL;
+    }
+    free(lh);
+}
+
 static void kill9_cycles_lose_no_acknowledged_round(void)
 {
     if (ensure_set_up() != 0)
@@ -991,6 +1078,7 @@ static void kill9_cycles_lose_no_acknowledged_round(void)
         double v0 = now_ms();
         verify(when);
         double vms = now_ms() - v0;
+        check_tree(when);
         if (getenv("TEST_VERBOSE"))
             fprintf(stderr,
                     "cycle %d: kill after %ld ms, %zu acknowledged, in flight %zu present / "
@@ -1133,8 +1221,75 @@ static void verify_command_reports_damage(void)
     CHECKF(run_verify(dir, out, sizeof out) == 1 && strstr(out, "offset") != NULL &&
                strstr(out, dir) != NULL,
            "output: %s", out);
-    unlink(wal);
-    rmdir(dir);
+    char rm[160];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir); /* wal.log, tree.nodes, archive/ */
+    CHECK(system(rm) == 0);
+}
+
+/* Flip the last payload byte of the k-th record of a log file or archive segment and
+ * recompute its CRC, as someone editing it would. 0, or -1. */
+static int edit_record(const char *path, int k)
+{
+    FILE *f = fopen(path, "r+b");
+    static unsigned char b[1 << 20];
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    size_t at = 0;
+    for (int i = 0; f && at + 17 <= n; i++) {
+        uint32_t len = (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
+                       (uint32_t)b[at + 3] << 24;
+        if (i == k) {
+            b[at + 17 + len - 1] ^= 1;
+            uint32_t crc = dpb_crc32c(dpb_crc32c(0, b + at + 8, 9), b + at + 17, len);
+            for (int q = 0; q < 4; q++)
+                b[at + 4 + q] = (unsigned char)(crc >> (8 * q));
+            int ok = fseek(f, 0, SEEK_SET) == 0 && fwrite(b, 1, n, f) == n;
+            return fclose(f) == 0 && ok ? 0 : -1;
+        }
+        at += 17 + len;
+    }
+    if (f)
+        fclose(f);
+    return -1;
+}
+
+/* A record changed after it was written, its CRC recomputed: --verify names it by seq and
+ * kind, in the archive of records a snapshot cut (start-up does not read it) and in wal.log
+ * (before: the CRC held, and the change was taken as the ledger's). */
+static void verify_names_a_changed_record(void)
+{
+    char dir[] = "/tmp/dpb-verify-XXXXXX", path[160], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    ledger_options o = {dir, NULL, 0, 0.0, 0.0, 1000000, 0, 0, NULL, 0, 0, 0};
+    for (int part = 0; part < 2; part++) {
+        ledger *l;
+        CHECK(ledger_open(&o, &l, NULL) == DPB_OK);
+        for (int i = part * 30; i < part * 30 + (part ? 5 : 30); i++) {
+            ledger_client in, res;
+            memset(&in, 0, sizeof in);
+            snprintf(in.id, sizeof in.id, "v%d", i);
+            in.epsilon = 1.0;
+            in.delta = 1e-5;
+            int created;
+            CHECK(ledger_put_client(l, &in, &created, &res, NULL) == DPB_OK);
+        }
+        if (part == 0)
+            ledger_close(l); /* a snapshot: records 1..30 go to archive/ */
+        else
+            ledger_close_nosnapshot(l);
+    }
+    CHECK(run_verify(dir, out, sizeof out) == 0 && strstr(out, "\"log_records_checked\":35"));
+    snprintf(path, sizeof path, "%s/archive/%020d.seg", dir, 1);
+    CHECK(edit_record(path, 9) == 0);
+    CHECKF(run_verify(dir, out, sizeof out) == 1 && strstr(out, "seq 10 (CLIENT") != NULL,
+           "a changed archived record: %s", out);
+    CHECK(edit_record(path, 9) == 0); /* back */
+    snprintf(path, sizeof path, "%s/wal.log", dir);
+    CHECK(edit_record(path, 2) == 0);
+    CHECKF(run_verify(dir, out, sizeof out) == 1 && strstr(out, "seq 33 (CLIENT") != NULL,
+           "a changed log record: %s", out);
+    char rm[160];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CHECK(system(rm) == 0);
 }
 
 /* A flipped bit in the snapshot's header (each bit of its seq, and of every other field):
@@ -1612,6 +1767,7 @@ int main(int argc, char **argv)
         TL_T(sigterm_exits_0_and_restart_recovers),
         TL_T(verify_command_reports_damage),
         TL_T(verify_reports_snapshot_header_damage),
+        TL_T(verify_names_a_changed_record),
         TL_T(full_disk_read_only),
         TL_T(startup_says_what_is_wrong),
         TL_T(reservations_survive_kill9_and_expire),

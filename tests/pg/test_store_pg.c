@@ -118,23 +118,23 @@ static void test_migrate_concurrent_and_idempotent(void)
     for (int i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
         CHECKF(m[i].st == DPB_OK, "migrator %d: %s", i, m[i].detail);
-        CHECK(m[i].to == 1);
-        CHECK(m[i].from == 0 || m[i].from == 1);
+        CHECK(m[i].to == 2); /* 2: the log's tree (leaf column, dpbudget_tree) */
+        CHECK(m[i].from == 0 || m[i].from == 2);
         fresh += m[i].from == 0;
     }
     CHECKF(fresh == 1, "%d migrators found an empty schema", fresh);
-    CHECK(sql_int(url, "SELECT count(*) FROM dpbudget_schema") == 1);
+    CHECK(sql_int(url, "SELECT count(*) FROM dpbudget_schema") == 2);
     /* again: nothing to do */
     migrator again = {.url = url};
     migrate_thread(&again);
-    CHECK(again.st == DPB_OK && again.from == 1 && again.to == 1);
+    CHECK(again.st == DPB_OK && again.from == 2 && again.to == 2);
     /* and several stores opening at once on the same database */
     pthread_t o[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&o[i], NULL, migrate_thread, &m[i]);
     for (int i = 0; i < 4; i++)
         pthread_join(o[i], NULL);
-    CHECK(sql_int(url, "SELECT count(*) FROM dpbudget_schema") == 1);
+    CHECK(sql_int(url, "SELECT count(*) FROM dpbudget_schema") == 2);
 }
 
 static void test_newer_schema_refused(void)
@@ -751,6 +751,8 @@ static void test_password_never_echoed(void)
 }
 
 void test_reservation_owner_on_pg(void); /* test_owner_pg.c */
+void test_tree_on_pg(void);              /* test_tree_pg.c */
+void test_tree_tamper_on_pg(void);       /* test_tree_pg.c */
 
 int main(int argc, char **argv)
 {
@@ -771,6 +773,8 @@ int main(int argc, char **argv)
         TL_T(test_durability_settings),
         TL_T(test_password_never_echoed),
         TL_T(test_reservation_owner_on_pg),
+        TL_T(test_tree_on_pg),
+        TL_T(test_tree_tamper_on_pg),
     };
     int rc = tl_run("pg", tests, sizeof tests / sizeof tests[0], argc, argv);
     return rc;

@@ -7,7 +7,6 @@
  * recomputed) refused at start-up or when read, naming the record. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,133 +16,8 @@
 #include "../../core/ledger/crc32c.h"
 #include "../../core/ledger/ledger.h"
 #include "../../core/ledger/tlog.h"
+#include "../tlog_ref.h"
 #include "suites.h"
-
-typedef unsigned char h32[32];
-
-/* ---- RFC 9162 2.1, from the text -------------------------------------------------------- */
-
-static void sha(const unsigned char *a, size_t na, const unsigned char *b, size_t nb,
-                const unsigned char *c, size_t nc, unsigned char *out)
-{
-    struct sha256_ctx x;
-    sha256_init(&x);
-    sha256_update(&x, na, a);
-    if (nb)
-        sha256_update(&x, nb, b);
-    if (nc)
-        sha256_update(&x, nc, c);
-    sha256_digest(&x, 32, out);
-}
-
-/* leaf input of test leaf i: the entry of a record seq i + 1, type 2, payload "leaf i" */
-static void ref_leaf(uint64_t i, unsigned char *out)
-{
-    unsigned char e[9 + 32];
-    e[0] = 2;
-    for (int k = 0; k < 8; k++)
-        e[1 + k] = (unsigned char)((i + 1) >> (8 * k));
-    int n = snprintf((char *)e + 9, 32, "leaf %llu", (unsigned long long)i);
-    static const unsigned char zero = 0;
-    sha(&zero, 1, e, 9 + (size_t)n, NULL, 0, out);
-}
-
-static void ref_node(const unsigned char *l, const unsigned char *r, unsigned char *out)
-{
-    static const unsigned char one = 1;
-    sha(&one, 1, l, 32, r, 32, out);
-}
-
-/* MTH(D[a:b)) over leaf hashes lh, by the definition (k: the largest power of two < n). */
-static void ref_mth(const h32 *lh, uint64_t a, uint64_t b, unsigned char *out)
-{
-    uint64_t n = b - a;
-    if (n == 0) {
-        sha(NULL, 0, NULL, 0, NULL, 0, out);
-        return;
-    }
-    if (n == 1) {
-        memcpy(out, lh[a], 32);
-        return;
-    }
-    uint64_t k = 1;
-    while (k * 2 < n)
-        k *= 2;
-    h32 l, r;
-    ref_mth(lh, a, a + k, l);
-    ref_mth(lh, a + k, b, r);
-    ref_node(l, r, out);
-}
-
-/* 2.1.3.2: verify an inclusion proof of leaf hash lh at index in a tree (size, root). */
-static int ref_verify_inclusion(uint64_t index, uint64_t size, const unsigned char *lh,
-                                const h32 *path, size_t n, const unsigned char *root)
-{
-    if (index >= size)
-        return 0;
-    uint64_t fn = index, sn = size - 1;
-    h32 r;
-    memcpy(r, lh, 32);
-    for (size_t i = 0; i < n; i++) {
-        if (sn == 0)
-            return 0;
-        if ((fn & 1) || fn == sn) {
-            ref_node(path[i], r, r);
-            if (!(fn & 1))
-                while (fn != 0 && !(fn & 1)) {
-                    fn >>= 1;
-                    sn >>= 1;
-                }
-        } else {
-            ref_node(r, path[i], r);
-        }
-        fn >>= 1;
-        sn >>= 1;
-    }
-    return sn == 0 && memcmp(r, root, 32) == 0;
-}
-
-/* 2.1.4.2: verify a consistency proof between (first, first_hash) and (second, second_hash). */
-static int ref_verify_consistency(uint64_t first, uint64_t second, const unsigned char *fh,
-                                  const unsigned char *sh, const h32 *proof, size_t n)
-{
-    if (first == second)
-        return n == 0 && memcmp(fh, sh, 32) == 0;
-    if (first > second || first == 0 || n == 0)
-        return 0;
-    h32 p[130];
-    size_t np = 0;
-    if ((first & (first - 1)) == 0) /* a power of two: prepend first_hash */
-        memcpy(p[np++], fh, 32);
-    for (size_t i = 0; i < n; i++)
-        memcpy(p[np++], proof[i], 32);
-    uint64_t fn = first - 1, sn = second - 1;
-    while (fn & 1) {
-        fn >>= 1;
-        sn >>= 1;
-    }
-    h32 fr, sr;
-    memcpy(fr, p[0], 32);
-    memcpy(sr, p[0], 32);
-    for (size_t i = 1; i < np; i++) {
-        if (sn == 0)
-            return 0;
-        if ((fn & 1) || fn == sn) {
-            ref_node(p[i], fr, fr);
-            ref_node(p[i], sr, sr);
-            if (!(fn & 1))
-                while (fn != 0 && !(fn & 1)) {
-                    fn >>= 1;
-                    sn >>= 1;
-                }
-        } else {
-            ref_node(sr, p[i], sr);
-        }
-        fn >>= 1;
-        sn >>= 1;
-    }
-    return sn == 0 && memcmp(fr, fh, 32) == 0 && memcmp(sr, sh, 32) == 0;
-}
 
 /* A tree of n test leaves through the code under test; lh[0..n) its leaf hashes (ref). */
 static dpb_tlog *build(uint64_t n, h32 *lh)
@@ -322,16 +196,9 @@ typedef struct {
 static int ent_fn(void *ctx, uint64_t leaf, const unsigned char head[9], const void *p, size_t n)
 {
     ent_acc *a = ctx;
-    static const unsigned char zero = 0;
-    unsigned char e[9];
-    memcpy(e, head, 9);
     if (leaf != a->n)
         return 1;
-    unsigned char buf[1 + 9];
-    buf[0] = zero;
-    memcpy(buf + 1, e, 9);
-    sha(buf, 10, p, n, NULL, 0, a->lh[a->n]);
-    a->n++;
+    ref_leaf_of_entry(head, p, n, a->lh[a->n++]);
     return 0;
 }
 
