@@ -246,8 +246,11 @@ static inline dpb_status store_read_records(ledger_store *s, uint64_t from, uint
 }
 
 /* The default tree_open: push the leaves of the records tlog_leaves(t) + 1 .. upto, read from
- * the store (every one of them: a store that keeps no hashes recomputes them). */
-dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err);
+ * the store (every one of them: a store that keeps no hashes recomputes them). lost_ok: a
+ * store holding no record at all up to upto (a ledger copied into it as one snapshot,
+ * ledger_copy_to) gets LOST leaves for them (tlog.h) instead of DPB_ENOTFOUND. */
+dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, int lost_ok,
+                           dpb_error *err);
 
 /* Recover the tree (store_ops.tree_open) before the replay of the records after upto. */
 static inline dpb_status store_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto,
@@ -255,7 +258,7 @@ static inline dpb_status store_tree_open(ledger_store *s, dpb_tlog *t, uint64_t 
 {
     if (s->ops->tree_open != NULL)
         return s->ops->tree_open(s, t, upto, err);
-    return store_tree_fill(s, t, upto, err);
+    return store_tree_fill(s, t, upto, 1, err);
 }
 
 static inline void store_close(ledger_store *s)

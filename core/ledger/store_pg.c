@@ -1511,13 +1511,31 @@ static dpb_status pg_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_
         }
         PQclear(r);
     }
+    /* a ledger copied in as one snapshot (ledger_copy_to) has no rows before it: LOST leaves */
+    uint64_t first = 0;
+    if (st == DPB_OK && tlog_leaves(t) == 0 && upto > 0) {
+        char why[256];
+        PGresult *r = run(conn, &p->cfg, "SELECT coalesce(min(seq), 0) FROM dpbudget_log", 0, NULL,
+                          NULL, NULL, NULL, 0, why, sizeof why);
+        st = judge(conn, r, PGRES_TUPLES_OK, &p->cfg, "reading dpbudget_log", why, &reset, &e);
+        if (st == DPB_OK)
+            first = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+    }
     pool_put(p, conn, reset);
     if (st != DPB_OK) {
         note_error(p, &e);
         return dpb_fail(err, e.status, e.field, "%s", e.detail);
     }
+    uint64_t lost = 0;
+    if (tlog_leaves(t) == 0 && upto > 0)
+        lost = first == 0 || first > upto + 1 ? upto : first - 1;
+    for (uint64_t seq = 1; seq <= lost; seq++)
+        if (tlog_push_record(t, seq, TLOG_TYPE_LOST, NULL, 0) != DPB_OK)
+            return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory building the log's tree");
+    tlog_commit(t, tlog_leaves(t));
     p->tree_chunks = tlog_leaves(t) / TREE_CHUNK;
-    return store_tree_fill(s, t, upto, err);
+    return store_tree_fill(s, t, upto, 0, err);
 }
 
 /* In the snapshot's transaction: the rows of dpbudget_tree for every complete chunk of

@@ -41,13 +41,20 @@ static int fill_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, s
     return c->st != DPB_OK;
 }
 
-dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
+dpb_status store_tree_fill(ledger_store *s, dpb_tlog *t, uint64_t upto, int lost_ok, dpb_error *err)
 {
     uint64_t have = tlog_leaves(t);
     if (upto <= have)
         return DPB_OK;
     fill_ctx c = {t, DPB_OK};
     dpb_status st = store_read_records(s, have + 1, upto, fill_fn, &c, err);
+    if (st == DPB_ENOTFOUND && lost_ok && have == 0 && tlog_leaves(t) == 0) {
+        dpb_error_clear(err); /* a copied ledger: its records before the snapshot are elsewhere */
+        for (uint64_t seq = 1; seq <= upto; seq++)
+            if (tlog_push_record(t, seq, TLOG_TYPE_LOST, NULL, 0) != DPB_OK)
+                return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory building the log's tree");
+        st = DPB_OK;
+    }
     if (st == DPB_OK && c.st != DPB_OK)
         st = dpb_fail(err, c.st, NULL, "out of memory building the log's tree");
     tlog_commit(t, upto);
@@ -67,6 +74,9 @@ void ftree_init(ftree *ft, const char *dir, const dpb_fs *fs)
 
 void ftree_close(ftree *ft)
 {
+    if (ft->job_running) /* a start-up that failed before the verdict */
+        pthread_join(ft->job, NULL);
+    ft->job_running = 0;
     if (ft->fd >= 0)
         (void)ft->fs->close(ft->fs->ctx, ft->fd);
     ft->fd = -1;
@@ -210,6 +220,9 @@ static uint64_t first_logged(ftree *ft)
 
 dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
 {
+    dpb_status vst = ftree_snapshot_verdict(ft, err);
+    if (vst != DPB_OK)
+        return vst;
     char path[4096], apath[4096];
     snprintf(path, sizeof path, "%s/" NODES_NAME, ft->dir);
     snprintf(apath, sizeof apath, "%s/archive", ft->dir);
@@ -253,7 +266,7 @@ dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dp
                 return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory building the log's tree");
         tlog_commit(t, lost);
     }
-    dpb_status st = store_tree_fill(s, t, upto, err);
+    dpb_status st = store_tree_fill(s, t, upto, 0, err);
     if (st == DPB_ENOTFOUND && err != NULL) {
         char why[sizeof err->detail];
         snprintf(why, sizeof why, "%s", err->detail);
@@ -383,33 +396,12 @@ static dpb_status write_snap(ftree *ft, uint64_t seq, const tlog_hash d, uint64_
     return DPB_OK;
 }
 
-dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
+/* The verdict on a snapshot (seq, digest d) against tree.snap's bytes b. */
+static dpb_status compare_slots(ftree *ft, uint64_t seq, const tlog_hash d, const unsigned char *b,
                                 dpb_error *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/" SNAP_NAME, ft->dir);
-    tlog_hash d;
-    digest_of(data, len, d);
-    int fd = ft->fs->open(ft->fs->ctx, path, O_RDONLY, 0);
-    if (fd < 0) {
-        if (errno != ENOENT)
-            return dpb_fs_io_fail(err, path, "open", errno);
-        if (path_exists(ft->dir, NODES_NAME))
-            return dpb_fail(err, DPB_ECORRUPT, "data_dir",
-                            "%s is missing (it holds the digest of %s/snapshot, seq %" PRIu64
-                            "): the snapshot cannot be trusted; refusing to start",
-                            path, ft->dir, seq);
-        return write_snap(ft, seq, d, seq, d, err); /* the first start of this version */
-    }
-    unsigned char b[SNAP_BYTES];
-    ssize_t got = dpb_fs_pread_full(ft->fs, fd, b, sizeof b, 0);
-    (void)ft->fs->close(ft->fs->ctx, fd);
-    uint32_t crc = 0;
-    for (int i = 3; i >= 0; i--)
-        crc = crc << 8 | b[SNAP_BYTES - 4 + i];
-    if (got != (ssize_t)sizeof b || memcmp(b, SNAP_MAGIC, 8) != 0 ||
-        crc != dpb_crc32c(0, b, SNAP_BYTES - 4))
-        return dpb_fail(err, DPB_ECORRUPT, "data_dir", "%s is damaged; refusing to start", path);
     int same_payload = 0;
     for (int slot = 0; slot < 2; slot++) {
         const unsigned char *p = b + 8 + slot * (8 + TLOG_HASH_BYTES);
@@ -434,6 +426,70 @@ dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_
                     "one the ledger wrote: its SHA-256 differs from the one %s kept (changed "
                     "after it was written, its checksum recomputed); refusing to start",
                     ft->dir, seq, path);
+}
+
+static void *digest_main(void *arg)
+{
+    ftree *ft = arg;
+    digest_of(ft->job_buf, ft->job_len, ft->job_digest);
+    free(ft->job_buf);
+    ft->job_buf = NULL;
+    return NULL;
+}
+
+dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
+                                dpb_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" SNAP_NAME, ft->dir);
+    int fd = ft->fs->open(ft->fs->ctx, path, O_RDONLY, 0);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            return dpb_fs_io_fail(err, path, "open", errno);
+        if (path_exists(ft->dir, NODES_NAME))
+            return dpb_fail(err, DPB_ECORRUPT, "data_dir",
+                            "%s is missing (it holds the digest of %s/snapshot, seq %" PRIu64
+                            "): the snapshot cannot be trusted; refusing to start",
+                            path, ft->dir, seq);
+        tlog_hash d;
+        digest_of(data, len, d);
+        return write_snap(ft, seq, d, seq, d, err); /* the first start of this version */
+    }
+    unsigned char *b = ft->job_file;
+    ssize_t got = dpb_fs_pread_full(ft->fs, fd, b, SNAP_BYTES, 0);
+    (void)ft->fs->close(ft->fs->ctx, fd);
+    uint32_t crc = 0;
+    for (int i = 3; i >= 0; i--)
+        crc = crc << 8 | b[SNAP_BYTES - 4 + i];
+    if (got != (ssize_t)SNAP_BYTES || memcmp(b, SNAP_MAGIC, 8) != 0 ||
+        crc != dpb_crc32c(0, b, SNAP_BYTES - 4))
+        return dpb_fail(err, DPB_ECORRUPT, "data_dir", "%s is damaged; refusing to start", path);
+    /* the digest is computed beside the ledger's reading of the snapshot (a thread, on a
+     * copy), and judged by ftree_snapshot_verdict before any record is replayed */
+    ft->job_seq = seq;
+    ft->job_buf = malloc(len ? len : 1);
+    if (ft->job_buf != NULL) {
+        memcpy(ft->job_buf, data, len);
+        ft->job_len = len;
+        if (pthread_create(&ft->job, NULL, digest_main, ft) == 0) {
+            ft->job_running = 1;
+            return DPB_OK;
+        }
+        free(ft->job_buf);
+        ft->job_buf = NULL;
+    }
+    tlog_hash d;
+    digest_of(data, len, d);
+    return compare_slots(ft, seq, d, b, err);
+}
+
+dpb_status ftree_snapshot_verdict(ftree *ft, dpb_error *err)
+{
+    if (!ft->job_running)
+        return DPB_OK;
+    pthread_join(ft->job, NULL);
+    ft->job_running = 0;
+    return compare_slots(ft, ft->job_seq, ft->job_digest, ft->job_file, err);
 }
 
 dpb_status ftree_note_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,

@@ -30,6 +30,14 @@ typedef struct {
     int have_snap;      /* tree.snap read or written: snap_seq, snap_digest its newest slot */
     uint64_t snap_seq;
     tlog_hash snap_digest;
+    /* the snapshot's digest computed beside start-up (ftree_check_snapshot's thread) */
+    pthread_t job;
+    int job_running;
+    unsigned char *job_buf; /* a copy of the payload, freed by the thread */
+    size_t job_len;
+    uint64_t job_seq;
+    tlog_hash job_digest;
+    unsigned char job_file[8 + 2 * (8 + TLOG_HASH_BYTES) + 4]; /* tree.snap's bytes */
 } ftree;
 
 void ftree_init(ftree *ft, const char *dir, const dpb_fs *fs);
@@ -43,10 +51,13 @@ dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dp
 /* Write the nodes of the leaves up to `leaves` (durable records) to tree.nodes; fsync it when
  * durable. DPB_OK, DPB_EIO (err filled). */
 dpb_status ftree_persist(ftree *ft, uint64_t leaves, int durable, dpb_error *err);
-/* The snapshot (seq, payload) read at start-up: DPB_OK when tree.snap names it (or holds
- * nothing yet: the first start of this version, which remembers it), else DPB_ECORRUPT. */
+/* The snapshot (seq, payload) read at start-up: tree.snap read (DPB_ECORRUPT when damaged, or
+ * missing beside tree.nodes; written when neither exists: the first start of this version)
+ * and the payload's SHA-256 started in a thread; ftree_snapshot_verdict (ftree_open calls
+ * it first) waits for it: DPB_OK when tree.snap names the snapshot, else DPB_ECORRUPT. */
 dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
                                 dpb_error *err);
+dpb_status ftree_snapshot_verdict(ftree *ft, dpb_error *err);
 /* Before a snapshot (seq, payload) replaces the current one: tree.snap names both. */
 dpb_status ftree_note_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
                                dpb_error *err);

@@ -378,7 +378,14 @@ static void tlog_tamper_detected(void)
     static unsigned char b[1 << 20];
     size_t n = f ? fread(b, 1, sizeof b, f) : 0;
     CHECK(n > 40);
-    b[n - 3] ^= 0x01;
+    /* client c00005's epsilon (its id, then the f64): a change that still parses */
+    unsigned char *at = NULL;
+    for (size_t i = 32; at == NULL && i + 14 < n; i++)
+        if (memcmp(b + i, "c00005", 6) == 0)
+            at = b + i;
+    CHECK(at != NULL);
+    if (at != NULL)
+        at[6] ^= 0x01; /* the lowest byte of its epsilon's mantissa */
     uint32_t crc = dpb_crc32c(dpb_crc32c(0, b, 28), b + 32, n - 32);
     for (int i = 0; i < 4; i++)
         b[28 + i] = (unsigned char)(crc >> (8 * i));
