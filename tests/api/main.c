@@ -315,6 +315,9 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
         all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm);
+        /* then receipts on the database's ledger (own daemon, the same url) */
+        for (size_t i = 0; i < SIGN_PG_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = SIGN_PG_TESTS[i];
         rc = tl_run(name, all, n, run_argc, run_argv);
         stop_daemon();
     } else {

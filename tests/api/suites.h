@@ -91,6 +91,8 @@ extern const size_t OPERATOR_NTESTS;
 
 extern const tl_test SIGN_TESTS[]; /* test_sign.c: RFC 8785, RFC 8032, keys, receipts (own) */
 extern const size_t SIGN_NTESTS;
+extern const tl_test SIGN_PG_TESTS[]; /* test_sign.c: receipts and tree heads (DPB_API_PG too) */
+extern const size_t SIGN_PG_NTESTS;
 
 /* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
  * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,

@@ -387,25 +387,25 @@ static void receipts_over_http(void)
     api_reply r;
     for (int i = 0; i < 3; i++) {
         api_postf(&r, "/v1/clients:batch",
-                  "{\"clients\":[{\"id\":\"s-%d\",\"budget\":"
+                  "{\"clients\":[{\"id\":\"sign-%d\",\"budget\":"
                   "{\"epsilon\":10,\"delta\":1e-5}}]}",
                   i);
         api_reply_free(&r);
     }
     /* a one-step charge */
     api_postf(&r, "/v1/rounds",
-              "{\"round_id\":\"s1\",\"event\":" G2 ",\"participants\":"
-              "[\"s-0\",\"s-1\",\"nobody\"],\"policy\":\"admit_eligible\"}");
+              "{\"round_id\":\"sign-r1\",\"event\":" G2 ",\"participants\":"
+              "[\"sign-0\",\"sign-1\",\"nobody\"],\"policy\":\"admit_eligible\"}");
     json_t *rc = r.json ? json_incref(json_object_get(r.json, "receipt")) : NULL;
     CHECKF(r.status == 200 && rc, "%ld %.400s", r.status, r.body);
     api_reply_free(&r);
     if (rc) {
-        CHECK(api_str_is(rc, "round_id", "s1"));
+        CHECK(api_str_is(rc, "round_id", "sign-r1"));
         CHECK(api_str_is(rc, "phase", "charge"));
         CHECK(api_str_is(rc, "key_id", T1_KEY_ID));
         CHECK(api_str_is(rc, "event_digest", G2_DIGEST));
         CHECK(json_array_size(json_object_get(rc, "charged")) == 2); /* not the refused one */
-        CHECK(api_str_is(rc, "charged[1].client", "s-1"));
+        CHECK(api_str_is(rc, "charged[1].client", "sign-1"));
         CHECK(jnum(rc, "charged[1].spent_before") == 0.0 && jnum(rc, "charged[1].spent_after") > 0);
         CHECK(json_integer_value(json_object_get(rc, "leaf_index")) > 0);
         CHECK(json_integer_value(json_object_get(rc, "timestamp")) > 1700000000000LL);
@@ -418,25 +418,26 @@ static void receipts_over_http(void)
     json_decref(rc);
     /* the replay carries a receipt too, for the same leaf */
     api_postf(&r, "/v1/rounds",
-              "{\"round_id\":\"s1\",\"event\":" G2 ",\"participants\":"
-              "[\"s-0\",\"s-1\",\"nobody\"],\"policy\":\"admit_eligible\"}");
+              "{\"round_id\":\"sign-r1\",\"event\":" G2 ",\"participants\":"
+              "[\"sign-0\",\"sign-1\",\"nobody\"],\"policy\":\"admit_eligible\"}");
     CHECK(r.status == 200 && jget(r.json, "receipt.signature") != NULL);
     api_reply_free(&r);
     /* a dry run and a reservation: nothing charged, no receipt */
     api_postf(&r, "/v1/rounds",
-              "{\"round_id\":\"s2\",\"event\":" G2 ",\"participants\":"
-              "[\"s-0\"],\"dry_run\":true}");
+              "{\"round_id\":\"sign-r2\",\"event\":" G2 ",\"participants\":"
+              "[\"sign-0\"],\"dry_run\":true}");
     CHECK(r.status == 200 && json_object_get(r.json, "receipt") == NULL);
     api_reply_free(&r);
-    api_postf(&r, "/v1/rounds",
-              "{\"round_id\":\"s3\",\"event\":{\"class_name\":"
-              "\"GaussianDpEvent\",\"noise_multiplier\":3},\"participants\":[\"s-1\",\"s-2\"],"
-              "\"phase\":\"reserve\"}");
+    api_postf(
+        &r, "/v1/rounds",
+        "{\"round_id\":\"sign-r3\",\"event\":{\"class_name\":"
+        "\"GaussianDpEvent\",\"noise_multiplier\":3},\"participants\":[\"sign-1\",\"sign-2\"],"
+        "\"phase\":\"reserve\"}");
     CHECK(r.status == 200 && json_object_get(r.json, "receipt") == NULL);
     long long reserve_leaf = -1;
     api_reply_free(&r);
     /* the commit: a receipt for the reported client, at the COMMIT record's leaf */
-    api_postf(&r, "/v1/rounds/s3/commit", "{\"reported\":[\"s-2\"]}");
+    api_postf(&r, "/v1/rounds/sign-r3/commit", "{\"reported\":[\"sign-2\"]}");
     rc = r.json ? json_incref(json_object_get(r.json, "receipt")) : NULL;
     CHECKF(r.status == 200 && rc, "%ld %.400s", r.status, r.body);
     api_reply_free(&r);
@@ -444,7 +445,7 @@ static void receipts_over_http(void)
         CHECK(api_str_is(rc, "phase", "commit"));
         CHECK(api_str_is(rc, "event_digest", G3_DIGEST));
         CHECK(json_array_size(json_object_get(rc, "charged")) == 1);
-        CHECK(api_str_is(rc, "charged[0].client", "s-2"));
+        CHECK(api_str_is(rc, "charged[0].client", "sign-2"));
         reserve_leaf = json_integer_value(json_object_get(rc, "leaf_index"));
         CHECK(verifies_with(keys, rc));
     }
@@ -509,3 +510,7 @@ const tl_test SIGN_TESTS[] = {
     TL_T(signing_off_without_key),
 };
 const size_t SIGN_NTESTS = sizeof SIGN_TESTS / sizeof SIGN_TESTS[0];
+const tl_test SIGN_PG_TESTS[] = {
+    TL_T(receipts_over_http),
+};
+const size_t SIGN_PG_NTESTS = sizeof SIGN_PG_TESTS / sizeof SIGN_PG_TESTS[0];
