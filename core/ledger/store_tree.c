@@ -288,10 +288,7 @@ dpb_status ftree_persist(ftree *ft, uint64_t leaves, int durable, dpb_error *err
     pthread_mutex_lock(&ft->mu);
     if (ft->t == NULL || ft->fd < 0)
         goto out;
-    if (ft->failed) { /* write again from what is known to be there */
-        ft->failed = 0;
-        ft->persisted = 0;
-    }
+    ft->failed = 0; /* after a failed write: the same offsets are written again */
     uint64_t have = tlog_leaves(ft->t);
     if (leaves > have)
         leaves = have;
@@ -303,7 +300,10 @@ dpb_status ftree_persist(ftree *ft, uint64_t leaves, int durable, dpb_error *err
             st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
             goto out;
         }
-        tlog_nodes(ft->t, ft->persisted, leaves, buf);
+        if (tlog_nodes(ft->t, ft->persisted, leaves, buf) != DPB_OK) { /* never: durable */
+            free(buf);
+            goto out;
+        }
         size_t done = 0;
         while (done < bytes) {
             ssize_t k =

@@ -26,7 +26,7 @@ typedef struct {
     dpb_tlog *t;        /* borrowed from tree_open on; NULL before */
     int fd;             /* DIR/tree.nodes, or -1 */
     uint64_t persisted; /* leaves whose nodes are in tree.nodes */
-    int failed;         /* a write failed: persisted is not trusted past it (retried at fsync) */
+    int failed;         /* the last write failed (its leaves are written again next time) */
     int have_snap;      /* tree.snap read or written: snap_seq, snap_digest its newest slot */
     uint64_t snap_seq;
     tlog_hash snap_digest;

@@ -33,6 +33,9 @@ DOMAIN_RULES = [
     # a computation over the size limits (grid points, orders, phases)
     (400, "limit_exceeded", r".*"),
     (413, "body_too_large", r".*"),
+    # the log's tree: a size or leaf within the log's current size, leaf_index below
+    # tree_size, first <= second, start < end (relations to each other and to the log)
+    (400, "invalid_parameter", r"leaf_index|tree_size|first|second|start|end"),
 ]
 # well-formed requests the service cannot honour: 404 an unknown resource, 409 a state
 # conflict, 422 not covered / unsupported / uncertifiable / an unknown event name

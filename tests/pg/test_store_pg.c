@@ -750,9 +750,10 @@ static void test_password_never_echoed(void)
     CHECK(store_pg_open("/var/lib/dpbudget", &FAST, &s, &e) == DPB_EINVAL);
 }
 
-void test_reservation_owner_on_pg(void); /* test_owner_pg.c */
-void test_tree_on_pg(void);              /* test_tree_pg.c */
-void test_tree_tamper_on_pg(void);       /* test_tree_pg.c */
+void test_reservation_owner_on_pg(void);  /* test_owner_pg.c */
+void test_tree_on_pg(void);               /* test_tree_pg.c */
+void test_tree_same_on_file_and_pg(void); /* test_tree_pg.c */
+void test_tree_tamper_on_pg(void);        /* test_tree_pg.c */
 
 int main(int argc, char **argv)
 {
@@ -774,6 +775,7 @@ int main(int argc, char **argv)
         TL_T(test_password_never_echoed),
         TL_T(test_reservation_owner_on_pg),
         TL_T(test_tree_on_pg),
+        TL_T(test_tree_same_on_file_and_pg),
         TL_T(test_tree_tamper_on_pg),
     };
     int rc = tl_run("pg", tests, sizeof tests / sizeof tests[0], argc, argv);
