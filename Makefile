@@ -11,7 +11,7 @@ CC      ?= cc
 VERSION := 0.3.0
 
 PKGS_CORE   := gsl fftw3 fftw3l libpq nettle
-PKGS_SERVER := libmicrohttpd jansson gnutls nettle
+PKGS_SERVER := libmicrohttpd jansson gnutls nettle hogweed
 PKGS_TEST   := libcurl
 
 # Diagnostic paths are truncated on purpose (snprintf); gcc's truncation warning is off.
@@ -216,6 +216,7 @@ bench: deps
 	$(Q)./$(BUILD)/bench/bench_pld_ledger $(BUILD)
 	$(Q)sh bench/pld_sweep.sh $(BUILD)
 	$(Q)python3 bench/bench_sdk.py $(DAEMON)
+	$(Q)python3 bench/bench_receipts.py $(DAEMON)
 	$(Q)python3 bench/bench_hostile.py $(DAEMON)
 	$(Q)clients/python/.venv/bin/python bench/bench_flower.py $(DAEMON)
 	$(Q)sh bench/replicas.sh $(BUILD)

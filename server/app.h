@@ -4,12 +4,14 @@
 #define HTTP_APP_H
 
 #include "../core/ledger/ledger.h"
+#include "signer.h"
 
 typedef struct {
     ledger *ledger;
     unsigned long reservation_ttl; /* default reservation_ttl_seconds (--reservation-ttl) */
     int stopping; /* 1 from the stop signal on (read and written with __atomic builtins) */
     uint64_t max_pld_evals; /* an eligibility page's cost cap (--ledger-max-pld-evals) */
+    const signer *signer;   /* --signing-key's keys (NULL: tree heads and receipts unsigned) */
 } app_state;
 
 #endif

@@ -174,6 +174,7 @@ static const char *const VALUED[] = {"listen",
                                      "max-named-events",
                                      "max-named-event-bytes",
                                      "cors-origin",
+                                     "signing-key",
                                      NULL};
 static const char *const SWITCHES[] = {"no-ledger", "open-compute", "no-request-log",
                                        "no-pld-refine", NULL};
@@ -294,6 +295,8 @@ static int apply_other(config_settings *st, const char *opt, const char *name, c
         st->tls_cert = v;
     else if (strcmp(name, "tls-key") == 0)
         st->tls_key = v;
+    else if (strcmp(name, "signing-key") == 0)
+        st->signing_key = v;
     else if (strcmp(name, "tls-priorities") == 0) {
         char err[160];
         if (tls_check_priorities(v, err, sizeof err) != 0) {

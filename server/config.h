@@ -30,6 +30,7 @@ typedef struct {
     size_t max_named_events, max_named_bytes; /* --max-named-events, --max-named-event-bytes */
     cors_list cors; /* --cors-origin (cfg.cors points here once one is given) */
     int cors_level; /* where the origins came from: 0 file, 1 environment, 2 command line */
+    const char *signing_key; /* --signing-key FILE (signer.h), NULL: nothing signed */
 } config_settings;
 
 /* The defaults of --help. */

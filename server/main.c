@@ -46,6 +46,7 @@
 static const char USAGE[] =
     "Usage: dpbudgetd [OPTIONS]\n"
     "       dpbudgetd migrate|copy-ledger|compare-ledgers ... (dpbudgetd migrate --help)\n"
+    "       dpbudgetd keygen FILE  (a new Ed25519 key for --signing-key; prints its key_id)\n"
     "A privacy-budget service: differential-privacy accounting over HTTP/JSON.\n"
     "\n"
     "Options:\n"
@@ -175,6 +176,10 @@ static const char USAGE[] =
     "                       e.g. https://dash.example.org) call the API: CORS headers for\n"
     "                       that origin only; repeatable, or a comma list (at most 16).\n"
     "                       Default: none, no Access-Control-* header is ever sent\n"
+    "  --signing-key FILE   sign tree heads (GET /v1/log/sth) and charge receipts with the\n"
+    "                       Ed25519 key of FILE's first line (dpbudgetd keygen FILE makes\n"
+    "                       one); later lines list retired keys (GET /v1/log/keys). Without\n"
+    "                       it nothing is signed: /v1/log/sth answers 404 signing_off\n"
     "  --config FILE        read options from FILE: lines 'name = value' (or 'name' for\n"
     "                       a switch), names as above without the dashes\n"
     "  --healthcheck        probe the running daemon (the same options, environment and\n"
@@ -699,9 +704,10 @@ static int open_ledger(const config_settings *st, const char *shown, app_state *
     return -1;
 }
 
-/* The "listening" line: address, bound port, version and the ledger (none, the database's
- * url without its password, or the data directory). */
-static void log_listening(const config_settings *st, const char *shown, unsigned port)
+/* The "listening" line: address, bound port, version, the ledger (none, the database's
+ * url without its password, or the data directory) and the signing key's key_id. */
+static void log_listening(const config_settings *st, const char *shown, unsigned port,
+                          const signer *sg)
 {
     char ts[40], dir[PATH_MAX];
     reqlog_time(ts, sizeof ts);
@@ -712,6 +718,8 @@ static void log_listening(const config_settings *st, const char *shown, unsigned
                            !st->use_ledger     ? "none"
                            : st->lo.ledger_url ? shown
                                                : dir);
+    if (up && sg) /* the public key's id: never the key */
+        json_object_set_new(up, "signing_key_id", json_string(signer_key_id(sg)));
     daemonlog_json(up, "{\"msg\":\"listening\"}");
 }
 
@@ -817,6 +825,8 @@ int main(int argc, char **argv)
     config_defaults(&st);
     if (argc > 1 && admin_is_command(argv[1]))
         return admin_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+        return signer_keygen_main(argc - 1, argv + 1);
     const char *config;
     int probe, rc;
     if (first_pass(argc, argv, &config, &probe, &rc))
@@ -832,6 +842,14 @@ int main(int argc, char **argv)
     auth_table keys;
     if ((rc = check_settings(&st, &keys, &cfg)) != 0)
         return rc;
+    signer *sg = NULL;
+    if (st.signing_key) {
+        char msg[600];
+        if (signer_load(st.signing_key, &sg, msg, sizeof msg) != 0) {
+            fprintf(stderr, "dpbudgetd: --signing-key: %s\n", msg);
+            return 2;
+        }
+    }
 
     gsl_set_error_handler_off();
     /* Block the stop signals in every thread; the main thread waits for them. */
@@ -843,13 +861,15 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    app_state app = {NULL, st.reservation_ttl, 0, st.ledger_max_pld_evals};
+    app_state app = {NULL, st.reservation_ttl, 0, st.ledger_max_pld_evals, sg};
     int lock_fd = -1;
     char shown_url[512] = "";
     if (st.lo.ledger_url)
         admin_redact_url(st.lo.ledger_url, shown_url, sizeof shown_url);
-    if (open_ledger(&st, shown_url, &app, &lock_fd) != 0)
+    if (open_ledger(&st, shown_url, &app, &lock_fd) != 0) {
+        signer_free(sg);
         return 1;
+    }
     if (app.ledger) /* the spends a change needs, computed before its lock */
         ledger_set_compute_limits(app.ledger, st.cfg.ledger_deadline, st.ledger_max_pld_evals);
     if (st.use_ledger) {
@@ -868,7 +888,7 @@ int main(int argc, char **argv)
     pld_plan_memory((size_t)st.pld_plan_mib << 20);
     pld_warm_plans_start(); /* FFT plans for the PLD accountant, on a thread of their own */
     unsigned port = http_port(srv);
-    log_listening(&st, shown_url, port);
+    log_listening(&st, shown_url, port, sg);
     if (st.port_file && write_port_file(st.port_file, port) != 0) {
         http_stop(srv);
         ledger_close(app.ledger);
@@ -879,6 +899,7 @@ int main(int argc, char **argv)
     http_stop(srv); /* the ledger's requests finish: every acknowledged charge is durable */
     ledger_close(app.ledger);
     auth_free(&keys);
+    signer_free(sg);
     if (lock_fd >= 0)
         close(lock_fd);
     config_release();

@@ -76,6 +76,7 @@ static const struct {
                                "The ledger holds as many named events as it may"},
     [PB_LOG_TAMPERED] = {500, "log_tampered",
                          "A logged record is not the one the ledger wrote (changed in its store)"},
+    [PB_SIGNING_OFF] = {404, "signing_off", "The daemon signs nothing: it runs without a key"},
 };
 
 int problem_http_status(problem_code c)

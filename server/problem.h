@@ -58,6 +58,7 @@ typedef enum {
     PB_EVENT_TOO_COMPLEX,     /* 422 an event for the ledger past LEDGER_EVENT_NODES_MAX objects */
     PB_NAMED_EVENTS_LIMIT,    /* 422 a new name past --max-named-events/--max-named-event-bytes */
     PB_LOG_TAMPERED,          /* 500 a logged record differs from its leaf in the log's tree */
+    PB_SIGNING_OFF,           /* 404 no --signing-key: no signed tree head to answer */
     PB_COUNT_
 } problem_code;
 

@@ -13,8 +13,10 @@
 #include "app.h"
 #include "auth.h"
 #include "codec.h"
+#include "jsonout.h"
 #include "metrics.h"
 #include "res_ledger.h"
+#include "res_sth.h"
 #include "resources.h"
 
 static json_t *round_json(const ledger_round_res *r)
@@ -242,6 +244,30 @@ static ledger_caller caller_of(const http_request *req)
     return who;
 }
 
+/* Answer round r (200), with the signed receipt of its charge (res_receipt; commit: of its
+ * commit) as its "receipt" member when the daemon signs and r charged. */
+static void reply_round(const http_request *req, http_response *resp, const ledger_round_res *r,
+                        int commit, const dp_event *ev)
+{
+    json_t *body = round_json(r);
+    size_t len = 0;
+    char *receipt = body && (commit || !r->reserve) ? res_receipt(req, r, commit, ev, &len) : NULL;
+    if (receipt == NULL) {
+        http_reply_json(resp, 200, body);
+        return;
+    }
+    jsonout_w w; /* the receipt's text spliced in as it was signed, not re-encoded */
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    jsonout_members(&w, body);
+    jsonout_key(&w, "receipt");
+    jsonout_rawv(&w, receipt, len);
+    jsonout_close(&w, '}');
+    json_decref(body);
+    free(receipt);
+    http_reply_written(resp, 200, &w);
+}
+
 /* The decoded round rq run on the ledger and answered. */
 static void run_round(const http_request *req, http_response *resp, ledger_round_req *rq,
                       problem *pb)
@@ -260,7 +286,7 @@ static void run_round(const http_request *req, http_response *resp, ledger_round
     } else if (!res.dry_run) {
         metrics_round(&res);
     }
-    http_reply_json(resp, 200, round_json(&res));
+    reply_round(req, resp, &res, 0, rq->event); /* a charge: with its signed receipt */
     ledger_round_res_free(&res);
 }
 
@@ -281,10 +307,11 @@ void res_round_post(const http_request *req, http_response *resp)
     lr_release(&own);
 }
 
-/* The answer of a commit or release (st its status; res released here): the round, or the
- * problem; a reservation no longer held has its own codes. */
-static void reply_resolved(http_response *resp, ledger_round_res *res, const dpb_error *err,
-                           dpb_status st)
+/* The answer of a commit or release (st its status; res released here): the round (a
+ * commit's with its receipt), or the problem; a reservation no longer held has its own
+ * codes. */
+static void reply_resolved(const http_request *req, http_response *resp, ledger_round_res *res,
+                           const dpb_error *err, dpb_status st)
 {
     problem pb = {0};
     if (st == DPB_OK) {
@@ -292,7 +319,13 @@ static void reply_resolved(http_response *resp, ledger_round_res *res, const dpb
             resp->extra_name = "Idempotent-Replayed";
             resp->extra_value = "true";
         }
-        http_reply_json(resp, 200, round_json(res));
+        dp_event *ev = NULL; /* a commit's signed receipt names its event */
+        size_t used;
+        if (res->state == LEDGER_COMMITTED && res->event &&
+            dp_event_decode(res->event, res->event_len, &ev, &used) != DPB_OK)
+            ev = NULL;
+        reply_round(req, resp, res, res->state == LEDGER_COMMITTED, ev);
+        dp_event_free(ev);
     } else if (st == DPB_ECONFLICT && res->reserve &&
                (res->state == LEDGER_EXPIRED || res->state == LEDGER_RELEASED)) {
         problem_set(&pb,
@@ -381,7 +414,7 @@ void res_round_commit(const http_request *req, http_response *resp)
         ledger_caller who = caller_of(req);
         dpb_status st =
             ledger_commit_as(lr_ledger(req), req->param, own.ids, n, hash, &who, &res, &err);
-        reply_resolved(resp, &res, &err, st);
+        reply_resolved(req, resp, &res, &err, st);
     }
     lr_release(&own);
 }
@@ -404,7 +437,7 @@ void res_round_release(const http_request *req, http_response *resp)
     dpb_error err = {0};
     ledger_caller who = caller_of(req);
     dpb_status st = ledger_release_as(lr_ledger(req), req->param, &who, &res, &err);
-    reply_resolved(resp, &res, &err, st);
+    reply_resolved(req, resp, &res, &err, st);
 }
 
 void res_round_get(const http_request *req, http_response *resp)

@@ -55,5 +55,8 @@ void res_log_entries(const http_request *req, http_response *resp);
 /* GET /v1/history: the ledger-wide series over time (ledger_get_series). */
 void res_history(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
+/* res_sth.c: the log's signing keys and its signed tree head (docs/TRANSPARENCY.md) */
+void res_log_keys(const http_request *req, http_response *resp);
+void res_log_sth(const http_request *req, http_response *resp);
 
 #endif

@@ -56,6 +56,8 @@ const route ROUTES[] = {
     {"GET", "/v1/log/proof/consistency", READ(res_log_consistency)},
     {"GET", "/v1/log/entries", READ(res_log_entries)},
     {"GET", "/v1/history", READ(res_history)},
+    {"GET", "/v1/log/keys", READ(res_log_keys)},
+    {"GET", "/v1/log/sth", READ(res_log_sth)},
     {"GET", "/healthz", OPEN(res_healthz, 1)},
     {"GET", "/readyz", OPEN(res_readyz, 1)},
     /* the ledger's figures (its lock, a catch-up): on the read lane, not the worker */

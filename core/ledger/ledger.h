@@ -402,6 +402,11 @@ typedef struct {
      * tlog_leaf_index(logged_seq) = logged_seq - 1 (tlog.h), in every tree head from the
      * answer on. */
     uint64_t logged_seq;
+    uint64_t state_seq; /* log sequence number of its commit or release (0: none) */
+    /* a reservation: its event's encoding (dp_event_encode, the bytes of its EVENT record),
+     * owned; NULL when not known (a one-step round: the request has it; out of memory) */
+    unsigned char *event;
+    size_t event_len;
 } ledger_round_res;
 
 /* Admit and charge one round. DPB_EUNSUPPORTED (nothing stored): every participant was

@@ -48,6 +48,12 @@ void lg_round_view(const ledger *l, const lrnd *r, ledger_round_res *res)
     res->expires_at = r->expires_at;
     res->reported = r->reported;
     snprintf(res->owner, sizeof res->owner, "%s", r->owner ? r->owner : "");
+    res->state_seq = r->state_seq;
+    uint32_t ev = r->ev[0] != LEV_NONE ? r->ev[0] : r->ev[1];
+    if (r->phase && ev != LEV_NONE && ev < l->nevs && (res->event = malloc(l->evs[ev].nbytes))) {
+        memcpy(res->event, l->evs[ev].bytes, l->evs[ev].nbytes);
+        res->event_len = l->evs[ev].nbytes;
+    }
     if (r->out == NULL) {
         res->summarized = 1;
         return;
@@ -95,4 +101,6 @@ void ledger_round_res_free(ledger_round_res *r)
 {
     free(r->outcomes);
     r->outcomes = NULL;
+    free(r->event);
+    r->event = NULL;
 }

@@ -316,6 +316,9 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
         all[n++] = (tl_test)TL_T(daemon_exits_cleanly_on_sigterm);
+        /* then receipts on the database's ledger (own daemon, the same url) */
+        for (size_t i = 0; i < SIGN_PG_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = SIGN_PG_TESTS[i];
         rc = tl_run(name, all, n, run_argc, run_argv);
         stop_daemon();
     } else {
@@ -370,6 +373,8 @@ int main(int argc, char **argv)
             all[n++] = LEDGER_BOUNDS_TESTS[i];
         for (size_t i = 0; i < CONV_OWN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
             all[n++] = CONV_OWN_TESTS[i];
+        for (size_t i = 0; i < SIGN_NTESTS && n + 1 < sizeof all / sizeof all[0]; i++)
+            all[n++] = SIGN_TESTS[i];
         rc = tl_run("api", all, n, run_argc, run_argv);
         stop_daemon(); /* when the filter skipped the last test */
     }

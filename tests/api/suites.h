@@ -96,6 +96,11 @@ extern const size_t CONV_NTESTS;
 extern const tl_test CONV_OWN_TESTS[]; /* test_conv.c: CORS with keys, its sources (own) */
 extern const size_t CONV_OWN_NTESTS;
 
+extern const tl_test SIGN_TESTS[]; /* test_sign.c: RFC 8785, RFC 8032, keys, receipts (own) */
+extern const size_t SIGN_NTESTS;
+extern const tl_test SIGN_PG_TESTS[]; /* test_sign.c: receipts and tree heads (DPB_API_PG too) */
+extern const size_t SIGN_PG_NTESTS;
+
 /* main.c: start another dpbudgetd (the harness's flags plus extra; env "NAME=VALUE" strings;
  * scheme "http" or "https"): 0 when listening, 1000 + its exit status when it exited first,
  * -1 on timeout. api_daemon_stop: SIGTERM, the wait status (-1: had to SIGKILL). */

@@ -83,6 +83,10 @@ def _metadata():
         lines.append("Classifier: " + c)
     for d in p.get("dependencies", []):
         lines.append("Requires-Dist: " + d)
+    for extra, deps in sorted(p.get("optional-dependencies", {}).items()):
+        lines.append("Provides-Extra: " + extra)
+        for d in deps:
+            lines.append('Requires-Dist: %s; extra == "%s"' % (d, extra))
     body = ""
     if "readme" in p:
         with open(os.path.join(HERE, p["readme"]), encoding="utf-8") as f:

@@ -5,10 +5,11 @@
 
 Commands: delta, epsilon, calibrate, curve, accountants (compute); client
 put/get/list/import/history, eligibility, round charge/reserve/commit/release/get, event
-put/get/list, summary (ledger). Human-readable output by default, the daemon's JSON with
---json. Exit status: 0 done, 1 the daemon answered an error (its code and detail are
-printed), 2 usage, 3 no answer (connection), 4 a round refused someone (round
-charge/reserve with --strict).
+put/get/list, summary (ledger); audit (check a client's saved receipts against the signed
+log). Human-readable output by default, the daemon's JSON with --json. Exit status: 0 done,
+1 the daemon answered an error (its code and detail are printed), 2 usage, 3 no answer
+(connection), 4 a round refused someone (round charge/reserve with --strict), 5 the audit
+found something wrong.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import IO, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import errors
 from .client import Client
-from .events import Event, dp_sgd, gaussian, self_composed
+from .events import Event, dp_sgd, gaussian, self_composed, to_event
 from .models import ClientRecord, Report, Round
 
 #: What a command returns: the JSON printed with --json, and the lines printed without.
@@ -382,14 +383,53 @@ def cmd_round_start(c: Client, a: argparse.Namespace, phase: str) -> Output:
         r = c.charge(parts, ev, already_ran=a.already_ran, **kw)
     else:
         r = c.reserve(parts, ev, ttl=a.ttl, **kw)
+    keep_receipt(a, r, to_event(ev) if ev is not None else None)
     if a.strict:
         r.raise_for_refused()
     return r.raw, round_lines(r)
 
 
+def keep_receipt(a: argparse.Namespace, r: Round, event: Optional[Dict[str, Any]]) -> None:
+    """--save-receipt DIR: keep the answer's receipt (and its event) for `dpbudget audit`."""
+    if getattr(a, "save_receipt", None) and r.receipt is not None:
+        from .audit import save_receipt
+        save_receipt(a.save_receipt, r.receipt, event)
+
+
 def cmd_round_commit(c: Client, a: argparse.Namespace) -> Output:
     r = c.commit(a.id, id_list(a.reported, "--reported") if a.reported else [])
+    keep_receipt(a, r, load_json_arg(a.event, "--event") if a.event else None)
     return r.raw, round_lines(r)
+
+
+class AuditFailed(Exception):
+    """`dpbudget audit` found something wrong (exit 5)."""
+
+    def __init__(self, raw: Any, lines: List[str]) -> None:
+        super().__init__("the audit failed")
+        self.raw = raw
+        self.lines = lines
+
+
+def cmd_audit(c: Client, a: argparse.Namespace) -> Output:
+    from .audit import audit
+    from .transparency import VerificationError
+    try:
+        rep = audit(c, a.client, a.receipts, a.state, a.keys)
+    except (VerificationError, ImportError, KeyError) as e:
+        raise AuditFailed({"ok": False, "failures": [str(e)]}, ["FAIL %s" % e])
+    raw = {"ok": rep.ok, "tree_size": rep.tree_size, "receipts": rep.receipts,
+           "spent": rep.spent, "recomputed": rep.recomputed, "failures": rep.failures,
+           "notes": rep.notes}
+    lines = ["tree size %d, %d receipts checked" % (rep.tree_size, rep.receipts)]
+    if rep.spent is not None:
+        lines.append("spent %s%s" % (num(rep.spent), "" if rep.recomputed is None
+                                     else ", recomputed %s" % num(rep.recomputed)))
+    lines += ["note: %s" % n for n in rep.notes] + ["FAIL %s" % f for f in rep.failures]
+    if not rep.ok:
+        raise AuditFailed(raw, lines)
+    lines.append("ok: every receipt is in the log, the log extends the saved tree head")
+    return raw, lines
 
 
 def cmd_round_release(c: Client, a: argparse.Namespace) -> Output:
@@ -437,7 +477,8 @@ Rounds: without --round-id a fresh id is made up; it is printed when no answer c
 command can be repeated with that --round-id and apply the round at most once.
 
 exit status: 0 done, 1 the daemon answered an error (code and detail on stderr), 2 usage,
-3 no answer (connection, timeout), 4 a round refused someone (with --strict)."""
+3 no answer (connection, timeout), 4 a round refused someone (with --strict), 5 the audit
+found something wrong."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -536,12 +577,17 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--strict", action="store_true", help="exit 4 if anyone was refused")
         if name == "charge":
             s.add_argument("--already-ran", action="store_true")
+            s.add_argument("--save-receipt", metavar="DIR",
+                           help="keep the signed receipt (and the event) in DIR for audit")
         else:
             s.add_argument("--ttl", type=int, help="reservation lifetime in seconds")
         s.set_defaults(func=lambda c, a, ph=name: cmd_round_start(c, a, ph))
     s = rs.add_parser("commit", help="charge the reported, release the dropouts")
     s.add_argument("id")
     s.add_argument("--reported", required=True, help="a,b,c or @FILE")
+    s.add_argument("--save-receipt", metavar="DIR",
+                   help="keep the signed receipt in DIR for audit")
+    s.add_argument("--event", help="the reserved event (JSON or @FILE), saved with the receipt")
     s.set_defaults(func=cmd_round_commit)
     s = rs.add_parser("release", help="release a reserved round")
     s.add_argument("id")
@@ -565,6 +611,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cursor")
     s.set_defaults(func=cmd_event_list)
 
+    s = sub.add_parser("audit", help="check a client's saved receipts against the signed log")
+    s.add_argument("client", help="the client whose receipts these are")
+    s.add_argument("--receipts", required=True,
+                   help="a directory of saved receipts (round charge --save-receipt) or a file")
+    s.add_argument("--state", required=True,
+                   help="the pinned keys and last tree head (read, then updated when all is ok)")
+    s.add_argument("--keys", help="GET /v1/log/keys' answer obtained out of band, to pin")
+    s.set_defaults(func=cmd_audit)
     s = sub.add_parser("summary", help="the ledger's counts")
     s.set_defaults(func=cmd_summary)
     return p
@@ -592,6 +646,13 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[IO[str]] = None,
     except UsageError as e:
         print("dpbudget: %s" % e, file=err)
         return 2
+    except AuditFailed as e:
+        if a.json:
+            print(json.dumps(e.raw, separators=(",", ":")), file=out)
+        else:
+            print("\n".join(e.lines), file=out)
+        print("dpbudget: the audit failed", file=err)
+        return 5
     except errors.RoundRefused as e:
         if a.json:
             print(json.dumps(e.round.raw, separators=(",", ":")), file=out)

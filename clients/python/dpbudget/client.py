@@ -695,6 +695,35 @@ class Client:
         r: Dict[str, Any] = self._get("/healthz")
         return r
 
+    # ---------------------------------------------------------------- transparency log
+
+    def log_keys(self) -> Dict[str, Any]:
+        """GET /v1/log/keys: the log's Ed25519 public keys (the signing one first)."""
+        r: Dict[str, Any] = self._get("/v1/log/keys")
+        return r
+
+    def log_sth(self) -> Dict[str, Any]:
+        """GET /v1/log/sth: the signed tree head (check it with dpbudget.transparency)."""
+        r: Dict[str, Any] = self._get("/v1/log/sth")
+        return r
+
+    def log_inclusion(self, leaf_index: int, tree_size: int) -> Dict[str, Any]:
+        """GET /v1/log/proof/inclusion: the audit path of a leaf (RFC 9162 2.1.3)."""
+        r: Dict[str, Any] = self._get("/v1/log/proof/inclusion",
+                                      {"leaf_index": leaf_index, "tree_size": tree_size})
+        return r
+
+    def log_consistency(self, first: int, second: int) -> Dict[str, Any]:
+        """GET /v1/log/proof/consistency: the proof that a tree extends another (2.1.4)."""
+        r: Dict[str, Any] = self._get("/v1/log/proof/consistency",
+                                      {"first": first, "second": second})
+        return r
+
+    def log_entries(self, start: int, end: int) -> Dict[str, Any]:
+        """GET /v1/log/entries: the log's entries (the bytes each leaf hashes), base64."""
+        r: Dict[str, Any] = self._get("/v1/log/entries", {"start": start, "end": end})
+        return r
+
 
 def from_env(**kw: Any) -> Client:
     """A Client from DPBUDGET_URL, DPBUDGET_TOKEN and DPBUDGET_CAFILE (keyword arguments win)."""

@@ -267,6 +267,9 @@ class Round:
     summarized: bool = False
     replayed: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the signed receipt of a charge or commit (daemon with --signing-key), else None:
+    #: keep it (dpbudget.audit.save_receipt) for `dpbudget audit`
+    receipt: Optional[Dict[str, Any]] = None
 
     @property
     def admitted_ids(self) -> List[str]:
@@ -302,7 +305,7 @@ class Round:
                    phase=d.get("phase") or "charge", state=d.get("state"),
                    expires_at=d.get("expires_at"), reported=rep, reserved=d.get("reserved") or 0,
                    reserved_by=d.get("reserved_by"), summarized=bool(d.get("summarized")),
-                   replayed=replayed, raw=d)
+                   replayed=replayed, raw=d, receipt=d.get("receipt"))
 
 
 @dataclass
