@@ -38,6 +38,7 @@ void res_summary(const http_request *req, http_response *resp)
     lr_put_int(&w, "active", (long long)s.active);
     lr_put_int(&w, "exhausted", (long long)s.exhausted);
     lr_put_int(&w, "uncertified", (long long)s.uncertified);
+    lr_put_int(&w, "stuck", (long long)s.stuck);
     jsonout_close(&w, '}');
     lr_put_int(&w, "rounds", (long long)s.rounds);
     jsonout_key(&w, "spent_fraction_histogram");

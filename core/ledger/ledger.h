@@ -85,7 +85,9 @@
  * 3 the reservations (clients' reserved events, rounds' phase and state) and the named
  * events; 1 and 2 are still read. */
 /* 4 adds each round's owner (the key that reserved it); 1 to 3 are still read. */
-#define LEDGER_FORMAT 4
+/* 5 adds the stuck clients (LEDGER_STUCK) after the named events; 1 to 4 are still read (their
+ * clients are not stuck until a round refuses them again). */
+#define LEDGER_FORMAT 5
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -155,12 +157,21 @@ ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, in
 /* The honest status: a client is exhausted when its spend reached its budget's eps, or when
  * the event of the last round charged to it would not be admitted again now (its spend after
  * one more would exceed eps, counting held reservations): it can no longer afford what it is
- * being charged. */
+ * being charged. A client neither uncertified nor exhausted is stuck when the latest round
+ * whose admission tested its budget refused it for it (over_budget, exhausted_already) and
+ * nothing since gave it room: no round or reservation admitted it (nor passed its own test,
+ * reason policy), no reservation it holds was released, expired or committed without it, and
+ * no change of its budget made that round's recorded spend_after fit (docs/LEDGER.md,
+ * "Stuck clients"). It comes from the admissions rounds made (their logged answers), so a
+ * replay, a snapshot and every replica show the same; dry runs and eligibility change
+ * nothing. */
 typedef enum {
-    LEDGER_ACTIVE = 0,     /* neither of the below */
-    LEDGER_EXHAUSTED = 1,  /* spend at or above eps, or the last charged event no longer fits */
-    LEDGER_UNCERTIFIED = 2 /* charged with an uncertifiable event: infinite spend, sticky */
+    LEDGER_ACTIVE = 0,      /* none of the below */
+    LEDGER_EXHAUSTED = 1,   /* spend at or above eps, or the last charged event no longer fits */
+    LEDGER_UNCERTIFIED = 2, /* charged with an uncertifiable event: infinite spend, sticky */
+    LEDGER_STUCK = 3        /* the latest round that tested its budget refused it (above) */
 } ledger_status;
+#define LEDGER_NSTATUS 4
 
 typedef struct {
     const char *dir;    /* data directory (created if missing) */
@@ -252,6 +263,9 @@ typedef struct {
     int spent_accountant; /* the dp_accountant whose value for the client's composition (at
                            * the budget's delta) `spent` is, or -1 (a filter's level, a
                            * total-variation part, nothing certified) */
+    /* status LEDGER_STUCK: the seq and id of the round that refused it; else 0 and "" */
+    uint64_t stuck_since;
+    char stuck_round[LEDGER_ID_MAX + 1];
 } ledger_client;
 
 /* 1 if id (len bytes) obeys LEDGER_ID_RULE. */
@@ -557,8 +571,9 @@ void ledger_round_res_free(ledger_round_res *r);
 
 typedef struct {
     uint64_t clients, active, exhausted, uncertified, rounds, version;
-    uint64_t view; /* changes whenever anything the summary or a list shows changes (an ETag):
-                    * the version, background refinements, and a value new at every open */
+    uint64_t stuck; /* clients with status LEDGER_STUCK (kept like the others: O(1)) */
+    uint64_t view;  /* changes whenever anything the summary or a list shows changes (an ETag):
+                     * the version, background refinements, and a value new at every open */
     uint64_t refined, refine_stale; /* background refinements (pld_refine) since open: shown;
                                      * discarded because the client changed meanwhile */
     uint64_t refine_abandoned;      /* computations stopped because a change started */

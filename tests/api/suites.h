@@ -36,6 +36,8 @@ extern const size_t JSONIN_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
 
+extern const tl_test STUCK_API_TESTS[]; /* test_stuck_api.c: issue 37's stuck clients */
+extern const size_t STUCK_API_NTESTS;
 extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
                                           honest status, two-phase rounds */
 extern const size_t WORKFLOW_NTESTS;

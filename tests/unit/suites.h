@@ -44,5 +44,7 @@ extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 extern const tl_test RDPGAP_TESTS[];
 extern const size_t RDPGAP_NTESTS;
+extern const tl_test STUCK_TESTS[]; /* test_stuck.c: the status stuck */
+extern const size_t STUCK_NTESTS;
 
 #endif

@@ -413,7 +413,7 @@ snap:
     CHECK(at > 0 && g.snap[0] == LEDGER_FORMAT);
     if (at > 0) {
         memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
-        g.snap_len -= 12;
+        g.snap_len -= 12 + 8; /* and format 5's stuck clients at the end: a count of 0 */
         g.snap[0] = 3;
         ledger *d = on_log(&g);
         if (d) {
