@@ -8,7 +8,6 @@
  * Every id starts with "stuck_api-" and its clients carry the label pool=stuck_api-N: the
  * tests share the suite's daemon (no --default-budget); counts are compared before and after.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,22 +21,21 @@
 #define G20 "{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":20}"
 #define N 40
 
-static void req(api_reply *r, const char *method, const char *path, const char *f, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static void req(api_reply *r, const char *method, const char *path, const char *f, ...)
+/* method path with body (NULL: none) */
+static void send(api_reply *r, const char *method, const char *path, const char *body)
 {
-    char *body = NULL;
-    if (f) {
-        va_list ap;
-        va_start(ap, f);
-        body = api_vfmt(f, ap);
-        va_end(ap);
-    }
     api_hreq(method, path, body, NULL, r, NULL);
+}
+
+/* POST /v1/rounds: round rid of event over the ids (a JSON list's inside), admit_eligible,
+ * with the members of extra ("": none) */
+static void post_round(api_reply *r, const char *rid, const char *event, const char *ids,
+                       const char *extra)
+{
+    char *body = api_fmt("{\"round_id\":\"%s\",\"event\":%s,\"participants\":[%s],"
+                         "\"policy\":\"admit_eligible\"%s}",
+                         rid, event, ids, extra);
+    send(r, "POST", "/v1/rounds", body);
     free(body);
 }
 
@@ -45,7 +43,7 @@ static void req(api_reply *r, const char *method, const char *path, const char *
 static void stuck_counts(long long *summary, long long *metric)
 {
     api_reply r;
-    req(&r, "GET", "/v1/summary", NULL);
+    send(&r, "GET", "/v1/summary", NULL);
     json_t *v = json_object_get(json_object_get(r.json, "by_status"), "stuck");
     *summary = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
     CHECKF(v != NULL, "/v1/summary has no by_status.stuck: %.300s", r.body);
@@ -65,7 +63,7 @@ static const char *status_of(const char *id, char *round, size_t cap, long long 
     static char st[32];
     api_reply r;
     char *path = api_fmt("/v1/clients/%s", id);
-    req(&r, "GET", path, NULL);
+    send(&r, "GET", path, NULL);
     free(path);
     const char *s = r.status == 200 ? jstr(r.json, "status") : NULL;
     const char *rd = r.status == 200 ? jstr(r.json, "stuck_round") : NULL;
@@ -118,16 +116,13 @@ static void stuck_api_issue_scenario(void)
                                i ? "," : "", i, i < N ? 1 : 100);
     snprintf(batch + at, cap - at, "]}");
     api_reply r;
-    req(&r, "POST", "/v1/clients:batch", "%s", batch);
+    send(&r, "POST", "/v1/clients:batch", batch);
     CHECKF(r.status == 200, "batch: %ld %.300s", r.status, r.body);
     api_reply_free(&r);
     free(batch);
     char *all = ids_json("c", 0, N + 5);
     /* a dry run of what they cannot afford: nothing set */
-    req(&r, "POST", "/v1/rounds",
-        "{\"round_id\":\"stuck_api-dry\",\"event\":" G1 ",\"participants\":[%s],"
-        "\"policy\":\"admit_eligible\",\"dry_run\":true}",
-        all);
+    post_round(&r, "stuck_api-dry", G1, all, ",\"dry_run\":true");
     CHECKF(r.status == 200 && admitted(&r) == 5, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     char round[160];
@@ -137,10 +132,7 @@ static void stuck_api_issue_scenario(void)
     CHECKF(s1 == s0 && m1 == m0, "a dry run made clients stuck: %lld -> %lld", s0, s1);
     /* two rounds of G(1) */
     for (int k = 1; k <= 2; k++) {
-        req(&r, "POST", "/v1/rounds",
-            "{\"round_id\":\"stuck_api-r%d\",\"event\":" G1 ",\"participants\":[%s],"
-            "\"policy\":\"admit_eligible\"}",
-            k, all);
+        post_round(&r, k == 1 ? "stuck_api-r1" : "stuck_api-r2", G1, all, "");
         CHECKF(r.status == 200 && admitted(&r) == 5, "round %d: %ld %.300s", k, r.status, r.body);
         api_reply_free(&r);
         CHECK(strcmp(status_of("stuck_api-c-7", round, sizeof round, k == 1 ? &since1 : &since2),
@@ -154,7 +146,7 @@ static void stuck_api_issue_scenario(void)
     CHECKF(s1 == s0 + N && m1 == m0 + N, "summary %lld -> %lld, gauge %lld -> %lld (expected +%d)",
            s0, s1, m0, m1, N);
     /* the list: by status, and by status and label */
-    req(&r, "GET", "/v1/clients?status=stuck&label=pool%3Dstuck_api-1&limit=1000", NULL);
+    send(&r, "GET", "/v1/clients?status=stuck&label=pool%3Dstuck_api-1&limit=1000", NULL);
     CHECKF(r.status == 200 && jint_is(r.json, "total", N), "%ld %.300s", r.status, r.body);
     json_t *cl = json_object_get(r.json, "clients");
     CHECK(json_array_size(cl) == N);
@@ -164,37 +156,36 @@ static void stuck_api_issue_scenario(void)
         CHECK(jnum(c, "spent.epsilon") == 0.0 && jnum(c, "remaining.epsilon") == 1.0);
     }
     api_reply_free(&r);
-    req(&r, "GET", "/v1/clients?status=stuck&limit=1000", NULL);
+    send(&r, "GET", "/v1/clients?status=stuck&limit=1000", NULL);
     CHECKF(r.status == 200 && jint_is(r.json, "total", s1), "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
-    req(&r, "GET", "/v1/clients?status=stuck&sort=spent&label=pool%3Dstuck_api-1", NULL);
+    send(&r, "GET", "/v1/clients?status=stuck&sort=spent&label=pool%3Dstuck_api-1", NULL);
     CHECKF(r.status == 200 && jint_is(r.json, "total", N), "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     /* eligibility says the same of them */
     char *poor = ids_json("c", 0, N);
-    req(&r, "POST", "/v1/eligibility", "{\"event\":" G1 ",\"clients\":[%s]}", poor);
+    char *el = api_fmt("{\"event\":" G1 ",\"clients\":[%s]}", poor);
+    send(&r, "POST", "/v1/eligibility", el);
+    free(el);
     CHECKF(r.status == 200 && jint_is(r.json, "eligible", 0), "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     free(poor);
     /* an affordable round for ten of them clears those ten */
     char *ten = ids_json("c", 0, 10);
-    req(&r, "POST", "/v1/rounds",
-        "{\"round_id\":\"stuck_api-r3\",\"event\":" G20 ",\"participants\":[%s],"
-        "\"policy\":\"admit_eligible\"}",
-        ten);
+    post_round(&r, "stuck_api-r3", G20, ten, "");
     CHECKF(r.status == 200 && admitted(&r) == 10, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     free(ten);
     CHECK(strcmp(status_of("stuck_api-c-3", round, sizeof round, &since1), "active") == 0);
     /* a budget raise past what r2 would have cost clears one more */
-    req(&r, "PUT", "/v1/clients/stuck_api-c-20",
-        "{\"budget\":{\"epsilon\":50,\"delta\":1e-5},\"labels\":{\"pool\":\"stuck_api-1\"}}");
+    send(&r, "PUT", "/v1/clients/stuck_api-c-20",
+         "{\"budget\":{\"epsilon\":50,\"delta\":1e-5},\"labels\":{\"pool\":\"stuck_api-1\"}}");
     CHECKF(r.status == 200 && api_str_is(r.json, "status", "active"), "%ld %.300s", r.status,
            r.body);
     api_reply_free(&r);
     /* a raise too small keeps another stuck */
-    req(&r, "PUT", "/v1/clients/stuck_api-c-21",
-        "{\"budget\":{\"epsilon\":1.5,\"delta\":1e-5},\"labels\":{\"pool\":\"stuck_api-1\"}}");
+    send(&r, "PUT", "/v1/clients/stuck_api-c-21",
+         "{\"budget\":{\"epsilon\":1.5,\"delta\":1e-5},\"labels\":{\"pool\":\"stuck_api-1\"}}");
     CHECKF(r.status == 200 && api_str_is(r.json, "status", "stuck") &&
                api_str_is(r.json, "stuck_round", "stuck_api-r2"),
            "%ld %.300s", r.status, r.body);
@@ -212,7 +203,7 @@ static void stuck_api_etag_reservation(void)
 {
     api_reply r;
     hx h;
-    req(&r, "PUT", "/v1/clients/stuck_api-e", "{\"budget\":{\"epsilon\":1,\"delta\":1e-5}}");
+    send(&r, "PUT", "/v1/clients/stuck_api-e", "{\"budget\":{\"epsilon\":1,\"delta\":1e-5}}");
     CHECK(r.status == 201 || r.status == 200);
     api_reply_free(&r);
     api_hreq("GET", "/v1/clients/stuck_api-e", NULL, NULL, &r, &h);
@@ -220,8 +211,7 @@ static void stuck_api_etag_reservation(void)
     api_reply_free(&r);
     char etag[64];
     snprintf(etag, sizeof etag, "%s", h.etag);
-    req(&r, "POST", "/v1/rounds",
-        "{\"round_id\":\"stuck_api-e1\",\"event\":" G1 ",\"participants\":[\"stuck_api-e\"]}");
+    post_round(&r, "stuck_api-e1", G1, "\"stuck_api-e\"", "");
     CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     api_hreq("GET", "/v1/clients/stuck_api-e", NULL, etag, &r, &h);
@@ -230,26 +220,24 @@ static void stuck_api_etag_reservation(void)
     api_reply_free(&r);
     /* a reservation admits it: active; a round refused for what it holds: stuck; released:
      * active */
-    req(&r, "POST", "/v1/rounds",
-        "{\"round_id\":\"stuck_api-e2\",\"event\":" G5 ",\"participants\":[\"stuck_api-e\"],"
-        "\"phase\":\"reserve\",\"reservation_ttl_seconds\":600}");
+    post_round(&r, "stuck_api-e2", G5, "\"stuck_api-e\"",
+               ",\"phase\":\"reserve\",\"reservation_ttl_seconds\":600");
     CHECKF(r.status == 200 && admitted(&r) == 1, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     char round[160];
     long long since;
     CHECK(strcmp(status_of("stuck_api-e", round, sizeof round, &since), "active") == 0);
-    req(&r, "POST", "/v1/rounds",
-        "{\"round_id\":\"stuck_api-e3\",\"event\":" G5 ",\"participants\":[\"stuck_api-e\"]}");
+    post_round(&r, "stuck_api-e3", G5, "\"stuck_api-e\"", "");
     CHECKF(r.status == 200 && admitted(&r) == 0, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     CHECK(strcmp(status_of("stuck_api-e", round, sizeof round, &since), "stuck") == 0 &&
           strcmp(round, "stuck_api-e3") == 0);
-    req(&r, "POST", "/v1/rounds/stuck_api-e2/release", "{}");
+    send(&r, "POST", "/v1/rounds/stuck_api-e2/release", "{}");
     CHECKF(r.status == 200, "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
     CHECK(strcmp(status_of("stuck_api-e", round, sizeof round, &since), "active") == 0 &&
           round[0] == '\0' && since == 0);
-    req(&r, "GET", "/v1/clients?status=stalled", NULL);
+    send(&r, "GET", "/v1/clients?status=stalled", NULL);
     CHECKF(r.status == 400 && r.body && strstr(r.body, "stuck"), "%ld %.300s", r.status, r.body);
     api_reply_free(&r);
 }

@@ -36,29 +36,40 @@ static dp_event *epsdelta(double eps, double delta)
     return e;
 }
 
-static ledger *on_dir(const char *dir)
+/* A ledger on the data directory dir, or (dir NULL) on the shared log g. */
+static ledger *open_on(const char *dir, memlog *g)
 {
-    ledger_options o;
-    memset(&o, 0, sizeof o);
-    o.dir = dir;
-    o.snapshot_every = 1000000;
+    ledger_options o = {.dir = dir, .snapshot_every = 1000000};
     ledger *l = NULL;
     dpb_error err = {0};
-    CHECKF(ledger_open(&o, &l, &err) == DPB_OK, "%s", err.detail);
-    return l;
+    ledger_store *s = dir ? NULL : memstore_open(g);
+    dpb_status st = dir ? ledger_open(&o, &l, &err)
+                    : s ? ledger_open_store(&o, s, &l, &err)
+                        : DPB_ENOMEM;
+    CHECKF(st == DPB_OK, "%s", err.detail);
+    return st == DPB_OK ? l : NULL;
+}
+
+static ledger *on_dir(const char *dir)
+{
+    return open_on(dir, NULL);
 }
 
 static ledger *on_log(memlog *g)
 {
-    ledger_options o;
-    memset(&o, 0, sizeof o);
-    o.snapshot_every = 1000000;
-    ledger *l = NULL;
-    dpb_error err = {0};
-    ledger_store *s = memstore_open(g);
-    dpb_status st = s ? ledger_open_store(&o, s, &l, &err) : DPB_ENOMEM;
-    CHECKF(st == DPB_OK, "%s", err.detail);
-    return st == DPB_OK ? l : NULL;
+    return open_on(NULL, g);
+}
+
+/* A fresh directory into dir[n] and a ledger on it; NULL (the directory gone) if either
+ * cannot be made. */
+static ledger *fresh(char *dir, size_t n)
+{
+    if (tl_make_dir(dir, n, "dpb_stuck_") != 0)
+        return NULL;
+    ledger *l = on_dir(dir);
+    if (l == NULL)
+        tl_remove_dir(dir);
+    return l;
 }
 
 /* Create or change client id: budget (eps, delta), mode, labels ("" none). */
@@ -91,18 +102,15 @@ typedef struct {
 static answer offer(ledger *l, const char *rid, dp_event *ev, const char *const *ids, size_t n,
                     int dry, int reserve, ledger_policy policy)
 {
-    answer a;
-    memset(&a, 0, sizeof a);
-    ledger_round_req rq;
-    memset(&rq, 0, sizeof rq);
+    answer a = {0};
+    ledger_round_req rq = {.policy = policy,
+                           .dry_run = dry,
+                           .event = ev,
+                           .participants = ids,
+                           .n = n,
+                           .reserve = reserve,
+                           .ttl_seconds = reserve ? 3600 : 0};
     snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
-    rq.policy = policy;
-    rq.dry_run = dry;
-    rq.event = ev;
-    rq.participants = ids;
-    rq.n = n;
-    rq.reserve = reserve;
-    rq.ttl_seconds = reserve ? 3600 : 0;
     ledger_hash128(rid, strlen(rid), rq.body_hash);
     ledger_round_res res;
     dpb_error err = {0};
@@ -193,11 +201,9 @@ static void counts(ledger *l, uint64_t active, uint64_t stuck, int line)
 static void stuck_rdp_definition(void)
 {
     char dir[64];
-    if (tl_make_dir(dir, sizeof dir, "dpb_stuck_") != 0)
-        return;
-    ledger *l = on_dir(dir);
+    ledger *l = fresh(dir, sizeof dir);
     if (l == NULL)
-        goto out;
+        return;
     put(l, "a", 1.0, 1e-5, LEDGER_RDP, "");
     put(l, "b", 1.0, 1e-5, LEDGER_RDP, "");
     EXPECT(l, "a", LEDGER_ACTIVE, "", 0);
@@ -256,7 +262,6 @@ static void stuck_rdp_definition(void)
     CHECK(r6.st == DPB_OK && r6.reason[0] == LEDGER_UNSUPPORTED && r6.admitted[1]);
     EXPECT(l, "b", LEDGER_STUCK, "r5", r5.seq);
     ledger_close_nosnapshot(l);
-out:
     tl_remove_dir(dir);
 }
 
@@ -269,11 +274,9 @@ out:
 static void stuck_modes_and_budget(void)
 {
     char dir[64];
-    if (tl_make_dir(dir, sizeof dir, "dpb_stuck_") != 0)
-        return;
-    ledger *l = on_dir(dir);
+    ledger *l = fresh(dir, sizeof dir);
     if (l == NULL)
-        goto out;
+        return;
     static const struct {
         ledger_mode mode;
         int epsdelta;
@@ -331,7 +334,6 @@ static void stuck_modes_and_budget(void)
     put(l, "low", c1.after[0] * 0.5, 1e-5, LEDGER_RDP, "");
     EXPECT(l, "low", LEDGER_EXHAUSTED, "", 0);
     ledger_close_nosnapshot(l);
-out:
     tl_remove_dir(dir);
 }
 
@@ -366,11 +368,9 @@ static dpb_status release(ledger *l, const char *rid)
 static void stuck_reservations(void)
 {
     char dir[64];
-    if (tl_make_dir(dir, sizeof dir, "dpb_stuck_") != 0)
-        return;
-    ledger *l = on_dir(dir);
+    ledger *l = fresh(dir, sizeof dir);
     if (l == NULL)
-        goto out;
+        return;
     const char *hk[] = {"h", "k"};
     put(l, "h", 1.0, 1e-5, LEDGER_RDP, "");
     put(l, "k", 1.0, 1e-5, LEDGER_RDP, "");
@@ -422,7 +422,6 @@ static void stuck_reservations(void)
     EXPECT(l, "c", LEDGER_STUCK, "x4", x4.seq);
     CHECK(view(l, "c").rounds == 1);
     ledger_close_nosnapshot(l);
-out:
     tl_remove_dir(dir);
 }
 
@@ -493,12 +492,10 @@ static void story(ledger *l)
 static void stuck_restart_identical(void)
 {
     char dir[64];
-    if (tl_make_dir(dir, sizeof dir, "dpb_stuck_") != 0)
-        return;
-    ledger *l = on_dir(dir);
+    ledger *l = fresh(dir, sizeof dir);
     seen before, after;
     if (l == NULL)
-        goto out;
+        return;
     story(l);
     look(l, &before);
     ledger_close_nosnapshot(l);
