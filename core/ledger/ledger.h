@@ -158,13 +158,13 @@ ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, in
  * the event of the last round charged to it would not be admitted again now (its spend after
  * one more would exceed eps, counting held reservations): it can no longer afford what it is
  * being charged. A client neither uncertified nor exhausted is stuck when the latest round
- * whose admission tested its budget refused it for it (over_budget, exhausted_already) and
- * nothing since gave it room: no round or reservation admitted it (nor passed its own test,
- * reason policy), no reservation it holds was released, expired or committed without it, and
- * no change of its budget made that round's recorded spend_after fit (docs/LEDGER.md,
- * "Stuck clients"). It comes from the admissions rounds made (their logged answers), so a
- * replay, a snapshot and every replica show the same; dry runs and eligibility change
- * nothing. */
+ * whose admission tested its budget refused it for it (LEDGER_OVER_BUDGET,
+ * LEDGER_EXHAUSTED_ALREADY) and nothing since gave it room: no round or reservation admitted
+ * it (nor passed its own test, LEDGER_POLICY), no reservation it holds was released, expired or
+ * committed without it, and no change of its budget made that round's recorded spend_after fit
+ * (docs/LEDGER.md, "Stuck clients"). It comes from the admissions rounds made (their logged
+ * answers), so a replay, a snapshot and every replica show the same; dry runs and eligibility
+ * change nothing. */
 typedef enum {
     LEDGER_ACTIVE = 0,      /* none of the below */
     LEDGER_EXHAUSTED = 1,   /* spend at or above eps, or the last charged event no longer fits */

@@ -235,7 +235,7 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
 
 /* ---- stuck clients (ledger.h, LEDGER_STUCK; docs/LEDGER.md, "Stuck clients") ----------------
  * stuck_rd names the round whose refusal for the client's budget (over_budget,
- * exhausted_already) is the latest answer that tested its budget; stuck_after keeps that
+ * exhausted) is the latest answer that tested its budget; stuck_after keeps that
  * answer's spend_after, rounded down to a float. An admission (a charge, a reservation, a
  * recorded round after the fact) clears it, and so does a policy refusal (the client passed its
  * own test), a release, expiry or commit without it of a reservation it holds (the budget the

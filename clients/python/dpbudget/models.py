@@ -185,7 +185,7 @@ class Spend:
 
 #: Every status a client record (and GET /v1/clients?status=) may carry. stuck: the latest
 #: round whose admission tested the client's budget refused it for it (over_budget or
-#: exhausted_already) and nothing since gave it room (docs/LEDGER.md, "Stuck clients");
+#: exhausted) and nothing since gave it room (docs/LEDGER.md, "Stuck clients");
 #: `stuck_round` and `stuck_since` then name that round and its log seq.
 STATUSES = ("active", "exhausted", "uncertified", "stuck")
 
