@@ -372,9 +372,12 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
     }
     l->nrd++;
     for (uint32_t i = 0; i < n; i++) {
-        long pos = apply ? lg_find_client(l, out[i].id) : -1;
+        int offer = !out[i].admitted &&
+                    (out[i].reason == LEDGER_OVER_BUDGET ||
+                     out[i].reason == LEDGER_EXHAUSTED_ALREADY || out[i].reason == LEDGER_POLICY);
+        long pos = apply && (out[i].admitted || offer) ? lg_find_client(l, out[i].id) : -1;
         if (!out[i].admitted) {
-            if (pos >= 0) /* undo room reserved when it touches (lg_offer_touches) */
+            if (pos >= 0) /* undo room reserved for every refused participant */
                 lg_offer_answer(l, seq, pos, (long)l->nrd - 1, out[i].reason, out[i].after);
             continue;
         }

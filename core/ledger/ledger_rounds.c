@@ -442,13 +442,11 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     /* Room to withdraw everything this round changes, before anything is logged: its new
      * events, its new clients, its charges and the round itself. */
     size_t changes = (l->nevs - l->nevs_logged) + 1;
-    for (size_t i = 0; i < req->n; i++) {
-        long pos = lg_find_client(l, b->out[i].id);
+    for (size_t i = 0; i < req->n; i++)
         if (b->out[i].admitted)
-            changes += pos < 0 ? 2 : 1; /* created, charged */
-        else if (pos >= 0 && lg_offer_touches(&l->cl[pos], b->out[i].reason))
-            changes++; /* its stuck state (ledger_apply.c) */
-    }
+            changes += lg_find_client(l, b->out[i].id) < 0 ? 2 : 1; /* created, charged */
+        else
+            changes++; /* its stuck state, perhaps (lg_offer_answer): room, not a lookup */
     dpb_status st = lg_txn_reserve(t, changes);
     /* Log: new events (in index order: replay checks it), new clients, the round; each
      * applied as it is logged. */
