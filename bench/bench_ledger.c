@@ -286,13 +286,9 @@ static void stuck_phase(ledger *l)
         all[i] = ids[i];
     for (int k = 0; k < 6; k++) {
         dp_event *ev = gaussian(k % 2 ? 50.0 : 1.0);
-        ledger_round_req rq;
-        memset(&rq, 0, sizeof rq);
+        ledger_round_req rq = {
+            .policy = LEDGER_ADMIT_ELIGIBLE, .event = ev, .participants = all, .n = N};
         snprintf(rq.round_id, sizeof rq.round_id, "stuck-%d", k);
-        rq.participants = all;
-        rq.n = N;
-        rq.event = ev;
-        rq.policy = LEDGER_ADMIT_ELIGIBLE;
         ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
         ledger_round_res res;
         double t0 = now_s();
