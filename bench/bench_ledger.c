@@ -13,7 +13,12 @@
  *      twice; one id it did not admit) and accepted; the time of each and the ratio
  *      100k / 10k (linear: about 10; the quadratic check before issue 34: about 100)
  *      (`bench_ledger BUILD commit` runs this phase alone)          target refusal < 50 ms
+ *   6. rounds of 100,000 participants that every one refuses for its budget (each refusal
+ *      makes the client stuck: an undo entry, the counters, its version), against rounds that
+ *      admit them all (which clears it); ms a round and us a participant, best of 3
+ *      (`bench_ledger BUILD stuck` runs this phase alone)
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +272,46 @@ static void commit_phase(ledger *l, const dp_event *ev)
     free(rep);
 }
 
+/* 6: 100,000-participant rounds of a ledger's clients ids[0..100000) (made, epsilon 1): all
+ * refused for their budget (G(1), about 4.7), then all admitted (G(50)); the best of 3 each. */
+static void stuck_phase(ledger *l)
+{
+    enum { N = 100000 };
+    double best[2] = {HUGE_VAL, HUGE_VAL};
+    size_t got[2] = {0, 0};
+    const char **all = malloc(N * sizeof *all);
+    if (all == NULL)
+        return;
+    for (size_t i = 0; i < N; i++)
+        all[i] = ids[i];
+    for (int k = 0; k < 6; k++) {
+        dp_event *ev = gaussian(k % 2 ? 50.0 : 1.0);
+        ledger_round_req rq = {
+            .policy = LEDGER_ADMIT_ELIGIBLE, .event = ev, .participants = all, .n = N};
+        snprintf(rq.round_id, sizeof rq.round_id, "stuck-%d", k);
+        ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+        ledger_round_res res;
+        double t0 = now_s();
+        dpb_status st = ledger_round(l, &rq, &res, NULL);
+        double t = now_s() - t0;
+        if (st == DPB_OK) {
+            got[k % 2] = res.admitted;
+            ledger_round_res_free(&res);
+        }
+        if (t < best[k % 2])
+            best[k % 2] = t;
+        dp_event_free(ev);
+    }
+    free(all);
+    ledger_summary s;
+    ledger_get_summary(l, &s);
+    printf("a round of %d participants all refused for their budget (each made stuck): %.0f ms "
+           "(%.2f us a participant); all admitted: %.0f ms (%.2f us); admitted %zu and %zu, "
+           "stuck now %llu, best of 3\n",
+           N, best[0] * 1e3, best[0] * 1e6 / N, best[1] * 1e3, best[1] * 1e6 / N, got[0], got[1],
+           (unsigned long long)s.stuck);
+}
+
 int main(int argc, char **argv)
 {
     const char *build = argc > 1 ? argv[1] : "build";
@@ -274,6 +319,15 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/bench-ledger-data", build);
     printf("bench_ledger: data in %s (on disk: fdatasync is real), %ld CPUs\n", dir,
            sysconf(_SC_NPROCESSORS_ONLN));
+    if (argc > 2 && strcmp(argv[2], "stuck") == 0) { /* phase 6 alone */
+        ledger *l = open_fresh(dir, 200000);
+        make_clients(l, 100000, 1.0);
+        stuck_phase(l);
+        ledger_close(l);
+        free(ids);
+        rm_dir(dir);
+        return 0;
+    }
     if (argc > 2 && strcmp(argv[2], "commit") == 0) { /* phase 5 alone */
         ledger *l = open_fresh(dir, 200000);
         make_clients(l, 100000, 1e9);
@@ -321,6 +375,12 @@ int main(int argc, char **argv)
     l = open_fresh(dir, 200000);
     make_clients(l, 100000, 1e9);
     commit_phase(l, ev);
+    ledger_close(l);
+
+    /* 6: rounds whose participants are all refused (stuck), on disk */
+    l = open_fresh(dir, 200000);
+    make_clients(l, 100000, 1.0);
+    stuck_phase(l);
     ledger_close(l);
 
     /* 4: recovery and memory at scale */

@@ -451,11 +451,12 @@ static int verify(const char *dir)
             dropped = (long long)(before.st_size - after.st_size);
     }
     printf("{\"data_dir\":\"%s\",\"sound\":true,\"clients\":%llu,\"rounds\":%llu,"
-           "\"active\":%llu,\"exhausted\":%llu,\"uncertified\":%llu,"
+           "\"active\":%llu,\"exhausted\":%llu,\"uncertified\":%llu,\"stuck\":%llu,"
            "\"torn_tail_bytes\":%lld,\"log_records_checked\":%llu}\n",
            dir, (unsigned long long)s.clients, (unsigned long long)s.rounds,
            (unsigned long long)s.active, (unsigned long long)s.exhausted,
-           (unsigned long long)s.uncertified, dropped, (unsigned long long)checked);
+           (unsigned long long)s.uncertified, (unsigned long long)s.stuck, dropped,
+           (unsigned long long)checked);
     if (dropped)
         fprintf(stderr,
                 "dpbudgetd: %s/wal.log ends in %lld bytes that are not a complete record (a write "

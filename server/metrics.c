@@ -422,6 +422,7 @@ static void render_ledger(sbuf *b, ledger *l)
         "dpbudget_ledger_clients{status=\"active\"} %llu\n"
         "dpbudget_ledger_clients{status=\"exhausted\"} %llu\n"
         "dpbudget_ledger_clients{status=\"uncertified\"} %llu\n"
+        "dpbudget_ledger_clients{status=\"stuck\"} %llu\n"
         "# HELP dpbudget_ledger_rounds Rounds stored in the ledger.\n"
         "# TYPE dpbudget_ledger_rounds gauge\n"
         "dpbudget_ledger_rounds %llu\n"
@@ -432,8 +433,8 @@ static void render_ledger(sbuf *b, ledger *l)
         "# TYPE dpbudget_ledger_read_only gauge\n"
         "dpbudget_ledger_read_only %d\n",
         (unsigned long long)s.active, (unsigned long long)s.exhausted,
-        (unsigned long long)s.uncertified, (unsigned long long)s.rounds,
-        (unsigned long long)s.log_bytes, s.read_only);
+        (unsigned long long)s.uncertified, (unsigned long long)s.stuck,
+        (unsigned long long)s.rounds, (unsigned long long)s.log_bytes, s.read_only);
     put(b, "# HELP dpbudget_ledger_clients_spent_fraction Clients by the fraction of their "
            "epsilon budget spent, in bins [from, to) of 0.1; the last bin (from 1) is spent to or "
            "past the budget.\n"

@@ -68,6 +68,11 @@ static void write_client(jsonout_w *w, const ledger_client *c)
     jsonout_key(w, "rounds");
     jsonout_int(w, (long long)c->rounds);
     lr_put_str(w, "status", ledger_status_name(c->status));
+    if (c->status == LEDGER_STUCK) { /* the round whose refusal for its budget it is */
+        lr_put_str(w, "stuck_round", c->stuck_round);
+        jsonout_key(w, "stuck_since");
+        jsonout_int(w, (long long)c->stuck_since);
+    }
     jsonout_key(w, "version");
     jsonout_int(w, (long long)c->version);
     jsonout_close(w, '}');
@@ -407,12 +412,12 @@ void res_clients_list(const http_request *req, http_response *resp)
         return;
     problem pb = {0};
     ledger_query q = {-1, NULL, LEDGER_SORT_ID, 0, 0, 100};
-    static const char *const statuses[] = {"active", "exhausted", "uncertified", NULL};
+    static const char *const statuses[] = {"active", "exhausted", "uncertified", "stuck", NULL};
     static const char *const sorts[] = {"id", "spent", "remaining", NULL};
     static const char *const orders[] = {"asc", "desc", NULL};
     int sort = LEDGER_SORT_ID; /* the names' indexes are the ledger_status and ledger_sort values */
-    if (query_choice(req, "status", statuses, "active, exhausted or uncertified", &q.status, &pb) <
-        0)
+    if (query_choice(req, "status", statuses, "active, exhausted, uncertified or stuck", &q.status,
+                     &pb) < 0)
         goto fail;
     q.label = http_query(req, "label");
     if (q.label && !lr_label_filter_ok(q.label)) {

@@ -89,7 +89,9 @@
 /* 5 adds time (ledger_record.h): every log record carries the wall-clock time it was made, and
  * the snapshot its own time, each round's times and the ledger-wide series (ledger_get_series);
  * records and snapshots of 1 to 4 are still read, their times unknown (0). */
-#define LEDGER_FORMAT 5
+/* 6 adds the stuck clients (LEDGER_STUCK) after the times; 1 to 5 are still read (their
+ * clients are not stuck until a round refuses them again). */
+#define LEDGER_FORMAT 6
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -159,15 +161,23 @@ ledger_guarantee ledger_guarantee_of(ledger_mode m, double spent, double eps, in
 /* The honest status: a client is exhausted when its spend reached its budget's eps, or when
  * the event of the last round charged to it would not be admitted again now (its spend after
  * one more would exceed eps, counting held reservations): it can no longer afford what it is
- * being charged. */
+ * being charged. A client neither uncertified nor exhausted is stuck when the latest round
+ * whose admission tested its budget refused it for it (LEDGER_OVER_BUDGET,
+ * LEDGER_EXHAUSTED_ALREADY) and nothing since gave it room: no round or reservation admitted
+ * it (nor passed its own test, LEDGER_POLICY), no reservation it holds was released, expired or
+ * committed without it, and no change of its budget made that round's recorded spend_after fit
+ * (docs/LEDGER.md, "Stuck clients"). It comes from the admissions rounds made (their logged
+ * answers), so a replay, a snapshot and every replica show the same; dry runs and eligibility
+ * change nothing. */
 typedef enum {
-    LEDGER_ACTIVE = 0,     /* neither of the below */
-    LEDGER_EXHAUSTED = 1,  /* spend at or above eps, or the last charged event no longer fits */
-    LEDGER_UNCERTIFIED = 2 /* charged with an uncertifiable event: infinite spend, sticky */
+    LEDGER_ACTIVE = 0,      /* none of the below */
+    LEDGER_EXHAUSTED = 1,   /* spend at or above eps, or the last charged event no longer fits */
+    LEDGER_UNCERTIFIED = 2, /* charged with an uncertifiable event: infinite spend, sticky */
+    LEDGER_STUCK = 3        /* the latest round that tested its budget refused it (above) */
 } ledger_status;
 /* The number of ledger_status values: every count by status (the summary, the series) has one
  * entry per value, named by ledger_status_name. */
-#define LEDGER_NSTATUS 3
+#define LEDGER_NSTATUS 4
 
 typedef struct {
     const char *dir;    /* data directory (created if missing) */
@@ -259,6 +269,9 @@ typedef struct {
     int spent_accountant; /* the dp_accountant whose value for the client's composition (at
                            * the budget's delta) `spent` is, or -1 (a filter's level, a
                            * total-variation part, nothing certified) */
+    /* status LEDGER_STUCK: the seq and id of the round that refused it; else 0 and "" */
+    uint64_t stuck_since;
+    char stuck_round[LEDGER_ID_MAX + 1];
 } ledger_client;
 
 /* 1 if id (len bytes) obeys LEDGER_ID_RULE. */
@@ -577,7 +590,7 @@ dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *r
 void ledger_round_res_free(ledger_round_res *r);
 
 typedef struct {
-    uint64_t clients, active, exhausted, uncertified, rounds, version;
+    uint64_t clients, active, exhausted, uncertified, stuck, rounds, version;
     uint64_t by_status[LEDGER_NSTATUS]; /* clients by ledger_status (active..: the same) */
     uint64_t view; /* changes whenever anything the summary or a list shows changes (an ETag):
                     * the version, background refinements, and a value new at every open */

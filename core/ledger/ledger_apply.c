@@ -73,8 +73,16 @@ dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, 
             return DPB_ENOMEM;
         }
         pos = (long)l->ncl++;
-    } else if (!l->cl[pos].dirty) { /* a dirty one is out of the counters already */
-        lg_counters(l, &l->cl[pos], -1);
+    } else {
+        lclient *c = &l->cl[pos];
+        if (!c->dirty) /* a dirty one is out of the counters already */
+            lg_counters(l, c, -1);
+        /* stuck: the refused round's spend_after does not depend on eps (the composition's
+         * eps at the budget's delta, in every mode): it stays while that is above the new eps
+         * and the delta and accounting are the same */
+        if (c->stuck_rd && (mode != c->mode || rel != c->rel || delta != c->delta ||
+                            (eps != c->eps && !((double)c->stuck_after > eps))))
+            c->stuck_rd = 0;
     }
     lclient *c = &l->cl[pos];
     c->eps = eps;
@@ -209,7 +217,9 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
         lg_counters(l, c, -1);
     }
     int bad = rv_adjust(c, ev, hold) != 0 || (charge && add_count(c, ev, 1) != 0);
-    if (bad && seq) { /* put back exactly what was */
+    if (!bad && (hold > 0 || !charge))
+        c->stuck_rd = 0; /* admitted by a reservation, or its held budget released */
+    if (bad && seq) {    /* put back exactly what was */
         free(c->ev);
         free(c->rv);
         c->ev = u.sev;
@@ -239,6 +249,52 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     lg_recompute(l, c);
     lg_counters(l, c, +1);
     return 0;
+}
+
+/* ---- stuck clients (ledger.h, LEDGER_STUCK; docs/LEDGER.md, "Stuck clients") ----------------
+ * stuck_rd names the round whose refusal for the client's budget (over_budget,
+ * exhausted) is the latest answer that tested its budget; stuck_after keeps that
+ * answer's spend_after, rounded down to a float. An admission (a charge, a reservation, a
+ * recorded round after the fact) clears it, and so does a policy refusal (the client passed its
+ * own test), a release, expiry or commit without it of a reservation it holds (the budget the
+ * refusal counted as held is free again), and a budget change after which the recorded spend
+ * may fit (lg_apply_client). Other refusals (unsupported, uncertifiable, duplicate) say nothing
+ * of its budget and leave it. Everything here is read from the rounds' logged answers: replay,
+ * snapshots and replicas give the same; nothing is computed. */
+
+int lg_offer_touches(const lclient *c, int reason)
+{
+    return reason == LEDGER_OVER_BUDGET || reason == LEDGER_EXHAUSTED_ALREADY ||
+           (reason == LEDGER_POLICY && c->stuck_rd != 0);
+}
+
+/* x as a float no larger than x (NaN stays NaN: never above an eps). */
+static float float_down(double x)
+{
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -HUGE_VALF) : f;
+}
+
+void lg_offer_answer(ledger *l, uint64_t seq, long pos, long rpos, int reason, double after)
+{
+    lclient *c = &l->cl[pos];
+    if (!lg_offer_touches(c, reason))
+        return;
+    if (seq) {
+        lundo u = lg_client_undo(l, seq, U_OFFER, pos);
+        lg_push_undo(l, &u);
+        lg_counters(l, c, -1);
+        c->seq = seq;
+    }
+    if (reason == LEDGER_POLICY) {
+        c->stuck_rd = 0;
+    } else {
+        c->stuck_rd = (uint32_t)rpos + 1;
+        c->stuck_after = float_down(after);
+    }
+    c->version = ++l->version;
+    if (seq)
+        lg_counters(l, c, +1);
 }
 
 /* Drop the per-client answers of the oldest rounds beyond the memory budget. */
@@ -276,6 +332,7 @@ static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
     u.hpushed = 1;
     lg_push_undo(l, &u);
     c->seq = seq;
+    c->stuck_rd = 0; /* admitted */
     c->rounds++;
     c->last_ev = ev;
     if (lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
@@ -334,12 +391,16 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
     }
     l->nrd++;
     for (uint32_t i = 0; i < n; i++) {
-        if (!out[i].admitted)
+        int offer = !out[i].admitted &&
+                    (out[i].reason == LEDGER_OVER_BUDGET ||
+                     out[i].reason == LEDGER_EXHAUSTED_ALREADY || out[i].reason == LEDGER_POLICY);
+        long pos = apply && (out[i].admitted || offer) ? lg_find_client(l, out[i].id) : -1;
+        if (!out[i].admitted) {
+            if (pos >= 0) /* undo room reserved for every refused participant */
+                lg_offer_answer(l, seq, pos, (long)l->nrd - 1, out[i].reason, out[i].after);
             continue;
+        }
         r->admitted++;
-        if (!apply)
-            continue;
-        long pos = lg_find_client(l, out[i].id);
         if (pos < 0)
             continue;
         uint32_t ev = evi[l->cl[pos].rel];
@@ -444,6 +505,7 @@ int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable)
         hist_push(c, (uint32_t)l->nrd, NULL);
     c->rounds++;
     c->last_ev = ev;
+    c->stuck_rd = 0; /* admitted */
     if (uncertifiable && lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
         c->uncertified = 1;
     c->version = ++l->version;

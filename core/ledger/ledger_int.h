@@ -66,14 +66,21 @@ typedef struct {
     uint8_t mode, rel, uncertified, dirty; /* dirty: recompute after replay */
     int8_t sacct;     /* the accountant the spend is (dp_accountant), -1; LG_SACCT_UNNAMED:
                        * recovered, named at its first read (lg_spend_accountant) */
-    uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status) */
+    uint8_t stuck;    /* one more of last_ev would take the spend past eps (honest status:
+                       * exhausted; the status LEDGER_STUCK is stuck_rd) */
     uint32_t last_ev; /* the event of the last round charged (LEV_NONE: none) */
-    char *labels;     /* NULL or "k=v\n..." */
+    /* 1 + the position of the round whose refusal for its budget makes it LEDGER_STUCK
+     * (ledger.h, ledger_apply.c), 0: none; in what was padding */
+    uint32_t stuck_rd;
+    char *labels; /* NULL or "k=v\n..." */
     double spent, dtv;
     uint64_t rounds, version;
     uint64_t seq;     /* log seq of the last change (0: recovered, durable) */
     uint64_t refined; /* version + 1 when the background refinement settled this state */
     uint32_t nev;
+    /* that round's spend_after rounded down (a budget change keeps the client stuck only
+     * while it is above the new eps); in what was padding */
+    float stuck_after;
     lcount *ev;
     spend_memo *memo; /* spend.c's memo of ev (spend_eval_more): NULL, or made and changed
                        * only by lg_recompute, freed by lg_memo_drop (both: write lock) */
@@ -94,7 +101,8 @@ enum {
     U_ROUND = 5,
     U_CSNAP = 6,  /* a client's events and reservations as they were (reservation changes) */
     U_RSTATE = 7, /* a two-phase round's state as it was (commit, release) */
-    U_NAME = 8    /* a named event, new */
+    U_NAME = 8,   /* a named event, new */
+    U_OFFER = 9   /* a client's stuck state, as it was (a round's refusal changed it) */
 };
 typedef struct {
     uint64_t seq;      /* the record the change waits for */
@@ -114,6 +122,8 @@ typedef struct {
     uint32_t hold;
     uint8_t rstate; /* U_RSTATE: the old state and its record */
     uint64_t rstate_seq, rstate_time;
+    uint32_t stuck_rd; /* every client change: its stuck state as it was */
+    float stuck_after;
 } lundo;
 
 typedef struct {

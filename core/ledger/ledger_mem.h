@@ -238,6 +238,14 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
 /* Recompute the clients a replay marked dirty (only those: their list) and count them back
  * into the status counters. Write lock. */
 void lg_settle_dirty(ledger *l);
+/* 1 if a round's answer `reason` to the stored client c changes its stuck state (ledger.h,
+ * LEDGER_STUCK): a refusal for its budget, or a policy refusal of a stuck client. */
+int lg_offer_touches(const lclient *c, int reason);
+/* A round's refusal `reason` of the client at pos, in its stuck state: a refusal for its
+ * budget makes it stuck on the round at rpos, after (its spend_after) kept rounded down; a
+ * policy refusal clears it; other reasons leave it. Live (seq: the round's record, an undo
+ * entry reserved when lg_offer_touches) or replayed (seq 0). Write lock. */
+void lg_offer_answer(ledger *l, uint64_t seq, long pos, long rpos, int reason, double after);
 /* A replayed charge of the admitted client at pos with event ev by the round being stored
  * (position l->nrd); uncertifiable: its recorded spend says the event made it so. 0, or -1
  * out of memory. Write lock. */

@@ -132,8 +132,8 @@ const char *ledger_round_state_name(ledger_round_state s)
 
 const char *ledger_status_name(ledger_status s)
 {
-    static const char *const names[] = {"active", "exhausted", "uncertified"};
-    return (unsigned)s < 3 ? names[s] : "unknown";
+    static const char *const names[] = {"active", "exhausted", "uncertified", "stuck"};
+    return (unsigned)s < LEDGER_NSTATUS ? names[s] : "unknown";
 }
 
 void ledger_hash128(const void *buf, size_t n, unsigned char out[16])

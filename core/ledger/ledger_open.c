@@ -290,6 +290,11 @@ static int compare_locked(const ledger *a, const ledger *b, char *why, size_t ca
              "client '%s': spent %.17g against %.17g", x->id, x->spent, y->spent);
         DIFF(lg_status_of(x) != lg_status_of(y), "client '%s': status differs", x->id);
         DIFF(x->nrv != y->nrv, "client '%s': reservations differ", x->id);
+        DIFF((x->stuck_rd == 0) != (y->stuck_rd == 0) ||
+                 (x->stuck_rd &&
+                  (strcmp(a->rd[x->stuck_rd - 1].id, b->rd[y->stuck_rd - 1].id) != 0 ||
+                   x->stuck_after != y->stuck_after)),
+             "client '%s': stuck state differs", x->id);
     }
     for (size_t i = 0; i < a->nrd; i++) {
         const lrnd *x = &a->rd[i];
@@ -453,6 +458,7 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->active = l->by_status[LEDGER_ACTIVE];
     s->exhausted = l->by_status[LEDGER_EXHAUSTED];
     s->uncertified = l->by_status[LEDGER_UNCERTIFIED];
+    s->stuck = l->by_status[LEDGER_STUCK];
     memcpy(s->by_status, l->by_status, sizeof s->by_status);
     s->rounds = l->nrd;
     s->version = l->version;

@@ -132,6 +132,8 @@ static int replay_charges(ledger *l, uint32_t ev, const lout *out, uint32_t cnt,
     int bad = 0;
     for (uint32_t i = 0; i < cnt; i++) {
         long pos = lg_find_client(l, out[i].id);
+        if (pos >= 0 && !out[i].admitted) /* stuck state (ledger_apply.c) */
+            lg_offer_answer(l, 0, pos, (long)l->nrd, out[i].reason, out[i].after);
         if (pos < 0 || !out[i].admitted)
             continue;
         lclient *c = &l->cl[pos];

@@ -445,6 +445,8 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     for (size_t i = 0; i < req->n; i++)
         if (b->out[i].admitted)
             changes += lg_find_client(l, b->out[i].id) < 0 ? 2 : 1; /* created, charged */
+        else
+            changes++; /* its stuck state, perhaps (lg_offer_answer): room, not a lookup */
     dpb_status st = lg_txn_reserve(t, changes);
     /* Log: new events (in index order: replay checks it), new clients, the round; each
      * applied as it is logged. */

@@ -88,6 +88,20 @@ dpb_status lg_serialize(ledger *l, bw *w)
         bw_u64(w, l->rd[i].state_time_ms);
     }
     lg_series_write(l, w);
+    /* format 6: the stuck clients, each its position, its round's (1 + position) and the
+     * refused spend_after kept (float bits) */
+    uint64_t nstuck = 0;
+    for (size_t i = 0; i < l->ncl; i++)
+        nstuck += l->cl[i].stuck_rd != 0;
+    bw_u64(w, nstuck);
+    for (size_t i = 0; i < l->ncl; i++)
+        if (l->cl[i].stuck_rd) {
+            uint32_t bits;
+            memcpy(&bits, &l->cl[i].stuck_after, 4);
+            bw_u32(w, (uint32_t)i);
+            bw_u32(w, l->cl[i].stuck_rd);
+            bw_u32(w, bits);
+        }
     return w->oom ? DPB_ENOMEM : DPB_OK;
 }
 
@@ -335,5 +349,17 @@ static int load_snapshot(ledger *l, br *r)
     }
     if (format >= 5 && !r->bad && load_times(l, r) != 0)
         r->bad = 1;
+    uint64_t ns = format >= 6 ? br_u64(r) : 0; /* the stuck clients */
+    for (uint64_t i = 0; i < ns && !r->bad; i++) {
+        uint32_t pos = br_u32(r), rd = br_u32(r), bits = br_u32(r);
+        if (r->bad || pos >= l->ncl || rd == 0 || rd > l->nrd || l->cl[pos].stuck_rd != 0) {
+            r->bad = 1;
+            break;
+        }
+        l->cl[pos].stuck_rd = rd;
+        memcpy(&l->cl[pos].stuck_after, &bits, 4);
+    }
+    if (ns > 0)
+        lg_recount(l);
     return r->bad || r->at != r->n ? -1 : 0;
 }

@@ -70,12 +70,15 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
 }
 
 /* The honest status (ledger.h): exhausted when the spend reached the budget, or when the
- * event of the client's last charged round would not be admitted again now. */
+ * event of the client's last charged round would not be admitted again now; else stuck when
+ * the latest round that tested its budget refused it for it (stuck_rd, ledger_apply.c). */
 ledger_status lg_status_of(const lclient *c)
 {
     if (c->uncertified)
         return LEDGER_UNCERTIFIED;
-    return c->spent >= c->eps || c->stuck ? LEDGER_EXHAUSTED : LEDGER_ACTIVE;
+    if (c->spent >= c->eps || c->stuck)
+        return LEDGER_EXHAUSTED;
+    return c->stuck_rd ? LEDGER_STUCK : LEDGER_ACTIVE;
 }
 
 static int bucket_of(const lclient *c)

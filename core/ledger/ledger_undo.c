@@ -45,6 +45,8 @@ lundo lg_client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos)
         u.uncertified = c->uncertified;
         u.sacct = c->sacct;
         u.stuck = c->stuck;
+        u.stuck_rd = c->stuck_rd;
+        u.stuck_after = c->stuck_after;
         u.last_ev = c->last_ev;
         u.spent = c->spent;
         u.dtv = c->dtv;
@@ -102,6 +104,8 @@ static void undo_scalars(lclient *c, const lundo *u)
     c->uncertified = u->uncertified;
     c->sacct = u->sacct;
     c->stuck = u->stuck;
+    c->stuck_rd = u->stuck_rd;
+    c->stuck_after = u->stuck_after;
     c->last_ev = u->last_ev;
     c->spent = u->spent;
     c->dtv = u->dtv;
@@ -189,6 +193,9 @@ static void undo_one(ledger *l, lundo *u)
         undo_scalars(c, u);
         break;
     }
+    case U_OFFER:
+        undo_scalars(&l->cl[u->pos], u);
+        break;
     case U_RSTATE: {
         lrnd *r = &l->rd[u->pos];
         lg_series_commit(l, r, -1);

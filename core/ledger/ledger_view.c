@@ -22,6 +22,11 @@ void lg_client_view(const ledger *l, const lclient *c, ledger_client *v)
     v->status = lg_status_of(c);
     v->guarantee = ledger_guarantee_of(v->mode, c->spent, c->eps, c->uncertified);
     v->spent_accountant = lg_spend_accountant(l, c);
+    if (v->status == LEDGER_STUCK) {
+        const lrnd *r = &l->rd[c->stuck_rd - 1];
+        v->stuck_since = r->seq;
+        snprintf(v->stuck_round, sizeof v->stuck_round, "%s", r->id);
+    }
 }
 
 /* The accounting mode and, for an admitted charge, the guarantee of an outcome. */

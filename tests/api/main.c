@@ -311,7 +311,8 @@ int main(int argc, char **argv)
                       {WORKFLOW_TESTS, WORKFLOW_NTESTS},
                       {VOCAB_API_TESTS, VOCAB_API_NTESTS},
                       {LOG_API_TESTS, LOG_API_NTESTS},
-                      {HISTORY_API_TESTS, HISTORY_API_NTESTS}};
+                      {HISTORY_API_TESTS, HISTORY_API_NTESTS},
+                      {STUCK_API_TESTS, STUCK_API_NTESTS}};
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
@@ -341,6 +342,7 @@ int main(int argc, char **argv)
             {SAMPLING_API_TESTS, SAMPLING_API_NTESTS},
             {WORKFLOW_TESTS, WORKFLOW_NTESTS},
             {VOCAB_API_TESTS, VOCAB_API_NTESTS},
+            {STUCK_API_TESTS, STUCK_API_NTESTS},
             {NUMBER_TESTS, NUMBER_NTESTS},
             {JSONIN_TESTS, JSONIN_NTESTS},
             {HOSTILE_TESTS, HOSTILE_NTESTS},

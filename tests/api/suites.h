@@ -41,6 +41,8 @@ extern const size_t LOG_API_NTESTS;
 extern const tl_test HISTORY_API_TESTS[]; /* test_history_api.c: GET /v1/history, times */
 extern const size_t HISTORY_API_NTESTS;
 
+extern const tl_test STUCK_API_TESTS[]; /* test_stuck_api.c: issue 37's stuck clients */
+extern const size_t STUCK_API_NTESTS;
 extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
                                           honest status, two-phase rounds */
 extern const size_t WORKFLOW_NTESTS;

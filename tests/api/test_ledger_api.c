@@ -1737,6 +1737,7 @@ static void ledger_list_clients(void)
 
 typedef struct {
     long long clients, active, exhausted, uncertified, rounds, hist[11], hist_sum;
+    long long stuck;
     char etag[64];
 } summ;
 
@@ -1752,6 +1753,7 @@ static void get_summary(summ *s)
     s->active = (long long)jnum(r.json, "by_status.active");
     s->exhausted = (long long)jnum(r.json, "by_status.exhausted");
     s->uncertified = (long long)jnum(r.json, "by_status.uncertified");
+    s->stuck = (long long)jnum(r.json, "by_status.stuck");
     s->rounds = (long long)jnum(r.json, "rounds");
     json_t *hist = jget(r.json, "spent_fraction_histogram");
     CHECK(json_array_size(hist) == 11);
@@ -1767,9 +1769,9 @@ static void get_summary(summ *s)
     }
     CHECK(json_is_false(jget(r.json, "read_only")));
     CHECK(json_is_integer(jget(r.json, "log_bytes")) && json_is_integer(jget(r.json, "version")));
-    CHECKF(s->active + s->exhausted + s->uncertified == s->clients,
-           "by_status %lld + %lld + %lld != clients %lld", s->active, s->exhausted, s->uncertified,
-           s->clients);
+    CHECKF(s->active + s->exhausted + s->uncertified + s->stuck == s->clients,
+           "by_status %lld + %lld + %lld + %lld != clients %lld", s->active, s->exhausted,
+           s->uncertified, s->stuck, s->clients);
     CHECKF(s->hist_sum == s->clients, "histogram sums to %lld, clients %lld", s->hist_sum,
            s->clients);
     api_reply_free(&r);

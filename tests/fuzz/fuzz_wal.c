@@ -548,8 +548,8 @@ static void compare_views(const ledger_view *a, const ledger_view *b)
 {
     const ledger_summary *s = &a->sum, *t = &b->sum;
     if (s->clients != t->clients || s->active != t->active || s->exhausted != t->exhausted ||
-        s->uncertified != t->uncertified || s->rounds != t->rounds || s->version != t->version ||
-        memcmp(s->spend_hist, t->spend_hist, sizeof s->spend_hist) != 0)
+        s->uncertified != t->uncertified || s->stuck != t->stuck || s->rounds != t->rounds ||
+        s->version != t->version || memcmp(s->spend_hist, t->spend_hist, sizeof s->spend_hist) != 0)
         invariant_failed("ledger summary differs after close (snapshot) and recovery", NULL);
     if (a->n != b->n || a->total != b->total)
         invariant_failed("client list differs after close (snapshot) and recovery", NULL);
@@ -559,7 +559,8 @@ static void compare_views(const ledger_view *a, const ledger_view *b)
             !same_double(x->delta, y->delta) || x->mode != y->mode || x->relation != y->relation ||
             strcmp(x->labels, y->labels) != 0 || !same_double(x->spent, y->spent) ||
             !same_double(x->remaining, y->remaining) || !same_double(x->delta_tv, y->delta_tv) ||
-            x->rounds != y->rounds || x->version != y->version || x->status != y->status) {
+            x->rounds != y->rounds || x->version != y->version || x->status != y->status ||
+            x->stuck_since != y->stuck_since || strcmp(x->stuck_round, y->stuck_round) != 0) {
             fprintf(stderr, "client '%s': spent %.17g vs %.17g, rounds %llu vs %llu\n", x->id,
                     x->spent, y->spent, (unsigned long long)x->rounds,
                     (unsigned long long)y->rounds);

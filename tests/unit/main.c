@@ -33,6 +33,7 @@ int main(int argc, char **argv)
         {RDPGAP_TESTS, RDPGAP_NTESTS},
         {TLOG_TESTS, TLOG_NTESTS},
         {TIME_TESTS, TIME_NTESTS},
+        {STUCK_TESTS, STUCK_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

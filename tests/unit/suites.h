@@ -48,5 +48,7 @@ extern const tl_test TLOG_TESTS[]; /* test_tlog.c: the log's Merkle tree */
 extern const size_t TLOG_NTESTS;
 extern const tl_test TIME_TESTS[]; /* test_time.c: time in the ledger, the series */
 extern const size_t TIME_NTESTS;
+extern const tl_test STUCK_TESTS[]; /* test_stuck.c: the status stuck */
+extern const size_t STUCK_NTESTS;
 
 #endif

@@ -422,7 +422,7 @@ snap:
     CHECK(memlog_snap_cut_times(&g, FIXED_MS) == 0); /* format 4 */
     if (at > 0) {
         memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
-        g.snap_len -= 12;
+        g.snap_len -= 12; /* (format 6's stuck clients went with the times) */
         g.snap[0] = 3;
         ledger *d = on_log(&g);
         if (d) {

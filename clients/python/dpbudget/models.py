@@ -11,7 +11,8 @@ __all__ = ["real", "Condition", "Report", "DeltaPoint", "DeltaResult", "EpsilonP
            "EpsilonResult", "CalibrateResult", "CurvePoint", "TradeoffPoint", "CurveResult",
            "Budget", "Spend", "ClientRecord", "ClientPage", "Admission", "Refusal", "Round",
            "BatchItem", "BatchResult", "EligibilityEntry", "Eligibility", "Charge",
-           "HistoryPage", "NamedEvent", "EventPage", "Summary", "HistoryPoint", "LedgerHistory"]
+           "HistoryPage", "NamedEvent", "EventPage", "Summary", "HistoryPoint", "LedgerHistory",
+           "STATUSES"]
 
 
 def real(v: Any) -> Any:
@@ -183,6 +184,13 @@ class Spend:
     delta_total_variation: float = 0.0
 
 
+#: Every status a client record (and GET /v1/clients?status=) may carry. stuck: the latest
+#: round whose admission tested the client's budget refused it for it (over_budget or
+#: exhausted) and nothing since gave it room (docs/LEDGER.md, "Stuck clients");
+#: `stuck_round` and `stuck_since` then name that round and its log seq.
+STATUSES = ("active", "exhausted", "uncertified", "stuck")
+
+
 @dataclass
 class ClientRecord:
     id: str
@@ -197,6 +205,13 @@ class ClientRecord:
     status: str
     version: int
     raw: Dict[str, Any] = field(repr=False)
+    stuck_round: Optional[str] = None  # status "stuck" only: the refusing round
+    stuck_since: Optional[int] = None  # status "stuck" only: that round's log seq
+
+    @property
+    def stuck(self) -> bool:
+        """The latest round offered that tested the budget refused it (status "stuck")."""
+        return self.status == "stuck"
 
     @classmethod
     def from_json(cls, d: Any) -> ClientRecord:
@@ -209,7 +224,8 @@ class ClientRecord:
                    spent=Spend(real(s.get("epsilon")), s.get("delta"),
                                s.get("delta_total_variation", 0.0)),
                    remaining_epsilon=real((d.get("remaining") or {}).get("epsilon")),
-                   rounds=d.get("rounds"), status=d.get("status"), version=d.get("version"), raw=d)
+                   rounds=d.get("rounds"), status=d.get("status"), version=d.get("version"), raw=d,
+                   stuck_round=d.get("stuck_round"), stuck_since=d.get("stuck_since"))
 
 
 @dataclass

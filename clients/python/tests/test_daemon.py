@@ -126,6 +126,15 @@ class Ledger(ClientCase):
         s = self.c.summary()
         self.assertGreaterEqual(s.clients, 2)
         self.assertFalse(s.read_only)
+        # bob was refused for its budget by the latest round offered to it: stuck, on it
+        bob = self.c.get_client("led-bob")
+        self.assertEqual((bob.status, bob.stuck, bob.stuck_round), ("stuck", True, r.round_id))
+        self.assertGreater(bob.stuck_since, 0)
+        self.assertIn("led-bob", [x.id for x in self.c.iter_clients(status="stuck")])
+        self.assertGreaterEqual(s.by_status["stuck"], 1)
+        self.assertEqual(sum(s.by_status[k] for k in dpbudget.STATUSES), s.clients)
+        a = self.c.get_client("led-alice")
+        self.assertEqual((a.stuck, a.stuck_round, a.stuck_since), (False, None, None))
 
     def test_errors_mapped(self):
         with self.assertRaises(errors.NotFound) as cm:

@@ -405,6 +405,34 @@ class BulkSplitting(StubCase):
         self.assertTrue(all(b["limit"] == 2 and b["label"] == "k=v" for b in sent))
 
 
+class Stuck(unittest.TestCase):
+    """The status stuck: a record names the round that refused it; every status the
+    daemon's openapi.yaml lists for a client is in STATUSES."""
+
+    def test_record(self):
+        base = {"id": "c", "budget": {"epsilon": 1, "delta": 1e-5}, "spent": {"epsilon": 0},
+                "remaining": {"epsilon": 1}, "rounds": 0, "version": 3}
+        c = dpbudget.ClientRecord.from_json(dict(base, status="stuck", stuck_round="r9",
+                                                 stuck_since=41))
+        self.assertEqual((c.status, c.stuck, c.stuck_round, c.stuck_since),
+                         ("stuck", True, "r9", 41))
+        c = dpbudget.ClientRecord.from_json(dict(base, status="active"))
+        self.assertEqual((c.stuck, c.stuck_round, c.stuck_since), (False, None, None))
+
+    def test_statuses_match_openapi(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = os.path.join(here, "..", "..", "..", "openapi.yaml")
+        if not os.path.exists(spec):
+            self.skipTest("openapi.yaml is not beside the package")
+        with open(spec) as f:
+            text = f.read()
+        enums = [line.split("enum: [", 1)[1].split("]", 1)[0]
+                 for line in text.splitlines() if "enum: [active, " in line]
+        self.assertGreaterEqual(len(enums), 3)  # the record and both list filters
+        for e in enums:
+            self.assertEqual(tuple(x.strip() for x in e.split(",")), dpbudget.STATUSES)
+
+
 class Python39(unittest.TestCase):
     def test_syntax(self):
         """Every module parses as Python 3.9 (the oldest version the package supports)."""
