@@ -9,7 +9,11 @@ Starts a real daemon (with a ledger and API keys) on an ephemeral port, drives s
 - `promtool check rules` and `promtool test rules` pass on deploy/monitoring/alerts.yml;
 - every metric name the alert rules and the Grafana dashboard reference exists in the scrape
   (histogram series by their _bucket/_sum/_count names; `up` is Prometheus's own);
-- every line of the daemon's log is JSON with an RFC 3339 "ts", request lines a "method".
+- every line of the daemon's log is JSON with an RFC 3339 "ts", request lines a "method";
+- against a real Prometheus (Debian's prometheus) scraping that daemon once a second, every
+  query of every Grafana panel returns data (no panel shows "No data" for a daemon that is
+  scraped and simply had no errors: the 5xx ratio is 0, not empty), and none returns data for
+  a job that is not scraped (no `or vector(0)` inventing a value for a daemon that is down).
 Closing line `monitoring: N passed, M failed`; exit 1 if any check failed. Bounded: every
 request and subprocess has a timeout.
 """
@@ -18,11 +22,13 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -116,6 +122,7 @@ def main(argv):
         call(base, "DELETE", "/v1/summary", token=token)
         call(base, "GET", "/v1/summary")  # 401
         st, text = call(base, "GET", "/metrics")
+        grafana_live(base, tmp)
     finally:
         d.terminate()
         try:
@@ -196,6 +203,96 @@ def main(argv):
             check(n in scraped, "%s: metric %s is not in a live /metrics scrape" % (where, n))
     check(used >= 20, "the rules and the dashboard name %d metrics (expected at least 20)" % used)
     return finish()
+
+
+def panel_queries():
+    """(where, expr) of every query of every Grafana panel."""
+    dash = json.load(open(os.path.join(MON, "grafana-dashboard.json")))
+    out = []
+    for p in dash.get("panels", []):
+        for t in p.get("targets", []):
+            if t.get("expr"):
+                out.append(("grafana panel '%s' %s" % (p.get("title"), t.get("refId")), t["expr"]))
+    return out
+
+
+def prom_query(prom, expr):
+    """The instant vector of expr (a list of results), or None when the query failed."""
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            body = json.loads(r.read().decode())
+    except (urllib.error.URLError, ValueError) as e:
+        print("  query failed: %s: %s" % (expr, e))
+        return None
+    if body.get("status") != "success":
+        print("  query failed: %s: %s" % (expr, body))
+        return None
+    return body["data"]["result"]
+
+
+def grafana_live(base, tmp):
+    """A real Prometheus scrapes the daemon at base every second; every panel query returns
+    data with the dashboard's variables at "All" (.*), and none with a job nobody scrapes."""
+    prometheus = shutil.which("prometheus")
+    if not check(prometheus, "prometheus is installed (Debian package prometheus; scripts/deps.sh)"):
+        return
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    pport = s.getsockname()[1]
+    s.close()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                "scrape_configs:\n"
+                "  - job_name: dpbudget\n"
+                "    static_configs: [{targets: ['%s']}]\n" % base.split("//")[1])
+    plog = open(os.path.join(tmp, "prometheus.log"), "w")
+    prom = subprocess.Popen([prometheus, "--config.file=" + cfg,
+                             "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % pport, "--log.level=warn"],
+                            stdout=plog, stderr=plog)
+    purl = "http://127.0.0.1:%d" % pport
+    try:
+        # ready once a few scrapes are in (rate() needs two samples in its window)
+        ok = False
+        for _ in range(300):
+            time.sleep(0.1)
+            if prom.poll() is not None:
+                break
+            try:
+                r = prom_query(purl, 'count_over_time(up{job="dpbudget"}[1m])')
+            except Exception:  # noqa: BLE001 (not listening yet)
+                r = None
+            if r and float(r[0]["value"][1]) >= 4:
+                ok = True
+                break
+        if not check(ok, "Prometheus scraped the daemon 4 times within 30 s"):
+            plog.flush()
+            print(open(os.path.join(tmp, "prometheus.log")).read()[-2000:])
+            return
+        call(base, "GET", "/healthz")  # traffic between scrapes, still no 5xx
+        time.sleep(1.5)
+        n = 0
+        for where, expr in panel_queries():
+            live = expr.replace("$job", ".*").replace("$instance", ".*")
+            res = prom_query(purl, live)
+            n += 1
+            check(res, "%s returns no data from a scraped daemon (Grafana shows \"No data\"): %s"
+                  % (where, expr))
+            gone = prom_query(purl, expr.replace("$job", "no-such-job").replace("$instance", ".*"))
+            check(gone == [], "%s returns data for a job nobody scrapes (%s): %s" % (where, gone, expr))
+            if res and "5xx ratio" in where:
+                v = float(res[0]["value"][1])
+                check(v == 0, "%s is %s without a 5xx answer (expected 0)" % (where, v))
+        check(n >= 25, "the dashboard has %d panel queries (expected at least 25)" % n)
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+        plog.close()
 
 
 def finish():
