@@ -232,7 +232,7 @@
     function barChart(bins, o) {
         const W = o.width || 520, H = o.height || 220, L = 44, R = 10, T = 14, B = 40;
         const max = Math.max(1, ...bins.map(b => b.value));
-        const ticks = niceTicks(0, max, 4);
+        const ticks = niceTicks(0, max, 4).filter(Number.isInteger); /* counts: whole ticks */
         const top = ticks[ticks.length - 1] || max;
         const bw = (W - L - R) / bins.length;
         const y = v => T + (H - T - B) * (1 - v / top);
