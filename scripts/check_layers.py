@@ -30,7 +30,7 @@ LAYERS = {
                    "ledger_elig", "ledger_refine"]),
         ("transaction", ["ledger_txn", "ledger_prefetch"]),
         ("records", ["ledger_snapfmt", "ledger_record"]),
-        ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_spendof",
+        ("state", ["ledger_view", "ledger_apply", "ledger_undo", "ledger_series", "ledger_spendof",
                    "ledger_index", "ledger_names"]),
         ("affordability", ["afford"]),
         ("spend", ["spend", "spend_memo", "spend_eval", "spend_cache", "spend_kept"]),

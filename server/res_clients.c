@@ -500,10 +500,13 @@ void res_client_history(const http_request *req, http_response *resp)
     json_t *items = json_array(), *agg = json_array();
     for (size_t i = 0; i < h.n; i++) {
         const ledger_hist_item *it = &h.items[i];
+        char t[32];
+        lr_time_str(it->time_ms, t); /* "": a record before times were kept */
         json_array_append_new(
-            items, json_pack("{s:s, s:I, s:s, s:o}", "round_id", it->round_id, "seq",
+            items, json_pack("{s:s, s:I, s:s, s:o, s:o}", "round_id", it->round_id, "seq",
                              (json_int_t)it->seq, "state", state_names[it->state], "spent_after",
-                             isnan(it->spent_after) ? json_null() : codec_real(it->spent_after)));
+                             isnan(it->spent_after) ? json_null() : codec_real(it->spent_after),
+                             "time", t[0] ? json_string(t) : json_null()));
     }
     for (size_t i = 0; i < h.nagg; i++)
         json_array_append_new(agg, json_pack("{s:o, s:I, s:I}", "event",

@@ -342,3 +342,110 @@ dp_event *lr_event_or_name(const http_request *req, json_t *j, problem *pb)
     }
     return out;
 }
+
+/* ---- times ------------------------------------------------------------------------------------
+ */
+
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (Howard Hinnant's
+ * days_from_civil), and back. */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+void lr_time_str(uint64_t ms, char out[32])
+{
+    out[0] = '\0';
+    if (ms == 0)
+        return;
+    int64_t days = (int64_t)(ms / 86400000u), y;
+    unsigned m, d, in_day = (unsigned)(ms % 86400000u);
+    civil_from_days(days, &y, &m, &d);
+    snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", (long long)y, m, d,
+             in_day / 3600000u, in_day / 60000u % 60u, in_day / 1000u % 60u, in_day % 1000u);
+}
+
+void lr_put_time(jsonout_w *w, const char *key, uint64_t ms)
+{
+    char t[32];
+    lr_time_str(ms, t);
+    jsonout_key(w, key);
+    if (t[0])
+        jsonout_str(w, t);
+    else
+        jsonout_null(w);
+}
+
+/* n decimal digits at *p into *v (p advanced): 0, or -1. */
+static int digits(const char **p, int n, unsigned *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9')
+            return -1;
+        *v = *v * 10 + (unsigned)(**p - '0');
+    }
+    return 0;
+}
+
+int lr_parse_time(const char *s, uint64_t *ms)
+{
+    static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    unsigned y, mo, d, h, mi, sec, frac = 0, oh = 0, om = 0;
+    const char *p = s;
+    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+        digits(&p, 2, &d) || (*p != 'T' && *p != 't') || (p++, digits(&p, 2, &h)) || *p++ != ':' ||
+        digits(&p, 2, &mi) || *p++ != ':' || digits(&p, 2, &sec))
+        return -1;
+    if (*p == '.') {
+        p++;
+        int n = 0;
+        for (; *p >= '0' && *p <= '9'; p++, n++)
+            if (n < 3)
+                frac = frac * 10 + (unsigned)(*p - '0');
+        if (n == 0)
+            return -1;
+        for (; n < 3; n++)
+            frac *= 10;
+    }
+    int sign = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        sign = *p++ == '+' ? 1 : -1;
+        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
+            return -1;
+    } else {
+        return -1;
+    }
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+        (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 || sec > 60)
+        return -1;
+    if (sec == 60) /* a leap second: the ledger's clock (POSIX) repeats 59 */
+        sec = 59;
+    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    t -= sign * (int64_t)(oh * 3600 + om * 60);
+    if (t < 0)
+        return -1;
+    *ms = (uint64_t)t * 1000u + frac;
+    return 0;
+}

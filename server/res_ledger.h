@@ -9,6 +9,7 @@
 #define HTTP_RES_LEDGER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -98,5 +99,14 @@ void lr_release(lr_owned *o);
 void lr_put_real(jsonout_w *w, const char *key, double x);
 void lr_put_int(jsonout_w *w, const char *key, long long v);
 void lr_put_str(jsonout_w *w, const char *key, const char *s);
+
+/* A ledger time (ms since the Unix epoch) as RFC 3339 in UTC with milliseconds
+ * ("2026-11-29T11:02:03.456Z") into out; 0 (unknown) gives "" (written as null). */
+void lr_time_str(uint64_t ms, char out[32]);
+/* The member key: that time, or null when unknown (0). */
+void lr_put_time(jsonout_w *w, const char *key, uint64_t ms);
+/* An RFC 3339 date-time (YYYY-MM-DDTHH:MM:SS, fractions of a second, Z or +HH:MM / -HH:MM)
+ * at or after 1970-01-01T00:00:00Z into *ms (fractions below a ms dropped). 0, or -1. */
+int lr_parse_time(const char *s, uint64_t *ms);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * res_summary.c - the ledger as a whole: GET /v1/summary (counts, the spent-fraction
- * histogram, read-only state, log size) and GET /readyz (whether this replica takes
- * traffic). Calls res_ledger (shared helpers), jsonout, http and core/ledger.
+ * histogram, read-only state, log size), GET /v1/history (the same over time: the series the
+ * ledger keeps) and GET /readyz (whether this replica takes traffic). Calls res_ledger (shared
+ * helpers), jsonout, http and core/ledger.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,17 @@
 #include "jsonout.h"
 #include "res_ledger.h"
 #include "resources.h"
+
+/* "by_status": {"<status>": clients, ...}, one member per ledger_status (the summary's and
+ * every point of the series'). */
+static void put_by_status(jsonout_w *w, const uint64_t by_status[LEDGER_NSTATUS])
+{
+    jsonout_key(w, "by_status");
+    jsonout_open(w, '{');
+    for (int i = 0; i < LEDGER_NSTATUS; i++)
+        lr_put_int(w, ledger_status_name((ledger_status)i), (long long)by_status[i]);
+    jsonout_close(w, '}');
+}
 
 void res_summary(const http_request *req, http_response *resp)
 {
@@ -33,12 +45,7 @@ void res_summary(const http_request *req, http_response *resp)
     jsonout_init(&w);
     jsonout_open(&w, '{');
     lr_put_int(&w, "clients", (long long)s.clients);
-    jsonout_key(&w, "by_status");
-    jsonout_open(&w, '{');
-    lr_put_int(&w, "active", (long long)s.active);
-    lr_put_int(&w, "exhausted", (long long)s.exhausted);
-    lr_put_int(&w, "uncertified", (long long)s.uncertified);
-    jsonout_close(&w, '}');
+    put_by_status(&w, s.by_status);
     lr_put_int(&w, "rounds", (long long)s.rounds);
     jsonout_key(&w, "spent_fraction_histogram");
     jsonout_open(&w, '[');
@@ -102,4 +109,108 @@ void res_readyz(const http_request *req, http_response *resp)
         return;
     }
     http_reply_json(resp, 200, json_pack("{s:s, s:b}", "status", "ready", "ledger", l != NULL));
+}
+
+/* ---- GET /v1/history ------------------------------------------------------------------------ */
+
+/* The query's time bound name into *ms (left alone when absent): 0, or -1 with the problem. */
+static int query_time(const http_request *req, const char *name, uint64_t *ms, problem *pb)
+{
+    const char *v = http_query(req, name);
+    if (v == NULL)
+        return 0;
+    if (lr_parse_time(v, ms) == 0)
+        return 0;
+    problem_set(pb, PB_INVALID_PARAMETER, name,
+                "%s must be an RFC 3339 date-time at or after 1970-01-01T00:00:00Z, such as "
+                "2026-11-29T11:00:00Z or 2026-11-29T12:00:00.000+01:00",
+                name);
+    return -1;
+}
+
+static void put_point(jsonout_w *w, const ledger_point *p)
+{
+    jsonout_open(w, '{');
+    lr_put_time(w, "start", p->start_ms);
+    lr_put_int(w, "rounds", (long long)p->rounds);
+    lr_put_int(w, "charges", (long long)p->charges);
+    lr_put_real(w, "epsilon_spent", p->epsilon_spent);
+    jsonout_key(w, "refusals");
+    jsonout_open(w, '{');
+    for (int i = 0; i < LEDGER_NREASONS; i++)
+        if (p->refusals[i])
+            lr_put_int(w, ledger_reason_name((ledger_reason)i), (long long)p->refusals[i]);
+    jsonout_close(w, '}');
+    put_by_status(w, p->by_status);
+    jsonout_close(w, '}');
+}
+
+void res_history(const http_request *req, http_response *resp)
+{
+    if (lr_no_ledger(req, resp))
+        return;
+    problem pb = {0};
+    ledger_resolution res = LEDGER_HOUR;
+    const char *rs = http_query(req, "resolution");
+    if (rs && ledger_resolution_parse(rs, &res) != 0) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "resolution",
+                    "resolution must be minute, hour or day");
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    uint64_t from = 0, to = UINT64_MAX;
+    if (query_time(req, "from", &from, &pb) != 0 || query_time(req, "to", &to, &pb) != 0) {
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    if (to <= from) {
+        problem_set(&pb, PB_INVALID_PARAMETER, "to", "to must be after from");
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    ledger *l = lr_ledger(req);
+    ledger_series s;
+    dpb_status st = ledger_get_series(l, res, from, to, &s);
+    if (lr_unavailable(resp, st))
+        return;
+    if (st != DPB_OK) {
+        problem_oom(&pb);
+        http_reply_problem(resp, &pb);
+        return;
+    }
+    char etag[64];
+    snprintf(etag, sizeof etag, "\"h%llx-%d-%d-%llx-%llx\"", (unsigned long long)s.view,
+             ledger_read_only(l), (int)res, (unsigned long long)from, (unsigned long long)to);
+    if (lr_not_modified(req, resp, etag)) {
+        ledger_series_free(&s);
+        return;
+    }
+    jsonout_w w;
+    jsonout_init(&w);
+    jsonout_open(&w, '{');
+    lr_put_str(&w, "resolution", ledger_resolution_name(res));
+    lr_put_time(&w, "from", s.from_ms);
+    lr_put_time(&w, "to", s.to_ms);
+    jsonout_key(&w, "points");
+    jsonout_open(&w, '[');
+    for (size_t i = 0; i < s.n; i++)
+        put_point(&w, &s.points[i]);
+    jsonout_close(&w, ']');
+    jsonout_key(&w, "retention");
+    jsonout_open(&w, '{');
+    for (int r = 0; r < LEDGER_NRES; r++) {
+        jsonout_key(&w, ledger_resolution_name((ledger_resolution)r));
+        jsonout_open(&w, '{');
+        lr_put_int(&w, "bucket_seconds", (long long)(LEDGER_SERIES_WIDTH_MS[r] / 1000u));
+        lr_put_int(&w, "buckets", (long long)LEDGER_SERIES_KEEP[r]);
+        lr_put_time(&w, "from", s.kept_from_ms[r]);
+        lr_put_time(&w, "to", s.kept_to_ms[r]);
+        jsonout_close(&w, '}');
+    }
+    jsonout_close(&w, '}');
+    lr_put_time(&w, "last_record_time", s.last_time_ms);
+    jsonout_close(&w, '}');
+    ledger_series_free(&s);
+    http_reply_written(resp, 200, &w);
+    snprintf(resp->etag, sizeof resp->etag, "%s", etag);
 }

@@ -48,6 +48,8 @@ void res_event_get(const http_request *req, http_response *resp);
 void res_events_list(const http_request *req, http_response *resp);
 void res_client_history(const http_request *req, http_response *resp);
 void res_summary(const http_request *req, http_response *resp);
+/* GET /v1/history: the ledger-wide series over time (ledger_get_series). */
+void res_history(const http_request *req, http_response *resp);
 void res_readyz(const http_request *req, http_response *resp);
 
 #endif

@@ -52,6 +52,7 @@ const route ROUTES[] = {
     {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1)},
     {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0)},
     {"GET", "/v1/summary", READ(res_summary)},
+    {"GET", "/v1/history", READ(res_history)},
     {"GET", "/healthz", OPEN(res_healthz, 1)},
     {"GET", "/readyz", OPEN(res_readyz, 1)},
     /* the ledger's figures (its lock, a catch-up): on the read lane, not the worker */

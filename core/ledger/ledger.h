@@ -85,7 +85,10 @@
  * 3 the reservations (clients' reserved events, rounds' phase and state) and the named
  * events; 1 and 2 are still read. */
 /* 4 adds each round's owner (the key that reserved it); 1 to 3 are still read. */
-#define LEDGER_FORMAT 4
+/* 5 adds time (ledger_record.h): every log record carries the wall-clock time it was made, and
+ * the snapshot its own time, each round's times and the ledger-wide series (ledger_get_series);
+ * records and snapshots of 1 to 4 are still read, their times unknown (0). */
+#define LEDGER_FORMAT 5
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -161,6 +164,9 @@ typedef enum {
     LEDGER_EXHAUSTED = 1,  /* spend at or above eps, or the last charged event no longer fits */
     LEDGER_UNCERTIFIED = 2 /* charged with an uncertifiable event: infinite spend, sticky */
 } ledger_status;
+/* The number of ledger_status values: every count by status (the summary, the series) has one
+ * entry per value, named by ledger_status_name. */
+#define LEDGER_NSTATUS 3
 
 typedef struct {
     const char *dir;    /* data directory (created if missing) */
@@ -322,6 +328,7 @@ typedef enum {
     LEDGER_RECORDED = 8,          /* already_ran: charged though past the budget */
     LEDGER_FILTER_UNSUPPORTED = 9 /* the client's privacy filter cannot account the event */
 } ledger_reason;
+#define LEDGER_NREASONS 10 /* ledger_reason values */
 
 const char *ledger_reason_name(ledger_reason r);
 const char *ledger_status_name(ledger_status s);
@@ -530,6 +537,9 @@ typedef struct {
     uint64_t seq; /* the round's record */
     ledger_hist_state state;
     double spent_after; /* what the round's admission said; NAN when summarized */
+    uint64_t time_ms;   /* when the entry took its state: the round's record (a commit's or a
+                         * release's for those), ms since the epoch; 0: unknown (a record
+                         * written before LEDGER_FORMAT 5) */
 } ledger_hist_item;
 
 typedef struct {
@@ -557,6 +567,7 @@ void ledger_round_res_free(ledger_round_res *r);
 
 typedef struct {
     uint64_t clients, active, exhausted, uncertified, rounds, version;
+    uint64_t by_status[LEDGER_NSTATUS]; /* clients by ledger_status (active..: the same) */
     uint64_t view; /* changes whenever anything the summary or a list shows changes (an ETag):
                     * the version, background refinements, and a value new at every open */
     uint64_t refined, refine_stale; /* background refinements (pld_refine) since open: shown;
@@ -575,6 +586,60 @@ typedef struct {
 } ledger_summary;
 
 void ledger_get_summary(ledger *l, ledger_summary *s);
+
+/* ---- the ledger-wide series over time (ledger_series.c) -------------------------------------
+ * Kept as records are applied (live, at replay and at catch-up), from the records' times, in
+ * three fixed rings of buckets: LEDGER_SERIES_KEEP[r] buckets of LEDGER_SERIES_WIDTH_MS[r] each
+ * (a day of minutes, 366 days of hours, 3660 days of days), about 1.9 MB per ledger whatever
+ * the clients and the days; kept through snapshots. A bucket counts the records whose time
+ * falls in it: rounds (ROUND and RESERVE records), charges (clients charged: a one-step
+ * round's admitted ones, a commit's reported ones), epsilon_spent (the sum of those charges'
+ * increases of the client's epsilon upper bound, as their admission computed them: after -
+ * before; an uncertifiable charge, +inf, is left out, and shows as a status), refusals by
+ * reason (a round's clients not admitted), and by_status as it stood at the bucket's end
+ * (when the next bucket's first record came; the newest bucket: now). Records without a
+ * time (before LEDGER_FORMAT 5) fall in no bucket. */
+typedef enum { LEDGER_MINUTE = 0, LEDGER_HOUR = 1, LEDGER_DAY = 2 } ledger_resolution;
+#define LEDGER_NRES 3
+extern const uint64_t LEDGER_SERIES_WIDTH_MS[LEDGER_NRES];
+extern const uint32_t LEDGER_SERIES_KEEP[LEDGER_NRES];
+/* "minute", "hour", "day"; parse returns 0 on success. */
+const char *ledger_resolution_name(ledger_resolution r);
+int ledger_resolution_parse(const char *s, ledger_resolution *r);
+
+typedef struct {
+    uint64_t start_ms; /* the bucket's start, ms since the epoch */
+    uint64_t rounds, charges;
+    double epsilon_spent;
+    uint64_t refusals[LEDGER_NREASONS]; /* by ledger_reason (LEDGER_OK stays 0) */
+    uint64_t by_status[LEDGER_NSTATUS];
+} ledger_point;
+
+typedef struct {
+    ledger_resolution resolution;
+    ledger_point *points; /* owned: n of them, oldest first, every bucket of [from, to) */
+    size_t n;
+    uint64_t from_ms, to_ms; /* the buckets shown (n == 0: both 0) */
+    /* per resolution: the oldest and the newest bucket kept (0, 0: none yet) */
+    uint64_t kept_from_ms[LEDGER_NRES], kept_to_ms[LEDGER_NRES];
+    uint64_t view;         /* lg_view_tag: an ETag (changes with everything shown) */
+    uint64_t last_time_ms; /* the time of the last record (0: none known) */
+} ledger_series;
+
+/* The buckets of resolution res that overlap [from_ms, to_ms) (0 and UINT64_MAX: no bound),
+ * of those kept, from the first bucket with a record on. DPB_OK, DPB_ENOMEM, DPB_EUNAVAILABLE
+ * (a shared store's database cannot be reached). */
+dpb_status ledger_get_series(ledger *l, ledger_resolution res, uint64_t from_ms, uint64_t to_ms,
+                             ledger_series *out);
+void ledger_series_free(ledger_series *s);
+/* The time of the ledger's last record (ms since the epoch; 0: none known) and the bytes the
+ * series keeps in memory. */
+uint64_t ledger_last_time(ledger *l);
+/* The wall clock that times the log's records from now on, in ms since the Unix epoch (fn
+ * NULL: CLOCK_REALTIME, the default); tests set it to make a year of history at once. A
+ * record's time is max(clock, the time of the record before it): monotone in seq order. */
+void ledger_set_clock(ledger *l, uint64_t (*fn)(void *ctx), void *ctx);
+size_t ledger_series_bytes(void);
 
 /* What the ledger's store last saw of its database, for probes: read without the ledger's
  * lock and without asking the database (a shared store probes it once a second by itself).

@@ -289,6 +289,7 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
     r->policy = (uint8_t)policy;
     r->already_ran = (uint8_t)already_ran;
     r->seq = seq;
+    r->time_ms = l->series_mute ? 0 : l->rec_time; /* a snapshot's rounds: its times, later */
     r->n = n;
     r->out = out;
     r->ev[0] = r->ev[1] = LEV_NONE;
@@ -335,6 +336,7 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         l->ow[op].held += r->admitted;
     l->nreserved += expires_at != 0;
     l->kept_outcomes += n;
+    lg_series_round(l, r, +1); /* before its outcomes may be summarized */
     evict_outcomes(l);
     return DPB_OK;
 }
@@ -358,6 +360,7 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
         u.pos = (uint32_t)rp;
         u.rstate = r->state;
         u.rstate_seq = r->state_seq;
+        u.rstate_time = r->state_time_ms;
         lg_push_undo(l, &u);
     }
     for (uint32_t i = 0; i < m; i++) {
@@ -387,9 +390,11 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
     }
     r->state = (uint8_t)state;
     r->state_seq = seq ? seq : l->last_seq;
+    r->state_time_ms = l->rec_time;
     r->reported = m;
     if (chash)
         memcpy(r->chash, chash, 16);
+    lg_series_commit(l, r, +1);
     return 0;
 }
 

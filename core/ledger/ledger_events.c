@@ -199,6 +199,7 @@ dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_
         ledger_hist_item *it = &h->items[h->n++];
         snprintf(it->round_id, sizeof it->round_id, "%s", r->id);
         it->seq = r->seq;
+        it->time_ms = r->time_ms;
         it->spent_after = NAN;
         const lout *o = NULL;
         for (uint32_t i = 0; r->out && i < r->n && o == NULL; i++)
@@ -212,6 +213,8 @@ dpb_status ledger_client_history(ledger *l, const char *id, size_t offset, size_
             it->state = LEDGER_H_RESERVED;
         else
             it->state = LEDGER_H_RELEASED;
+        if (r->phase && r->state != LEDGER_RESERVED) /* charged or released by its commit */
+            it->time_ms = r->state_time_ms;
     }
     /* the aggregate: every distinct event, charged and reserved counts; a reserved event
      * that is also charged shares its entry (agg[j] is ev[j]): found in linear time */

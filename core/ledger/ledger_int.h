@@ -112,7 +112,7 @@ typedef struct {
     uint8_t hpushed; /* U_CHARGE, U_CSNAP: a history entry was pushed over hold */
     uint32_t hold;
     uint8_t rstate; /* U_RSTATE: the old state and its record */
-    uint64_t rstate_seq;
+    uint64_t rstate_seq, rstate_time;
 } lundo;
 
 typedef struct {
@@ -135,6 +135,8 @@ typedef struct {
     uint32_t n, admitted, reported;
     lout *out;         /* NULL once summarized (never while reserved) */
     const char *owner; /* reserve: its owner's name in the owner table (l->ow), or NULL */
+    uint64_t time_ms, state_time_ms; /* the times of its record and of its commit or release
+                                      * (ms since the epoch; 0: unknown, or none yet) */
 } lrnd;
 
 /* An owner of reservations (ledger_round_req.owner): its name (the rounds point at it) and
@@ -144,6 +146,15 @@ typedef struct {
     char *name;
     uint64_t held;
 } lowner;
+
+/* One resolution of the ledger-wide series (ledger_series.c): a ring of buckets, bucket k
+ * (start k * width) at b[k % LEDGER_SERIES_KEEP[r]]; the buckets [max(first, cur - keep + 1),
+ * cur] are held (any: 1 once a timed record came). */
+typedef struct {
+    uint64_t first, cur;
+    int any;
+    ledger_point *b;
+} lring;
 
 typedef struct {
     char *name;
@@ -210,7 +221,16 @@ struct ledger {
     lindex ow_index;
     size_t nreserved; /* rounds reserved now (the expiry sweep looks for that many) */
     /* counters */
-    uint64_t by_status[3], hist[11];
+    uint64_t by_status[LEDGER_NSTATUS], hist[11];
+    /* time (ledger_series.c): the time of the last record applied, and of the record being
+     * applied now (0: unknown, a record before LEDGER_FORMAT 5); the series' rings; stale: a
+     * replay changed clients whose statuses are not recomputed yet; mute: a snapshot is being
+     * loaded (its series holds its rounds already) */
+    uint64_t last_time, rec_time;
+    uint64_t (*clock_ms)(void *ctx); /* ledger_set_clock (NULL: CLOCK_REALTIME) */
+    void *clock_ctx;
+    lring series[LEDGER_NRES];
+    int series_stale, series_mute;
     /* snapshots */
     pthread_t snap_thread;
     pthread_mutex_t snap_mu;

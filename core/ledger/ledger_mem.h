@@ -147,6 +147,35 @@ int lg_spend_accountant(const ledger *l, const lclient *c);
 ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
                            double *after, int8_t *acct);
 
+/* ---- ledger_series.c: the records' clock, the series over time --------------------------- */
+
+/* The rings of the series, allocated empty (0, or -1 out of memory), and freed. */
+int lg_series_init(ledger *l);
+void lg_series_free(ledger *l);
+/* The ledger's clock (ledger_options.clock_ms, else CLOCK_REALTIME), ms since the epoch. */
+uint64_t lg_clock_ms(const ledger *l);
+/* The time of the next record: max(the clock, the last record's time), never 0. */
+uint64_t lg_next_time(const ledger *l);
+/* 1 when a record at time t (0: unknown) opens a new bucket (closes the newest). */
+int lg_series_rolls(const ledger *l, uint64_t t);
+/* Before a record at time t (0: unknown: nothing) is applied: every ring advanced to t's
+ * bucket, the buckets closed by it given the statuses now (l->by_status: the caller makes
+ * them current first). Write lock. */
+void lg_series_advance(ledger *l, uint64_t t);
+/* Count a stored round (its record's time: rounds, refusals, a one-step round's charges)
+ * into (sign +1) or out of (-1) its buckets; and a commit's charges (its state time).
+ * Nothing while a snapshot loads (series_mute) or for an unknown time. Write lock. */
+void lg_series_round(ledger *l, const lrnd *r, int sign);
+void lg_series_commit(ledger *l, const lrnd *r, int sign);
+/* The buckets of res in [from_ms, to_ms) into out->points (room for every bucket of the ring),
+ * and the rest of *out but view. A lock is held. */
+void lg_series_get(const ledger *l, ledger_resolution res, uint64_t from_ms, uint64_t to_ms,
+                   ledger_series *out);
+/* The snapshot's part: written (a lock held), and read into a ledger being opened (0, or -1
+ * when it does not parse). */
+void lg_series_write(const ledger *l, bw *w);
+int lg_series_read(ledger *l, br *r);
+
 /* ---- ledger_undo.c: durability, memory never ahead of the log ---------------------------- */
 
 /* 1 once the ledger is read-only (a failed log, an abandoned change). No lock needed. */

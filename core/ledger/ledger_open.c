@@ -136,7 +136,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     dpb_status st = DPB_ENOMEM;
     if (l->dir == NULL || l->sp == NULL || lg_index_init(&l->cl_index, 1024) != 0 ||
         lg_index_init(&l->nm_index, 64) != 0 || lg_index_init(&l->rd_index, 1024) != 0 ||
-        lg_index_init(&l->ev_index, 64) != 0) {
+        lg_index_init(&l->ev_index, 64) != 0 || lg_series_init(l) != 0) {
         dpb_fail(err, st, NULL, "out of memory");
         goto fail;
     }
@@ -395,6 +395,7 @@ static void close_ledger(ledger *l, int snapshot)
     pthread_mutex_destroy(&l->id_mu);
     pthread_cond_destroy(&l->snap_cv);
     spend_engine_free(l->sp); /* after the events that referred to it */
+    lg_series_free(l);
     free(l->dir);
     free(l);
 }
@@ -432,6 +433,7 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->active = l->by_status[LEDGER_ACTIVE];
     s->exhausted = l->by_status[LEDGER_EXHAUSTED];
     s->uncertified = l->by_status[LEDGER_UNCERTIFIED];
+    memcpy(s->by_status, l->by_status, sizeof s->by_status);
     s->rounds = l->nrd;
     s->version = l->version;
     s->view = lg_view_tag(l);
@@ -443,5 +445,40 @@ void ledger_get_summary(ledger *l, ledger_summary *s)
     s->read_only = lg_ledger_ro(l);
     s->log_bytes = store_size_bytes(l->st);
     store_sync_stats(l->st, &s->sync_count, &s->sync_seconds, s->sync_hist);
+    pthread_rwlock_unlock(&l->lock);
+}
+
+dpb_status ledger_get_series(ledger *l, ledger_resolution res, uint64_t from_ms, uint64_t to_ms,
+                             ledger_series *out)
+{
+    memset(out, 0, sizeof *out);
+    if ((unsigned)res >= LEDGER_NRES)
+        return DPB_EINVAL;
+    if (lg_read_begin(l, NULL) != DPB_OK)
+        return DPB_EUNAVAILABLE;
+    /* room for every bucket the ring holds, taken before the lock */
+    out->points = malloc(LEDGER_SERIES_KEEP[res] * sizeof *out->points);
+    if (out->points == NULL)
+        return DPB_ENOMEM;
+    lg_rdlock_durable(l);
+    lg_series_get(l, res, from_ms, to_ms, out);
+    out->view = lg_view_tag(l);
+    pthread_rwlock_unlock(&l->lock);
+    return DPB_OK;
+}
+
+uint64_t ledger_last_time(ledger *l)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    uint64_t t = l->last_time;
+    pthread_rwlock_unlock(&l->lock);
+    return t;
+}
+
+void ledger_set_clock(ledger *l, uint64_t (*fn)(void *ctx), void *ctx)
+{
+    pthread_rwlock_wrlock(&l->lock);
+    l->clock_ms = fn;
+    l->clock_ctx = ctx;
     pthread_rwlock_unlock(&l->lock);
 }

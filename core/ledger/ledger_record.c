@@ -259,12 +259,42 @@ static int apply_record(ledger *l, uint8_t type, const unsigned char *p, size_t 
     return -1;
 }
 
+/* A timed record's time taken off its payload (*t; 0 and nothing taken for an untimed one).
+ * 0, or -1 when too short. */
+static int untime(uint8_t *type, const unsigned char **p, size_t *n, uint64_t *t)
+{
+    *t = 0;
+    if (!(*type & REC_TIMED))
+        return 0;
+    br r = {*p, *n, 0, 0};
+    *t = br_u64(&r);
+    if (r.bad || *t == 0)
+        return -1;
+    *type = (uint8_t)(*type & ~REC_TIMED);
+    *p += 8;
+    *n -= 8;
+    return 0;
+}
+
 int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
 {
     ledger *l = ctx;
+    const unsigned char *p = payload;
+    uint64_t t;
+    if (untime(&type, &p, &len, &t) != 0)
+        return -1;
     l->last_seq = seq;
     l->records_since_snap++;
-    return apply_record(l, type, payload, len);
+    /* a bucket closing during a replay takes the statuses at its end: the clients replayed
+     * so far are recomputed first (once per minute of the log at most) */
+    if (l->series_stale && lg_series_rolls(l, t))
+        lg_after_apply(l);
+    lg_series_advance(l, t);
+    l->rec_time = t;
+    if (t > l->last_time)
+        l->last_time = t;
+    l->series_stale = 1;
+    return apply_record(l, type, p, len);
 }
 
 void lg_after_apply(ledger *l)
@@ -276,6 +306,7 @@ void lg_after_apply(ledger *l)
             l->cl[i].dirty = 0;
         }
     lg_recount(l);
+    l->series_stale = 0;
 }
 
 /* ---- records the snapshot claims to hold ----------------------------------------------------
@@ -319,6 +350,9 @@ int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, si
 {
     ledger *l = ctx;
     const unsigned char *p = payload;
+    uint64_t t;
+    if (untime(&type, &p, &len, &t) != 0)
+        return -1;
     br r = {p, len, 0, 0};
     switch (type) {
     case REC_EVENT: {

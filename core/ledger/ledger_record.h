@@ -16,6 +16,14 @@
  *   RELEASE(round id, expired u8)
  *   NAME(name, encoded event)
  * Strings are u32 length + bytes. Snapshot: the whole state in one payload (LEDGER_FORMAT).
+ *
+ * Time (LEDGER_FORMAT 5): a record written since carries type | REC_TIMED and its payload
+ * starts with u64 time (ms since the Unix epoch, the wall clock when it was made, max with
+ * the record before it: monotone in seq order; ledger_series.c), then the payload above.
+ * Records of type 1..7 (written before) have no time: replayed the same, their time unknown
+ * (0). The time is in the bytes every store keeps (the file store's and PostgreSQL's alike)
+ * and in what a record's checksum or hash covers. The snapshot (format 5) ends with its own
+ * time, the last record's, every round's two times and the series (ledger_snapfmt.c).
  */
 #ifndef DPB_LEDGER_RECORD_H
 #define DPB_LEDGER_RECORD_H
@@ -31,6 +39,13 @@ enum {
     REC_RELEASE = 6,
     REC_NAME = 7
 };
+/* The flag of a timed record's type (LEDGER_FORMAT 5), and its time's 8 bytes. */
+#define REC_TIMED 0x80u
+static inline void lg_time_prefix(unsigned char b[8], uint64_t t)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(t >> (8 * i));
+}
 
 /* ---- ledger_record.c: encoding (each appends one record's payload to w; w->oom on
  * failure, the caller checks it before logging) ------------------------------------------- */

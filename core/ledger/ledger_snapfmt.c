@@ -79,6 +79,15 @@ dpb_status lg_serialize(ledger *l, bw *w)
         bw_u32(w, (uint32_t)l->nm[i].nbytes);
         bw_put(w, l->nm[i].bytes, l->nm[i].nbytes);
     }
+    /* format 5: time. The snapshot's own, the last record's, every round's two (its record's,
+     * its commit's or release's; 0: unknown) and the series (ledger_series.c) */
+    bw_u64(w, lg_next_time(l)); /* never before the last record's */
+    bw_u64(w, l->last_time);
+    for (size_t i = 0; i < l->nrd; i++) {
+        bw_u64(w, l->rd[i].time_ms);
+        bw_u64(w, l->rd[i].state_time_ms);
+    }
+    lg_series_write(l, w);
     return w->oom ? DPB_ENOMEM : DPB_OK;
 }
 
@@ -268,7 +277,32 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
     return 0;
 }
 
+/* Format 5's times (after the named events): the snapshot's and the last record's, the
+ * rounds', the series. */
+static int load_times(ledger *l, br *r)
+{
+    uint64_t taken = br_u64(r);
+    l->last_time = br_u64(r);
+    if (taken == 0 || l->last_time > taken)
+        r->bad = 1; /* its records were all made before it was */
+    for (size_t i = 0; i < l->nrd && !r->bad; i++) {
+        l->rd[i].time_ms = br_u64(r);
+        l->rd[i].state_time_ms = br_u64(r);
+    }
+    return r->bad || lg_series_read(l, r) != 0 ? -1 : 0;
+}
+
+static int load_snapshot(ledger *l, br *r);
+
 int lg_load_snapshot(ledger *l, br *r)
+{
+    l->series_mute = 1; /* its rounds are in its series already */
+    int rc = load_snapshot(l, r);
+    l->series_mute = 0;
+    return rc;
+}
+
+static int load_snapshot(ledger *l, br *r)
 {
     uint32_t format = br_u32(r);
     if (format < 1 || format > LEDGER_FORMAT)
@@ -299,5 +333,7 @@ int lg_load_snapshot(ledger *l, br *r)
             r->bad = 1;
         free(name);
     }
+    if (format >= 5 && !r->bad && load_times(l, r) != 0)
+        r->bad = 1;
     return r->bad || r->at != r->n ? -1 : 0;
 }

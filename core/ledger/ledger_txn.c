@@ -158,8 +158,17 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
 {
     if (w->oom)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    uint64_t seq;
-    dpb_status st = store_append(l->st, (uint8_t)type, w->b, w->n, &seq);
+    /* the record's time first (ledger_record.h: REC_TIMED), the same bytes in every store */
+    uint64_t seq, t = lg_next_time(l);
+    unsigned char small[2048], *b = w->n + 8 <= sizeof small ? small : malloc(w->n + 8);
+    if (b == NULL)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    lg_time_prefix(b, t);
+    if (w->n)
+        memcpy(b + 8, w->b, w->n);
+    dpb_status st = store_append(l->st, (uint8_t)(type | REC_TIMED), b, w->n + 8, &seq);
+    if (b != small)
+        free(b);
     if (st == DPB_OK && seq != l->last_seq + 1) { /* the store lost count: trust nothing */
         store_abandon(l->st, "a record appended out of sequence");
         atomic_store(&l->read_only, 1);
@@ -178,6 +187,8 @@ static dpb_status log_record(ledger *l, int type, const bw *w, dpb_error *err)
     }
     l->last_seq = seq;
     l->records_since_snap++;
+    lg_series_advance(l, t); /* before the change is applied: the closing bucket's statuses */
+    l->last_time = l->rec_time = t;
     return DPB_OK;
 }
 

@@ -134,6 +134,7 @@ static void drop_name(ledger *l, uint32_t pos)
 static void drop_round(ledger *l, uint32_t pos)
 {
     lrnd *r = &l->rd[pos];
+    lg_series_round(l, r, -1);
     lg_index_delete(&l->rd_index, lg_str_hash(r->id), pos, lg_rd_hash, l);
     if (r->out) {
         lg_outcomes_free(r->out, r->n);
@@ -190,8 +191,10 @@ static void undo_one(ledger *l, lundo *u)
     }
     case U_RSTATE: {
         lrnd *r = &l->rd[u->pos];
+        lg_series_commit(l, r, -1);
         r->state = u->rstate;
         r->state_seq = u->rstate_seq;
+        r->state_time_ms = u->rstate_time;
         r->reported = 0; /* only a commit reports, and only from the reserved state */
         memset(r->chash, 0, 16);
         for (uint32_t i = 0; r->out && i < r->n; i++)
