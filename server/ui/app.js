@@ -72,6 +72,14 @@
         return fmt(s, 'up') + ' s';
     }
 
+    /* whole minutes, hours or days as such, else seconds */
+    function fmtDuration(s) {
+        if (typeof s !== 'number' || !(s > 0)) return '—';
+        for (const [n, w] of [[86400, 'day'], [3600, 'hour'], [60, 'minute']])
+            if (s % n === 0) return s / n === 1 ? '1 ' + w : `${fmtInt(s / n)} ${w}s`;
+        return fmtInt(s) + ' s';
+    }
+
     /* the spent fraction of a client, as a percentage rounded up */
     function fraction(c) {
         const b = c.budget && c.budget.epsilon, s = c.spent && c.spent.epsilon;
@@ -373,15 +381,18 @@
         return `/v1/history?resolution=${res}&from=${encodeURIComponent(from)}`;
     }
 
-    /* the API's points as series over time (x: ms since the epoch, UTC). Buckets the answer
-     * leaves out had no record: their counts are 0 and the clients by status are those of the
+    /* the API's points as series over time (x: ms since the epoch, UTC), from the bucket of
+     * from (the one asked for), or at most 30 buckets before the first point, to now. The API
+     * answers every bucket from the first with a record to the newest: buckets it leaves out
+     * had no record, so their counts are 0; the clients by status are those at the end of the
      * bucket before (unknown, so not drawn, before the first point). */
-    function historySeries(H, res) {
+    function historySeries(H, res, from) {
         const R = RESOLUTIONS[res], byStart = new Map();
         for (const p of H.points || []) byStart.set(Math.floor(Date.parse(p.start) / R.ms) * R.ms, p);
         const starts = [...byStart.keys()].sort((a, b) => a - b);
-        const first = Date.parse(H.from), last = Math.floor(Date.now() / R.ms) * R.ms;
-        const t0 = isFinite(first) ? Math.floor(first / R.ms) * R.ms : (starts[0] !== undefined ? starts[0] : last);
+        const last = Math.floor(Date.now() / R.ms) * R.ms;
+        const first = starts.length ? starts[0] : last;
+        const t0 = Math.max(Math.floor(Date.parse(from) / R.ms) * R.ms, Math.min(first, last - 30 * R.ms));
         const t1 = Math.max(last, starts.length ? starts[starts.length - 1] : last);
         const out = {t: [], rounds: [], charges: [], eps: [], refusals: new Map(), status: {}};
         for (const k of STATUSES) out.status[k] = [];
@@ -413,25 +424,30 @@
         return ticks;
     }
 
-    function timeChart(series, id, res, o) {
+    /* hs: historySeries' answer (every chart of it spans the same buckets) */
+    function timeChart(hs, series, id, res, o) {
         const R = RESOLUTIONS[res];
         return lineChart(series, Object.assign({id, xTicks: timeTicks, xFmt: v => R.fmt(new Date(v)),
+                                                xMin: hs.t[0], xMax: hs.t[hs.t.length - 1],
                                                 xLabel: `time (UTC), per ${R.word}`, yMin: 0,
                                                 empty: 'no rounds in this span'}, o || {}));
     }
 
-    /* clients that became exhausted in the hour before now, from a minute-resolution history:
-     * the count at the last point minus the count at the last bucket that ended an hour ago or
-     * earlier; null when the history does not reach back that far (then no rate is claimed) */
-    function exhaustedLastHour(H, now) {
+    /* clients that became exhausted in the hour before now, from a minute-resolution history
+     * (every bucket from the first with a record on, each with the clients by status at its
+     * end): the count now minus the count at the end of the last bucket that ended an hour ago
+     * or earlier. When the history starts within the hour, the count before it is 0 only if
+     * the history holds all the ledger's rounds (S.rounds: none was made before the ledger
+     * kept times); otherwise it is unknown and null is answered (no rate is claimed). */
+    function exhaustedLastHour(H, S, now) {
         const pts = (H.points || []).filter(p => p.by_status && typeof p.by_status.exhausted === 'number')
-                                    .map(p => [Date.parse(p.start), p.by_status.exhausted])
+                                    .map(p => [Date.parse(p.start), p.by_status.exhausted, p.rounds || 0])
                                     .sort((a, b) => a[0] - b[0]);
         if (!pts.length) return 0;
         const before = pts.filter(p => p[0] + 60e3 <= now - 3600e3);
         let base;
         if (before.length) base = before[before.length - 1][1];
-        else if (Date.parse(H.from) + 60e3 <= now - 3600e3) base = 0; /* nothing before: none */
+        else if (pts.reduce((a, p) => a + p[2], 0) >= S.rounds) base = 0;
         else return null;
         return pts[pts.length - 1][1] - base;
     }
@@ -467,7 +483,7 @@
                     text: `GET /readyz answers 503 ${rcode || ''}: ` +
                           ((ready.body && ready.body.detail) || 'see the daemon\'s log') + '.'});
         if (S && H) {
-            const n = exhaustedLastHour(H, Date.now());
+            const n = exhaustedLastHour(H, S, Date.now());
             if (n !== null && n >= 1 && n > EXHAUST_FRACTION_PER_HOUR * S.clients)
                 w.push({cond: 'exhausting_fast', title: 'Clients are exhausting their budgets fast.',
                         data: n,
@@ -531,7 +547,7 @@
         const p99 = fsCount > 0 ? (buckets.find(b => b[1] >= 0.99 * fsCount) || [Infinity])[0] : null;
         const st = S.by_status || {};
         const ro = !!S.read_only;
-        const hs = historySeries(H, res);
+        const hs = historySeries(H, res, from);
         const hist10 = (S.spent_fraction_histogram || []).map(b => ({
             label: b.to === 'infinite' ? '≥ 100' : fmt(b.from * 100),
             value: b.clients, cls: b.to === 'infinite' ? 'full' : '',
@@ -543,8 +559,10 @@
                                   title: 'list the stuck clients'},
                             h('div', {class: 'k', text: 'stuck (list them)'}),
                             h('div', {class: 'v status-stuck'}, num('ov-stuck', st.stuck, fmtInt(st.stuck))));
+        const when = t => (typeof t === 'string' ? t.slice(0, 16).replace('T', ' ') : '—');
         const retention = Object.entries(H.retention || {}).map(([k, v]) =>
-            `${k.replace(/_/g, ' ')}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join('; ');
+            `per ${k}, the last ${fmtInt(v.buckets)} buckets of ${fmtDuration(v.bucket_seconds)}` +
+            (v.from && v.to && Date.parse(v.to) > 0 ? ` (now ${when(v.from)} to ${when(v.to)} UTC)` : '')).join('; ');
         show(
             h('h2', {text: 'Overview'}),
             h('div', {class: 'grid'},
@@ -581,15 +599,18 @@
                                  problemText(hist.error)}) :
             h('div', {class: 'panels', id: 'ov-history', 'data-resolution': res, 'data-points': (H.points || []).length},
               h('div', {class: 'panel'}, h('h3', {text: `Rounds and charges per ${R.word}`}),
-                timeChart([{name: 'rounds', points: hs.rounds}, {name: 'charges (clients charged)', points: hs.charges}],
+                timeChart(hs, [{name: 'rounds', points: hs.rounds}, {name: 'charges (clients charged)', points: hs.charges}],
                           'chart-hist-rounds', res, {yFmt: v => fmtInt(Math.round(v))})),
               h('div', {class: 'panel'}, h('h3', {text: `ε spent per ${R.word}`}),
-                timeChart([{name: 'ε spent, summed over the clients charged', points: hs.eps}], 'chart-hist-eps', res)),
+                timeChart(hs, [{name: 'ε spent, summed over the clients charged', points: hs.eps}], 'chart-hist-eps', res),
+                h('p', {class: 'note', text: 'Each charge adds the rise of its client\'s ε upper bound, as the ' +
+                        'round\'s admission computed it (rounded up where shown); an uncertifiable charge has ' +
+                        'no finite bound, is left out here and shows as the status uncertified.'})),
               h('div', {class: 'panel'}, h('h3', {text: `Refusals per ${R.word}, by reason`}),
-                timeChart([...hs.refusals].map(([r, pts]) => ({name: r, points: pts})), 'chart-hist-refusals', res,
+                timeChart(hs, [...hs.refusals].map(([r, pts]) => ({name: r, points: pts})), 'chart-hist-refusals', res,
                           {yFmt: v => fmtInt(Math.round(v)), empty: 'no refusals in this span'})),
               h('div', {class: 'panel'}, h('h3', {text: 'Clients by status over time'}),
-                timeChart(STATUSES.map(k => ({name: k, points: hs.status[k], cls: 'st-' + k})), 'chart-hist-status', res,
+                timeChart(hs, STATUSES.map(k => ({name: k, points: hs.status[k], cls: 'st-' + k})), 'chart-hist-status', res,
                           {yFmt: v => fmtInt(Math.round(v))}))),
             hist.error ? null : h('p', {class: 'note', id: 'ov-history-note', 'data-from': from, text:
                 `From GET /v1/history (per ${R.word}, since ${from.slice(0, 16).replace('T', ' ')} UTC), ` +
@@ -711,34 +732,26 @@
     }
 
     /* a client's charge history (GET /v1/clients/{id}/rounds, newest first) as its spend over
-     * its rounds, oldest first: x is the round's time when every charged entry has one, else
-     * its place in the history */
+     * its charged rounds, oldest first (x: the round's place; its time is in the table below) */
     function clientHistory(c, Hc) {
         const rows = (Hc.charges || []).slice().sort((a, b) => a.seq - b.seq);
         const charged = rows.filter(x => x.state === 'charged' && typeof x.spent_after === 'number');
-        const timed = charged.length > 0 && charged.every(x => typeof x.time === 'string' && isFinite(Date.parse(x.time)));
-        const pts = charged.map((x, i) => [timed ? Date.parse(x.time) : i + 1, x.spent_after]);
-        const span = pts.length ? [pts[0][0], pts[pts.length - 1][0]] : [0, 1];
-        const budgetEnd = span[1] > span[0] ? span[1] : span[0] + (timed ? 60e3 : 1);
-        const xOpts = timed
-            ? {xTicks: timeTicks, xFmt: v => {
-                const d = new Date(v), s0 = d.toISOString();
-                return budgetEnd - span[0] > 86400e3 ? s0.slice(5, 10) + ' ' + s0.slice(11, 16) : s0.slice(11, 19);
-            }, xLabel: 'time of the round (UTC)'}
-            : {xFmt: v => (Math.abs(v - Math.round(v)) < 1e-9 ? fmtInt(Math.round(v)) : ''),
-               xLabel: 'charged rounds kept, oldest first'};
+        const pts = charged.map((x, i) => [i + 1, x.spent_after]);
+        const untimed = rows.some(x => typeof x.time !== 'string');
+        const xOpts = {xFmt: v => (Math.abs(v - Math.round(v)) < 1e-9 ? fmtInt(Math.round(v)) : ''),
+                       xTicks: (x0, x1) => niceTicks(x0, x1, Math.min(5, Math.max(1, x1 - x0))).filter(Number.isInteger),
+                       xLabel: 'its charged rounds, oldest first (their times are in the table)'};
         const note = (Hc.complete ? `All ${fmtInt(Hc.total)} rounds that charged or reserved this client.`
                                   : `The newest ${fmtInt(Hc.total)} rounds that charged or reserved this client: ` +
                                     `the ledger keeps ${fmtInt(Hc.history_limit)} per client, older ones ` +
                                     'count in the totals above but are not listed.') +
-                     (charged.length && !timed ? ' Some rounds were recorded before the ledger kept times: ' +
-                                                 'they are placed by order, not by time.' : '') +
+                     (untimed ? ' Rounds recorded before the ledger kept times show no time.' : '') +
                      ' Spent ε is the spend the round\'s admission named (rounded up).';
         return [
             h('p', {class: 'note', id: 'c-history-note', text: note}),
             pts.length ? lineChart([{name: 'spent ε after the round', points: pts},
                                     {name: 'budget ε', dashed: true, cls: 'st-exhausted',
-                                     points: [[span[0], c.budget.epsilon], [budgetEnd, c.budget.epsilon]]}],
+                                     points: [[1, c.budget.epsilon], [Math.max(2, pts.length), c.budget.epsilon]]}],
                                    Object.assign({id: 'chart-client', yMin: 0}, xOpts))
                        : h('p', {class: 'note', id: 'c-history-empty', text: 'No round has charged this client yet.'}),
             rows.length ? h('table', {id: 'c-history-table'},

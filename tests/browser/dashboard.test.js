@@ -500,8 +500,9 @@ async function main() {
     });
 
     /* the history charts' sums against GET /v1/history at the resolution shown */
-    async function historyMatches(pg, b, res) {
+    async function historyMatches(pg, b, res, png) {
         await pg.waitForSelector(`#ov-history[data-resolution="${res}"] #chart-hist-rounds path[data-series="rounds"]`);
+        if (png) await pg.screenshot({path: shot(png), fullPage: true}); /* also when a check below fails */
         const from = await pg.evaluate(() => document.getElementById('ov-history-note').getAttribute('data-from'));
         const H = (await call(b, 'GET', `/v1/history?resolution=${res}&from=${encodeURIComponent(from)}`)).json;
         assert(H && Array.isArray(H.points), 'GET /v1/history: ' + JSON.stringify(H));
@@ -525,20 +526,18 @@ async function main() {
 
     await test('overview: history charts are drawn from GET /v1/history, the same after a reload', async () => {
         await page.goto(base + '/?h=1#/overview', {waitUntil: 'load'});
-        const H = await historyMatches(page, base, 'minute');
+        const H = await historyMatches(page, base, 'minute', 'overview-history.png');
         const S = (await call(base, 'GET', '/v1/summary')).json;
         eq(H.points.reduce((a, p) => a + p.rounds, 0), S.rounds, 'the rounds of the history (all made in this run)');
         await page.reload({waitUntil: 'load'});
-        await historyMatches(page, base, 'minute');
-        await page.screenshot({path: shot('overview-history.png'), fullPage: true});
+        await historyMatches(page, base, 'minute', 'overview-history-reloaded.png');
         await select(page, '#ov-res', 'hour');
         await page.waitForFunction(() => /#\/overview\?res=hour$/.test(location.hash), {timeout: WAIT});
         await historyMatches(page, base, 'hour');
         await page.reload({waitUntil: 'load'});
         eq(await page.$eval('#ov-res', s => s.value), 'hour', 'the resolution after a reload');
-        await historyMatches(page, base, 'hour');
+        await historyMatches(page, base, 'hour', 'overview-history-hour.png');
         await clean(page, 'overview (history)');
-        await page.screenshot({path: shot('overview-history-hour.png'), fullPage: true});
     });
 
     await test('the banner warns when clients exhaust fast (over 10 % of all within an hour)', async () => {
