@@ -31,6 +31,7 @@ int main(int argc, char **argv)
         {AFFORD_TESTS, AFFORD_NTESTS},
         {MECH_TESTS, MECH_NTESTS},
         {RDPGAP_TESTS, RDPGAP_NTESTS},
+        {TIME_TESTS, TIME_NTESTS},
     };
     gsl_set_error_handler_off();
     for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)

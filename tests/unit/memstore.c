@@ -308,3 +308,32 @@ ledger_store *memstore_open(memlog *g)
     s->impl = m;
     return s;
 }
+
+size_t memlog_strip_times(memlog *g)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g->nrec; i++) {
+        memrec *r = &g->rec[i];
+        if (!(r->type & 0x80) || r->n < 8)
+            continue;
+        memmove(r->p, r->p + 8, r->n - 8);
+        r->n -= 8;
+        r->type &= 0x7f;
+        n++;
+    }
+    return n;
+}
+
+int memlog_snap_cut_times(memlog *g, uint64_t t)
+{
+    unsigned char pat[16];
+    for (int i = 0; i < 8; i++)
+        pat[i] = pat[8 + i] = (unsigned char)(t >> (8 * i));
+    for (size_t at = 4; g->snap && at + 16 <= g->snap_len; at++)
+        if (memcmp(g->snap + at, pat, 16) == 0) {
+            g->snap_len = at;
+            g->snap[0] = 4;
+            return 0;
+        }
+    return -1;
+}

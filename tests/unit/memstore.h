@@ -43,4 +43,12 @@ void memlog_free(memlog *g);
 /* A store on g (g outlives it). */
 ledger_store *memstore_open(memlog *g);
 
+/* The log as a version before LEDGER_FORMAT 5 wrote it: every timed record (type | 0x80, its
+ * u64 time first) back to its type and payload alone. Returns the records changed. */
+size_t memlog_strip_times(memlog *g);
+/* The snapshot as format 4 wrote it, for a snapshot taken while the ledger's clock read t
+ * for its every record and for the snapshot itself: cut before its times (the u64 pair t, t
+ * that starts them) and its format set to 4. 0, or -1 (no such pair). */
+int memlog_snap_cut_times(memlog *g, uint64_t t);
+
 #endif

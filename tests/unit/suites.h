@@ -44,5 +44,7 @@ extern const tl_test PROACTIVE_TESTS[];
 extern const size_t PROACTIVE_NTESTS;
 extern const tl_test RDPGAP_TESTS[];
 extern const size_t RDPGAP_NTESTS;
+extern const tl_test TIME_TESTS[]; /* test_time.c: time in the ledger, the series */
+extern const size_t TIME_NTESTS;
 
 #endif

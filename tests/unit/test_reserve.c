@@ -364,6 +364,13 @@ static long find_str(const unsigned char *p, size_t n, const char *s)
     return at;
 }
 
+#define FIXED_MS 1795000000123ull
+static uint64_t fixed_clock(void *ctx)
+{
+    (void)ctx;
+    return FIXED_MS;
+}
+
 /* The owner on a shared log: a replica reads it from the record; a RESERVE record written
  * before owners existed (it ends at expires_at) and a snapshot of format 3 (no owner per
  * round) are still read, their reservations open to any key. */
@@ -379,7 +386,7 @@ static void reserve_owner_old_formats(void)
     CHECK(reserve(a, "old", "owner-k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
     /* "old" as an earlier version wrote it: the owner's 12 bytes cut off the record */
     memrec *last = &g.rec[g.nrec - 1];
-    CHECK(last->type == 4 /* RESERVE */ && last->n > 12 &&
+    CHECK((last->type & 0x7f) == 4 /* RESERVE */ && last->n > 12 &&
           find_str(last->p, last->n, "owner-k1") == (long)(last->n - 12));
     last->n -= 12;
     ledger *b = on_log(&g);
@@ -399,6 +406,7 @@ snap:
     a = on_log(&g);
     if (a == NULL)
         goto out;
+    ledger_set_clock(a, fixed_clock, NULL); /* its times found and cut below */
     CHECK(reserve(a, "held", "owner-k1", AB, 2, 3600, NULL, NULL) == DPB_OK);
     ledger_close(a); /* writes the snapshot */
     CHECK(g.snap != NULL && g.snap_len > 16);
@@ -411,6 +419,7 @@ snap:
     }
     long at = g.snap ? find_str(g.snap, g.snap_len, "owner-k1") : -1;
     CHECK(at > 0 && g.snap[0] == LEDGER_FORMAT);
+    CHECK(memlog_snap_cut_times(&g, FIXED_MS) == 0); /* format 4 */
     if (at > 0) {
         memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
         g.snap_len -= 12;
