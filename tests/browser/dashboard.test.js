@@ -618,6 +618,47 @@ async function main() {
         await fpage.close();
     });
 
+    await test('the banner says what to do when the ledger\'s database cannot be reached (readyz 503 ledger_unavailable)', async () => {
+        /* a PostgreSQL outage needs a database: /readyz's answer during one is put in its
+         * place here (the daemon's own problem body), everything else is the daemon's */
+        const upage = await newPage(ctx, log);
+        await upage.setRequestInterception(true);
+        upage.on('request', req => {
+            if (new URL(req.url()).pathname === '/readyz')
+                req.respond({status: 503, contentType: 'application/problem+json', headers: {'Retry-After': '1'},
+                             body: JSON.stringify({type: 'about:blank', title: 'The ledger\'s database cannot be reached: retry later',
+                                                   status: 503, code: 'ledger_unavailable',
+                                                   detail: 'the ledger\'s database does not answer'})}).catch(() => {});
+            else req.continue().catch(() => {});
+        });
+        try {
+            await upage.goto(base + '/?u=1#/clients', {waitUntil: 'load'});
+            await upage.waitForSelector('#warnings p[data-cond="store_unavailable"]');
+            const msg = await text(upage, '#warnings p[data-cond="store_unavailable"]');
+            assert(/PostgreSQL/.test(msg) && /reconnects by itself/.test(msg), 'the message: ' + msg);
+            await upage.screenshot({path: shot('store-unavailable.png'), fullPage: true});
+        } finally {
+            await upage.close();
+        }
+    });
+
+    await test('the banner says the daemon is stopping (SIGTERM, readyz 503 shutting_down)', async () => {
+        const sbase = await startDaemon('stopping', ['--shutdown-grace', '20']);
+        const d = daemons[daemons.length - 1];
+        const spage = await newPage(ctx, log);
+        try {
+            await spage.goto(sbase + '/?poll=400#/overview', {waitUntil: 'load'});
+            await spage.waitForSelector('#ov-clients');
+            eq(await spage.$eval('#warnings', w => w.hidden), true, 'the banner before the stop');
+            d.kill('SIGTERM');
+            await spage.waitForSelector('#warnings p[data-cond="shutting_down"]');
+            assert(/another instance/.test(await text(spage, '#warnings p[data-cond="shutting_down"]')), 'the message');
+        } finally {
+            await spage.close();
+            d.kill('SIGKILL');
+        }
+    });
+
     await test('no CSP violation or script error on any view', async () => {
         assert(log.length === 0, log.join(' | '));
     });
