@@ -497,8 +497,9 @@
         if (stuck > 0)
             w.push({cond: 'stuck', title: `${fmtInt(stuck)} ${stuck === 1 ? 'client is' : 'clients are'} stuck.`,
                     data: stuck,
-                    text: 'The most recent round offered to each was refused for budget, so rounds ' +
-                          'like it will keep refusing them. Give them more budget (PUT ' +
+                    text: 'The latest round that tested each one\'s budget refused it for lack of ' +
+                          'budget, and nothing since gave it room: rounds like it will keep refusing ' +
+                          'them. Give them more budget (PUT ' +
                           '/v1/clients/{id}), offer them cheaper rounds, or stop offering them rounds.',
                     link: ['#/clients?status=stuck', 'the stuck clients']});
         return w;
@@ -780,8 +781,9 @@
             h('h2', {}, 'Client ', h('span', {id: 'c-id', text: c.id}), ' ',
               h('span', {id: 'c-status', class: 'badge status-' + c.status, text: c.status})),
             c.status === 'stuck' ? h('p', {class: 'status-stuck', id: 'c-stuck-note', text:
-                'Stuck: the most recent round offered to this client was refused for budget, so rounds ' +
-                'like it will keep refusing it. Give it more budget or offer it cheaper rounds.'}) : null,
+                'Stuck: the latest round that tested this client\'s budget (' + (c.stuck_round || 'see its ' +
+                'history') + ') refused it for lack of budget, and nothing since gave it room: rounds like ' +
+                'it will keep refusing it. Give it more budget or offer it cheaper rounds.'}) : null,
             h('div', {class: 'grid'},
               card('budget ε', 'c-budget-eps', c.budget.epsilon, fmt(c.budget.epsilon, 'near')),
               card('budget δ', 'c-budget-delta', c.budget.delta, fmt(c.budget.delta, 'near')),

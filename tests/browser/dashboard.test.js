@@ -552,6 +552,14 @@ async function main() {
     });
 
     await test('stuck clients: counted, in their own colour, in the banner, listed by the link', async () => {
+        /* three clients with ε = 1 offered a round that cannot fit (σ = 0.3): refused for
+         * their budget, spent nothing, so stuck rather than exhausted */
+        for (const id of ['stuck-a', 'stuck-b', 'stuck-c'])
+            eq((await call(base, 'PUT', '/v1/clients/' + id, {budget: {epsilon: 1, delta: 1e-5}})).status, 201, 'PUT ' + id);
+        const R = await call(base, 'POST', '/v1/rounds', {round_id: 'too-costly', policy: 'admit_eligible',
+                                                         participants: ['stuck-a', 'stuck-b', 'stuck-c'],
+                                                         event: {class_name: 'GaussianDpEvent', noise_multiplier: 0.3}});
+        eq(R.status, 200, 'the round that cannot fit: ' + R.text);
         await page.goto(base + '/?s=1#/overview', {waitUntil: 'load'});
         await page.waitForSelector('#ov-stuck');
         const S = (await call(base, 'GET', '/v1/summary')).json;
@@ -562,6 +570,9 @@ async function main() {
         assert(new Set(colours).size === 4, 'stuck is not in a colour of its own: ' + colours.join(', '));
         eq(await page.$eval('#chart-status rect.stuck', r => Number(r.getAttribute('data-count'))), S.by_status.stuck,
            'the stuck bar');
+        await page.waitForSelector('#chart-hist-status path[data-series="stuck"]');
+        eq(await page.$eval('#chart-hist-status path[data-series="stuck"]', p => Number(p.getAttribute('data-last'))),
+           S.by_status.stuck, 'stuck clients over time, now');
         await page.waitForSelector('#warnings p[data-cond="stuck"]');
         eq(Number(await raw(page, '#warnings p[data-cond="stuck"]')), S.by_status.stuck, 'stuck in the banner');
         assert(!(await page.$eval('#warnings', w => w.hidden)), 'the banner is hidden');
@@ -578,6 +589,7 @@ async function main() {
         await click(page, `#cl-table tbody tr[data-id="${L.clients[0].id}"] a`);
         await waitText(page, '#c-status', 'stuck');
         await page.waitForSelector('#c-stuck-note');
+        assert((await text(page, '#c-stuck-note')).includes('too-costly'), 'the client page names the round that refused it');
         await page.goto(base + '/?c=1#/clients', {waitUntil: 'load'}); /* a fresh state for the tests after */
     });
 
