@@ -189,6 +189,8 @@ void res_history(const http_request *req, http_response *resp)
     jsonout_init(&w);
     jsonout_open(&w, '{');
     lr_put_str(&w, "resolution", ledger_resolution_name(res));
+    /* what the points' epsilon_spent is: a load figure, no guarantee of anything */
+    lr_put_str(&w, "epsilon_spent_is", "sum_of_upper_bound_increases");
     lr_put_time(&w, "from", s.from_ms);
     lr_put_time(&w, "to", s.to_ms);
     jsonout_key(&w, "points");

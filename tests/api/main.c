@@ -309,7 +309,8 @@ int main(int argc, char **argv)
             size_t n;
         } suites[] = {{LEDGER_API_TESTS, LEDGER_API_NTESTS},
                       {WORKFLOW_TESTS, WORKFLOW_NTESTS},
-                      {VOCAB_API_TESTS, VOCAB_API_NTESTS}};
+                      {VOCAB_API_TESTS, VOCAB_API_NTESTS},
+                      {HISTORY_API_TESTS, HISTORY_API_NTESTS}};
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];
@@ -341,6 +342,7 @@ int main(int argc, char **argv)
             {HOSTILE_TESTS, HOSTILE_NTESTS},
             {EDGE_SHARED_TESTS, EDGE_SHARED_NTESTS},
             {ADMIN_TESTS, ADMIN_NTESTS},
+            {HISTORY_API_TESTS, HISTORY_API_NTESTS},
         };
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)

@@ -36,6 +36,9 @@ extern const size_t JSONIN_NTESTS;
 extern const tl_test LEDGER_API_TESTS[]; /* test_ledger_api.c: clients, rounds, summary */
 extern const size_t LEDGER_API_NTESTS;
 
+extern const tl_test HISTORY_API_TESTS[]; /* test_history_api.c: GET /v1/history, times */
+extern const size_t HISTORY_API_NTESTS;
+
 extern const tl_test WORKFLOW_TESTS[]; /* test_workflow.c: bulk registration, eligibility,
                                           honest status, two-phase rounds */
 extern const size_t WORKFLOW_NTESTS;

@@ -117,6 +117,7 @@ static const endpoint ENDPOINTS[] = {
     {"POST", "/v1/rounds", ROUND_BODY, 2},
     {"GET", "/v1/rounds/r1", NULL, 1},
     {"GET", "/v1/summary", NULL, 1},
+    {"GET", "/v1/history", NULL, 1},
     {"GET", "/healthz", NULL, 0},
     {"GET", "/readyz", NULL, 0},
     {"GET", "/metrics", NULL, 0},

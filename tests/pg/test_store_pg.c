@@ -751,6 +751,7 @@ static void test_password_never_echoed(void)
 }
 
 void test_reservation_owner_on_pg(void); /* test_owner_pg.c */
+void test_time_on_pg(void);              /* test_time_pg.c */
 
 int main(int argc, char **argv)
 {
@@ -771,6 +772,7 @@ int main(int argc, char **argv)
         TL_T(test_durability_settings),
         TL_T(test_password_never_echoed),
         TL_T(test_reservation_owner_on_pg),
+        TL_T(test_time_on_pg),
     };
     int rc = tl_run("pg", tests, sizeof tests / sizeof tests[0], argc, argv);
     return rc;

@@ -14,6 +14,7 @@ Client.request() retries a POST only when told it is idempotent.
 """
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
 import os
@@ -33,7 +34,7 @@ from ._version import __version__
 from .events import Event, EventLike, to_event
 from .models import (BatchResult, CalibrateResult, Charge, ClientPage, ClientRecord,
                      CurveResult, DeltaResult, Eligibility, EpsilonResult, EventPage,
-                     HistoryPage, NamedEvent, Round, Summary)
+                     HistoryPage, LedgerHistory, NamedEvent, Round, Summary)
 
 __all__ = ["Client", "new_round_id", "Response"]
 
@@ -80,6 +81,16 @@ class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
 
 class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
     pass
+
+
+def _rfc3339(t: Optional[Union[str, datetime.datetime]]) -> Optional[str]:
+    """An RFC 3339 string (a str as given; an aware datetime in UTC; a naive one refused)."""
+    if t is None or isinstance(t, str):
+        return t
+    if t.tzinfo is None:
+        raise ValueError("a datetime bound of the history needs a time zone (tzinfo)")
+    u = t.astimezone(datetime.timezone.utc)
+    return u.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (u.microsecond // 1000)
 
 
 def new_round_id(prefix: str = "r") -> str:
@@ -669,6 +680,16 @@ class Client:
 
     def summary(self) -> Summary:
         return Summary.from_json(self._get("/v1/summary"))
+
+    def ledger_history(self, resolution: str = "hour", *,
+                       start: Optional[Union[str, datetime.datetime]] = None,
+                       end: Optional[Union[str, datetime.datetime]] = None) -> LedgerHistory:
+        """The ledger-wide series over time (GET /v1/history): one point per `resolution`
+        bucket ("minute", "hour" or "day") overlapping [start, end) among those the daemon
+        keeps. start and end are RFC 3339 strings or aware datetimes (None: no bound).
+        (`history` is a client's charges.)"""
+        return LedgerHistory.from_json(self._get("/v1/history", {
+            "resolution": resolution, "from": _rfc3339(start), "to": _rfc3339(end)}))
 
     def healthz(self) -> Dict[str, Any]:
         r: Dict[str, Any] = self._get("/healthz")

@@ -11,7 +11,7 @@ __all__ = ["real", "Condition", "Report", "DeltaPoint", "DeltaResult", "EpsilonP
            "EpsilonResult", "CalibrateResult", "CurvePoint", "TradeoffPoint", "CurveResult",
            "Budget", "Spend", "ClientRecord", "ClientPage", "Admission", "Refusal", "Round",
            "BatchItem", "BatchResult", "EligibilityEntry", "Eligibility", "Charge",
-           "HistoryPage", "NamedEvent", "EventPage", "Summary"]
+           "HistoryPage", "NamedEvent", "EventPage", "Summary", "HistoryPoint", "LedgerHistory"]
 
 
 def real(v: Any) -> Any:
@@ -393,12 +393,15 @@ class Eligibility:
 
 @dataclass
 class Charge:
-    """One round of a client's history: its state ("charged", "reserved", "released") and
-    the client's spend after it (None when not charged)."""
+    """One round of a client's history: its state ("charged", "reserved", "released"), the
+    client's spend after it (None when not charged) and when it took that state (RFC 3339 in
+    UTC with milliseconds, "2026-11-29T11:02:03.456Z"; None for a round the ledger logged
+    before it kept times)."""
     round_id: str
     seq: Optional[int]
     state: str
     spent_after: Optional[float] = None
+    time: Optional[str] = None
 
 
 @dataclass
@@ -416,7 +419,7 @@ class HistoryPage:
     @classmethod
     def from_json(cls, d: Any) -> HistoryPage:
         return cls([Charge(c.get("round_id"), c.get("seq"), c.get("state"),
-                           real(c.get("spent_after")))
+                           real(c.get("spent_after")), c.get("time"))
                     for c in d.get("charges") or []], d.get("next_cursor"),
                    bool(d.get("complete", True)), d.get("total"), d.get("history_limit"),
                    list(d.get("aggregate") or []))
@@ -462,3 +465,43 @@ class Summary:
         return cls(d.get("clients"), dict(d.get("by_status") or {}), d.get("rounds"),
                    [_reals(b) for b in d.get("spent_fraction_histogram") or []],
                    bool(d.get("read_only")), d.get("log_bytes"), d.get("version"), d)
+
+
+@dataclass
+class HistoryPoint:
+    """One bucket of the ledger-wide series: from `start` (RFC 3339) for one resolution's
+    width, the rounds stored, the clients charged, the sum of their charges' epsilon
+    increases, the clients refused by reason, and the clients by status at its end."""
+    start: str
+    rounds: int
+    charges: int
+    epsilon_spent: float
+    refusals: Dict[str, int]
+    by_status: Dict[str, int]
+
+    @classmethod
+    def from_json(cls, d: Any) -> HistoryPoint:
+        return cls(d.get("start"), d.get("rounds"), d.get("charges"), d.get("epsilon_spent"),
+                   dict(d.get("refusals") or {}), dict(d.get("by_status") or {}))
+
+
+@dataclass
+class LedgerHistory:
+    """GET /v1/history: the points of one resolution, oldest first, with their bounds
+    (`start`/`end`: None when there is no point), what each resolution keeps, and the time
+    of the ledger's last record."""
+    resolution: str
+    start: Optional[str]
+    end: Optional[str]
+    points: List[HistoryPoint]
+    retention: Dict[str, Dict[str, Any]]
+    last_record_time: Optional[str]
+    epsilon_spent_is: Optional[str]  # "sum_of_upper_bound_increases": no guarantee of anything
+    raw: Dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: Any) -> LedgerHistory:
+        return cls(d.get("resolution"), d.get("from"), d.get("to"),
+                   [HistoryPoint.from_json(p) for p in d.get("points") or []],
+                   dict(d.get("retention") or {}), d.get("last_record_time"),
+                   d.get("epsilon_spent_is"), d)

@@ -583,3 +583,33 @@ class HistoryAndNamedEvents(ClientCase):
         self.assertEqual(allc[1].spent_after, self.c.get_client("hi-a").spent.epsilon)
         self.assertEqual([a["charged"] for a in page.aggregate], [4])
         self.assertTrue(page.complete)
+        # each entry's time: RFC 3339 in UTC with ms, newest first, within the test's run
+        times = [x.time for x in allc]
+        for t in times:
+            self.assertRegex(t, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(times[1:], sorted(times[1:], reverse=True))  # the charges' records
+
+    def test_ledger_history(self):
+        import datetime
+        before = self.c.ledger_history("minute")
+        self.c.register_clients([{"id": "lh-a", "epsilon": 8, "delta": 1e-5}])
+        self.c.charge(["lh-a", "lh-nobody"], EV100, policy="admit_eligible")
+        h = self.c.ledger_history("minute")
+        self.assertEqual(h.resolution, "minute")
+        self.assertEqual(sum(p.rounds for p in h.points), sum(p.rounds for p in before.points) + 1)
+        self.assertEqual(sum(p.charges for p in h.points),
+                         sum(p.charges for p in before.points) + 1)
+        self.assertEqual(h.points[-1].by_status, self.c.summary().by_status)
+        self.assertGreaterEqual(h.points[-1].refusals.get("unknown_client", 0), 1)
+        self.assertEqual(set(h.retention), {"minute", "hour", "day"})
+        self.assertEqual(h.end, h.retention["minute"]["to"])
+        # bounds as aware datetimes: a window before any record has no point
+        old = self.c.ledger_history("day", start=datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc),
+                                    end="2001-01-02T00:00:00Z")
+        self.assertEqual(old.points, [])
+        self.assertIsNone(old.start)
+        with self.assertRaises(ValueError):
+            self.c.ledger_history(start=datetime.datetime(2001, 1, 1))
+        with self.assertRaises(errors.BadRequest) as e:
+            self.c.ledger_history("week")
+        self.assertEqual(e.exception.code, "invalid_parameter")
