@@ -603,10 +603,12 @@
                 timeChart(hs, [{name: 'rounds', points: hs.rounds}, {name: 'charges (clients charged)', points: hs.charges}],
                           'chart-hist-rounds', res, {yFmt: v => fmtInt(Math.round(v))})),
               h('div', {class: 'panel'}, h('h3', {text: `ε spent per ${R.word}`}),
-                timeChart(hs, [{name: 'ε spent, summed over the clients charged', points: hs.eps}], 'chart-hist-eps', res),
-                h('p', {class: 'note', text: 'Each charge adds the rise of its client\'s ε upper bound, as the ' +
-                        'round\'s admission computed it (rounded up where shown); an uncertifiable charge has ' +
-                        'no finite bound, is left out here and shows as the status uncertified.'})),
+                timeChart(hs, [{name: 'ε upper-bound increases, summed over the charges', points: hs.eps}], 'chart-hist-eps', res),
+                h('p', {class: 'note', id: 'ov-eps-note', 'data-raw': H.epsilon_spent_is, text:
+                        `A load figure (${H.epsilon_spent_is || 'sum_of_upper_bound_increases'}), not a privacy ` +
+                        'guarantee of anything: each charge adds the rise of its client\'s ε upper bound as the ' +
+                        'round\'s admission computed it; a later tightening (pld refinement) is not subtracted, ' +
+                        'and an uncertifiable charge (no finite bound) is left out and shows as a status.'})),
               h('div', {class: 'panel'}, h('h3', {text: `Refusals per ${R.word}, by reason`}),
                 timeChart(hs, [...hs.refusals].map(([r, pts]) => ({name: r, points: pts})), 'chart-hist-refusals', res,
                           {yFmt: v => fmtInt(Math.round(v)), empty: 'no refusals in this span'})),

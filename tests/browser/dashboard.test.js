@@ -511,7 +511,8 @@ async function main() {
                                                         p => Number(p.getAttribute('data-sum')));
         eq(await drawn('chart-hist-rounds', 'rounds'), sum('rounds'), `rounds per ${res}, summed`);
         eq(await drawn('chart-hist-rounds', 'charges (clients charged)'), sum('charges'), `charges per ${res}, summed`);
-        const eps = await drawn('chart-hist-eps', 'ε spent, summed over the clients charged');
+        const eps = await drawn('chart-hist-eps', 'ε upper-bound increases, summed over the charges');
+        eq(await raw(pg, '#ov-eps-note'), H.epsilon_spent_is, 'what the ε series is');
         assert(Math.abs(eps - sum('epsilon_spent')) <= 1e-9 * Math.max(1, eps), `ε spent per ${res}: drawn ${eps}, the API ${sum('epsilon_spent')}`);
         const reasons = new Map();
         for (const p of H.points) for (const [r, n] of Object.entries(p.refusals || {})) reasons.set(r, (reasons.get(r) || 0) + n);
