@@ -263,7 +263,7 @@ async function main() {
         assert(/script-src 'self'/.test(csp) && /default-src 'none'/.test(csp), `CSP '${csp}'`);
         assert(!/<script>/.test(r.text) && !/https?:\/\//.test(r.text.replace(/xmlns="[^"]*"/g, '')),
                'the page has an inline script or an external URL');
-        for (const a of ['/ui/app.js', '/ui/app.css']) {
+        for (const a of ['/ui/app.js', '/ui/app.css', '/ui/charts.js']) {
             const x = await call(base, 'GET', a);
             eq(x.status, 200, 'GET ' + a);
             assert(!/https?:\/\/(?!www\.w3\.org\/2000\/svg)/.test(x.text), `${a} names an external URL`);
