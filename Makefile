@@ -56,7 +56,8 @@ PG_BIN     := $(BUILD)/tests/pg_tests
 BENCH_BIN  := $(BUILD)/bench/bench_core $(BUILD)/bench/bench_http $(BUILD)/bench/bench_ledger \
               $(BUILD)/bench/bench_shuffle_exact $(BUILD)/bench/bench_isolation $(BUILD)/bench/floor \
               $(BUILD)/bench/bench_pld_sweep $(BUILD)/bench/bench_pld_ledger \
-              $(BUILD)/bench/bench_workflow $(BUILD)/bench/bench_replicas $(BUILD)/bench/bench_vocab
+              $(BUILD)/bench/bench_workflow $(BUILD)/bench/bench_replicas $(BUILD)/bench/bench_vocab \
+              $(BUILD)/bench/bench_time $(BUILD)/bench/bench_rounds
 
 .PHONY: all run test test-slow schedule-table unit api check-readme check-docs sanitize bench bench-pld-full bench-ledger-full check-layers format format-check install \
         uninstall clean deps deps-build
@@ -120,6 +121,10 @@ $(PG_BIN): $(PG_OBJ) $(LIBCORE)
 $(BUILD)/bench/bench_core: $(BUILD)/bench/bench_core.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_ledger: $(BUILD)/bench/bench_ledger.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_time: $(BUILD)/bench/bench_time.o $(LIBCORE)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
+$(BUILD)/bench/bench_rounds: $(BUILD)/bench/bench_rounds.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)
 $(BUILD)/bench/bench_vocab: $(BUILD)/bench/bench_vocab.o $(LIBCORE)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS_CORE)

@@ -216,4 +216,10 @@ if ! sh bench/floor.sh "$BUILD"; then
     fail=1
 fi
 
+echo
+if ! sh bench/time.sh "$BUILD"; then
+    echo "run.sh: bench/time.sh reported an error" >&2
+    fail=1
+fi
+
 exit "$fail"

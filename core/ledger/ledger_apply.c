@@ -40,6 +40,20 @@ static void hist_push(lclient *c, uint32_t rpos, uint32_t *old)
     c->hseen++;
 }
 
+/* A replayed change of c is coming: c leaves the status counters (counted as it was) until
+ * lg_settle_dirty recomputes it, once, however many changes it gets meanwhile. */
+static void mark_dirty(ledger *l, lclient *c)
+{
+    if (c->dirty)
+        return;
+    lg_counters(l, c, -1);
+    c->dirty = 1;
+    if (lg_grow((void **)&l->dirty, &l->cap_dirty, l->ndirty + 1, sizeof *l->dirty) != 0)
+        l->dirty_lost = 1; /* every client scanned instead */
+    else
+        l->dirty[l->ndirty++] = (uint32_t)(c - l->cl);
+}
+
 /* Insert or update a client in memory (no logging). */
 dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, int mode, int rel,
                            const char *labels, long *pos_out)
@@ -59,7 +73,7 @@ dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, 
             return DPB_ENOMEM;
         }
         pos = (long)l->ncl++;
-    } else {
+    } else if (!l->cl[pos].dirty) { /* a dirty one is out of the counters already */
         lg_counters(l, &l->cl[pos], -1);
     }
     lclient *c = &l->cl[pos];
@@ -72,6 +86,7 @@ dpb_status lg_apply_client(ledger *l, const char *id, double eps, double delta, 
     c->version = ++l->version;
     lg_recompute(l, c);
     lg_counters(l, c, +1);
+    c->dirty = 0; /* recomputed and counted (a dirty list entry of it is skipped) */
     if (pos_out)
         *pos_out = pos;
     return DPB_OK;
@@ -177,6 +192,8 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     lundo u = {0};
     if (rpos >= 0 && lg_hist_ready(c) != 0)
         return -1;
+    if (!seq)
+        mark_dirty(l, c);
     if (seq) {
         int oom = 0;
         u = lg_client_undo(l, seq, U_CSNAP, pos);
@@ -398,12 +415,29 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
     return 0;
 }
 
+void lg_settle_dirty(ledger *l)
+{
+    size_t n = l->dirty_lost ? l->ncl : l->ndirty;
+    for (size_t i = 0; i < n; i++) {
+        size_t pos = l->dirty_lost ? i : l->dirty[i];
+        lclient *c = pos < l->ncl ? &l->cl[pos] : NULL;
+        if (c == NULL || !c->dirty)
+            continue;
+        lg_recompute(l, c);
+        c->dirty = 0;
+        lg_counters(l, c, +1);
+    }
+    l->ndirty = 0;
+    l->dirty_lost = 0;
+}
+
 /* A replayed charge of the client at pos by the round being stored (position l->nrd): its
  * spend is recomputed after the replay (dirty). */
 int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable)
 {
     lclient *c = &l->cl[pos];
     int bad = 0;
+    mark_dirty(l, c);
     if (add_count(c, ev, 1) != 0 || lg_hist_ready(c) != 0)
         bad = 1;
     else
@@ -413,6 +447,5 @@ int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable)
     if (uncertifiable && lg_ev_kind(l, ev) == EV_UNCERTIFIABLE)
         c->uncertified = 1;
     c->version = ++l->version;
-    c->dirty = 1;
     return bad ? -1 : 0;
 }

@@ -227,6 +227,12 @@ struct ledger {
      * replay changed clients whose statuses are not recomputed yet; mute: a snapshot is being
      * loaded (its series holds its rounds already) */
     uint64_t last_time, rec_time;
+    /* the clients a replay marked dirty (positions; a client once), left out of the status
+     * counters until recomputed: so a bucket closing mid-replay recomputes those alone
+     * (dirty_lost: the list could not grow, all clients are scanned) */
+    uint32_t *dirty;
+    size_t ndirty, cap_dirty;
+    int dirty_lost;
     uint64_t (*clock_ms)(void *ctx); /* ledger_set_clock (NULL: CLOCK_REALTIME) */
     void *clock_ctx;
     lring series[LEDGER_NRES];

@@ -235,6 +235,9 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
                           int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
                           uint32_t n, int apply, uint64_t expires_at, const char *owner);
 
+/* Recompute the clients a replay marked dirty (only those: their list) and count them back
+ * into the status counters. Write lock. */
+void lg_settle_dirty(ledger *l);
 /* A replayed charge of the admitted client at pos with event ev by the round being stored
  * (position l->nrd); uncertifiable: its recorded spend says the event made it so. 0, or -1
  * out of memory. Write lock. */

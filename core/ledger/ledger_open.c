@@ -396,6 +396,7 @@ static void close_ledger(ledger *l, int snapshot)
     pthread_cond_destroy(&l->snap_cv);
     spend_engine_free(l->sp); /* after the events that referred to it */
     lg_series_free(l);
+    free(l->dirty);
     free(l->dir);
     free(l);
 }

@@ -285,10 +285,12 @@ int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, siz
         return -1;
     l->last_seq = seq;
     l->records_since_snap++;
-    /* a bucket closing during a replay takes the statuses at its end: the clients replayed
-     * so far are recomputed first (once per minute of the log at most) */
-    if (l->series_stale && lg_series_rolls(l, t))
-        lg_after_apply(l);
+    /* a bucket closing during a replay takes the statuses at its end: the clients the replay
+     * changed since the last boundary are recomputed first (those alone: lg_settle_dirty) */
+    if (l->series_stale && lg_series_rolls(l, t)) {
+        lg_settle_dirty(l);
+        l->series_stale = 0;
+    }
     lg_series_advance(l, t);
     l->rec_time = t;
     if (t > l->last_time)
@@ -300,11 +302,7 @@ int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, siz
 void lg_after_apply(ledger *l)
 {
     l->nevs_logged = l->nevs;
-    for (size_t i = 0; i < l->ncl; i++)
-        if (l->cl[i].dirty) {
-            lg_recompute(l, &l->cl[i]);
-            l->cl[i].dirty = 0;
-        }
+    lg_settle_dirty(l);
     lg_recount(l);
     l->series_stale = 0;
 }

@@ -232,8 +232,9 @@ void lg_series_get(const ledger *l, ledger_resolution res, uint64_t from_ms, uin
 /* ---- the snapshot's part (format 5) -----------------------------------------------------------
  * u8 resolutions, then each: u64 width_ms, u32 keep, u8 any, u64 first, u64 cur, u32 count and
  * the count buckets held, oldest first, each a u8 of flags (1: counts follow, u64 rounds,
- * u64 charges, f64 epsilon_spent, u8 n + n x u64 refusals; 2: statuses follow, u8 n + n x u64;
- * else the statuses are the previous bucket's). */
+ * u64 charges, f64 epsilon_spent, u8 n + n x (u8 reason, u64 refusals) for the reasons with
+ * some; 2: statuses follow, u8 n + n x u64, by ledger_status; else the statuses are the
+ * previous bucket's). An idle bucket is 1 byte, a busy one about 26 + 9 per reason. */
 
 static int point_idle(const ledger_point *p)
 {
@@ -267,9 +268,15 @@ void lg_series_write(const ledger *l, bw *w)
                 bw_u64(w, p->rounds);
                 bw_u64(w, p->charges);
                 bw_f64(w, p->epsilon_spent);
-                bw_u8(w, LEDGER_NREASONS);
+                unsigned nz = 0;
                 for (int i = 0; i < LEDGER_NREASONS; i++)
-                    bw_u64(w, p->refusals[i]);
+                    nz += p->refusals[i] != 0;
+                bw_u8(w, nz);
+                for (int i = 0; i < LEDGER_NREASONS; i++)
+                    if (p->refusals[i]) {
+                        bw_u8(w, (unsigned)i);
+                        bw_u64(w, p->refusals[i]);
+                    }
             }
             if (statuses) {
                 bw_u8(w, LEDGER_NSTATUS);
@@ -318,7 +325,13 @@ int lg_series_read(ledger *l, br *rd)
                 p.rounds = br_u64(rd);
                 p.charges = br_u64(rd);
                 p.epsilon_spent = br_f64(rd);
-                read_counts(rd, p.refusals, LEDGER_NREASONS);
+                unsigned nz = br_u8(rd);
+                for (unsigned j = 0; j < nz && !rd->bad; j++) {
+                    unsigned reason = br_u8(rd);
+                    uint64_t v = br_u64(rd);
+                    if (reason < LEDGER_NREASONS) /* a reason of a newer version: left out */
+                        p.refusals[reason] = v;
+                }
                 if (!(p.epsilon_spent >= 0.0))
                     return -1;
             }
