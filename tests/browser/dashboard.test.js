@@ -536,8 +536,8 @@ async function main() {
         await page.waitForFunction(() => /#\/overview\?res=hour$/.test(location.hash), {timeout: WAIT});
         await historyMatches(page, base, 'hour');
         await page.reload({waitUntil: 'load'});
-        eq(await page.$eval('#ov-res', s => s.value), 'hour', 'the resolution after a reload');
         await historyMatches(page, base, 'hour', 'overview-history-hour.png');
+        eq(await page.$eval('#ov-res', s => s.value), 'hour', 'the resolution after a reload');
         await clean(page, 'overview (history)');
     });
 
