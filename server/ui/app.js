@@ -308,8 +308,8 @@
                     data: stuck,
                     text: 'The latest round that tested each one\'s budget refused it for lack of ' +
                           'budget, and nothing since gave it room: rounds like it will keep refusing ' +
-                          'them. Give them more budget (PUT ' +
-                          '/v1/clients/{id}), offer them cheaper rounds, or stop offering them rounds.',
+                          'them. Give them more budget (PUT /v1/clients/{id}), offer them cheaper ' +
+                          'rounds, or pick each round\'s participants with POST /v1/eligibility.',
                     link: ['#/clients?status=stuck', 'the stuck clients']});
         return w;
     }
