@@ -308,8 +308,10 @@ int lg_series_read(ledger *l, br *rd)
         unsigned any = br_u8(rd);
         uint64_t first = br_u64(rd), cur = br_u64(rd);
         uint32_t count = br_u32(rd);
+        /* a bucket's end must be a time (cur + 1 buckets of width fit in 64 bits) */
         if (rd->bad || any > 1 || first > cur || (any && (count == 0 || count > keep)) ||
-            (!any && count) || cur - first + 1 < count)
+            (!any && count) || cur - first + 1 < count || width == 0 ||
+            cur >= UINT64_MAX / width - 1)
             return -1;
         /* a ring of another width or resolution (another version) is read and left out */
         int use = r < LEDGER_NRES && width == LEDGER_SERIES_WIDTH_MS[r] && any;

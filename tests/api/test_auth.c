@@ -241,7 +241,7 @@ static void ledger_off_answers_503(void)
         api_reply r;
         call(e, &r);
         if (strncmp(e->path, "/v1/clients", 11) == 0 || strncmp(e->path, "/v1/rounds", 10) == 0 ||
-            strcmp(e->path, "/v1/summary") == 0)
+            strcmp(e->path, "/v1/summary") == 0 || strcmp(e->path, "/v1/history") == 0)
             CHECKF(is_problem(&r, 503, "read_only", NULL), "%s %s: %ld", e->method, e->path,
                    r.status);
         else

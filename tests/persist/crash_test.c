@@ -776,6 +776,22 @@ static void verify(const char *when)
                "%s: the ledger holds %" JSON_INTEGER_FORMAT " clients, want %d", when,
                json_is_integer(nc) ? json_integer_value(nc) : (json_int_t)-1, NCLIENTS);
         CHECKF(json_is_false(json_object_get(s, "read_only")), "%s: the ledger is read-only", when);
+        /* the series, replayed from the log after the kill: every round found in its days
+         * (all timed, all within the day ring), the newest day's statuses the summary's */
+        json_t *h = get_json("/v1/history?resolution=day", &status);
+        CHECKF(status == 200 && h, "%s: GET /v1/history: status %ld", when, status);
+        json_t *pts = h ? json_object_get(h, "points") : NULL;
+        json_int_t sum = 0;
+        for (size_t i = 0; i < json_array_size(pts); i++)
+            sum += json_integer_value(json_object_get(json_array_get(pts, i), "rounds"));
+        CHECKF(h == NULL || (size_t)sum == present,
+               "%s: the series holds %" JSON_INTEGER_FORMAT " rounds, the test found %zu", when,
+               sum, present);
+        json_t *last = json_array_get(pts, json_array_size(pts) - 1);
+        CHECKF(h == NULL || (last && json_equal(json_object_get(last, "by_status"),
+                                                json_object_get(s, "by_status"))),
+               "%s: the newest day's statuses are not the summary's", when);
+        json_decref(h);
         json_decref(s);
     }
 

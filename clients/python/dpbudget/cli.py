@@ -319,8 +319,8 @@ def cmd_client_history(c: Client, a: argparse.Namespace) -> Output:
         raw = {"charges": [vars(x) for x in charges], "next_cursor": cursor,
                "complete": page.complete, "total": page.total,
                "aggregate": page.aggregate}
-    rows = [(x.round_id, num(x.seq), x.state, num(x.spent_after)) for x in charges]
-    lines = [table(rows, ["round", "seq", "state", "spent_after"])]
+    rows = [(x.round_id, num(x.seq), x.state, num(x.spent_after), x.time or "-") for x in charges]
+    lines = [table(rows, ["round", "seq", "state", "spent_after", "time"])]
     if page is not None and not page.complete:
         lines.append("older rounds summarized (the daemon keeps the last %s)" %
                      num(page.history_limit))

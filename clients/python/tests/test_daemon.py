@@ -314,7 +314,8 @@ class Cli(unittest.TestCase):
         self.assertEqual(json.loads(out)["rounds"], 1)
         rc, out, _ = self.run_cli("client", "history", "cli-a")
         self.assertEqual(rc, 0)
-        self.assertRegex(out, r"cli-r1 +\d+ +charged +1\.2141452107894914")
+        self.assertRegex(out, r"cli-r1 +\d+ +charged +1\.2141452107894914 +"
+                              r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
     def test_import_csv_and_errors(self):
         import tempfile
