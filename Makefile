@@ -82,13 +82,14 @@ $(BUILD)/gen/openapi_blob.o: $(BUILD)/gen/openapi_blob.c
 	$(Q)$(CC) -std=c11 -c $< -o $@
 
 # the dashboard (served at / and /ui/): embedded the same way, so it works air-gapped
-UI_ASSETS := server/ui/index.html server/ui/app.js server/ui/app.css
+UI_ASSETS := server/ui/index.html server/ui/app.js server/ui/app.css server/ui/charts.js
 $(BUILD)/gen/ui_blob.c: $(UI_ASSETS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  EMBED   server/ui/")
 	$(Q){ sh scripts/embed.sh server/ui/index.html dpb_ui_index_html && \
 	  sh scripts/embed.sh server/ui/app.js dpb_ui_app_js && \
-	  sh scripts/embed.sh server/ui/app.css dpb_ui_app_css; } > $@.tmp && mv $@.tmp $@
+	  sh scripts/embed.sh server/ui/app.css dpb_ui_app_css && \
+	  sh scripts/embed.sh server/ui/charts.js dpb_ui_charts_js; } > $@.tmp && mv $@.tmp $@
 $(BUILD)/gen/ui_blob.o: $(BUILD)/gen/ui_blob.c
 	$(Q)$(CC) -std=c11 -c $< -o $@
 

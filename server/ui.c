@@ -9,8 +9,10 @@
 #include "problem.h"
 #include "resources.h"
 
-extern const unsigned char dpb_ui_index_html[], dpb_ui_app_js[], dpb_ui_app_css[];
-extern const unsigned long dpb_ui_index_html_len, dpb_ui_app_js_len, dpb_ui_app_css_len;
+extern const unsigned char dpb_ui_index_html[], dpb_ui_app_js[], dpb_ui_app_css[],
+    dpb_ui_charts_js[];
+extern const unsigned long dpb_ui_index_html_len, dpb_ui_app_js_len, dpb_ui_app_css_len,
+    dpb_ui_charts_js_len;
 
 static const char CSP[] = "default-src 'none'; script-src 'self'; style-src 'self'; "
                           "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
@@ -36,11 +38,13 @@ void res_ui_asset(const http_request *req, http_response *resp)
         reply_asset(resp, "text/javascript; charset=utf-8", dpb_ui_app_js, dpb_ui_app_js_len);
     } else if (strcmp(req->param, "app.css") == 0) {
         reply_asset(resp, "text/css; charset=utf-8", dpb_ui_app_css, dpb_ui_app_css_len);
+    } else if (strcmp(req->param, "charts.js") == 0) {
+        reply_asset(resp, "text/javascript; charset=utf-8", dpb_ui_charts_js, dpb_ui_charts_js_len);
     } else {
         problem p = {0};
         problem_set(&p, PB_NOT_FOUND, NULL,
                     "no dashboard asset '%.64s': the dashboard is at GET / and its assets are "
-                    "/ui/app.js and /ui/app.css",
+                    "/ui/app.js, /ui/app.css and /ui/charts.js",
                     req->param);
         http_reply_problem(resp, &p);
     }

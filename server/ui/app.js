@@ -1,16 +1,20 @@
 /*
  * app.js - the dpbudget dashboard. Plain JavaScript, no build step, no dependency: it runs as
- * served from the daemon and draws its charts as SVG itself. It uses the public API only
- * (GET /v1/summary, /v1/clients, /v1/clients/{id}, /v1/rounds/{id}, /metrics and POST
- * /v1/curve, /v1/calibrate). Reads are polled with If-None-Match: a 304 keeps what is shown.
- * The API key, when the daemon asks for one, lives in sessionStorage (this tab only) and is
- * sent as 'Authorization: Bearer'; it is never put in a URL.
+ * served from the daemon; its numbers and SVG charts come from charts.js (loaded before it).
+ * It uses the public API only (GET /v1/summary, /v1/history, /v1/clients, /v1/clients/{id},
+ * /v1/clients/{id}/rounds, /readyz, /metrics and POST /v1/curve, /v1/calibrate). Reads are
+ * polled with If-None-Match: a 304 keeps what is shown. Every chart over time is drawn from
+ * the API's history, so a reload shows the same; the banner of warnings (#warnings) says what
+ * the daemon's own conditions are and what the operator should do about each. The API key,
+ * when the daemon asks for one, lives in sessionStorage (this tab only) and is sent as
+ * 'Authorization: Bearer'; it is never put in a URL.
  */
 'use strict';
 
 (function () {
     const KEY_STORE = 'dpbudget.apiKey';
-    const SVGNS = 'http://www.w3.org/2000/svg';
+    const {fmt, fmtInt, fmtBytes, fmtSeconds, fmtDuration, fmtPct, s, niceTicks, barChart, lineChart,
+           timeTicks} = window.dpbudgetCharts; /* charts.js */
     const pollParam = Number(new URLSearchParams(location.search).get('poll'));
     const POLL_MS = pollParam >= 200 && pollParam <= 600000 ? pollParam : 5000;
 
@@ -21,64 +25,15 @@
         generation: 0, /* bumps on every refresh (navigation, action, poll): an answer to an
                         * older one is dropped, so a late answer never replaces a newer view */
         inflight: 0, /* when the refresh awaiting its answer started (0: none): polls wait */
-        samples: [], /* overview: {t, rounds, refusals, charged} since the page opened */
         clients: {q: '', status: '', sort: 'id', order: 'asc', limit: 20, cursors: [null]},
-        lookedUp: new Map(), /* client id -> [{round, ...}] rounds looked up on its page */
+        readOnlyHeader: false, /* the last ledger read carried Ledger-Read-Only: true */
     };
 
-    /* ---- numbers for people ---------------------------------------------------------------- */
-
-    /* x to 4 significant digits, rounded in direction dir: 'up' for spends and deltas (never
-     * shown below the truth), 'down' for what remains, 'near' for neutral figures. */
-    function fmt(x, dir) {
-        if (x === null || x === undefined) return '—';
-        if (x === 'infinite') return '∞';
-        if (typeof x !== 'number' || !isFinite(x)) return String(x);
-        if (x === 0) return '0';
-        const e = Math.floor(Math.log10(Math.abs(x)));
-        const p = e - 3;
-        let q = x / Math.pow(10, p);
-        const r = Math.round(q);
-        if (Math.abs(q - r) < 1e-9 * Math.abs(q)) q = r;
-        q = dir === 'up' ? Math.ceil(q) : dir === 'down' ? Math.floor(q) : Math.round(q);
-        const v = q * Math.pow(10, p);
-        if (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6) {
-            const digits = Math.max(0, -p);
-            return String(Number(v.toFixed(Math.min(digits, 20))));
-        }
-        const m = q / 1000;
-        return Number(m.toFixed(3)) + 'e' + (e + (Math.abs(m) >= 10 ? 1 : 0));
-    }
-
-    function fmtInt(n) {
-        return typeof n === 'number' ? n.toLocaleString('en-US') : '—';
-    }
-
-    function fmtBytes(n) {
-        if (typeof n !== 'number') return '—';
-        if (n < 1024) return n + ' B';
-        const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-        let v = n / 1024, i = 0;
-        while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-        return v.toFixed(v < 10 ? 2 : 1) + ' ' + units[i];
-    }
-
-    function fmtSeconds(s) {
-        if (typeof s !== 'number' || !isFinite(s)) return '—';
-        if (s < 1e-3) return fmt(s * 1e6, 'up') + ' µs';
-        if (s < 1) return fmt(s * 1e3, 'up') + ' ms';
-        return fmt(s, 'up') + ' s';
-    }
-
-    /* the spent fraction of a client, as a percentage rounded up */
+    /* the spent fraction of a client (spent ε / budget ε; shown as a percentage rounded up) */
     function fraction(c) {
         const b = c.budget && c.budget.epsilon, s = c.spent && c.spent.epsilon;
         if (typeof b !== 'number' || typeof s !== 'number' || b <= 0) return null;
         return s / b;
-    }
-
-    function fmtPct(f) {
-        return f === null ? '—' : fmt(f * 100, 'up') + ' %';
     }
 
     /* ---- DOM helpers (textContent only: ids and labels are data, never markup) -------------- */
@@ -96,17 +51,6 @@
             if (kid === null || kid === undefined || kid === false) continue;
             el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
         }
-        return el;
-    }
-
-    function s(tag, attrs, ...kids) {
-        const el = document.createElementNS(SVGNS, tag);
-        for (const [k, v] of Object.entries(attrs || {})) {
-            if (v === undefined || v === null) continue;
-            if (k === 'text') el.textContent = v;
-            else el.setAttribute(k, String(v));
-        }
-        for (const kid of kids.flat()) if (kid) el.append(kid);
         return el;
     }
 
@@ -168,6 +112,9 @@
         }
         const r = await fetch(path, {method, headers, body, cache: 'no-store',
                                      credentials: 'omit'});
+        if (/^\/v1\//.test(path) && method === 'GET' && r.status !== 401 && r.status !== 403 &&
+            r.status !== 429)
+            state.readOnlyHeader = (r.headers.get('Ledger-Read-Only') || '').toLowerCase() === 'true';
         if (r.status === 304 && cached) return {data: cached.data, notModified: true};
         if (opts.text && r.ok) return {data: await r.text()};
         let data = null;
@@ -179,7 +126,12 @@
         }
         if (!r.ok) throw new ApiError(r.status, data);
         const etag = r.headers.get('ETag');
-        if (method === 'GET' && etag) state.cache.set(path, {etag, data});
+        if (method === 'GET' && etag) {
+            state.cache.delete(path);
+            state.cache.set(path, {etag, data});
+            /* bounded: history paths change with the time, so the oldest entries go */
+            while (state.cache.size > 64) state.cache.delete(state.cache.keys().next().value);
+        }
         return {data};
     }
 
@@ -201,114 +153,6 @@
     function metricSum(ms, name, pred) {
         return ms.filter(m => m.name === name && (!pred || pred(m.labels)))
                  .reduce((a, m) => a + m.value, 0);
-    }
-
-    /* ---- charts: plain SVG ----------------------------------------------------------------- */
-
-    function niceTicks(lo, hi, n) {
-        if (!(hi > lo)) hi = lo + 1;
-        const step0 = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
-        const step = [1, 2, 2.5, 5, 10].map(f => f * mag).find(st => st >= step0) || step0;
-        const ticks = [];
-        /* from the first tick at or above lo to the first at or above hi (at most 50) */
-        for (let v = Math.ceil(lo / step - 1e-9) * step; ticks.length < 50; v += step) {
-            ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-            if (v >= hi - step * 1e-9) break;
-        }
-        return ticks;
-    }
-
-    /* bins: [{label, value, cls, attrs}] */
-    function barChart(bins, o) {
-        const W = o.width || 520, H = o.height || 220, L = 44, R = 10, T = 14, B = 40;
-        const max = Math.max(1, ...bins.map(b => b.value));
-        const ticks = niceTicks(0, max, 4);
-        const top = ticks[ticks.length - 1] || max;
-        const bw = (W - L - R) / bins.length;
-        const y = v => T + (H - T - B) * (1 - v / top);
-        const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
-                              'aria-label': o.title || 'bar chart', id: o.id});
-        for (const t of ticks) {
-            svg.append(s('line', {class: 'gridline', x1: L, x2: W - R, y1: y(t), y2: y(t)}));
-            svg.append(s('text', {x: L - 6, y: y(t) + 4, 'text-anchor': 'end', text: fmtInt(t)}));
-        }
-        bins.forEach((b, i) => {
-            const x = L + i * bw + 2, hgt = Math.max(0, y(0) - y(b.value));
-            svg.append(s('rect', Object.assign({class: 'bar ' + (b.cls || ''), x, y: y(b.value),
-                                                width: Math.max(1, bw - 4), height: hgt,
-                                                'data-count': b.value}, b.attrs || {}),
-                         s('title', {text: `${b.label}: ${fmtInt(b.value)}`})));
-            if (b.value > 0)
-                svg.append(s('text', {class: 'barlabel', x: x + (bw - 4) / 2, y: y(b.value) - 3,
-                                      text: fmtInt(b.value)}));
-            svg.append(s('text', {x: x + (bw - 4) / 2, y: H - B + 14, 'text-anchor': 'middle',
-                                  text: b.label}));
-        });
-        svg.append(s('line', {class: 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0)}));
-        if (o.xLabel)
-            svg.append(s('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle',
-                                  text: o.xLabel}));
-        return svg;
-    }
-
-    /* series: [{name, points: [[x, y]], dashed}]; o.logY plots log10(y) (y <= 0 dropped) */
-    function lineChart(series, o) {
-        const W = o.width || 520, H = o.height || 240, L = 58, R = 12, T = 12, B = 52;
-        const tr = p => [p[0], o.logY ? (p[1] > 0 ? Math.log10(p[1]) : null) : p[1]];
-        const pts = series.map(se => se.points.map(tr).filter(p => p[1] !== null && isFinite(p[1])));
-        const all = pts.flat();
-        const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
-                              'aria-label': o.title || 'line chart', id: o.id});
-        if (all.length === 0) {
-            svg.append(s('text', {x: W / 2, y: H / 2, 'text-anchor': 'middle',
-                                  text: o.empty || 'nothing to plot yet'}));
-            return svg;
-        }
-        let x0 = o.xMin !== undefined ? o.xMin : Math.min(...all.map(p => p[0]));
-        let x1 = o.xMax !== undefined ? o.xMax : Math.max(...all.map(p => p[0]));
-        let y0 = o.yMin !== undefined ? o.yMin : Math.min(...all.map(p => p[1]));
-        let y1 = o.yMax !== undefined ? o.yMax : Math.max(...all.map(p => p[1]));
-        if (x1 <= x0) x1 = x0 + 1;
-        if (y1 <= y0) { y1 = y0 + (o.logY ? 1 : Math.max(1, Math.abs(y0) * 0.1)); }
-        if (o.logY) { y0 = Math.floor(y0); y1 = Math.ceil(y1); }
-        const yt = o.logY ? niceTicks(y0, y1, 5).filter(t => Number.isInteger(t)) : niceTicks(y0, y1, 4);
-        y0 = Math.min(y0, yt[0]); y1 = Math.max(y1, yt[yt.length - 1]);
-        const X = v => L + (W - L - R) * (v - x0) / (x1 - x0);
-        const Y = v => T + (H - T - B) * (1 - (v - y0) / (y1 - y0));
-        for (const t of yt) {
-            svg.append(s('line', {class: 'gridline', x1: L, x2: W - R, y1: Y(t), y2: Y(t)}));
-            svg.append(s('text', {x: L - 6, y: Y(t) + 4, 'text-anchor': 'end',
-                                  text: o.logY ? '1e' + t : (o.yFmt || fmt)(t)}));
-        }
-        for (const t of niceTicks(x0, x1, 5)) {
-            svg.append(s('line', {class: 'axis', x1: X(t), x2: X(t), y1: H - B, y2: H - B + 4}));
-            svg.append(s('text', {x: X(t), y: H - B + 16, 'text-anchor': 'middle',
-                                  text: (o.xFmt || fmt)(t)}));
-        }
-        svg.append(s('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
-        svg.append(s('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}));
-        pts.forEach((p, i) => {
-            if (p.length === 0) return;
-            const d = p.map((q, j) => (j ? 'L' : 'M') + X(q[0]).toFixed(1) + ' ' + Y(q[1]).toFixed(1)).join(' ');
-            svg.append(s('path', {class: `line s${i % 4}` + (series[i].dashed ? ' dashed' : ''), d,
-                                  'data-series': series[i].name, 'data-points': p.length}));
-            if (p.length < 40)
-                for (const q of p)
-                    svg.append(s('circle', {class: `dot f${i % 4}`, cx: X(q[0]), cy: Y(q[1]), r: 2.5}));
-        });
-        let lx = L + 4;
-        series.forEach((se, i) => {
-            svg.append(s('line', {class: `line s${i % 4}` + (se.dashed ? ' dashed' : ''), x1: lx,
-                                  x2: lx + 18, y1: H - 12, y2: H - 12}));
-            const t = s('text', {class: 'legend', x: lx + 22, y: H - 8, text: se.name});
-            svg.append(t);
-            lx += 30 + se.name.length * 6.2;
-        });
-        if (o.xLabel)
-            svg.append(s('text', {x: W - R, y: H - B + 30, 'text-anchor': 'end', text: o.xLabel}));
-        if (o.yLabel)
-            svg.append(s('text', {x: L + 4, y: T + 2, text: o.yLabel}));
-        return svg;
     }
 
     /* ---- views ------------------------------------------------------------------------------ */
@@ -335,17 +179,177 @@
                                      : 'The daemon cannot be reached: ' + e.message);
     }
 
-    /* overview: clients by status, the spent-fraction distribution, rounds and refusals over
-     * time (sampled by this page), ledger health */
-    async function overview(gen) {
-        const [sum, met] = await Promise.all([api('/v1/summary'), api('/metrics', {text: true})]);
+    /* ---- history: the ledger's series over time (GET /v1/history) -------------------------- */
+
+    /* each resolution: its bucket, the span the overview shows, how its times are written */
+    const RESOLUTIONS = {
+        minute: {ms: 60e3, span: 3 * 3600e3, word: 'minute', fmt: d => d.toISOString().slice(11, 16)},
+        hour: {ms: 3600e3, span: 7 * 86400e3, word: 'hour',
+               fmt: d => d.toISOString().slice(5, 10) + ' ' + d.toISOString().slice(11, 16)},
+        day: {ms: 86400e3, span: 365 * 86400e3, word: 'day', fmt: d => d.toISOString().slice(0, 10)},
+    };
+    const STATUSES = ['active', 'exhausted', 'uncertified', 'stuck'];
+
+    /* the history of the last span ms at resolution res; from is rounded down to the bucket,
+     * so the path (and its ETag) stays the same within a bucket */
+    function historyFrom(res, span) {
+        const R = RESOLUTIONS[res];
+        return new Date(Math.floor((Date.now() - span) / R.ms) * R.ms).toISOString();
+    }
+
+    function historyPath(res, from) {
+        return `/v1/history?resolution=${res}&from=${encodeURIComponent(from)}`;
+    }
+
+    /* the API's points as series over time (x: ms since the epoch, UTC), from the bucket of
+     * from (the one asked for), or at most 30 buckets before the first point, to now. The API
+     * answers every bucket from the first with a record to the newest: buckets it leaves out
+     * had no record, so their counts are 0; the clients by status are those at the end of the
+     * bucket before (unknown, so not drawn, before the first point). */
+    function historySeries(H, res, from) {
+        const R = RESOLUTIONS[res], byStart = new Map();
+        for (const p of H.points || []) byStart.set(Math.floor(Date.parse(p.start) / R.ms) * R.ms, p);
+        const starts = [...byStart.keys()].sort((a, b) => a - b);
+        const last = Math.floor(Date.now() / R.ms) * R.ms;
+        const first = starts.length ? starts[0] : last;
+        const t0 = Math.max(Math.floor(Date.parse(from) / R.ms) * R.ms, Math.min(first, last - 30 * R.ms));
+        const t1 = Math.max(last, starts.length ? starts[starts.length - 1] : last);
+        const out = {t: [], rounds: [], charges: [], eps: [], refusals: new Map(), status: {}};
+        for (const k of STATUSES) out.status[k] = [];
+        const reasons = new Set();
+        for (const p of H.points || []) for (const r of Object.keys(p.refusals || {})) reasons.add(r);
+        for (const r of [...reasons].sort()) out.refusals.set(r, []);
+        let st = null;
+        for (let t = t0, n = 0; t <= t1 && n < 5000; t += R.ms, n++) {
+            const p = byStart.get(t);
+            if (p && p.by_status) st = p.by_status;
+            out.t.push(t);
+            out.rounds.push([t, p ? p.rounds || 0 : 0]);
+            out.charges.push([t, p ? p.charges || 0 : 0]);
+            out.eps.push([t, p ? p.epsilon_spent || 0 : 0]);
+            for (const [r, pts] of out.refusals) pts.push([t, p && p.refusals ? p.refusals[r] || 0 : 0]);
+            for (const k of STATUSES) out.status[k].push([t, st && typeof st[k] === 'number' ? st[k] : null]);
+        }
+        return out;
+    }
+
+    /* hs: historySeries' answer (every chart of it spans the same buckets) */
+    function timeChart(hs, series, id, res, o) {
+        const R = RESOLUTIONS[res];
+        return lineChart(series, Object.assign({id, xTicks: timeTicks, xFmt: v => R.fmt(new Date(v)),
+                                                xMin: hs.t[0], xMax: hs.t[hs.t.length - 1],
+                                                xLabel: `time (UTC), per ${R.word}`, yMin: 0,
+                                                empty: 'no rounds in this span'}, o || {}));
+    }
+
+    /* clients that became exhausted in the hour before now, from a minute-resolution history
+     * (every bucket from the first with a record on, each with the clients by status at its
+     * end): the count now minus the count at the end of the last bucket that ended an hour ago
+     * or earlier. When the history starts within the hour, the count before it is 0 only if
+     * the history holds all the ledger's rounds (S.rounds: none was made before the ledger
+     * kept times); otherwise it is unknown and null is answered (no rate is claimed). */
+    function exhaustedLastHour(H, S, now) {
+        const pts = (H.points || []).filter(p => p.by_status && typeof p.by_status.exhausted === 'number')
+                                    .map(p => [Date.parse(p.start), p.by_status.exhausted, p.rounds || 0])
+                                    .sort((a, b) => a[0] - b[0]);
+        if (!pts.length) return 0;
+        const before = pts.filter(p => p[0] + 60e3 <= now - 3600e3);
+        let base;
+        if (before.length) base = before[before.length - 1][1];
+        else if (pts.reduce((a, p) => a + p[2], 0) >= S.rounds) base = 0;
+        else return null;
+        return pts[pts.length - 1][1] - base;
+    }
+
+    /* ---- the daemon's own conditions: the banner of warnings ------------------------------- */
+
+    /* more than this fraction of all clients exhausted within an hour is a warning (the
+     * threshold of the DpbudgetClientsExhaustingFast alert in deploy/monitoring/alerts.yml) */
+    const EXHAUST_FRACTION_PER_HOUR = 0.1;
+
+    function warningsOf(S, ready, H) {
+        const w = [];
+        const rcode = ready && ready.status === 503 && ready.body ? ready.body.code : null;
+        if ((S && S.read_only) || state.readOnlyHeader || rcode === 'read_only')
+            w.push({cond: 'read_only', critical: true, title: 'The ledger is read-only.',
+                    text: 'An I/O failure (a full or failing disk under the data directory) stopped ' +
+                          'its writes: every round and budget change is refused with 503 read_only, ' +
+                          'reads still answer, and GET /readyz takes this instance out of service. ' +
+                          'Free space on or repair the disk, then restart the daemon: every ' +
+                          'acknowledged charge is in the log and is replayed.'});
+        if (rcode === 'ledger_unavailable')
+            w.push({cond: 'store_unavailable', critical: true, title: 'The ledger\'s database cannot be reached.',
+                    text: 'GET /readyz answers 503 ledger_unavailable: rounds and ledger reads are ' +
+                          'refused until the database answers. Check the PostgreSQL server and the ' +
+                          'network to it (--ledger-url); the daemon reconnects by itself, and callers ' +
+                          'may retry a round with the same round id.'});
+        else if (rcode === 'shutting_down')
+            w.push({cond: 'shutting_down', critical: true, title: 'The daemon is stopping.',
+                    text: 'GET /readyz answers 503 shutting_down: it serves for --shutdown-grace ' +
+                          'seconds more. Route traffic to another instance, or start it again.'});
+        else if (ready && ready.status === 503 && rcode !== 'read_only')
+            w.push({cond: 'not_ready', critical: true, title: 'The daemon is not ready.',
+                    text: `GET /readyz answers 503 ${rcode || ''}: ` +
+                          ((ready.body && ready.body.detail) || 'see the daemon\'s log') + '.'});
+        if (S && H) {
+            const n = exhaustedLastHour(H, S, Date.now());
+            if (n !== null && n >= 1 && n > EXHAUST_FRACTION_PER_HOUR * S.clients)
+                w.push({cond: 'exhausting_fast', title: 'Clients are exhausting their budgets fast.',
+                        data: n,
+                        text: `${fmtInt(n)} of ${fmtInt(S.clients)} clients became exhausted in the ` +
+                              `last hour, more than ${EXHAUST_FRACTION_PER_HOUR * 100} %: check the ` +
+                              'rounds being charged (their noise multiplier, how often they run, a ' +
+                              'caller retrying with new round ids) before more budgets run out.',
+                        link: ['#/clients?status=exhausted', 'the exhausted clients']});
+        }
+        const stuck = S && S.by_status ? S.by_status.stuck : 0;
+        if (stuck > 0)
+            w.push({cond: 'stuck', title: `${fmtInt(stuck)} ${stuck === 1 ? 'client is' : 'clients are'} stuck.`,
+                    data: stuck,
+                    text: 'The latest round that tested each one\'s budget refused it for lack of ' +
+                          'budget, and nothing since gave it room: rounds like it will keep refusing ' +
+                          'them. Give them more budget (PUT /v1/clients/{id}), offer them cheaper ' +
+                          'rounds, or pick each round\'s participants with POST /v1/eligibility.',
+                    link: ['#/clients?status=stuck', 'the stuck clients']});
+        return w;
+    }
+
+    function showWarnings(list) {
+        const el = document.getElementById('warnings');
+        el.replaceChildren(...list.map(x => h('p', {class: 'warn-item' + (x.critical ? ' critical' : ''),
+                                                   'data-cond': x.cond, 'data-raw': x.data},
+            h('b', {text: x.title}), x.text,
+            x.link ? [' ', h('a', {href: x.link[0], text: 'Show ' + x.link[1] + '.'})] : null)));
+        el.hidden = list.length === 0;
+    }
+
+    /* the daemon's conditions, checked beside every view: the summary, readiness and the last
+     * two hours of history; what cannot be read (no key yet) is left to the view to explain */
+    async function conditions(gen) {
+        let S = null, ready = null, H = null;
+        const sumP = api('/v1/summary').then(r => { S = r.data; }, () => {});
+        const histP = api(historyPath('minute', historyFrom('minute', 2 * 3600e3))).then(r => { H = r.data; }, () => {});
+        const readyP = fetch('/readyz', {cache: 'no-store', credentials: 'omit'})
+            .then(async r => { ready = {status: r.status, body: await r.json().catch(() => null)}; }, () => {});
+        await Promise.all([sumP, histP, readyP]);
         if (gen !== state.generation) return;
-        const S = sum.data, M = parseMetrics(met.data);
+        showWarnings(warningsOf(S, ready, H));
+    }
+
+    /* overview: clients by status (stuck ones linked), the spent-fraction distribution, the
+     * ledger's history at a chosen resolution (rounds, ε spent, refusals by reason, clients by
+     * status over time), ledger health */
+    async function overview(gen, query) {
+        const res = RESOLUTIONS[query.get('res')] ? query.get('res') : 'minute';
+        const R = RESOLUTIONS[res], from = historyFrom(res, R.span);
+        /* the history may fail alone (an auth failure is thrown by the summary too): the rest
+         * of the overview is shown, with the history's error in its place */
+        const [sum, met, hist] = await Promise.all([api('/v1/summary'), api('/metrics', {text: true}),
+                                                   api(historyPath(res, from)).catch(e => ({error: e}))]);
+        if (gen !== state.generation) return;
+        const S = sum.data, M = parseMetrics(met.data), H = hist.data || {points: []};
         banner('');
         const refusals = metricSum(M, 'dpbudget_round_refusals_total');
-        const charged = metricSum(M, 'dpbudget_rounds_total');
-        state.samples.push({t: Date.now(), rounds: S.rounds, refusals, charged});
-        if (state.samples.length > 720) state.samples.shift();
         const fsCount = metricSum(M, 'dpbudget_wal_fsync_seconds_count');
         const fsSum = metricSum(M, 'dpbudget_wal_fsync_seconds_sum');
         const buckets = M.filter(m => m.name === 'dpbudget_wal_fsync_seconds_bucket' && m.labels.le !== '+Inf')
@@ -353,12 +357,22 @@
         const p99 = fsCount > 0 ? (buckets.find(b => b[1] >= 0.99 * fsCount) || [Infinity])[0] : null;
         const st = S.by_status || {};
         const ro = !!S.read_only;
-        const hist = (S.spent_fraction_histogram || []).map(b => ({
+        const hs = historySeries(H, res, from);
+        const hist10 = (S.spent_fraction_histogram || []).map(b => ({
             label: b.to === 'infinite' ? '≥ 100' : fmt(b.from * 100),
             value: b.clients, cls: b.to === 'infinite' ? 'full' : '',
             attrs: {'data-from': b.from}}));
-        const t0 = state.samples[0].t;
-        const rel = x => (x.t - t0) / 1000;
+        const resSelect = h('select', {id: 'ov-res', onchange: ev => {
+            location.hash = '#/overview?res=' + ev.target.value; }},
+            Object.keys(RESOLUTIONS).map(k => h('option', {value: k, selected: k === res, text: 'per ' + k})));
+        const stuckCard = h('a', {class: 'card', id: 'ov-stuck-link', href: '#/clients?status=stuck',
+                                  title: 'list the stuck clients'},
+                            h('div', {class: 'k', text: 'stuck (list them)'}),
+                            h('div', {class: 'v status-stuck'}, num('ov-stuck', st.stuck, fmtInt(st.stuck))));
+        const when = t => (typeof t === 'string' ? t.slice(0, 16).replace('T', ' ') : '—');
+        const retention = Object.entries(H.retention || {}).map(([k, v]) =>
+            `per ${k}, the last ${fmtInt(v.buckets)} buckets of ${fmtDuration(v.bucket_seconds)}` +
+            (v.from && v.to && Date.parse(v.to) > 0 ? ` (now ${when(v.from)} to ${when(v.to)} UTC)` : '')).join('; ');
         show(
             h('h2', {text: 'Overview'}),
             h('div', {class: 'grid'},
@@ -367,6 +381,7 @@
               card('exhausted', 'ov-exhausted', st.exhausted, fmtInt(st.exhausted), 'status-exhausted'),
               card('uncertified', 'ov-uncertified', st.uncertified, fmtInt(st.uncertified),
                    'status-uncertified'),
+              stuckCard,
               card('rounds in the ledger', 'ov-rounds', S.rounds, fmtInt(S.rounds)),
               card('refusals since start', 'ov-refusals', refusals, fmtInt(refusals))),
             h('h3', {text: 'Ledger health'}),
@@ -382,24 +397,38 @@
               card('fsyncs', 'ov-fsync-count', fsCount, fmtInt(fsCount))),
             h('div', {class: 'panels'},
               h('div', {class: 'panel'}, h('h3', {text: 'Clients by status'}),
-                barChart([{label: 'active', value: st.active || 0, cls: 'active'},
-                          {label: 'exhausted', value: st.exhausted || 0, cls: 'exhausted'},
-                          {label: 'uncertified', value: st.uncertified || 0, cls: 'uncertified'}],
+                barChart(STATUSES.map(k => ({label: k, value: st[k] || 0, cls: k})),
                          {id: 'chart-status', title: 'clients by status', height: 200})),
               h('div', {class: 'panel'}, h('h3', {text: 'Spent fraction of the ε budget'}),
-                barChart(hist, {id: 'chart-spent', title: 'clients by spent fraction',
-                                xLabel: '% of the ε budget spent (bins of 10 %, labelled by their start)'}),
-                h('p', {class: 'note', text: 'The last bin holds clients at or past their budget.'})),
-              h('div', {class: 'panel'}, h('h3', {text: 'Rounds and refusals over time'}),
-                lineChart([{name: 'rounds in the ledger', points: state.samples.map(x => [rel(x), x.rounds])},
-                           {name: 'refusals since daemon start', points: state.samples.map(x => [rel(x), x.refusals]),
-                            dashed: true}],
-                          {id: 'chart-rounds', xLabel: 'seconds since this page opened',
-                           yFmt: v => fmtInt(Math.round(v)), xFmt: v => fmt(v),
-                           yMin: 0}),
-                h('p', {class: 'note', text: `Sampled by this page every ${fmt(POLL_MS / 1000)} s ` +
-                        '(the API keeps no history of its own).'}))));
-        stamp(sum.notModified);
+                barChart(hist10, {id: 'chart-spent', title: 'clients by spent fraction',
+                                  xLabel: '% of the ε budget spent (bins of 10 %, labelled by their start)'}),
+                h('p', {class: 'note', text: 'The last bin holds clients at or past their budget.'}))),
+            h('div', {class: 'controls'}, h('h3', {text: 'Over time'}),
+              h('label', {}, 'resolution', resSelect)),
+            hist.error ? h('p', {class: 'err', id: 'ov-history-err', text: 'The history cannot be shown: ' +
+                                 problemText(hist.error)}) :
+            h('div', {class: 'panels', id: 'ov-history', 'data-resolution': res, 'data-points': (H.points || []).length},
+              h('div', {class: 'panel'}, h('h3', {text: `Rounds and charges per ${R.word}`}),
+                timeChart(hs, [{name: 'rounds', points: hs.rounds}, {name: 'charges (clients charged)', points: hs.charges}],
+                          'chart-hist-rounds', res, {yFmt: v => fmtInt(Math.round(v))})),
+              h('div', {class: 'panel'}, h('h3', {text: `ε spent per ${R.word}`}),
+                timeChart(hs, [{name: 'ε upper-bound increases, summed over the charges', points: hs.eps}], 'chart-hist-eps', res),
+                h('p', {class: 'note', id: 'ov-eps-note', 'data-raw': H.epsilon_spent_is, text:
+                        `A load figure (${H.epsilon_spent_is || 'sum_of_upper_bound_increases'}), not a privacy ` +
+                        'guarantee of anything: each charge adds the rise of its client\'s ε upper bound as the ' +
+                        'round\'s admission computed it; a later tightening (pld refinement) is not subtracted, ' +
+                        'and an uncertifiable charge (no finite bound) is left out and shows as a status.'})),
+              h('div', {class: 'panel'}, h('h3', {text: `Refusals per ${R.word}, by reason`}),
+                timeChart(hs, [...hs.refusals].map(([r, pts]) => ({name: r, points: pts})), 'chart-hist-refusals', res,
+                          {yFmt: v => fmtInt(Math.round(v)), empty: 'no refusals in this span'})),
+              h('div', {class: 'panel'}, h('h3', {text: 'Clients by status over time'}),
+                timeChart(hs, STATUSES.map(k => ({name: k, points: hs.status[k], cls: 'st-' + k})), 'chart-hist-status', res,
+                          {yFmt: v => fmtInt(Math.round(v))}))),
+            hist.error ? null : h('p', {class: 'note', id: 'ov-history-note', 'data-from': from, text:
+                `From GET /v1/history (per ${R.word}, since ${from.slice(0, 16).replace('T', ' ')} UTC), ` +
+                'so a reload shows the same. Records written before the ledger kept times have ' +
+                'none and are not placed in time.' + (retention ? ' The daemon keeps: ' + retention + '.' : '')}));
+        stamp(sum.notModified && hist.notModified);
     }
 
     function clientRow(c) {
@@ -447,7 +476,7 @@
             h('button', {type: 'button', class: 'plain', id: 'cl-clear', text: 'Clear',
                          onclick: () => { search.value = ''; c.q = ''; reset(); }}),
             h('label', {}, 'status', h('select', {id: 'cl-status', onchange: ev => { c.status = ev.target.value; reset(); }},
-              ['', 'active', 'exhausted', 'uncertified'].map(v => h('option', {value: v, selected: v === c.status,
+              ['', 'active', 'exhausted', 'uncertified', 'stuck'].map(v => h('option', {value: v, selected: v === c.status,
                                                                                text: v || 'any'})))),
             h('label', {}, 'sort by', h('select', {id: 'cl-sort', onchange: ev => { c.sort = ev.target.value; reset(); }},
               [['id', 'id'], ['spent', 'spent ε'], ['remaining', 'remaining ε']].map(
@@ -514,49 +543,58 @@
         stamp(false);
     }
 
+    /* a client's charge history (GET /v1/clients/{id}/rounds, newest first) as its spend over
+     * its charged rounds, oldest first (x: the round's place; its time is in the table below) */
+    function clientHistory(c, Hc) {
+        const rows = (Hc.charges || []).slice().sort((a, b) => a.seq - b.seq);
+        const charged = rows.filter(x => x.state === 'charged' && typeof x.spent_after === 'number');
+        const pts = charged.map((x, i) => [i + 1, x.spent_after]);
+        const untimed = rows.some(x => typeof x.time !== 'string');
+        const xOpts = {xFmt: v => (Math.abs(v - Math.round(v)) < 1e-9 ? fmtInt(Math.round(v)) : ''),
+                       xTicks: (x0, x1) => niceTicks(x0, x1, Math.min(5, Math.max(1, x1 - x0))).filter(Number.isInteger),
+                       xLabel: 'its charged rounds, oldest first (their times are in the table)'};
+        const note = (Hc.complete ? `All ${fmtInt(Hc.total)} rounds that charged or reserved this client.`
+                                  : `The newest ${fmtInt(Hc.total)} rounds that charged or reserved this client: ` +
+                                    `the ledger keeps ${fmtInt(Hc.history_limit)} per client, older ones ` +
+                                    'count in the totals above but are not listed.') +
+                     (untimed ? ' Rounds recorded before the ledger kept times show no time.' : '') +
+                     ' Spent ε is the spend the round\'s admission named (rounded up).';
+        return [
+            h('p', {class: 'note', id: 'c-history-note', text: note}),
+            pts.length ? lineChart([{name: 'spent ε after the round', points: pts},
+                                    {name: 'budget ε', dashed: true, cls: 'st-exhausted',
+                                     points: [[1, c.budget.epsilon], [Math.max(2, pts.length), c.budget.epsilon]]}],
+                                   Object.assign({id: 'chart-client', yMin: 0}, xOpts))
+                       : h('p', {class: 'note', id: 'c-history-empty', text: 'No round has charged this client yet.'}),
+            rows.length ? h('table', {id: 'c-history-table'},
+                h('thead', {}, h('tr', {}, h('th', {text: 'round'}), h('th', {text: 'time (UTC)'}),
+                                 h('th', {text: 'state'}), h('th', {class: 'num', text: 'spent ε after'}))),
+                h('tbody', {}, rows.slice().reverse().map(x => h('tr', {'data-round': x.round_id, 'data-seq': x.seq},
+                  h('td', {text: x.round_id}),
+                  h('td', {text: typeof x.time === 'string' ? x.time.replace('T', ' ').replace('Z', '') : 'not recorded'}),
+                  h('td', {text: x.state}),
+                  h('td', {class: 'num'}, typeof x.spent_after === 'number'
+                      ? num(null, x.spent_after, fmt(x.spent_after, 'up'), 'c-spent-after')
+                      : h('span', {text: 'summarized'})))))) : null];
+    }
+
     async function client(gen, id, force) {
-        const r = await api('/v1/clients/' + encodeURIComponent(id));
+        const enc = encodeURIComponent(id);
+        const [r, rh] = await Promise.all([api('/v1/clients/' + enc), api('/v1/clients/' + enc + '/rounds?limit=1000')]);
         if (gen !== state.generation) return;
-        if (r.notModified && !force && document.getElementById('c-id')) {
+        if (r.notModified && rh.notModified && !force && document.getElementById('c-id')) {
             stamp(true);
             return;
         }
         banner('');
         const c = r.data, f = fraction(c);
-        const looked = state.lookedUp.get(id) || [];
-        const roundInput = h('input', {id: 'c-round-id', size: 24, placeholder: 'round id'});
-        const roundMsg = h('p', {id: 'c-round-msg', class: 'note'});
-        const lookup = h('form', {class: 'stack', onsubmit: async ev => {
-            ev.preventDefault();
-            const rid = roundInput.value.trim();
-            if (!rid) return;
-            try {
-                const rr = await api('/v1/rounds/' + encodeURIComponent(rid));
-                const R = rr.data;
-                const a = (R.admitted || []).find(x => x.client === id);
-                const f2 = (R.refused || []).find(x => x.client === id);
-                if (!a && !f2) {
-                    roundMsg.textContent = R.summarized
-                        ? `Round ${rid} keeps counts only (its per-client answers were evicted).`
-                        : `${id} did not take part in round ${rid}.`;
-                    return;
-                }
-                const entry = {round: rid, admitted: !!a, reason: (a || f2).reason,
-                               before: (a || f2).spent_before,
-                               after: a ? a.spent_after : f2.would_spend};
-                const list = (state.lookedUp.get(id) || []).filter(x => x.round !== rid);
-                list.push(entry);
-                state.lookedUp.set(id, list);
-                refresh(true);
-            } catch (e) {
-                roundMsg.textContent = e instanceof ApiError && e.status === 404
-                    ? `No round ${rid}.` : 'The lookup failed: ' + e.message;
-            }
-        }}, h('label', {}, 'round id', roundInput), h('button', {type: 'submit', id: 'c-round-go', text: 'Look up'}));
-        const sorted = looked.slice().sort((x, y) => (x.before || 0) - (y.before || 0));
         show(
             h('h2', {}, 'Client ', h('span', {id: 'c-id', text: c.id}), ' ',
               h('span', {id: 'c-status', class: 'badge status-' + c.status, text: c.status})),
+            c.status === 'stuck' ? h('p', {class: 'status-stuck', id: 'c-stuck-note', text:
+                'Stuck: the latest round that tested this client\'s budget (' + (c.stuck_round || 'see its ' +
+                'history') + ') refused it for lack of budget, and nothing since gave it room: rounds like ' +
+                'it will keep refusing it. Give it more budget or offer it cheaper rounds.'}) : null,
             h('div', {class: 'grid'},
               card('budget ε', 'c-budget-eps', c.budget.epsilon, fmt(c.budget.epsilon, 'near')),
               card('budget δ', 'c-budget-delta', c.budget.delta, fmt(c.budget.delta, 'near')),
@@ -574,27 +612,9 @@
               ' · version ', h('span', {text: String(c.version)})),
             h('div', {class: 'panel'},
               h('h3', {text: 'ε spent over its rounds'}),
-              h('p', {class: 'note', id: 'c-history-note', text:
-                  'The API does not list a client\'s rounds or the events charged: GET ' +
-                  '/v1/clients/{id} gives the totals above, and GET /v1/rounds/{id} gives one ' +
-                  'round\'s charge to each participant (not its event). Look rounds up by id to ' +
-                  'chart this client\'s spend across them; a charge-history endpoint is planned.'}),
-              lookup, roundMsg,
-              sorted.length ? lineChart([{name: 'spent ε after the round (unchanged when refused)',
-                                           points: sorted.map((x, i) => [i + 1, x.admitted ? x.after : x.before])},
-                                         {name: 'budget ε', points: [[1, c.budget.epsilon], [Math.max(2, sorted.length), c.budget.epsilon]], dashed: true}],
-                                        {id: 'chart-client', xLabel: 'rounds looked up, by spend', yMin: 0,
-                                         xFmt: v => (Math.abs(v - Math.round(v)) < 1e-9 ? fmtInt(Math.round(v)) : '')}) : null,
-              sorted.length ? h('table', {id: 'c-rounds-table'},
-                h('thead', {}, h('tr', {}, h('th', {text: 'round'}), h('th', {text: 'outcome'}),
-                                 h('th', {class: 'num', text: 'spent ε before'}),
-                                 h('th', {class: 'num', text: 'after (or would be)'}))),
-                h('tbody', {}, sorted.map(x => h('tr', {'data-round': x.round},
-                  h('td', {text: x.round}), h('td', {text: (x.admitted ? 'charged: ' : 'refused: ') + x.reason}),
-                  h('td', {class: 'num'}, num(null, x.before, fmt(x.before, 'up'))),
-                  h('td', {class: 'num'}, num(null, x.after, fmt(x.after, 'up'))))))) : null),
+              clientHistory(c, rh.data)),
             h('p', {}, h('a', {href: '#/clients', text: '← all clients'})));
-        stamp(r.notModified);
+        stamp(r.notModified && rh.notModified);
     }
 
     /* compute: delta(eps) and trade-off curves of an event, a calibration form, Theorem 4.1
@@ -748,10 +768,12 @@
 
     /* ---- navigation and polling ---------------------------------------------------------- */
 
+    /* #/NAME[/ARG][?QUERY]: #/overview?res=hour, #/clients?status=stuck, #/client/ID */
     function route() {
-        const m = /^#\/([a-z]+)(?:\/(.*))?$/.exec(location.hash || '');
-        return m ? {name: m[1], arg: m[2] !== undefined ? decodeURIComponent(m[2]) : null}
-                 : {name: 'overview', arg: null};
+        const m = /^#\/([a-z]+)(?:\/([^?]*))?(?:\?(.*))?$/.exec(location.hash || '');
+        return m ? {name: m[1], arg: m[2] !== undefined ? decodeURIComponent(m[2]) : null,
+                    query: new URLSearchParams(m[3] || '')}
+                 : {name: 'overview', arg: null, query: new URLSearchParams()};
     }
 
     async function refresh(force) {
@@ -763,11 +785,13 @@
         state.inflight = Date.now();
         for (const a of document.querySelectorAll('nav a'))
             a.classList.toggle('active', a.id === 'nav-' + (r.name === 'client' ? 'clients' : r.name));
+        const checked = conditions(gen);
         try {
             if (r.name === 'clients') await clients(gen, force);
             else if (r.name === 'client' && r.arg) await client(gen, r.arg, force);
             else if (r.name === 'compute') { if (!document.getElementById('cv-form')) compute(); }
-            else await overview(gen);
+            else await overview(gen, r.query);
+            await checked;
         } catch (e) {
             if (gen === state.generation) failed(e);
         } finally {
@@ -776,6 +800,16 @@
     }
 
     function navigate() {
+        const r = route();
+        if (r.name === 'clients' && r.query.has('status')) {
+            /* a link to a filtered list (#/clients?status=stuck) */
+            const want = r.query.get('status');
+            if (want !== state.clients.status) {
+                state.clients.status = want;
+                state.clients.cursors = [null];
+                clientsControls = null;
+            }
+        }
         state.generation++;
         clearInterval(state.timer);
         show(h('p', {text: 'Loading…'}));

@@ -82,11 +82,16 @@ static void index_page(void)
     CHECK(r.json == NULL);
     /* the dashboard: its script and style come from the daemon, not from elsewhere */
     CHECK(strstr(r.body, "src=\"/ui/app.js\"") != NULL);
+    CHECK(strstr(r.body, "src=\"/ui/charts.js\"") != NULL);
     CHECK(strstr(r.body, "<script>") == NULL && strstr(r.body, "https://") == NULL);
     api_reply_free(&r);
     api_get("/ui/app.js", &r);
     CHECK(r.status == 200 && strncmp(r.content_type, "text/javascript", 15) == 0);
     CHECK(strstr(r.body, "/v1/summary") != NULL);
+    api_reply_free(&r);
+    api_get("/ui/charts.js", &r);
+    CHECK(r.status == 200 && strncmp(r.content_type, "text/javascript", 15) == 0);
+    CHECK(strstr(r.body, "dpbudgetCharts") != NULL);
     api_reply_free(&r);
     api_get("/ui/app.css", &r);
     CHECK(r.status == 200 && strncmp(r.content_type, "text/css", 8) == 0);

@@ -23,15 +23,18 @@ const DAEMON = path.resolve(process.argv[2] || 'build/dpbudgetd');
 const OUT = path.resolve(process.argv[3] || 'build/browser');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WAIT = 10000;
-const DEADLINE_MS = 150000;
+const DEADLINE_MS = 240000;
 
 let passed = 0, failed = 0;
 const daemons = [];
 let browser = null;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpb-browser-'));
 
+const fullDirs = []; /* mount points of the full-disk daemons (empty here: mounted in theirs) */
+
 function cleanup() {
     for (const d of daemons) try { d.kill('SIGTERM'); } catch (e) { /* gone */ }
+    for (const f of fullDirs) for (const x of [f, f + '.port']) try { fs.rmSync(x, {recursive: true, force: true}); } catch (e) { /* best effort */ }
     try { fs.rmSync(tmp, {recursive: true, force: true}); } catch (e) { /* best effort */ }
 }
 
@@ -41,6 +44,13 @@ const deadline = setTimeout(() => {
     cleanup();
     process.exit(1);
 }, DEADLINE_MS);
+
+/* the path of a screenshot in OUT, printed so that the run says where it is */
+function shot(name) {
+    const p = path.join(OUT, name);
+    console.log(`     screenshot ${p}`);
+    return p;
+}
 
 function assert(cond, msg) {
     if (!cond) throw new Error(msg);
@@ -62,7 +72,10 @@ function shownClose(text, raw, what, dir) {
     if (dir === 'down') assert(v <= raw, `${what}: ${text} is rounded above the API's ${raw}`);
 }
 
+/* BROWSER_ONLY=text runs only the tests whose name contains it (later tests may rely on the
+ * views the earlier ones left open: for working on one test, not for a verdict) */
 async function test(name, fn) {
+    if (process.env.BROWSER_ONLY && !name.includes(process.env.BROWSER_ONLY)) return;
     try {
         await fn();
         passed++;
@@ -89,6 +102,40 @@ async function startDaemon(name, extra) {
         await new Promise(r => setTimeout(r, 50));
     }
     throw new Error(`${name}: the daemon did not start`);
+}
+
+/* A daemon whose data directory is a 2 MiB tmpfs, mounted in a mount namespace of the
+ * daemon's own (unshare -m, as root: the mount vanishes with the daemon). Returns its base URL
+ * and the directory as seen from here (through /proc/PID/root), where fill() fills it. */
+async function startFullDiskDaemon() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpb-full-'));
+    fullDirs.push(dir);
+    const portFile = dir + '.port';
+    const script = 'mount --make-rprivate / && mount -t tmpfs -o size=2m tmpfs "$1" && shift && exec "$@"';
+    const d = spawn('unshare', ['-m', 'sh', '-c', script, 'sh', dir, DAEMON, '--port', '0', '--port-file', portFile,
+                                '--data-dir', path.join(dir, 'data'), '--no-request-log', '--threads', '2'],
+                    {stdio: ['ignore', 'ignore', fs.openSync(path.join(tmp, 'full.log'), 'w')]});
+    daemons.push(d);
+    for (let i = 0; i < 100; i++) {
+        if (fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim())
+            return {base: 'http://127.0.0.1:' + fs.readFileSync(portFile, 'utf8').trim(),
+                    dir: `/proc/${d.pid}/root${dir}`};
+        await new Promise(r => setTimeout(r, 50));
+    }
+    throw new Error('the daemon on a tmpfs did not start: ' + fs.readFileSync(path.join(tmp, 'full.log'), 'utf8'));
+}
+
+/* fill the file system of dir until no block is left */
+function fill(dir) {
+    const fd = fs.openSync(path.join(dir, 'filler'), 'w');
+    const block = Buffer.alloc(4096);
+    try {
+        for (let i = 0; i < 1 << 20; i++) fs.writeSync(fd, block);
+    } catch (e) {
+        if (e.code !== 'ENOSPC') throw e;
+    } finally {
+        fs.closeSync(fd);
+    }
 }
 
 async function call(base, method, p, body, token) {
@@ -216,7 +263,7 @@ async function main() {
         assert(/script-src 'self'/.test(csp) && /default-src 'none'/.test(csp), `CSP '${csp}'`);
         assert(!/<script>/.test(r.text) && !/https?:\/\//.test(r.text.replace(/xmlns="[^"]*"/g, '')),
                'the page has an inline script or an external URL');
-        for (const a of ['/ui/app.js', '/ui/app.css']) {
+        for (const a of ['/ui/app.js', '/ui/app.css', '/ui/charts.js']) {
             const x = await call(base, 'GET', a);
             eq(x.status, 200, 'GET ' + a);
             assert(!/https?:\/\/(?!www\.w3\.org\/2000\/svg)/.test(x.text), `${a} names an external URL`);
@@ -245,7 +292,7 @@ async function main() {
         const refusals = Number(await raw(page, '#ov-refusals'));
         assert(refusals > 0, `refusals ${refusals}`);
         await clean(page, 'overview');
-        await page.screenshot({path: path.join(OUT, 'overview.png'), fullPage: true});
+        await page.screenshot({path: shot('overview.png'), fullPage: true});
     });
 
     await test('polling revalidates with If-None-Match (304) and picks up a change', async () => {
@@ -258,9 +305,16 @@ async function main() {
                                                           event: {class_name: 'GaussianDpEvent', noise_multiplier: 8}});
         eq(r.status, 200, 'a late round');
         await waitText(page, '#ov-rounds', String(S.rounds + 1));
-        const n = await page.$eval('#chart-rounds path[data-series]', p => Number(p.getAttribute('data-points')));
-        assert(n >= 2, `the rounds chart has ${n} samples`);
-        await page.screenshot({path: path.join(OUT, 'overview-polled.png'), fullPage: true});
+        /* the history chart picks the round up at the next poll too */
+        await page.waitForFunction(want => {
+            const p = document.querySelector('#chart-hist-rounds path[data-series="rounds"]');
+            return p && Number(p.getAttribute('data-sum')) === want;
+        }, {timeout: WAIT}, S.rounds + 1).catch(async () => {
+            throw new Error('the rounds over time do not sum to ' + (S.rounds + 1) + ': ' +
+                            await page.$eval('#chart-hist-rounds path[data-series="rounds"]',
+                                             p => p.getAttribute('data-sum')).catch(() => '(no chart)'));
+        });
+        await page.screenshot({path: shot('overview-polled.png'), fullPage: true});
     });
 
     await test('clients: paging follows the API\'s pages', async () => {
@@ -299,7 +353,7 @@ async function main() {
             shownClose(fr[i][1], 100 * c.spent.epsilon / c.budget.epsilon, `spent fraction of ${c.id}`, 'up');
         });
         await clean(page, 'clients');
-        await page.screenshot({path: path.join(OUT, 'clients.png'), fullPage: true});
+        await page.screenshot({path: shot('clients.png'), fullPage: true});
     });
 
     await test('clients: search by label and by id', async () => {
@@ -345,7 +399,7 @@ async function main() {
         }
     });
 
-    await test('one client: budget, spent, remaining and a looked-up round', async () => {
+    await test('one client: budget, spent, remaining, and its spend over its rounds from the API', async () => {
         await click(page, '#cl-table tbody tr[data-id="c00"] a');
         await waitText(page, '#c-id', 'c00');
         const C = (await call(base, 'GET', '/v1/clients/c00')).json;
@@ -356,19 +410,29 @@ async function main() {
         shownClose(await text(page, '#c-remaining'), C.remaining.epsilon, 'remaining', 'down');
         eq(await text(page, '#c-rounds'), String(C.rounds), 'rounds');
         eq(await text(page, '#c-status'), C.status, 'status');
-        assert((await text(page, '#c-history-note')).includes('does not list'), 'the history note');
-        for (const rid of ['r0', 'r6']) {
-            await page.$eval('#c-round-id', (el, v) => { el.value = v; }, rid);
-            await click(page, '#c-round-go');
-            await page.waitForSelector(`#c-rounds-table tr[data-round="${rid}"]`);
+        assert(!/planned|does not list/.test(await text(page, '#c-history-note')),
+               'the history note still says the history is not available');
+        const Hc = (await call(base, 'GET', '/v1/clients/c00/rounds?limit=1000')).json;
+        const charged = Hc.charges.filter(x => x.state === 'charged' && typeof x.spent_after === 'number')
+                                  .sort((x, y) => x.seq - y.seq);
+        assert(charged.length >= 2, `c00 has ${charged.length} charged rounds in its history`);
+        assert(charged.every(x => typeof x.time === 'string'), 'the history has times: ' + JSON.stringify(Hc.charges[0]));
+        await page.waitForSelector('#chart-client path[data-series="spent ε after the round"]');
+        const line = await page.$eval('#chart-client path[data-series="spent ε after the round"]',
+                                      p => [Number(p.getAttribute('data-points')), Number(p.getAttribute('data-last'))]);
+        eq(line[0], charged.length, 'points of the spend chart');
+        eq(line[1], charged[charged.length - 1].spent_after, 'the last point of the spend chart');
+        const rows = await page.$$eval('#c-history-table tbody tr', trs => trs.map(t => [
+            t.getAttribute('data-round'), t.children[1].textContent, t.children[2].textContent]));
+        eq(JSON.stringify(rows.map(r => r[0])), JSON.stringify(Hc.charges.slice().sort((x, y) => y.seq - x.seq).map(x => x.round_id)),
+           'the rounds listed, newest first');
+        for (const x of Hc.charges) {
+            const r = rows.find(q => q[0] === x.round_id);
+            eq(r[1], x.time.replace('T', ' ').replace('Z', ''), `time of ${x.round_id}`);
+            eq(r[2], x.state, `state of ${x.round_id}`);
         }
-        const R = (await call(base, 'GET', '/v1/rounds/r0')).json;
-        const mine = R.admitted.find(a => a.client === 'c00');
-        const after = await page.$eval('#c-rounds-table tr[data-round="r0"] td:last-child span', s => s.getAttribute('data-raw'));
-        eq(Number(after), mine.spent_after, 'spent after r0');
-        await page.waitForSelector('#chart-client path[data-series]');
         await clean(page, 'client');
-        await page.screenshot({path: path.join(OUT, 'client.png'), fullPage: true});
+        await page.screenshot({path: shot('client.png'), fullPage: true});
     });
 
     await test('compute: curves with Theorem 4.1 beside the exact accountant, and calibration', async () => {
@@ -397,7 +461,7 @@ async function main() {
         eq(Number(await raw(page, '#cb-value')), K.value, 'calibrated rounds');
         eq(await text(page, '#cb-value'), K.value.toLocaleString('en-US'), 'calibrated rounds (text)');
         await clean(page, 'compute');
-        await page.screenshot({path: path.join(OUT, 'compute.png'), fullPage: true});
+        await page.screenshot({path: shot('compute.png'), fullPage: true});
     });
 
     await test('compute: a slow answer to an older submission never replaces a newer one', async () => {
@@ -435,6 +499,179 @@ async function main() {
         }
     });
 
+    /* the history charts' sums against GET /v1/history at the resolution shown */
+    async function historyMatches(pg, b, res, png) {
+        await pg.waitForSelector(`#ov-history[data-resolution="${res}"] #chart-hist-rounds path[data-series="rounds"]`);
+        if (png) await pg.screenshot({path: shot(png), fullPage: true}); /* also when a check below fails */
+        const from = await pg.evaluate(() => document.getElementById('ov-history-note').getAttribute('data-from'));
+        const H = (await call(b, 'GET', `/v1/history?resolution=${res}&from=${encodeURIComponent(from)}`)).json;
+        assert(H && Array.isArray(H.points), 'GET /v1/history: ' + JSON.stringify(H));
+        const sum = k => H.points.reduce((a, p) => a + (p[k] || 0), 0);
+        const drawn = async (chart, series) => pg.$eval(`#${chart} path[data-series="${series}"]`,
+                                                        p => Number(p.getAttribute('data-sum')));
+        eq(await drawn('chart-hist-rounds', 'rounds'), sum('rounds'), `rounds per ${res}, summed`);
+        eq(await drawn('chart-hist-rounds', 'charges (clients charged)'), sum('charges'), `charges per ${res}, summed`);
+        const eps = await drawn('chart-hist-eps', 'ε upper-bound increases, summed over the charges');
+        eq(await raw(pg, '#ov-eps-note'), H.epsilon_spent_is, 'what the ε series is');
+        assert(Math.abs(eps - sum('epsilon_spent')) <= 1e-9 * Math.max(1, eps), `ε spent per ${res}: drawn ${eps}, the API ${sum('epsilon_spent')}`);
+        const reasons = new Map();
+        for (const p of H.points) for (const [r, n] of Object.entries(p.refusals || {})) reasons.set(r, (reasons.get(r) || 0) + n);
+        assert([...reasons.values()].some(n => n > 0), 'the history has refusals');
+        for (const [r, n] of reasons) eq(await drawn('chart-hist-refusals', r), n, `refusals (${r}) per ${res}, summed`);
+        const last = H.points.filter(p => p.by_status).sort((x, y) => Date.parse(x.start) - Date.parse(y.start)).pop();
+        for (const k of ['active', 'exhausted', 'uncertified', 'stuck'])
+            eq(await pg.$eval(`#chart-hist-status path[data-series="${k}"]`, p => Number(p.getAttribute('data-last'))),
+               last.by_status[k], `clients ${k} at the last point`);
+        return H;
+    }
+
+    await test('overview: history charts are drawn from GET /v1/history, the same after a reload', async () => {
+        await page.goto(base + '/?h=1#/overview', {waitUntil: 'load'});
+        const H = await historyMatches(page, base, 'minute', 'overview-history.png');
+        const S = (await call(base, 'GET', '/v1/summary')).json;
+        eq(H.points.reduce((a, p) => a + p.rounds, 0), S.rounds, 'the rounds of the history (all made in this run)');
+        await page.reload({waitUntil: 'load'});
+        await historyMatches(page, base, 'minute', 'overview-history-reloaded.png');
+        await select(page, '#ov-res', 'hour');
+        await page.waitForFunction(() => /#\/overview\?res=hour$/.test(location.hash), {timeout: WAIT});
+        await historyMatches(page, base, 'hour');
+        await page.reload({waitUntil: 'load'});
+        await historyMatches(page, base, 'hour', 'overview-history-hour.png');
+        eq(await page.$eval('#ov-res', s => s.value), 'hour', 'the resolution after a reload');
+        await clean(page, 'overview (history)');
+    });
+
+    await test('the banner warns when clients exhaust fast (over 10 % of all within an hour)', async () => {
+        /* every client of this ledger was made, and its exhausted ones exhausted, in this run */
+        const S = (await call(base, 'GET', '/v1/summary')).json;
+        assert(S.by_status.exhausted > 0.1 * S.clients, `${S.by_status.exhausted} of ${S.clients} exhausted`);
+        await page.waitForSelector('#warnings p[data-cond="exhausting_fast"]');
+        eq(Number(await raw(page, '#warnings p[data-cond="exhausting_fast"]')), S.by_status.exhausted,
+           'clients exhausted in the last hour');
+        assert(/check the rounds being charged/.test(await text(page, '#warnings p[data-cond="exhausting_fast"]')),
+               'the warning says what to do');
+    });
+
+    await test('stuck clients: counted, in their own colour, in the banner, listed by the link', async () => {
+        /* three clients with ε = 1 offered a round that cannot fit (σ = 0.3): refused for
+         * their budget, spent nothing, so stuck rather than exhausted */
+        for (const id of ['stuck-a', 'stuck-b', 'stuck-c'])
+            eq((await call(base, 'PUT', '/v1/clients/' + id, {budget: {epsilon: 1, delta: 1e-5}})).status, 201, 'PUT ' + id);
+        const R = await call(base, 'POST', '/v1/rounds', {round_id: 'too-costly', policy: 'admit_eligible',
+                                                         participants: ['stuck-a', 'stuck-b', 'stuck-c'],
+                                                         event: {class_name: 'GaussianDpEvent', noise_multiplier: 0.3}});
+        eq(R.status, 200, 'the round that cannot fit: ' + R.text);
+        await page.goto(base + '/?s=1#/overview', {waitUntil: 'load'});
+        await page.waitForSelector('#ov-stuck');
+        const S = (await call(base, 'GET', '/v1/summary')).json;
+        assert(S.by_status.stuck > 0, 'the populated ledger has stuck clients: ' + JSON.stringify(S.by_status));
+        eq(await text(page, '#ov-stuck'), String(S.by_status.stuck), 'stuck');
+        const colours = await page.evaluate(() => ['#ov-stuck', '#ov-active', '#ov-exhausted', '#ov-uncertified'].map(
+            q => getComputedStyle(document.querySelector(q)).color));
+        assert(new Set(colours).size === 4, 'stuck is not in a colour of its own: ' + colours.join(', '));
+        eq(await page.$eval('#chart-status rect.stuck', r => Number(r.getAttribute('data-count'))), S.by_status.stuck,
+           'the stuck bar');
+        await page.waitForSelector('#chart-hist-status path[data-series="stuck"]');
+        eq(await page.$eval('#chart-hist-status path[data-series="stuck"]', p => Number(p.getAttribute('data-last'))),
+           S.by_status.stuck, 'stuck clients over time, now');
+        await page.waitForSelector('#warnings p[data-cond="stuck"]');
+        eq(Number(await raw(page, '#warnings p[data-cond="stuck"]')), S.by_status.stuck, 'stuck in the banner');
+        assert(!(await page.$eval('#warnings', w => w.hidden)), 'the banner is hidden');
+        await page.screenshot({path: shot('stuck-overview.png'), fullPage: true});
+        await click(page, '#ov-stuck-link');
+        const L = (await call(base, 'GET', '/v1/clients?status=stuck&sort=id&order=asc&limit=20')).json;
+        await waitText(page, '#cl-range', `1–${Math.min(20, L.total)} of ${L.total}`);
+        eq(L.total, S.by_status.stuck, 'stuck clients listed by the API');
+        eq(await page.$eval('#cl-status', s => s.value), 'stuck', 'the status filter');
+        eq(JSON.stringify(await rowIds(page)), JSON.stringify(L.clients.map(c => c.id)), 'the stuck clients listed');
+        const cells = await page.$$eval('#cl-table tbody td.status-stuck', tds => tds.map(t => t.textContent));
+        eq(cells.length, L.clients.length, 'status cells shown as stuck');
+        await page.screenshot({path: shot('stuck-clients.png'), fullPage: true});
+        await click(page, `#cl-table tbody tr[data-id="${L.clients[0].id}"] a`);
+        await waitText(page, '#c-status', 'stuck');
+        await page.waitForSelector('#c-stuck-note');
+        assert((await text(page, '#c-stuck-note')).includes('too-costly'), 'the client page names the round that refused it');
+        await page.goto(base + '/?c=1#/clients', {waitUntil: 'load'}); /* a fresh state for the tests after */
+    });
+
+    await test('a warning banner while the ledger is read-only (a full disk), saying what to do', async () => {
+        if (process.getuid && process.getuid() !== 0) {
+            console.log('     skip: a full disk needs a tmpfs in a mount namespace of its own (root)');
+            return;
+        }
+        const {base: fbase, dir} = await startFullDiskDaemon();
+        for (const id of ['fa', 'fb']) {
+            const r = await call(fbase, 'PUT', '/v1/clients/' + id, {budget: {epsilon: 100, delta: 1e-5}});
+            eq(r.status, 201, 'PUT ' + id);
+        }
+        const ok = await call(fbase, 'POST', '/v1/rounds', {round_id: 'f1', participants: ['fa', 'fb'],
+                                                           event: {class_name: 'GaussianDpEvent', noise_multiplier: 5}});
+        eq(ok.status, 200, 'a round before the disk fills');
+        const fpage = await newPage(ctx, log);
+        await fpage.goto(fbase + '/?poll=400#/overview', {waitUntil: 'load'});
+        await fpage.waitForSelector('#ov-clients');
+        eq(await fpage.$eval('#warnings', w => w.hidden), true, 'the banner of a healthy daemon is hidden');
+        fill(dir);
+        const parts = ['fa'];
+        for (let i = 0; i < 200; i++) parts.push('new-client-' + i);
+        const r = await call(fbase, 'POST', '/v1/rounds', {round_id: 'f2', participants: parts,
+                                                          event: {class_name: 'GaussianDpEvent', noise_multiplier: 7}});
+        eq(r.status, 503, 'a round on a full disk: ' + r.text);
+        const S = (await call(fbase, 'GET', '/v1/summary')).json;
+        eq(S.read_only, true, 'the summary says read_only');
+        await fpage.waitForSelector('#warnings p[data-cond="read_only"]', {timeout: WAIT});
+        assert(!(await fpage.$eval('#warnings', w => w.hidden)), 'the banner is hidden');
+        const msg = await text(fpage, '#warnings p[data-cond="read_only"]');
+        assert(/read-only/.test(msg) && /restart/.test(msg) && /disk/.test(msg), 'the message: ' + msg);
+        await waitText(fpage, '#ov-readonly', 'READ-ONLY (restart after fixing the disk)');
+        await fpage.screenshot({path: shot('read-only.png'), fullPage: true});
+        /* on every view, not only the overview */
+        await fpage.goto(fbase + '/?poll=400#/client/fa', {waitUntil: 'load'});
+        await fpage.waitForSelector('#warnings p[data-cond="read_only"]', {timeout: WAIT});
+        await fpage.close();
+    });
+
+    await test('the banner says what to do when the ledger\'s database cannot be reached (readyz 503 ledger_unavailable)', async () => {
+        /* a PostgreSQL outage needs a database: /readyz's answer during one is put in its
+         * place here (the daemon's own problem body), everything else is the daemon's */
+        const upage = await newPage(ctx, log);
+        await upage.setRequestInterception(true);
+        upage.on('request', req => {
+            if (new URL(req.url()).pathname === '/readyz')
+                req.respond({status: 503, contentType: 'application/problem+json', headers: {'Retry-After': '1'},
+                             body: JSON.stringify({type: 'about:blank', title: 'The ledger\'s database cannot be reached: retry later',
+                                                   status: 503, code: 'ledger_unavailable',
+                                                   detail: 'the ledger\'s database does not answer'})}).catch(() => {});
+            else req.continue().catch(() => {});
+        });
+        try {
+            await upage.goto(base + '/?u=1#/clients', {waitUntil: 'load'});
+            await upage.waitForSelector('#warnings p[data-cond="store_unavailable"]');
+            const msg = await text(upage, '#warnings p[data-cond="store_unavailable"]');
+            assert(/PostgreSQL/.test(msg) && /reconnects by itself/.test(msg), 'the message: ' + msg);
+            await upage.screenshot({path: shot('store-unavailable.png'), fullPage: true});
+        } finally {
+            await upage.close();
+        }
+    });
+
+    await test('the banner says the daemon is stopping (SIGTERM, readyz 503 shutting_down)', async () => {
+        const sbase = await startDaemon('stopping', ['--shutdown-grace', '20']);
+        const d = daemons[daemons.length - 1];
+        const spage = await newPage(ctx, log);
+        try {
+            await spage.goto(sbase + '/?poll=400#/overview', {waitUntil: 'load'});
+            await spage.waitForSelector('#ov-clients');
+            eq(await spage.$eval('#warnings', w => w.hidden), true, 'the banner before the stop');
+            d.kill('SIGTERM');
+            await spage.waitForSelector('#warnings p[data-cond="shutting_down"]');
+            assert(/another instance/.test(await text(spage, '#warnings p[data-cond="shutting_down"]')), 'the message');
+        } finally {
+            await spage.close();
+            d.kill('SIGKILL');
+        }
+    });
+
     await test('no CSP violation or script error on any view', async () => {
         assert(log.length === 0, log.join(' | '));
     });
@@ -450,7 +687,7 @@ async function main() {
         await kpage.waitForSelector('#auth-needed');
         assert(/needs an API key \(401\)/.test(await text(kpage, '#banner')), 'banner: ' + await text(kpage, '#banner'));
         assert(!(await kpage.$eval('#keyform', f => f.hidden)), 'the key field is hidden');
-        await kpage.screenshot({path: path.join(OUT, 'key-missing.png'), fullPage: true});
+        await kpage.screenshot({path: shot('key-missing.png'), fullPage: true});
     });
 
     await test('keys: a wrong key is refused with a clear message', async () => {
@@ -474,7 +711,7 @@ async function main() {
         await kpage.goto(kbase + '/#/clients', {waitUntil: 'load'});
         await kpage.waitForSelector('#cl-table');
         await clean(kpage, 'clients with a key');
-        await kpage.screenshot({path: path.join(OUT, 'key-accepted.png'), fullPage: true});
+        await kpage.screenshot({path: shot('key-accepted.png'), fullPage: true});
     });
 }
 

@@ -9,7 +9,12 @@ Starts a real daemon (with a ledger and API keys) on an ephemeral port, drives s
 - `promtool check rules` and `promtool test rules` pass on deploy/monitoring/alerts.yml;
 - every metric name the alert rules and the Grafana dashboard reference exists in the scrape
   (histogram series by their _bucket/_sum/_count names; `up` is Prometheus's own);
-- every line of the daemon's log is JSON with an RFC 3339 "ts", request lines a "method".
+- every line of the daemon's log is JSON with an RFC 3339 "ts", request lines a "method";
+- against a real Prometheus (Debian's prometheus) scraping that daemon and an idle one once a
+  second, every query of every Grafana panel returns data for the first (no panel shows "No
+  data" for a daemon that simply had no errors: the 5xx ratio is 0, not empty), every panel
+  has data for the idle one, and no query returns data for a job that is not scraped (no
+  `or vector(0)` inventing a value for a daemon that is down).
 Closing line `monitoring: N passed, M failed`; exit 1 if any check failed. Bounded: every
 request and subprocess has a timeout.
 """
@@ -18,11 +23,13 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,6 +45,7 @@ PROMQL_WORDS = {
 
 passed = 0
 failed = 0
+DAEMON = None
 
 
 def check(ok, what):
@@ -80,6 +88,8 @@ def main(argv):
         print("usage: check_monitoring.py PATH/TO/dpbudgetd", file=sys.stderr)
         check(False, "usage")
         return finish()
+    global DAEMON
+    DAEMON = os.path.abspath(argv[1])
     promtool = shutil.which("promtool")
     if not check(promtool, "promtool is installed (Debian package prometheus; scripts/deps.sh)"):
         return finish()
@@ -116,6 +126,7 @@ def main(argv):
         call(base, "DELETE", "/v1/summary", token=token)
         call(base, "GET", "/v1/summary")  # 401
         st, text = call(base, "GET", "/metrics")
+        grafana_live(base, tmp)
     finally:
         d.terminate()
         try:
@@ -196,6 +207,130 @@ def main(argv):
             check(n in scraped, "%s: metric %s is not in a live /metrics scrape" % (where, n))
     check(used >= 20, "the rules and the dashboard name %d metrics (expected at least 20)" % used)
     return finish()
+
+
+def panel_queries():
+    """(where, expr) of every query of every Grafana panel."""
+    dash = json.load(open(os.path.join(MON, "grafana-dashboard.json")))
+    out = []
+    for p in dash.get("panels", []):
+        for t in p.get("targets", []):
+            if t.get("expr"):
+                out.append(("grafana panel '%s' %s" % (p.get("title"), t.get("refId")), t["expr"]))
+    return out
+
+
+def prom_query(prom, expr, quiet=False):
+    """The instant vector of expr (a list of results), or None when the query failed."""
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            body = json.loads(r.read().decode())
+    except (urllib.error.URLError, ValueError) as e:
+        if not quiet:
+            print("  query failed: %s: %s" % (expr, e))
+        return None
+    if body.get("status") != "success":
+        print("  query failed: %s: %s" % (expr, body))
+        return None
+    return body["data"]["result"]
+
+
+def start_daemon(tmp, name, extra):
+    """A daemon on an ephemeral port in tmp/name: (process, base URL, log file)."""
+    port_file = os.path.join(tmp, name + ".port")
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    d = subprocess.Popen([DAEMON, "--port", "0", "--port-file", port_file,
+                          "--data-dir", os.path.join(tmp, name + "-data"), "--threads", "2"] + extra,
+                         stdout=log, stderr=log)
+    for _ in range(100):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            break
+        time.sleep(0.05)
+    return d, "http://127.0.0.1:" + open(port_file).read().strip(), log
+
+
+def stop(proc, log=None):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    if log:
+        log.close()
+
+
+def grafana_live(base, tmp):
+    """A real Prometheus scrapes the daemon at base (job busy: the traffic of main) and an idle
+    daemon (job idle: nothing but the scrapes) every second. Every query of every panel
+    returns data for busy; every panel has data for idle (a panel of counts or rates shows 0
+    there, not "No data"); and no query returns data for a job nobody scrapes (no `or
+    vector(0)` inventing a value for a daemon that is down)."""
+    prometheus = shutil.which("prometheus")
+    if not check(prometheus, "prometheus is installed (Debian package prometheus; scripts/deps.sh)"):
+        return
+    idle, ibase, ilog = start_daemon(tmp, "idle", [])
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    pport = s.getsockname()[1]
+    s.close()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                "scrape_configs:\n"
+                "  - job_name: busy\n"
+                "    static_configs: [{targets: ['%s']}]\n"
+                "  - job_name: idle\n"
+                "    static_configs: [{targets: ['%s']}]\n"
+                % (base.split("//")[1], ibase.split("//")[1]))
+    plog = open(os.path.join(tmp, "prometheus.log"), "w")
+    prom = subprocess.Popen([prometheus, "--config.file=" + cfg,
+                             "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % pport, "--log.level=warn"],
+                            stdout=plog, stderr=plog)
+    purl = "http://127.0.0.1:%d" % pport
+    try:
+        # ready once a few scrapes of both are in (rate() needs two samples in its window)
+        ok = False
+        for _ in range(300):
+            time.sleep(0.1)
+            if prom.poll() is not None:
+                break
+            try:
+                r = prom_query(purl, "min(count_over_time(up[1m]))", quiet=True)
+            except Exception:  # noqa: BLE001 (not listening yet)
+                r = None
+            n = prom_query(purl, "count(up)", quiet=True) if r else None
+            if r and n and float(n[0]["value"][1]) == 2 and float(r[0]["value"][1]) >= 4:
+                ok = True
+                break
+        if not check(ok, "Prometheus scraped both daemons 4 times within 30 s"):
+            plog.flush()
+            print(open(os.path.join(tmp, "prometheus.log")).read()[-2000:])
+            return
+        call(base, "GET", "/healthz")  # traffic between scrapes, still no 5xx
+        time.sleep(1.5)
+        n = 0
+        panels = {}
+        for where, expr in panel_queries():
+            q = lambda job: expr.replace("$job", job).replace("$instance", ".*")  # noqa: E731
+            res = prom_query(purl, q("busy"))
+            n += 1
+            check(res, "%s returns no data from a scraped daemon (Grafana shows \"No data\"): %s"
+                  % (where, expr))
+            gone = prom_query(purl, q("no-such-job"))
+            check(gone == [], "%s returns data for a job nobody scrapes (%s): %s" % (where, gone, expr))
+            if res and "5xx ratio" in where:
+                v = float(res[0]["value"][1])
+                check(v == 0, "%s is %s without a 5xx answer (expected 0)" % (where, v))
+            title = where.rsplit(" ", 1)[0]
+            panels[title] = panels.get(title, False) or bool(prom_query(purl, q("idle")))
+        for title, has in panels.items():
+            check(has, "%s shows \"No data\" for an idle daemon that is scraped" % title)
+        check(n >= 25, "the dashboard has %d panel queries (expected at least 25)" % n)
+    finally:
+        stop(prom, plog)
+        stop(idle, ilog)
 
 
 def finish():
