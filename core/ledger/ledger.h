@@ -85,7 +85,9 @@
  * 3 the reservations (clients' reserved events, rounds' phase and state) and the named
  * events; 1 and 2 are still read. */
 /* 4 adds each round's owner (the key that reserved it); 1 to 3 are still read. */
-#define LEDGER_FORMAT 4
+/* 5 adds the events' stored profiles (spend.h) at the end of the snapshot and of each EVENT
+ * record, so that recovery does not compute them again; 1 to 4 are still read. */
+#define LEDGER_FORMAT 5
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;

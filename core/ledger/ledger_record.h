@@ -6,7 +6,9 @@
  * settles a seq: the write transaction (ledger_txn.h) above does.
  *
  * Log records (the payload after wal.c's or store_pg.c's framing), little-endian:
- *   EVENT(idx u32, relation u8, encoded event)
+ *   EVENT(idx u32, relation u8, encoded event; since LEDGER_FORMAT 5, when bit 7 of the
+ *         relation byte (EVENT_PROFILED) is set, the event's stored profile (spend.h) follows
+ *         the event, then its length u32: found from the end, the event not decoded)
  *   CLIENT(id, epsilon f64, delta f64, mode u8, relation u8, labels)
  *   ROUND(id, hash[16], policy u8, already_ran u8, event idx u32, n u32,
  *         n x (client id, admitted u8, reason u8, before f64, after f64))
@@ -31,6 +33,9 @@ enum {
     REC_RELEASE = 6,
     REC_NAME = 7
 };
+
+/* Bit 7 of an EVENT record's relation byte: a stored profile follows the event. */
+#define EVENT_PROFILED 0x80u
 
 /* ---- ledger_record.c: encoding (each appends one record's payload to w; w->oom on
  * failure, the caller checks it before logging) ------------------------------------------- */

@@ -6,6 +6,40 @@
 #include "ledger_record.h"
 #include "ledger_mem.h"
 
+/* Format 5: the events' stored profiles (spend.h), after the named events: a u64 count,
+ * then (event index u32, u32 length + profile bytes) for each event that has one. */
+static void write_profiles(ledger *l, bw *w)
+{
+    unsigned char p[SPEND_PROFILE_MAX];
+    size_t at = w->n, np = 0;
+    bw_u64(w, 0); /* the count, set below */
+    for (size_t i = 0; i < l->nevs && !w->oom; i++) {
+        size_t pn = spend_event_profile(l->sp, l->evs[i].se, p);
+        if (pn == 0)
+            continue;
+        bw_u32(w, (uint32_t)i);
+        bw_u32(w, (uint32_t)pn);
+        bw_put(w, p, pn);
+        np++;
+    }
+    for (int k = 0; k < 8 && !w->oom; k++)
+        w->b[at + (size_t)k] = (unsigned char)((uint64_t)np >> (8 * k));
+}
+
+/* Format 5's profiles, given to their events (another version's dropped). 0, or -1. */
+static int load_profiles(ledger *l, br *r)
+{
+    uint64_t np = br_u64(r);
+    for (uint64_t i = 0; i < np && !r->bad; i++) {
+        uint32_t idx = br_u32(r);
+        uint32_t len = br_u32(r);
+        const unsigned char *b = br_take(r, len);
+        if (r->bad || idx >= l->nevs || spend_event_set_profile(l->sp, l->evs[idx].se, b, len) < 0)
+            return -1;
+    }
+    return r->bad ? -1 : 0;
+}
+
 /* The whole state as one payload. Caller holds at least the read lock. */
 dpb_status lg_serialize(ledger *l, bw *w)
 {
@@ -79,6 +113,7 @@ dpb_status lg_serialize(ledger *l, bw *w)
         bw_u32(w, (uint32_t)l->nm[i].nbytes);
         bw_put(w, l->nm[i].bytes, l->nm[i].nbytes);
     }
+    write_profiles(l, w);
     return w->oom ? DPB_ENOMEM : DPB_OK;
 }
 
@@ -299,5 +334,7 @@ int lg_load_snapshot(ledger *l, br *r)
             r->bad = 1;
         free(name);
     }
+    if (format >= 5 && !r->bad && load_profiles(l, r) != 0)
+        return -1;
     return r->bad || r->at != r->n ? -1 : 0;
 }

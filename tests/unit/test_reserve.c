@@ -415,6 +415,10 @@ snap:
         memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
         g.snap_len -= 12;
         g.snap[0] = 3;
+        /* format 5's stored profiles end it: none here (one Gaussian), the count 0 */
+        static const unsigned char none[8];
+        CHECK(g.snap_len > 8 && memcmp(g.snap + g.snap_len - 8, none, 8) == 0);
+        g.snap_len -= 8;
         ledger *d = on_log(&g);
         if (d) {
             CHECK(round_state(d, "held", NULL, owner) == LEDGER_RESERVED && owner[0] == '\0');
