@@ -510,6 +510,11 @@ void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes);
  * off the lock (figures for tests and benchmarks). */
 uint64_t ledger_event_profiles(ledger *l);
 uint64_t ledger_open_profiles(ledger *l);
+/* How many clients' spends were evaluated under the write lock of a change since the ledger
+ * was opened (a test's figure): a reservation, a release and the released part of a commit
+ * evaluate theirs before the lock (a round of more than 64 participants its admissions
+ * too), so they add none unless a participant changed in between. */
+uint64_t ledger_locked_spends(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */

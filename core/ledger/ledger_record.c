@@ -178,7 +178,7 @@ static int replay_charges(ledger *l, uint32_t ev, const lout *out, uint32_t cnt,
         }
         if (expires) { /* a reservation: held, not charged */
             evs2[c->rel] = evc;
-            bad |= lg_reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd) != 0;
+            bad |= lg_reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd, -1) != 0;
             continue;
         }
         bad |= lg_replay_charge(l, pos, evc, isinf(out[i].after)) != 0;
