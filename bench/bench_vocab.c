@@ -134,7 +134,7 @@ static double start_up(const char *dir, uint64_t *profiles, int clean)
     double t = now_s() - t0;
     if (!ok)
         return -1.0;
-    *profiles = ledger_event_profiles(l);
+    *profiles = ledger_open_profiles(l);
     if (clean)
         ledger_close(l);
     else
