@@ -428,7 +428,8 @@ static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
 #define ROUND_SLICE 512
 
 /* The admissions computed before the write lock, ROUND_SLICE participants per hold of the
- * read lock: b->out as admit_all leaves it, from the registered events pre[rel], each
+ * read lock: b->out as admit_all leaves it before its policy (admit_finish, under the lock),
+ * from the registered events pre[rel], each
  * participant's client as it was then kept (b->pos, b->ver: round_apply checks them under the
  * write lock, and goes round again if one changed), each admitted reservation's honest status
  * after it (pre_stuck). Under the write lock only a linear check is left, not a spend.
@@ -467,8 +468,6 @@ static dpb_status admit_before(ledger *l, round_build *b, spend_event *const pre
         pthread_rwlock_unlock(&l->lock);
     }
     lg_idtab_free(&seen);
-    if (st == DPB_OK)
-        st = admit_finish(b, &ignore);
     if (st != DPB_OK) /* computed again under the lock, where it is answered */
         round_pre_drop(b);
     return st;
@@ -534,20 +533,17 @@ static dpb_status round_answer(const ledger *l, const round_build *b, ledger_rou
 
 /* Under the write lock, after admit_before: the participants whose client changed since (a
  * round or a change of budget meanwhile: another position or version) admitted again here,
- * their answers redone; the others stand as computed. DPB_OK; LEDGER_STALE when one changed
- * and the policy is all-or-nothing (again from the start); DPB_EUNSUPPORTED, or intern's
- * failure. Linear in the participants; spends only for those that changed. */
+ * their answers redone, the others standing as computed; then the policy (admit_finish), its
+ * voided outcomes marked in the answer. DPB_OK, DPB_EUNSUPPORTED, or intern's failure.
+ * Linear in the participants; spends only for those that changed. */
 static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res *res,
                                      dpb_error *err)
 {
     const ledger_round_req *req = b->req;
-    size_t changed = 0;
     for (size_t i = 0; i < req->n; i++) {
         long pos = lg_find_client(l, req->participants[i]);
         if (pos == b->pos[i] && (pos < 0 || l->cl[pos].version == b->ver[i]))
             continue;
-        if (req->policy == LEDGER_ALL_OR_NOTHING && !req->already_ran)
-            return LEDGER_STALE;
         lout *o = &b->out[i];
         b->pos[i] = pos;
         b->mode[i] = (int8_t)(pos >= 0 ? l->cl[pos].mode : l->opt.default_budget ? LEDGER_RDP : -1);
@@ -570,14 +566,16 @@ static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res
             }
         }
         fill_outcome(l, b, i, &res->outcomes[i]);
-        changed++;
     }
-    if (changed == 0)
-        return DPB_OK;
-    dpb_status st = admit_finish(b, err); /* no participant able to account it, now? */
+    dpb_status st = admit_finish(b, err);
     res->admitted = 0;
-    for (size_t i = 0; i < req->n; i++)
+    for (size_t i = 0; i < req->n && st == DPB_OK; i++) {
+        if (b->out[i].reason == LEDGER_POLICY) { /* voided by all_or_nothing */
+            res->outcomes[i].admitted = 0;
+            res->outcomes[i].reason = LEDGER_POLICY;
+        }
         res->admitted += (size_t)b->out[i].admitted;
+    }
     return st;
 }
 
@@ -752,18 +750,8 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
         memset(&early, 0, sizeof early);
         if ((st = intern_used(l, &b, err)) != DPB_OK ||
             (st = admissions_refresh(l, &b, res, err)) != DPB_OK ||
-            (st = owner_quota(l, &b, err)) != DPB_OK) {
-            if (st == LEDGER_STALE) { /* all or nothing, and a participant changed: again */
-                lg_drop_unlogged_events(l);
-                pthread_rwlock_unlock(&l->lock);
-                free(ebytes);
-                free(b.out);
-                round_pre_free(&b);
-                ledger_round_res_free(res);
-                return st;
-            }
+            (st = owner_quota(l, &b, err)) != DPB_OK)
             goto fail;
-        }
     } else if ((st = admit_all(l, &b, err)) != DPB_OK || (st = owner_quota(l, &b, err)) != DPB_OK ||
                (st = round_answer(l, &b, res, err)) != DPB_OK) {
         goto fail;

@@ -6,6 +6,7 @@
  * log, the snapshot and a replica, and records and snapshots written before owners existed
  * (RESERVE without its owner, snapshot format 3) are still read, their reservations open to
  * any caller. Reaches into ledger_int.h for the ledger's lock only. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,17 +58,19 @@ static ledger *on_log(memlog *g)
     return st == DPB_OK ? l : NULL;
 }
 
-/* A round of G(sigma) over ids[0..n) (admit_eligible): a reservation by owner (NULL: none)
- * held ttl seconds, or charged in one step (ttl 0); *admitted from the answer (may be NULL). */
+/* A round of G(sigma) over ids[0..n) (admit_eligible; all_or_nothing when sigma < 0, of
+ * G(-sigma)): a reservation by owner (NULL: none) held ttl seconds, or charged in one step
+ * (ttl 0); *admitted from the answer (may be NULL). */
 static dpb_status round_g(ledger *l, const char *rid, const char *owner, double sigma,
                           const char *const *ids, size_t n, uint64_t ttl, size_t *admitted,
                           dpb_error *err)
 {
-    dp_event *ev = gaussian(sigma);
+    ledger_policy pol = sigma < 0 ? LEDGER_ALL_OR_NOTHING : LEDGER_ADMIT_ELIGIBLE;
+    dp_event *ev = gaussian(fabs(sigma));
     ledger_round_req rq;
     memset(&rq, 0, sizeof rq);
     snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
-    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.policy = pol;
     rq.event = ev;
     rq.participants = ids;
     rq.n = n;
@@ -585,6 +588,12 @@ static void reserve_large_spends_before_the_lock(void)
            "(commit of %zu of %zu)",
            (unsigned long long)(ledger_locked_spends(a) - before), nrep, admitted);
     free(rep);
+    /* all or nothing: some cannot afford it, so nobody is admitted, nothing held */
+    before = ledger_locked_spends(a);
+    ledger_get_summary(a, &sm0);
+    CHECK(round_g(a, "aon", NULL, -2.0, ids, N, 3600, &admitted, NULL) == DPB_OK && admitted == 0);
+    ledger_get_summary(a, &sm);
+    CHECK(ledger_locked_spends(a) == before && sm.exhausted == sm0.exhausted);
     /* the same while other rounds change participants meanwhile */
     churn_job j = {0, a, ids, N};
     pthread_t th;
@@ -592,7 +601,7 @@ static void reserve_large_spends_before_the_lock(void)
     for (int k = 0; k < 4; k++) {
         char rid[16];
         snprintf(rid, sizeof rid, "big-c%d", k);
-        CHECK(reserve(a, rid, NULL, ids, N, 3600, NULL, NULL) == DPB_OK);
+        CHECK(round_g(a, rid, NULL, k < 2 ? -2.0 : 2.0, ids, N, 3600, NULL, NULL) == DPB_OK);
         if (k % 2)
             CHECK(release_as(a, rid, NULL, 0) == DPB_OK);
     }
