@@ -200,6 +200,7 @@ typedef struct {
     uint32_t n;     /* the round's outcomes when computed (0: nothing computed) */
     long *pos;      /* n: the client's position, or -1 (nothing computed for it) */
     uint64_t *ver;  /* n: its version then */
+    double *spent;  /* n: and its spend (a refinement lowers it, keeping the version) */
     uint8_t *stuck; /* n: 1 + its stuck flag after the release; 0: not known */
 } resolve_pre;
 
@@ -207,6 +208,7 @@ static void resolve_pre_free(resolve_pre *p)
 {
     free(p->pos);
     free(p->ver);
+    free(p->spent);
     free(p->stuck);
     memset(p, 0, sizeof *p);
 }
@@ -228,8 +230,9 @@ static void resolve_stuck_before(ledger *l, const char *round_id, const lg_idtab
             p->n = r->n;
             p->pos = malloc((r->n + 1) * sizeof *p->pos);
             p->ver = malloc((r->n + 1) * sizeof *p->ver);
+            p->spent = malloc((r->n + 1) * sizeof *p->spent);
             p->stuck = calloc(r->n + 1, 1);
-            if (p->pos == NULL || p->ver == NULL || p->stuck == NULL) {
+            if (p->pos == NULL || p->ver == NULL || p->spent == NULL || p->stuck == NULL) {
                 pthread_rwlock_unlock(&l->lock);
                 resolve_pre_free(p);
                 return;
@@ -246,6 +249,7 @@ static void resolve_stuck_before(ledger *l, const char *round_id, const lg_idtab
             int stuck = lg_stuck_after_hold(l, &l->cl[pos], lg_ev_se(l, ev), -1);
             p->pos[at] = pos;
             p->ver[at] = l->cl[pos].version;
+            p->spent[at] = l->cl[pos].spent;
             p->stuck[at] = stuck >= 0 ? (uint8_t)(stuck + 1) : 0;
         }
         int done = at >= r->n;
@@ -266,7 +270,7 @@ static void resolve_pre_apply(ledger *l, long rp, const resolve_pre *p)
         long pos = p->pos[i];
         r->out[i].pre_stuck = 0;
         if (pos >= 0 && (size_t)pos < l->ncl && l->cl[pos].version == p->ver[i] &&
-            strcmp(l->cl[pos].id, r->out[i].id) == 0)
+            l->cl[pos].spent == p->spent[i] && strcmp(l->cl[pos].id, r->out[i].id) == 0)
             r->out[i].pre_stuck = p->stuck[i];
     }
 }

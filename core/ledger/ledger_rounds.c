@@ -542,9 +542,12 @@ static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res
     const ledger_round_req *req = b->req;
     for (size_t i = 0; i < req->n; i++) {
         long pos = lg_find_client(l, req->participants[i]);
-        if (pos == b->pos[i] && (pos < 0 || l->cl[pos].version == b->ver[i]))
-            continue;
         lout *o = &b->out[i];
+        /* the same client, version and spend (a background refinement lowers a spend and
+         * keeps the version) */
+        if (pos == b->pos[i] &&
+            (pos < 0 || (l->cl[pos].version == b->ver[i] && l->cl[pos].spent == o->before)))
+            continue;
         b->pos[i] = pos;
         b->mode[i] = (int8_t)(pos >= 0 ? l->cl[pos].mode : l->opt.default_budget ? LEDGER_RDP : -1);
         b->eps[i] = pos >= 0 ? l->cl[pos].eps : l->opt.default_epsilon;
