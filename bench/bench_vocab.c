@@ -6,9 +6,12 @@
  * usual shape, for the ratio). Each is opened twice: as after a crash (every round in the
  * log, replayed: the clients charged need their events' profiles), then after a clean close
  * (the snapshot holds the vocabulary and the spends: nothing to compute). Prints the figures
- * and the profiles (RDP curves) recovery computed; asserts nothing about time.
+ * and the profiles (RDP curves) recovery computed; asserts nothing about time. The log's
+ * EVENT records and the snapshot carry each event's profile (LEDGER_FORMAT 5), so neither
+ * start-up computes the large events' profiles.
  *
- * Target: start-up under 2 s after 1000 rounds of the largest event (the k8s start-up probe).
+ * Target: start-up under 2 s after 1000 rounds of the largest event, after a crash and on a
+ * restart (the k8s start-up probe).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +134,7 @@ static double start_up(const char *dir, uint64_t *profiles, int clean)
     double t = now_s() - t0;
     if (!ok)
         return -1.0;
-    *profiles = ledger_event_profiles(l);
+    *profiles = ledger_open_profiles(l);
     if (clean)
         ledger_close(l);
     else
@@ -176,8 +179,7 @@ int main(int argc, char **argv)
                    clean ? "on restart (the snapshot holds the vocabulary)"
                          : "after a crash (every round in the log, replayed)",
                    t, (unsigned long long)prof,
-                   s == 0 && clean ? (t < 2.0 ? "  target < 2 s [ok]" : "  target < 2 s [MISSED]")
-                                   : "");
+                   s == 0 ? (t < 2.0 ? "  target < 2 s [ok]" : "  target < 2 s [MISSED]") : "");
             fflush(stdout);
         }
     }

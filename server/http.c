@@ -48,6 +48,8 @@ struct http_server {
     workpool *pool;       /* the compute requests' threads */
     workpool *lpool;      /* the ledger writes' threads (the ledger lane) */
     workpool *rpool;      /* the ledger reads' threads (the read lane) */
+    workpool *epool;      /* the ledger's computing requests' threads (eligibility) */
+    unsigned ethreads;    /* how many */
     int active;           /* requests begun and not completed (atomic: http_in_flight) */
     MHD_socket listen_fd; /* after http_quiesce: the listening socket, closed at http_stop */
 };
@@ -74,6 +76,7 @@ static size_t connection_memory(size_t max_header_bytes)
 #define HTTP_LEDGER_QUEUE 4096u
 #define HTTP_READ_THREADS 8u
 #define HTTP_READ_QUEUE 1024u
+#define HTTP_ELIG_QUEUE 256u /* the computing requests' lane: places waiting */
 
 /* A compute request handed to the pool; its connection stays suspended until it is done. */
 typedef struct {
@@ -469,6 +472,8 @@ static workpool *ledger_lane(http_server *s, const route *r)
         return s->lpool;
     if (r && r->lane == LANE_LEDGER_READ)
         return s->rpool;
+    if (r && r->lane == LANE_LEDGER_COMPUTE)
+        return s->epool;
     return NULL;
 }
 
@@ -503,11 +508,17 @@ static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connectio
     }
     if (workpool_reserve(p) != 0) {
         free(j);
-        char what[96];
+        char what[112];
         snprintf(what, sizeof what, "for ledger %s (%u running, %u waiting)",
-                 p == s->lpool ? "writes" : "reads",
-                 p == s->lpool ? HTTP_LEDGER_THREADS : HTTP_READ_THREADS,
-                 p == s->lpool ? HTTP_LEDGER_QUEUE : HTTP_READ_QUEUE);
+                 p == s->lpool   ? "writes"
+                 : p == s->rpool ? "reads"
+                                 : "computations (eligibility)",
+                 p == s->lpool   ? HTTP_LEDGER_THREADS
+                 : p == s->rpool ? HTTP_READ_THREADS
+                                 : s->ethreads,
+                 p == s->lpool   ? HTTP_LEDGER_QUEUE
+                 : p == s->rpool ? HTTP_READ_QUEUE
+                                 : HTTP_ELIG_QUEUE);
         return refuse_full(c, ctx, p, what);
     }
     j->req = *req;
@@ -859,12 +870,18 @@ static int start_pool(http_server *s)
      * queue deep enough that only a flood is refused */
     s->lpool = workpool_create(HTTP_LEDGER_THREADS, HTTP_LEDGER_QUEUE, 0);
     s->rpool = s->lpool ? workpool_create(HTTP_READ_THREADS, HTTP_READ_QUEUE, 0) : NULL;
-    if (s->rpool == NULL) {
+    /* the ledger's computing requests: one thread fewer than the CPUs, so that a flood of
+     * them (each may compute for seconds) leaves a core to every other request */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->ethreads = cpus > 2 ? (unsigned)cpus - 1 : 1;
+    s->epool = s->rpool ? workpool_create(s->ethreads, HTTP_ELIG_QUEUE, 0) : NULL;
+    if (s->epool == NULL) {
         fprintf(stderr, "dpbudgetd: cannot start %u ledger threads\n",
-                HTTP_LEDGER_THREADS + HTTP_READ_THREADS);
+                HTTP_LEDGER_THREADS + HTTP_READ_THREADS + s->ethreads);
+        workpool_free(s->rpool);
         workpool_free(s->lpool);
         workpool_free(s->pool);
-        s->pool = s->lpool = NULL;
+        s->pool = s->lpool = s->rpool = NULL;
         return -1;
     }
     return 0;
@@ -998,6 +1015,7 @@ void http_stop(http_server *s)
     workpool_stop(s->pool);
     workpool_stop(s->lpool);
     workpool_stop(s->rpool);
+    workpool_stop(s->epool);
     MHD_stop_daemon(s->d);
     if (s->listen_fd != MHD_INVALID_SOCKET)
         close(s->listen_fd);
@@ -1010,5 +1028,6 @@ void http_stop(http_server *s)
     workpool_free(s->pool);
     workpool_free(s->lpool);
     workpool_free(s->rpool);
+    workpool_free(s->epool);
     free(s);
 }

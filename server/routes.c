@@ -16,6 +16,8 @@
  *           and then sfx (NULL: none);
  * WRITE     a ledger write: a JSON body with scope sc, on the ledger lane, bodies up to
  *           --max-bulk-body when bulk; WRITE_ID at path{id} and then sfx;
+ * LEDGER_COMPUTE  a ledger request that computes for its caller, as WRITE but on the
+ *           ledger's compute lane;
  * OPEN      needs no key, on the HTTP worker (operations, the dashboard); quiet: a 200 is
  *           counted, not logged. */
 /* clang-format off */
@@ -26,6 +28,8 @@
 #define WRITE(h, sc, bulk_) .handler = h, .json_body = 1, .scope = sc, .bulk = bulk_, \
                             .lane = LANE_LEDGER
 #define WRITE_ID(h, sc, sfx, bulk_) WRITE(h, sc, bulk_), .prefix = 1, .suffix = sfx
+#define LEDGER_COMPUTE(h, sc, bulk_) .handler = h, .json_body = 1, .scope = sc, .bulk = bulk_, \
+                                     .lane = LANE_LEDGER_COMPUTE
 #define OPEN(h, q) .handler = h, .scope = SCOPE_NONE, .quiet = q
 
 const route ROUTES[] = {
@@ -45,7 +49,7 @@ const route ROUTES[] = {
     {"POST", "/v1/rounds", WRITE(res_round_post, SCOPE_CHARGE, 1)},
     {"GET", "/v1/rounds/", READ_ID(res_round_get, NULL)},
     /* a read, but it may compute pld candidates' PLDs: on the ledger lane too */
-    {"POST", "/v1/eligibility", WRITE(res_eligibility, SCOPE_READ, 1)},
+    {"POST", "/v1/eligibility", LEDGER_COMPUTE(res_eligibility, SCOPE_READ, 1)},
     {"PUT", "/v1/events/", WRITE_ID(res_event_put, SCOPE_ADMIN, NULL, 0)},
     {"GET", "/v1/events/", READ_ID(res_event_get, NULL)},
     {"GET", "/v1/events", READ(res_events_list)},

@@ -27,6 +27,11 @@ typedef enum {
      * the ledger's lock and, with --ledger-url, on the database (catching up); full: 503
      * overloaded. The HTTP workers never wait on the ledger: probes always answer */
     LANE_LEDGER_READ,
+    /* the ledger's requests that compute for their caller (eligibility: a PLD per probed
+     * count): a lane of their own of one thread fewer than the CPUs (one at least), so that a
+     * flood of them leaves a core, the writes' threads and the reads' to the others; full:
+     * 503 overloaded */
+    LANE_LEDGER_COMPUTE,
 } route_lane;
 
 /* For a LANE_COMPUTE route: 1 when this request is cheap whatever its size (it stays on

@@ -89,9 +89,11 @@
 /* 5 adds time (ledger_record.h): every log record carries the wall-clock time it was made, and
  * the snapshot its own time, each round's times and the ledger-wide series (ledger_get_series);
  * records and snapshots of 1 to 4 are still read, their times unknown (0). */
-/* 6 adds the stuck clients (LEDGER_STUCK) after the times; 1 to 5 are still read (their
- * clients are not stuck until a round refuses them again). */
-#define LEDGER_FORMAT 6
+/* 6 adds the events' stored profiles (spend.h) after the times (and each EVENT record carries
+ * its own, flagged), so that recovery does not compute them again; 7 the stuck clients
+ * (LEDGER_STUCK) at the end. 1 to 6 are still read (their clients are not stuck until a round
+ * refuses them again). */
+#define LEDGER_FORMAT 7
 #define LEDGER_ID_MAX 128 /* bytes of a client or round id */
 /* The one id rule (client and round ids), checked where an id enters the service and again
  * by every ledger call that stores one: UUIDs, e-mail addresses and "site-3:client-12" fit;
@@ -539,6 +541,11 @@ void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes);
  * off the lock (figures for tests and benchmarks). */
 uint64_t ledger_event_profiles(ledger *l);
 uint64_t ledger_open_profiles(ledger *l);
+/* How many clients' spends were evaluated under the write lock of a change since the ledger
+ * was opened (a test's figure): a reservation, a release and the released part of a commit
+ * evaluate theirs before the lock (a round of more than 64 participants its admissions
+ * too), so they add none unless a participant changed in between. */
+uint64_t ledger_locked_spends(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */

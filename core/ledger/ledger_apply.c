@@ -192,9 +192,12 @@ static lcount *copy_counts(const lcount *a, uint32_t n, int *oom)
 /* A reservation change of the client at pos, applied in memory: held count of ev += hold
  * (+1 reserve, -1 release), and `charge` more of ev charged (a commit). With seq != 0 (live,
  * an undo entry reserved) the client's events and reservations are kept to withdraw it;
- * during replay (seq 0) the client is only marked for recomputation. -1 when out of memory. */
+ * during replay (seq 0) the client is only marked for recomputation. A change of what it holds
+ * only (charge 0) keeps its spend (the same charged events) and takes its honest status from
+ * stuck when it is 0 or 1 (computed before the lock), else computes it. -1 when out of
+ * memory. */
 int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
-                      long rpos)
+                      long rpos, int stuck)
 {
     lclient *c = &l->cl[pos];
     lundo u = {0};
@@ -246,7 +249,10 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     }
     lg_push_undo(l, &u);
     c->seq = seq;
-    lg_recompute(l, c);
+    if (charge)
+        lg_recompute(l, c);
+    else /* only what it holds changed: its spend is that of the same charged events */
+        lg_recompute_held(l, c, stuck);
     lg_counters(l, c, +1);
     return 0;
 }
@@ -405,7 +411,9 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
             continue;
         uint32_t ev = evi[l->cl[pos].rel];
         /* a reservation holds it: counted by every admission until committed or released */
-        int bad = expires_at ? lg_reserve_change(l, seq, pos, ev, 1, 0, (long)l->nrd - 1)
+        int stuck = (int)out[i].pre_stuck - 1;
+        out[i].pre_stuck = 0;
+        int bad = expires_at ? lg_reserve_change(l, seq, pos, ev, 1, 0, (long)l->nrd - 1, stuck)
                              : charge_live(l, seq, pos, ev);
         if (bad != 0)
             return DPB_ENOMEM; /* the caller abandons the round (withdrawn as a whole) */
@@ -459,7 +467,9 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
         if (ev == LEV_NONE)
             continue;
         int charge = state == LEDGER_COMMITTED && r->out[i].reported;
-        if (lg_reserve_change(l, seq, pos, ev, -1, charge, -1) != 0)
+        int stuck = charge ? -1 : (int)r->out[i].pre_stuck - 1;
+        r->out[i].pre_stuck = 0;
+        if (lg_reserve_change(l, seq, pos, ev, -1, charge, -1, stuck) != 0)
             return -1;
     }
     if (r->state == LEDGER_RESERVED && state != LEDGER_RESERVED) {

@@ -130,6 +130,10 @@ typedef struct {
     const char *id; /* the client's id, or owned (unknown clients) */
     uint8_t owned, admitted, reason, reported;
     int8_t acct; /* the accountant `after` is; -1: not known (recovered from the log) */
+    /* the client's honest status after this outcome's reservation is taken (reserving) or
+     * given back (releasing), computed before the write lock from the client as stamped: 1 +
+     * its stuck flag; 0 not known (computed under the lock). Used once, then 0 again. */
+    uint8_t pre_stuck;
     double before, after;
 } lout;
 
@@ -267,6 +271,9 @@ struct ledger {
     /* the profiles recovery computed (ledger_open_profiles), and the thread that then
      * computes, off the lock, those of the events the clients hold (warm_main) */
     uint64_t open_profiles;
+    /* clients' spends evaluated under the write lock of a change that ended with
+     * lg_txn_end (ledger_locked_spends; lg_spends_here) */
+    atomic_uint_fast64_t locked_spends;
     pthread_t warm_thread;
     int has_warm;
     atomic_int warm_stop;

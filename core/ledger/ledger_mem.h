@@ -126,6 +126,9 @@ extern pthread_mutex_t lg_sort_mu;
  * more of event xev (extra 0: as it is), into *out (HUGE_VAL when it cannot be computed:
  * never admits then). c is borrowed; a lock is held. */
 void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out);
+/* lg_spend_held with the registered event x itself (NULL when extra is 0), interned or not. */
+void lg_spend_held_se(ledger *l, const lclient *c, spend_event *x, uint64_t extra,
+                      spend_result *out);
 /* The honest status of c (ledger.h). */
 ledger_status lg_status_of(const lclient *c);
 /* Count c out of (sign -1) or into (+1) the status and spend-bucket counters. Write lock. */
@@ -135,6 +138,16 @@ void lg_recount(ledger *l);
 /* Recompute the spend, accountant and status of c (a stored client), bringing its memo to
  * its terms and the memos' bytes under the cap. Write lock. */
 void lg_recompute(ledger *l, lclient *c);
+/* The clients' spends this thread evaluated (spend_full), so far: a change (ledger_txn.c)
+ * adds those evaluated under its write lock to l->locked_spends. */
+extern _Thread_local uint64_t lg_spends_here;
+/* After a change of the client's held reservations only (its charged events as they were, so
+ * its spend as it was): its honest status again, stuck (0 or 1) when the caller computed it
+ * before the lock from the same client (its version stamped), or -1: computed here. */
+void lg_recompute_held(ledger *l, lclient *c, int stuck);
+/* Whether one more of the client's last charged event, with its held reservations, would
+ * not be admitted now (the honest status's test; 0 without a last event). Any lock. */
+int lg_stuck_of(ledger *l, const lclient *c);
 /* Free c's memo (made again at its next change). Write lock. */
 void lg_memo_drop(ledger *l, lclient *c);
 /* The accountant c's spend is (lclient.sacct), named at this first read when recovered from
@@ -146,6 +159,15 @@ int lg_spend_accountant(const ledger *l, const lclient *c);
  * not NULL) receive the spend and accountant it would leave. LEDGER_OK when admitted. */
 ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
                            double *after, int8_t *acct);
+/* lg_admission of the registered event x itself (interned or not: a round's admissions
+ * computed before its write lock). Any lock. */
+ledger_reason lg_admission_se(ledger *l, const lclient *c, int known, spend_event *x,
+                              uint64_t extra, double *after, int8_t *acct);
+/* The honest status's test (lg_stuck_of) for c once `hold` more (+1: reserved) or fewer (-1:
+ * released) of the registered event x are held: what lg_recompute_held will find after that
+ * change, computed from c as it is (any lock: the caller stamps c's version and checks it
+ * under the write lock). 0 or 1, or -1 out of memory. */
+int lg_stuck_after_hold(ledger *l, const lclient *c, spend_event *x, int hold);
 
 /* ---- ledger_series.c: the records' clock, the series over time --------------------------- */
 
@@ -222,10 +244,12 @@ dpb_status lg_apply_logged_client(ledger *l, uint64_t seq, const char *id, doubl
 int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_t n, uint64_t seq);
 /* A reservation change of the client at pos: held count of ev += hold (+1 or -1), `charge`
  * more of ev charged, round rpos pushed into its history (rpos >= 0). Live (seq: its record,
- * an undo entry reserved) or replayed (seq 0: the client is marked for recomputation). 0, or
- * -1 out of memory. Write lock. */
+ * an undo entry reserved) or replayed (seq 0: the client is marked for recomputation). A live
+ * change of what it holds only (charge 0) keeps its spend and takes its honest status from
+ * stuck (0 or 1: computed before the lock; -1: computed here, lg_recompute_held). 0, or -1
+ * out of memory. Write lock. */
 int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
-                      long rpos);
+                      long rpos, int stuck);
 /* Store a round (record seq) in memory, taking ownership of out[0..n) once stored (l->nrd
  * grew); a reservation when expires_at != 0 (evi: its event per relation). With apply (live,
  * undo entries reserved for the round and each admitted client) every admitted client is

@@ -21,9 +21,17 @@ void lg_client_record(bw *w, const char *id, double eps, double delta, int mode,
 
 void lg_event_record(bw *w, const ledger *l, uint32_t idx)
 {
+    /* LEDGER_FORMAT 6: the event's profile when it has one to give (spend.h), after the
+     * event, then its length; bit 7 of the relation says it is there */
+    unsigned char p[SPEND_PROFILE_MAX];
+    size_t pn = spend_event_profile(l->sp, l->evs[idx].se, p);
     bw_u32(w, idx);
-    bw_u8(w, (unsigned)l->evs[idx].rel);
+    bw_u8(w, (unsigned)l->evs[idx].rel | (pn > 0 ? EVENT_PROFILED : 0u));
     bw_put(w, l->evs[idx].bytes, l->evs[idx].nbytes);
+    if (pn > 0) {
+        bw_put(w, p, pn);
+        bw_u32(w, (uint32_t)pn);
+    }
 }
 
 void lg_round_record(bw *w, const char *id, const unsigned char hash[16], int policy,
@@ -96,18 +104,44 @@ int lg_restore_name(ledger *l, const char *name, const unsigned char *b, size_t 
     return bad ? -1 : 0;
 }
 
+/* An EVENT record's relation byte rb, then from r->at its encoded event: its length into *n
+ * and the stored profile after it (LEDGER_FORMAT 6, rb & EVENT_PROFILED: the profile's bytes,
+ * then their u32 length; before, none) into *p, *pn (0: none). 0, or -1 when they do not
+ * fit the record. */
+static int event_and_profile(const br *r, unsigned rb, size_t *n, const unsigned char **p,
+                             size_t *pn)
+{
+    size_t rest = r->n - r->at;
+    *p = NULL;
+    *pn = 0;
+    *n = rest;
+    if (!(rb & EVENT_PROFILED))
+        return 0;
+    br t = {r->p, r->n, r->n - 4, 0};
+    uint32_t len = rest >= 4 ? br_u32(&t) : 0;
+    if (rest < 4 || len == 0 || len > rest - 4)
+        return -1;
+    *n = rest - 4 - len;
+    *p = r->p + r->at + *n;
+    *pn = len;
+    return 0;
+}
+
 static int apply_event(ledger *l, br *r)
 {
     uint32_t idx = br_u32(r);
-    unsigned rel = br_u8(r);
-    if (r->bad || rel > 1 || idx != l->nevs)
+    unsigned rb = br_u8(r), rel = rb & ~EVENT_PROFILED;
+    size_t n, pn;
+    const unsigned char *p;
+    if (r->bad || rel > 1 || idx != l->nevs || event_and_profile(r, rb, &n, &p, &pn) != 0)
         return -1;
     uint32_t got;
     int fresh;
-    if (lg_intern(l, r->p + r->at, r->n - r->at, (dp_relation)rel, &got, &fresh) != DPB_OK ||
-        !fresh || got != idx)
+    if (lg_intern(l, r->p + r->at, n, (dp_relation)rel, &got, &fresh) != DPB_OK || !fresh ||
+        got != idx)
         return -1;
-    return 0;
+    /* a profile of another version is dropped (the event classified at its first use) */
+    return pn > 0 && spend_event_set_profile(l->sp, l->evs[idx].se, p, pn) < 0 ? -1 : 0;
 }
 
 static int apply_client(ledger *l, br *r)
@@ -146,7 +180,7 @@ static int replay_charges(ledger *l, uint32_t ev, const lout *out, uint32_t cnt,
         }
         if (expires) { /* a reservation: held, not charged */
             evs2[c->rel] = evc;
-            bad |= lg_reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd) != 0;
+            bad |= lg_reserve_change(l, 0, pos, evc, 1, 0, (long)l->nrd, -1) != 0;
             continue;
         }
         bad |= lg_replay_charge(l, pos, evc, isinf(out[i].after)) != 0;
@@ -400,14 +434,14 @@ int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, si
     switch (type) {
     case REC_EVENT: {
         uint32_t idx = br_u32(&r);
-        unsigned rel = br_u8(&r);
-        if (r.bad || idx >= l->nevs)
+        unsigned rb = br_u8(&r), rel = rb & ~EVENT_PROFILED;
+        size_t n, pn;
+        const unsigned char *pp;
+        if (r.bad || idx >= l->nevs || event_and_profile(&r, rb, &n, &pp, &pn) != 0)
             return -1;
         const lev *e = &l->evs[idx];
-        return e->rel == rel && e->nbytes == len - r.at &&
-                       memcmp(e->bytes, p + r.at, e->nbytes) == 0
-                   ? 0
-                   : -1;
+        return e->rel == rel && e->nbytes == n && memcmp(e->bytes, p + r.at, e->nbytes) == 0 ? 0
+                                                                                             : -1;
     }
     case REC_CLIENT:
         return covered_client(l, &r);

@@ -6,7 +6,9 @@
  * settles a seq: the write transaction (ledger_txn.h) above does.
  *
  * Log records (the payload after wal.c's or store_pg.c's framing), little-endian:
- *   EVENT(idx u32, relation u8, encoded event)
+ *   EVENT(idx u32, relation u8, encoded event; since LEDGER_FORMAT 6, when bit 7 of the
+ *         relation byte (EVENT_PROFILED) is set, the event's stored profile (spend.h) follows
+ *         the event, then its length u32: found from the end, the event not decoded)
  *   CLIENT(id, epsilon f64, delta f64, mode u8, relation u8, labels)
  *   ROUND(id, hash[16], policy u8, already_ran u8, event idx u32, n u32,
  *         n x (client id, admitted u8, reason u8, before f64, after f64))
@@ -22,8 +24,9 @@
  * the record before it: monotone in seq order; ledger_series.c), then the payload above.
  * Records of type 1..7 (written before) have no time: replayed the same, their time unknown
  * (0). The time is in the bytes every store keeps (the file store's and PostgreSQL's alike)
- * and in what a record's checksum or hash covers. The snapshot (format 5) ends with its own
- * time, the last record's, every round's two times and the series (ledger_snapfmt.c).
+ * and in what a record's checksum or hash covers. The snapshot (format 5) adds, after the
+ * named events, its own time, the last record's, every round's two times and the series;
+ * format 6 then the events' profiles and format 7 the stuck clients (ledger_snapfmt.c).
  */
 #ifndef DPB_LEDGER_RECORD_H
 #define DPB_LEDGER_RECORD_H
@@ -46,6 +49,9 @@ static inline void lg_time_prefix(unsigned char b[8], uint64_t t)
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)(t >> (8 * i));
 }
+
+/* Bit 7 of an EVENT record's relation byte: a stored profile follows the event. */
+#define EVENT_PROFILED 0x80u
 
 /* ---- ledger_record.c: encoding (each appends one record's payload to w; w->oom on
  * failure, the caller checks it before logging) ------------------------------------------- */

@@ -189,9 +189,96 @@ static dpb_status resolve_prefetch(ledger *l, const char *round_id, int commit,
     return lg_prefetch_run(l, p, NULL, err);
 }
 
+/* The honest statuses a release will leave (the admitted clients of a reservation that it
+ * gives back: all of them for a release, those not reported for a commit), computed before
+ * the write lock, RESOLVE_SLICE outcomes per hold of the read lock, each with its client's
+ * position and version then; under the write lock an outcome whose client is as it was takes
+ * its status from here (lg_reserve_change), the others compute theirs there. */
+#define RESOLVE_SLICE 512
+
+typedef struct {
+    uint32_t n;     /* the round's outcomes when computed (0: nothing computed) */
+    long *pos;      /* n: the client's position, or -1 (nothing computed for it) */
+    uint64_t *ver;  /* n: its version then */
+    double *spent;  /* n: and its spend (a refinement lowers it, keeping the version) */
+    uint8_t *stuck; /* n: 1 + its stuck flag after the release; 0: not known */
+} resolve_pre;
+
+static void resolve_pre_free(resolve_pre *p)
+{
+    free(p->pos);
+    free(p->ver);
+    free(p->spent);
+    free(p->stuck);
+    memset(p, 0, sizeof *p);
+}
+
+static void resolve_stuck_before(ledger *l, const char *round_id, const lg_idtab *rep,
+                                 resolve_pre *p)
+{
+    for (uint32_t at = 0;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        long rp = lg_find_round(l, round_id);
+        const lrnd *r = rp >= 0 ? &l->rd[rp] : NULL;
+        if (r == NULL || r->state != LEDGER_RESERVED || r->out == NULL ||
+            (at > 0 && r->n != p->n)) {
+            pthread_rwlock_unlock(&l->lock);
+            resolve_pre_free(p);
+            return;
+        }
+        if (at == 0) {
+            p->n = r->n;
+            p->pos = malloc((r->n + 1) * sizeof *p->pos);
+            p->ver = malloc((r->n + 1) * sizeof *p->ver);
+            p->spent = malloc((r->n + 1) * sizeof *p->spent);
+            p->stuck = calloc(r->n + 1, 1);
+            if (p->pos == NULL || p->ver == NULL || p->spent == NULL || p->stuck == NULL) {
+                pthread_rwlock_unlock(&l->lock);
+                resolve_pre_free(p);
+                return;
+            }
+        }
+        uint32_t end = at + RESOLVE_SLICE < r->n ? at + RESOLVE_SLICE : r->n;
+        for (; at < end; at++) {
+            const lout *o = &r->out[at];
+            long pos = o->admitted ? lg_find_client(l, o->id) : -1;
+            uint32_t ev = pos >= 0 ? r->ev[l->cl[pos].rel] : LEV_NONE;
+            p->pos[at] = -1;
+            if (ev == LEV_NONE || (rep && lg_idtab_find(rep, o->id) != UINT32_MAX))
+                continue; /* not held, or charged by the commit (computed under the lock) */
+            int stuck = lg_stuck_after_hold(l, &l->cl[pos], lg_ev_se(l, ev), -1);
+            p->pos[at] = pos;
+            p->ver[at] = l->cl[pos].version;
+            p->spent[at] = l->cl[pos].spent;
+            p->stuck[at] = stuck >= 0 ? (uint8_t)(stuck + 1) : 0;
+        }
+        int done = at >= r->n;
+        pthread_rwlock_unlock(&l->lock);
+        if (done)
+            return;
+    }
+}
+
+/* Under the write lock, just before the reservation at rp is resolved: the statuses
+ * computed before it given to the outcomes whose client is as it was. */
+static void resolve_pre_apply(ledger *l, long rp, const resolve_pre *p)
+{
+    lrnd *r = &l->rd[rp];
+    if (p->n == 0 || r->n != p->n || r->out == NULL)
+        return;
+    for (uint32_t i = 0; i < r->n; i++) {
+        long pos = p->pos[i];
+        r->out[i].pre_stuck = 0;
+        if (pos >= 0 && (size_t)pos < l->ncl && l->cl[pos].version == p->ver[i] &&
+            l->cl[pos].spent == p->spent[i] && strcmp(l->cl[pos].id, r->out[i].id) == 0)
+            r->out[i].pre_stuck = p->stuck[i];
+    }
+}
+
 static dpb_status commit_once(ledger *l, const char *round_id, const char *const *reported,
                               size_t n, const unsigned char hash[16], const ledger_caller *who,
-                              const lg_prefetch *pre, ledger_round_res *res, dpb_error *err)
+                              const lg_prefetch *pre, const resolve_pre *rs, ledger_round_res *res,
+                              dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -233,9 +320,11 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         goto out;
     }
     if (l->rd[rp].phase && l->rd[rp].state == LEDGER_RESERVED &&
-        l->rd[rp].expires_at <= (uint64_t)time(NULL) && !lg_ledger_ro(l) &&
-        (st = release_locked(&t, rp, 1)) != DPB_OK)
-        goto out;
+        l->rd[rp].expires_at <= (uint64_t)time(NULL) && !lg_ledger_ro(l)) {
+        resolve_pre_apply(l, rp, rs);
+        if ((st = release_locked(&t, rp, 1)) != DPB_OK)
+            goto out;
+    }
     const lrnd *r = &l->rd[rp];
     if (!r->phase || r->state != LEDGER_RESERVED) {
         lg_round_view(l, r, res); /* the caller tells expired from released */
@@ -257,6 +346,7 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
     lg_commit_record(&w, round_id, hash, idx, n);
     if ((st = lg_txn_log(&t, REC_COMMIT, &w)) != DPB_OK)
         goto out;
+    resolve_pre_apply(l, rp, rs);
     if (lg_resolve_round(l, rp, t.seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n) != 0) {
         st = lg_txn_abandon(&t, DPB_ENOMEM);
         goto out;
@@ -296,7 +386,17 @@ dpb_status ledger_commit_as(ledger *l, const char *round_id, const char *const *
             return st;
         }
         const lg_prefetch *pre = tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
-        RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, who, pre, res, err), err);
+        resolve_pre rs = {0};
+        lg_idtab rep;
+        if (n <= LEDGER_MAX_PARTICIPANTS &&
+            lg_idtab_init(&rep, reported, sizeof *reported, n) == 0) {
+            for (size_t i = 0; i < n; i++)
+                (void)lg_idtab_add(&rep, (uint32_t)i);
+            resolve_stuck_before(l, round_id, &rep, &rs);
+            lg_idtab_free(&rep);
+        }
+        RETRY_RACES(st, commit_once(l, round_id, reported, n, hash, who, pre, &rs, res, err), err);
+        resolve_pre_free(&rs);
         lg_prefetch_free(l, &p);
     }
     return st;
@@ -309,7 +409,8 @@ dpb_status ledger_commit(ledger *l, const char *round_id, const char *const *rep
 }
 
 static dpb_status release_once(ledger *l, const char *round_id, const ledger_caller *who,
-                               const lg_prefetch *pre, ledger_round_res *res, dpb_error *err)
+                               const lg_prefetch *pre, const resolve_pre *rs, ledger_round_res *res,
+                               dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!lg_valid_id(round_id))
@@ -334,6 +435,7 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
         st = LEDGER_STALE; /* a client changed since: compute again */
     } else if ((st = lg_txn_writable(&t)) == DPB_OK) {
         int expired = l->rd[rp].expires_at <= (uint64_t)time(NULL);
+        resolve_pre_apply(l, rp, rs);
         st = release_locked(&t, rp, expired);
         if (st == DPB_OK)
             lg_round_view(l, &l->rd[rp], res);
@@ -358,7 +460,10 @@ dpb_status ledger_release_as(ledger *l, const char *round_id, const ledger_calle
             return st;
         }
         const lg_prefetch *pre = tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
-        RETRY_RACES(st, release_once(l, round_id, who, pre, res, err), err);
+        resolve_pre rs = {0};
+        resolve_stuck_before(l, round_id, NULL, &rs);
+        RETRY_RACES(st, release_once(l, round_id, who, pre, &rs, res, err), err);
+        resolve_pre_free(&rs);
         lg_prefetch_free(l, &p);
     }
     return st;
@@ -372,7 +477,7 @@ dpb_status ledger_release(ledger *l, const char *round_id, ledger_round_res *res
 /* Release round id if it is still a reservation whose time is up: DPB_OK (*done 1 if this
  * call released it), LEDGER_RACE, or a failure. */
 static dpb_status expire_once(ledger *l, const char *id, uint64_t now, const lg_prefetch *pre,
-                              int *done)
+                              const resolve_pre *rs, int *done)
 {
     dpb_error err = {0};
     *done = 0;
@@ -381,8 +486,14 @@ static dpb_status expire_once(ledger *l, const char *id, uint64_t now, const lg_
     long rp = st != DPB_OK || lg_ledger_ro(l)
                   ? -1
                   : lg_find_durable_locked(l, lg_find_round, id, lg_seq_round_state);
-    if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now)
-        st = pre && !lg_prefetch_current(l, pre) ? LEDGER_STALE : release_locked(&t, rp, 1);
+    if (rp >= 0 && l->rd[rp].state == LEDGER_RESERVED && l->rd[rp].expires_at <= now) {
+        if (pre && !lg_prefetch_current(l, pre)) {
+            st = LEDGER_STALE;
+        } else {
+            resolve_pre_apply(l, rp, rs);
+            st = release_locked(&t, rp, 1);
+        }
+    }
     int wait = t.wait;
     st = lg_txn_end_nosnap(&t, st);
     if (wait && st == DPB_OK)
@@ -419,7 +530,10 @@ size_t ledger_expire(ledger *l, uint64_t now)
              * computing under the lock what was not computed before it */
             int ok = resolve_prefetch(l, ids[i], 0, NULL, 0, &p, NULL) == DPB_OK;
             const lg_prefetch *pre = ok && tries + 1 < LG_PREFETCH_TRIES ? &p : NULL;
-            RETRY_RACES(st, expire_once(l, ids[i], now, pre, &one), NULL);
+            resolve_pre rs = {0};
+            resolve_stuck_before(l, ids[i], NULL, &rs);
+            RETRY_RACES(st, expire_once(l, ids[i], now, pre, &rs, &one), NULL);
+            resolve_pre_free(&rs);
             lg_prefetch_free(l, &p);
         }
         done += (size_t)one;

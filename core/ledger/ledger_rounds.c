@@ -249,7 +249,38 @@ typedef struct {
     int have[2];
     size_t refused;
     char why[400]; /* why the event is unsupported, for the first such participant */
+    /* admissions computed before the write lock (admit_before), or NULL: each participant's
+     * client position and version then, its mode and budget (for the answer) */
+    long *pos;
+    uint64_t *ver;
+    int8_t *mode;
+    double *eps;
+    int used[2]; /* the relations whose event an admission used */
 } round_build;
+
+static void round_pre_free(round_build *b);
+
+/* Forget admissions computed before the lock (admit_before): admit_all starts afresh. */
+static void round_pre_drop(round_build *b)
+{
+    round_pre_free(b);
+    b->refused = 0;
+    b->why[0] = '\0';
+    b->used[0] = b->used[1] = 0;
+    memset(b->out, 0, b->req->n * sizeof *b->out);
+}
+
+static void round_pre_free(round_build *b)
+{
+    free(b->pos);
+    free(b->ver);
+    free(b->mode);
+    free(b->eps);
+    b->pos = NULL;
+    b->ver = NULL;
+    b->mode = NULL;
+    b->eps = NULL;
+}
 
 /* The operator's cap on what one owner holds reserved (ledger_options.max_reserved_per_owner):
  * DPB_OK, or DPB_EQUOTA when this reservation's admitted clients would take its owner past it.
@@ -273,19 +304,24 @@ static dpb_status owner_quota(const ledger *l, const round_build *b, dpb_error *
                     (unsigned long long)cap);
 }
 
-/* The admission of participant i (its client at pos, or -1), into b->out[i]. */
-static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_error *err)
+/* The admission of participant i (its client at pos, or -1), into b->out[i]: of the round's
+ * event interned (pre NULL: the write lock held), or of its registered events pre[rel]
+ * (before the lock, under the read lock: nothing interned). */
+static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, spend_event *const *pre,
+                            dpb_error *err)
 {
     const ledger_round_req *req = b->req;
     lout *o = &b->out[i];
     int rel = pos >= 0 ? l->cl[pos].rel : DP_REL_ADD_OR_REMOVE;
-    if (!b->have[rel]) {
+    if (pre == NULL && !b->have[rel]) {
         int fresh;
         dpb_status st = lg_intern(l, b->ebytes, b->elen, (dp_relation)rel, &b->evi[rel], &fresh);
         if (st != DPB_OK)
             return dpb_fail(err, st, "event", "the event could not be prepared");
         b->have[rel] = 1;
     }
+    b->used[rel] = 1;
+    spend_event *x = pre ? pre[rel] : lg_ev_se(l, b->evi[rel]);
     lclient tmp = {0}, *c;
     if (pos >= 0) {
         c = &l->cl[pos];
@@ -297,7 +333,7 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
         c = &tmp;
     }
     o->before = pos >= 0 ? c->spent : 0.0;
-    o->reason = (uint8_t)lg_admission(l, c, pos >= 0, b->evi[rel], 1, &o->after, &o->acct);
+    o->reason = (uint8_t)lg_admission_se(l, c, pos >= 0, x, 1, &o->after, &o->acct);
     /* After the fact, every known participant is recorded, even past its budget (an
      * uncertifiable round makes the spend infinite); unsupported events still are not. */
     if (req->already_ran && o->reason != LEDGER_OK && o->reason != LEDGER_UNSUPPORTED &&
@@ -308,43 +344,50 @@ static dpb_status admit_one(ledger *l, round_build *b, size_t i, long pos, dpb_e
         b->refused++;
     if ((o->reason == LEDGER_UNSUPPORTED || o->reason == LEDGER_FILTER_UNSUPPORTED) &&
         b->why[0] == '\0')
-        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode,
-                        lg_ev_se(l, b->evi[rel]));
+        unsupported_why(b->why, sizeof b->why, o->id, (ledger_mode)c->mode, x);
+    /* before the lock: what holding it will make of the client's honest status */
+    if (pre && req->reserve && o->admitted && pos >= 0) {
+        int stuck = lg_stuck_after_hold(l, c, x, 1);
+        o->pre_stuck = stuck >= 0 ? (uint8_t)(stuck + 1) : 0;
+    }
     return DPB_OK;
 }
 
-/* Every participant's admission (duplicates and unknown clients refused), then the
- * all-or-nothing policy. DPB_OK, DPB_ENOMEM, DPB_EUNSUPPORTED (no participant can account
- * the event), or intern's failure. Write lock. */
-static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
+/* Participant i's admission, its duplicates found by seen. pre: as admit_one. */
+static dpb_status admit_each(ledger *l, round_build *b, lg_idtab *seen, size_t i,
+                             spend_event *const *pre, dpb_error *err)
 {
     const ledger_round_req *req = b->req;
-    lg_idtab seen; /* duplicates: the participants met so far */
-    if (lg_idtab_init(&seen, req->participants, sizeof *req->participants, req->n) != 0)
-        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
-    dpb_status st = DPB_OK;
-    for (size_t i = 0; i < req->n && st == DPB_OK; i++) {
-        lout *o = &b->out[i];
-        o->id = req->participants[i];
-        o->acct = -1;
-        long pos = lg_find_client(l, o->id);
-        if (lg_idtab_add(&seen, (uint32_t)i) != UINT32_MAX) {
-            o->reason = LEDGER_DUPLICATE;
-            o->before = o->after = pos >= 0 ? l->cl[pos].spent : NAN;
-            b->refused++;
-            continue;
-        }
-        if (pos < 0 && !l->opt.default_budget) {
-            o->reason = LEDGER_UNKNOWN_CLIENT;
-            o->before = o->after = NAN;
-            b->refused++;
-            continue;
-        }
-        st = admit_one(l, b, i, pos, err);
+    lout *o = &b->out[i];
+    o->id = req->participants[i];
+    o->acct = -1;
+    long pos = lg_find_client(l, o->id);
+    if (b->pos != NULL) { /* before the lock: the client as it is now, for the check after */
+        b->pos[i] = pos;
+        b->ver[i] = pos >= 0 ? l->cl[pos].version : 0;
+        b->mode[i] = (int8_t)(pos >= 0 ? l->cl[pos].mode : l->opt.default_budget ? LEDGER_RDP : -1);
+        b->eps[i] = pos >= 0 ? l->cl[pos].eps : l->opt.default_epsilon;
     }
-    lg_idtab_free(&seen);
-    if (st != DPB_OK)
-        return st;
+    if (lg_idtab_add(seen, (uint32_t)i) != UINT32_MAX) {
+        o->reason = LEDGER_DUPLICATE;
+        o->before = o->after = pos >= 0 ? l->cl[pos].spent : NAN;
+        b->refused++;
+        return DPB_OK;
+    }
+    if (pos < 0 && !l->opt.default_budget) {
+        o->reason = LEDGER_UNKNOWN_CLIENT;
+        o->before = o->after = NAN;
+        b->refused++;
+        return DPB_OK;
+    }
+    return admit_one(l, b, i, pos, pre, err);
+}
+
+/* After every participant's admission: the all-or-nothing policy. DPB_OK, or
+ * DPB_EUNSUPPORTED (no participant can account the event). */
+static dpb_status admit_finish(round_build *b, dpb_error *err)
+{
+    const ledger_round_req *req = b->req;
     /* an event that no participant's accounting can account is a bad request, not a round:
      * nothing is stored, and the answer says why */
     size_t nunsup = 0;
@@ -364,7 +407,108 @@ static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
     return DPB_OK;
 }
 
+/* Every participant's admission (duplicates and unknown clients refused), then the
+ * all-or-nothing policy. DPB_OK, DPB_ENOMEM, DPB_EUNSUPPORTED (no participant can account
+ * the event), or intern's failure. Write lock. */
+static dpb_status admit_all(ledger *l, round_build *b, dpb_error *err)
+{
+    const ledger_round_req *req = b->req;
+    lg_idtab seen; /* duplicates: the participants met so far */
+    if (lg_idtab_init(&seen, req->participants, sizeof *req->participants, req->n) != 0)
+        return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    dpb_status st = DPB_OK;
+    for (size_t i = 0; i < req->n && st == DPB_OK; i++)
+        st = admit_each(l, b, &seen, i, NULL, err);
+    lg_idtab_free(&seen);
+    return st != DPB_OK ? st : admit_finish(b, err);
+}
+
+/* Participants admitted per hold of the read lock before the write lock (writers, a round
+ * among them, take the lock between two slices). */
+#define ROUND_SLICE 512
+
+/* The admissions computed before the write lock, ROUND_SLICE participants per hold of the
+ * read lock: b->out as admit_all leaves it before its policy (admit_finish, under the lock),
+ * from the registered events pre[rel], each
+ * participant's client as it was then kept (b->pos, b->ver: round_apply checks them under the
+ * write lock, and goes round again if one changed), each admitted reservation's honest status
+ * after it (pre_stuck). Under the write lock only a linear check is left, not a spend.
+ * DPB_OK; any other status leaves the admissions to the write lock (b->pos NULL). */
+static dpb_status admit_before(ledger *l, round_build *b, spend_event *const pre[2])
+{
+    const ledger_round_req *req = b->req;
+    size_t n = req->n;
+    b->pos = malloc(n * sizeof *b->pos);
+    b->ver = malloc(n * sizeof *b->ver);
+    b->mode = malloc(n * sizeof *b->mode);
+    b->eps = malloc(n * sizeof *b->eps);
+    lg_idtab seen;
+    if (b->pos == NULL || b->ver == NULL || b->mode == NULL || b->eps == NULL ||
+        lg_idtab_init(&seen, req->participants, sizeof *req->participants, n) != 0) {
+        round_pre_free(b);
+        return DPB_ENOMEM;
+    }
+    dpb_status st = DPB_OK;
+    dpb_error ignore = {0};
+    for (size_t at = 0; at < n && st == DPB_OK;) {
+        size_t end = at + ROUND_SLICE < n ? at + ROUND_SLICE : n;
+        pthread_rwlock_rdlock(&l->lock);
+        if (at == 0 && lg_find_round(l, req->round_id) >= 0)
+            st = DPB_ECONFLICT; /* a stored round: answered under the lock */
+        for (; at < end && st == DPB_OK; at++) {
+            spend_event *const *x = pre;
+            int rel = DP_REL_ADD_OR_REMOVE;
+            long pos = lg_find_client(l, req->participants[at]);
+            if (pos >= 0)
+                rel = l->cl[pos].rel;
+            if (pre[rel] == NULL)
+                x = NULL; /* not registered: this request is admitted under the lock */
+            st = x ? admit_each(l, b, &seen, at, x, &ignore) : DPB_ENOMEM;
+        }
+        pthread_rwlock_unlock(&l->lock);
+    }
+    lg_idtab_free(&seen);
+    if (st != DPB_OK) /* computed again under the lock, where it is answered */
+        round_pre_drop(b);
+    return st;
+}
+
+/* The round's event interned for the relations admit_before's admissions used. Write lock. */
+static dpb_status intern_used(ledger *l, round_build *b, dpb_error *err)
+{
+    for (int rel = 0; rel < 2; rel++) {
+        int fresh;
+        if (!b->used[rel] || b->have[rel])
+            continue;
+        dpb_status st = lg_intern(l, b->ebytes, b->elen, (dp_relation)rel, &b->evi[rel], &fresh);
+        if (st != DPB_OK)
+            return dpb_fail(err, st, "event", "the event could not be prepared");
+        b->have[rel] = 1;
+    }
+    return DPB_OK;
+}
+
 /* The answer, from b->out (ids borrowed from the request). DPB_OK or DPB_ENOMEM. */
+/* Outcome i of the answer, from b->out[i]. */
+static void fill_outcome(const ledger *l, const round_build *b, size_t i, ledger_outcome *o)
+{
+    const lout *x = &b->out[i];
+    snprintf(o->id, sizeof o->id, "%s", x->id);
+    o->admitted = x->admitted;
+    o->reason = x->admitted && x->reason == LEDGER_OK ? LEDGER_OK : x->reason;
+    o->spent_before = x->before;
+    o->spent_after = x->after;
+    o->after_accountant = x->acct;
+    if (b->mode != NULL) { /* before the lock: the client's mode and budget then */
+        o->mode = b->mode[i];
+        o->guarantee = o->mode < 0
+                           ? LEDGER_NO_GUARANTEE
+                           : ledger_guarantee_of((ledger_mode)o->mode, x->after, b->eps[i], 0);
+    } else {
+        lg_outcome_guarantee(l, o, 1);
+    }
+}
+
 static dpb_status round_answer(const ledger *l, const round_build *b, ledger_round_res *res,
                                dpb_error *err)
 {
@@ -378,21 +522,64 @@ static dpb_status round_answer(const ledger *l, const round_build *b, ledger_rou
     if (res->outcomes == NULL)
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; i < req->n; i++) {
-        ledger_outcome *o = &res->outcomes[i];
-        const lout *x = &b->out[i];
-        snprintf(o->id, sizeof o->id, "%s", x->id);
-        o->admitted = x->admitted;
-        o->reason = x->admitted && x->reason == LEDGER_OK ? LEDGER_OK : x->reason;
-        o->spent_before = x->before;
-        o->spent_after = x->after;
-        o->after_accountant = x->acct;
-        lg_outcome_guarantee(l, o, 1);
-        res->admitted += (size_t)x->admitted;
+        fill_outcome(l, b, i, &res->outcomes[i]);
+        res->admitted += (size_t)b->out[i].admitted;
     }
     res->reserve = req->reserve;
     res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
     snprintf(res->owner, sizeof res->owner, "%s", req->reserve && req->owner ? req->owner : "");
     return DPB_OK;
+}
+
+/* Under the write lock, after admit_before: the participants whose client changed since (a
+ * round or a change of budget meanwhile: another position or version) admitted again here,
+ * their answers redone, the others standing as computed; then the policy (admit_finish), its
+ * voided outcomes marked in the answer. DPB_OK, DPB_EUNSUPPORTED, or intern's failure.
+ * Linear in the participants; spends only for those that changed. */
+static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res *res,
+                                     dpb_error *err)
+{
+    const ledger_round_req *req = b->req;
+    for (size_t i = 0; i < req->n; i++) {
+        long pos = lg_find_client(l, req->participants[i]);
+        lout *o = &b->out[i];
+        /* the same client, version and spend (a background refinement lowers a spend and
+         * keeps the version) */
+        if (pos == b->pos[i] &&
+            (pos < 0 || (l->cl[pos].version == b->ver[i] && l->cl[pos].spent == o->before)))
+            continue;
+        b->pos[i] = pos;
+        b->mode[i] = (int8_t)(pos >= 0 ? l->cl[pos].mode : l->opt.default_budget ? LEDGER_RDP : -1);
+        b->eps[i] = pos >= 0 ? l->cl[pos].eps : l->opt.default_epsilon;
+        if (o->reason == LEDGER_DUPLICATE) { /* still one: its spend as it is now */
+            o->before = o->after = pos >= 0 ? l->cl[pos].spent : NAN;
+        } else {
+            b->refused -= !o->admitted;
+            memset(o, 0, sizeof *o);
+            o->id = req->participants[i];
+            o->acct = -1;
+            if (pos < 0 && !l->opt.default_budget) {
+                o->reason = LEDGER_UNKNOWN_CLIENT;
+                o->before = o->after = NAN;
+                b->refused++;
+            } else {
+                dpb_status st = admit_one(l, b, i, pos, NULL, err);
+                if (st != DPB_OK)
+                    return st;
+            }
+        }
+        fill_outcome(l, b, i, &res->outcomes[i]);
+    }
+    dpb_status st = admit_finish(b, err);
+    res->admitted = 0;
+    for (size_t i = 0; i < req->n && st == DPB_OK; i++) {
+        if (b->out[i].reason == LEDGER_POLICY) { /* voided by all_or_nothing */
+            res->outcomes[i].admitted = 0;
+            res->outcomes[i].reason = LEDGER_POLICY;
+        }
+        res->admitted += (size_t)b->out[i].admitted;
+    }
+    return st;
 }
 
 /* Log the round's new clients (default budget), each applied as it is logged, then point
@@ -496,14 +683,24 @@ static dpb_status stored_round(ledger *l, long rpos, const ledger_round_req *req
     return DPB_OK;
 }
 
+/* Rounds of more participants than this are admitted before the write lock (admit_before);
+ * smaller ones under it, where they take about as long as the check would. */
+#define ROUND_EARLY_MIN 64
+
+/* The round: admitted, answered and, unless a dry run, logged and applied. pre (the round's
+ * registered events; NULL: none, or this is the last try) lets a large round be admitted
+ * and answered before the write lock, which then only checks that its participants are as
+ * they were (else LEDGER_STALE: again). */
 static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_prefetch *stamps,
-                              ledger_round_res *res, dpb_error *err)
+                              spend_event *const *pre, ledger_round_res *res, dpb_error *err)
 {
     memset(res, 0, sizeof *res);
     dpb_status st = round_request_ok(req, err);
     if (st != DPB_OK)
         return st;
-    round_build b = {req, NULL, 0, NULL, {0, 0}, {0, 0}, 0, ""};
+    round_build b;
+    memset(&b, 0, sizeof b);
+    b.req = req;
     unsigned char *ebytes = NULL;
     size_t ecap = 0;
     if ((st = dp_event_encode(req->event, &ebytes, &b.elen, &ecap)) != DPB_OK) {
@@ -514,6 +711,14 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
     if ((b.out = calloc(req->n, sizeof *b.out)) == NULL) {
         free(ebytes);
         return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+    }
+    /* a large round's admissions and answer, before the write lock */
+    ledger_round_res early;
+    memset(&early, 0, sizeof early);
+    if (pre != NULL && !req->dry_run && req->n > ROUND_EARLY_MIN &&
+        admit_before(l, &b, pre) == DPB_OK && round_answer(l, &b, &early, err) != DPB_OK) {
+        ledger_round_res_free(&early);
+        round_pre_drop(&b);
     }
     lg_txn t;
     int answered = 0;
@@ -542,11 +747,21 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
         pthread_rwlock_unlock(&l->lock);
         free(ebytes);
         free(b.out);
+        round_pre_free(&b);
+        ledger_round_res_free(&early);
         return st;
     }
-    if ((st = admit_all(l, &b, err)) != DPB_OK || (st = owner_quota(l, &b, err)) != DPB_OK ||
-        (st = round_answer(l, &b, res, err)) != DPB_OK)
+    if (b.pos != NULL) { /* admitted and answered before the lock: the changed ones again */
+        *res = early;
+        memset(&early, 0, sizeof early);
+        if ((st = intern_used(l, &b, err)) != DPB_OK ||
+            (st = admissions_refresh(l, &b, res, err)) != DPB_OK ||
+            (st = owner_quota(l, &b, err)) != DPB_OK)
+            goto fail;
+    } else if ((st = admit_all(l, &b, err)) != DPB_OK || (st = owner_quota(l, &b, err)) != DPB_OK ||
+               (st = round_answer(l, &b, res, err)) != DPB_OK) {
         goto fail;
+    }
     if (req->dry_run) {
         lg_drop_unlogged_events(l); /* a dry run leaves nothing behind, not even an event */
         pthread_rwlock_unlock(&l->lock);
@@ -557,6 +772,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
     if ((st = log_round(&t, &b, res)) != DPB_OK)
         goto fail;
     free(ebytes);
+    round_pre_free(&b);
     st = lg_txn_end(&t, DPB_OK);
     if (st != DPB_OK)
         ledger_round_res_free(res);
@@ -566,6 +782,8 @@ fail:
     pthread_rwlock_unlock(&l->lock);
     free(ebytes);
     lg_outcomes_free(b.out, (uint32_t)req->n);
+    round_pre_free(&b);
+    ledger_round_res_free(&early);
     ledger_round_res_free(res);
     return st;
 }
@@ -594,7 +812,9 @@ dpb_status ledger_round(ledger *l, const ledger_round_req *req, ledger_round_res
         }
         if (st == DPB_OK) {
             const lg_prefetch *check = tries + 1 < LG_PREFETCH_TRIES ? &stamps : NULL;
-            RETRY_RACES(st, round_apply(l, req, check, res, err), err);
+            /* the last try admits under the lock, whatever changes meanwhile */
+            spend_event *const *early = check ? pre : NULL;
+            RETRY_RACES(st, round_apply(l, req, check, early, res, err), err);
         }
         lg_prefetch_free(l, &stamps);
         spend_event_put(l->sp, pre[0]);

@@ -6,6 +6,40 @@
 #include "ledger_record.h"
 #include "ledger_mem.h"
 
+/* Format 5: the events' stored profiles (spend.h), after the named events: a u64 count,
+ * then (event index u32, u32 length + profile bytes) for each event that has one. */
+static void write_profiles(ledger *l, bw *w)
+{
+    unsigned char p[SPEND_PROFILE_MAX];
+    size_t at = w->n, np = 0;
+    bw_u64(w, 0); /* the count, set below */
+    for (size_t i = 0; i < l->nevs && !w->oom; i++) {
+        size_t pn = spend_event_profile(l->sp, l->evs[i].se, p);
+        if (pn == 0)
+            continue;
+        bw_u32(w, (uint32_t)i);
+        bw_u32(w, (uint32_t)pn);
+        bw_put(w, p, pn);
+        np++;
+    }
+    for (int k = 0; k < 8 && !w->oom; k++)
+        w->b[at + (size_t)k] = (unsigned char)((uint64_t)np >> (8 * k));
+}
+
+/* Format 5's profiles, given to their events (another version's dropped). 0, or -1. */
+static int load_profiles(ledger *l, br *r)
+{
+    uint64_t np = br_u64(r);
+    for (uint64_t i = 0; i < np && !r->bad; i++) {
+        uint32_t idx = br_u32(r);
+        uint32_t len = br_u32(r);
+        const unsigned char *b = br_take(r, len);
+        if (r->bad || idx >= l->nevs || spend_event_set_profile(l->sp, l->evs[idx].se, b, len) < 0)
+            return -1;
+    }
+    return r->bad ? -1 : 0;
+}
+
 /* The whole state as one payload. Caller holds at least the read lock. */
 dpb_status lg_serialize(ledger *l, bw *w)
 {
@@ -88,7 +122,9 @@ dpb_status lg_serialize(ledger *l, bw *w)
         bw_u64(w, l->rd[i].state_time_ms);
     }
     lg_series_write(l, w);
-    /* format 6: the stuck clients, each its position, its round's (1 + position) and the
+    /* format 6: the events' profiles */
+    write_profiles(l, w);
+    /* format 7: the stuck clients, each its position, its round's (1 + position) and the
      * refused spend_after kept (float bits) */
     uint64_t nstuck = 0;
     for (size_t i = 0; i < l->ncl; i++)
@@ -349,7 +385,9 @@ static int load_snapshot(ledger *l, br *r)
     }
     if (format >= 5 && !r->bad && load_times(l, r) != 0)
         r->bad = 1;
-    uint64_t ns = format >= 6 ? br_u64(r) : 0; /* the stuck clients */
+    if (format >= 6 && !r->bad && load_profiles(l, r) != 0)
+        return -1;
+    uint64_t ns = format >= 7 ? br_u64(r) : 0; /* the stuck clients */
     for (uint64_t i = 0; i < ns && !r->bad; i++) {
         uint32_t pos = br_u32(r), rd = br_u32(r), bits = br_u32(r);
         if (r->bad || pos >= l->ncl || rd == 0 || rd > l->nrd || l->cl[pos].stuck_rd != 0) {

@@ -8,9 +8,12 @@
 /* The client's spend with `extra` more of event `xev` (extra 0: as it is), and the
  * accountant it is, through the client's memo (only read; update: the memo to bring to c's
  * terms, by lg_recompute under the write lock). */
-static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_t xev,
+_Thread_local uint64_t lg_spends_here;
+
+static void spend_full(ledger *l, const lclient *c, spend_memo **update, spend_event *x,
                        uint64_t extra, spend_result *out)
 {
+    lg_spends_here++;
     if (c->uncertified) {
         memset(out, 0, sizeof *out);
         out->uncertified = 1;
@@ -19,7 +22,8 @@ static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_
         return;
     }
     size_t n = c->nev;
-    spend_event *x = extra ? lg_ev_se(l, xev) : NULL;
+    if (!extra)
+        x = NULL;
     spend_term stack[16] = {{0}}, *t = n <= 16 ? stack : malloc(n * sizeof *t);
     if (t == NULL) {
         memset(out, 0, sizeof *out);
@@ -39,8 +43,14 @@ static void spend_full(ledger *l, const lclient *c, spend_memo **update, uint32_
  * more of xev. Reservations enter as pending counts in the same multiset (spend_of). */
 void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, spend_result *out)
 {
+    lg_spend_held_se(l, c, extra ? lg_ev_se(l, xev) : NULL, extra, out);
+}
+
+void lg_spend_held_se(ledger *l, const lclient *c, spend_event *x, uint64_t extra,
+                      spend_result *out)
+{
     if (c->nrv == 0) {
-        spend_full(l, c, NULL, xev, extra, out);
+        spend_full(l, c, NULL, x, extra, out);
         return;
     }
     lclient t = *c;
@@ -64,7 +74,7 @@ void lg_spend_held(ledger *l, const lclient *c, uint32_t xev, uint64_t extra, sp
     }
     t.ev = ms;
     t.nev = m; /* the memo (of c->ev) is only read: it covers ms when the held events are new */
-    spend_full(l, &t, NULL, xev, extra, out);
+    spend_full(l, &t, NULL, x, extra, out);
     if (ms != stack)
         free(ms);
 }
@@ -118,7 +128,7 @@ void lg_memo_drop(ledger *l, lclient *c)
 static void memo_update(ledger *l, lclient *c, spend_result *r)
 {
     size_t before = spend_memo_bytes(c->memo);
-    spend_full(l, c, &c->memo, 0, 0, r);
+    spend_full(l, c, &c->memo, NULL, 0, r);
     size_t after = spend_memo_bytes(c->memo);
     l->memo_bytes = l->memo_bytes - before + after;
     l->memo_n = l->memo_n - (before > 0) + (after > 0);
@@ -147,6 +157,11 @@ void ledger_kept_stats(ledger *l, ledger_kept_figures *f)
                               s.kept_composed, s.kept_rebuilt, s.kept_evicted,    s.kept_fallbacks};
 }
 
+uint64_t ledger_locked_spends(ledger *l)
+{
+    return atomic_load_explicit(&l->locked_spends, memory_order_relaxed);
+}
+
 void ledger_kept_cap(ledger *l, size_t bytes)
 {
     spend_engine_kept_cap(l->sp, bytes);
@@ -161,14 +176,23 @@ void lg_recompute(ledger *l, lclient *c)
     c->sacct = (int8_t)r.accountant;
     if (r.uncertified)
         c->uncertified = 1;
-    c->stuck = 0;
-    if (c->last_ev != LEV_NONE && !c->uncertified && c->spent < c->eps) {
-        spend_result more;
-        spend_decide_only(1); /* the test, not the value */
-        lg_spend_held(l, c, c->last_ev, 1, &more);
-        spend_decide_only(0);
-        c->stuck = !(more.spent <= c->eps);
-    }
+    lg_recompute_held(l, c, -1);
+}
+
+int lg_stuck_of(ledger *l, const lclient *c)
+{
+    if (c->last_ev == LEV_NONE || c->uncertified || !(c->spent < c->eps))
+        return 0;
+    spend_result more;
+    spend_decide_only(1); /* the test, not the value */
+    lg_spend_held(l, c, c->last_ev, 1, &more);
+    spend_decide_only(0);
+    return !(more.spent <= c->eps);
+}
+
+void lg_recompute_held(ledger *l, lclient *c, int stuck)
+{
+    c->stuck = (uint8_t)(stuck >= 0 ? stuck : lg_stuck_of(l, c));
 }
 
 /* The accountant of a spend recovered from a snapshot (which stores the value only): it
@@ -201,9 +225,15 @@ int lg_spend_accountant(const ledger *l, const lclient *c)
 ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev, uint64_t extra,
                            double *after, int8_t *acct)
 {
-    int kind = lg_ev_kind(l, xev);
+    return lg_admission_se(l, c, known, lg_ev_se(l, xev), extra, after, acct);
+}
+
+ledger_reason lg_admission_se(ledger *l, const lclient *c, int known, spend_event *x,
+                              uint64_t extra, double *after, int8_t *acct)
+{
+    int kind = spend_event_class(x)->kind;
     spend_result sr;
-    lg_spend_held(l, c, xev, extra, &sr);
+    lg_spend_held_se(l, c, x, extra, &sr);
     *after = sr.spent;
     if (acct)
         *acct = (int8_t)sr.accountant;
@@ -216,4 +246,42 @@ ledger_reason lg_admission(ledger *l, const lclient *c, int known, uint32_t xev,
     if (known && c->spent >= c->eps && !(*after <= c->eps))
         return LEDGER_EXHAUSTED_ALREADY;
     return *after <= c->eps ? LEDGER_OK : LEDGER_OVER_BUDGET;
+}
+
+int lg_stuck_after_hold(ledger *l, const lclient *c, spend_event *x, int hold)
+{
+    if (c->last_ev == LEV_NONE || c->uncertified || !(c->spent < c->eps))
+        return 0;
+    /* the charged events with the held ones merged (lg_spend_held's multiset), then x */
+    lcount *ms = malloc(((size_t)c->nev + c->nrv + 1) * sizeof *ms);
+    spend_term *t = malloc(((size_t)c->nev + c->nrv + 2) * sizeof *t);
+    uint32_t m = c->nev;
+    if (ms != NULL && m)
+        memcpy(ms, c->ev, m * sizeof *ms);
+    if (ms == NULL || t == NULL || lg_merge_counts(ms, &m, c->rv, c->nrv) != 0) {
+        free(ms);
+        free(t);
+        return -1;
+    }
+    size_t n = 0;
+    int seen = 0;
+    for (uint32_t k = 0; k < m; k++) {
+        spend_term y = {lg_ev_se(l, ms[k].ev), ms[k].count};
+        if (y.ev == x) {
+            seen = 1;
+            y.count = hold < 0 && y.count < (uint64_t)-hold ? 0 : y.count + (uint64_t)(int64_t)hold;
+        }
+        if (y.count > 0)
+            t[n++] = y;
+    }
+    if (!seen && hold > 0)
+        t[n++] = (spend_term){x, (uint64_t)hold};
+    free(ms);
+    spend_result more;
+    spend_decide_only(1); /* the test, not the value (as lg_stuck_of) */
+    spend_eval_more(l->sp, c->memo, NULL, c->mode, c->eps, c->delta, (dp_relation)c->rel, t, n,
+                    lg_ev_se(l, c->last_ev), 1, &more);
+    spend_decide_only(0);
+    free(t);
+    return !(more.spent <= c->eps);
 }

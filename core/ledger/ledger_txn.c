@@ -270,8 +270,9 @@ void lg_rdlock_durable(ledger *l)
 
 dpb_status lg_txn_begin(lg_txn *t, ledger *l, dpb_error *err)
 {
-    *t = (lg_txn){l, err, 0, 0, 0};
+    *t = (lg_txn){l, err, 0, 0, 0, 0};
     pthread_rwlock_wrlock(&l->lock);
+    t->spends0 = lg_spends_here;
     dpb_status st = begin_write(l, err);
     t->gen = atomic_load(&l->void_gen); /* the generation a change appended now belongs to */
     return st;
@@ -340,6 +341,8 @@ void lg_txn_wait(lg_txn *t, uint64_t seq)
 
 dpb_status lg_txn_end_nosnap(lg_txn *t, dpb_status st)
 {
+    atomic_fetch_add_explicit(&t->l->locked_spends, lg_spends_here - t->spends0,
+                              memory_order_relaxed);
     pthread_rwlock_unlock(&t->l->lock);
     if (!t->wait)
         return st;

@@ -44,9 +44,10 @@ dpb_status lg_races_exhausted(dpb_error *err);
 typedef struct {
     ledger *l;
     dpb_error *err;
-    uint64_t gen; /* the void generation its records belong to */
-    uint64_t seq; /* what the change waits for: its last record, or a change it shows */
-    int wait;     /* 1: commit seq at the end */
+    uint64_t gen;     /* the void generation its records belong to */
+    uint64_t seq;     /* what the change waits for: its last record, or a change it shows */
+    int wait;         /* 1: commit seq at the end */
+    uint64_t spends0; /* lg_spends_here when the lock was taken */
 } lg_txn;
 
 /* Take the write lock and begin a change (l's lock held on return, whatever the status):

@@ -8,12 +8,14 @@
  * compositions (spend_kept.c); none is held while an accountant runs.
  *
  * May call: spend_cache.c and spend_kept.c (their set-up, release and figures), dp/ (event,
- * account), fnv.h.
+ * account), fnv.h, crc32c.h (the stored profiles' checksum).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "fnv.h"
 #include "spend_int.h"
 
@@ -42,9 +44,10 @@ spend_engine *spend_engine_new(size_t cache_bytes)
 
 static void event_free(spend_event *e)
 {
-    dp_event_free(e->ev);
+    dp_event_free(atomic_load(&e->ev));
     free(e->bytes);
     free(e->rdp);
+    free(e->pend_rdp);
     free(e);
 }
 
@@ -105,36 +108,179 @@ static void classify(const dp_event *ev, dp_relation rel, spend_class *c, double
     snprintf(why, 200, "%s", err.detail);
 }
 
+/* Publish e's class c (its curve rdp and reason why: taken) and decoded tree ev (NULL: decoded
+ * at its first use) unless another thread did first (the losing copies are left to the caller
+ * to free: *ev, *rdp set to NULL when taken). Under g->mu. */
+static void publish(spend_event *e, dp_event **ev, const spend_class *c, double **rdp,
+                    const char why[200])
+{
+    if (atomic_load_explicit(&e->ready, memory_order_relaxed))
+        return;
+    dp_event *none = NULL;
+    if (*ev != NULL && atomic_compare_exchange_strong(&e->ev, &none, *ev))
+        *ev = NULL;
+    e->rdp = *rdp;
+    memcpy(e->why, why, sizeof e->why);
+    e->cls = *c;
+    e->cls.rdp = e->rdp;
+    e->cls.why = e->why;
+    *rdp = NULL;
+    atomic_store_explicit(&e->ready, 1, memory_order_release);
+}
+
 dpb_status spend_event_ready(spend_engine *g, spend_event *e)
 {
     if (atomic_load_explicit(&e->ready, memory_order_acquire))
         return DPB_OK;
     /* decode and classify outside the lock (an RDP curve takes a while); should two threads
-     * do it at once, the first to publish wins and the other's work is dropped */
+     * do it at once, the first to publish wins and the other's work is dropped. A stored
+     * profile (spend_event_set_profile) replaces both: the tree is decoded at its first
+     * use, if any (spend_event_tree). */
     dp_event *ev = NULL;
     spend_class c;
     double *rdp = NULL;
     char why[200];
+    pthread_mutex_lock(&g->mu); /* a stored profile: nothing decoded (spend_event_tree) */
+    if (e->has_pend && !atomic_load_explicit(&e->ready, memory_order_relaxed)) {
+        e->has_pend = 0;
+        rdp = e->pend_rdp;
+        e->pend_rdp = NULL;
+        publish(e, &ev, &e->pend, &rdp, e->pend_why);
+        g->restored++;
+    }
+    int done = atomic_load_explicit(&e->ready, memory_order_relaxed);
+    pthread_mutex_unlock(&g->mu);
+    if (done)
+        return DPB_OK;
     dpb_status st = dp_event_decode(e->bytes, e->nbytes, &ev, NULL);
     if (st != DPB_OK)
         return st == DPB_ENOMEM ? st : DPB_ECORRUPT;
     classify(ev, e->rel, &c, &rdp, why);
     pthread_mutex_lock(&g->mu);
-    if (!atomic_load_explicit(&e->ready, memory_order_relaxed)) {
-        e->ev = ev;
-        e->rdp = rdp;
-        memcpy(e->why, why, sizeof e->why);
-        e->cls = c;
-        e->cls.why = e->why;
-        ev = NULL;
-        rdp = NULL;
+    if (!atomic_load_explicit(&e->ready, memory_order_relaxed))
         g->classified++;
-        atomic_store_explicit(&e->ready, 1, memory_order_release);
-    }
+    publish(e, &ev, &c, &rdp, why);
     pthread_mutex_unlock(&g->mu);
     dp_event_free(ev);
     free(rdp);
     return DPB_OK;
+}
+
+/* ---- stored profiles (spend.h) --------------------------------------------------------------- */
+
+static unsigned char *put_le(unsigned char *o, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        o[i] = (unsigned char)(v >> (8 * i));
+    return o + bytes;
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static unsigned char *put_f64(unsigned char *o, double x)
+{
+    uint64_t v;
+    memcpy(&v, &x, sizeof v);
+    return put_le(o, v, 8);
+}
+
+static double get_f64(const unsigned char *p)
+{
+    uint64_t v = get_le(p, 8);
+    double x;
+    memcpy(&x, &v, sizeof x);
+    return x;
+}
+
+/* The profile of class c (curve rdp when SPEND_RDP) into out: its length. */
+static size_t profile_write(const spend_class *c, const double *rdp, const char *why,
+                            unsigned char *out)
+{
+    size_t wl = strnlen(why, 199);
+    unsigned char *o = put_le(out, SPEND_PROFILE_VERSION, 4);
+    o = put_le(o, (uint64_t)c->kind, 1);
+    o = put_le(o, (uint64_t)(c->gdp_ok != 0), 1);
+    o = put_f64(o, c->mu2);
+    o = put_f64(o, c->tvlog);
+    o = put_le(o, wl, 1);
+    memcpy(o, why, wl);
+    o += wl;
+    size_t nc = c->kind == SPEND_RDP ? RDP_CURVE_LEN : 0;
+    o = put_le(o, nc, 2);
+    for (size_t k = 0; k < nc; k++)
+        o = put_f64(o, rdp[k]);
+    size_t n = (size_t)(o - out);
+    put_le(o, dpb_crc32c(0, out, n), 4);
+    return n + 4;
+}
+
+size_t spend_event_profile(spend_engine *g, const spend_event *e, unsigned char *out)
+{
+    if (e->nbytes <= SPEND_PROFILE_MIN_BYTES)
+        return 0;
+    if (atomic_load_explicit(&e->ready, memory_order_acquire))
+        return profile_write(&e->cls, e->rdp, e->why, out);
+    /* a stored profile not used yet (spend_event_ready may take it meanwhile) */
+    size_t n = 0;
+    pthread_mutex_lock(&g->mu);
+    if (atomic_load_explicit(&e->ready, memory_order_relaxed))
+        n = profile_write(&e->cls, e->rdp, e->why, out);
+    else if (e->has_pend)
+        n = profile_write(&e->pend, e->pend_rdp, e->pend_why, out);
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
+int spend_event_set_profile(spend_engine *g, spend_event *e, const unsigned char *p, size_t n)
+{
+    enum { HEAD = 4 + 1 + 1 + 8 + 8 + 1 };
+    if (n < HEAD + 2 + 4 || get_le(p + n - 4, 4) != dpb_crc32c(0, p, n - 4))
+        return -1;
+    if (get_le(p, 4) != SPEND_PROFILE_VERSION)
+        return 1; /* another version's numbers: classified again at the first use */
+    spend_class c;
+    memset(&c, 0, sizeof c);
+    c.kind = (int)p[4];
+    c.gdp_ok = p[5];
+    c.mu2 = get_f64(p + 6);
+    c.tvlog = get_f64(p + 14);
+    size_t wl = p[22];
+    if (wl > 199 || HEAD + wl + 2 + 4 > n || c.kind > SPEND_NOT_COVERED || c.gdp_ok > 1 ||
+        isnan(c.mu2) || isnan(c.tvlog))
+        return -1;
+    const unsigned char *q = p + HEAD + wl;
+    size_t nc = (size_t)get_le(q, 2);
+    if (nc != (c.kind == SPEND_RDP ? (size_t)RDP_CURVE_LEN : 0) || HEAD + wl + 2 + 8 * nc + 4 != n)
+        return -1;
+    double *rdp = nc ? malloc(nc * sizeof *rdp) : NULL;
+    if (nc && rdp == NULL)
+        return 0; /* out of memory: classified at the first use */
+    for (size_t k = 0; k < nc; k++)
+        if (isnan(rdp[k] = get_f64(q + 2 + 8 * k))) {
+            free(rdp);
+            return -1;
+        }
+    pthread_mutex_lock(&g->mu);
+    if (!atomic_load_explicit(&e->ready, memory_order_relaxed)) {
+        free(e->pend_rdp);
+        e->pend = c;
+        e->pend_rdp = rdp;
+        memcpy(e->pend_why, p + HEAD, wl);
+        e->pend_why[wl] = '\0';
+        e->pend.rdp = NULL;
+        e->pend.why = NULL;
+        e->has_pend = 1;
+        rdp = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+    free(rdp);
+    return 0;
 }
 
 static spend_event *reg_find(spend_engine *g, uint64_t h, const unsigned char *b, size_t n,
@@ -286,5 +432,6 @@ void spend_engine_stats(spend_engine *g, spend_stats *s)
     spend_kept_stats(&g->kept, s);
     pthread_mutex_lock(&g->mu);
     s->classified = g->classified;
+    s->restored = g->restored;
     pthread_mutex_unlock(&g->mu);
 }

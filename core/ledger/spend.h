@@ -38,6 +38,7 @@
 #include "../common/status.h"
 #include "../dp/account.h"
 #include "../dp/event.h"
+#include "../dp/rdp.h"
 
 /* What a single event is to the accountants of the ledger. */
 enum {
@@ -90,7 +91,29 @@ dpb_status spend_event_get_lazy(spend_engine *g, const unsigned char *bytes, siz
  * spend_event_class or a term of e is read. Until then e reads as SPEND_NOT_COVERED. DPB_OK,
  * DPB_ENOMEM (e stays as it was: the next call tries again). */
 dpb_status spend_event_ready(spend_engine *g, spend_event *e);
-int spend_event_is_ready(const spend_event *e);        /* 1 after spend_event_ready succeeded */
+int spend_event_is_ready(const spend_event *e); /* 1 after spend_event_ready succeeded */
+
+/* ---- stored profiles: what spend_event_ready computes, kept with the event in the log and
+ * the snapshot, so that recovery does not compute it again. A profile is the class's fields
+ * (kind, gdp_ok, mu2, tvlog, why) and, for SPEND_RDP, the RDP curve (RDP_CURVE_LEN doubles,
+ * bit for bit), little-endian, tagged with SPEND_PROFILE_VERSION and closed by a CRC-32C of
+ * its bytes. A stored profile is used only when its version is this code's: a profile of
+ * another version is dropped and the event classified again at its first use. Bump
+ * SPEND_PROFILE_VERSION whenever a class's numbers could change (dp_rdp_curve, the GDP or
+ * total-variation parts): tests/unit/test_vocab.c pins the profiles of reference events to
+ * it. Events of at most SPEND_PROFILE_MIN_BYTES encoded bytes (one mechanism: a Gaussian,
+ * a Laplace) are classified in microseconds and carry none. */
+#define SPEND_PROFILE_VERSION 1u
+#define SPEND_PROFILE_MIN_BYTES 16
+#define SPEND_PROFILE_MAX (4 + 1 + 1 + 8 + 8 + 1 + 200 + 2 + 8 * RDP_CURVE_LEN + 4)
+/* e's profile into out (SPEND_PROFILE_MAX bytes at most): its length, or 0 when e has none
+ * to give (not classified yet and none stored, or at most SPEND_PROFILE_MIN_BYTES bytes). */
+size_t spend_event_profile(spend_engine *g, const spend_event *e, unsigned char *out);
+/* Give e the stored profile p[0..n) for spend_event_ready to use instead of classifying:
+ * 0 when kept (or e is already classified), 1 when p is of another SPEND_PROFILE_VERSION
+ * (dropped), -1 when p is damaged (its length, CRC or fields). The caller holds e to itself
+ * or the ledger's write lock. */
+int spend_event_set_profile(spend_engine *g, spend_event *e, const unsigned char *p, size_t n);
 void spend_event_ref(spend_engine *g, spend_event *e); /* one more reference */
 void spend_event_put(spend_engine *g, spend_event *e);
 /* The event's encoding (borrowed: valid while a reference is held). */
@@ -197,6 +220,7 @@ typedef struct {
     size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
     uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
     uint64_t classified; /* events decoded and classified since the engine was made */
+    uint64_t restored;   /* events readied from a stored profile instead */
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

@@ -172,10 +172,11 @@ static double pld_compute(const spend_term *t, size_t m, double delta, dp_relati
     dp_event *root = dp_event_new(DP_EV_COMPOSED);
     if (root && (root->u.composed.events = calloc(m, sizeof(dp_event *))) != NULL) {
         for (size_t i = 0; i < m; i++) {
-            dp_event *sc = dp_event_new(DP_EV_SELF_COMPOSED);
+            const dp_event *tree = spend_event_tree(t[i].ev);
+            dp_event *sc = tree ? dp_event_new(DP_EV_SELF_COMPOSED) : NULL;
             if (sc == NULL)
-                break;
-            sc->u.self.event = t[i].ev->ev; /* borrowed: detached before free */
+                break;                           /* nothing certified: +inf */
+            sc->u.self.event = (dp_event *)tree; /* borrowed: detached before free */
             sc->u.self.count = t[i].count;
             root->u.composed.events[root->u.composed.n++] = sc;
         }

@@ -16,8 +16,9 @@
  *   spend_kept.c                                   the kept compositions of pld histories
  *
  * spend.c is called by none of the other three: they read the registered events' fields
- * below (sid, ev, cls), which never change once set: ev and cls are set once, by
- * spend_event_ready, before any caller builds a term of the event (spend.h).
+ * below (sid, ev, cls), which never change once set: cls is set once, by spend_event_ready,
+ * before any caller builds a term of the event (spend.h); ev (the decoded tree, which only
+ * the PLD paths read) through spend_event_tree.
  */
 #ifndef LEDGER_SPEND_INT_H
 #define LEDGER_SPEND_INT_H
@@ -36,11 +37,19 @@ struct spend_event {
     dp_relation rel;
     unsigned char *bytes;
     size_t nbytes;
-    atomic_int ready; /* ev, cls, rdp and why are set (spend_event_ready); never unset */
-    dp_event *ev;
+    atomic_int ready; /* cls, rdp and why are set (spend_event_ready); never unset */
+    /* the decoded tree: set by spend_event_ready when it classifies, or at its first use
+     * (spend_event_tree: an event readied from a stored profile is not decoded until a PLD
+     * needs it); never unset */
+    _Atomic(dp_event *) ev;
     spend_class cls;
     double *rdp;
     char why[200];
+    /* a stored profile (spend_event_set_profile) spend_event_ready uses, until then */
+    int has_pend;
+    spend_class pend;
+    double *pend_rdp;
+    char pend_why[200];
     spend_event *next; /* hash chain */
 };
 
@@ -95,6 +104,7 @@ struct spend_engine {
     size_t reg_cap, reg_n;
     uint32_t next_sid;
     uint64_t classified; /* events decoded and classified (spend_event_ready), under mu */
+    uint64_t restored;   /* events readied from a stored profile, under mu */
     spend_cache cache;
     spend_kept kept;
 };
@@ -205,5 +215,24 @@ double spend_filter_level(const double *r, double delta);
 void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel,
                       const spend_term *t, size_t m, double r, uint64_t key, const spend_event *x,
                       uint64_t nx, spend_result *out);
+
+/* The event's decoded tree (for a PLD), decoded here at its first use when
+ * spend_event_ready did not (a stored profile): the first to publish wins. NULL when it
+ * cannot be decoded now (out of memory): the caller certifies nothing with it. */
+static inline const dp_event *spend_event_tree(spend_event *e)
+{
+    dp_event *t = atomic_load_explicit(&e->ev, memory_order_acquire);
+    if (t != NULL)
+        return t;
+    if (dp_event_decode(e->bytes, e->nbytes, &t, NULL) != DPB_OK)
+        return NULL;
+    dp_event *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&e->ev, &none, t, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        dp_event_free(t);
+        return none; /* another thread's */
+    }
+    return t;
+}
 
 #endif

@@ -347,7 +347,9 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
         }
         pld_pmf f[2];
         dpb_error err = {0};
-        if (dp_pld_pair_of(ev->ev, ev->rel, SPEND_KEPT_FINE_H, f, &sym, &err) != DPB_OK) {
+        const dp_event *tree = spend_event_tree(ev);
+        if (tree == NULL ||
+            dp_pld_pair_of(tree, ev->rel, SPEND_KEPT_FINE_H, f, &sym, &err) != DPB_OK) {
             bad = 1;
         } else {
             for (int i = 0; i < (sym ? 1 : 2) && !bad; i++)

@@ -704,6 +704,80 @@ static void a_long_pld_round_does_not_hold_probes(void)
     CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
 }
 
+/* Eligibility computes for its caller (a PLD per probed count: here up to the ledger's 1 s
+ * deadline each) on a lane of its own, of one thread fewer than the CPUs: nine such requests
+ * at once (more than the ledger writes' eight threads) leave the writes' lane free, so a
+ * round sent after them is answered while none of them has been. On main they ran on the
+ * writes' lane, and the round waited for the first of them to end. */
+static void eligibility_floods_leave_the_writes_lane(void)
+{
+    const char *extra[] = {"--pld-kept-memory", "0", "--ledger-deadline", "1", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st != 0)
+        return;
+    static const char near[] =
+        "{\"budget\":{\"epsilon\":1.5,\"delta\":1e-5},\"accounting\":\"pld\"}";
+    api_reply r;
+    api_call("PUT", "/v1/clients/near", "application/json", near, sizeof near - 1, &r);
+    CHECKF(r.status == 201, "PUT: %ld %.200s", r.status, r.body);
+    api_reply_free(&r);
+    for (int k = 0; k < 40; k++) { /* a DP-SGD history: the rdp bound no longer decides */
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"round_id\":\"h-%d\",\"participants\":[\"near\"],\"policy\":"
+                 "\"admit_eligible\",\"event\":{\"class_name\":\"SelfComposedDpEvent\",\"count\":"
+                 "10,\"event\":{\"class_name\":\"PoissonSampledDpEvent\",\"sampling_probability\":"
+                 "0.01,\"event\":{\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":1.1}}}}",
+                 k);
+        api_call("POST", "/v1/rounds", "application/json", body, strlen(body), &r);
+        api_reply_free(&r);
+    }
+    enum { K = 9 };
+    int fd[K];
+    char req[2048], out[8192];
+    for (int k = 0; k < K; k++) { /* a fresh event each: PLDs to compute */
+        char body[512];
+        int bn =
+            snprintf(body, sizeof body,
+                     "{\"clients\":[\"near\"],\"max_rounds\":1000000,\"event\":{\"class_name\":"
+                     "\"PoissonSampledDpEvent\",\"sampling_probability\":0.01,\"event\":{"
+                     "\"class_name\":\"GaussianDpEvent\",\"noise_multiplier\":1.0%d}}}",
+                     k + 1);
+        int n = snprintf(req, sizeof req,
+                         "POST /v1/eligibility HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                         "application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+                         bn, body);
+        fd[k] = dial(NULL, 0);
+        CHECK(fd[k] >= 0 && send(fd[k], req, (size_t)n, MSG_NOSIGNAL) == n);
+    }
+    struct timespec ts = {0, 100000000L};
+    nanosleep(&ts, NULL); /* the eligibility requests are computing, or waiting for a thread */
+    static const char round[] = "{\"round_id\":\"quick\",\"participants\":[\"other\"],"
+                                "\"event\":{\"class_name\":\"GaussianDpEvent\","
+                                "\"noise_multiplier\":50}}";
+    api_call("POST", "/v1/rounds", "application/json", round, sizeof round - 1, &r);
+    CHECKF(r.status == 200, "the round: %ld %.200s", r.status, r.body);
+    api_reply_free(&r);
+    int answered = 0;
+    for (int k = 0; k < K; k++) {
+        struct pollfd pf = {fd[k], POLLIN, 0};
+        answered += fd[k] >= 0 && poll(&pf, 1, 0) > 0;
+    }
+    CHECKF(answered == 0, "%d eligibility requests were answered before the round", answered);
+    for (int k = 0; k < K; k++) {
+        int closed;
+        if (fd[k] < 0)
+            continue;
+        read_until_close(fd[k], out, sizeof out, 60.0, &closed);
+        CHECKF(status_of(out) == 200 || status_of(out) == 503 || status_of(out) == 422,
+               "eligibility %d: %.200s", k, out);
+        close(fd[k]);
+    }
+    st = api_daemon_stop();
+    CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+}
+
 /* The new limits are options like the others: flags, DPBUDGET_* and config lines. */
 static void edge_limits_are_options(void)
 {
@@ -749,6 +823,7 @@ const tl_test EDGE_TESTS[] = {
     TL_T(slowloris_neither_starves_probes_nor_lives_on),
     TL_T(a_busy_server_does_not_cut_a_prompt_client),
     TL_T(a_long_pld_round_does_not_hold_probes),
+    TL_T(eligibility_floods_leave_the_writes_lane),
     TL_T(edge_limits_are_options),
 };
 const size_t EDGE_NTESTS = sizeof EDGE_TESTS / sizeof EDGE_TESTS[0];

@@ -6,6 +6,7 @@
  * log, the snapshot and a replica, and records and snapshots written before owners existed
  * (RESERVE without its owner, snapshot format 3) are still read, their reservations open to
  * any caller. Reaches into ledger_int.h for the ledger's lock only. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,20 +58,23 @@ static ledger *on_log(memlog *g)
     return st == DPB_OK ? l : NULL;
 }
 
-/* A reservation by owner (NULL: none) of G(2) over ids[0..n), held ttl seconds; *admitted
- * from the answer (may be NULL). */
-static dpb_status reserve(ledger *l, const char *rid, const char *owner, const char *const *ids,
-                          size_t n, uint64_t ttl, size_t *admitted, dpb_error *err)
+/* A round of G(sigma) over ids[0..n) (admit_eligible; all_or_nothing when sigma < 0, of
+ * G(-sigma)): a reservation by owner (NULL: none) held ttl seconds, or charged in one step
+ * (ttl 0); *admitted from the answer (may be NULL). */
+static dpb_status round_g(ledger *l, const char *rid, const char *owner, double sigma,
+                          const char *const *ids, size_t n, uint64_t ttl, size_t *admitted,
+                          dpb_error *err)
 {
-    dp_event *ev = gaussian(2.0);
+    ledger_policy pol = sigma < 0 ? LEDGER_ALL_OR_NOTHING : LEDGER_ADMIT_ELIGIBLE;
+    dp_event *ev = gaussian(fabs(sigma));
     ledger_round_req rq;
     memset(&rq, 0, sizeof rq);
     snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
-    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.policy = pol;
     rq.event = ev;
     rq.participants = ids;
     rq.n = n;
-    rq.reserve = 1;
+    rq.reserve = ttl > 0;
     rq.ttl_seconds = ttl;
     rq.owner = owner;
     ledger_hash128(rid, strlen(rid), rq.body_hash);
@@ -83,6 +87,13 @@ static dpb_status reserve(ledger *l, const char *rid, const char *owner, const c
         ledger_round_res_free(&res);
     dp_event_free(ev);
     return st;
+}
+
+/* A reservation by owner of G(2), held ttl seconds. */
+static dpb_status reserve(ledger *l, const char *rid, const char *owner, const char *const *ids,
+                          size_t n, uint64_t ttl, size_t *admitted, dpb_error *err)
+{
+    return round_g(l, rid, owner, 2.0, ids, n, ttl, admitted, err);
 }
 
 static dpb_status commit_as(ledger *l, const char *rid, const char *key, int admin,
@@ -422,7 +433,7 @@ snap:
     CHECK(memlog_snap_cut_times(&g, FIXED_MS) == 0); /* format 4 */
     if (at > 0) {
         memmove(g.snap + at, g.snap + at + 12, g.snap_len - (size_t)at - 12);
-        g.snap_len -= 12; /* (format 6's stuck clients went with the times) */
+        g.snap_len -= 12; /* (formats 6 and 7, profiles and stuck clients, went with the times) */
         g.snap[0] = 3;
         ledger *d = on_log(&g);
         if (d) {
@@ -486,7 +497,139 @@ static void reserve_merge_counts_match_scan(void)
     }
 }
 
+/* ---- large reservations: spends before the write lock ---- */
+
+typedef struct {
+    atomic_int stop;
+    ledger *l;
+    const char *const *ids;
+    size_t n;
+} churn_job;
+
+/* One-step rounds of a few of the clients, over and over (a participant of a large
+ * reservation changes while it is admitted before the lock). */
+static void *churn_main(void *arg)
+{
+    churn_job *j = arg;
+    for (int r = 0; !atomic_load(&j->stop); r++) {
+        char rid[32];
+        snprintf(rid, sizeof rid, "churn-%d", r);
+        const char *two[2] = {j->ids[(size_t)r * 7 % j->n], j->ids[(size_t)r * 13 % j->n]};
+        (void)round_g(j->l, rid, NULL, 3.0, two, 2, 0, NULL, NULL);
+    }
+    return NULL;
+}
+
+/* A large reservation, its release and a commit evaluate no client's spend under the write
+ * lock (counted by ledger_locked_spends, not timed): the admissions, the honest statuses the
+ * holds leave and the answer are computed before it, and the lock only checks that each
+ * participant is as it was. Clients near their budget (so that holding or releasing changes
+ * their honest status) with a history of the reserved event; the statuses afterwards are
+ * those a replica computes from the log (ledger_compare), also while another thread charges
+ * some of the participants meanwhile (those admitted again under the lock). On main every
+ * participant's admission and two spends each of the reservation and of the release were
+ * evaluated under the write lock. */
+static void reserve_large_spends_before_the_lock(void)
+{
+    enum { N = 3000 };
+    memlog g;
+    memlog_init(&g);
+    ledger *a = on_log(&g);
+    char(*names)[16] = malloc(N * sizeof *names);
+    const char **ids = malloc(N * sizeof *ids);
+    if (a == NULL || names == NULL || ids == NULL)
+        goto out;
+    uint64_t seed = 34;
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "n%05d", i);
+        ids[i] = names[i];
+        ledger_client in, o;
+        memset(&in, 0, sizeof in);
+        snprintf(in.id, sizeof in.id, "%s", names[i]);
+        in.epsilon = 3.0 + 6.0 * (double)(tl_splitmix(&seed) % 1000) / 1000.0;
+        in.delta = 1e-5;
+        int created;
+        CHECK(ledger_put_client(a, &in, &created, &o, NULL) == DPB_OK);
+    }
+    /* a history of the reserved event G(2): some clients near their budget */
+    for (int r = 0; r < 3; r++) {
+        char rid[16];
+        snprintf(rid, sizeof rid, "h%d", r);
+        CHECK(round_g(a, rid, NULL, 2.0, ids, N, 0, NULL, NULL) == DPB_OK);
+    }
+    ledger_summary sm0, sm;
+    ledger_get_summary(a, &sm0);
+    uint64_t before = ledger_locked_spends(a);
+    size_t admitted = 0;
+    CHECK(reserve(a, "big", NULL, ids, N, 3600, &admitted, NULL) == DPB_OK);
+    CHECKF(ledger_locked_spends(a) == before, "%llu spends under the write lock (reserve)",
+           (unsigned long long)(ledger_locked_spends(a) - before));
+    CHECKF(admitted > N / 4 && admitted < N, "%zu admitted", admitted); /* not all */
+    /* holding it leaves some with no room for one more round: exhausted (honest status) */
+    ledger_get_summary(a, &sm);
+    CHECKF(sm.exhausted > sm0.exhausted && sm.active > 0, "%zu exhausted (%zu before), %zu active",
+           (size_t)sm.exhausted, (size_t)sm0.exhausted, (size_t)sm.active);
+    before = ledger_locked_spends(a);
+    CHECK(release_as(a, "big", NULL, 0) == DPB_OK);
+    CHECKF(ledger_locked_spends(a) == before, "%llu spends under the write lock (release)",
+           (unsigned long long)(ledger_locked_spends(a) - before));
+    ledger_get_summary(a, &sm);
+    CHECK(sm.exhausted == sm0.exhausted && sm.active == sm0.active);
+    /* a commit: the reported clients are charged under the lock, the others not */
+    CHECK(reserve(a, "big2", NULL, ids, N, 3600, &admitted, NULL) == DPB_OK);
+    before = ledger_locked_spends(a);
+    const char **rep = malloc(N * sizeof *rep);
+    size_t nrep = 0;
+    ledger_round_res rr;
+    if (rep != NULL && ledger_get_round(a, "big2", &rr) == DPB_OK) {
+        for (size_t i = 0; i < rr.n && nrep < 100; i++)
+            if (rr.outcomes[i].admitted)
+                rep[nrep++] = ids[i];
+        ledger_round_res_free(&rr);
+    }
+    CHECK(nrep == 100 && commit_as(a, "big2", NULL, 0, rep, nrep, NULL) == DPB_OK);
+    CHECKF(ledger_locked_spends(a) - before <= 2 * nrep,
+           "%llu spends under the write lock "
+           "(commit of %zu of %zu)",
+           (unsigned long long)(ledger_locked_spends(a) - before), nrep, admitted);
+    free(rep);
+    /* all or nothing: some cannot afford it, so nobody is admitted, nothing held */
+    before = ledger_locked_spends(a);
+    ledger_get_summary(a, &sm0);
+    CHECK(round_g(a, "aon", NULL, -2.0, ids, N, 3600, &admitted, NULL) == DPB_OK && admitted == 0);
+    ledger_get_summary(a, &sm);
+    CHECK(ledger_locked_spends(a) == before && sm.exhausted == sm0.exhausted);
+    /* the same while other rounds change participants meanwhile */
+    churn_job j = {0, a, ids, N};
+    pthread_t th;
+    int started = pthread_create(&th, NULL, churn_main, &j) == 0;
+    for (int k = 0; k < 4; k++) {
+        char rid[16];
+        snprintf(rid, sizeof rid, "big-c%d", k);
+        CHECK(round_g(a, rid, NULL, k < 2 ? -2.0 : 2.0, ids, N, 3600, NULL, NULL) == DPB_OK);
+        if (k % 2)
+            CHECK(release_as(a, rid, NULL, 0) == DPB_OK);
+    }
+    atomic_store(&j.stop, 1);
+    if (started)
+        pthread_join(th, NULL);
+    /* what a replica computes from the log under its lock: the same spends and statuses */
+    ledger *b = on_log(&g);
+    if (b != NULL) {
+        char why[256];
+        CHECKF(ledger_compare(a, b, why, sizeof why) == 0, "%s", why);
+        ledger_close_nosnapshot(b);
+    }
+out:
+    if (a != NULL)
+        ledger_close_nosnapshot(a);
+    free(ids);
+    free(names);
+    memlog_free(&g);
+}
+
 const tl_test RESERVE_TESTS[] = {
+    TL_T(reserve_large_spends_before_the_lock),
     TL_T(reserve_merge_counts_match_scan),
     TL_T(reserve_commit_list_checked_off_the_write_lock),
     TL_T(reserve_owner_matrix),

@@ -6,7 +6,7 @@
  * status then agrees with a dry run of that round, on either side of the threshold); left by
  * refusals that say nothing of its budget, dry runs, eligibility queries and retries; withdrawn
  * with a round whose sync failed; the same after a restart from the log and from a snapshot, on
- * a replica of a shared log, and a snapshot of format 5 still read. Reaches into nothing
+ * a replica of a shared log, and a snapshot of format 6 still read. Reaches into nothing
  * inside the ledger: everything through ledger.h (a shared log through memstore.h). */
 #include <math.h>
 #include <stdio.h>
@@ -529,7 +529,7 @@ out:
 
 /* Replicas of one shared log see the same stuck clients (the refusals are in the rounds'
  * records); a round whose sync fails is withdrawn with the stuck state it set; a snapshot of
- * format 5 (no stuck clients) is still read, its clients not stuck. */
+ * format 6 (no stuck clients) is still read, its clients not stuck. */
 static void stuck_replica_withdraw_old_snapshot(void)
 {
     memlog g;
@@ -563,7 +563,7 @@ static void stuck_replica_withdraw_old_snapshot(void)
     CHECKF(ledger_compare(a, b, why, sizeof why) == 0, "%s", why);
     ledger_close_nosnapshot(b);
     b = NULL;
-    /* the snapshot keeps them; rewritten as format 5 (the stuck section cut off) it is read,
+    /* the snapshot keeps them; rewritten as format 6 (the stuck section cut off) it is read,
      * its clients not stuck */
     ledger_close(a);
     a = NULL;
@@ -582,7 +582,7 @@ static void stuck_replica_withdraw_old_snapshot(void)
     CHECK(g.snap && g.snap_len > cut && g.snap[g.snap_len - cut] == 6);
     if (g.snap && g.snap_len > cut && g.snap[g.snap_len - cut] == 6) {
         g.snap_len -= cut;
-        g.snap[0] = 5;
+        g.snap[0] = 6;
         b = on_log(&g);
         if (b != NULL) {
             EXPECT(b, "e", LEDGER_ACTIVE, "", 0);
