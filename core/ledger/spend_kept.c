@@ -612,7 +612,19 @@ static int kept_has_less(spend_kept *k, const spend_term *t, size_t m, dp_relati
  * composition's own transform is not made, so it adds none), and this evaluation's own:
  * every term is s_j (1 - e^{x - l_j}) in [0, s_j], each computed sum of n positive terms is
  * within (n + 2) u relative, and the difference S1 - e^x S2 within 4 (n + 2) u S1, so
- * 8 (n_s + n_b + 8) u sum_i b_i S1 bounds it all. NAN when out of memory. */
+ * 8 (n_s + n_b + 8) u sum_i b_i S1 bounds it all. The exponentials are exp at the first point
+ * of each block of EXP_BLOCK points times a table of e^{-k h} (k < EXP_BLOCK): each within
+ * 3 u relative of exp at that point (two correctly rounded factors within u, the product's
+ * rounding), inside the same margin (n_s + n_b + 8 >= 8). NAN when out of memory. */
+#define EXP_BLOCK 64
+
+/* e^{-k h}, k < EXP_BLOCK, into e */
+static void exp_steps(double h, double e[EXP_BLOCK])
+{
+    for (int k = 0; k < EXP_BLOCK; k++)
+        e[k] = exp(-(double)k * h);
+}
+
 static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
 {
     const double u = DBL_EPSILON, h = b->h;
@@ -621,11 +633,14 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
         return NAN;
     double *s2 = s1 + s->n + 1;
     s1[s->n] = s2[s->n] = 0.0;
-    double ss = 0.0, sb = 0.0;
+    double ss = 0.0, sb = 0.0, es[EXP_BLOCK], e0 = 0.0;
+    exp_steps(h, es);
     for (size_t j = s->n; j-- > 0;) {
         double m = s->p[j] > 0.0 ? s->p[j] : 0.0;
+        if (j == s->n - 1 || j % EXP_BLOCK == EXP_BLOCK - 1) /* e^{-l} at the block's first */
+            e0 = exp(-(double)(s->lo + (int64_t)(j - j % EXP_BLOCK)) * h);
         s1[j] = s1[j + 1] + m;
-        s2[j] = s2[j + 1] + m * exp(-(double)(s->lo + (int64_t)j) * h);
+        s2[j] = s2[j + 1] + m * (e0 * es[j % EXP_BLOCK]);
         ss += m;
     }
     /* the points m h > eps: m > mt */
@@ -634,7 +649,8 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
         mt--;
     while ((double)(mt + 1) * h <= eps)
         mt++;
-    double sum = 0.0, mass = 0.0;
+    double sum = 0.0, mass = 0.0, x0 = 0.0;
+    size_t blk = SIZE_MAX; /* the block x0 is e^{x} at the first point of */
     for (size_t i = 0; i < b->n; i++) {
         double bi = b->p[i] > 0.0 ? b->p[i] : 0.0;
         sb += bi;
@@ -645,8 +661,11 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
             continue;
         if (j0 < 0)
             j0 = 0;
-        double x = eps - (double)(b->lo + (int64_t)i) * h;
-        double d = s1[j0] - exp(x) * s2[j0];
+        if (i / EXP_BLOCK != blk) {
+            blk = i / EXP_BLOCK;
+            x0 = exp(eps - (double)(b->lo + (int64_t)(blk * EXP_BLOCK)) * h);
+        }
+        double d = s1[j0] - (x0 * es[i % EXP_BLOCK]) * s2[j0];
         sum += bi * (d > 0.0 ? d : 0.0);
         mass += bi * s1[j0];
     }
