@@ -287,4 +287,5 @@ void spend_engine_stats(spend_engine *g, spend_stats *s)
     pthread_mutex_lock(&g->mu);
     s->classified = g->classified;
     pthread_mutex_unlock(&g->mu);
+    s->rdp_summed = atomic_load(&g->rdp_summed);
 }

@@ -197,6 +197,8 @@ typedef struct {
     size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
     uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
     uint64_t classified; /* events decoded and classified since the engine was made */
+    uint64_t rdp_summed; /* pld spends whose history's RDP curves were summed in full (no memo
+                          * covered them): what a memo saves, counted for the tests */
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

@@ -204,6 +204,7 @@ void spend_eval_x(spend_engine *g, int mode, double eps, double delta, dp_relati
         out->accountant = DP_ACCT_PLD;
         return;
     }
+    atomic_fetch_add(&g->rdp_summed, 1);
     spend_pld_decide(g, eps, delta, rel, t, m, rdp_of(t, m, delta),
                      spend_cache_key(delta, rel, t, m), x, nx, out);
 }
@@ -228,10 +229,12 @@ void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel
         out->spent = r;
         out->accountant = DP_ACCT_RDP;
         /* the PLD value when the cache holds it (spend_refine put it there) or the same
-         * composition is kept (another client's): never computed here, so a round within
-         * budget costs what an rdp round does */
+         * composition is kept (another client's, or the client's own, computed for its
+         * status's test: then kept as its history, which its next charge and eligibility's
+         * probes extend): never computed here, so a round within budget costs what an rdp
+         * round does */
         if ((spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) ||
-             spend_kept_peek(&g->kept, t, m, delta, rel, &p)) &&
+             spend_kept_peek(&g->kept, t, m, delta, rel, x == NULL && !ahead, &p)) &&
             p < r) {
             out->spent = p;
             out->accountant = DP_ACCT_PLD;

@@ -94,7 +94,8 @@ struct spend_engine {
     spend_event **reg;
     size_t reg_cap, reg_n;
     uint32_t next_sid;
-    uint64_t classified; /* events decoded and classified (spend_event_ready), under mu */
+    uint64_t classified;      /* events decoded and classified (spend_event_ready), under mu */
+    atomic_ullong rdp_summed; /* spend_stats.rdp_summed */
     spend_cache cache;
     spend_kept kept;
 };
@@ -173,10 +174,11 @@ int spend_kept_admits(spend_kept *k, const spend_term *t, size_t m, double eps, 
                       dp_relation rel, const spend_event *x, uint64_t nx, int *admits);
 
 /* 1 when some composition is kept (a hint), and spend_kept_eps of an exactly kept
- * composition only (nothing computed, the entry's recency unchanged): 0 when it is not kept. */
+ * composition only (nothing computed): 0 when it is not kept. own: t is a client's own
+ * history asked for itself, promoted as spend_kept_eps's own (else its recency unchanged). */
 int spend_kept_any(spend_kept *k);
 int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                    double *p);
+                    int own, double *p);
 
 /* The kept compositions' figures into s's kept_* fields. */
 void spend_kept_stats(spend_kept *k, spend_stats *s);

@@ -577,11 +577,11 @@ int spend_kept_any(spend_kept *k)
 }
 
 int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                    double *p)
+                    int own, double *p)
 {
     if (m == 0 || !spend_kept_any(k))
         return 0;
-    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, 0);
+    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, own);
     int good = e != NULL && !e->bad;
     if (good)
         *p = entry_eps(k, e, delta);

@@ -1356,6 +1356,58 @@ static void spend_kept_decide_agrees(void)
     spend_engine_free(g);
 }
 
+/* A client's history composed ahead for a test (a prospective entry, the first evicted) and
+ * then read as the client's own spend while its rdp bound still decides it (the status's
+ * test past the rdp bound, the charge within it) is kept as a history: lowering the cap by
+ * one byte evicts the stale base, not it, and asking for it again past the rdp bound
+ * composes and rebuilds nothing. (Before, it stayed prospective: evicted first, and
+ * eligibility rebuilt it.) */
+static void spend_kept_status_history_kept(void)
+{
+    spend_engine *g = spend_engine_new(0);
+    dp_event *ev[2] = {sgd(1.0, 0.05, 10), sgd(1.2, 0.05, 10)};
+    spend_event *se[2] = {NULL, NULL};
+    int ok = g != NULL;
+    for (int i = 0; ok && i < 2; i++) {
+        unsigned char *b = NULL;
+        size_t n = 0, cap = 0;
+        ok = ev[i] != NULL && dp_event_encode(ev[i], &b, &n, &cap) == DPB_OK &&
+             spend_event_get(g, b, n, DP_REL_ADD_OR_REMOVE, &se[i]) == DPB_OK;
+        free(b);
+    }
+    CHECK(ok);
+    if (ok) {
+        spend_term t[2] = {{se[0], 4}, {se[1], 0}}, w[2] = {{se[0], 4}, {se[1], 1}};
+        spend_result a, b, c;
+        /* t and one more of se[1], composed (past the rdp bound), as a test leaves it */
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, 1, se[1], 1,
+                        &a);
+        /* the same composition as the client's own spend, the rdp bound within the budget */
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 100.0, 1e-5, DP_REL_ADD_OR_REMOVE, w, 2, NULL, 0,
+                        &b);
+        spend_stats s0, s1;
+        spend_engine_stats(g, &s0);
+        spend_engine_kept_cap(g, s0.kept_bytes - 1);
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, w, 2, NULL, 0,
+                        &c);
+        spend_engine_stats(g, &s1);
+        CHECKF(a.accountant == DP_ACCT_PLD && b.accountant == DP_ACCT_PLD && c.spent == a.spent &&
+                   s1.kept_evicted > s0.kept_evicted && s1.kept_composed == s0.kept_composed &&
+                   s1.kept_rebuilt == s0.kept_rebuilt,
+               "%d %d %.17g %.17g: %llu evicted, %llu composed, %llu rebuilt", a.accountant,
+               b.accountant, a.spent, c.spent,
+               (unsigned long long)(s1.kept_evicted - s0.kept_evicted),
+               (unsigned long long)(s1.kept_composed - s0.kept_composed),
+               (unsigned long long)(s1.kept_rebuilt - s0.kept_rebuilt));
+    }
+    for (int i = 0; i < 2; i++) {
+        if (se[i])
+            spend_event_put(g, se[i]);
+        dp_event_free(ev[i]);
+    }
+    spend_engine_free(g);
+}
+
 /* ---- issue 39: the rdp spend takes the order infinity, as POST /v1/epsilon does --------- */
 
 /* A leaf for the issue-39 tests: Laplace, pure (eps, 0), Gaussian, one step of a
@@ -1479,5 +1531,6 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_memo_matches_compute),     TL_T(spend_memo_cap),
     TL_T(spend_reads_during_long_commit), TL_T(spend_rdp_order_infinity),
     TL_T(spend_kept_random_histories),    TL_T(spend_kept_decide_agrees),
+    TL_T(spend_kept_status_history_kept),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
