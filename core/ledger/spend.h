@@ -158,6 +158,10 @@ void spend_decide_only(int on);
  * composition is decided by its rdp value within the budget eps (the prefetch's test). */
 int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
                      dp_relation rel, const spend_term *t, size_t n, spend_event *x, uint64_t k);
+/* The same composition's rdp value (spend_eval's, bit for bit) into *r when the memo covers
+ * it: 1; else 0 (nothing summed). For spend_candidate.rdp. */
+int spend_rdp_value(const spend_memo *memo, double delta, dp_relation rel, const spend_term *t,
+                    size_t n, spend_event *x, uint64_t k, double *r);
 
 /* The spend of a pld client (as spend_eval) with the PLD value always computed (through the
  * same cache): min(p, r) naming its accountant, also when r is within the budget. *stop
@@ -172,6 +176,8 @@ typedef struct {
     dp_relation rel;
     spend_term *t;
     size_t m;
+    double rdp; /* the terms' rdp value when known (spend_rdp_value, under the lock that the
+                 * memo needs), else NAN: then summed here */
 } spend_candidate;
 
 /* Most threads spend_prefetch computes PLDs on (besides the caller's, at most one per CPU). */

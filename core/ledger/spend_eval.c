@@ -306,7 +306,17 @@ static void *prefetch_main(void *arg)
             return NULL;
         spend_candidate *c = &j->c[j->need[i]];
         spend_result r;
-        spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
+        if (isnan(c->rdp)) {
+            spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
+            continue;
+        }
+        /* spend_eval's pld branch with the rdp value given (a memo covered the terms, so
+         * every one has an RDP curve: none is uncertifiable); the terms are sorted */
+        memset(&r, 0, sizeof r);
+        r.accountant = -1;
+        r.spent = HUGE_VAL;
+        spend_pld_decide(j->g, c->eps, c->delta, c->rel, c->t, c->m, c->rdp,
+                         spend_cache_key(c->delta, c->rel, c->t, c->m), NULL, 0, &r);
     }
 }
 
@@ -317,7 +327,11 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
         return;
     for (size_t i = 0; i < n; i++) { /* the cheap test spend_eval makes first */
         qsort(c[i].t, c[i].m, sizeof *c[i].t, cmp_term);
-        if (!(rdp_of(c[i].t, c[i].m, c[i].delta) <= c[i].eps))
+        if (c[i].m == 0)
+            c[i].rdp = NAN;
+        if (isnan(c[i].rdp))
+            atomic_fetch_add(&g->rdp_summed, 1);
+        if (!((isnan(c[i].rdp) ? rdp_of(c[i].t, c[i].m, c[i].delta) : c[i].rdp) <= c[i].eps))
             need[nn++] = i;
     }
     prefetch_job j = {g, c, need, nn, 0};

@@ -1408,6 +1408,70 @@ static void spend_kept_status_history_kept(void)
     spend_engine_free(g);
 }
 
+/* One round of ev for every id (admit eligible); the number admitted, -1 on failure. */
+static int round_all(ledger *l, const char *rid, dp_event *ev, const char **ids, size_t n)
+{
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    if (ledger_round(l, &rq, &res, &err) != DPB_OK) {
+        CHECKF(0, "round %s: %s", rid, err.detail);
+        return -1;
+    }
+    int admitted = (int)res.admitted;
+    ledger_round_res_free(&res);
+    return admitted;
+}
+
+/* A round of pld clients past their rdp bound, each with a memo (20 distinct events): the
+ * prefetch takes the rdp values the memos give under the read lock, so no history's RDP
+ * curves are summed in full (ledger_kept_figures.rdp_summed stays), while the PLD decides
+ * (compositions extended or rebuilt: the clients share one history). Before, the prefetch summed
+ * each participant's history twice. */
+static void spend_round_sums_no_history(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    enum { NR = 20, NC = 4 };
+    dp_event *ev[NR + 1] = {NULL};
+    if (l == NULL)
+        return;
+    const char *ids[NC] = {"m0", "m1", "m2", "m3"};
+    for (int i = 0; i < NC; i++)
+        put_pld(l, ids[i], 100.0, 1e-5);
+    int ok = 1;
+    for (int k = 0; ok && k <= NR; k++)
+        ok = (ev[k] = sgd(1.0 + 0.05 * k, 0.05, 10)) != NULL;
+    for (int k = 0; ok && k < NR; k++) {
+        char rid[16];
+        snprintf(rid, sizeof rid, "m%d", k);
+        ok = round_all(l, rid, ev[k], ids, NC) == NC;
+    }
+    CHECK(ok);
+    for (int i = 0; ok && i < NC; i++) { /* budgets just above the spends: the PLD decides */
+        ledger_client c;
+        CHECK(ledger_get_client(l, ids[i], &c) == DPB_OK);
+        put_pld(l, ids[i], c.spent * (1.002 + 0.004 * i), 1e-5);
+    }
+    ledger_kept_figures f0, f1;
+    ledger_kept_stats(l, &f0);
+    int admitted = ok ? round_all(l, "past", ev[NR], ids, NC) : -1;
+    ledger_kept_stats(l, &f1);
+    CHECKF(admitted >= 0 && f1.rdp_summed == f0.rdp_summed &&
+               f1.composed + f1.rebuilt > f0.composed + f0.rebuilt,
+           "%d admitted: %llu histories summed in full, %llu compositions", admitted,
+           (unsigned long long)(f1.rdp_summed - f0.rdp_summed),
+           (unsigned long long)(f1.composed + f1.rebuilt - f0.composed - f0.rebuilt));
+    finish(l, dir, ev, NR + 1);
+}
+
 /* ---- issue 39: the rdp spend takes the order infinity, as POST /v1/epsilon does --------- */
 
 /* A leaf for the issue-39 tests: Laplace, pure (eps, 0), Gaussian, one step of a
@@ -1531,6 +1595,6 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_memo_matches_compute),     TL_T(spend_memo_cap),
     TL_T(spend_reads_during_long_commit), TL_T(spend_rdp_order_infinity),
     TL_T(spend_kept_random_histories),    TL_T(spend_kept_decide_agrees),
-    TL_T(spend_kept_status_history_kept),
+    TL_T(spend_kept_status_history_kept), TL_T(spend_round_sums_no_history),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
