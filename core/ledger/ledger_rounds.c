@@ -187,8 +187,13 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
                 cw[k].count += more;
             else
                 cw[m++] = (spend_term){x, more};
-            cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel,
-                                           cw,        m,           sn[i].rdp[more - 1]};
+            cand[nc++] = (spend_candidate){sn[i].eps,
+                                           sn[i].delta,
+                                           (dp_relation)sn[i].rel,
+                                           cw,
+                                           m,
+                                           !isnan(sn[i].rdp[more - 1]),
+                                           sn[i].rdp[more - 1]};
         }
     }
     dpb_status st = DPB_OK;

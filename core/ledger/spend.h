@@ -176,8 +176,9 @@ typedef struct {
     dp_relation rel;
     spend_term *t;
     size_t m;
-    double rdp; /* the terms' rdp value when known (spend_rdp_value, under the lock that the
-                 * memo needs), else NAN: then summed here */
+    int rdp_known; /* 1: rdp is the terms' rdp value (spend_rdp_value, under the lock that
+                    * the memo needs); 0 (as a candidate made without it): summed here */
+    double rdp;
 } spend_candidate;
 
 /* Most threads spend_prefetch computes PLDs on (besides the caller's, at most one per CPU). */

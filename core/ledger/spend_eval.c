@@ -306,7 +306,7 @@ static void *prefetch_main(void *arg)
             return NULL;
         spend_candidate *c = &j->c[j->need[i]];
         spend_result r;
-        if (isnan(c->rdp)) {
+        if (!c->rdp_known) {
             spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
             continue;
         }
@@ -327,11 +327,11 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
         return;
     for (size_t i = 0; i < n; i++) { /* the cheap test spend_eval makes first */
         qsort(c[i].t, c[i].m, sizeof *c[i].t, cmp_term);
-        if (c[i].m == 0)
-            c[i].rdp = NAN;
-        if (isnan(c[i].rdp))
+        if (c[i].m == 0 || isnan(c[i].rdp))
+            c[i].rdp_known = 0;
+        if (!c[i].rdp_known)
             atomic_fetch_add(&g->rdp_summed, 1);
-        if (!((isnan(c[i].rdp) ? rdp_of(c[i].t, c[i].m, c[i].delta) : c[i].rdp) <= c[i].eps))
+        if (!((c[i].rdp_known ? c[i].rdp : rdp_of(c[i].t, c[i].m, c[i].delta)) <= c[i].eps))
             need[nn++] = i;
     }
     prefetch_job j = {g, c, need, nn, 0};
