@@ -203,9 +203,10 @@ typedef struct {
     uint64_t hits, misses, pld_computed;
     size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
     uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
-    uint64_t classified; /* events decoded and classified since the engine was made */
-    uint64_t rdp_summed; /* pld spends whose history's RDP curves were summed in full (no memo
-                          * covered them): what a memo saves, counted for the tests */
+    uint64_t classified;  /* events decoded and classified since the engine was made */
+    uint64_t rdp_summed;  /* pld spends whose history's RDP curves were summed in full (no memo
+                           * covered them): what a memo saves, counted for the tests */
+    uint64_t kept_powers; /* k-th powers of an event made (k > 1: eligibility's probes) */
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

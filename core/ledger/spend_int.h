@@ -87,6 +87,7 @@ typedef struct {
     kentry *lru_head[2], *lru_tail[2]; /* prospective entries, the others: most recent first */
     size_t entries, bytes, peak_bytes, cap_bytes; /* cap_bytes 0: none kept */
     uint64_t hits, composed, rebuilt, evicted, fallbacks;
+    uint64_t powers; /* powers of an event made (spend_stats.kept_powers) */
 } spend_kept;
 
 struct spend_engine {

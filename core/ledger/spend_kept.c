@@ -325,6 +325,11 @@ static dpb_status coarsen(const pld_pmf *f, pld_pmf *out)
     return st;
 }
 
+/* A power of an event at most this large (the counts of a short search: 12 of a DP-SGD step
+ * are about 15 KiB) is kept as an ordinary entry; larger ones (a long search's, up to
+ * 500 KiB) as prospective ones, so that they never push out the clients' histories. */
+#define KEPT_SHARED_POWER_BYTES ((size_t)64 << 10)
+
 /* The entry of `count` of event ev alone, referenced; NULL when out of memory. The event's
  * own distribution is made under single_mu, so that the threads of a round's prefetch make
  * it once. */
@@ -332,7 +337,9 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
 {
     spend_term one = {ev, count};
     uint64_t key = key_of(&one, 1, ev->rel);
-    /* powers (eligibility's probes) stay prospective: first out, before clients' histories */
+    /* powers (eligibility's probes): large ones prospective, first out before clients'
+     * histories; small ones (a short search's, shared by every client it asks about) as
+     * ordinary entries, so that each history a search rebuilds does not evict them */
     kentry *e = kept_get_as(k, key, ev->rel, &one, 1, count == 1);
     if (e)
         return e;
@@ -379,13 +386,22 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
         pld_free(&d[1]);
         return NULL;
     }
+    pthread_mutex_lock(&k->mu);
+    k->powers++;
+    pthread_mutex_unlock(&k->mu);
     e = kentry_new(&one, 1, ev->rel, d, sym, 0);
-    return e ? kept_insert(k, e, 1) : NULL;
+    return e ? kept_insert(k, e, e->bytes > KEPT_SHARED_POWER_BYTES) : NULL;
 }
 
-/* The kept distribution of the sorted terms t[0..m) composed from its events' own, at once
- * (a restart's, an eviction's or a withdrawal's rebuild), referenced; NULL when the kept
- * path cannot make it. */
+/* Histories of at most this many distinct events are rebuilt by composing their terms one
+ * by one (each a charge's composition: a direct sum of a few microseconds for a DP-SGD
+ * history, and the same operations as the charges that made it when each event was charged
+ * once, in order); longer ones in the Fourier domain at once (pld_compose_many). */
+#define KEPT_FOLD_MAX 256
+
+/* The kept distribution of the sorted terms t[0..m) composed from its events' own (a
+ * restart's, an eviction's or a withdrawal's rebuild), referenced; NULL when the kept path
+ * cannot make it. */
 static kentry *kept_scratch(spend_kept *k, const spend_term *t, size_t m, dp_relation rel)
 {
     pld_pmf d[2];
@@ -398,13 +414,23 @@ static kentry *kept_scratch(spend_kept *k, const spend_term *t, size_t m, dp_rel
     }
     kentry **s = calloc(m, sizeof *s);
     pld_term *pt = malloc(m * sizeof *pt);
-    int ok = s != NULL && pt != NULL, sym = 1;
+    int ok = s != NULL && pt != NULL, sym = 1, fold = m <= KEPT_FOLD_MAX;
     for (size_t i = 0; ok && i < m; i++) {
-        s[i] = kept_single(k, t[i].ev, 1);
+        s[i] = kept_single(k, t[i].ev, fold ? t[i].count : 1);
         ok = s[i] != NULL && !s[i]->bad;
         sym = sym && ok && s[i]->sym;
     }
     for (int dir = 0; ok && dir < (sym ? 1 : 2); dir++) {
+        if (fold) { /* the terms composed one by one in sid order, as charges compose them */
+            ok = pld_copy(&s[0]->d[s[0]->sym ? 0 : dir], &d[dir]) == DPB_OK;
+            for (size_t i = 1; ok && i < m; i++) {
+                pld_pmf next = {0};
+                ok = pld_compose_fft(&d[dir], &s[i]->d[s[i]->sym ? 0 : dir], &next) == DPB_OK;
+                pld_free(&d[dir]);
+                d[dir] = next;
+            }
+            continue;
+        }
         for (size_t i = 0; i < m; i++)
             pt[i] = (pld_term){&s[i]->d[s[i]->sym ? 0 : dir], t[i].count};
         ok = pld_compose_many(pt, m, &d[dir]) == DPB_OK;
@@ -751,5 +777,6 @@ void spend_kept_stats(spend_kept *k, spend_stats *s)
     s->kept_rebuilt = k->rebuilt;
     s->kept_evicted = k->evicted;
     s->kept_fallbacks = k->fallbacks;
+    s->kept_powers = k->powers;
     pthread_mutex_unlock(&k->mu);
 }
