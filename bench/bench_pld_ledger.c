@@ -306,6 +306,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
     kept_figures(l, C);
     if (elig) {
         eligibility(l, C, 0.8 + 0.01 * (k + 1));
+        kept_figures(l, C); /* rebuilt: the histories eligibility found missing */
         excess(l);
     }
     size_t mc, mb;

@@ -7,10 +7,17 @@
 #include <math.h>
 #include <string.h>
 
+/* The history's memo (spend.h) for this search: made by the first test (k 0), then read by
+ * every probe, so that a probe's rdp value adds k curves to the history's sums instead of
+ * summing the whole history again (the same bits). Per thread: afford_rounds is not
+ * reentrant on a thread. */
+static _Thread_local spend_memo *probe_memo;
+static _Thread_local int probe_memo_made;
+
 /* One admission test of k more of x (k 0: the history as it is), counted against the
- * budget. DPB_OK with *reason and *after, or the budget's refusal. */
-static dpb_status admit(spend_engine *g, const afford_history *h, spend_event *x, uint64_t k,
-                        afford_budget *b, ledger_reason *reason, double *after)
+ * budget unless uncounted. DPB_OK with *reason and *after, or the budget's refusal. */
+static dpb_status admit_as(spend_engine *g, const afford_history *h, spend_event *x, uint64_t k,
+                           afford_budget *b, int uncounted, ledger_reason *reason, double *after)
 {
     spend_result sr;
     if (h->uncertified) {
@@ -19,12 +26,14 @@ static dpb_status admit(spend_engine *g, const afford_history *h, spend_event *x
         sr.accountant = -1;
         sr.spent = HUGE_VAL;
     } else {
-        spend_eval_more(g, NULL, NULL, h->mode, h->eps, h->delta, h->rel, h->t, h->m, k ? x : NULL,
-                        k, &sr);
+        int make = k == 0 && !probe_memo_made;
+        probe_memo_made |= make;
+        spend_eval_more(g, probe_memo, make ? &probe_memo : NULL, h->mode, h->eps, h->delta, h->rel,
+                        h->t, h->m, k ? x : NULL, k, &sr);
     }
     if (dpb_cancelled())
         return DPB_ECANCELLED; /* a PLD stopped half-way answered +inf: not an answer */
-    if (sr.pld_computed && ++b->pld_evals > b->max_pld_evals && b->max_pld_evals > 0)
+    if (sr.pld_computed && !uncounted && ++b->pld_evals > b->max_pld_evals && b->max_pld_evals > 0)
         return DPB_ECOST;
     *after = sr.spent;
     int kind = spend_event_class(x)->kind;
@@ -40,6 +49,12 @@ static dpb_status admit(spend_engine *g, const afford_history *h, spend_event *x
     else
         *reason = sr.spent <= h->eps ? LEDGER_OK : LEDGER_OVER_BUDGET;
     return DPB_OK;
+}
+
+static dpb_status admit(spend_engine *g, const afford_history *h, spend_event *x, uint64_t k,
+                        afford_budget *b, ledger_reason *reason, double *after)
+{
+    return admit_as(g, h, x, k, b, 0, reason, after);
 }
 
 /* 1 when k more are admitted (into *ok), through admit. */
@@ -105,9 +120,14 @@ dpb_status afford_rounds(spend_engine *g, const afford_history *h, spend_event *
     dpb_status st = DPB_OK;
     if (dpb_cancelled())
         st = DPB_ECANCELLED;
-    if (st == DPB_OK && want_held) {
+    probe_memo_made = 0;
+    if (st == DPB_OK) { /* the history as it is: its memo for the probes, and what it holds
+                         * (counted against the budget when asked for, as before) */
         ledger_reason r;
-        st = admit(g, h, x, 0, b, &r, &out->held);
+        double held;
+        st = admit_as(g, h, x, 0, b, !want_held, &r, &held);
+        if (want_held)
+            out->held = held;
     }
     if (st == DPB_OK) {
         spend_decide_only(1); /* the probes ask for admissions, not values: a kept
@@ -115,6 +135,8 @@ dpb_status afford_rounds(spend_engine *g, const afford_history *h, spend_event *
         st = search(g, h, x, max_rounds, b, out);
         spend_decide_only(0);
     }
+    spend_memo_free(probe_memo);
+    probe_memo = NULL;
     dpb_cancel_leave(prev);
     if (st == DPB_OK && out->reason != LEDGER_OK)
         out->rounds = 0;

@@ -231,10 +231,12 @@ void ledger_set_compute_limits(ledger *l, double deadline_s, uint64_t max_pld_ev
 
 /* The kept compositions (docs/LEDGER.md, "Kept compositions"): distributions held, their
  * bytes now, at most so far and the cap; compositions extended by a charge, rebuilt from
- * their events, evicted, and values computed from scratch instead. */
+ * their events, evicted, and values computed from scratch instead; pld spends whose
+ * history's RDP curves were summed in full (no client's memo covered them). */
 typedef struct {
     size_t entries, bytes, peak_bytes, cap_bytes;
     uint64_t composed, rebuilt, evicted, fallbacks;
+    uint64_t rdp_summed;
 } ledger_kept_figures;
 void ledger_kept_stats(ledger *l, ledger_kept_figures *f);
 

@@ -79,6 +79,8 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
         double eps, delta;
         uint8_t rel, once; /* once: the admission's count only (the charged-only spend) */
         size_t off, m;
+        double rdp[2]; /* the rdp values of one and two more (the memo's, read under the
+                        * lock), NAN when no memo covers them */
     } *sn = malloc(2 * req->n * sizeof *sn);
     spend_term *t = NULL;
     int rels[2] = {0, 0}, ok = 1;
@@ -134,14 +136,18 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
          * client's memo tells in a few comparisons, under this read lock) */
         spend_event *x = pre[c->rel];
         dp_relation rel = (dp_relation)c->rel;
-        if (spend_rdp_within(l->sp, c->memo, c->eps, c->delta, rel, t + off, nt - off, x, 1) &&
-            spend_rdp_within(l->sp, c->memo, c->eps, c->delta, rel, t + off, nt - off, x, 2)) {
+        double r1 = NAN, r2 = NAN;
+        if (!spend_rdp_value(c->memo, c->delta, rel, t + off, nt - off, x, 1, &r1))
+            r1 = NAN;
+        if (!spend_rdp_value(c->memo, c->delta, rel, t + off, nt - off, x, 2, &r2))
+            r2 = NAN;
+        if (r1 <= c->eps && r2 <= c->eps) {
             nt = off;
             continue;
         }
         for (size_t j = off; j < nt; j++)
             spend_event_ref(l->sp, t[j].ev); /* a withdrawn charge could drop it meanwhile */
-        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, 0, off, nt - off};
+        sn[ns] = (struct pclient){c->eps, c->delta, c->rel, 0, off, nt - off, {r1, r2}};
         nt++; /* room for the round's event */
         ns++;
         if (c->nrv > 0 && !req->reserve) { /* its charged spend after the charge, held apart */
@@ -150,7 +156,7 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
                 t[nt] = (spend_term){l->evs[c->ev[k].ev].se, c->ev[k].count};
                 spend_event_ref(l->sp, t[nt++].ev);
             }
-            sn[ns++] = (struct pclient){c->eps, c->delta, c->rel, 1, off2, nt - off2};
+            sn[ns++] = (struct pclient){c->eps, c->delta, c->rel, 1, off2, nt - off2, {NAN, NAN}};
             nt++; /* room for the round's event */
         }
     }
@@ -181,7 +187,13 @@ static dpb_status prefetch_spends(ledger *l, const ledger_round_req *req, spend_
                 cw[k].count += more;
             else
                 cw[m++] = (spend_term){x, more};
-            cand[nc++] = (spend_candidate){sn[i].eps, sn[i].delta, (dp_relation)sn[i].rel, cw, m};
+            cand[nc++] = (spend_candidate){sn[i].eps,
+                                           sn[i].delta,
+                                           (dp_relation)sn[i].rel,
+                                           cw,
+                                           m,
+                                           !isnan(sn[i].rdp[more - 1]),
+                                           sn[i].rdp[more - 1]};
         }
     }
     dpb_status st = DPB_OK;

@@ -152,9 +152,9 @@ void ledger_kept_stats(ledger *l, ledger_kept_figures *f)
 {
     spend_stats s;
     spend_engine_stats(l->sp, &s);
-    *f =
-        (ledger_kept_figures){s.kept_entries,  s.kept_bytes,   s.kept_peak_bytes, s.kept_cap_bytes,
-                              s.kept_composed, s.kept_rebuilt, s.kept_evicted,    s.kept_fallbacks};
+    *f = (ledger_kept_figures){s.kept_entries,   s.kept_bytes,     s.kept_peak_bytes,
+                               s.kept_cap_bytes, s.kept_composed,  s.kept_rebuilt,
+                               s.kept_evicted,   s.kept_fallbacks, s.rdp_summed};
 }
 
 uint64_t ledger_locked_spends(ledger *l)

@@ -434,4 +434,5 @@ void spend_engine_stats(spend_engine *g, spend_stats *s)
     s->classified = g->classified;
     s->restored = g->restored;
     pthread_mutex_unlock(&g->mu);
+    s->rdp_summed = atomic_load(&g->rdp_summed);
 }

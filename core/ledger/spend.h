@@ -181,6 +181,10 @@ void spend_decide_only(int on);
  * composition is decided by its rdp value within the budget eps (the prefetch's test). */
 int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
                      dp_relation rel, const spend_term *t, size_t n, spend_event *x, uint64_t k);
+/* The same composition's rdp value (spend_eval's, bit for bit) into *r when the memo covers
+ * it: 1; else 0 (nothing summed). For spend_candidate.rdp. */
+int spend_rdp_value(const spend_memo *memo, double delta, dp_relation rel, const spend_term *t,
+                    size_t n, spend_event *x, uint64_t k, double *r);
 
 /* The spend of a pld client (as spend_eval) with the PLD value always computed (through the
  * same cache): min(p, r) naming its accountant, also when r is within the budget. *stop
@@ -195,6 +199,9 @@ typedef struct {
     dp_relation rel;
     spend_term *t;
     size_t m;
+    int rdp_known; /* 1: rdp is the terms' rdp value (spend_rdp_value, under the lock that
+                    * the memo needs); 0 (as a candidate made without it): summed here */
+    double rdp;
 } spend_candidate;
 
 /* Most threads spend_prefetch computes PLDs on (besides the caller's, at most one per CPU). */
@@ -219,8 +226,11 @@ typedef struct {
     uint64_t hits, misses, pld_computed;
     size_t kept_entries, kept_bytes, kept_peak_bytes, kept_cap_bytes;
     uint64_t kept_composed, kept_rebuilt, kept_evicted, kept_fallbacks;
-    uint64_t classified; /* events decoded and classified since the engine was made */
-    uint64_t restored;   /* events readied from a stored profile instead */
+    uint64_t classified;  /* events decoded and classified since the engine was made */
+    uint64_t restored;    /* events readied from a stored profile instead */
+    uint64_t rdp_summed;  /* pld spends whose history's RDP curves were summed in full (no memo
+                           * covered them): what a memo saves, counted for the tests */
+    uint64_t kept_powers; /* k-th powers of an event made (k > 1: eligibility's probes) */
 } spend_stats;
 void spend_engine_stats(spend_engine *g, spend_stats *s);
 

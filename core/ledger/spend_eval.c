@@ -204,6 +204,7 @@ void spend_eval_x(spend_engine *g, int mode, double eps, double delta, dp_relati
         out->accountant = DP_ACCT_PLD;
         return;
     }
+    atomic_fetch_add(&g->rdp_summed, 1);
     spend_pld_decide(g, eps, delta, rel, t, m, rdp_of(t, m, delta),
                      spend_cache_key(delta, rel, t, m), x, nx, out);
 }
@@ -228,10 +229,12 @@ void spend_pld_decide(spend_engine *g, double eps, double delta, dp_relation rel
         out->spent = r;
         out->accountant = DP_ACCT_RDP;
         /* the PLD value when the cache holds it (spend_refine put it there) or the same
-         * composition is kept (another client's): never computed here, so a round within
-         * budget costs what an rdp round does */
+         * composition is kept (another client's, or the client's own, computed for its
+         * status's test: then kept as its history, which its next charge and eligibility's
+         * probes extend): never computed here, so a round within budget costs what an rdp
+         * round does */
         if ((spend_cache_get(&g->cache, key, delta, rel, t, m, &p, 0) ||
-             spend_kept_peek(&g->kept, t, m, delta, rel, &p)) &&
+             spend_kept_peek(&g->kept, t, m, delta, rel, x == NULL && !ahead, &p)) &&
             p < r) {
             out->spent = p;
             out->accountant = DP_ACCT_PLD;
@@ -303,7 +306,17 @@ static void *prefetch_main(void *arg)
             return NULL;
         spend_candidate *c = &j->c[j->need[i]];
         spend_result r;
-        spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
+        if (!c->rdp_known) {
+            spend_eval(j->g, LEDGER_PLD, c->eps, c->delta, c->rel, c->t, c->m, &r);
+            continue;
+        }
+        /* spend_eval's pld branch with the rdp value given (a memo covered the terms, so
+         * every one has an RDP curve: none is uncertifiable); the terms are sorted */
+        memset(&r, 0, sizeof r);
+        r.accountant = -1;
+        r.spent = HUGE_VAL;
+        spend_pld_decide(j->g, c->eps, c->delta, c->rel, c->t, c->m, c->rdp,
+                         spend_cache_key(c->delta, c->rel, c->t, c->m), NULL, 0, &r);
     }
 }
 
@@ -314,7 +327,11 @@ void spend_prefetch(spend_engine *g, spend_candidate *c, size_t n)
         return;
     for (size_t i = 0; i < n; i++) { /* the cheap test spend_eval makes first */
         qsort(c[i].t, c[i].m, sizeof *c[i].t, cmp_term);
-        if (!(rdp_of(c[i].t, c[i].m, c[i].delta) <= c[i].eps))
+        if (c[i].m == 0 || isnan(c[i].rdp))
+            c[i].rdp_known = 0;
+        if (!c[i].rdp_known)
+            atomic_fetch_add(&g->rdp_summed, 1);
+        if (!((c[i].rdp_known ? c[i].rdp : rdp_of(c[i].t, c[i].m, c[i].delta)) <= c[i].eps))
             need[nn++] = i;
     }
     prefetch_job j = {g, c, need, nn, 0};

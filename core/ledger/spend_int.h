@@ -96,6 +96,7 @@ typedef struct {
     kentry *lru_head[2], *lru_tail[2]; /* prospective entries, the others: most recent first */
     size_t entries, bytes, peak_bytes, cap_bytes; /* cap_bytes 0: none kept */
     uint64_t hits, composed, rebuilt, evicted, fallbacks;
+    uint64_t powers; /* powers of an event made (spend_stats.kept_powers) */
 } spend_kept;
 
 struct spend_engine {
@@ -103,8 +104,9 @@ struct spend_engine {
     spend_event **reg;
     size_t reg_cap, reg_n;
     uint32_t next_sid;
-    uint64_t classified; /* events decoded and classified (spend_event_ready), under mu */
-    uint64_t restored;   /* events readied from a stored profile, under mu */
+    uint64_t classified;      /* events decoded and classified (spend_event_ready), under mu */
+    uint64_t restored;        /* events readied from a stored profile, under mu */
+    atomic_ullong rdp_summed; /* spend_stats.rdp_summed */
     spend_cache cache;
     spend_kept kept;
 };
@@ -183,10 +185,11 @@ int spend_kept_admits(spend_kept *k, const spend_term *t, size_t m, double eps, 
                       dp_relation rel, const spend_event *x, uint64_t nx, int *admits);
 
 /* 1 when some composition is kept (a hint), and spend_kept_eps of an exactly kept
- * composition only (nothing computed, the entry's recency unchanged): 0 when it is not kept. */
+ * composition only (nothing computed): 0 when it is not kept. own: t is a client's own
+ * history asked for itself, promoted as spend_kept_eps's own (else its recency unchanged). */
 int spend_kept_any(spend_kept *k);
 int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                    double *p);
+                    int own, double *p);
 
 /* The kept compositions' figures into s's kept_* fields. */
 void spend_kept_stats(spend_kept *k, spend_stats *s);

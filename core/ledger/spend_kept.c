@@ -325,6 +325,11 @@ static dpb_status coarsen(const pld_pmf *f, pld_pmf *out)
     return st;
 }
 
+/* A power of an event at most this large (the counts of a short search: 12 of a DP-SGD step
+ * are about 15 KiB) is kept as an ordinary entry; larger ones (a long search's, up to
+ * 500 KiB) as prospective ones, so that they never push out the clients' histories. */
+#define KEPT_SHARED_POWER_BYTES ((size_t)64 << 10)
+
 /* The entry of `count` of event ev alone, referenced; NULL when out of memory. The event's
  * own distribution is made under single_mu, so that the threads of a round's prefetch make
  * it once. */
@@ -332,7 +337,9 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
 {
     spend_term one = {ev, count};
     uint64_t key = key_of(&one, 1, ev->rel);
-    /* powers (eligibility's probes) stay prospective: first out, before clients' histories */
+    /* powers (eligibility's probes): large ones prospective, first out before clients'
+     * histories; small ones (a short search's, shared by every client it asks about) as
+     * ordinary entries, so that each history a search rebuilds does not evict them */
     kentry *e = kept_get_as(k, key, ev->rel, &one, 1, count == 1);
     if (e)
         return e;
@@ -381,13 +388,22 @@ static kentry *kept_single(spend_kept *k, spend_event *ev, uint64_t count)
         pld_free(&d[1]);
         return NULL;
     }
+    pthread_mutex_lock(&k->mu);
+    k->powers++;
+    pthread_mutex_unlock(&k->mu);
     e = kentry_new(&one, 1, ev->rel, d, sym, 0);
-    return e ? kept_insert(k, e, 1) : NULL;
+    return e ? kept_insert(k, e, e->bytes > KEPT_SHARED_POWER_BYTES) : NULL;
 }
 
-/* The kept distribution of the sorted terms t[0..m) composed from its events' own, at once
- * (a restart's, an eviction's or a withdrawal's rebuild), referenced; NULL when the kept
- * path cannot make it. */
+/* Histories of at most this many distinct events are rebuilt by composing their terms one
+ * by one (each a charge's composition: a direct sum of a few microseconds for a DP-SGD
+ * history, and the same operations as the charges that made it when each event was charged
+ * once, in order); longer ones in the Fourier domain at once (pld_compose_many). */
+#define KEPT_FOLD_MAX 256
+
+/* The kept distribution of the sorted terms t[0..m) composed from its events' own (a
+ * restart's, an eviction's or a withdrawal's rebuild), referenced; NULL when the kept path
+ * cannot make it. */
 static kentry *kept_scratch(spend_kept *k, const spend_term *t, size_t m, dp_relation rel)
 {
     pld_pmf d[2];
@@ -400,13 +416,23 @@ static kentry *kept_scratch(spend_kept *k, const spend_term *t, size_t m, dp_rel
     }
     kentry **s = calloc(m, sizeof *s);
     pld_term *pt = malloc(m * sizeof *pt);
-    int ok = s != NULL && pt != NULL, sym = 1;
+    int ok = s != NULL && pt != NULL, sym = 1, fold = m <= KEPT_FOLD_MAX;
     for (size_t i = 0; ok && i < m; i++) {
-        s[i] = kept_single(k, t[i].ev, 1);
+        s[i] = kept_single(k, t[i].ev, fold ? t[i].count : 1);
         ok = s[i] != NULL && !s[i]->bad;
         sym = sym && ok && s[i]->sym;
     }
     for (int dir = 0; ok && dir < (sym ? 1 : 2); dir++) {
+        if (fold) { /* the terms composed one by one in sid order, as charges compose them */
+            ok = pld_copy(&s[0]->d[s[0]->sym ? 0 : dir], &d[dir]) == DPB_OK;
+            for (size_t i = 1; ok && i < m; i++) {
+                pld_pmf next = {0};
+                ok = pld_compose_fft(&d[dir], &s[i]->d[s[i]->sym ? 0 : dir], &next) == DPB_OK;
+                pld_free(&d[dir]);
+                d[dir] = next;
+            }
+            continue;
+        }
         for (size_t i = 0; i < m; i++)
             pt[i] = (pld_term){&s[i]->d[s[i]->sym ? 0 : dir], t[i].count};
         ok = pld_compose_many(pt, m, &d[dir]) == DPB_OK;
@@ -579,11 +605,11 @@ int spend_kept_any(spend_kept *k)
 }
 
 int spend_kept_peek(spend_kept *k, const spend_term *t, size_t m, double delta, dp_relation rel,
-                    double *p)
+                    int own, double *p)
 {
     if (m == 0 || !spend_kept_any(k))
         return 0;
-    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, 0);
+    kentry *e = kept_get_as(k, key_of(t, m, rel), rel, t, m, own);
     int good = e != NULL && !e->bad;
     if (good)
         *p = entry_eps(k, e, delta);
@@ -614,7 +640,19 @@ static int kept_has_less(spend_kept *k, const spend_term *t, size_t m, dp_relati
  * composition's own transform is not made, so it adds none), and this evaluation's own:
  * every term is s_j (1 - e^{x - l_j}) in [0, s_j], each computed sum of n positive terms is
  * within (n + 2) u relative, and the difference S1 - e^x S2 within 4 (n + 2) u S1, so
- * 8 (n_s + n_b + 8) u sum_i b_i S1 bounds it all. NAN when out of memory. */
+ * 8 (n_s + n_b + 8) u sum_i b_i S1 bounds it all. The exponentials are exp at the first point
+ * of each block of EXP_BLOCK points times a table of e^{-k h} (k < EXP_BLOCK): each within
+ * 3 u relative of exp at that point (two correctly rounded factors within u, the product's
+ * rounding), inside the same margin (n_s + n_b + 8 >= 8). NAN when out of memory. */
+#define EXP_BLOCK 64
+
+/* e^{-k h}, k < EXP_BLOCK, into e */
+static void exp_steps(double h, double e[EXP_BLOCK])
+{
+    for (int k = 0; k < EXP_BLOCK; k++)
+        e[k] = exp(-(double)k * h);
+}
+
 static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
 {
     const double u = DBL_EPSILON, h = b->h;
@@ -623,11 +661,14 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
         return NAN;
     double *s2 = s1 + s->n + 1;
     s1[s->n] = s2[s->n] = 0.0;
-    double ss = 0.0, sb = 0.0;
+    double ss = 0.0, sb = 0.0, es[EXP_BLOCK], e0 = 0.0;
+    exp_steps(h, es);
     for (size_t j = s->n; j-- > 0;) {
         double m = s->p[j] > 0.0 ? s->p[j] : 0.0;
+        if (j == s->n - 1 || j % EXP_BLOCK == EXP_BLOCK - 1) /* e^{-l} at the block's first */
+            e0 = exp(-(double)(s->lo + (int64_t)(j - j % EXP_BLOCK)) * h);
         s1[j] = s1[j + 1] + m;
-        s2[j] = s2[j + 1] + m * exp(-(double)(s->lo + (int64_t)j) * h);
+        s2[j] = s2[j + 1] + m * (e0 * es[j % EXP_BLOCK]);
         ss += m;
     }
     /* the points m h > eps: m > mt */
@@ -636,7 +677,8 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
         mt--;
     while ((double)(mt + 1) * h <= eps)
         mt++;
-    double sum = 0.0, mass = 0.0;
+    double sum = 0.0, mass = 0.0, x0 = 0.0;
+    size_t blk = SIZE_MAX; /* the block x0 is e^{x} at the first point of */
     for (size_t i = 0; i < b->n; i++) {
         double bi = b->p[i] > 0.0 ? b->p[i] : 0.0;
         sb += bi;
@@ -647,8 +689,11 @@ static double delta_of_pair(const pld_pmf *b, const pld_pmf *s, double eps)
             continue;
         if (j0 < 0)
             j0 = 0;
-        double x = eps - (double)(b->lo + (int64_t)i) * h;
-        double d = s1[j0] - exp(x) * s2[j0];
+        if (i / EXP_BLOCK != blk) {
+            blk = i / EXP_BLOCK;
+            x0 = exp(eps - (double)(b->lo + (int64_t)(blk * EXP_BLOCK)) * h);
+        }
+        double d = s1[j0] - (x0 * es[i % EXP_BLOCK]) * s2[j0];
         sum += bi * (d > 0.0 ? d : 0.0);
         mass += bi * s1[j0];
     }
@@ -734,5 +779,6 @@ void spend_kept_stats(spend_kept *k, spend_stats *s)
     s->kept_rebuilt = k->rebuilt;
     s->kept_evicted = k->evicted;
     s->kept_fallbacks = k->fallbacks;
+    s->kept_powers = k->powers;
     pthread_mutex_unlock(&k->mu);
 }

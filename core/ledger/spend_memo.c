@@ -301,15 +301,23 @@ void spend_eval_more(spend_engine *g, const spend_memo *memo, spend_memo **updat
     }
 }
 
-int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
-                     dp_relation rel, const spend_term *t, size_t n, spend_event *x, uint64_t k)
+int spend_rdp_value(const spend_memo *memo, double delta, dp_relation rel, const spend_term *t,
+                    size_t n, spend_event *x, uint64_t k, double *rv)
 {
     mtail tail[MEMO_TAIL];
     size_t q;
     double r[RDP_CURVE_LEN];
-    (void)g;
     if (!memo_match(memo, delta, rel, t, n, k ? x : NULL, k, tail, &q))
         return 0;
     memo_finish(memo, tail, q, r);
-    return spend_rdp_convert(r, delta < 1.0 ? delta : 0.999999999) <= eps;
+    *rv = spend_rdp_convert(r, delta < 1.0 ? delta : 0.999999999);
+    return 1;
+}
+
+int spend_rdp_within(spend_engine *g, const spend_memo *memo, double eps, double delta,
+                     dp_relation rel, const spend_term *t, size_t n, spend_event *x, uint64_t k)
+{
+    double r;
+    (void)g;
+    return spend_rdp_value(memo, delta, rel, t, n, x, k, &r) && r <= eps;
 }

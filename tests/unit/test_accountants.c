@@ -359,6 +359,57 @@ static void power_by_convolution(const pld_pmf *d, uint64_t count, pld_pmf *out)
  * Gaussians, with a Laplace and a Gaussian term, including the regime where a term's lowest
  * grid points carry no mass (q = 0.675, sigma = 9.48: its Chernoff level underflowed and the
  * window lost 0.3 of the lower tail, which wrapped to the top: eps 1.496 instead of 0.319). */
+/* pld_compose_fft's direct sums (the kept compositions' charges: a history of ~1,300 points
+ * and an event of ~30) against a long double convolution made here: every point within the
+ * result's stated round-off bound in 1-norm, whichever input is the longer, lengths that are
+ * and are not multiples of the 4 products the sums take at a time. */
+static void pld_compose_direct_rows(void)
+{
+    static const size_t sz[][2] = {{1301, 29}, {29, 1301}, {1300, 32}, {7, 5}, {1, 9}, {3, 1}};
+    unsigned seed = 3801u;
+    for (size_t c = 0; c < N(sz); c++) {
+        pld_pmf a = {0}, b = {0}, out = {0};
+        a.h = b.h = 5e-3;
+        a.lo = -400;
+        b.lo = 17;
+        a.n = sz[c][0];
+        b.n = sz[c][1];
+        a.p = malloc(a.n * sizeof *a.p);
+        b.p = malloc(b.n * sizeof *b.p);
+        a.floor = b.floor = -HUGE_VAL;
+        a.steps = b.steps = 1.0;
+        CHECK(a.p != NULL && b.p != NULL);
+        if (a.p == NULL || b.p == NULL)
+            return;
+        double sa = 0.0, sb = 0.0;
+        for (size_t i = 0; i < a.n; i++)
+            sa += a.p[i] = 0.5 + (double)(rand_r(&seed) % 1000) / 1000.0;
+        for (size_t i = 0; i < b.n; i++)
+            sb += b.p[i] = 0.5 + (double)(rand_r(&seed) % 1000) / 1000.0;
+        for (size_t i = 0; i < a.n; i++)
+            a.p[i] /= sa;
+        for (size_t i = 0; i < b.n; i++)
+            b.p[i] /= sb;
+        a.roundoff = 1e-17; /* carried into the result's bound */
+        CHECK(pld_compose_fft(&a, &b, &out) == DPB_OK);
+        CHECKF(out.lo == a.lo + b.lo && out.n == a.n + b.n - 1, "case %zu: lo %lld n %zu", c,
+               (long long)out.lo, out.n);
+        double err = 0.0;
+        for (size_t j = 0; j < out.n && out.n == a.n + b.n - 1; j++) {
+            long double r = 0.0L;
+            for (size_t i = 0; i < a.n; i++)
+                if (j >= i && j - i < b.n)
+                    r += (long double)a.p[i] * (long double)b.p[j - i];
+            err += (double)fabsl((long double)out.p[j] - r);
+        }
+        CHECKF(err <= out.roundoff && out.roundoff < 1e-12 && out.inf_mass == 0.0,
+               "case %zu: 1-norm error %.3g, bound %.3g", c, err, out.roundoff);
+        pld_free(&a);
+        pld_free(&b);
+        pld_free(&out);
+    }
+}
+
 static void pld_fourier_composition(void)
 {
     const double h = 1e-4;
@@ -892,6 +943,7 @@ const tl_test ACCOUNTANT_TESTS[] = {
     TL_T(calibration_best_within_tolerance),
     TL_T(pld_grid_refinement),
     TL_T(pld_fourier_composition),
+    TL_T(pld_compose_direct_rows),
     TL_T(pld_roundoff_bound),
     TL_T(pld_extended_precision),
     TL_T(pld_roundoff_share_of_eps),

@@ -116,8 +116,52 @@ out:
     spend_engine_free(g);
 }
 
+/* A pld search near the budget sums the history's RDP curves once (the memo its first test
+ * makes), not once a probe: spend_stats.rdp_summed grows by one per search (it grew by the
+ * number of probes before); the count it answers is still the largest admitted one. */
+static void afford_probes_read_one_memo(void)
+{
+    spend_engine *g = spend_engine_new(0);
+    enum { NH = 20 };
+    spend_event *e[NH + 1] = {NULL};
+    int ok = g != NULL;
+    for (int i = 0; ok && i <= NH; i++)
+        ok = (e[i] = reg(g, sgd_step(0.9 + 0.05 * i, 0.05))) != NULL;
+    CHECK(ok);
+    if (!ok)
+        goto out;
+    spend_term t[NH];
+    for (int i = 0; i < NH; i++)
+        t[i] = (spend_term){e[i], 3};
+    afford_history h = {LEDGER_PLD, 0.0, 1e-5, DP_REL_ADD_OR_REMOVE, 0, 1, 0.0, t, NH};
+    spend_result now;
+    spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, NH, NULL, 0,
+                    &now);
+    h.eps = now.spent * 1.5; /* some tens of rounds of e[NH] more: past the rdp bound */
+    spend_stats s0, s1;
+    spend_engine_stats(g, &s0);
+    afford_budget bud = {NULL, 0, 0};
+    afford_result r;
+    CHECK(afford_rounds(g, &h, e[NH], 1000, 0, &bud, &r) == DPB_OK && r.reason == LEDGER_OK);
+    spend_engine_stats(g, &s1);
+    CHECKF(s1.rdp_summed - s0.rdp_summed == 1 && bud.pld_evals > 3,
+           "%llu full sums for %llu pld probes",
+           (unsigned long long)(s1.rdp_summed - s0.rdp_summed), (unsigned long long)bud.pld_evals);
+    uint64_t k = 1;
+    while (k <= 1000 && fits(g, &h, e[NH], k))
+        k++;
+    CHECKF(r.rounds == k - 1 && k > 2, "search %llu, scan %llu", (unsigned long long)r.rounds,
+           (unsigned long long)(k - 1));
+out:
+    for (int i = 0; i <= NH; i++)
+        if (e[i])
+            spend_event_put(g, e[i]);
+    spend_engine_free(g);
+}
+
 const tl_test AFFORD_TESTS[] = {
     TL_T(afford_is_the_largest_admitted_count),
     TL_T(afford_deadline_and_cost_cap),
+    TL_T(afford_probes_read_one_memo),
 };
 const size_t AFFORD_NTESTS = sizeof AFFORD_TESTS / sizeof AFFORD_TESTS[0];

@@ -1264,6 +1264,32 @@ out:
     finish(l, dir, ev, NEV);
 }
 
+/* ev[0..n) registered in g for add-or-remove into se (references): 1, or 0 when one could
+ * not be made (ev[i] NULL, or g NULL). */
+static int register_all(spend_engine *g, dp_event *const *ev, spend_event **se, int n)
+{
+    int ok = g != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        unsigned char *b = NULL;
+        size_t len = 0, cap = 0;
+        ok = ev[i] != NULL && dp_event_encode(ev[i], &b, &len, &cap) == DPB_OK &&
+             spend_event_get(g, b, len, DP_REL_ADD_OR_REMOVE, &se[i]) == DPB_OK;
+        free(b);
+    }
+    return ok;
+}
+
+/* The end of an engine test: the events' references, the events and the engine go. */
+static void engine_done(spend_engine *g, dp_event **ev, spend_event **se, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (se[i])
+            spend_event_put(g, se[i]);
+        dp_event_free(ev[i]);
+    }
+    spend_engine_free(g);
+}
+
 /* An engine's kept compositions: a history extended charge by charge and the same history
  * rebuilt after an eviction give the same value to the round-off; admission tests decided
  * without a composition (spend_decide_only: eligibility's probes) agree with the values
@@ -1275,14 +1301,7 @@ static void spend_kept_decide_agrees(void)
     dp_event *ev[NEV] = {sgd(1.0, 0.05, 10), sgd(1.3, 0.05, 10), sgd(0.8, 0.02, 20),
                          sgd(2.0, 0.1, 5)};
     spend_event *se[NEV] = {NULL};
-    int ok = g != NULL;
-    for (int i = 0; ok && i < NEV; i++) {
-        unsigned char *b = NULL;
-        size_t n = 0, cap = 0;
-        ok = ev[i] != NULL && dp_event_encode(ev[i], &b, &n, &cap) == DPB_OK &&
-             spend_event_get(g, b, n, DP_REL_ADD_OR_REMOVE, &se[i]) == DPB_OK;
-        free(b);
-    }
+    int ok = register_all(g, ev, se, NEV);
     CHECK(ok);
     unsigned seed = 3838u;
     spend_term t[NEV];
@@ -1354,6 +1373,199 @@ static void spend_kept_decide_agrees(void)
         dp_event_free(ev[i]);
     }
     spend_engine_free(g);
+}
+
+/* An engine with two Poisson-sampled Gaussian steps registered (ev, se), or NULL (then
+ * nothing to free). */
+static spend_engine *two_events(dp_event *ev[2], spend_event *se[2])
+{
+    spend_engine *g = spend_engine_new(0);
+    ev[0] = sgd(1.0, 0.05, 10);
+    ev[1] = sgd(1.2, 0.05, 10);
+    se[0] = se[1] = NULL;
+    int ok = register_all(g, ev, se, 2);
+    CHECK(ok);
+    if (!ok) {
+        engine_done(g, ev, se, 2);
+        return NULL;
+    }
+    return g;
+}
+
+/* A client's history composed ahead for a test (a prospective entry, the first evicted) and
+ * then read as the client's own spend while its rdp bound still decides it (the status's
+ * test past the rdp bound, the charge within it) is kept as a history: lowering the cap by
+ * one byte evicts the stale base, not it, and asking for it again past the rdp bound
+ * composes and rebuilds nothing. (Before, it stayed prospective: evicted first, and
+ * eligibility rebuilt it.) */
+static void spend_kept_status_history_kept(void)
+{
+    dp_event *ev[2];
+    spend_event *se[2];
+    spend_engine *g = two_events(ev, se);
+    if (g) {
+        spend_term t[2] = {{se[0], 4}, {se[1], 0}}, w[2] = {{se[0], 4}, {se[1], 1}};
+        spend_result a, b, c;
+        /* t and one more of se[1], composed (past the rdp bound), as a test leaves it */
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, 1, se[1], 1,
+                        &a);
+        /* the same composition as the client's own spend, the rdp bound within the budget */
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 100.0, 1e-5, DP_REL_ADD_OR_REMOVE, w, 2, NULL, 0,
+                        &b);
+        spend_stats s0, s1;
+        spend_engine_stats(g, &s0);
+        spend_engine_kept_cap(g, s0.kept_bytes - 1);
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, w, 2, NULL, 0,
+                        &c);
+        spend_engine_stats(g, &s1);
+        CHECKF(a.accountant == DP_ACCT_PLD && b.accountant == DP_ACCT_PLD && c.spent == a.spent &&
+                   s1.kept_evicted > s0.kept_evicted && s1.kept_composed == s0.kept_composed &&
+                   s1.kept_rebuilt == s0.kept_rebuilt,
+               "%d %d %.17g %.17g: %llu evicted, %llu composed, %llu rebuilt", a.accountant,
+               b.accountant, a.spent, c.spent,
+               (unsigned long long)(s1.kept_evicted - s0.kept_evicted),
+               (unsigned long long)(s1.kept_composed - s0.kept_composed),
+               (unsigned long long)(s1.kept_rebuilt - s0.kept_rebuilt));
+    }
+    if (g)
+        engine_done(g, ev, se, 2);
+}
+
+/* A small power of an event (a short eligibility search's probe, shared by every client it
+ * asks about) is kept as an ordinary entry: lowering the cap by one byte evicts another
+ * entry, and the same probe again makes no power (kept_powers stays). Before, powers were
+ * prospective, the first evicted: each history a search rebuilt pushed one out, made again
+ * for the next client (10,000 clients: 8 evictions a client, half the search's time). */
+static void spend_kept_small_power_kept(void)
+{
+    dp_event *ev[2];
+    spend_event *se[2];
+    spend_engine *g = two_events(ev, se);
+    if (g) {
+        spend_term t[1] = {{se[0], 3}};
+        spend_result a, b;
+        spend_stats s0, s1, s2;
+        spend_decide_only(1); /* a probe: 5 more of se[1], past the rdp bound */
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, 1, se[1], 5,
+                        &a);
+        spend_engine_stats(g, &s0);
+        spend_engine_kept_cap(g, s0.kept_bytes - 1);
+        spend_engine_stats(g, &s1);
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, 1, se[1], 5,
+                        &b);
+        spend_decide_only(0);
+        spend_engine_stats(g, &s2);
+        CHECKF(s0.kept_powers >= 1 && s1.kept_evicted > s0.kept_evicted &&
+                   s2.kept_powers == s0.kept_powers && (a.spent <= 1e-3) == (b.spent <= 1e-3),
+               "%llu powers, %llu evicted, %llu powers after", (unsigned long long)s0.kept_powers,
+               (unsigned long long)(s1.kept_evicted - s0.kept_evicted),
+               (unsigned long long)s2.kept_powers);
+    }
+    if (g)
+        engine_done(g, ev, se, 2);
+}
+
+/* A history rebuilt after an eviction is composed term by term, as its charges composed it:
+ * five events charged once each, in order, then every kept composition evicted, give the
+ * same value bit for bit (before, the rebuild composed them at once in the Fourier domain:
+ * the same within round-off, not the same bits). */
+static void spend_kept_rebuild_as_charged(void)
+{
+    spend_engine *g = spend_engine_new(0);
+    enum { NE = 5 };
+    dp_event *ev[NE] = {NULL};
+    spend_event *se[NE] = {NULL};
+    for (int i = 0; i < NE; i++)
+        ev[i] = sgd(0.9 + 0.1 * i, 0.05, 10);
+    int ok = register_all(g, ev, se, NE);
+    CHECK(ok);
+    if (ok) {
+        spend_term t[NE];
+        spend_result a, b;
+        for (int i = 0; i < NE; i++) { /* the charge of se[i], then the history itself */
+            spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t,
+                            (size_t)i, se[i], 1, &a);
+            t[i] = (spend_term){se[i], 1};
+        }
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, NE, NULL, 0,
+                        &a);
+        spend_engine_kept_cap(g, 1);
+        spend_engine_kept_cap(g, SPEND_KEPT_BYTES);
+        spend_stats s0, s1;
+        spend_engine_stats(g, &s0);
+        spend_eval_more(g, NULL, NULL, LEDGER_PLD, 1e-3, 1e-5, DP_REL_ADD_OR_REMOVE, t, NE, NULL, 0,
+                        &b);
+        spend_engine_stats(g, &s1);
+        CHECKF(a.accountant == DP_ACCT_PLD && a.spent == b.spent &&
+                   s1.kept_rebuilt == s0.kept_rebuilt + 1,
+               "charged %.17g, rebuilt %.17g (%llu rebuilt)", a.spent, b.spent,
+               (unsigned long long)(s1.kept_rebuilt - s0.kept_rebuilt));
+    }
+    engine_done(g, ev, se, NE);
+}
+
+/* One round of ev for every id (admit eligible); the number admitted, -1 on failure. */
+static int round_all(ledger *l, const char *rid, dp_event *ev, const char **ids, size_t n)
+{
+    ledger_round_req rq;
+    memset(&rq, 0, sizeof rq);
+    snprintf(rq.round_id, sizeof rq.round_id, "%s", rid);
+    rq.policy = LEDGER_ADMIT_ELIGIBLE;
+    rq.event = ev;
+    rq.participants = ids;
+    rq.n = n;
+    ledger_hash128(rid, strlen(rid), rq.body_hash);
+    ledger_round_res res;
+    dpb_error err = {0};
+    if (ledger_round(l, &rq, &res, &err) != DPB_OK) {
+        CHECKF(0, "round %s: %s", rid, err.detail);
+        return -1;
+    }
+    int admitted = (int)res.admitted;
+    ledger_round_res_free(&res);
+    return admitted;
+}
+
+/* A round of pld clients past their rdp bound, each with a memo (20 distinct events): the
+ * prefetch takes the rdp values the memos give under the read lock, so no history's RDP
+ * curves are summed in full (ledger_kept_figures.rdp_summed stays), while the PLD decides
+ * (compositions extended or rebuilt: the clients share one history). Before, the prefetch summed
+ * each participant's history twice. */
+static void spend_round_sums_no_history(void)
+{
+    char dir[256];
+    ledger *l = open_fresh(dir, sizeof dir);
+    enum { NR = 20, NC = 4 };
+    dp_event *ev[NR + 1] = {NULL};
+    if (l == NULL)
+        return;
+    const char *ids[NC] = {"m0", "m1", "m2", "m3"};
+    for (int i = 0; i < NC; i++)
+        put_pld(l, ids[i], 100.0, 1e-5);
+    int ok = 1;
+    for (int k = 0; ok && k <= NR; k++)
+        ok = (ev[k] = sgd(1.0 + 0.05 * k, 0.05, 10)) != NULL;
+    for (int k = 0; ok && k < NR; k++) {
+        char rid[16];
+        snprintf(rid, sizeof rid, "m%d", k);
+        ok = round_all(l, rid, ev[k], ids, NC) == NC;
+    }
+    CHECK(ok);
+    for (int i = 0; ok && i < NC; i++) { /* budgets just above the spends: the PLD decides */
+        ledger_client c;
+        CHECK(ledger_get_client(l, ids[i], &c) == DPB_OK);
+        put_pld(l, ids[i], c.spent * (1.002 + 0.004 * i), 1e-5);
+    }
+    ledger_kept_figures f0, f1;
+    ledger_kept_stats(l, &f0);
+    int admitted = ok ? round_all(l, "past", ev[NR], ids, NC) : -1;
+    ledger_kept_stats(l, &f1);
+    CHECKF(admitted >= 0 && f1.rdp_summed == f0.rdp_summed &&
+               f1.composed + f1.rebuilt > f0.composed + f0.rebuilt,
+           "%d admitted: %llu histories summed in full, %llu compositions", admitted,
+           (unsigned long long)(f1.rdp_summed - f0.rdp_summed),
+           (unsigned long long)(f1.composed + f1.rebuilt - f0.composed - f0.rebuilt));
+    finish(l, dir, ev, NR + 1);
 }
 
 /* ---- issue 39: the rdp spend takes the order infinity, as POST /v1/epsilon does --------- */
@@ -1479,5 +1691,7 @@ const tl_test SPEND_TESTS[] = {
     TL_T(spend_memo_matches_compute),     TL_T(spend_memo_cap),
     TL_T(spend_reads_during_long_commit), TL_T(spend_rdp_order_infinity),
     TL_T(spend_kept_random_histories),    TL_T(spend_kept_decide_agrees),
+    TL_T(spend_kept_status_history_kept), TL_T(spend_round_sums_no_history),
+    TL_T(spend_kept_small_power_kept),    TL_T(spend_kept_rebuild_as_charged),
 };
 const size_t SPEND_NTESTS = sizeof SPEND_TESTS / sizeof SPEND_TESTS[0];
