@@ -166,9 +166,10 @@ void test_time_on_pg(void)
     /* the log as the version before times wrote it, and no snapshot */
     CHECK(pgh_sql(url,
                   "UPDATE t_time.dpbudget_log SET type = type - 128, payload = substring(payload "
-                  "from 9) WHERE type >= 128",
+                  "from 9), leaf = NULL WHERE type >= 128",
                   NULL, 0) == 0);
     CHECK(pgh_sql(url, "DELETE FROM t_time.dpbudget_snapshot", NULL, 0) == 0);
+    CHECK(pgh_sql(url, "DELETE FROM t_time.dpbudget_tree", NULL, 0) == 0); /* no tree either */
     ledger *o = open_pg(url);
     if (o) {
         CHECK(newest_time(o, "a") == 0 && ledger_last_time(o) == 0);

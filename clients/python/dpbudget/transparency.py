@@ -25,11 +25,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 __all__ = ["VerificationError", "canonical_json", "key_id_of", "pinned_keys", "verify_signed",
            "leaf_hash", "verify_inclusion", "verify_consistency", "event_digest",
-           "entry_round_id", "entry_seq", "REC_ROUND", "REC_COMMIT"]
+           "entry_round_id", "entry_seq", "REC_ROUND", "REC_COMMIT", "REC_TIMED"]
 
 # log record types (docs/LEDGER.md, core/ledger/ledger_record.h) a receipt's leaf may hold
 REC_ROUND = 3
 REC_COMMIT = 5
+REC_TIMED = 0x80
 
 
 class VerificationError(Exception):
@@ -239,13 +240,20 @@ def verify_consistency(first: int, second: int, first_root: bytes, second_root: 
 
 def entry_round_id(entry: bytes) -> Optional[str]:
     """The round id of a ROUND or COMMIT record's entry (type u8 | seq u64 LE | payload whose
-    first field is the round id, u32 LE length + bytes); None for any other record."""
-    if len(entry) < 13 or entry[0] not in (REC_ROUND, REC_COMMIT):
+    first field is the round id, u32 LE length + bytes); None for any other record. A timed
+    record (type | REC_TIMED, every record since the ledger keeps times) has its time, u64 LE
+    milliseconds, before that payload."""
+    if len(entry) < 9:
         return None
-    (n,) = struct.unpack_from("<I", entry, 9)
-    if 13 + n > len(entry):
+    kind, at = entry[0], 9
+    if kind & REC_TIMED:
+        kind, at = kind & ~REC_TIMED, 17
+    if kind not in (REC_ROUND, REC_COMMIT) or len(entry) < at + 4:
         return None
-    return entry[13:13 + n].decode("utf-8", "replace")
+    (n,) = struct.unpack_from("<I", entry, at)
+    if at + 4 + n > len(entry):
+        return None
+    return entry[at + 4:at + 4 + n].decode("utf-8", "replace")
 
 
 def entry_seq(entry: bytes) -> int:
