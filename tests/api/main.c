@@ -307,12 +307,9 @@ int main(int argc, char **argv)
         const struct {
             const tl_test *t;
             size_t n;
-        } suites[] = {{LEDGER_API_TESTS, LEDGER_API_NTESTS},
-                      {WORKFLOW_TESTS, WORKFLOW_NTESTS},
-                      {VOCAB_API_TESTS, VOCAB_API_NTESTS},
-                      {LOG_API_TESTS, LOG_API_NTESTS},
-                      {HISTORY_API_TESTS, HISTORY_API_NTESTS},
-                      {STUCK_API_TESTS, STUCK_API_NTESTS}};
+        } suites[] = {{LEDGER_API_TESTS, LEDGER_API_NTESTS},   {WORKFLOW_TESTS, WORKFLOW_NTESTS},
+                      {VOCAB_API_TESTS, VOCAB_API_NTESTS},     {LOG_API_TESTS, LOG_API_NTESTS},
+                      {HISTORY_API_TESTS, HISTORY_API_NTESTS}, {STUCK_API_TESTS, STUCK_API_NTESTS}};
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++)
             for (size_t i = 0; i < suites[s].n && n + 1 < sizeof all / sizeof all[0]; i++)
                 all[n++] = suites[s].t[i];

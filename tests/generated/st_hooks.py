@@ -36,6 +36,9 @@ DOMAIN_RULES = [
     # the log's tree: a size or leaf within the log's current size, leaf_index below
     # tree_size, first <= second, start < end (relations to each other and to the log)
     (400, "invalid_parameter", r"leaf_index|tree_size|first|second|start|end"),
+    # the history's window: times from the Unix epoch on (the log's times are ms since it),
+    # and to after from (a relation between the two)
+    (400, "invalid_parameter", r"from|to"),
 ]
 # well-formed requests the service cannot honour: 404 an unknown resource, 409 a state
 # conflict, 422 not covered / unsupported / uncertifiable / an unknown event name

@@ -754,8 +754,8 @@ void test_reservation_owner_on_pg(void);  /* test_owner_pg.c */
 void test_tree_on_pg(void);               /* test_tree_pg.c */
 void test_tree_same_on_file_and_pg(void); /* test_tree_pg.c */
 void test_tree_tamper_on_pg(void);        /* test_tree_pg.c */
-void test_reservation_owner_on_pg(void); /* test_owner_pg.c */
-void test_time_on_pg(void);              /* test_time_pg.c */
+void test_reservation_owner_on_pg(void);  /* test_owner_pg.c */
+void test_time_on_pg(void);               /* test_time_pg.c */
 
 int main(int argc, char **argv)
 {
