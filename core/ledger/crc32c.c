@@ -1,7 +1,17 @@
-/* crc32c.c - CRC-32C, byte-at-a-time with a constant table (no mutable globals in core/).
- * The table is T[i] = the reflected CRC of the byte i alone (8 shifts by 0x82F63B78,
- * no inversion); the unit tests check every entry against a bit-by-bit CRC. */
+/* crc32c.c - CRC-32C: SSE4.2's crc32 instruction, 8 bytes at a time, where the processor has
+ * it (x86-64, checked at each call through the compiler's cpu model: no mutable globals in
+ * core/), else byte-at-a-time with a constant table. The table is T[i] = the reflected CRC of
+ * the byte i alone (8 shifts by 0x82F63B78, no inversion); the unit tests check every entry
+ * against a bit-by-bit CRC, and both ways against it on buffers of every length to 64 bytes
+ * at every alignment. May call: the C library. */
 #include "crc32c.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+#define CRC32C_HW 1
+#endif
 
 static const uint32_t crc32c_table[256] = {
     0x00000000u, 0xF26B8303u, 0xE13B70F7u, 0x1350F3F4u, 0xC79A971Fu, 0x35F1141Cu, 0x26A1E7E8u,
@@ -43,11 +53,50 @@ static const uint32_t crc32c_table[256] = {
     0xBE2DA0A5u, 0x4C4623A6u, 0x5F16D052u, 0xAD7D5351u,
 };
 
-uint32_t dpb_crc32c(uint32_t crc, const void *buf, size_t n)
+uint32_t dpb_crc32c_table(uint32_t crc, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
     uint32_t c = ~crc;
     while (n-- > 0)
         c = crc32c_table[(c ^ *p++) & 0xFFu] ^ (c >> 8);
     return ~c;
+}
+
+#ifdef CRC32C_HW
+/* The instruction consumes the bytes in memory order, low bit first: the reflected CRC. */
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const unsigned char *p,
+                                                         size_t n)
+{
+    uint32_t c = ~crc;
+    for (; n > 0 && ((uintptr_t)p & 7u) != 0; n--)
+        c = _mm_crc32_u8(c, *p++);
+    uint64_t c64 = c;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        c64 = _mm_crc32_u64(c64, w);
+    }
+    c = (uint32_t)c64;
+    for (; n > 0; n--)
+        c = _mm_crc32_u8(c, *p++);
+    return ~c;
+}
+#endif
+
+int dpb_crc32c_hw(void)
+{
+#ifdef CRC32C_HW
+    return __builtin_cpu_supports("sse4.2") != 0;
+#else
+    return 0;
+#endif
+}
+
+uint32_t dpb_crc32c(uint32_t crc, const void *buf, size_t n)
+{
+#ifdef CRC32C_HW
+    if (n >= 16 && __builtin_cpu_supports("sse4.2"))
+        return crc_hw(crc, buf, n);
+#endif
+    return dpb_crc32c_table(crc, buf, n);
 }

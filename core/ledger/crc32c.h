@@ -4,6 +4,7 @@
  * Polynomial 0x1EDC6F41 (reflected 0x82F63B78), reflected input and output, initial value
  * 0xFFFFFFFF and final XOR 0xFFFFFFFF: the CRC of iSCSI (RFC 3720), ext4, SSE4.2's crc32
  * instruction and Google's crc32c library. Check value: crc32c("123456789") == 0xE3069283.
+ * Computed with that instruction where the processor has it (x86-64 with SSE4.2).
  */
 #ifndef DPB_LEDGER_CRC32C_H
 #define DPB_LEDGER_CRC32C_H
@@ -19,5 +20,11 @@
  *     dpb_crc32c(dpb_crc32c(0, a, na), b, nb) == CRC-32C of a followed by b.
  * buf may be NULL when n == 0. Pure; thread-safe. */
 uint32_t dpb_crc32c(uint32_t crc, const void *buf, size_t n);
+
+/* The same CRC, always byte-at-a-time from the table (what dpb_crc32c does where the
+ * processor has no crc32 instruction, and for fewer than 16 bytes); and whether dpb_crc32c
+ * uses the instruction on this processor (1) or not (0). For the unit tests. */
+uint32_t dpb_crc32c_table(uint32_t crc, const void *buf, size_t n);
+int dpb_crc32c_hw(void);
 
 #endif

@@ -114,6 +114,16 @@ out:
 dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data, size_t *len,
                          dpb_error *err)
 {
+    return snapshot_read_each(dir, fs, seq, data, len, NULL, NULL, err);
+}
+
+/* The payload is read in pieces of this many bytes, each checksummed (and given to each)
+ * while it is in the cache: one pass over the file's bytes. */
+#define READ_PIECE ((size_t)1 << 20)
+
+dpb_status snapshot_read_each(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
+                              size_t *len, snapshot_bytes_fn each, void *each_ctx, dpb_error *err)
+{
     dpb_status st = DPB_OK;
     char *path = NULL;
     unsigned char *buf = NULL;
@@ -187,17 +197,24 @@ dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void 
         st = dpb_fail(err, DPB_ENOMEM, NULL, "%s: out of memory for %" PRIu64 " bytes", path, n);
         goto out;
     }
-    got = dpb_fs_pread_full(fs, fd, buf, (size_t)n, SNAPSHOT_HEADER_BYTES);
-    if (got < 0) {
-        st = dpb_fs_io_fail(err, path, "read", errno);
-        goto out;
+    uint32_t want = v1 ? 0 : dpb_crc32c(0, hdr, CRC_AT);
+    for (size_t at = 0; at < (size_t)n;) {
+        size_t k = (size_t)n - at < READ_PIECE ? (size_t)n - at : READ_PIECE;
+        got = dpb_fs_pread_full(fs, fd, buf + at, k, (off_t)(SNAPSHOT_HEADER_BYTES + at));
+        if (got < 0) {
+            st = dpb_fs_io_fail(err, path, "read", errno);
+            goto out;
+        }
+        if ((size_t)got != k) {
+            st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says",
+                          path);
+            goto out;
+        }
+        want = dpb_crc32c(want, buf + at, k);
+        if (each != NULL)
+            each(each_ctx, buf + at, k);
+        at += k;
     }
-    if ((uint64_t)got != n) {
-        st = dpb_fail(err, DPB_ECORRUPT, NULL, "%s: snapshot shorter than its header says", path);
-        goto out;
-    }
-    uint32_t want =
-        v1 ? dpb_crc32c(0, buf, (size_t)n) : dpb_crc32c(dpb_crc32c(0, hdr, CRC_AT), buf, (size_t)n);
     if (want != crc) {
         st = dpb_fail(err, DPB_ECORRUPT, NULL,
                       "%s: snapshot checksum (byte offset 28) does not match %s (byte offsets "

@@ -43,4 +43,12 @@ dpb_status snapshot_write(const char *dir, const dpb_fs *fs, uint64_t seq, const
 dpb_status snapshot_read(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data, size_t *len,
                          dpb_error *err);
 
+/* snapshot_read, giving each(each_ctx, bytes, n) every byte of the payload in order, in
+ * pieces, as it is read and checksummed (one pass over the file: e.g. a digest of the
+ * payload computed while it is in the cache). each sees the bytes before the checksum is
+ * judged: what it computes is meaningful only when DPB_OK is returned. */
+typedef void (*snapshot_bytes_fn)(void *ctx, const void *bytes, size_t n);
+dpb_status snapshot_read_each(const char *dir, const dpb_fs *fs, uint64_t *seq, void **data,
+                              size_t *len, snapshot_bytes_fn each, void *each_ctx, dpb_error *err);
+
 #endif

@@ -37,9 +37,12 @@ static file_store *fst(const ledger_store *s)
 static dpb_status f_load_snapshot(ledger_store *s, uint64_t *seq, void **data, size_t *len,
                                   dpb_error *err)
 {
-    dpb_status st = snapshot_read(fst(s)->dir, fst(s)->fs, seq, data, len, err);
+    ftree *ft = &fst(s)->tree;
+    ftree_snapshot_begin(ft); /* its digest, in the same pass as its checksum */
+    dpb_status st =
+        snapshot_read_each(fst(s)->dir, fst(s)->fs, seq, data, len, ftree_snapshot_bytes, ft, err);
     if (st == DPB_OK && *data != NULL) {
-        st = ftree_check_snapshot(&fst(s)->tree, *seq, *data, *len, err);
+        st = ftree_check_snapshot(ft, *seq, err);
         if (st != DPB_OK) {
             free(*data);
             *data = NULL;

@@ -26,6 +26,8 @@
 #define SNAP_NAME "tree.snap"
 #define SNAP_MAGIC "DPBTSNP1"
 #define SNAP_BYTES (8u + 2u * (8u + TLOG_HASH_BYTES) + 4u)
+/* tree.nodes is read this many leaves at a time (their nodes: about 1 MiB) */
+#define PIECE_LEAVES ((uint64_t)1 << 14)
 
 /* ---- the default: hash every record ------------------------------------------------------ */
 
@@ -74,9 +76,6 @@ void ftree_init(ftree *ft, const char *dir, const dpb_fs *fs)
 
 void ftree_close(ftree *ft)
 {
-    if (ft->job_running) /* a start-up that failed before the verdict */
-        pthread_join(ft->job, NULL);
-    ft->job_running = 0;
     if (ft->fd >= 0)
         (void)ft->fs->close(ft->fs->ctx, ft->fd);
     ft->fd = -1;
@@ -220,9 +219,6 @@ static uint64_t first_logged(ftree *ft)
 
 dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_error *err)
 {
-    dpb_status vst = ftree_snapshot_verdict(ft, err);
-    if (vst != DPB_OK)
-        return vst;
     char path[4096], apath[4096];
     snprintf(path, sizeof path, "%s/" NODES_NAME, ft->dir);
     snprintf(apath, sizeof apath, "%s/archive", ft->dir);
@@ -243,13 +239,20 @@ dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dp
         n--;
     while (TLOG_NODE_POS(n + 1) <= nodes)
         n++;
-    if (n > 0) {
-        size_t bytes = (size_t)TLOG_NODE_POS(n) * TLOG_HASH_BYTES;
-        unsigned char *buf = malloc(bytes);
+    if (n > 0) { /* in pieces of PIECE_LEAVES leaves, through one buffer kept in the cache;
+                  * a piece from leaf a holds 2 k - popcount(a + k) + popcount(a) nodes */
+        unsigned char *buf = malloc((size_t)(2 * PIECE_LEAVES + 64) * TLOG_HASH_BYTES);
         if (buf == NULL)
             return dpb_fail(err, DPB_ENOMEM, NULL, "out of memory reading %s", path);
-        ssize_t got = dpb_fs_pread_full(ft->fs, fd, buf, bytes, 0);
-        dpb_status st = got == (ssize_t)bytes ? tlog_load(t, buf, n) : DPB_EIO;
+        dpb_status st = DPB_OK;
+        for (uint64_t at = 0; at < n && st == DPB_OK;) {
+            uint64_t k = n - at < PIECE_LEAVES ? n - at : PIECE_LEAVES;
+            uint64_t a = TLOG_NODE_POS(at), b = TLOG_NODE_POS(at + k);
+            size_t bytes = (size_t)(b - a) * TLOG_HASH_BYTES;
+            ssize_t got = dpb_fs_pread_full(ft->fs, fd, buf, bytes, (off_t)(a * TLOG_HASH_BYTES));
+            st = got == (ssize_t)bytes ? tlog_append_nodes(t, buf, k) : DPB_EIO;
+            at += k;
+        }
         free(buf);
         if (st != DPB_OK)
             return dpb_fail(err, st, NULL, "%s cannot be read", path);
@@ -428,18 +431,20 @@ static dpb_status compare_slots(ftree *ft, uint64_t seq, const tlog_hash d, cons
                     ft->dir, seq, path);
 }
 
-static void *digest_main(void *arg)
+void ftree_snapshot_begin(ftree *ft)
 {
-    ftree *ft = arg;
-    digest_of(ft->job_buf, ft->job_len, ft->job_digest);
-    free(ft->job_buf);
-    ft->job_buf = NULL;
-    return NULL;
+    sha256_init(&ft->snap_sha);
 }
 
-dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
-                                dpb_error *err)
+void ftree_snapshot_bytes(void *ft, const void *bytes, size_t n)
 {
+    sha256_update(&((ftree *)ft)->snap_sha, n, bytes);
+}
+
+dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, dpb_error *err)
+{
+    tlog_hash d;
+    sha256_digest(&ft->snap_sha, TLOG_HASH_BYTES, d);
     char path[4096];
     snprintf(path, sizeof path, "%s/" SNAP_NAME, ft->dir);
     int fd = ft->fs->open(ft->fs->ctx, path, O_RDONLY, 0);
@@ -451,11 +456,9 @@ dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_
                             "%s is missing (it holds the digest of %s/snapshot, seq %" PRIu64
                             "): the snapshot cannot be trusted; refusing to start",
                             path, ft->dir, seq);
-        tlog_hash d;
-        digest_of(data, len, d);
         return write_snap(ft, seq, d, seq, d, err); /* the first start of this version */
     }
-    unsigned char *b = ft->job_file;
+    unsigned char b[SNAP_BYTES];
     ssize_t got = dpb_fs_pread_full(ft->fs, fd, b, SNAP_BYTES, 0);
     (void)ft->fs->close(ft->fs->ctx, fd);
     uint32_t crc = 0;
@@ -464,32 +467,7 @@ dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_
     if (got != (ssize_t)SNAP_BYTES || memcmp(b, SNAP_MAGIC, 8) != 0 ||
         crc != dpb_crc32c(0, b, SNAP_BYTES - 4))
         return dpb_fail(err, DPB_ECORRUPT, "data_dir", "%s is damaged; refusing to start", path);
-    /* the digest is computed beside the ledger's reading of the snapshot (a thread, on a
-     * copy), and judged by ftree_snapshot_verdict before any record is replayed */
-    ft->job_seq = seq;
-    ft->job_buf = malloc(len ? len : 1);
-    if (ft->job_buf != NULL) {
-        memcpy(ft->job_buf, data, len);
-        ft->job_len = len;
-        if (pthread_create(&ft->job, NULL, digest_main, ft) == 0) {
-            ft->job_running = 1;
-            return DPB_OK;
-        }
-        free(ft->job_buf);
-        ft->job_buf = NULL;
-    }
-    tlog_hash d;
-    digest_of(data, len, d);
     return compare_slots(ft, seq, d, b, err);
-}
-
-dpb_status ftree_snapshot_verdict(ftree *ft, dpb_error *err)
-{
-    if (!ft->job_running)
-        return DPB_OK;
-    pthread_join(ft->job, NULL);
-    ft->job_running = 0;
-    return compare_slots(ft, ft->job_seq, ft->job_digest, ft->job_file, err);
 }
 
 dpb_status ftree_note_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,

@@ -14,6 +14,7 @@
 #ifndef DPB_LEDGER_STORE_TREE_H
 #define DPB_LEDGER_STORE_TREE_H
 
+#include <nettle/sha2.h>
 #include <pthread.h>
 
 #include "store.h"
@@ -30,14 +31,8 @@ typedef struct {
     int have_snap;      /* tree.snap read or written: snap_seq, snap_digest its newest slot */
     uint64_t snap_seq;
     tlog_hash snap_digest;
-    /* the snapshot's digest computed beside start-up (ftree_check_snapshot's thread) */
-    pthread_t job;
-    int job_running;
-    unsigned char *job_buf; /* a copy of the payload, freed by the thread */
-    size_t job_len;
-    uint64_t job_seq;
-    tlog_hash job_digest;
-    unsigned char job_file[8 + 2 * (8 + TLOG_HASH_BYTES) + 4]; /* tree.snap's bytes */
+    /* the snapshot's SHA-256, computed as start-up reads it (ftree_snapshot_bytes) */
+    struct sha256_ctx snap_sha;
 } ftree;
 
 void ftree_init(ftree *ft, const char *dir, const dpb_fs *fs);
@@ -51,13 +46,15 @@ dpb_status ftree_open(ftree *ft, ledger_store *s, dpb_tlog *t, uint64_t upto, dp
 /* Write the nodes of the leaves up to `leaves` (durable records) to tree.nodes; fsync it when
  * durable. DPB_OK, DPB_EIO (err filled). */
 dpb_status ftree_persist(ftree *ft, uint64_t leaves, int durable, dpb_error *err);
-/* The snapshot (seq, payload) read at start-up: tree.snap read (DPB_ECORRUPT when damaged, or
- * missing beside tree.nodes; written when neither exists: the first start of this version)
- * and the payload's SHA-256 started in a thread; ftree_snapshot_verdict (ftree_open calls
- * it first) waits for it: DPB_OK when tree.snap names the snapshot, else DPB_ECORRUPT. */
-dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
-                                dpb_error *err);
-dpb_status ftree_snapshot_verdict(ftree *ft, dpb_error *err);
+/* The snapshot read at start-up, hashed as it is read: ftree_snapshot_begin, then
+ * ftree_snapshot_bytes (snapshot_read_each's each, ctx the ftree) on every byte of its
+ * payload in order, then ftree_check_snapshot with its seq, before the payload is parsed:
+ * tree.snap read (DPB_ECORRUPT when damaged, or missing beside tree.nodes; written when
+ * neither exists: the first start of this version); DPB_OK when tree.snap names the snapshot
+ * (seq and the payload's SHA-256), else DPB_ECORRUPT. */
+void ftree_snapshot_begin(ftree *ft);
+void ftree_snapshot_bytes(void *ft, const void *bytes, size_t n);
+dpb_status ftree_check_snapshot(ftree *ft, uint64_t seq, dpb_error *err);
 /* Before a snapshot (seq, payload) replaces the current one: tree.snap names both. */
 dpb_status ftree_note_snapshot(ftree *ft, uint64_t seq, const void *data, size_t len,
                                dpb_error *err);
