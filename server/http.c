@@ -476,10 +476,23 @@ static void run_compute(void *arg, const int *stop)
  * writes wait for the log's fdatasync and a pld round may compute PLDs first; its reads wait
  * on its lock and, with --ledger-url, on the database; an HTTP worker that did either would
  * keep every connection it serves (probes among them) waiting. */
-static workpool *ledger_lane(http_server *s, const route *r, size_t body_len)
+static workpool *ledger_lane(http_server *s, const route *r, const req_ctx *ctx,
+                             const http_request *req)
 {
-    if (r && r->lane == LANE_LEDGER)
-        return body_len > HTTP_BULK_BODY ? s->bpool : s->lpool;
+    if (r && r->lane == LANE_LEDGER) {
+        if (ctx->len > HTTP_BULK_BODY)
+            return s->bpool;
+        if (r->light == NULL)
+            return s->lpool;
+        /* the route's small test (routes.h), which never waits on the ledger */
+        char seg[300];
+        http_request q = *req;
+        q.param = r->prefix && ctx->param ? httproute_param(r, ctx->param, seg, sizeof seg) : NULL;
+        json_t *parsed = NULL;
+        int small = r->light(&q, &parsed);
+        json_decref(parsed);
+        return small ? s->lpool : s->bpool;
+    }
     if (r && r->lane == LANE_LEDGER_READ)
         return s->rpool;
     if (r && r->lane == LANE_LEDGER_COMPUTE)
@@ -735,7 +748,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         NULL,   ctx->key};
     if (s->pool && wants_pool(&req, ctx))
         return start_compute(s, c, ctx, &req);
-    workpool *lane = ledger_lane(s, ctx->rt, ctx->len);
+    workpool *lane = ledger_lane(s, ctx->rt, ctx, &req);
     if (lane)
         return start_ledger(s, lane, c, ctx, &req);
     http_response resp = {0};

@@ -595,6 +595,10 @@ void ledger_history_free(ledger_history *h);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);
+/* The participants of the stored round round_id (a reservation's: what its commit or release
+ * works through), read without waiting for the lock: -1 when no such round is known, -2 when
+ * a change holds the ledger now (not known). Memory only (a shared store is not caught up). */
+long ledger_round_size_now(ledger *l, const char *round_id);
 
 void ledger_round_res_free(ledger_round_res *r);
 
