@@ -548,6 +548,10 @@ uint64_t ledger_open_profiles(ledger *l);
  * evaluate theirs before the lock (a round of more than 64 participants its admissions
  * too), so they add none unless a participant changed in between. */
 uint64_t ledger_locked_spends(ledger *l);
+/* How many undo entries holding memory (a client's events, reservations or labels as they
+ * were before a change) were freed under the write lock since the ledger was opened (a
+ * test's figure): those of a change of more than 64 clients are freed after the lock. */
+uint64_t ledger_locked_frees(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */
