@@ -49,6 +49,7 @@ struct http_server {
     workpool *lpool;      /* the ledger writes' threads (the ledger lane) */
     workpool *rpool;      /* the ledger reads' threads (the read lane) */
     workpool *epool;      /* the ledger's computing requests' threads (eligibility) */
+    workpool *bpool;      /* the ledger's large writes' threads (bodies over HTTP_BULK_BODY) */
     unsigned ethreads;    /* how many */
     int active;           /* requests begun and not completed (atomic: http_in_flight) */
     MHD_socket listen_fd; /* after http_quiesce: the listening socket, closed at http_stop */
@@ -77,7 +78,16 @@ static size_t connection_memory(size_t max_header_bytes)
 #define HTTP_READ_THREADS 8u
 #define HTTP_READ_QUEUE 1024u
 #define HTTP_ELIG_QUEUE 256u /* the computing requests' lane: places waiting */
-
+/* A ledger write whose body is larger than this (about 2,000 client ids) runs on the large
+ * writes' lane: its parsing, its admission before the lock and its answer cost milliseconds to
+ * a second of CPU, which the probes, reads and small writes get first (below). */
+#define HTTP_BULK_BODY (64u * 1024u)
+#define HTTP_BULK_THREADS 2u
+#define HTTP_BULK_QUEUE 256u
+/* The nice value added to the threads of the lanes whose work the caller's input sizes (the
+ * compute pool, eligibility, the large writes): on a busy machine the HTTP workers (probes),
+ * the ledger's reads and its small writes take a CPU from them at once. */
+#define HTTP_LOW_NICE 10
 /* A compute request handed to the pool; its connection stays suspended until it is done. */
 typedef struct {
     http_request req;   /* borrows the context's body and MHD's method and path */
@@ -466,10 +476,23 @@ static void run_compute(void *arg, const int *stop)
  * writes wait for the log's fdatasync and a pld round may compute PLDs first; its reads wait
  * on its lock and, with --ledger-url, on the database; an HTTP worker that did either would
  * keep every connection it serves (probes among them) waiting. */
-static workpool *ledger_lane(http_server *s, const route *r)
+static workpool *ledger_lane(http_server *s, const route *r, const req_ctx *ctx,
+                             const http_request *req)
 {
-    if (r && r->lane == LANE_LEDGER)
-        return s->lpool;
+    if (r && r->lane == LANE_LEDGER) {
+        if (ctx->len > HTTP_BULK_BODY)
+            return s->bpool;
+        if (r->light == NULL)
+            return s->lpool;
+        /* the route's small test (routes.h), which never waits on the ledger */
+        char seg[300];
+        http_request q = *req;
+        q.param = r->prefix && ctx->param ? httproute_param(r, ctx->param, seg, sizeof seg) : NULL;
+        json_t *parsed = NULL;
+        int small = r->light(&q, &parsed);
+        json_decref(parsed);
+        return small ? s->lpool : s->bpool;
+    }
     if (r && r->lane == LANE_LEDGER_READ)
         return s->rpool;
     if (r && r->lane == LANE_LEDGER_COMPUTE)
@@ -511,12 +534,15 @@ static MHD_RESULT start_ledger(http_server *s, workpool *p, struct MHD_Connectio
         char what[112];
         snprintf(what, sizeof what, "for ledger %s (%u running, %u waiting)",
                  p == s->lpool   ? "writes"
+                 : p == s->bpool ? "writes of large bodies"
                  : p == s->rpool ? "reads"
                                  : "computations (eligibility)",
                  p == s->lpool   ? HTTP_LEDGER_THREADS
+                 : p == s->bpool ? HTTP_BULK_THREADS
                  : p == s->rpool ? HTTP_READ_THREADS
                                  : s->ethreads,
                  p == s->lpool   ? HTTP_LEDGER_QUEUE
+                 : p == s->bpool ? HTTP_BULK_QUEUE
                  : p == s->rpool ? HTTP_READ_QUEUE
                                  : HTTP_ELIG_QUEUE);
         return refuse_full(c, ctx, p, what);
@@ -722,7 +748,7 @@ static MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *ur
         NULL,   ctx->key};
     if (s->pool && wants_pool(&req, ctx))
         return start_compute(s, c, ctx, &req);
-    workpool *lane = ledger_lane(s, ctx->rt);
+    workpool *lane = ledger_lane(s, ctx->rt, ctx, &req);
     if (lane)
         return start_ledger(s, lane, c, ctx, &req);
     http_response resp = {0};
@@ -852,7 +878,8 @@ static int tls_options(const http_config *cfg, struct MHD_OptionItem *opts)
     return 0;
 }
 
-/* The compute pool: its threads run below the HTTP workers' priority (nice + 10). */
+/* The lanes' threads. Those whose work the caller's input sizes (the compute pool,
+ * eligibility, the large writes) run below the others' priority (nice + HTTP_LOW_NICE). */
 static int start_pool(http_server *s)
 {
     unsigned n = s->cfg.compute_threads;
@@ -860,7 +887,7 @@ static int start_pool(http_server *s)
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (unsigned)c : 1;
     }
-    s->pool = workpool_create(n, s->cfg.compute_queue, 10);
+    s->pool = workpool_create(n, s->cfg.compute_queue, HTTP_LOW_NICE, "dpb-compute");
     if (s->pool == NULL) {
         fprintf(stderr, "dpbudgetd: cannot start %u compute threads\n", n);
         return -1;
@@ -868,20 +895,26 @@ static int start_pool(http_server *s)
     metrics_compute_capacity(n + s->cfg.compute_queue);
     /* the ledger lane: enough threads for writes to share the log's group commit, and a
      * queue deep enough that only a flood is refused */
-    s->lpool = workpool_create(HTTP_LEDGER_THREADS, HTTP_LEDGER_QUEUE, 0);
-    s->rpool = s->lpool ? workpool_create(HTTP_READ_THREADS, HTTP_READ_QUEUE, 0) : NULL;
+    s->lpool = workpool_create(HTTP_LEDGER_THREADS, HTTP_LEDGER_QUEUE, 0, "dpb-write");
+    s->bpool = s->lpool ? workpool_create(HTTP_BULK_THREADS, HTTP_BULK_QUEUE, HTTP_LOW_NICE,
+                                          "dpb-write-large")
+                        : NULL;
+    s->rpool = s->bpool ? workpool_create(HTTP_READ_THREADS, HTTP_READ_QUEUE, 0, "dpb-read") : NULL;
     /* the ledger's computing requests: one thread fewer than the CPUs, so that a flood of
      * them (each may compute for seconds) leaves a core to every other request */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->ethreads = cpus > 2 ? (unsigned)cpus - 1 : 1;
-    s->epool = s->rpool ? workpool_create(s->ethreads, HTTP_ELIG_QUEUE, 0) : NULL;
+    s->epool = s->rpool
+                   ? workpool_create(s->ethreads, HTTP_ELIG_QUEUE, HTTP_LOW_NICE, "dpb-eligibility")
+                   : NULL;
     if (s->epool == NULL) {
         fprintf(stderr, "dpbudgetd: cannot start %u ledger threads\n",
-                HTTP_LEDGER_THREADS + HTTP_READ_THREADS + s->ethreads);
+                HTTP_LEDGER_THREADS + HTTP_BULK_THREADS + HTTP_READ_THREADS + s->ethreads);
         workpool_free(s->rpool);
+        workpool_free(s->bpool);
         workpool_free(s->lpool);
         workpool_free(s->pool);
-        s->pool = s->lpool = s->rpool = NULL;
+        s->pool = s->lpool = s->bpool = s->rpool = NULL;
         return -1;
     }
     return 0;
@@ -1014,6 +1047,7 @@ void http_stop(http_server *s)
      * needs before it stops; requests that come meanwhile are refused (503) */
     workpool_stop(s->pool);
     workpool_stop(s->lpool);
+    workpool_stop(s->bpool);
     workpool_stop(s->rpool);
     workpool_stop(s->epool);
     MHD_stop_daemon(s->d);
@@ -1027,6 +1061,7 @@ void http_stop(http_server *s)
     edge_stop(s->edge);
     workpool_free(s->pool);
     workpool_free(s->lpool);
+    workpool_free(s->bpool);
     workpool_free(s->rpool);
     workpool_free(s->epool);
     free(s);

@@ -14,7 +14,7 @@
 #include "codec.h"
 
 /* Does path match route r? For a prefix route, *param receives the one segment after it
- * (followed by the route's suffix, if any: route_param cuts it off). */
+ * (followed by the route's suffix, if any: httproute_param cuts it off). */
 static int route_match(const route *r, const char *path, const char **param)
 {
     if (!r->prefix)
@@ -30,8 +30,7 @@ static int route_match(const route *r, const char *path, const char **param)
     return 1;
 }
 
-/* The segment of a matched prefix route, without the suffix, into buf (cap bytes). */
-static const char *route_param(const route *r, const char *param, char *buf, size_t cap)
+const char *httproute_param(const route *r, const char *param, char *buf, size_t cap)
 {
     if (r->suffix == NULL)
         return param;
@@ -78,7 +77,7 @@ void httproute_dispatch(const route *table, const http_request *req, http_respon
     problem p = {0};
     if (r) {
         char seg[300];
-        param = r->prefix ? route_param(r, param, seg, sizeof seg) : param;
+        param = r->prefix ? httproute_param(r, param, seg, sizeof seg) : param;
         /* the id rule, once, for every {id} segment: no handler sees another */
         if (r->prefix && !r->free_param && codec_id(param, strlen(param), "id", &p) < 0) {
             http_reply_problem(resp, &p);

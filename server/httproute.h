@@ -30,6 +30,9 @@ int httproute_scope(const route *table, const route *r, const char *path, int op
  * storage); NULL when no route matches the path. */
 const char *httproute_allow(const route *table, const char *path);
 
+/* The segment of route r's matched path param without r's suffix, into buf (cap bytes). */
+const char *httproute_param(const route *r, const char *param, char *buf, size_t cap);
+
 /* Runs r's handler on req into resp, with req->param the segment param (as
  * httproute_index found it) without r's suffix, once it obeys the id rule (codec.h: else
  * 400 here); r NULL answers 405 with Allow when other methods are routed at the path, else

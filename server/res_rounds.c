@@ -440,6 +440,16 @@ void res_round_release(const http_request *req, http_response *resp)
     reply_resolved(req, resp, &res, &err, st);
 }
 
+int res_round_resolve_small(const http_request *req, json_t **parsed)
+{
+    *parsed = NULL;
+    ledger *l = lr_ledger(req);
+    if (l == NULL || req->param == NULL)
+        return 1;
+    long n = ledger_round_size_now(l, req->param);
+    return n >= -1 && n <= RES_SMALL_ROUND;
+}
+
 void res_round_get(const http_request *req, http_response *resp)
 {
     if (lr_no_ledger(req, resp))

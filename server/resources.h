@@ -43,6 +43,12 @@ void res_round_get(const http_request *req, http_response *resp);
 void res_eligibility(const http_request *req, http_response *resp);
 void res_round_commit(const http_request *req, http_response *resp);
 void res_round_release(const http_request *req, http_response *resp);
+/* The small test of a round's commit and release (route.light of a LANE_LEDGER route,
+ * routes.h): 1 when the stored round has at most RES_SMALL_ROUND participants, or is unknown;
+ * 0 when it has more, or a change holds the ledger now (not waited for): the request then runs
+ * on the large writes' lane. Never parses the body (*parsed stays NULL). */
+#define RES_SMALL_ROUND 2000
+int res_round_resolve_small(const http_request *req, json_t **parsed);
 void res_event_put(const http_request *req, http_response *resp);
 void res_event_get(const http_request *req, http_response *resp);
 void res_events_list(const http_request *req, http_response *resp);

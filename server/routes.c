@@ -14,8 +14,9 @@
  *           --open-compute), on the compute pool unless light (NULL: none) vouches for it;
  * READ      a ledger read: the read scope, on the ledger's read lane; READ_ID at path{id}
  *           and then sfx (NULL: none);
- * WRITE     a ledger write: a JSON body with scope sc, on the ledger lane, bodies up to
- *           --max-bulk-body when bulk; WRITE_ID at path{id} and then sfx;
+ * WRITE     a ledger write: a JSON body with scope sc, on the ledger lane (the large
+ *           writes' lane for a body over 64 KiB, or when light, if given, says it is not
+ *           small), bodies up to --max-bulk-body when bulk; WRITE_ID at path{id} and then sfx;
  * LEDGER_COMPUTE  a ledger request that computes for its caller, as WRITE but on the
  *           ledger's compute lane;
  * OPEN      needs no key, on the HTTP worker (operations, the dashboard); quiet: a 200 is
@@ -53,8 +54,12 @@ const route ROUTES[] = {
     {"PUT", "/v1/events/", WRITE_ID(res_event_put, SCOPE_ADMIN, NULL, 0)},
     {"GET", "/v1/events/", READ_ID(res_event_get, NULL)},
     {"GET", "/v1/events", READ(res_events_list)},
-    {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1)},
-    {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0)},
+    /* their work is the reservation's size, not the body's: light tells (the large writes'
+     * lane past RES_SMALL_ROUND participants) */
+    {"POST", "/v1/rounds/", WRITE_ID(res_round_commit, SCOPE_CHARGE, "/commit", 1),
+     .light = res_round_resolve_small},
+    {"POST", "/v1/rounds/", WRITE_ID(res_round_release, SCOPE_CHARGE, "/release", 0),
+     .light = res_round_resolve_small},
     {"GET", "/v1/summary", READ(res_summary)},
     {"GET", "/v1/log/proof/inclusion", READ(res_log_inclusion)},
     {"GET", "/v1/log/proof/consistency", READ(res_log_consistency)},

@@ -21,7 +21,9 @@ typedef enum {
     LANE_COMPUTE,
     /* the ledger lane: the ledger's writes, which wait for the log's fdatasync (and a pld
      * round's PLDs), at the workers' priority apart from the computations; when it is full:
-     * 503 overloaded with Retry-After (the worker never waits on the ledger) */
+     * 503 overloaded with Retry-After (the worker never waits on the ledger). A large write
+     * (a body over 64 KiB, or one route.light says is not small) runs on a lane of its own
+     * below the workers' priority (nice + 10), as the compute lanes do */
     LANE_LEDGER,
     /* the ledger's reads: a lane of their own (not behind the writes), since a read waits on
      * the ledger's lock and, with --ledger-url, on the database (catching up); full: 503
@@ -35,8 +37,10 @@ typedef enum {
 } route_lane;
 
 /* For a LANE_COMPUTE route: 1 when this request is cheap whatever its size (it stays on
- * the HTTP worker), else 0. May parse the body once: *parsed receives a new reference for
- * the caller (handed on as http_request.parsed and released by the transport), or NULL. */
+ * the HTTP worker), else 0. For a LANE_LEDGER route: 1 when it is small (the writes' lane),
+ * 0 for the large writes' lane; it runs on the HTTP worker, so it never waits on the ledger. May
+ * parse the body once: *parsed receives a new reference for the caller (handed on as
+ * http_request.parsed and released by the transport), or NULL. */
 typedef int (*route_light_fn)(const http_request *req, json_t **parsed);
 
 typedef struct route {
@@ -52,7 +56,8 @@ typedef struct route {
     const char *suffix;   /* a prefix route: what follows the segment ("/commit"), or NULL */
     int bulk;             /* 1: carries lists of clients, bodies up to --max-bulk-body */
     route_lane lane;      /* the thread it runs on */
-    route_light_fn light; /* LANE_COMPUTE: which requests stay on the worker (NULL: none) */
+    route_light_fn light; /* LANE_COMPUTE: which requests stay on the worker (NULL: none);
+                             LANE_LEDGER: which are small (NULL: a body up to 64 KiB) */
     int quiet;            /* a 200 is counted, not logged (probes and scrapes) */
 } route;
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -30,12 +31,14 @@ struct workpool {
     pthread_t *tids;
     unsigned started;
     int nice_incr;
-    int joined; /* the threads have exited (workpool_stop) */
+    char name[16]; /* the threads' name */
+    int joined;    /* the threads have exited (workpool_stop) */
 };
 
 static void *worker(void *arg)
 {
     workpool *p = arg;
+    (void)pthread_setname_np(pthread_self(), p->name);
     /* Linux: nice is per thread (a thread id is a process id for setpriority) */
     if (p->nice_incr > 0) {
         pid_t tid = (pid_t)syscall(SYS_gettid);
@@ -65,7 +68,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr)
+workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr, const char *name)
 {
     if (threads == 0)
         return NULL;
@@ -75,6 +78,7 @@ workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr)
     p->cap = threads + depth;
     p->threads = threads;
     p->nice_incr = nice_incr;
+    snprintf(p->name, sizeof p->name, "%s", name);
     p->ring = calloc(p->cap, sizeof *p->ring);
     p->tids = calloc(threads, sizeof *p->tids);
     if (p->ring == NULL || p->tids == NULL) {

@@ -21,8 +21,9 @@ typedef struct workpool workpool;
 typedef void (*workpool_fn)(void *arg, const int *stop);
 
 /* threads >= 1 running jobs, depth >= 0 more waiting, nice_incr added to the threads'
- * nice value (0: none). NULL when the threads cannot be started. */
-workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr);
+ * nice value (0: none), name the threads' name (at most 15 bytes: what ps, top and
+ * /proc/PID/task/TID/comm show). NULL when the threads cannot be started. */
+workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr, const char *name);
 
 /* Take a place: 0 when one is held for the next workpool_push, -1 when the pool is full or
  * stopping. */

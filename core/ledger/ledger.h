@@ -548,6 +548,10 @@ uint64_t ledger_open_profiles(ledger *l);
  * evaluate theirs before the lock (a round of more than 64 participants its admissions
  * too), so they add none unless a participant changed in between. */
 uint64_t ledger_locked_spends(ledger *l);
+/* How many undo entries holding memory (a client's events, reservations or labels as they
+ * were before a change) were freed under the write lock since the ledger was opened (a
+ * test's figure): those of a change of more than 64 clients are freed after the lock. */
+uint64_t ledger_locked_frees(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
  * DPB_ENOTFOUND when unknown. */
@@ -595,6 +599,10 @@ void ledger_history_free(ledger_history *h);
 
 /* A stored round. DPB_ENOTFOUND if unknown. */
 dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *res);
+/* The participants of the stored round round_id (a reservation's: what its commit or release
+ * works through), read without waiting for the lock: -1 when no such round is known, -2 when
+ * a change holds the ledger now (not known). Memory only (a shared store is not caught up). */
+long ledger_round_size_now(ledger *l, const char *round_id);
 
 void ledger_round_res_free(ledger_round_res *r);
 

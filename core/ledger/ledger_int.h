@@ -201,6 +201,11 @@ struct ledger {
     /* changes not known durable yet, in log order (under the write lock) */
     lundo *undo;
     size_t nundo, cap_undo;
+    /* undo entries pruned under the write lock in a batch (lg_prune_undo), whose memory is
+     * freed after the lock is released (lg_bury): a list pushed and taken atomically */
+    _Atomic(struct lgrave *) grave;
+    /* undo entries holding memory freed under the write lock (ledger_locked_frees) */
+    atomic_uint_fast64_t locked_frees;
     /* events: [0, nevs_logged) are in the log; the rest are a round's scratch, dropped
      * before the lock is released */
     lev *evs;

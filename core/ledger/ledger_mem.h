@@ -214,6 +214,10 @@ void lg_undo_release(lundo *u);
 void lg_push_undo(ledger *l, const lundo *u);
 /* Forget the undo entries whose records are durable now. Write lock. */
 void lg_prune_undo(ledger *l);
+/* Free what lg_prune_undo set aside (a batch of more than LG_PRUNE_NOW entries is not freed
+ * under the write lock): called after releasing the lock, by any thread, at any time. */
+#define LG_PRUNE_NOW 64
+void lg_bury(ledger *l);
 /* After a failed log or a voided shared sync: take back, newest first, every change whose
  * record is not durable; a failed log makes the ledger read-only. Idempotent. Write lock. */
 void lg_withdraw_locked(ledger *l);

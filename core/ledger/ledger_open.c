@@ -397,6 +397,7 @@ static void close_ledger(ledger *l, int snapshot)
     free(l->cl);
     free(l->by_id);
     free(l->rank);
+    lg_bury(l);
     for (size_t i = 0; i < l->nundo; i++)
         lg_undo_release(&l->undo[i]);
     free(l->undo);

@@ -554,3 +554,13 @@ dpb_status ledger_get_round(ledger *l, const char *round_id, ledger_round_res *r
 {
     return lg_read_one(l, lg_find_round, round_id, lg_seq_round_state, show_round, res);
 }
+
+long ledger_round_size_now(ledger *l, const char *round_id)
+{
+    if (pthread_rwlock_tryrdlock(&l->lock) != 0)
+        return -2;
+    long pos = lg_find_round(l, round_id);
+    long n = pos < 0 ? -1 : (long)l->rd[pos].n;
+    pthread_rwlock_unlock(&l->lock);
+    return n;
+}

@@ -99,6 +99,7 @@ dpb_status lg_read_begin(ledger *l, dpb_error *err)
     lg_prune_undo(l);
     dpb_status st = catch_up_locked(l, err);
     pthread_rwlock_unlock(&l->lock);
+    lg_bury(l);
     return st;
 }
 
@@ -139,6 +140,7 @@ static dpb_status commit_seq(ledger *l, uint64_t seq, uint64_t gen, dpb_error *e
             lg_prune_undo(l);
             pthread_rwlock_unlock(&l->lock);
         }
+        lg_bury(l); /* what this or an earlier prune set aside */
         return DPB_OK;
     }
     lg_withdraw(l);
@@ -344,6 +346,7 @@ dpb_status lg_txn_end_nosnap(lg_txn *t, dpb_status st)
     atomic_fetch_add_explicit(&t->l->locked_spends, lg_spends_here - t->spends0,
                               memory_order_relaxed);
     pthread_rwlock_unlock(&t->l->lock);
+    lg_bury(t->l); /* what begin_write's prune set aside */
     if (!t->wait)
         return st;
     dpb_status cs = commit_seq(t->l, t->seq, t->gen, t->err);

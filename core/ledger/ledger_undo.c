@@ -69,23 +69,83 @@ void lg_push_undo(ledger *l, const lundo *u)
     l->undo[l->nundo++] = *u; /* reserved */
 }
 
-/* Forget the entries whose records are durable now (they can no longer be withdrawn). */
+/* A batch of pruned undo entries, their memory freed after the lock (lg_bury). */
+struct lgrave {
+    struct lgrave *next;
+    lundo *u; /* n entries, owned */
+    size_t n;
+};
+
+static int undo_owns(const lundo *u)
+{
+    return u->labels != NULL || u->sev != NULL || u->srv != NULL;
+}
+
+/* Forget the entries whose records are durable now (they can no longer be withdrawn). A
+ * batch of more than LG_PRUNE_NOW entries (after a large round) is set aside for lg_bury
+ * rather than freed here, under the write lock: the whole array when every entry goes. */
 void lg_prune_undo(ledger *l)
 {
     uint64_t d = store_durable_seq(l->st);
     size_t k = 0;
-    for (; k < l->nundo && l->undo[k].seq <= d; k++) {
-        lg_undo_release(&l->undo[k]);
+    while (k < l->nundo && l->undo[k].seq <= d)
+        k++;
+    if (k == 0)
+        return;
+    struct lgrave *g = k > LG_PRUNE_NOW ? malloc(sizeof *g) : NULL;
+    if (g != NULL && k < l->nundo) {
+        g->u = malloc(k * sizeof *g->u);
+        if (g->u == NULL) {
+            free(g);
+            g = NULL;
+        } else {
+            memcpy(g->u, l->undo, k * sizeof *l->undo);
+        }
+    } else if (g != NULL) { /* every entry: the array goes to the grave as it is */
+        g->u = l->undo;
+        l->undo = NULL;
+        l->cap_undo = 0;
     }
-    if (k > 0) {
+    if (g != NULL) {
+        g->n = k;
+        g->next = atomic_load(&l->grave);
+        while (!atomic_compare_exchange_weak(&l->grave, &g->next, g))
+            ;
+    } else {
+        uint64_t owned = 0;
+        for (size_t i = 0; i < k; i++) {
+            owned += (uint64_t)undo_owns(&l->undo[i]);
+            lg_undo_release(&l->undo[i]);
+        }
+        atomic_fetch_add_explicit(&l->locked_frees, owned, memory_order_relaxed);
+    }
+    if (l->undo != NULL) {
         memmove(l->undo, l->undo + k, (l->nundo - k) * sizeof *l->undo);
-        l->nundo -= k;
     }
+    l->nundo -= k;
     if (l->nundo == 0 && l->cap_undo > 4096) { /* after a huge round: give the memory back */
         free(l->undo);
         l->undo = NULL;
         l->cap_undo = 0;
     }
+}
+
+void lg_bury(ledger *l)
+{
+    struct lgrave *g = atomic_exchange(&l->grave, NULL);
+    while (g != NULL) {
+        struct lgrave *next = g->next;
+        for (size_t i = 0; i < g->n; i++)
+            lg_undo_release(&g->u[i]);
+        free(g->u);
+        free(g);
+        g = next;
+    }
+}
+
+uint64_t ledger_locked_frees(ledger *l)
+{
+    return atomic_load_explicit(&l->locked_frees, memory_order_relaxed);
 }
 
 static void hist_pop(lclient *c, uint32_t old)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -778,6 +779,129 @@ static void eligibility_floods_leave_the_writes_lane(void)
     CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
 }
 
+/* The nice value and CPU ticks (user + system) of the daemon's threads named name, summed
+ * over them, from /proc/PID/task/TID/stat; *threads: how many. */
+static void lane_threads(int pid, const char *name, int *threads, long *nice, long *ticks)
+{
+    *threads = 0;
+    *nice = -100;
+    *ticks = 0;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[128], buf[1024];
+        snprintf(path, sizeof path, "%s/%.20s/stat", dir, de->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+        if (lp == NULL || rp == NULL || (size_t)(rp - lp - 1) != strlen(name) ||
+            strncmp(lp + 1, name, strlen(name)) != 0)
+            continue;
+        /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+         * cmajflt utime stime cutime cstime priority nice */
+        long ut = 0, st = 0, ni = 0;
+        if (sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld %*d %*d %*d %ld",
+                   &ut, &st, &ni) != 3)
+            continue;
+        (*threads)++;
+        *nice = ni;
+        *ticks += ut + st;
+    }
+    closedir(d);
+}
+
+/* The lanes whose work the caller's input sizes (the compute pool, eligibility, ledger writes
+ * with a body over 64 KiB) run 10 nice steps below the lanes of the probes' kind (ledger
+ * reads, small writes), so that on a busy machine a probe, a read or a small round takes a
+ * CPU from them at once; the large writes run on their own lane, whose threads spend the CPU
+ * of three 10,000-client registrations. On main every ledger lane ran at the HTTP workers'
+ * nice and had no name, and the large writes ran on the small writes' lane. */
+static void hostile_capable_lanes_run_below_the_others(void)
+{
+    const char *extra[] = {"--max-bulk-body", "4194304", NULL};
+    int st = api_daemon_start(extra, NULL, "http");
+    CHECKF(st == 0, "dpbudgetd did not start (%d)", st);
+    if (st != 0)
+        return;
+    int pid = api_daemon_pid(), n = 0;
+    long base = 0, nice = 0, ticks = 0;
+    lane_threads(pid, "dpb-write", &n, &base, &ticks);
+    CHECKF(n == 8, "%d small-write threads", n);
+    lane_threads(pid, "dpb-read", &n, &nice, &ticks);
+    CHECKF(n == 8 && nice == base, "%d read threads at nice %ld (writes: %ld)", n, nice, base);
+    static const char *const low[] = {"dpb-compute", "dpb-eligibility", "dpb-write-large"};
+    for (size_t i = 0; i < sizeof low / sizeof low[0]; i++) {
+        lane_threads(pid, low[i], &n, &nice, &ticks);
+        CHECKF(n >= 1 && nice == (base + 10 > 19 ? 19 : base + 10),
+               "%d %s threads at nice %ld (the small writes' at %ld)", n, low[i], nice, base);
+    }
+    long before = 0;
+    lane_threads(pid, "dpb-write-large", &n, &nice, &before);
+    enum { N = 10000 };
+    size_t cap = (size_t)N * 80 + 64;
+    char *body = malloc(cap);
+    CHECK(body != NULL);
+    for (int b = 0; body && b < 3; b++) {
+        size_t len = (size_t)snprintf(body, cap, "{\"clients\":[");
+        for (int i = 0; i < N; i++)
+            len += (size_t)snprintf(
+                body + len, cap - len,
+                "%s{\"id\":\"lane-%d-%05d\",\"budget\":{\"epsilon\":1,\"delta\":1e-5}}",
+                i ? "," : "", b, i);
+        len += (size_t)snprintf(body + len, cap - len, "]}");
+        api_reply r;
+        api_call("POST", "/v1/clients:batch", "application/json", body, len, &r);
+        CHECKF(r.status == 200, "batch %d: %ld %.200s", b, r.status, r.body);
+        api_reply_free(&r);
+    }
+    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks);
+    CHECKF(ticks > before, "the large writes' threads spent %ld CPU ticks, %ld before", ticks,
+           before);
+    /* three reservations of the 30,000 clients (bodies over 64 KiB), then their releases,
+     * whose bodies are small but whose work is the reservation's: the large writes' lane too
+     * (on main, and before the release route's small test, they ran on the writes' lane) */
+    for (int k = 0; body && k < 3; k++) {
+        size_t len = (size_t)snprintf(body, cap,
+                                      "{\"round_id\":\"lane-big-%d\",\"phase\":\"reserve\","
+                                      "\"event\":{\"class_name\":\"GaussianDpEvent\","
+                                      "\"noise_multiplier\":100},\"participants\":[",
+                                      k);
+        for (int i = 0; i < 3 * N; i++)
+            len += (size_t)snprintf(body + len, cap - len, "%s\"lane-%d-%05d\"", i ? "," : "",
+                                    i / N, i % N);
+        len += (size_t)snprintf(body + len, cap - len, "]}");
+        api_reply r;
+        api_call("POST", "/v1/rounds", "application/json", body, len, &r);
+        CHECKF(r.status == 200, "reserve %d: %ld %.200s", k, r.status, r.body);
+        api_reply_free(&r);
+    }
+    free(body);
+    lane_threads(pid, "dpb-write-large", &n, &nice, &before);
+    for (int k = 0; k < 3; k++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/rounds/lane-big-%d/release", k);
+        api_reply r;
+        api_call("POST", path, "application/json", "{}", 2, &r);
+        CHECKF(r.status == 200, "release %d: %ld %.200s", k, r.status, r.body);
+        api_reply_free(&r);
+    }
+    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks);
+    CHECKF(ticks > before, "the large writes' threads spent %ld CPU ticks releasing, %ld before",
+           ticks, before);
+    st = api_daemon_stop();
+    CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
+}
+
 /* The new limits are options like the others: flags, DPBUDGET_* and config lines. */
 static void edge_limits_are_options(void)
 {
@@ -824,6 +948,7 @@ const tl_test EDGE_TESTS[] = {
     TL_T(a_busy_server_does_not_cut_a_prompt_client),
     TL_T(a_long_pld_round_does_not_hold_probes),
     TL_T(eligibility_floods_leave_the_writes_lane),
+    TL_T(hostile_capable_lanes_run_below_the_others),
     TL_T(edge_limits_are_options),
 };
 const size_t EDGE_NTESTS = sizeof EDGE_TESTS / sizeof EDGE_TESTS[0];

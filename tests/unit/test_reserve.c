@@ -521,7 +521,9 @@ static void *churn_main(void *arg)
 }
 
 /* A large reservation, its release and a commit evaluate no client's spend under the write
- * lock (counted by ledger_locked_spends, not timed): the admissions, the honest statuses the
+ * lock (counted by ledger_locked_spends, not timed), nor free the undo entries they leave
+ * there (ledger_locked_frees; on main each was freed under the lock, by the change or by the
+ * next writer, whatever the change's size): the admissions, the honest statuses the
  * holds leave and the answer are computed before it, and the lock only checks that each
  * participant is as it was. Clients near their budget (so that holding or releasing changes
  * their honest status) with a history of the reserved event; the statuses afterwards are
@@ -559,7 +561,7 @@ static void reserve_large_spends_before_the_lock(void)
     }
     ledger_summary sm0, sm;
     ledger_get_summary(a, &sm0);
-    uint64_t before = ledger_locked_spends(a);
+    uint64_t before = ledger_locked_spends(a), frees = ledger_locked_frees(a);
     size_t admitted = 0;
     CHECK(reserve(a, "big", NULL, ids, N, 3600, &admitted, NULL) == DPB_OK);
     CHECKF(ledger_locked_spends(a) == before, "%llu spends under the write lock (reserve)",
@@ -593,6 +595,15 @@ static void reserve_large_spends_before_the_lock(void)
            "(commit of %zu of %zu)",
            (unsigned long long)(ledger_locked_spends(a) - before), nrep, admitted);
     free(rep);
+    /* the undo entries these changes left (each participant's events and reservations as
+     * they were) were freed after the write lock, not under it; a change of one client still
+     * frees its own there */
+    CHECKF(ledger_locked_frees(a) == frees, "%llu undo entries freed under the write lock",
+           (unsigned long long)(ledger_locked_frees(a) - frees));
+    CHECK(reserve(a, "one", NULL, ids, 1, 3600, NULL, NULL) == DPB_OK);
+    CHECK(release_as(a, "one", NULL, 0) == DPB_OK);
+    CHECKF(ledger_locked_frees(a) > frees, "%llu undo entries of a small change freed under it",
+           (unsigned long long)(ledger_locked_frees(a) - frees));
     /* all or nothing: some cannot afford it, so nobody is admitted, nothing held */
     before = ledger_locked_spends(a);
     ledger_get_summary(a, &sm0);
