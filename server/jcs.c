@@ -19,14 +19,15 @@ size_t jcs_number(double x, char *out)
     out[0] = '\0';
     if (!isfinite(x))
         return 0;
-    if (x == 0.0) { /* -0 too (ECMA-262 7.1.12.1 step 2) */
-        memcpy(out, "0", 2);
-        return 1;
-    }
     /* the shortest digits that read back to x (numfmt.h: the closest such, as the standard
      * asks), in plain or exponent form */
     char e[DPB_NUM_MAX];
     dpb_num(x, e);
+    return jcs_number_text(e, out);
+}
+
+size_t jcs_number_text(const char *e, char *out)
+{
     /* e: [-]ddd[.ddd][e[+-]XX]: its digits without leading or trailing zeros, and n, the
      * decimal exponent of the point before them (x = 0.digits * 10^n) */
     const char *p = e;
@@ -40,6 +41,8 @@ size_t jcs_number(double x, char *out)
             point = 1;
         } else if (nd == 0 && *p == '0') {
             n -= point; /* a leading zero after the point */
+        } else if (nd == (int)sizeof dig) {
+            return 0; /* not the text of a double */
         } else {
             dig[nd++] = *p;
             n += !point;
@@ -47,8 +50,12 @@ size_t jcs_number(double x, char *out)
     }
     if (*p == 'e')
         n += atoi(p + 1);
-    while (nd > 1 && dig[nd - 1] == '0')
+    while (nd > 0 && dig[nd - 1] == '0')
         nd--;
+    if (nd == 0) { /* zero, -0 too (ECMA-262 7.1.12.1 step 2) */
+        memcpy(out, "0", 2);
+        return 1;
+    }
     size_t o = 0;
     if (neg)
         out[o++] = '-';
@@ -131,16 +138,17 @@ static int cmp_utf16(const void *a, const void *b)
     return xl - yl;
 }
 
-/* RFC 8785 3.2.2.2: the runs of bytes that need no escape written as they are. */
-void jcs_put_string(FILE *f, const char *s, size_t n)
+size_t jcs_string(const char *s, size_t n, char *out)
 {
-    putc_unlocked('"', f);
-    size_t run = 0;
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, run = 0;
+    out[o++] = '"';
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        fwrite(s + run, 1, i - run, f);
+        memcpy(out + o, s + run, i - run); /* RFC 8785 3.2.2.2: the runs as they are */
+        o += i - run;
         run = i + 1;
         const char *esc = c == '"'    ? "\\\""
                           : c == '\\' ? "\\\\"
@@ -150,13 +158,32 @@ void jcs_put_string(FILE *f, const char *s, size_t n)
                           : c == '\f' ? "\\f"
                           : c == '\r' ? "\\r"
                                       : NULL;
-        if (esc)
-            fwrite(esc, 1, 2, f);
-        else
-            fprintf(f, "\\u%04x", c);
+        if (esc) {
+            memcpy(out + o, esc, 2);
+            o += 2;
+        } else {
+            memcpy(out + o, "\\u00", 4);
+            out[o + 4] = hex[c >> 4];
+            out[o + 5] = hex[c & 15];
+            o += 6;
+        }
     }
-    fwrite(s + run, 1, n - run, f);
-    putc_unlocked('"', f);
+    memcpy(out + o, s + run, n - run);
+    o += n - run;
+    out[o++] = '"';
+    return o;
+}
+
+/* A string's RFC 8785 form written to f: 0, or -1 (out of memory). */
+static int put_string(FILE *f, const char *s, size_t n)
+{
+    char buf[JCS_STRING_MAX(256)], *b = n <= 256 ? buf : malloc(JCS_STRING_MAX(n));
+    if (b == NULL)
+        return -1;
+    fwrite(b, 1, jcs_string(s, n, b), f);
+    if (b != buf)
+        free(b);
+    return 0;
 }
 
 /* ECMAScript's Number.MAX_SAFE_INTEGER: 2^53 - 1 */
@@ -184,9 +211,10 @@ static int put_value(FILE *f, const json_t *v, int depth)
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (i)
                 putc_unlocked(',', f);
-            jcs_put_string(f, keys[i], strlen(keys[i]));
+            rc = put_string(f, keys[i], strlen(keys[i]));
             putc_unlocked(':', f);
-            rc = put_value(f, json_object_get(v, keys[i]), depth + 1);
+            if (rc == 0)
+                rc = put_value(f, json_object_get(v, keys[i]), depth + 1);
         }
         if (keys != few)
             free(keys);
@@ -205,8 +233,7 @@ static int put_value(FILE *f, const json_t *v, int depth)
         return 0;
     }
     case JSON_STRING:
-        jcs_put_string(f, json_string_value(v), json_string_length(v));
-        return 0;
+        return put_string(f, json_string_value(v), json_string_length(v));
     case JSON_INTEGER: {
         json_int_t i = json_integer_value(v);
         if (i > SAFE_INT || i < -SAFE_INT)

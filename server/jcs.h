@@ -32,8 +32,15 @@ char *jcs_dumps(const json_t *v, size_t *len);
  * infinity (nothing written but the NUL). */
 size_t jcs_number(double x, char *out);
 
-/* A string's RFC 8785 form (quoted, escaped) for n bytes of UTF-8 s, written to f: for a
- * caller that writes a canonical object of known members itself (a receipt, res_sth.c). */
-void jcs_put_string(FILE *f, const char *s, size_t n);
-
+/* The same for x's shortest round-trip text as numfmt.h's dpb_num (or jsonout_real) wrote
+ * it, e.g. "1e21", "3.0", "0.001": the number's digits laid out as ECMAScript does, without
+ * finding them again (for numbers an answer already wrote, res_sth.c); 0 for a text that
+ * holds more than 23 digits. */
+size_t jcs_number_text(const char *text, char *out);
+/* Room jcs_string needs for n bytes: every byte escaped as \u00xx, and the quotes. */
+#define JCS_STRING_MAX(n) (6 * (n) + 2)
+/* A string's RFC 8785 form (quoted, escaped) for n bytes of UTF-8 s, written into out
+ * (JCS_STRING_MAX(n) bytes, not NUL-terminated); returns its length. For a caller that
+ * writes a canonical object of known members itself (a receipt, res_sth.c). */
+size_t jcs_string(const char *s, size_t n, char *out);
 #endif

@@ -15,7 +15,72 @@ typedef struct {
     char *buf;
     size_t len, cap;
     int fail;
+    jsonout_memo *reals;
 } out_buf;
+
+/* jsonout_memo: open addressing on a double's bits, at most half full; one allocation. */
+typedef char real_text[DPB_NUM_MAX + 2];
+struct jsonout_memo {
+    size_t mask, n, room;
+    uint64_t *bits;
+    unsigned char *used;
+    real_text *text;
+};
+
+jsonout_memo *jsonout_memo_new(size_t room)
+{
+    size_t slots = 16;
+    while (slots < 2 * room && slots < ((size_t)1 << 32))
+        slots *= 2;
+    size_t each = sizeof(uint64_t) + sizeof(real_text) + 1;
+    jsonout_memo *m = malloc(sizeof *m + slots * each);
+    if (m == NULL)
+        return NULL;
+    m->mask = slots - 1;
+    m->n = 0;
+    m->room = slots / 2;
+    m->bits = (uint64_t *)(m + 1); /* then the texts, then the used flags */
+    m->text = (real_text *)(m->bits + slots);
+    m->used = (unsigned char *)(m->text + slots);
+    memset(m->used, 0, slots);
+    return m;
+}
+
+void jsonout_memo_free(jsonout_memo *m)
+{
+    free(m);
+}
+
+/* The slot of bits b: where it is, or the free slot where it goes. */
+static size_t reals_slot(const jsonout_memo *m, uint64_t b)
+{
+    size_t i = (size_t)((b * 0x9E3779B97F4A7C15ULL) >> 24) & m->mask;
+    while (m->used[i] && m->bits[i] != b)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static void reals_put(jsonout_memo *m, double x, const char *text, size_t n)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    size_t i = reals_slot(m, b);
+    if (m->used[i] || m->n == m->room)
+        return;
+    m->used[i] = 1;
+    m->bits[i] = b;
+    memcpy(m->text[i], text, n);
+    m->text[i][n] = '\0';
+    m->n++;
+}
+
+const char *jsonout_memo_get(const jsonout_memo *m, double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    size_t i = reals_slot(m, b);
+    return m->used[i] ? m->text[i] : NULL;
+}
 
 /* The first buffer: most answers fit, and it stays below glibc's large chunks (1024 bytes
  * and up), whose allocation first consolidates the fast bins. */
@@ -182,6 +247,16 @@ size_t jsonout_real(double x, char *out)
     return n;
 }
 
+/* A finite real, remembered in o->reals when there is one. */
+static void put_real(out_buf *o, double x)
+{
+    char b[DPB_NUM_MAX + 2];
+    size_t n = jsonout_real(x, b);
+    put(o, b, n);
+    if (o->reals)
+        reals_put(o->reals, x, b, n);
+}
+
 static void put_value(out_buf *o, const json_t *j, int depth)
 {
     if (depth > MAX_DEPTH || j == NULL) {
@@ -228,8 +303,7 @@ static void put_value(out_buf *o, const json_t *j, int depth)
             o->fail = 1;
             return;
         }
-        char b[DPB_NUM_MAX + 2];
-        put(o, b, jsonout_real(x, b));
+        put_real(o, x);
         break;
     }
     case JSON_TRUE:
@@ -256,7 +330,8 @@ static out_buf *as_out(jsonout_w *w)
     _Static_assert(offsetof(jsonout_w, buf) == offsetof(out_buf, buf) &&
                        offsetof(jsonout_w, len) == offsetof(out_buf, len) &&
                        offsetof(jsonout_w, cap) == offsetof(out_buf, cap) &&
-                       offsetof(jsonout_w, fail) == offsetof(out_buf, fail),
+                       offsetof(jsonout_w, fail) == offsetof(out_buf, fail) &&
+                       offsetof(jsonout_w, reals) == offsetof(out_buf, reals),
                    "jsonout_w starts as out_buf");
     return (out_buf *)w;
 }
@@ -344,8 +419,7 @@ void jsonout_realv(jsonout_w *w, double x)
         w->fail = 1;
         return;
     }
-    char b[DPB_NUM_MAX + 2];
-    put(as_out(w), b, jsonout_real(x, b));
+    put_real(as_out(w), x);
 }
 
 void jsonout_rawv(jsonout_w *w, const char *text, size_t n)
@@ -371,6 +445,30 @@ void jsonout_members(jsonout_w *w, const json_t *j)
     }
 }
 
+void jsonout_reserve(jsonout_w *w, size_t n)
+{
+    reserve(as_out(w), n);
+}
+
+size_t jsonout_raw_begin(jsonout_w *w)
+{
+    before_value(w);
+    return w->len;
+}
+
+void jsonout_raw(jsonout_w *w, const char *s, size_t n)
+{
+    put(as_out(w), s, n);
+}
+
+void jsonout_raw_drop(jsonout_w *w, size_t n)
+{
+    if (n > w->len)
+        w->fail = 1;
+    else
+        w->len -= n;
+}
+
 char *jsonout_finish(jsonout_w *w, size_t *len)
 {
     if (w->depth != 0 || w->after_key || reserve(as_out(w), 1) != 0) {
@@ -385,7 +483,7 @@ char *jsonout_finish(jsonout_w *w, size_t *len)
 
 char *jsonout_dump(const json_t *j, size_t *len)
 {
-    out_buf o = {NULL, 0, 0, 0};
+    out_buf o = {NULL, 0, 0, 0, NULL};
     put_value(&o, j, 0);
     if (reserve(&o, 1) != 0) {
         free(o.buf);

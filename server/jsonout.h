@@ -31,10 +31,12 @@ size_t jsonout_real(double x, char *out);
  * failure (out of memory, a non-finite real given to jsonout_realv, nesting beyond
  * JSONOUT_DEPTH) is remembered and reported by jsonout_finish. */
 #define JSONOUT_DEPTH 32
+typedef struct jsonout_memo jsonout_memo;
 typedef struct {
     char *buf;
     size_t len, cap;
     int fail;
+    jsonout_memo *reals; /* NULL, or where every real written is remembered (below) */
     int depth, after_key;
     unsigned char first[JSONOUT_DEPTH]; /* nothing written yet at this level */
 } jsonout_w;
@@ -55,6 +57,25 @@ void jsonout_rawv(jsonout_w *w, const char *text, size_t n);
 void jsonout_tree(jsonout_w *w, const json_t *j); /* a tree as a value (borrowed) */
 /* Every member of object j (borrowed), as members of the object being written. */
 void jsonout_members(jsonout_w *w, const json_t *j);
+/* Room for n more bytes at once (a text whose size is known ahead: one allocation rather
+ * than a doubling series of them). */
+void jsonout_reserve(jsonout_w *w, size_t n);
+/* A value the caller writes itself in pieces (trusted to make one valid JSON value), e.g. a
+ * signed receipt that must be bytes it signed: returns the offset in w->buf of its first
+ * byte; jsonout_raw appends n bytes of s to it. */
+size_t jsonout_raw_begin(jsonout_w *w);
+void jsonout_raw(jsonout_w *w, const char *s, size_t n);
+void jsonout_raw_drop(jsonout_w *w, size_t n); /* takes back its last n bytes */
+
+/* The reals a writer wrote, with their text (jsonout_real's), for a second writing of the
+ * same numbers in another form (a signed receipt's RFC 8785 text, res_sth.c) that then needs
+ * not find their shortest digits again: set w->reals and every real written through w is
+ * remembered (up to the room asked for; past it, no more). Keyed by the double's bits. */
+jsonout_memo *jsonout_memo_new(size_t room); /* NULL when out of memory */
+void jsonout_memo_free(jsonout_memo *m);
+/* The text written for x, or NULL (never written through a writer holding m). */
+const char *jsonout_memo_get(const jsonout_memo *m, double x);
+
 /* The text (owned by the caller, NUL-terminated) and its length, or NULL after a failure
  * (the buffer is then freed). */
 char *jsonout_finish(jsonout_w *w, size_t *len);

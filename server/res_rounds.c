@@ -244,27 +244,31 @@ static ledger_caller caller_of(const http_request *req)
     return who;
 }
 
-/* Answer round r (200), with the signed receipt of its charge (res_receipt; commit: of its
- * commit) as its "receipt" member when the daemon signs and r charged. */
+/* Answer round r (200), with the signed receipt of its charge (res_receipt_write; commit:
+ * of its commit) as its last member, "receipt", when the daemon signs and r charged. The
+ * receipt is written straight into the answer's buffer (sized for both ahead) as it is
+ * signed, and its spends reuse the digits the answer found for the same numbers. */
 static void reply_round(const http_request *req, http_response *resp, const ledger_round_res *r,
                         int commit, const dp_event *ev)
 {
     json_t *body = round_json(r);
-    size_t len = 0;
-    char *receipt = body && (commit || !r->reserve) ? res_receipt(req, r, commit, ev, &len) : NULL;
-    if (receipt == NULL) {
+    if (body == NULL || !res_receipt_due(req, r, commit)) {
         http_reply_json(resp, 200, body);
         return;
     }
-    jsonout_w w; /* the receipt's text spliced in as it was signed, not re-encoded */
+    jsonout_w w;
     jsonout_init(&w);
+    jsonout_reserve(&w, 256 * r->n + 2048); /* the answer and the receipt, for short ids */
+    w.reals = jsonout_memo_new(2 * r->n);   /* NULL: the receipt finds its digits itself */
     jsonout_open(&w, '{');
     jsonout_members(&w, body);
+    jsonout_memo *reals = w.reals;
+    w.reals = NULL;
     jsonout_key(&w, "receipt");
-    jsonout_rawv(&w, receipt, len);
+    res_receipt_write(req, r, commit, ev, reals, &w); /* a failure fails w: 503 */
     jsonout_close(&w, '}');
+    jsonout_memo_free(reals);
     json_decref(body);
-    free(receipt);
     http_reply_written(resp, 200, &w);
 }
 

@@ -7,6 +7,7 @@
  */
 #include "res_sth.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,74 +56,105 @@ static int event_digest(const dp_event *ev, char b64[48])
     return 0;
 }
 
-/* A spend in the receipt: its RFC 8785 number, or "infinite" as the answer spells +inf
- * (codec_real). */
-static void put_spend(FILE *f, double x)
+/* A spend in the receipt into out (JCS_SPEND_MAX bytes): its RFC 8785 number, or "infinite"
+ * as the answer spells +inf (codec_real); from the text the answer wrote for it when memo
+ * has it (the same digits), else found here. Returns the length. */
+#define JCS_SPEND_MAX 40
+static size_t put_spend(char *out, double x, const jsonout_memo *memo)
 {
-    char num[40];
-    size_t k = jcs_number(x, num);
-    if (k)
-        fwrite(num, 1, k, f);
-    else
-        fputs("\"infinite\"", f);
+    const char *t = memo && isfinite(x) ? jsonout_memo_get(memo, x) : NULL;
+    size_t k = t ? jcs_number_text(t, out) : 0;
+    if (k == 0)
+        k = jcs_number(x, out);
+    if (k == 0) {
+        memcpy(out, "\"infinite\"", 10);
+        k = 10;
+    }
+    return k;
 }
 
-char *res_receipt(const http_request *req, const ledger_round_res *r, int commit,
-                  const dp_event *ev, size_t *len)
+int res_receipt_due(const http_request *req, const ledger_round_res *r, int commit)
+{
+    uint64_t seq = commit ? r->state_seq : r->seq;
+    return signer_of(req) && !r->dry_run && seq != 0 && (commit || !r->reserve) &&
+           r->outcomes != NULL;
+}
+
+/* One charged client's member of the receipt, {"client":..,"spent_after":..,
+ * "spent_before":..} with its leading comma unless first, into w. */
+static void put_charged(jsonout_w *w, const ledger_outcome *o, int first, const jsonout_memo *memo)
+{
+    size_t idn = strlen(o->id), need = JCS_STRING_MAX(idn) + 2 * JCS_SPEND_MAX + 48;
+    char buf[1024], *b = need <= sizeof buf ? buf : malloc(need);
+    if (b == NULL) {
+        w->fail = 1;
+        return;
+    }
+    memcpy(b, ",{\"client\":", 11);
+    size_t from = first ? 1 : 0, k = 11; /* the comma but before the first */
+    k += jcs_string(o->id, idn, b + k);
+    memcpy(b + k, ",\"spent_after\":", 15);
+    k += 15;
+    k += put_spend(b + k, o->spent_after, memo);
+    memcpy(b + k, ",\"spent_before\":", 16);
+    k += 16;
+    k += put_spend(b + k, o->spent_before, memo);
+    b[k++] = '}';
+    jsonout_raw(w, b + from, k - from);
+    if (b != buf)
+        free(b);
+}
+
+int res_receipt_write(const http_request *req, const ledger_round_res *r, int commit,
+                      const dp_event *ev, const jsonout_memo *memo, jsonout_w *w)
 {
     const signer *sg = signer_of(req);
     uint64_t seq = commit ? r->state_seq : r->seq;
-    if (sg == NULL || r->dry_run || seq == 0 || (r->reserve && !commit) || r->outcomes == NULL)
-        return NULL;
     char digest[48] = "";
-    if (ev && event_digest(ev, digest) != 0)
-        return NULL;
+    if (ev && event_digest(ev, digest) != 0) {
+        w->fail = 1;
+        return -1;
+    }
     /* the canonical bytes, written member by member in RFC 8785's order (names sorted:
      * charged, event_digest, key_id, leaf_index, phase, round_id, timestamp; in each charged
-     * entry client, spent_after, spent_before): no tree built, sorted or walked */
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    if (f == NULL)
-        return NULL;
-    fputs("{\"charged\":[", f);
+     * entry client, spent_after, spent_before) straight into the answer: no tree built,
+     * sorted or walked, no copy */
+    size_t at = jsonout_raw_begin(w);
+    jsonout_raw(w, "{\"charged\":[", 12);
     int first = 1;
     for (size_t i = 0; i < r->n; i++) {
         const ledger_outcome *o = &r->outcomes[i];
         if (!o->admitted || (commit && !o->reported))
             continue;
-        fputs(first ? "{\"client\":" : ",{\"client\":", f);
+        put_charged(w, o, first, memo);
         first = 0;
-        jcs_put_string(f, o->id, strlen(o->id));
-        fputs(",\"spent_after\":", f);
-        put_spend(f, o->spent_after);
-        fputs(",\"spent_before\":", f);
-        put_spend(f, o->spent_before);
-        fputc('}', f);
     }
-    fputc(']', f);
-    if (digest[0])
-        fprintf(f, ",\"event_digest\":\"%s\"", digest);
-    fprintf(f, ",\"key_id\":\"%s\",\"leaf_index\":%lld,\"phase\":\"%s\",\"round_id\":",
-            signer_key_id(sg), (long long)leaf_of(seq), commit ? "commit" : "charge");
-    jcs_put_string(f, r->round_id, strlen(r->round_id));
-    fprintf(f, ",\"timestamp\":%lld}", (long long)now_ms());
-    if (fclose(f) != 0 || buf == NULL) {
-        free(buf);
-        return NULL;
+    size_t idn = strlen(r->round_id);
+    size_t need = 256 + JCS_STRING_MAX(idn) + 64;
+    char stack[1024], *tail = need <= sizeof stack ? stack : malloc(need);
+    if (tail == NULL) {
+        w->fail = 1;
+        return -1;
     }
-    /* the receipt answered: those bytes with the signature appended as the last member */
+    int k = snprintf(tail, 256,
+                     "]%s%s%s,\"key_id\":\"%s\",\"leaf_index\":%lld,\"phase\":\"%s\",\"round_id\":",
+                     digest[0] ? ",\"event_digest\":\"" : "", digest, digest[0] ? "\"" : "",
+                     signer_key_id(sg), (long long)leaf_of(seq), commit ? "commit" : "charge");
+    size_t n = (size_t)k + jcs_string(r->round_id, idn, tail + k);
+    n += (size_t)snprintf(tail + n, 64, ",\"timestamp\":%lld}", (long long)now_ms());
+    jsonout_raw(w, tail, n);
+    if (tail != stack)
+        free(tail);
+    if (w->fail)
+        return -1;
+    /* signed: those bytes (the last '}' included); answered: with the signature appended as
+     * the last member */
     char sig[SIGNER_SIG_B64];
-    signer_signature(sg, buf, n, sig);
-    char *out = malloc(n + sizeof ",\"signature\":\"\"" + SIGNER_SIG_B64);
-    if (out == NULL) {
-        free(buf);
-        return NULL;
-    }
-    *len = (size_t)snprintf(out, n + sizeof ",\"signature\":\"\"" + SIGNER_SIG_B64,
-                            "%.*s,\"signature\":\"%s\"}", (int)(n - 1), buf, sig);
-    free(buf);
-    return out;
+    signer_signature(sg, w->buf + at, w->len - at, sig);
+    jsonout_raw_drop(w, 1); /* the '}' */
+    char end[SIGNER_SIG_B64 + 20];
+    jsonout_raw(w, end, (size_t)snprintf(end, sizeof end, ",\"signature\":\"%s\"}", sig));
+    return w->fail ? -1 : 0;
 }
 
 void res_log_keys(const http_request *req, http_response *resp)

@@ -11,17 +11,22 @@
 
 #include "../core/ledger/ledger.h"
 #include "http.h"
+#include "jsonout.h"
 
-/* The signed receipt of a charge (r: a one-step round's answer, or a committed
- * reservation's when commit), as JSON text (malloc'ed, *len bytes): the round id, the clients
- * charged with their spend before and after, the event's digest (base64 SHA-256 of the RFC
- * 8785 bytes of ev as the daemon writes an event in JSON, codec_encode_event; left out when
- * ev is NULL), the leaf index of the record that charged them (the ROUND record, or the
- * COMMIT record), a timestamp (ms since the epoch), key_id, and signature: the signing key's
- * Ed25519 signature of the RFC 8785 bytes of the other members (the text is those bytes with
- * the signature appended as the last member). NULL when the daemon signs nothing (no
- * --signing-key), out of memory, or r charged nobody (a dry run, a reservation). */
-char *res_receipt(const http_request *req, const ledger_round_res *r, int commit,
-                  const dp_event *ev, size_t *len);
+/* Whether the answer to r (a one-step round's, or a committed reservation's when commit)
+ * carries a signed receipt: the daemon signs (--signing-key) and r charged (not a dry run,
+ * not a reservation). */
+int res_receipt_due(const http_request *req, const ledger_round_res *r, int commit);
 
+/* The signed receipt of that charge written into w as a value (after its key): the round
+ * id, the clients charged with their spend before and after, the event's digest (base64
+ * SHA-256 of the RFC 8785 bytes of ev as the daemon writes an event in JSON,
+ * codec_encode_event; left out when ev is NULL), the leaf index of the record that charged
+ * them (the ROUND record, or the COMMIT record), a timestamp (ms since the epoch), key_id,
+ * and signature: the signing key's Ed25519 signature of the RFC 8785 bytes of the other
+ * members (the text is those bytes with the signature appended as the last member). memo:
+ * NULL, or the numbers the answer already wrote (jsonout.h), whose digits are then reused.
+ * 0, or -1 (out of memory; w failed). Only when res_receipt_due. */
+int res_receipt_write(const http_request *req, const ledger_round_res *r, int commit,
+                      const dp_event *ev, const jsonout_memo *memo, jsonout_w *w);
 #endif

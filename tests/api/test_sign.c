@@ -6,6 +6,7 @@
  * and a daemon without --signing-key (404 signing_off, no receipt). The signatures are also
  * verified by an implementation independent of the daemon, in Python (clients/python/tests/
  * test_transparency.py: cryptography and the rfc8785 package). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <nettle/sha2.h>
 
 #include "../../server/jcs.h"
+#include "../../server/jsonout.h"
 #include "../../server/signer.h"
 #include "check.h"
 #include "suites.h"
@@ -67,13 +69,37 @@ static size_t unhex(const char *h, uint8_t *out)
     return n;
 }
 
+/* A double's IEEE-754 bits and its ECMAScript form ("" : an error). */
+typedef struct {
+    uint64_t bits;
+    const char *want;
+} num_case;
+
+/* Each case's form from jcs_number, and for a finite double from the text the answer writes
+ * for it too (jcs_number_text of jsonout_real's text: how a receipt writes its spends). */
+static void check_numbers(const num_case *T, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x;
+        memcpy(&x, &T[i].bits, sizeof x);
+        char out[40], text[40], out2[40];
+        size_t k = jcs_number(x, out);
+        CHECKF(k == strlen(T[i].want) && strcmp(out, T[i].want) == 0, "%016llx: '%s', want '%s'",
+               (unsigned long long)T[i].bits, out, T[i].want);
+        if (!isfinite(x))
+            continue;
+        jsonout_real(x, text);
+        k = jcs_number_text(text, out2);
+        CHECKF(k == strlen(T[i].want) && strcmp(out2, T[i].want) == 0,
+               "%016llx: '%s' from '%s', want '%s'", (unsigned long long)T[i].bits, out2, text,
+               T[i].want);
+    }
+}
+
 /* RFC 8785 Appendix B: IEEE-754 bits and their ECMAScript form ("" : an error). */
 static void jcs_rfc8785_numbers(void)
 {
-    static const struct {
-        uint64_t bits;
-        const char *want;
-    } T[] = {
+    static const num_case T[] = {
         {0x0000000000000000ULL, "0"},
         {0x8000000000000000ULL, "0"},
         {0x0000000000000001ULL, "5e-324"},
@@ -101,14 +127,7 @@ static void jcs_rfc8785_numbers(void)
         {0xbecbf647612f3696ULL, "-0.0000033333333333333333"},
         {0x43143ff3c1cb0959ULL, "1424953923781206.2"},
     };
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
-        double x;
-        memcpy(&x, &T[i].bits, sizeof x);
-        char out[40];
-        size_t n = jcs_number(x, out);
-        CHECKF(n == strlen(T[i].want) && strcmp(out, T[i].want) == 0, "%016llx: '%s', want '%s'",
-               (unsigned long long)T[i].bits, out, T[i].want);
-    }
+    check_numbers(T, sizeof T / sizeof T[0]);
     /* integers: exact up to 2^53 - 1, refused past it (no exact double) */
     json_t *ok = json_integer(9007199254740991LL), *big = json_integer(9007199254740992LL);
     char *s = jcs_dumps(ok, NULL);
@@ -117,6 +136,152 @@ static void jcs_rfc8785_numbers(void)
     CHECK(jcs_dumps(big, NULL) == NULL);
     json_decref(ok);
     json_decref(big);
+}
+
+/* The receipt's spends from the text the answer wrote for them (jcs_number_text of
+ * jsonout_real's text, through a jsonout_memo): RFC 8785's form as the Python rfc8785 package
+ * writes it (0.1.4; random doubles of every exponent, spends of 15 to 17 digits, whole
+ * numbers), and the same as jcs_number on a million more random doubles. */
+static void jcs_numbers_from_answer_text(void)
+{
+    static const num_case T[] = {
+        {0x3fd3333333333334ULL, "0.30000000000000004"},
+        {0x4008000000000000ULL, "3"},
+        {0x444b1ae4d6e2ef50ULL, "1e+21"},
+        {0x3e7ad7f29abcaf48ULL, "1e-7"},
+        {0x419d6f3454000000ULL, "123456789"},
+        {0x3f647ae147ae147bULL, "0.0025"},
+        {0x01bac9a7b3b7302fULL, "2.5e-300"},
+        {0x4341c37937e08000ULL, "10000000000000000"},
+        {0x4350000000000000ULL, "18014398509481984"},
+        {0x8000000000000000ULL, "0"},
+        {0x0000000000000001ULL, "5e-324"},
+        {0x0ef152125425b7b2ULL, "1.0639620873337284e-236"},
+        {0x055665f0fbb3e84eULL, "6.025004351821988e-283"},
+        {0xcd268110f5913f13ULL, "-4.6288382639490845e+63"},
+        {0xe8cd8ad5eb174f64ULL, "-6.90099768200763e+196"},
+        {0x48d39be1ca37417aULL, "6.832709303359709e+42"},
+        {0x141ec2c0e0045dceULL, "9.137345770293671e-212"},
+        {0x80a50dd9001a6566ULL, "-1.4991011405948697e-305"},
+        {0x2d2c309ba0825acbULL, "4.324585299256143e-91"},
+        {0x44f85bd63f658226ULL, "1.8404941995077818e+24"},
+        {0xa700bc19bafe6860ULL, "-8.100865720546843e-121"},
+        {0x5d50c5f76eb1135cULL, "3.195925664611882e+141"},
+        {0x44a15d898f61f037ULL, "4.100284482831408e+22"},
+        {0x13e75c178af34e81ULL, "8.673631590548329e-213"},
+        {0x6868d91d937f5a19ULL, "9.069441211265411e+194"},
+        {0x7d71435fd3cca141ULL, "1.7640730843716538e+296"},
+        {0x63d45566fb46a844ULL, "7.857997031741622e+172"},
+        {0xc19dc4315875d214ULL, "-124849238.1150592"},
+        {0x654875dfce5ca601ULL, "7.929609576407565e+179"},
+        {0x3e49986be3a6cfceULL, "1.1918785171361144e-8"},
+        {0x2aebb812645ec117ULL, "6.18798877361731e-102"},
+        {0x839e9e041f9ae58aULL, "-3.068106228008048e-291"},
+        {0xb39c15f37f54cdf7ULL, "-4.3694507740384593e-60"},
+        {0x341b6ba3c3c082eaULL, "1.0920831283394962e-57"},
+        {0x4b584e858631af84ULL, "9.312486887294445e+54"},
+        {0x7de1673e2f3915cbULL, "2.276340066479632e+298"},
+        {0x97e25086b499b037ULL, "-1.2544379325463676e-193"},
+        {0xb6994315531482a1ULL, "-1.1062394891945934e-45"},
+        {0x8c9b62b8e2e0a81bULL, "-6.1199288840051336e-248"},
+        {0x00cf3d1f2b22697fULL, "8.897093276758321e-305"},
+        {0x40b732d4c450542fULL, "5938.831120510628"},
+        {0x41612df043f1bbcbULL, "9006978.123258492"},
+        {0x3f56b62b94a29129ULL, "0.0013862062064982728"},
+        {0x407a1a386f31ed09ULL, "417.63877791883766"},
+        {0x415ea5b758147283ULL, "8034013.376248005"},
+        {0x3fedddf883b7ab81ULL, "0.9333460400206236"},
+        {0x3faf4bcced08a705ULL, "0.06112518685797678"},
+        {0x4123204f9a0ba7dfULL, "626727.8008701763"},
+        {0x4019fd45c889ff40ULL, "6.497336514876054"},
+        {0x3e9e60f523110f3eULL, "4.52678508959038e-7"},
+        {0x4020ec1dac164a88ULL, "8.461163881035887"},
+        {0x3f2aa2e7c7c449b6ULL, "0.0002032192168220489"},
+        {0x3f922cd2b403e63aULL, "0.017749111401803776"},
+        {0x40f850c6fc508eb4ULL, "99596.43660026306"},
+        {0x3e442bbcb3b732f6ULL, "9.392783098961004e-9"},
+        {0x40838679da947813ULL, "624.8094989394325"},
+        {0x3fdf492ca15c74f2ULL, "0.4888412071030209"},
+        {0x40f4c53854da115cULL, "85075.52071577817"},
+        {0x406a3d8b9a5ef502ULL, "209.92329138323117"},
+        {0x3f1925c5fabfc8c3ULL, "0.00009593029852775479"},
+        {0x3f4dd0ded4240895ULL, "0.000909909060539132"},
+        {0x3ea220dca7609290ULL, "5.402674350158711e-7"},
+        {0x3fde53a3e73e434aULL, "0.4738549955591692"},
+        {0x4021c5e3b6332f99ULL, "8.886502927540095"},
+    };
+    check_numbers(T, sizeof T / sizeof T[0]);
+    uint64_t s = 0x9E3779B97F4A7C15ULL;
+    size_t bad = 0;
+    for (int i = 0; i < 1000000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double x;
+        if (i % 2) { /* any bits */
+            memcpy(&x, &s, sizeof x);
+        } else { /* a spend: a fraction with a few decimal digits of magnitude */
+            x = (double)(s >> 11) * 0x1p-53 * pow(10.0, (double)((int)(s & 15) - 8));
+        }
+        if (!isfinite(x))
+            continue;
+        char text[40], out[40], want[40];
+        jsonout_real(x, text);
+        size_t n = jcs_number_text(text, out);
+        if (n != jcs_number(x, want) || strcmp(out, want) != 0)
+            CHECKF(bad++ < 5, "%.17g: '%s' from '%s', jcs_number '%s'", x, out, text, want);
+    }
+    CHECK(bad == 0);
+}
+
+/* A writer with a memo remembers every real it wrote with its very text (and writes the same
+ * bytes as without); a real it did not write, or past the room asked for, is not found. */
+static void jsonout_memo_keeps_what_was_written(void)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < 300; i++)
+        json_array_append_new(a,
+                              json_real(i % 3 == 0 ? i + 1.0 / (i + 3) : i * 0.1)); /* distinct */
+    json_array_append_new(a, json_real(-0.0));
+    json_array_append_new(a, json_real(0.0));
+    size_t n1, n2;
+    char *plain = jsonout_dump(a, &n1);
+    jsonout_w w;
+    jsonout_init(&w);
+    w.reals = jsonout_memo_new(400);
+    jsonout_tree(&w, a);
+    jsonout_memo *m = w.reals;
+    char *with = jsonout_finish(&w, &n2);
+    CHECK(plain && with && n1 == n2 && memcmp(plain, with, n1) == 0);
+    CHECK(m != NULL);
+    for (size_t i = 0; m && i < json_array_size(a); i++) {
+        double x = json_real_value(json_array_get(a, i));
+        char want[40];
+        jsonout_real(x, want);
+        const char *got = jsonout_memo_get(m, x);
+        CHECKF(got && strcmp(got, want) == 0, "%.17g: '%s', want '%s'", x, got ? got : "NULL",
+               want);
+    }
+    CHECK(m == NULL || jsonout_memo_get(m, 0.7777) == NULL);
+    jsonout_memo_free(m);
+    /* room for 10: the first ones kept, no later one answered wrongly */
+    jsonout_init(&w);
+    w.reals = jsonout_memo_new(10);
+    jsonout_tree(&w, a);
+    m = w.reals;
+    size_t kept = 0;
+    for (size_t i = 0; m && i < json_array_size(a); i++) {
+        double x = json_real_value(json_array_get(a, i));
+        char want[40];
+        jsonout_real(x, want);
+        const char *got = jsonout_memo_get(m, x);
+        kept += got != NULL;
+        CHECK(got == NULL || strcmp(got, want) == 0);
+    }
+    CHECKF(kept >= 10 && kept <= 16, "%zu kept", kept);
+    jsonout_memo_free(m);
+    free(jsonout_finish(&w, &n2));
+    free(plain);
+    free(with);
+    json_decref(a);
 }
 
 /* RFC 8785 3.2.2's sample object and 3.2.3's sorting by UTF-16 code units. */
@@ -502,6 +667,8 @@ static void signing_off_without_key(void)
 const tl_test SIGN_TESTS[] = {
     TL_T(jcs_rfc8785_numbers),
     TL_T(jcs_rfc8785_objects),
+    TL_T(jcs_numbers_from_answer_text),
+    TL_T(jsonout_memo_keeps_what_was_written),
     TL_T(ed25519_rfc8032_vectors),
     TL_T(signing_key_file_refusals),
     TL_T(daemon_refuses_bad_signing_key),
