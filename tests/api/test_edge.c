@@ -835,6 +835,22 @@ static void hostile_capable_lanes_run_below_the_others(void)
         return;
     int pid = api_daemon_pid(), n = 0;
     long base = 0, nice = 0, ticks = 0;
+    /* a pool's threads name themselves and set their nice value once they run: on a loaded
+     * machine some may not have run yet when the daemon answers; wait for them (up to 10 s) */
+    static const char *const all[] = {"dpb-write", "dpb-read", "dpb-compute", "dpb-eligibility",
+                                      "dpb-write-large"};
+    for (int tries = 0; tries < 100; tries++) {
+        int ready = 1;
+        for (size_t i = 0; i < sizeof all / sizeof all[0] && ready; i++) {
+            lane_threads(pid, all[i], &n, &nice, &ticks);
+            ready = n >= (i < 2 ? 8 : 1) && (i < 2 || nice != base);
+            if (i == 0)
+                base = nice;
+        }
+        if (ready)
+            break;
+        usleep(100000);
+    }
     lane_threads(pid, "dpb-write", &n, &base, &ticks);
     CHECKF(n == 8, "%d small-write threads", n);
     lane_threads(pid, "dpb-read", &n, &nice, &ticks);
