@@ -119,7 +119,8 @@ static dpb_status list_segments(const char *dir, uint64_t **out, size_t *n)
         (*out)[(*n)++] = s0;
     }
     closedir(d);
-    qsort(*out, *n, sizeof **out, cmp_u64);
+    if (*n > 1) /* (none: *out is still NULL) */
+        qsort(*out, *n, sizeof **out, cmp_u64);
     return DPB_OK;
 }
 
