@@ -351,14 +351,24 @@ static int untime(uint8_t *type, const unsigned char **p, size_t *n, uint64_t *t
     return 0;
 }
 
+/* A stored record as replay and the snapshot's cover check read it: checked against the log's
+ * tree (as stored), then its time taken off (*type, *p, *len its kind and fields; *t its time,
+ * 0 unknown). 0, or -1. */
+static int record_open(ledger *l, uint64_t seq, uint8_t *type, const void *payload,
+                       const unsigned char **p, size_t *len, uint64_t *t)
+{
+    if (tree_record(l, seq, *type, payload, *len) != 0)
+        return -1;
+    *p = payload;
+    return untime(type, p, len, t);
+}
+
 int lg_replay_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
 {
     ledger *l = ctx;
-    if (tree_record(l, seq, type, payload, len) != 0)
-        return -1;
-    const unsigned char *p = payload;
+    const unsigned char *p;
     uint64_t t;
-    if (untime(&type, &p, &len, &t) != 0)
+    if (record_open(l, seq, &type, payload, &p, &len, &t) != 0)
         return -1;
     l->last_seq = seq;
     l->records_since_snap++;
@@ -424,11 +434,9 @@ static long covered_round(ledger *l, br *r)
 int lg_covered_fn(void *ctx, uint64_t seq, uint8_t type, const void *payload, size_t len)
 {
     ledger *l = ctx;
-    if (tree_record(l, seq, type, payload, len) != 0)
-        return -1;
-    const unsigned char *p = payload;
+    const unsigned char *p;
     uint64_t t;
-    if (untime(&type, &p, &len, &t) != 0)
+    if (record_open(l, seq, &type, payload, &p, &len, &t) != 0)
         return -1;
     br r = {p, len, 0, 0};
     switch (type) {

@@ -1027,6 +1027,17 @@ static void note_error(pg_store *p, const dpb_error *e)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* A pooled connection (*conn), or the store's error noted and returned (*err filled). */
+static dpb_status pool_get_or_fail(pg_store *p, PGconn **conn, dpb_error *err)
+{
+    dpb_error e = {0};
+    *conn = pool_get(p, &e);
+    if (*conn != NULL)
+        return DPB_OK;
+    note_error(p, &e);
+    return dpb_fail(err, e.status, e.field, "%s", e.detail);
+}
+
 static void refresh_size(pg_store *p, PGconn *conn)
 {
     char why[128];
@@ -1049,11 +1060,10 @@ static dpb_status pg_load_snapshot(ledger_store *s, uint64_t *seq, void **data, 
     *data = NULL;
     *len = 0;
     dpb_error e = {0};
-    PGconn *conn = pool_get(p, &e);
-    if (conn == NULL) {
-        note_error(p, &e);
-        return dpb_fail(err, e.status, e.field, "%s", e.detail);
-    }
+    PGconn *conn = NULL;
+    dpb_status got = pool_get_or_fail(p, &conn, err);
+    if (got != DPB_OK)
+        return got;
     char why[256];
     int reset = 0;
     PGresult *r =
@@ -1106,11 +1116,10 @@ static dpb_status read_log(pg_store *p, uint64_t after_seq, uint64_t upto, store
                            void *ctx, uint64_t *last, const char *what, dpb_error *err)
 {
     dpb_error e = {0};
-    PGconn *conn = pool_get(p, &e);
-    if (conn == NULL) {
-        note_error(p, &e);
-        return dpb_fail(err, e.status, e.field, "%s", e.detail);
-    }
+    PGconn *conn = NULL;
+    dpb_status got = pool_get_or_fail(p, &conn, err);
+    if (got != DPB_OK)
+        return got;
     uint64_t at = after_seq;
     dpb_status st = DPB_OK;
     int reset = 0;
@@ -1471,11 +1480,10 @@ static dpb_status pg_tree_open(ledger_store *s, dpb_tlog *t, uint64_t upto, dpb_
     pg_store *p = impl(s);
     p->tree = t;
     dpb_error e = {0};
-    PGconn *conn = pool_get(p, &e);
-    if (conn == NULL) {
-        note_error(p, &e);
-        return dpb_fail(err, e.status, e.field, "%s", e.detail);
-    }
+    PGconn *conn = NULL;
+    dpb_status got = pool_get_or_fail(p, &conn, err);
+    if (got != DPB_OK)
+        return got;
     dpb_status st = DPB_OK;
     int reset = 0, more = 1;
     while (st == DPB_OK && more) {
@@ -1586,11 +1594,10 @@ static dpb_status pg_snapshot(ledger_store *s, uint64_t seq, const void *data, s
     if (len > 0x7fffffff)
         return dpb_fail(err, DPB_ELIMIT, NULL, "a %zu-byte snapshot is past one bytea value", len);
     dpb_error e = {0};
-    PGconn *conn = pool_get(p, &e);
-    if (conn == NULL) {
-        note_error(p, &e);
-        return dpb_fail(err, e.status, e.field, "%s", e.detail);
-    }
+    PGconn *conn = NULL;
+    dpb_status got = pool_get_or_fail(p, &conn, err);
+    if (got != DPB_OK)
+        return got;
     int reset = 0;
     dpb_status st = exec0(conn, &p->cfg, "BEGIN", PGRES_COMMAND_OK, "snapshot: BEGIN", &reset, &e);
     if (st == DPB_OK) {
