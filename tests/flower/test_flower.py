@@ -153,21 +153,17 @@ def verify(c, logpath):
     for a, rnd, pid, ok in sent:
         if rnd in CHARGED_BY[a] and ok:
             ok_by_round.setdefault(rnd, set()).add(pid)
-    # what the ledger charged, round by round (from the clients' histories)
-    charged = {}  # round -> set of pids
-    per_client = {}
+    # what the ledger charged, round by round: from the rounds themselves (their ids are
+    # {run}-r{round} and, for a retried cohort, {run}-r{round}-m), not from the clients'
+    # histories, which keep each client's last history_limit rounds that charged or reserved
+    # it: the killed attempts' released reservations count among those and can push a
+    # client's earliest charges out
+    charged, per_client = charged_rounds(c, RUN, NODES, ROUNDS)
     for pid in range(NODES):
         cid = "%s-c%d" % (RUN, pid)
-        hist = [h for h in c.iter_history(cid) if h.state == "charged"]
-        ids = [h.round_id for h in hist]
-        check(len(ids) == len(set(ids)), "%s charged twice under one round id: %s" % (cid, ids))
-        rounds = []
-        for rid in ids:
-            rnd = int(rid.split("-r")[1].split("-")[0])
-            rounds.append(rnd)
-            charged.setdefault(rnd, set()).add(pid)
-        check(len(rounds) == len(set(rounds)), "%s charged twice for a round: %s" % (cid, ids))
-        per_client[pid] = sorted(rounds)
+        hist = [h.round_id for h in c.iter_history(cid) if h.state == "charged"]
+        check(len(hist) == len(set(hist)), "%s charged twice under one round id: %s"
+              % (cid, hist))
     for rnd, pids in sorted(charged.items()):
         check(pids <= ok_by_round.get(rnd, set()),
               "round %d charged %s, who did not report in the attempt that released it (%s)"
@@ -183,7 +179,8 @@ def verify(c, logpath):
         if pid in ALWAYS_DROP or pid == 1:
             check(ours == 0.0 and rec.rounds == 0, "%s spent %r in %d rounds, expected nothing"
                   % (cid, ours, rec.rounds))
-        check(rec.rounds == len(per_client[pid]), "%s: %d rounds in the ledger, %d in its history"
+        check(rec.rounds == len(per_client[pid]),
+              "%s: %d rounds in the ledger, %d in the rounds' answers"
               % (cid, rec.rounds, len(per_client[pid])))
         if theirs > 0:
             rel = (ours - theirs) / theirs
@@ -213,18 +210,31 @@ def verify(c, logpath):
               len(charged), sorted(set(zeff.values())), low, worst))
 
 
-def charged_rounds(c, prefix, nodes):
-    """{pid: [round, ...]} and {round: {pid, ...}} of the charges in the clients' histories."""
-    per_client, per_round = {}, {}
-    for pid in range(nodes):
-        rounds = []
-        for h in c.iter_history("%s-c%d" % (prefix, pid)):
-            if h.state == "charged":
-                rnd = int(h.round_id.split("-r")[-1].split("-")[0])
-                rounds.append(rnd)
+def charged_rounds(c, prefix, nodes, rounds):
+    """{round: {pid, ...}} and {pid: [round, ...]} of what the ledger charged in the run
+    prefix's server rounds 1..rounds, read from each round's answer (GET /v1/rounds/{id}): a
+    one-step round charged its admitted participants, a committed reservation its reported
+    ones. A pid charged twice for one server round (its cohort round and a retry) is
+    counted twice, which the callers check against."""
+    per_round, per_client = {}, {pid: [] for pid in range(nodes)}
+    for rnd in range(1, rounds + 1):
+        for rid in ("%s-r%d" % (prefix, rnd), "%s-r%d-m" % (prefix, rnd)):
+            try:
+                r = c.get_round(rid)
+            except dpbudget.NotFound:
+                continue
+            check(not r.summarized, "round %s was summarized: its outcomes are gone" % rid)
+            ids = (r.admitted_ids if r.state == "charged" else
+                   (r.reported or []) if r.state == "committed" else [])
+            for cid in ids:
+                pid = int(cid.rsplit("-c", 1)[1])
                 per_round.setdefault(rnd, set()).add(pid)
-        per_client[pid] = sorted(rounds)
-    return per_client, per_round
+                per_client[pid].append(rnd)
+    for pid in per_client:
+        check(len(per_client[pid]) == len(set(per_client[pid])),
+              "%s-c%d charged twice for a round: %s" % (prefix, pid, per_client[pid]))
+        per_client[pid].sort()
+    return per_round, per_client
 
 
 def example(c, url, tmp):
@@ -246,7 +256,7 @@ def example(c, url, tmp):
     with open(out) as f:
         text = f.read()
     check(rc == 0 and "budget: {" in text, "the example ended %d: %s" % (rc, text[-2000:]))
-    per_client, per_round = charged_rounds(c, "ex", n)
+    per_round, per_client = charged_rounds(c, "ex-run", n, 3)
     check(sorted(per_round) == [1, 2, 3] and all(len(v) <= k for v in per_round.values()),
           "the example charged rounds %s" % {r: sorted(v) for r, v in per_round.items()})
     for pid in range(n):
@@ -280,7 +290,7 @@ def plain_fedavg(c, url, tmp):
             r = json.loads(line)
             if r["ok"]:
                 reported.setdefault(r["pid"], []).append(r["round"])
-    per_client, _ = charged_rounds(c, "fa", n)
+    _, per_client = charged_rounds(c, "fa", n, 3)
     for pid in range(n):
         check(per_client[pid] == sorted(reported.get(pid, [])),
               "fa-c%d charged for rounds %s, reported in %s" % (
