@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../core/ledger/ledger.h"
+#include "benchledger.h"
 #include "benchlib.h"
 
 static ledger *open_fresh_fs(const char *dir, uint64_t snap_every, const dpb_fs *fs)
@@ -48,30 +49,7 @@ static ledger *open_fresh(const char *dir, uint64_t snap_every)
     return open_fresh_fs(dir, snap_every, NULL);
 }
 
-static char (*ids)[16];
-
-static void make_clients(ledger *l, size_t n, double eps)
-{
-    ids = realloc(ids, n * sizeof *ids);
-    if (ids == NULL)
-        exit(1);
-    enum { BATCH = 10000 };
-    ledger_client *batch = calloc(BATCH, sizeof *batch);
-    if (batch == NULL)
-        exit(1);
-    for (size_t start = 0; start < n; start += BATCH) {
-        size_t m = n - start < BATCH ? n - start : BATCH;
-        for (size_t i = 0; i < m; i++) {
-            snprintf(ids[start + i], sizeof ids[0], "c%zu", start + i);
-            snprintf(batch[i].id, sizeof batch[i].id, "%s", ids[start + i]);
-            batch[i].epsilon = eps;
-            batch[i].delta = 1e-5;
-        }
-        if (ledger_put_clients(l, batch, m, NULL) != DPB_OK)
-            exit(1);
-    }
-    free(batch);
-}
+static bench_id *ids;
 
 static dp_event *gaussian(double s)
 {
@@ -321,7 +299,7 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN));
     if (argc > 2 && strcmp(argv[2], "stuck") == 0) { /* phase 6 alone */
         ledger *l = open_fresh(dir, 200000);
-        make_clients(l, 100000, 1.0);
+        bench_make_clients(l, &ids, 100000, 1.0, LEDGER_RDP, "bench_ledger");
         stuck_phase(l);
         ledger_close(l);
         free(ids);
@@ -330,7 +308,7 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && strcmp(argv[2], "commit") == 0) { /* phase 5 alone */
         ledger *l = open_fresh(dir, 200000);
-        make_clients(l, 100000, 1e9);
+        bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
         dp_event *ev = gaussian(50.0);
         commit_phase(l, ev);
         ledger_close(l);
@@ -342,7 +320,7 @@ int main(int argc, char **argv)
 
     /* 1, 2: throughput */
     ledger *l = open_fresh(dir, 200000);
-    make_clients(l, 100000, 1e9);
+    bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
     for (int th = 2; th <= 4; th += 2) {
         double r = throughput(l, th, 100, 100000, 3.0);
         printf("rounds of 100 participants, %d threads: %.0f durable rounds/s (%.0f charges/s)  "
@@ -367,19 +345,19 @@ int main(int argc, char **argv)
     nosync.fdatasync = nosync_fn;
     nosync.fsync = nosync_fn;
     l = open_fresh_fs(dir, 200000, &nosync);
-    make_clients(l, 100000, 1e9);
+    bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
     latency(l, ev, "fdatasync disabled (CPU only)");
     ledger_close(l);
 
     /* 5: commits of large reservations (on disk) */
     l = open_fresh(dir, 200000);
-    make_clients(l, 100000, 1e9);
+    bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
     commit_phase(l, ev);
     ledger_close(l);
 
     /* 6: rounds whose participants are all refused (stuck), on disk */
     l = open_fresh(dir, 200000);
-    make_clients(l, 100000, 1.0);
+    bench_make_clients(l, &ids, 100000, 1.0, LEDGER_RDP, "bench_ledger");
     stuck_phase(l);
     ledger_close(l);
 
@@ -391,7 +369,7 @@ int main(int argc, char **argv)
     long rss0 = rss_kib();
     double t0 = now_s();
     l = open_fresh(dir, 100000000); /* no snapshot while building: replay is measured too */
-    make_clients(l, C, 1e9);
+    bench_make_clients(l, &ids, C, 1e9, LEDGER_RDP, "bench_ledger");
     const char **all = malloc(100000 * sizeof *all);
     if (all == NULL)
         return 1;

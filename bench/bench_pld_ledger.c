@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "../core/ledger/ledger.h"
+#include "benchledger.h"
 #include "benchlib.h"
 
 static size_t kept_bytes; /* BENCH_PLD_KEPT_MIB: the kept compositions' cap (0: default) */
@@ -65,7 +66,7 @@ static double cpu_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static char (*ids)[16];
+static bench_id *ids;
 
 /* The kept compositions' figures: memory per client that holds one, and the cap. */
 static void kept_figures(ledger *l, size_t C)
@@ -128,28 +129,6 @@ static void eligibility(ledger *l, size_t n, double sigma)
     free(it);
     free(cand);
     dp_event_free(ev);
-}
-
-static void make_clients(ledger *l, size_t n, double eps)
-{
-    ids = realloc(ids, n * sizeof *ids);
-    ledger_client *batch = calloc(10000, sizeof *batch);
-    if (ids == NULL || batch == NULL)
-        exit(1);
-    for (size_t start = 0; start < n; start += 10000) {
-        size_t m = n - start < 10000 ? n - start : 10000;
-        for (size_t i = 0; i < m; i++) {
-            snprintf(ids[start + i], sizeof ids[0], "c%zu", start + i);
-            memset(&batch[i], 0, sizeof batch[i]);
-            snprintf(batch[i].id, sizeof batch[i].id, "%s", ids[start + i]);
-            batch[i].epsilon = eps;
-            batch[i].delta = 1e-5;
-            batch[i].mode = LEDGER_PLD;
-        }
-        if (ledger_put_clients(l, batch, m, NULL) != DPB_OK)
-            exit(1);
-    }
-    free(batch);
 }
 
 /* SelfComposed(PoissonSampled(q, Gaussian(sigma)), steps) */
@@ -235,7 +214,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
                      int with_reader, int elig, double *last_p99, double *rate)
 {
     ledger *l = open_fresh(dir);
-    make_clients(l, C, eps);
+    bench_make_clients(l, &ids, C, eps, LEDGER_PLD, "bench_pld_ledger");
     memset(track_n, 0, sizeof track_n);
     const char **part = malloc(P * sizeof *part);
     double *lat = malloc((size_t)R * sizeof *lat), *blk = malloc((size_t)block * sizeof *blk);
@@ -351,7 +330,7 @@ static void schedule(const char *dir, size_t C, size_t P, int R, int block, doub
 static void at_scale(const char *dir, size_t C, int R)
 {
     ledger *l = open_fresh(dir);
-    make_clients(l, C, 100.0);
+    bench_make_clients(l, &ids, C, 100.0, LEDGER_PLD, "bench_pld_ledger");
     const char **part = malloc(C * sizeof *part);
     ledger_client *batch = calloc(C, sizeof *batch);
     if (part == NULL || batch == NULL)
@@ -407,7 +386,7 @@ static void memory(const char *dir, size_t C)
 {
     long r0 = rss_kib();
     ledger *l = open_fresh(dir);
-    make_clients(l, C, 100.0);
+    bench_make_clients(l, &ids, C, 100.0, LEDGER_PLD, "bench_pld_ledger");
     /* five rounds of 10000 participants, a different event each (distinct histories) */
     const char **part = malloc(10000 * sizeof *part);
     if (part == NULL)

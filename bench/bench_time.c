@@ -24,6 +24,7 @@
 
 #include "../core/ledger/ledger_int.h" /* the structs' sizes (figure 2) */
 #include "../core/ledger/ledger_mem.h" /* the series' part of a snapshot (figure 2) */
+#include "benchledger.h"
 #include "benchlib.h"
 
 #define HOURS 8784 /* the hour ring: 366 days */
@@ -61,31 +62,7 @@ static ledger *open_dir(const char *dir, const dpb_fs *fs, int fresh)
     return l;
 }
 
-static char (*ids)[16];
-
-static void make_clients(ledger *l, size_t n)
-{
-    ids = malloc(n * sizeof *ids);
-    ledger_client *batch = calloc(10000, sizeof *batch);
-    if (ids == NULL || batch == NULL)
-        exit(1);
-    for (size_t start = 0; start < n; start += 10000) {
-        size_t m = n - start < 10000 ? n - start : 10000;
-        for (size_t i = 0; i < m; i++) {
-            snprintf(ids[start + i], sizeof ids[0], "c%zu", start + i);
-            memset(&batch[i], 0, sizeof batch[i]);
-            snprintf(batch[i].id, sizeof batch[i].id, "%s", ids[start + i]);
-            batch[i].epsilon = 1e9;
-            batch[i].delta = 1e-5;
-        }
-        dpb_error err = {0};
-        if (ledger_put_clients(l, batch, m, &err) != DPB_OK) {
-            fprintf(stderr, "bench_time: %s\n", err.detail);
-            exit(1);
-        }
-    }
-    free(batch);
-}
+static bench_id *ids;
 
 static void round_of(ledger *l, const char *rid, const char **part, size_t n, const dp_event *ev)
 {
@@ -173,7 +150,7 @@ int main(int argc, char **argv)
 
     /* 1: bytes per record */
     ledger *l = open_dir(dir, &nosync, 1);
-    make_clients(l, 1000);
+    bench_make_clients(l, &ids, 1000, 1e9, LEDGER_RDP, "bench_time");
     for (int k = 0; k < 1000; k++) {
         char rid[32];
         snprintf(rid, sizeof rid, "b%d", k);
@@ -183,6 +160,7 @@ int main(int argc, char **argv)
     }
     ledger_close_nosnapshot(l);
     free(ids);
+    ids = NULL;
     size_t n, timed, bytes;
     scan_log(dir, &n, &timed, &bytes);
     printf("time in the log: 8 bytes per record (%zu of %zu records timed; 1000 clients and 1000 "
@@ -209,7 +187,7 @@ int main(int argc, char **argv)
     l = open_dir(dir, &nosync, 1);
     clock_ms = T0;
     ledger_set_clock(l, bench_clock, NULL);
-    make_clients(l, C);
+    bench_make_clients(l, &ids, C, 1e9, LEDGER_RDP, "bench_time");
     for (int h = 0; h < HOURS; h++) {
         clock_ms = T0 + (uint64_t)h * 3600000u + 1000u;
         char rid[32];
@@ -243,7 +221,8 @@ int main(int argc, char **argv)
     snprintf(ddir, sizeof ddir, "%s-durable", dir);
     l = open_dir(ddir, NULL, 1);
     free(ids);
-    make_clients(l, 100000);
+    ids = NULL;
+    bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_time");
     long done = 0;
     double until = now_s() + 3.0, s0 = now_s();
     while (now_s() < until) {
@@ -259,6 +238,7 @@ int main(int argc, char **argv)
     ledger_close(l);
     rm_dir(ddir);
     free(ids);
+    ids = NULL;
     free(part);
     dp_event_free(ev);
     return 0;
