@@ -93,16 +93,6 @@ def load(port, tag, seconds, threads, want_receipt):
     return sum(counts) / seconds, sum(total)
 
 
-def cpu_of(pid):
-    """User + system CPU seconds of a process (Linux /proc), or None."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: bench_receipts.py DPBUDGETD")
@@ -126,9 +116,9 @@ def main():
         for w in range(windows):
             for signed in ((False, True) if w % 2 == 0 else (True, False)):
                 d = daemons[signed]
-                c0 = cpu_of(d.proc.pid)
+                c0 = d.cpu_seconds()
                 rate, answered = load(d.port, "w%d" % w, seconds, threads, signed)
-                c1 = cpu_of(d.proc.pid)
+                c1 = d.cpu_seconds()
                 rates[signed].append(rate)
                 if c0 is not None and c1 is not None and answered > 0:
                     cpus[signed].append((c1 - c0) / answered * 1e6)

@@ -29,16 +29,6 @@ import federated_loop  # noqa: E402
 import support  # noqa: E402
 
 
-def cpu_of(pid):
-    """User + system CPU seconds of a process (Linux /proc), or None."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: bench_sdk.py DPBUDGETD")
@@ -52,11 +42,11 @@ def main():
         c = dpbudget.Client(d.url)
         rates = []
         for k in range(3):
-            cpu0, d0 = time.process_time(), cpu_of(d.proc.pid)
+            cpu0, d0 = time.process_time(), d.cpu_seconds()
             rep = federated_loop.run(c, clients=clients, rounds=rounds, per_round=100,
                                      dropout=0.1, epsilon=8.0, delta=1e-5,
                                      run_id="bench%d" % k, check=False)
-            cpu, d1 = time.process_time() - cpu0, cpu_of(d.proc.pid)
+            cpu, d1 = time.process_time() - cpu0, d.cpu_seconds()
             dcpu = d1 - d0 if d0 is not None and d1 is not None else float("nan")
             if rep["rounds_done"] != rounds:
                 print("bench_sdk: the loop stopped early: %s" % rep["stopped"])

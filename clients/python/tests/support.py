@@ -46,6 +46,15 @@ class Daemon:
     def path(self, name):
         return os.path.join(self.tmp, name)
 
+    def cpu_seconds(self):
+        """The daemon's user + system CPU seconds so far (Linux /proc), or None."""
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def stop(self, keep=False):
         if self.proc.poll() is None:
             self.proc.terminate()
