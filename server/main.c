@@ -393,6 +393,18 @@ static int open_shared_ledger(const ledger_options *lo, const char *shown, ledge
     return -1;
 }
 
+/* --verify's verdict that DIR is damaged, with the detail found in its copy tmp: naming the
+ * original directory, not the copy. */
+static void say_damaged(const char *dir, const char *tmp, const char *detail)
+{
+    const char *at = strstr(detail, tmp);
+    if (at)
+        fprintf(stderr, "dpbudgetd: %s is damaged: %.*s%s%s\n", dir, (int)(at - detail), detail,
+                dir, at + strlen(tmp));
+    else
+        fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, detail);
+}
+
 /* --verify DIR: recover a copy of DIR exactly as start-up would, report, leave DIR alone. */
 static int verify(const char *dir)
 {
@@ -419,23 +431,12 @@ static int verify(const char *dir)
     ledger *l;
     dpb_error err = {0};
     if (ledger_open(&o, &l, &err) != DPB_OK) {
-        /* name the original directory, not the copy */
-        char *at = strstr(err.detail, tmp);
-        if (at)
-            fprintf(stderr, "dpbudgetd: %s is damaged: %.*s%s%s\n", dir, (int)(at - err.detail),
-                    err.detail, dir, at + strlen(tmp));
-        else
-            fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, err.detail);
+        say_damaged(dir, tmp, err.detail);
         goto out;
     }
     uint64_t checked = 0;
     if (ledger_log_verify(l, &checked, &err) != DPB_OK) { /* every record against its leaf */
-        char *at = strstr(err.detail, tmp);
-        if (at)
-            fprintf(stderr, "dpbudgetd: %s is damaged: %.*s%s%s\n", dir, (int)(at - err.detail),
-                    err.detail, dir, at + strlen(tmp));
-        else
-            fprintf(stderr, "dpbudgetd: %s is damaged: %s\n", dir, err.detail);
+        say_damaged(dir, tmp, err.detail);
         ledger_close_nosnapshot(l);
         goto out;
     }
