@@ -17,8 +17,13 @@
  *      makes the client stuck: an undo entry, the counters, its version), against rounds that
  *      admit them all (which clears it); ms a round and us a participant, best of 3
  *      (`bench_ledger BUILD stuck` runs this phase alone)
+ *   7. a reservation of 100,000 clients and its release, 5 times, while a reader asks for one
+ *      client's budget: each operation's time and the reader's waits over 1 ms (their number,
+ *      their sum and the longest: the write lock's hold), against the same reader alone
+ *      (`bench_ledger BUILD hold` runs this phase alone)
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +295,106 @@ static void stuck_phase(ledger *l)
            (unsigned long long)s.stuck);
 }
 
+/* 7: how long a reader waits behind a large reservation and its release (the write lock's hold):
+ * a thread asks for one client's budget over and over while the main thread reserves 100,000
+ * clients and releases them, 5 times; then the same reader alone. Prints each operation's time
+ * and the reader's longest waits. */
+static atomic_int hold_stop;
+typedef struct {
+    ledger *l;
+    double *lat;
+    size_t n, cap;
+} hold_reader;
+
+static void *hold_read(void *arg)
+{
+    hold_reader *r = arg;
+    while (!atomic_load(&hold_stop) && r->n < r->cap) {
+        ledger_client c;
+        double t0 = now_s();
+        if (ledger_get_client(r->l, ids[7], &c) != DPB_OK)
+            exit(1);
+        r->lat[r->n++] = now_s() - t0;
+    }
+    return NULL;
+}
+
+static double hold_pct(double *v, size_t n, double q)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n ? v[(size_t)(q * (double)(n - 1))] : 0;
+}
+
+static void hold_phase(ledger *l, const dp_event *ev)
+{
+    enum { N = 100000, K = 5 };
+    const char **all = malloc(N * sizeof *all);
+    hold_reader rd = {l, malloc(20000000 * sizeof(double)), 0, 20000000};
+    if (all == NULL || rd.lat == NULL)
+        exit(1);
+    for (size_t i = 0; i < N; i++)
+        all[i] = ids[i];
+    double res_t[K], rel_t[K];
+    for (int pass = 0; pass < 2; pass++) {
+        atomic_store(&hold_stop, 0);
+        rd.n = 0;
+        pthread_t th;
+        pthread_create(&th, NULL, hold_read, &rd);
+        double t_end = now_s() + 1.0;
+        for (int k = 0; pass == 0 && k < K; k++) {
+            ledger_round_req rq = {.policy = LEDGER_ADMIT_ELIGIBLE,
+                                   .event = ev,
+                                   .participants = all,
+                                   .n = N,
+                                   .reserve = 1,
+                                   .ttl_seconds = 3600};
+            snprintf(rq.round_id, sizeof rq.round_id, "hold-%d", k);
+            ledger_hash128(rq.round_id, strlen(rq.round_id), rq.body_hash);
+            ledger_round_res res;
+            double t0 = now_s();
+            if (ledger_round(l, &rq, &res, NULL) != DPB_OK || res.admitted != N)
+                exit(1);
+            res_t[k] = now_s() - t0;
+            ledger_round_res_free(&res);
+            t0 = now_s();
+            if (ledger_release(l, rq.round_id, &res, NULL) != DPB_OK)
+                exit(1);
+            rel_t[k] = now_s() - t0;
+            ledger_round_res_free(&res);
+        }
+        while (pass == 1 && now_s() < t_end)
+            usleep(10000);
+        atomic_store(&hold_stop, 1);
+        pthread_join(th, NULL);
+        size_t n = rd.n;
+        double mx = hold_pct(rd.lat, n, 1.0), slow = 0;
+        size_t nslow = 0;
+        for (size_t i = 0; i < n; i++)
+            if (rd.lat[i] > 1e-3) {
+                slow += rd.lat[i];
+                nslow++;
+            }
+        if (pass == 0) {
+            qsort(res_t, K, sizeof *res_t, cmp_double);
+            qsort(rel_t, K, sizeof *rel_t, cmp_double);
+            printf("a reservation of %d clients: median %.1f ms (min %.1f, max %.1f); its release: "
+                   "median %.1f ms (min %.1f, max %.1f); %d of each\n",
+                   N, res_t[K / 2] * 1e3, res_t[0] * 1e3, res_t[K - 1] * 1e3, rel_t[K / 2] * 1e3,
+                   rel_t[0] * 1e3, rel_t[K - 1] * 1e3, K);
+            printf("  a reader of one client meanwhile (%zu reads): %zu waited over 1 ms, %.1f ms "
+                   "in all; longest %.1f ms (the write lock's longest hold)\n",
+                   n, nslow, slow * 1e3, mx * 1e3);
+        } else {
+            printf("  the same reader alone for 1 s (%zu reads): %zu waited over 1 ms; longest "
+                   "%.3f ms\n",
+                   n, nslow, mx * 1e3);
+        }
+    }
+    fflush(stdout);
+    free(rd.lat);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     const char *build = argc > 1 ? argv[1] : "build";
@@ -302,6 +407,17 @@ int main(int argc, char **argv)
         bench_make_clients(l, &ids, 100000, 1.0, LEDGER_RDP, "bench_ledger");
         stuck_phase(l);
         ledger_close(l);
+        free(ids);
+        rm_dir(dir);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[2], "hold") == 0) { /* phase 7 alone */
+        ledger *l = open_fresh(dir, 200000);
+        bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
+        dp_event *ev = gaussian(50.0);
+        hold_phase(l, ev);
+        ledger_close(l);
+        dp_event_free(ev);
         free(ids);
         rm_dir(dir);
         return 0;
@@ -359,6 +475,12 @@ int main(int argc, char **argv)
     l = open_fresh(dir, 200000);
     bench_make_clients(l, &ids, 100000, 1.0, LEDGER_RDP, "bench_ledger");
     stuck_phase(l);
+    ledger_close(l);
+
+    /* 7: a reader behind large reservations and releases, on disk */
+    l = open_fresh(dir, 200000);
+    bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
+    hold_phase(l, ev);
     ledger_close(l);
 
     /* 4: recovery and memory at scale */

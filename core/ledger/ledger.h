@@ -548,9 +548,10 @@ uint64_t ledger_open_profiles(ledger *l);
  * evaluate theirs before the lock (a round of more than 64 participants its admissions
  * too), so they add none unless a participant changed in between. */
 uint64_t ledger_locked_spends(ledger *l);
-/* How many undo entries holding memory (a client's events, reservations or labels as they
- * were before a change) were freed under the write lock since the ledger was opened (a
- * test's figure): those of a change of more than 64 clients are freed after the lock. */
+/* How many undo entries holding memory (a client's labels as they were before a change; a
+ * reservation change's entry holds none) were freed under the write lock since the ledger was
+ * opened (a test's figure): those of a change of more than 64 clients are freed after the
+ * lock. */
 uint64_t ledger_locked_frees(ledger *l);
 
 /* The event named name (*out: decoded, the caller frees it) and the seq of its record;
@@ -713,7 +714,8 @@ int ledger_read_only(ledger *l);
  * DPB_ECONFLICT: `to` is not empty (nothing written). */
 dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err);
 
-/* 0 if a and b hold the same clients (budget, mode, relation, labels, spend, rounds, status),
+/* 0 if a and b hold the same clients (budget, mode, relation, labels, spend, rounds, the
+ * events charged and held with their counts, status),
  * rounds (id, state, outcomes, owner) and named events; else 1 with why naming the first
  * difference. */
 int ledger_compare(ledger *a, ledger *b, char *why, size_t cap);

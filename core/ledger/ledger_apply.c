@@ -155,15 +155,24 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
 }
 
 /* Add d (+1 or -1) to the client's reserved count of ev, dropping an entry that reaches 0;
- * -1 when out of memory (nothing changed). */
-static int rv_adjust(lclient *c, uint32_t ev, int d)
+ * u (may be NULL) receives what changed (rv_op, rv_at, rv_old) for lg_resv_undo. -1 when out
+ * of memory (nothing changed). */
+static int rv_adjust(lclient *c, uint32_t ev, int d, lundo *u)
 {
+    lundo none;
+    if (u == NULL)
+        u = &none;
+    u->rv_op = LG_RV_NONE;
     for (uint32_t i = 0; i < c->nrv; i++)
         if (c->rv[i].ev == ev) {
+            u->rv_at = i;
             if (d < 0 && c->rv[i].count <= (uint64_t)-d) {
-                c->rv[i] = c->rv[--c->nrv];
+                u->rv_op = LG_RV_GONE;
+                u->rv_old = c->rv[i].count;
+                c->rv[i] = c->rv[--c->nrv]; /* the array keeps its room (for the undo) */
                 return 0;
             }
+            u->rv_op = d < 0 ? LG_RV_DOWN : LG_RV_UP;
             c->rv[i].count = (uint64_t)((int64_t)c->rv[i].count + d);
             return 0;
         }
@@ -173,29 +182,28 @@ static int rv_adjust(lclient *c, uint32_t ev, int d)
     if (n == NULL)
         return -1;
     c->rv = n;
+    u->rv_op = LG_RV_NEW;
+    u->rv_at = c->nrv;
     c->rv[c->nrv++] = (lcount){ev, (uint64_t)d};
     return 0;
 }
 
-static lcount *copy_counts(const lcount *a, uint32_t n, int *oom)
+/* 1 if the client has no entry of ev yet (a charge would append one). */
+static int ev_is_new(const lclient *c, uint32_t ev)
 {
-    if (n == 0)
-        return NULL;
-    lcount *c = malloc(n * sizeof *c);
-    if (c == NULL)
-        *oom = 1;
-    else
-        memcpy(c, a, n * sizeof *c);
-    return c;
+    for (uint32_t k = 0; k < c->nev; k++)
+        if (c->ev[k].ev == ev)
+            return 0;
+    return 1;
 }
 
 /* A reservation change of the client at pos, applied in memory: held count of ev += hold
  * (+1 reserve, -1 release), and `charge` more of ev charged (a commit). With seq != 0 (live,
- * an undo entry reserved) the client's events and reservations are kept to withdraw it;
- * during replay (seq 0) the client is only marked for recomputation. A change of what it holds
- * only (charge 0) keeps its spend (the same charged events) and takes its honest status from
- * stuck when it is 0 or 1 (computed before the lock), else computes it. -1 when out of
- * memory. */
+ * an undo entry reserved) the entry records what changed (a count up or down, an entry added
+ * or removed: no copy of the client's arrays, nothing allocated); during replay (seq 0) the
+ * client is only marked for recomputation. A change of what it holds only (charge 0) keeps
+ * its spend (the same charged events) and takes its honest status from stuck when it is 0 or
+ * 1 (computed before the lock), else computes it. -1 when out of memory (nothing changed). */
 int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
                       long rpos, int stuck)
 {
@@ -206,32 +214,26 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     if (!seq)
         mark_dirty(l, c);
     if (seq) {
-        int oom = 0;
-        u = lg_client_undo(l, seq, U_CSNAP, pos);
-        u.sev = copy_counts(c->ev, c->nev, &oom);
-        u.snev = c->nev;
-        u.srv = copy_counts(c->rv, c->nrv, &oom);
-        u.snrv = c->nrv;
-        if (oom) {
-            free(u.sev);
-            free(u.srv);
-            return -1;
-        }
+        u = lg_client_undo(l, seq, U_RESV, pos);
+        u.ev = ev;
+        u.charged = (uint8_t)(charge != 0);
+        u.ev_new = (uint8_t)(charge && ev_is_new(c, ev));
         lg_counters(l, c, -1);
     }
-    int bad = rv_adjust(c, ev, hold) != 0 || (charge && add_count(c, ev, 1) != 0);
-    if (!bad && (hold > 0 || !charge))
-        c->stuck_rd = 0; /* admitted by a reservation, or its held budget released */
-    if (bad && seq) {    /* put back exactly what was */
-        free(c->ev);
-        free(c->rv);
-        c->ev = u.sev;
-        c->nev = u.snev;
-        c->rv = u.srv;
-        c->nrv = u.snrv;
-        lg_counters(l, c, +1);
+    if (rv_adjust(c, ev, hold, &u) != 0) {
+        if (seq)
+            lg_counters(l, c, +1);
         return -1;
     }
+    if (charge && add_count(c, ev, 1) != 0) { /* put back exactly what was */
+        u.charged = 0;
+        lg_resv_undo(c, &u);
+        if (seq)
+            lg_counters(l, c, +1);
+        return -1;
+    }
+    if (hold > 0 || !charge)
+        c->stuck_rd = 0; /* admitted by a reservation, or its held budget released */
     if (charge) {
         c->rounds++;
         c->last_ev = ev;
@@ -245,7 +247,7 @@ int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, 
     c->version = ++l->version;
     if (!seq) {
         c->dirty = 1;
-        return bad ? -1 : 0;
+        return 0;
     }
     lg_push_undo(l, &u);
     c->seq = seq;
@@ -325,10 +327,7 @@ static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
     lclient *c = &l->cl[pos];
     lundo u = lg_client_undo(l, seq, U_CHARGE, pos);
     u.ev = ev;
-    u.ev_new = 1;
-    for (uint32_t k = 0; k < c->nev; k++)
-        if (c->ev[k].ev == ev)
-            u.ev_new = 0;
+    u.ev_new = (uint8_t)ev_is_new(c, ev);
     lg_counters(l, c, -1);
     if (lg_hist_ready(c) != 0 || add_count(c, ev, 1) != 0) {
         lg_counters(l, c, +1);
@@ -354,7 +353,8 @@ static int charge_live(ledger *l, uint64_t seq, long pos, uint32_t ev)
  * round's event interned for its own relation (evi[rel]) and recomputes its spend. */
 dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                           int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                          uint32_t n, int apply, uint64_t expires_at, const char *owner)
+                          const long *at, uint32_t n, int apply, uint64_t expires_at,
+                          const char *owner)
 {
     long op = expires_at && owner && owner[0] ? lg_intern_owner(l, owner) : -1;
     if (lg_grow((void **)&l->rd, &l->cap_rd, l->nrd + 1, sizeof *l->rd) != 0 ||
@@ -400,7 +400,9 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         int offer = !out[i].admitted &&
                     (out[i].reason == LEDGER_OVER_BUDGET ||
                      out[i].reason == LEDGER_EXHAUSTED_ALREADY || out[i].reason == LEDGER_POLICY);
-        long pos = apply && (out[i].admitted || offer) ? lg_find_client(l, out[i].id) : -1;
+        long pos = !apply || !(out[i].admitted || offer) ? -1
+                   : at                                  ? at[i]
+                                                         : lg_find_client(l, out[i].id);
         if (!out[i].admitted) {
             if (pos >= 0) /* undo room reserved for every refused participant */
                 lg_offer_answer(l, seq, pos, (long)l->nrd - 1, out[i].reason, out[i].after);
@@ -433,7 +435,7 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
  * client) or replayed (seq 0). 0, or -1 on a bad index or out of memory (the caller then
  * abandons: everything not durable is withdrawn). */
 int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
-                     const uint32_t *idx, uint32_t m)
+                     const uint32_t *idx, uint32_t m, const long *hint)
 {
     lrnd *r = &l->rd[rp];
     if (r->out == NULL)
@@ -460,7 +462,7 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
     for (uint32_t i = 0; i < r->n; i++) {
         if (!r->out[i].admitted)
             continue;
-        long pos = lg_find_client(l, r->out[i].id);
+        long pos = lg_client_at(l, hint ? hint[i] : -1, r->out[i].id);
         if (pos < 0)
             continue;
         uint32_t ev = r->ev[l->cl[pos].rel];

@@ -155,6 +155,14 @@ long lg_find_client(const ledger *l, const char *id)
     return l->cl_index.slot[i] == UINT32_MAX ? -1 : (long)l->cl_index.slot[i];
 }
 
+long lg_client_at(const ledger *l, long hint, const char *id)
+{
+    if (hint >= 0 && (size_t)hint < l->ncl &&
+        (l->cl[hint].id == id || strcmp(l->cl[hint].id, id) == 0))
+        return hint;
+    return lg_find_client(l, id);
+}
+
 long lg_find_round(const ledger *l, const char *id)
 {
     size_t i = index_find(l, &l->rd_index, lg_str_hash(id), rd_eq, id);

@@ -99,11 +99,13 @@ enum {
     U_CLIENT_SET = 3,
     U_CHARGE = 4,
     U_ROUND = 5,
-    U_CSNAP = 6,  /* a client's events and reservations as they were (reservation changes) */
+    U_RESV = 6,   /* a reservation change of a client: held count +-1, perhaps a charge */
     U_RSTATE = 7, /* a two-phase round's state as it was (commit, release) */
     U_NAME = 8,   /* a named event, new */
     U_OFFER = 9   /* a client's stuck state, as it was (a round's refusal changed it) */
 };
+/* What a reservation change did to a client's held count of its event (lundo.rv_op). */
+enum { LG_RV_NONE = 0, LG_RV_UP = 1, LG_RV_NEW = 2, LG_RV_DOWN = 3, LG_RV_GONE = 4 };
 typedef struct {
     uint64_t seq;      /* the record the change waits for */
     uint64_t lversion; /* the ledger's version before the change */
@@ -115,10 +117,14 @@ typedef struct {
     uint32_t ev, last_ev;
     double eps, delta, spent, dtv;
     uint64_t rounds, version, cseq;
-    char *labels;      /* U_CLIENT_SET: the old labels (owned) */
-    lcount *sev, *srv; /* U_CSNAP: the old events and reservations (owned) */
-    uint32_t snev, snrv;
-    uint8_t hpushed; /* U_CHARGE, U_CSNAP: a history entry was pushed over hold */
+    char *labels; /* U_CLIENT_SET: the old labels (owned) */
+    /* U_RESV: what the change did to the client's held counts (rv_op, an LG_RV_* of the
+     * entry at rv_at; LG_RV_GONE: the entry (ev, rv_old) removed, the last moved into its
+     * place) and whether it charged ev (charged; ev_new: a new entry of c->ev, the last) */
+    uint8_t rv_op, charged;
+    uint32_t rv_at;
+    uint64_t rv_old;
+    uint8_t hpushed; /* U_CHARGE, U_RESV: a history entry was pushed over hold */
     uint32_t hold;
     uint8_t rstate; /* U_RSTATE: the old state and its record */
     uint64_t rstate_seq, rstate_time;

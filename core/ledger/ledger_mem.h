@@ -55,6 +55,10 @@ uint64_t lg_nm_hash(const ledger *l, uint32_t pos);
 long lg_find_name(const ledger *l, const char *name);
 long lg_find_client(const ledger *l, const char *id);
 long lg_find_round(const ledger *l, const char *id);
+/* The position of client id, given where it was found before (hint; -1: nowhere): hint when
+ * the client there is id (clients never move; a withdrawn one's place may hold another), else
+ * found again. A lock is held. */
+long lg_client_at(const ledger *l, long hint, const char *id);
 /* The owner table's entry of name, or -1 (a lock is held); or made, with nothing held
  * (write lock; -1 out of memory). */
 long lg_find_owner(const ledger *l, const char *name);
@@ -254,14 +258,21 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
  * out of memory. Write lock. */
 int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
                       long rpos, int stuck);
+/* Take back, in the client's counts, the change an undo entry records: a reservation change
+ * (U_RESV: its held count, its charge) or a charge (U_CHARGE). The client must be as the
+ * change left it (undo runs newest first). Never allocates. */
+void lg_resv_undo(lclient *c, const lundo *u);
+void lg_charge_undo(lclient *c, const lundo *u);
 /* Store a round (record seq) in memory, taking ownership of out[0..n) once stored (l->nrd
  * grew); a reservation when expires_at != 0 (evi: its event per relation). With apply (live,
  * undo entries reserved for the round and each admitted client) every admitted client is
- * charged (or held) its relation's event evi[rel]. A reservation records owner (NULL or "":
- * none), counted in what it holds. DPB_ENOMEM (the caller abandons). Write lock. */
+ * charged (or held) its relation's event evi[rel]; pos (NULL: looked up) gives each outcome's
+ * client position as found under this lock (-1: none). A reservation records owner (NULL or
+ * "": none), counted in what it holds. DPB_ENOMEM (the caller abandons). Write lock. */
 dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16], int policy,
                           int already_ran, uint64_t seq, const uint32_t evi[2], lout *out,
-                          uint32_t n, int apply, uint64_t expires_at, const char *owner);
+                          const long *pos, uint32_t n, int apply, uint64_t expires_at,
+                          const char *owner);
 
 /* Recompute the clients a replay marked dirty (only those: their list) and count them back
  * into the status counters. Write lock. */
@@ -280,10 +291,11 @@ void lg_offer_answer(ledger *l, uint64_t seq, long pos, long rpos, int reason, d
 int lg_replay_charge(ledger *l, long pos, uint32_t ev, int uncertifiable);
 /* Resolve the reservation at rp: commit it (charge the admitted outcomes idx[0..m), release
  * the others) or release it (state LEDGER_RELEASED or LEDGER_EXPIRED). Live (seq: its
- * record; undo room for the round and each admitted client) or replayed (seq 0). 0, or -1 on
- * a bad index or out of memory (the caller abandons). Write lock. */
+ * record; undo room for the round and each admitted client) or replayed (seq 0). hint (NULL:
+ * none) has an outcome's client position as found before (lg_client_at checks it). 0, or -1
+ * on a bad index or out of memory (the caller abandons). Write lock. */
 int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned char *chash,
-                     const uint32_t *idx, uint32_t m);
+                     const uint32_t *idx, uint32_t m, const long *hint);
 
 /* ---- ledger_view.c: the state shown through ledger.h's structs --------------------------- */
 

@@ -269,6 +269,26 @@ static int spends_differ(double x, double y)
     return !(fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y)));
 }
 
+/* 1 if the counts x[0..n) of ledger a are those y[0..n) of b: each entry's event (by its
+ * bytes and relation: the two may have interned their vocabularies in another order) with the
+ * same count, in any order. */
+static int same_counts(const ledger *a, const lcount *x, const ledger *b, const lcount *y,
+                       uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const lev *ex = &a->evs[x[i].ev];
+        int found = 0;
+        for (uint32_t k = 0; k < n && !found; k++) {
+            const lev *ey = &b->evs[y[k].ev];
+            found = y[k].count == x[i].count && ey->rel == ex->rel && ey->nbytes == ex->nbytes &&
+                    memcmp(ey->bytes, ex->bytes, ex->nbytes) == 0;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
 /* Every client, round and named event of a is in b and the same; and as many of each. */
 static int compare_locked(const ledger *a, const ledger *b, char *why, size_t cap)
 {
@@ -289,7 +309,10 @@ static int compare_locked(const ledger *a, const ledger *b, char *why, size_t ca
         DIFF(spends_differ(x->spent, y->spent) || spends_differ(x->dtv, y->dtv),
              "client '%s': spent %.17g against %.17g", x->id, x->spent, y->spent);
         DIFF(lg_status_of(x) != lg_status_of(y), "client '%s': status differs", x->id);
-        DIFF(x->nrv != y->nrv, "client '%s': reservations differ", x->id);
+        DIFF(x->nrv != y->nrv || !same_counts(a, x->rv, b, y->rv, x->nrv),
+             "client '%s': reservations differ", x->id);
+        DIFF(x->nev != y->nev || !same_counts(a, x->ev, b, y->ev, x->nev),
+             "client '%s': charged events differ", x->id);
         DIFF((x->stuck_rd == 0) != (y->stuck_rd == 0) ||
                  (x->stuck_rd &&
                   (strcmp(a->rd[x->stuck_rd - 1].id, b->rd[y->stuck_rd - 1].id) != 0 ||

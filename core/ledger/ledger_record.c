@@ -228,8 +228,8 @@ static int apply_round(ledger *l, uint8_t type, br *r)
         /* charges go to each client's own interned event (same bytes, its relation) */
         bad = replay_charges(l, ev, out, cnt, expires, evs2) != 0;
     }
-    if (bad || lg_store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, cnt, 0,
-                              expires, owner) != DPB_OK) {
+    if (bad || lg_store_round(l, id, hash, (int)policy, (int)ran, l->last_seq, evs2, out, NULL, cnt,
+                              0, expires, owner) != DPB_OK) {
         lg_outcomes_free(out, cnt);
         free(id);
         free(owner);
@@ -259,7 +259,8 @@ static int apply_resolve(ledger *l, uint8_t type, br *r)
         unsigned why = br_u8(r);
         if (r->bad || r->at != r->n || why > 1)
             return -1;
-        return lg_resolve_round(l, rp, 0, why ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0);
+        return lg_resolve_round(l, rp, 0, why ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0,
+                                NULL);
     }
     const unsigned char *h = br_take(r, 16);
     uint32_t m = br_u32(r);
@@ -270,7 +271,7 @@ static int apply_resolve(ledger *l, uint8_t type, br *r)
         return -1;
     for (uint32_t i = 0; i < m; i++)
         idx[i] = br_u32(r);
-    int rc = lg_resolve_round(l, rp, 0, LEDGER_COMMITTED, h, idx, m);
+    int rc = lg_resolve_round(l, rp, 0, LEDGER_COMMITTED, h, idx, m, NULL);
     free(idx);
     return rc;
 }

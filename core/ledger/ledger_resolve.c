@@ -8,9 +8,32 @@
 #include "ledger_record.h"
 #include "ledger_mem.h"
 
-/* Log and apply the release of the reservation at rp (expired: by the ledger, its time up).
- * Caller holds the write lock after begin. */
-static dpb_status release_locked(lg_txn *t, long rp, int expired)
+/* The honest statuses a release will leave (the admitted clients of a reservation that it
+ * gives back: all of them for a release, those not reported for a commit), computed before
+ * the write lock, RESOLVE_SLICE outcomes per hold of the read lock, each with its client's
+ * position and version then; under the write lock an outcome whose client is as it was takes
+ * its status from here (lg_reserve_change), the others compute theirs there. */
+#define RESOLVE_SLICE 512
+
+typedef struct {
+    uint32_t n;     /* the round's outcomes when computed (0: nothing computed) */
+    long *pos;      /* n: the client's position (held outcomes; -1: none), also a hint for the
+                     * resolution (lg_resolve_round checks it) */
+    uint64_t *ver;  /* n: its version then */
+    double *spent;  /* n: and its spend (a refinement lowers it, keeping the version) */
+    uint8_t *stuck; /* n: 1 + its stuck flag after the release; 0: not known */
+} resolve_pre;
+
+/* The positions resolve_stuck_before found for the outcomes of the round at rp (checked where
+ * used), or NULL. */
+static const long *pre_hint(const ledger *l, long rp, const resolve_pre *p)
+{
+    return p != NULL && p->n != 0 && p->n == l->rd[rp].n ? p->pos : NULL;
+}
+
+/* Log and apply the release of the reservation at rp (expired: by the ledger, its time up;
+ * rs: what was computed before the lock, or NULL). Caller holds the write lock after begin. */
+static dpb_status release_locked(lg_txn *t, long rp, int expired, const resolve_pre *rs)
 {
     ledger *l = t->l;
     dpb_status st = lg_txn_reserve(t, 1 + (size_t)l->rd[rp].admitted);
@@ -20,10 +43,25 @@ static dpb_status release_locked(lg_txn *t, long rp, int expired)
     lg_release_record(&w, l->rd[rp].id, expired);
     if ((st = lg_txn_log(t, REC_RELEASE, &w)) != DPB_OK)
         return st;
-    if (lg_resolve_round(l, rp, t->seq, expired ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL,
-                         0) != 0)
+    if (lg_resolve_round(l, rp, t->seq, expired ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0,
+                         pre_hint(l, rp, rs)) != 0)
         return lg_txn_abandon(t, DPB_ENOMEM);
     return DPB_OK;
+}
+
+/* The answer of a commit or release of round_id (logged_seq: the commit's record, or 0),
+ * built under the read lock once the change is durable rather than under the write lock: a
+ * resolved round changes no more (its outcomes may be summarized meanwhile, as the answer
+ * then says). */
+static void view_after(ledger *l, const char *round_id, uint64_t logged_seq, ledger_round_res *res)
+{
+    pthread_rwlock_rdlock(&l->lock);
+    long rp = lg_find_round(l, round_id);
+    if (rp >= 0) {
+        lg_round_view(l, &l->rd[rp], res);
+        res->logged_seq = logged_seq;
+    }
+    pthread_rwlock_unlock(&l->lock);
 }
 
 /* Why a round that is not reserved cannot be committed or released (DPB_ECONFLICT). */
@@ -189,21 +227,6 @@ static dpb_status resolve_prefetch(ledger *l, const char *round_id, int commit,
     return lg_prefetch_run(l, p, NULL, err);
 }
 
-/* The honest statuses a release will leave (the admitted clients of a reservation that it
- * gives back: all of them for a release, those not reported for a commit), computed before
- * the write lock, RESOLVE_SLICE outcomes per hold of the read lock, each with its client's
- * position and version then; under the write lock an outcome whose client is as it was takes
- * its status from here (lg_reserve_change), the others compute theirs there. */
-#define RESOLVE_SLICE 512
-
-typedef struct {
-    uint32_t n;     /* the round's outcomes when computed (0: nothing computed) */
-    long *pos;      /* n: the client's position, or -1 (nothing computed for it) */
-    uint64_t *ver;  /* n: its version then */
-    double *spent;  /* n: and its spend (a refinement lowers it, keeping the version) */
-    uint8_t *stuck; /* n: 1 + its stuck flag after the release; 0: not known */
-} resolve_pre;
-
 static void resolve_pre_free(resolve_pre *p)
 {
     free(p->pos);
@@ -243,13 +266,13 @@ static void resolve_stuck_before(ledger *l, const char *round_id, const lg_idtab
             const lout *o = &r->out[at];
             long pos = o->admitted ? lg_find_client(l, o->id) : -1;
             uint32_t ev = pos >= 0 ? r->ev[l->cl[pos].rel] : LEV_NONE;
-            p->pos[at] = -1;
+            p->pos[at] = ev == LEV_NONE ? -1 : pos; /* a hint for the resolution */
+            p->stuck[at] = 0;
+            p->ver[at] = ev == LEV_NONE ? 0 : l->cl[pos].version;
+            p->spent[at] = ev == LEV_NONE ? 0.0 : l->cl[pos].spent;
             if (ev == LEV_NONE || (rep && lg_idtab_find(rep, o->id) != UINT32_MAX))
                 continue; /* not held, or charged by the commit (computed under the lock) */
             int stuck = lg_stuck_after_hold(l, &l->cl[pos], lg_ev_se(l, ev), -1);
-            p->pos[at] = pos;
-            p->ver[at] = l->cl[pos].version;
-            p->spent[at] = l->cl[pos].spent;
             p->stuck[at] = stuck >= 0 ? (uint8_t)(stuck + 1) : 0;
         }
         int done = at >= r->n;
@@ -303,6 +326,8 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
     }
     (void)vs; /* not found, or unreachable: answered under the write lock, as it can */
     lg_txn t;
+    int view = 0, replayed = 0; /* the answer, built after the lock */
+    uint64_t logged = 0;
     dpb_status st = lg_txn_begin(&t, l, err);
     if (st != DPB_OK)
         goto out;
@@ -315,19 +340,19 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         goto out;
     if (l->rd[rp].phase && l->rd[rp].state == LEDGER_COMMITTED &&
         memcmp(l->rd[rp].chash, hash, 16) == 0) {
-        lg_round_view(l, &l->rd[rp], res);
-        res->replayed = 1;
+        view = 1; /* replayed (after the lock) */
+        replayed = 1;
         goto out;
     }
     if (l->rd[rp].phase && l->rd[rp].state == LEDGER_RESERVED &&
         l->rd[rp].expires_at <= (uint64_t)time(NULL) && !lg_ledger_ro(l)) {
         resolve_pre_apply(l, rp, rs);
-        if ((st = release_locked(&t, rp, 1)) != DPB_OK)
+        if ((st = release_locked(&t, rp, 1, rs)) != DPB_OK)
             goto out;
     }
     const lrnd *r = &l->rd[rp];
     if (!r->phase || r->state != LEDGER_RESERVED) {
-        lg_round_view(l, r, res); /* the caller tells expired from released */
+        view = 1; /* the caller tells expired from released (a resolved round: as it is now) */
         st = not_reserved(r, "commit", err);
         goto out;
     }
@@ -347,12 +372,13 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
     if ((st = lg_txn_log(&t, REC_COMMIT, &w)) != DPB_OK)
         goto out;
     resolve_pre_apply(l, rp, rs);
-    if (lg_resolve_round(l, rp, t.seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n) != 0) {
+    if (lg_resolve_round(l, rp, t.seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n,
+                         pre_hint(l, rp, rs)) != 0) {
         st = lg_txn_abandon(&t, DPB_ENOMEM);
         goto out;
     }
-    lg_round_view(l, &l->rd[rp], res);
-    res->logged_seq = t.seq;
+    view = 1;
+    logged = t.seq;
 out:
     free(idx);
     if (st != DPB_OK && st != DPB_ECONFLICT)
@@ -361,6 +387,10 @@ out:
     dpb_status cs = lg_txn_end(&t, st);
     if (wait && cs != st)
         ledger_round_res_free(res);
+    if (view && cs == st) {
+        view_after(l, round_id, logged, res);
+        res->replayed = replayed;
+    }
     return cs;
 }
 
@@ -416,6 +446,7 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
     if (!lg_valid_id(round_id))
         return dpb_fail(err, DPB_EINVAL, "round_id", "a round id is " LEDGER_ID_RULE);
     lg_txn t;
+    int view = 0, replayed = 0; /* the answer, built after the lock */
     dpb_status st = lg_txn_begin(&t, l, err);
     long rp =
         st == DPB_OK ? lg_find_durable_locked(l, lg_find_round, round_id, lg_seq_round_state) : -1;
@@ -426,24 +457,26 @@ static dpb_status release_once(ledger *l, const char *round_id, const ledger_cal
     } else if ((st = owner_check(&l->rd[rp], who, "release", err)) != DPB_OK) {
         /* another key's reservation: nothing changes */
     } else if (!l->rd[rp].phase || l->rd[rp].state == LEDGER_COMMITTED) {
-        lg_round_view(l, &l->rd[rp], res);
+        view = 1; /* (built after the lock: a resolved round changes no more) */
         st = not_reserved(&l->rd[rp], "release", err);
     } else if (l->rd[rp].state != LEDGER_RESERVED) {
-        lg_round_view(l, &l->rd[rp], res); /* released or expired already: idempotent */
-        res->replayed = 1;
+        view = replayed = 1; /* released or expired already: idempotent */
     } else if (pre && !lg_prefetch_current(l, pre)) {
         st = LEDGER_STALE; /* a client changed since: compute again */
     } else if ((st = lg_txn_writable(&t)) == DPB_OK) {
         int expired = l->rd[rp].expires_at <= (uint64_t)time(NULL);
         resolve_pre_apply(l, rp, rs);
-        st = release_locked(&t, rp, expired);
-        if (st == DPB_OK)
-            lg_round_view(l, &l->rd[rp], res);
+        st = release_locked(&t, rp, expired, rs);
+        view = st == DPB_OK;
     }
     int wait = t.wait;
     st = lg_txn_end(&t, st);
     if (wait && st != DPB_OK)
         ledger_round_res_free(res);
+    if (view && (st == DPB_OK || !wait)) {
+        view_after(l, round_id, 0, res);
+        res->replayed = replayed;
+    }
     return st;
 }
 
@@ -491,7 +524,7 @@ static dpb_status expire_once(ledger *l, const char *id, uint64_t now, const lg_
             st = LEDGER_STALE;
         } else {
             resolve_pre_apply(l, rp, rs);
-            st = release_locked(&t, rp, 1);
+            st = release_locked(&t, rp, 1, NULL);
         }
     }
     int wait = t.wait;

@@ -553,7 +553,7 @@ static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res
 {
     const ledger_round_req *req = b->req;
     for (size_t i = 0; i < req->n; i++) {
-        long pos = lg_find_client(l, req->participants[i]);
+        long pos = lg_client_at(l, b->pos[i], req->participants[i]);
         lout *o = &b->out[i];
         /* the same client, version and spend (a background refinement lowers a spend and
          * keeps the version) */
@@ -594,14 +594,16 @@ static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res
     return st;
 }
 
-/* Log the round's new clients (default budget), each applied as it is logged, then point
- * the outcomes' ids at the clients' (or own a copy). Failure: withdrawn or abandoned. */
-static dpb_status log_new_clients(lg_txn *t, round_build *b)
+/* Log the round's new clients (default budget), each applied as it is logged (its position
+ * into pos[i]), then point the outcomes' ids at the clients' (or own a copy). pos[i]: the
+ * participant's client position (-1: none), as found under this lock. Failure: withdrawn or
+ * abandoned. */
+static dpb_status log_new_clients(lg_txn *t, round_build *b, long *pos)
 {
     ledger *l = t->l;
     const ledger_round_req *req = b->req;
     for (size_t i = 0; i < req->n; i++)
-        if (b->out[i].admitted && lg_find_client(l, b->out[i].id) < 0) {
+        if (b->out[i].admitted && pos[i] < 0) {
             bw w = {0};
             lg_client_record(&w, b->out[i].id, l->opt.default_epsilon, l->opt.default_delta,
                              LEDGER_RDP, DP_REL_ADD_OR_REMOVE, NULL);
@@ -610,15 +612,16 @@ static dpb_status log_new_clients(lg_txn *t, round_build *b)
                 return st;
             st = lg_apply_logged_client(l, l->last_seq, b->out[i].id, l->opt.default_epsilon,
                                         l->opt.default_delta, LEDGER_RDP, DP_REL_ADD_OR_REMOVE,
-                                        NULL, NULL);
+                                        NULL, &pos[i]);
             if (st != DPB_OK)
                 return lg_txn_abandon(t, st);
         }
     /* outcome ids must outlive the request: point at the clients' ids, or own a copy */
     for (size_t i = 0; i < req->n; i++) {
-        long pos = lg_find_client(l, b->out[i].id);
-        if (pos >= 0) {
-            b->out[i].id = l->cl[pos].id;
+        if (pos[i] < 0) /* unknown, or another mention of a client made just now */
+            pos[i] = lg_find_client(l, b->out[i].id);
+        if (pos[i] >= 0) {
+            b->out[i].id = l->cl[pos[i]].id;
         } else {
             b->out[i].id = lg_xstrdup(b->out[i].id);
             b->out[i].owned = 1;
@@ -634,7 +637,7 @@ static dpb_status log_new_clients(lg_txn *t, round_build *b)
 /* Log and apply the admitted round: undo room, new events, new clients, the round record,
  * the stored round (b->out taken over once stored: set NULL). Failure: withdrawn or
  * abandoned. Write lock. */
-static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
+static dpb_status log_round(lg_txn *t, round_build *b, long *pos, ledger_round_res *res)
 {
     ledger *l = t->l;
     const ledger_round_req *req = b->req;
@@ -643,14 +646,14 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     size_t changes = (l->nevs - l->nevs_logged) + 1;
     for (size_t i = 0; i < req->n; i++)
         if (b->out[i].admitted)
-            changes += lg_find_client(l, b->out[i].id) < 0 ? 2 : 1; /* created, charged */
+            changes += pos[i] < 0 ? 2 : 1; /* created, charged */
         else
-            changes++; /* its stuck state, perhaps (lg_offer_answer): room, not a lookup */
+            changes++; /* its stuck state, perhaps (lg_offer_answer) */
     dpb_status st = lg_txn_reserve(t, changes);
     /* Log: new events (in index order: replay checks it), new clients, the round; each
      * applied as it is logged. */
     if (st != DPB_OK || (st = lg_txn_log_events(t)) != DPB_OK ||
-        (st = log_new_clients(t, b)) != DPB_OK)
+        (st = log_new_clients(t, b, pos)) != DPB_OK)
         return st;
     uint32_t ev_used = b->have[0] ? b->evi[0] : b->evi[1];
     uint64_t expires = req->reserve ? (uint64_t)time(NULL) + req->ttl_seconds : 0;
@@ -671,8 +674,9 @@ static dpb_status log_round(lg_txn *t, round_build *b, ledger_round_res *res)
     res->state = req->reserve ? LEDGER_RESERVED : LEDGER_CHARGED;
     res->expires_at = expires;
     size_t nrd = l->nrd;
-    st = lg_store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evs,
-                        b->out, (uint32_t)req->n, 1, expires, req->reserve ? req->owner : NULL);
+    st =
+        lg_store_round(l, req->round_id, req->body_hash, req->policy, req->already_ran, seq, evs,
+                       b->out, pos, (uint32_t)req->n, 1, expires, req->reserve ? req->owner : NULL);
     if (l->nrd > nrd)
         b->out = NULL; /* taken over by the stored round (withdrawn with it on failure) */
     return st == DPB_OK ? DPB_OK : lg_txn_abandon(t, st);
@@ -781,7 +785,19 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
         free(b.out);
         return DPB_OK;
     }
-    if ((st = log_round(&t, &b, res)) != DPB_OK)
+    /* each participant's client position under this lock: kept from the admission (b.pos,
+     * checked by admissions_refresh), else found once here */
+    long *pos = b.pos;
+    if (pos == NULL && (pos = malloc((req->n ? req->n : 1) * sizeof *pos)) == NULL) {
+        st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; pos != b.pos && i < req->n; i++)
+        pos[i] = lg_find_client(l, req->participants[i]);
+    st = log_round(&t, &b, pos, res);
+    if (pos != b.pos)
+        free(pos);
+    if (st != DPB_OK)
         goto fail;
     free(ebytes);
     round_pre_free(&b);

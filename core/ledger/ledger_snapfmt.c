@@ -302,8 +302,8 @@ static int load_round(ledger *l, br *r, uint32_t format, uint64_t ne)
     unsigned char hash[16] = {0};
     if (h)
         memcpy(hash, h, 16);
-    if (r->bad || lg_store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, has ? cnt : 0, 0,
-                                 x.phase ? x.expires_at : 0, owner) != DPB_OK) {
+    if (r->bad || lg_store_round(l, id, hash, (int)policy, (int)ran, seq, 0, out, NULL,
+                                 has ? cnt : 0, 0, x.phase ? x.expires_at : 0, owner) != DPB_OK) {
         /* the outcomes were not taken over by a stored round: release them */
         lg_outcomes_free(out, cnt);
         free(id);

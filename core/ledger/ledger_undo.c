@@ -60,8 +60,7 @@ lundo lg_client_undo(const ledger *l, uint64_t seq, uint8_t kind, long pos)
 void lg_undo_release(lundo *u)
 {
     free(u->labels);
-    free(u->sev);
-    free(u->srv);
+    u->labels = NULL;
 }
 
 void lg_push_undo(ledger *l, const lundo *u)
@@ -78,7 +77,7 @@ struct lgrave {
 
 static int undo_owns(const lundo *u)
 {
-    return u->labels != NULL || u->sev != NULL || u->srv != NULL;
+    return u->labels != NULL;
 }
 
 /* Forget the entries whose records are durable now (they can no longer be withdrawn). A
@@ -146,6 +145,55 @@ void lg_bury(ledger *l)
 uint64_t ledger_locked_frees(ledger *l)
 {
     return atomic_load_explicit(&l->locked_frees, memory_order_relaxed);
+}
+
+/* Take back one charge of ev (ev_new: it made the entry, the last one). */
+static void uncount(lclient *c, uint32_t ev, int ev_new)
+{
+    if (ev_new) {
+        c->nev--;
+        return;
+    }
+    for (uint32_t i = 0; i < c->nev; i++)
+        if (c->ev[i].ev == ev) {
+            c->ev[i].count--;
+            return;
+        }
+}
+
+/* Take back what ledger_apply.c's rv_adjust did (recorded in u), the client's held counts
+ * being as it left them: the same entries in the same order as before. Never allocates. */
+static void rv_unadjust(lclient *c, const lundo *u)
+{
+    switch (u->rv_op) {
+    case LG_RV_UP:
+        c->rv[u->rv_at].count--;
+        break;
+    case LG_RV_DOWN:
+        c->rv[u->rv_at].count++;
+        break;
+    case LG_RV_NEW:
+        c->nrv--;
+        break;
+    case LG_RV_GONE: /* its room is still there: removing an entry never shrinks the array */
+        if (u->rv_at < c->nrv)
+            c->rv[c->nrv] = c->rv[u->rv_at];
+        c->rv[u->rv_at] = (lcount){u->ev, u->rv_old};
+        c->nrv++;
+        break;
+    }
+}
+
+void lg_resv_undo(lclient *c, const lundo *u)
+{
+    if (u->charged)
+        uncount(c, u->ev, u->ev_new);
+    rv_unadjust(c, u);
+}
+
+void lg_charge_undo(lclient *c, const lundo *u)
+{
+    uncount(c, u->ev, u->ev_new);
 }
 
 static void hist_pop(lclient *c, uint32_t old)
@@ -231,28 +279,16 @@ static void undo_one(ledger *l, lundo *u)
             free(c->labels);
             c->labels = u->labels;
             u->labels = NULL;
-        } else if (u->ev_new) {
-            c->nev--; /* the charge appended it: it is the last one */
         } else {
-            for (uint32_t i = 0; i < c->nev; i++)
-                if (c->ev[i].ev == u->ev)
-                    c->ev[i].count--;
+            lg_charge_undo(c, u);
         }
         undo_scalars(c, u);
         break;
     }
-    case U_CSNAP: {
-        lclient *c = &l->cl[u->pos];
-        free(c->ev);
-        free(c->rv);
-        c->ev = u->sev;
-        c->nev = u->snev;
-        c->rv = u->srv;
-        c->nrv = u->snrv;
-        u->sev = u->srv = NULL;
-        undo_scalars(c, u);
+    case U_RESV:
+        lg_resv_undo(&l->cl[u->pos], u);
+        undo_scalars(&l->cl[u->pos], u);
         break;
-    }
     case U_OFFER:
         undo_scalars(&l->cl[u->pos], u);
         break;
