@@ -397,6 +397,8 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
     }
     l->nrd++;
     for (uint32_t i = 0; i < n; i++) {
+        if (apply && i > 0 && i % LG_GAP_EVERY == 0)
+            lg_let_readers(l); /* each client whole, the record appended */
         int offer = !out[i].admitted &&
                     (out[i].reason == LEDGER_OVER_BUDGET ||
                      out[i].reason == LEDGER_EXHAUSTED_ALREADY || out[i].reason == LEDGER_POLICY);
@@ -460,6 +462,8 @@ int lg_resolve_round(ledger *l, long rp, uint64_t seq, int state, const unsigned
         r->out[idx[i]].reported = 1;
     }
     for (uint32_t i = 0; i < r->n; i++) {
+        if (seq && i > 0 && i % LG_GAP_EVERY == 0)
+            lg_let_readers(l); /* each client whole, the record appended */
         if (!r->out[i].admitted)
             continue;
         long pos = lg_client_at(l, hint ? hint[i] : -1, r->out[i].id);

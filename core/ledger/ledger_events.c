@@ -115,10 +115,10 @@ uint64_t ledger_event_profiles(ledger *l)
 
 void ledger_set_named_limits(ledger *l, size_t max_events, size_t max_bytes)
 {
-    pthread_rwlock_wrlock(&l->lock);
+    lg_wrlock(l);
     l->max_nm = max_events;
     l->max_nm_bytes = max_bytes;
-    pthread_rwlock_unlock(&l->lock);
+    lg_wrunlock(l);
 }
 
 dpb_status ledger_get_event(ledger *l, const char *name, dp_event **out, uint64_t *seq)

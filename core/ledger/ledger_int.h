@@ -194,6 +194,15 @@ struct ledger {
     ledger_options opt;
     char *dir; /* the file store's data directory (messages), or NULL */
     pthread_rwlock_t lock;
+    /* The writers' lock (lg_wrlock): a change holds it from its start to its end, and the
+     * write side of `lock` with it, except in the gaps a large change leaves readers once its
+     * records are appended (lg_let_readers, when gaps is 1: a transaction's apply). Whatever
+     * must see no change half applied (a snapshot, a copy, a comparison) holds it too
+     * (lg_rdlock_whole). Order: wmu, then lock. */
+    pthread_mutex_t wmu;
+    int gaps;
+    void (*gap_hook)(void *ctx); /* tests: called in each gap, the write side given back */
+    void *gap_ctx;
     ledger_store *st; /* the log and snapshots (store.h) */
     int shared;       /* store_shared(st): other replicas append to the same log */
     /* a shared store: a failed sync (DPB_ECONFLICT, DPB_EUNAVAILABLE) voided every pending

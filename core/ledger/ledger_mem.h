@@ -227,6 +227,26 @@ void lg_bury(ledger *l);
 void lg_withdraw_locked(ledger *l);
 /* lg_withdraw_locked under the write lock it takes (no lock held by the caller). */
 void lg_withdraw(ledger *l);
+/* The write lock: the writers' lock (l->wmu), then the write side of l->lock; and back. A
+ * try that takes neither returns -1. */
+void lg_wrlock(ledger *l);
+void lg_wrunlock(ledger *l);
+int lg_trywrlock(ledger *l);
+/* In a change's long apply, between two participants (each client's state whole, the
+ * change's records appended): the readers waiting for the lock are let in, then the write
+ * side taken again; the writers' lock stays held, so no other change starts meanwhile. Only
+ * in a transaction (l->gaps); else nothing. Write lock. */
+void lg_let_readers(ledger *l);
+/* The same before the change's records are appended (its admission checked, its record
+ * written), on a ledger of its own store only: a shared store's failed sync voids what is
+ * pending, which a change may append to only once withdrawn, so there a writer appends
+ * without a gap before. lg_gap_open gives the write side back for a while (1: given back;
+ * lg_gap_close takes it again); the writers' lock stays held. Write lock. */
+void lg_let_readers_early(ledger *l);
+int lg_gap_open(ledger *l);
+void lg_gap_close(ledger *l, int opened);
+/* How many participants a live apply changes between two gaps (lg_let_readers). */
+#define LG_GAP_EVERY 2048
 /* A shared store's sync failed with st: every pending record is void. A lock is held. */
 void lg_voided(ledger *l, dpb_status st);
 /* 0 once every record up to seq is durable (waits for, or runs, the group commit); -1 if the

@@ -125,6 +125,7 @@ dpb_status ledger_open_store(const ledger_options *o, ledger_store *s, ledger **
     const char *where = o->dir && strcmp(s->ops->kind, "file") == 0 ? o->dir : s->ops->kind;
     l->dir = lg_xstrdup(where);
     pthread_rwlock_init(&l->lock, NULL);
+    pthread_mutex_init(&l->wmu, NULL);
     pthread_mutex_init(&l->snap_mu, NULL);
     pthread_mutex_init(&l->id_mu, NULL);
     pthread_cond_init(&l->snap_cv, NULL);
@@ -240,10 +241,10 @@ dpb_status ledger_copy_to(ledger *l, const char *to, dpb_error *err)
         return st;
     }
     bw w = {0};
-    lg_rdlock_durable(l);
+    lg_rdlock_whole(l);
     uint64_t seq = l->last_seq;
     st = lg_serialize(l, &w);
-    pthread_rwlock_unlock(&l->lock);
+    lg_rdunlock_whole(l);
     if (st != DPB_OK || w.oom)
         st = dpb_fail(err, DPB_ENOMEM, NULL, "out of memory");
     else
@@ -365,11 +366,11 @@ int ledger_compare(ledger *a, ledger *b, char *why, size_t cap)
         return 0;
     /* one lock order (by address) whoever compares */
     ledger *first = (uintptr_t)a < (uintptr_t)b ? a : b, *second = first == a ? b : a;
-    lg_rdlock_durable(first);
-    lg_rdlock_durable(second);
+    lg_rdlock_whole(first);
+    lg_rdlock_whole(second);
     int rc = compare_locked(a, b, why, cap);
-    pthread_rwlock_unlock(&second->lock);
-    pthread_rwlock_unlock(&first->lock);
+    lg_rdunlock_whole(second);
+    lg_rdunlock_whole(first);
     return rc;
 }
 
@@ -438,6 +439,7 @@ static void close_ledger(ledger *l, int snapshot)
     free(l->rd_index.slot);
     free(l->ev_index.slot);
     pthread_rwlock_destroy(&l->lock);
+    pthread_mutex_destroy(&l->wmu);
     pthread_mutex_destroy(&l->snap_mu);
     pthread_mutex_destroy(&l->id_mu);
     pthread_cond_destroy(&l->snap_cv);
@@ -527,8 +529,8 @@ uint64_t ledger_last_time(ledger *l)
 
 void ledger_set_clock(ledger *l, uint64_t (*fn)(void *ctx), void *ctx)
 {
-    pthread_rwlock_wrlock(&l->lock);
+    lg_wrlock(l);
     l->clock_ms = fn;
     l->clock_ctx = ctx;
-    pthread_rwlock_unlock(&l->lock);
+    lg_wrunlock(l);
 }

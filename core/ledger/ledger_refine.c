@@ -112,7 +112,7 @@ int lg_refine_step(void *arg, const int *stop)
         if (l->rf_next > 0)
             l->rf_next--; /* this client again, at the next quiet moment */
     } else {
-        pthread_rwlock_wrlock(&l->lock);
+        lg_wrlock(l);
         long pos = lg_find_client(l, id);
         lclient *c = pos >= 0 ? &l->cl[pos] : NULL;
         if (c && refine_same(l, c, eps, delta, rel, o, m)) {
@@ -127,7 +127,7 @@ int lg_refine_step(void *arg, const int *stop)
         } else {
             l->refine_stale++;
         }
-        pthread_rwlock_unlock(&l->lock);
+        lg_wrunlock(l);
     }
     atomic_store(&l->refining, 0);
     for (size_t i = 0; i < m; i++)

@@ -553,6 +553,8 @@ static dpb_status admissions_refresh(ledger *l, round_build *b, ledger_round_res
 {
     const ledger_round_req *req = b->req;
     for (size_t i = 0; i < req->n; i++) {
+        if (i > 0 && i % LG_GAP_EVERY == 0)
+            lg_let_readers_early(l); /* nothing changed yet; no other writer meanwhile */
         long pos = lg_client_at(l, b->pos[i], req->participants[i]);
         lout *o = &b->out[i];
         /* the same client, version and spend (a background refinement lowers a spend and
@@ -659,8 +661,12 @@ static dpb_status log_round(lg_txn *t, round_build *b, long *pos, ledger_round_r
     uint64_t expires = req->reserve ? (uint64_t)time(NULL) + req->ttl_seconds : 0;
     const uint32_t evs[2] = {b->have[0] ? b->evi[0] : LEV_NONE, b->have[1] ? b->evi[1] : LEV_NONE};
     bw w = {0};
+    /* a large record is written with the readers let in (no other writer meanwhile: the
+     * outcomes and the clients' ids it reads stay put) */
+    int gap = req->n > LG_GAP_EVERY ? lg_gap_open(l) : 0;
     lg_round_record(&w, req->round_id, req->body_hash, req->policy, req->already_ran, ev_used,
                     b->out, (uint32_t)req->n);
+    lg_gap_close(l, gap);
     if (req->reserve) {
         bw_u64(&w, expires);
         bw_str(&w, req->owner); /* LEDGER_FORMAT 4 */
@@ -760,7 +766,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
         answered = 1;
     }
     if (answered) {
-        pthread_rwlock_unlock(&l->lock);
+        lg_wrunlock(l);
         free(ebytes);
         free(b.out);
         round_pre_free(&b);
@@ -780,7 +786,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
     }
     if (req->dry_run) {
         lg_drop_unlogged_events(l); /* a dry run leaves nothing behind, not even an event */
-        pthread_rwlock_unlock(&l->lock);
+        lg_wrunlock(l);
         free(ebytes);
         free(b.out);
         return DPB_OK;
@@ -807,7 +813,7 @@ static dpb_status round_apply(ledger *l, const ledger_round_req *req, const lg_p
     return st;
 fail:
     lg_drop_unlogged_events(l);
-    pthread_rwlock_unlock(&l->lock);
+    lg_wrunlock(l);
     free(ebytes);
     lg_outcomes_free(b.out, (uint32_t)req->n);
     round_pre_free(&b);

@@ -94,11 +94,11 @@ dpb_status lg_read_begin(ledger *l, dpb_error *err)
 {
     if (!l->shared)
         return DPB_OK;
-    pthread_rwlock_wrlock(&l->lock);
+    lg_wrlock(l);
     lg_withdraw_locked(l);
     lg_prune_undo(l);
     dpb_status st = catch_up_locked(l, err);
-    pthread_rwlock_unlock(&l->lock);
+    lg_wrunlock(l);
     lg_bury(l);
     return st;
 }
@@ -136,9 +136,9 @@ static dpb_status commit_seq(ledger *l, uint64_t seq, uint64_t gen, dpb_error *e
     if (ok) {
         /* forget what is durable now, if nobody else holds the lock (else the next write
          * does): an idle ledger keeps no undo entries */
-        if (pthread_rwlock_trywrlock(&l->lock) == 0) {
+        if (lg_trywrlock(l) == 0) {
             lg_prune_undo(l);
-            pthread_rwlock_unlock(&l->lock);
+            lg_wrunlock(l);
         }
         lg_bury(l); /* what this or an earlier prune set aside */
         return DPB_OK;
@@ -234,17 +234,20 @@ void lg_maybe_snapshot(ledger *l)
 dpb_status lg_take_snapshot(ledger *l, dpb_error *err)
 {
     bw w = {0};
+    pthread_mutex_lock(&l->wmu); /* no change half applied */
     pthread_rwlock_rdlock(&l->lock);
     /* a snapshot holds only durable changes (and none after a failure): else a change
      * refused as not durable could come back from it */
     if (lg_ledger_ro(l) || lg_settle(l, l->last_seq) != 0) {
         pthread_rwlock_unlock(&l->lock);
+        pthread_mutex_unlock(&l->wmu);
         return DPB_EREADONLY;
     }
     uint64_t seq = l->last_seq;
     dpb_status st = lg_serialize(l, &w);
     l->records_since_snap = 0;
     pthread_rwlock_unlock(&l->lock);
+    pthread_mutex_unlock(&l->wmu);
     if (st == DPB_OK) {
         st = store_snapshot(l->st, seq, w.b, w.n, err);
         if (st == DPB_OK)
@@ -268,15 +271,36 @@ void lg_rdlock_durable(ledger *l)
     }
 }
 
+void lg_rdlock_whole(ledger *l)
+{
+    pthread_mutex_lock(&l->wmu);
+    for (;;) {
+        pthread_rwlock_rdlock(&l->lock);
+        if (lg_settle(l, l->last_seq) == 0)
+            return;
+        pthread_rwlock_unlock(&l->lock);
+        pthread_rwlock_wrlock(&l->lock); /* the writers' lock is held already */
+        lg_withdraw_locked(l);
+        pthread_rwlock_unlock(&l->lock);
+    }
+}
+
+void lg_rdunlock_whole(ledger *l)
+{
+    pthread_rwlock_unlock(&l->lock);
+    pthread_mutex_unlock(&l->wmu);
+}
+
 /* ---- the write transaction ------------------------------------------------------------------ */
 
 dpb_status lg_txn_begin(lg_txn *t, ledger *l, dpb_error *err)
 {
     *t = (lg_txn){l, err, 0, 0, 0, 0};
-    pthread_rwlock_wrlock(&l->lock);
+    lg_wrlock(l);
     t->spends0 = lg_spends_here;
     dpb_status st = begin_write(l, err);
     t->gen = atomic_load(&l->void_gen); /* the generation a change appended now belongs to */
+    l->gaps = 1;                        /* its apply may let readers in (lg_let_readers) */
     return st;
 }
 
@@ -345,7 +369,7 @@ dpb_status lg_txn_end_nosnap(lg_txn *t, dpb_status st)
 {
     atomic_fetch_add_explicit(&t->l->locked_spends, lg_spends_here - t->spends0,
                               memory_order_relaxed);
-    pthread_rwlock_unlock(&t->l->lock);
+    lg_wrunlock(t->l);
     lg_bury(t->l); /* what begin_write's prune set aside */
     if (!t->wait)
         return st;

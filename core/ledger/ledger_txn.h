@@ -142,6 +142,11 @@ void lg_prefetch_free(ledger *l, lg_prefetch *p);
 dpb_status lg_read_begin(ledger *l, dpb_error *err);
 /* Take the read lock on a state whose every change is durable. */
 void lg_rdlock_durable(ledger *l);
+/* The same with the writers' lock held first: no change is half applied (a large change
+ * lets readers in between its participants, lg_let_readers); for what reads the ledger
+ * whole (a copy, a comparison). lg_rdunlock_whole gives both back. */
+void lg_rdlock_whole(ledger *l);
+void lg_rdunlock_whole(ledger *l);
 /* The seq a stored entry at pos is shown after (client, named event, round, round with its
  * last state change). */
 uint64_t lg_seq_client(const ledger *l, long pos);

@@ -342,9 +342,63 @@ void lg_withdraw_locked(ledger *l)
 
 void lg_withdraw(ledger *l)
 {
-    pthread_rwlock_wrlock(&l->lock);
+    lg_wrlock(l);
     lg_withdraw_locked(l);
+    lg_wrunlock(l);
+}
+
+void lg_wrlock(ledger *l)
+{
+    pthread_mutex_lock(&l->wmu);
+    pthread_rwlock_wrlock(&l->lock);
+}
+
+void lg_wrunlock(ledger *l)
+{
+    l->gaps = 0;
     pthread_rwlock_unlock(&l->lock);
+    pthread_mutex_unlock(&l->wmu);
+}
+
+int lg_trywrlock(ledger *l)
+{
+    if (pthread_mutex_trylock(&l->wmu) != 0)
+        return -1;
+    if (pthread_rwlock_trywrlock(&l->lock) != 0) {
+        pthread_mutex_unlock(&l->wmu);
+        return -1;
+    }
+    return 0;
+}
+
+void lg_let_readers(ledger *l)
+{
+    if (!l->gaps)
+        return;
+    pthread_rwlock_unlock(&l->lock);
+    if (l->gap_hook != NULL)
+        l->gap_hook(l->gap_ctx);
+    pthread_rwlock_wrlock(&l->lock);
+}
+
+void lg_let_readers_early(ledger *l)
+{
+    if (!l->shared)
+        lg_let_readers(l);
+}
+
+int lg_gap_open(ledger *l)
+{
+    if (!l->gaps || l->shared)
+        return 0;
+    pthread_rwlock_unlock(&l->lock);
+    return 1;
+}
+
+void lg_gap_close(ledger *l, int opened)
+{
+    if (opened)
+        pthread_rwlock_wrlock(&l->lock);
 }
 
 /* A shared store's sync failed with st: every pending record is void. Caller holds the lock

@@ -33,6 +33,9 @@ void memlog_free(memlog *g)
         free(g->rec[i].p);
     free(g->rec);
     free(g->snap);
+    for (size_t i = 0; i < g->nsnaps; i++)
+        free(g->snaps[i].p);
+    free(g->snaps);
     pthread_mutex_destroy(&g->mu);
 }
 
@@ -226,8 +229,47 @@ static dpb_status m_snapshot(ledger_store *s, uint64_t seq, const void *data, si
         g->snap_seq = seq;
     }
     g->snapshots++;
+    struct memsnap *ks = g->keep_snaps ? realloc(g->snaps, (g->nsnaps + 1) * sizeof *ks) : NULL;
+    if (ks != NULL) {
+        g->snaps = ks;
+        ks[g->nsnaps].p = malloc(len ? len : 1);
+        if (ks[g->nsnaps].p != NULL) {
+            memcpy(ks[g->nsnaps].p, data, len);
+            ks[g->nsnaps].n = len;
+            ks[g->nsnaps++].seq = seq;
+        }
+    }
     pthread_mutex_unlock(&g->mu);
     return DPB_OK;
+}
+
+int memlog_clone_at(memlog *g, size_t k, memlog *out)
+{
+    memlog_init(out);
+    pthread_mutex_lock(&g->mu);
+    int rc = k < g->nsnaps ? 0 : -1;
+    out->rec = rc == 0 ? calloc(g->nrec + 1, sizeof *out->rec) : NULL;
+    out->snap = rc == 0 ? malloc(g->snaps[k].n ? g->snaps[k].n : 1) : NULL;
+    if (out->rec == NULL || out->snap == NULL)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < g->nrec; i++) {
+        out->rec[i].type = g->rec[i].type;
+        out->rec[i].n = g->rec[i].n;
+        out->rec[i].p = malloc(g->rec[i].n ? g->rec[i].n : 1);
+        if (out->rec[i].p == NULL) {
+            rc = -1;
+            break;
+        }
+        memcpy(out->rec[i].p, g->rec[i].p, g->rec[i].n);
+        out->nrec = out->cap = i + 1;
+    }
+    if (rc == 0) {
+        memcpy(out->snap, g->snaps[k].p, g->snaps[k].n);
+        out->snap_len = g->snaps[k].n;
+        out->snap_seq = g->snaps[k].seq;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 static uint64_t m_durable_seq(const ledger_store *s)

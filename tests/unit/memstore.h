@@ -19,6 +19,12 @@ typedef struct {
     size_t n;
 } memrec;
 
+struct memsnap {
+    unsigned char *p;
+    size_t n;
+    uint64_t seq;
+};
+
 typedef struct memlog {
     pthread_mutex_t mu;
     memrec *rec; /* rec[i] has seq i + 1 */
@@ -32,6 +38,10 @@ typedef struct memlog {
     atomic_int lose_answer;    /* 1: the next sync commits, then answers DPB_EUNAVAILABLE */
     atomic_int catch_up_fails; /* 1: catch-up and replay answer DPB_EUNAVAILABLE */
     atomic_int sync_sleep_us;  /* every sync sleeps this long first (to form races) */
+    /* keep_snaps: every snapshot written is also kept (snaps[0..nsnaps), oldest first) */
+    int keep_snaps;
+    struct memsnap *snaps;
+    size_t nsnaps;
     /* called once (then cleared) at the start of the next sync, before it takes any lock */
     void (*before_sync)(void *ctx);
     void *before_ctx;
@@ -39,6 +49,10 @@ typedef struct memlog {
 
 void memlog_init(memlog *g);
 void memlog_free(memlog *g);
+
+/* out (uninitialized): a copy of g's records with the k-th kept snapshot as its newest (what
+ * a replica recovering from that snapshot and the log reads). 0, or -1 (no such snapshot). */
+int memlog_clone_at(memlog *g, size_t k, memlog *out);
 
 /* A store on g (g outlives it). */
 ledger_store *memstore_open(memlog *g);

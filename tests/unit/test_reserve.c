@@ -15,6 +15,7 @@
 
 #include "../../core/ledger/ledger_int.h"
 #include "../../core/ledger/ledger_mem.h"
+#include "../../core/ledger/ledger_txn.h"
 #include "memstore.h"
 #include "suites.h"
 
@@ -728,10 +729,194 @@ static void reserve_withdrawn_changes_match_the_log(void)
     memlog_free(&g);
 }
 
+/* A large change lets readers in between its participants (lg_let_readers), never a
+ * snapshot. Both are seen from a hook the ledger calls in each gap of its apply (the write
+ * side given back, the writers' lock held). */
+typedef struct {
+    ledger *l;
+    const char *id;
+    atomic_int stop;
+    atomic_long reads;
+} gap_reader;
+
+static void *gap_read_main(void *arg)
+{
+    gap_reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        ledger_client c;
+        if (ledger_get_client(r->l, r->id, &c) == DPB_OK)
+            atomic_fetch_add(&r->reads, 1);
+    }
+    return NULL;
+}
+
+typedef struct {
+    ledger *l;
+    gap_reader *r;
+    int read_in_gap; /* the reader thread's reads went on in the gap */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go, done, in_gap; /* in_gap: the snapshot was taken within the gap */
+    dpb_status st;
+} gap_snap;
+
+static void *gap_snap_main(void *arg)
+{
+    gap_snap *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->go)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    dpb_error err = {0};
+    dpb_status st = lg_take_snapshot(g->l, &err);
+    pthread_mutex_lock(&g->mu);
+    g->st = st;
+    g->done = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* In the first gap: the reader thread's reads go on (two more complete, within 5 s; none
+ * expected on a shared store, whose reads catch up under the writers' lock first); then the
+ * snapshot asked for, and 200 ms given to it (it waits for the end of the change instead, as
+ * it must). */
+static void gap_snap_hook(void *ctx)
+{
+    gap_snap *g = ctx;
+    g->l->gap_hook = NULL; /* once */
+    long before = atomic_load(&g->r->reads);
+    for (int k = 0; k < 5000 && !g->l->shared && atomic_load(&g->r->reads) < before + 2; k++) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+    g->read_in_gap = atomic_load(&g->r->reads) >= before + 2;
+    pthread_mutex_lock(&g->mu);
+    g->go = 1;
+    pthread_cond_broadcast(&g->cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!g->done && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0)
+        ;
+    g->in_gap = g->done;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* A reservation of 3 gaps' worth of clients on a (after a one-step round of them), with the
+ * hook: the reader thread reads one of them throughout. Fills *gs. */
+static void gap_run(ledger *a, const char *const *ids, size_t n, gap_snap *gs)
+{
+    CHECK(round_g(a, "before", NULL, 50.0, ids, n, 0, NULL, NULL) == DPB_OK);
+    gap_reader r = {a, ids[n - 1], 0, 0};
+    gs->l = a;
+    gs->r = &r;
+    pthread_t rt, st;
+    int r_started = pthread_create(&rt, NULL, gap_read_main, &r) == 0;
+    int s_started = pthread_create(&st, NULL, gap_snap_main, gs) == 0;
+    pthread_rwlock_wrlock(&a->lock); /* the hook set with no change running */
+    a->gap_hook = gap_snap_hook;
+    a->gap_ctx = gs;
+    pthread_rwlock_unlock(&a->lock);
+    CHECK(round_g(a, "big", NULL, 50.0, ids, n, 3600, NULL, NULL) == DPB_OK);
+    if (s_started)
+        pthread_join(st, NULL);
+    atomic_store(&r.stop, 1);
+    if (r_started)
+        pthread_join(rt, NULL);
+    gs->r = NULL;
+    CHECKF(gs->go && !gs->in_gap && gs->st == DPB_OK,
+           "snapshot asked %d, taken within the gap %d, status %s", gs->go, gs->in_gap,
+           dpb_strstatus(gs->st));
+}
+
+enum { GAP_N = 3 * LG_GAP_EVERY + 100 };
+
+static const char **gap_ids(char (**names)[16])
+{
+    *names = malloc(GAP_N * sizeof **names);
+    const char **ids = malloc(GAP_N * sizeof *ids);
+    if (*names == NULL || ids == NULL) {
+        free(ids);
+        return NULL;
+    }
+    for (int i = 0; i < GAP_N; i++) {
+        snprintf((*names)[i], sizeof(*names)[i], "g%05d", i);
+        ids[i] = (*names)[i];
+    }
+    return ids;
+}
+
+/* Readers get in: on a ledger of its own store a client GET is answered in the middle of a
+ * reservation of 3 gaps' worth of clients (on main it waited for the whole change: a
+ * 100,000-client reservation held it about 100 ms). */
+static void reserve_gaps_let_readers_in(void)
+{
+    char dir[64];
+    if (tl_make_dir(dir, sizeof dir, "dpb_reserve_") != 0)
+        return;
+    char(*names)[16] = NULL;
+    const char **ids = gap_ids(&names);
+    ledger *a = ids ? on_dir(dir, 0) : NULL;
+    if (a != NULL) {
+        gap_snap gs = {0};
+        pthread_mutex_init(&gs.mu, NULL);
+        pthread_cond_init(&gs.cv, NULL);
+        gap_run(a, ids, GAP_N, &gs);
+        CHECK(gs.read_in_gap);
+        ledger_close(a);
+    }
+    free(ids);
+    free(names);
+    tl_remove_dir(dir);
+}
+
+/* Never a snapshot: one asked for in the first gap (from another thread, as the snapshot
+ * thread does) is taken only once the reservation is applied whole, so a replica recovered
+ * from it (and the log after it) holds the same clients, their held counts too, as the
+ * ledger that made it. Without the writers' lock in the snapshot it is taken in the gap,
+ * half the clients held, and the replica differs. */
+static void reserve_gaps_never_split_a_snapshot(void)
+{
+    memlog g;
+    memlog_init(&g);
+    g.keep_snaps = 1;
+    char(*names)[16] = NULL;
+    const char **ids = gap_ids(&names);
+    ledger *a = ids ? on_log(&g) : NULL;
+    if (a != NULL) {
+        gap_snap gs = {0};
+        pthread_mutex_init(&gs.mu, NULL);
+        pthread_cond_init(&gs.cv, NULL);
+        gap_run(a, ids, GAP_N, &gs);
+        CHECKF(g.nsnaps == 1, "%zu snapshots", g.nsnaps);
+        memlog h;
+        if (g.nsnaps == 1 && memlog_clone_at(&g, 0, &h) == 0) {
+            ledger *b = on_log(&h); /* that snapshot, then the log after it */
+            if (b != NULL) {
+                char why[256];
+                CHECKF(ledger_compare(a, b, why, sizeof why) == 0, "%s", why);
+                ledger_close_nosnapshot(b);
+            }
+            memlog_free(&h);
+        }
+        ledger_close_nosnapshot(a);
+    }
+    free(ids);
+    free(names);
+    memlog_free(&g);
+}
+
 const tl_test RESERVE_TESTS[] = {
     TL_T(reserve_large_spends_before_the_lock),
     TL_T(reserve_merge_counts_match_scan),
     TL_T(reserve_withdrawn_changes_match_the_log),
+    TL_T(reserve_gaps_let_readers_in),
+    TL_T(reserve_gaps_never_split_a_snapshot),
     TL_T(reserve_commit_list_checked_off_the_write_lock),
     TL_T(reserve_owner_matrix),
     TL_T(reserve_quota_per_owner),
