@@ -41,7 +41,8 @@ static dpb_status release_locked(lg_txn *t, long rp, int expired, const resolve_
         return st;
     bw w = {0};
     lg_release_record(&w, l->rd[rp].id, expired);
-    if ((st = lg_txn_log(t, REC_RELEASE, &w)) != DPB_OK)
+    if ((st = lg_txn_log(t, REC_RELEASE, &w)) != DPB_OK ||
+        (l->rd[rp].admitted > LG_GAP_EVERY && (st = lg_txn_sync_early(t)) != DPB_OK))
         return st;
     if (lg_resolve_round(l, rp, t->seq, expired ? LEDGER_EXPIRED : LEDGER_RELEASED, NULL, NULL, 0,
                          pre_hint(l, rp, rs)) != 0)
@@ -369,7 +370,8 @@ static dpb_status commit_once(ledger *l, const char *round_id, const char *const
         goto out;
     bw w = {0};
     lg_commit_record(&w, round_id, hash, idx, n);
-    if ((st = lg_txn_log(&t, REC_COMMIT, &w)) != DPB_OK)
+    if ((st = lg_txn_log(&t, REC_COMMIT, &w)) != DPB_OK ||
+        (r->admitted > LG_GAP_EVERY && (st = lg_txn_sync_early(&t)) != DPB_OK))
         goto out;
     resolve_pre_apply(l, rp, rs);
     if (lg_resolve_round(l, rp, t.seq, LEDGER_COMMITTED, hash, idx, (uint32_t)n,

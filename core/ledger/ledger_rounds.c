@@ -671,7 +671,8 @@ static dpb_status log_round(lg_txn *t, round_build *b, long *pos, ledger_round_r
         bw_u64(&w, expires);
         bw_str(&w, req->owner); /* LEDGER_FORMAT 4 */
     }
-    if ((st = lg_txn_log(t, req->reserve ? REC_RESERVE : REC_ROUND, &w)) != DPB_OK)
+    if ((st = lg_txn_log(t, req->reserve ? REC_RESERVE : REC_ROUND, &w)) != DPB_OK ||
+        (req->n > LG_GAP_EVERY && (st = lg_txn_sync_early(t)) != DPB_OK))
         return st;
     uint64_t seq = l->last_seq;
     res->seq = seq;

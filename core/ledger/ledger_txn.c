@@ -123,16 +123,34 @@ static dpb_status readonly_error(dpb_error *err)
 /* The change whose last record is seq, appended and applied in generation gen: acknowledge
  * it once durable; if the log fails first, every change not durable (this one and those
  * sharing its sync) is withdrawn. Called without the lock. */
+/* 1 once seq is durable and no sync failed since generation gen; 0 if one failed (nothing
+ * withdrawn yet). No lock held. */
+static int settled(ledger *l, uint64_t seq, uint64_t gen)
+{
+    if (!l->shared)
+        return lg_settle(l, seq) == 0;
+    pthread_rwlock_rdlock(&l->lock); /* under the read lock: see lg_voided() */
+    int ok = atomic_load(&l->void_gen) == gen && lg_settle(l, seq) == 0;
+    pthread_rwlock_unlock(&l->lock);
+    return ok;
+}
+
+/* The answer to a change whose records could not be made durable (withdrawn already). */
+static dpb_status not_durable(ledger *l, dpb_error *err)
+{
+    if (!store_failed(l->st))
+        return lost_race_or_unavailable(l, err);
+    dpb_error why = {0};
+    store_error(l->st, &why);
+    return dpb_fail(err, DPB_EIO, NULL,
+                    "the ledger could not make its log durable (%s): the change is withdrawn, "
+                    "not applied, and the ledger is read-only until restarted",
+                    why.detail[0] ? why.detail : "I/O error");
+}
+
 static dpb_status commit_seq(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err)
 {
-    int ok;
-    if (l->shared) { /* under the read lock: see lg_voided() */
-        pthread_rwlock_rdlock(&l->lock);
-        ok = atomic_load(&l->void_gen) == gen && lg_settle(l, seq) == 0;
-        pthread_rwlock_unlock(&l->lock);
-    } else {
-        ok = lg_settle(l, seq) == 0;
-    }
+    int ok = settled(l, seq, gen);
     if (ok) {
         /* forget what is durable now, if nobody else holds the lock (else the next write
          * does): an idle ledger keeps no undo entries */
@@ -144,14 +162,7 @@ static dpb_status commit_seq(ledger *l, uint64_t seq, uint64_t gen, dpb_error *e
         return DPB_OK;
     }
     lg_withdraw(l);
-    if (!store_failed(l->st))
-        return lost_race_or_unavailable(l, err);
-    dpb_error why = {0};
-    store_error(l->st, &why);
-    return dpb_fail(err, DPB_EIO, NULL,
-                    "the ledger could not make its log durable (%s): the change is withdrawn, "
-                    "not applied, and the ledger is read-only until restarted",
-                    why.detail[0] ? why.detail : "I/O error");
+    return not_durable(l, err);
 }
 
 /* Append a record. On failure the caller withdraws (the ledger turns read-only). Caller
@@ -350,6 +361,21 @@ dpb_status lg_txn_log_events(lg_txn *t)
         l->nevs_logged++;
     }
     return DPB_OK;
+}
+
+dpb_status lg_txn_sync_early(lg_txn *t)
+{
+    ledger *l = t->l;
+    if (!l->gaps || !t->wait)
+        return DPB_OK;
+    pthread_rwlock_unlock(&l->lock); /* readers go on meanwhile; writers wait */
+    int ok = settled(l, t->seq, t->gen);
+    pthread_rwlock_wrlock(&l->lock);
+    if (ok)
+        return DPB_OK;
+    lg_withdraw_locked(l);
+    t->wait = 0;
+    return not_durable(l, t->err);
 }
 
 dpb_status lg_txn_abandon(lg_txn *t, dpb_status st)

@@ -63,6 +63,12 @@ dpb_status lg_txn_log(lg_txn *t, int type, bw *w);
 /* Append the interned events not in the log yet, in index order, each with its undo entry
  * (room reserved). Failure as lg_txn_log. */
 dpb_status lg_txn_log_events(lg_txn *t);
+/* A large change, its records appended and not applied yet: they are made durable now, the
+ * read-write lock given back meanwhile (readers go on with the state before the change; no
+ * other writer starts: the writers' lock stays held), so that readers let in during its
+ * apply (lg_let_readers) never wait for its sync. On failure everything not durable is
+ * withdrawn and the answer is that of a failed sync (the caller fails the change). */
+dpb_status lg_txn_sync_early(lg_txn *t);
 /* A logged change that cannot be applied (out of memory): everything not durable is
  * withdrawn, the ledger read-only until restarted; returns st with err filled. */
 dpb_status lg_txn_abandon(lg_txn *t, dpb_status st);

@@ -400,6 +400,66 @@ static void ledger_failed_sync_withdraws_resolution(void)
     }
 }
 
+/* A large change (more participants than the ledger applies between two gaps for readers,
+ * 2,048) has its records made durable before it is applied: when that sync fails the change
+ * is withdrawn whole before anything of it is shown, and the ledger turns read-only, as for
+ * a small one. A reservation of 3,000 clients whose sync fails; then, on another ledger, the
+ * release of such a reservation. In memory and after a restart nothing of the failed change
+ * is there. */
+static void ledger_failed_sync_withdraws_large(void)
+{
+    enum { N = 3000 };
+    char(*names)[16] = malloc(N * sizeof *names);
+    const char **ids = malloc(N * sizeof *ids);
+    ledger_client *in = calloc(N, sizeof *in);
+    if (names == NULL || ids == NULL || in == NULL)
+        goto out;
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "L%05d", i);
+        ids[i] = names[i];
+        snprintf(in[i].id, sizeof in[i].id, "%s", names[i]);
+        in[i].epsilon = 100.0;
+        in[i].delta = 1e-5;
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        char dir[64];
+        ledger *l = fresh(dir, sizeof dir, &switch_fs, 0);
+        if (l == NULL)
+            break;
+        dpb_error err = {0};
+        CHECKF(ledger_put_clients(l, in, N, &err) == DPB_OK, "%s", err.detail);
+        if (kind == 1)
+            CHECK(reserve_of(l, "big", 3.0, ids, N, 3600) == DPB_OK);
+        ledger_client c0;
+        CHECK(ledger_get_client(l, ids[N - 1], &c0) == DPB_OK);
+        atomic_store(&the_switch.sync_fails, 1);
+        if (kind == 0) {
+            CHECK(reserve_of(l, "big", 3.0, ids, N, 3600) == DPB_EIO);
+        } else {
+            ledger_round_res res;
+            CHECK(ledger_release(l, "big", &res, &err) == DPB_EIO);
+        }
+        atomic_store(&the_switch.sync_fails, 0);
+        CHECK(ledger_read_only(l));
+        ledger_client c1;
+        CHECK(ledger_get_client(l, ids[N - 1], &c1) == DPB_OK && c1.version == c0.version);
+        CHECK(kind == 0 ? !round_exists(l, "big") : state_of(l, "big") == LEDGER_RESERVED);
+        ledger_close(l);
+        l = open_ledger(dir, NULL, 0, 1000000, &err);
+        CHECKF(l != NULL, "%s", err.detail);
+        if (l) {
+            CHECK(kind == 0 ? !round_exists(l, "big") : state_of(l, "big") == LEDGER_RESERVED);
+            ledger_close(l);
+        }
+        switch_reset();
+        remove_dir(dir);
+    }
+out:
+    free(in);
+    free(ids);
+    free(names);
+}
+
 /* A write that fails in the middle of a round (after its new event and its new client were
  * logged and applied): all of it is withdrawn; so is a client update whose write fails. */
 static void ledger_failed_write_withdraws(void)
@@ -1553,6 +1613,7 @@ const tl_test LEDGER_TESTS[] = {
     TL_T(ledger_status_last_event),
     TL_T(ledger_failed_sync_withdraws_resolution),
     TL_T(ledger_failed_sync_withdraws),
+    TL_T(ledger_failed_sync_withdraws_large),
     TL_T(ledger_failed_write_withdraws),
     TL_T(ledger_failed_group_commit),
     TL_T(ledger_events_logged_in_order),
