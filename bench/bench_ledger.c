@@ -418,6 +418,27 @@ static void hold_phase(ledger *l, const dp_event *ev)
     free(all);
 }
 
+static void stuck_phase_ev(ledger *l, const dp_event *ev)
+{
+    (void)ev; /* its own events */
+    stuck_phase(l);
+}
+
+/* One phase alone, on a fresh ledger of n clients with budget eps and the event G(50). */
+static int phase_alone(const char *dir, size_t n, double eps,
+                       void (*phase)(ledger *, const dp_event *))
+{
+    ledger *l = open_fresh(dir, 200000);
+    bench_make_clients(l, &ids, n, eps, LEDGER_RDP, "bench_ledger");
+    dp_event *ev = gaussian(50.0);
+    phase(l, ev);
+    ledger_close(l);
+    dp_event_free(ev);
+    free(ids);
+    rm_dir(dir);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *build = argc > 1 ? argv[1] : "build";
@@ -425,37 +446,12 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/bench-ledger-data", build);
     printf("bench_ledger: data in %s (on disk: fdatasync is real), %ld CPUs\n", dir,
            sysconf(_SC_NPROCESSORS_ONLN));
-    if (argc > 2 && strcmp(argv[2], "stuck") == 0) { /* phase 6 alone */
-        ledger *l = open_fresh(dir, 200000);
-        bench_make_clients(l, &ids, 100000, 1.0, LEDGER_RDP, "bench_ledger");
-        stuck_phase(l);
-        ledger_close(l);
-        free(ids);
-        rm_dir(dir);
-        return 0;
-    }
-    if (argc > 2 && strcmp(argv[2], "hold") == 0) { /* phase 7 alone */
-        ledger *l = open_fresh(dir, 200000);
-        bench_make_clients(l, &ids, 100002, 1e9, LEDGER_RDP, "bench_ledger");
-        dp_event *ev = gaussian(50.0);
-        hold_phase(l, ev);
-        ledger_close(l);
-        dp_event_free(ev);
-        free(ids);
-        rm_dir(dir);
-        return 0;
-    }
-    if (argc > 2 && strcmp(argv[2], "commit") == 0) { /* phase 5 alone */
-        ledger *l = open_fresh(dir, 200000);
-        bench_make_clients(l, &ids, 100000, 1e9, LEDGER_RDP, "bench_ledger");
-        dp_event *ev = gaussian(50.0);
-        commit_phase(l, ev);
-        ledger_close(l);
-        dp_event_free(ev);
-        free(ids);
-        rm_dir(dir);
-        return 0;
-    }
+    if (argc > 2 && strcmp(argv[2], "stuck") == 0) /* phase 6 alone */
+        return phase_alone(dir, 100000, 1.0, stuck_phase_ev);
+    if (argc > 2 && strcmp(argv[2], "hold") == 0) /* phase 7 alone */
+        return phase_alone(dir, 100002, 1e9, hold_phase);
+    if (argc > 2 && strcmp(argv[2], "commit") == 0) /* phase 5 alone */
+        return phase_alone(dir, 100000, 1e9, commit_phase);
 
     /* 1, 2: throughput */
     ledger *l = open_fresh(dir, 200000);
