@@ -148,6 +148,21 @@ static int start_daemon_ex(const char *bin, const char *const *extra, const char
 }
 
 /* SIGTERM, then wait up to 5 s (SIGKILL after that). Returns the wait status or -1. */
+/* The end of the daemon's log on stderr (after it did not exit cleanly: the reason). */
+static void show_log_tail(int st)
+{
+    FILE *f = fopen(log_path, "r");
+    if (f == NULL)
+        return;
+    char buf[4096];
+    long at = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    (void)fseek(f, at > (long)sizeof buf - 1 ? at - (long)sizeof buf + 1 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    fprintf(stderr, "api_tests: dpbudgetd's wait status %d; the end of its log:\n%s\n", st, buf);
+}
+
 static int stop_daemon(void)
 {
     if (daemon_pid <= 0)
@@ -158,8 +173,11 @@ static int stop_daemon(void)
     int st = 0;
     for (int waited = 0; waited < 5000; waited += 10) {
         pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
+        if (w == pid) {
+            if (st != 0)
+                show_log_tail(st);
             return st;
+        }
         if (w < 0 && errno != EINTR)
             return -1;
         sleep_ms(10);
