@@ -396,6 +396,8 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
         lg_push_undo(l, &u);
     }
     l->nrd++;
+    for (uint32_t i = 0; i < n; i++) /* counted first: a reader in a gap sees the round whole */
+        r->admitted += out[i].admitted;
     for (uint32_t i = 0; i < n; i++) {
         if (apply && i > 0 && i % LG_GAP_EVERY == 0)
             lg_let_readers(l); /* each client whole, the record appended */
@@ -410,7 +412,6 @@ dpb_status lg_store_round(ledger *l, const char *id, const unsigned char hash[16
                 lg_offer_answer(l, seq, pos, (long)l->nrd - 1, out[i].reason, out[i].after);
             continue;
         }
-        r->admitted++;
         if (pos < 0)
             continue;
         uint32_t ev = evi[l->cl[pos].rel];

@@ -76,7 +76,9 @@ void lg_round_view(const ledger *l, const lrnd *r, ledger_round_res *res)
         o->spent_before = r->out[i].before;
         o->spent_after = r->out[i].after;
         o->after_accountant = r->out[i].acct;
-        o->reported = r->out[i].reported;
+        /* only a commit reports (its flags are set before its clients are charged, which a
+         * reader let in during the charges may see under the state still reserved) */
+        o->reported = r->out[i].reported && r->state == LEDGER_COMMITTED;
         lg_outcome_guarantee(l, o, 0);
     }
 }

@@ -854,6 +854,32 @@ static const char **gap_ids(char (**names)[16])
 /* Readers get in: on a ledger of its own store a client GET is answered in the middle of a
  * reservation of 3 gaps' worth of clients (on main it waited for the whole change: a
  * 100,000-client reservation held it about 100 ms). */
+/* The round "big" as a reader sees it in a gap (on a ledger of its own store: a read does
+ * not take the writers' lock): its state, its admitted count, its outcomes admitted and
+ * reported. */
+typedef struct {
+    ledger *l;
+    int seen, state;
+    size_t admitted, counted, reported;
+} gap_view;
+
+static void gap_view_hook(void *ctx)
+{
+    gap_view *v = ctx;
+    v->l->gap_hook = NULL; /* once */
+    ledger_round_res rr;
+    if (ledger_get_round(v->l, "big", &rr) != DPB_OK)
+        return;
+    v->seen = 1;
+    v->state = (int)rr.state;
+    v->admitted = rr.admitted;
+    for (size_t i = 0; i < rr.n && rr.outcomes; i++) {
+        v->counted += rr.outcomes[i].admitted;
+        v->reported += rr.outcomes[i].reported;
+    }
+    ledger_round_res_free(&rr);
+}
+
 static void reserve_gaps_let_readers_in(void)
 {
     char dir[64];
@@ -868,6 +894,28 @@ static void reserve_gaps_let_readers_in(void)
         pthread_cond_init(&gs.cv, NULL);
         gap_run(a, ids, GAP_N, &gs);
         CHECK(gs.read_in_gap);
+        /* the round as a reader sees it while a commit of it charges its clients: still
+         * reserved, all its admissions counted, nothing reported yet */
+        const char **rep = malloc(GAP_N * sizeof *rep);
+        gap_view v = {a, 0, 0, 0, 0, 0};
+        pthread_rwlock_wrlock(&a->lock);
+        a->gap_hook = gap_view_hook;
+        a->gap_ctx = &v;
+        pthread_rwlock_unlock(&a->lock);
+        size_t nrep = 0;
+        for (size_t i = 0; rep != NULL && i < GAP_N; i += 2)
+            rep[nrep++] = ids[i];
+        CHECK(rep != NULL && commit_as(a, "big", NULL, 0, rep, nrep, NULL) == DPB_OK);
+        free(rep);
+        CHECKF(v.seen && v.state == LEDGER_RESERVED && v.admitted == GAP_N && v.counted == GAP_N &&
+                   v.reported == 0,
+               "seen %d, state %d, admitted %zu, counted %zu, reported %zu", v.seen, v.state,
+               v.admitted, v.counted, v.reported);
+        ledger_round_res rr;
+        CHECK(ledger_get_round(a, "big", &rr) == DPB_OK && rr.state == LEDGER_COMMITTED &&
+              rr.reported == nrep);
+        if (rr.outcomes != NULL)
+            ledger_round_res_free(&rr);
         ledger_close(a);
     }
     free(ids);
