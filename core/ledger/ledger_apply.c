@@ -155,13 +155,10 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
 }
 
 /* Add d (+1 or -1) to the client's reserved count of ev, dropping an entry that reaches 0;
- * u (may be NULL) receives what changed (rv_op, rv_at, rv_old) for lg_resv_undo. -1 when out
- * of memory (nothing changed). */
+ * u receives what changed (rv_op, rv_at, rv_old) for lg_resv_undo. -1 when out of memory
+ * (nothing changed). */
 static int rv_adjust(lclient *c, uint32_t ev, int d, lundo *u)
 {
-    lundo none;
-    if (u == NULL)
-        u = &none;
     u->rv_op = LG_RV_NONE;
     for (uint32_t i = 0; i < c->nrv; i++)
         if (c->rv[i].ev == ev) {

@@ -278,11 +278,10 @@ int lg_apply_name(ledger *l, const char *name, const unsigned char *bytes, size_
  * out of memory. Write lock. */
 int lg_reserve_change(ledger *l, uint64_t seq, long pos, uint32_t ev, int hold, int charge,
                       long rpos, int stuck);
-/* Take back, in the client's counts, the change an undo entry records: a reservation change
- * (U_RESV: its held count, its charge) or a charge (U_CHARGE). The client must be as the
- * change left it (undo runs newest first). Never allocates. */
+/* Take back, in the client's counts, the change a reservation change's undo entry (U_RESV)
+ * records: its held count, its charge. The client must be as the change left it (undo runs
+ * newest first). Never allocates. */
 void lg_resv_undo(lclient *c, const lundo *u);
-void lg_charge_undo(lclient *c, const lundo *u);
 /* Store a round (record seq) in memory, taking ownership of out[0..n) once stored (l->nrd
  * grew); a reservation when expires_at != 0 (evi: its event per relation). With apply (live,
  * undo entries reserved for the round and each admitted client) every admitted client is

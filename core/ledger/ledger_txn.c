@@ -120,9 +120,6 @@ static dpb_status readonly_error(dpb_error *err)
                     "is durable); fix the disk and restart it");
 }
 
-/* The change whose last record is seq, appended and applied in generation gen: acknowledge
- * it once durable; if the log fails first, every change not durable (this one and those
- * sharing its sync) is withdrawn. Called without the lock. */
 /* 1 once seq is durable and no sync failed since generation gen; 0 if one failed (nothing
  * withdrawn yet). No lock held. */
 static int settled(ledger *l, uint64_t seq, uint64_t gen)
@@ -148,6 +145,9 @@ static dpb_status not_durable(ledger *l, dpb_error *err)
                     why.detail[0] ? why.detail : "I/O error");
 }
 
+/* The change whose last record is seq, appended and applied in generation gen: acknowledge
+ * it once durable; if the log fails first, every change not durable (this one and those
+ * sharing its sync) is withdrawn. Called without the lock. */
 static dpb_status commit_seq(ledger *l, uint64_t seq, uint64_t gen, dpb_error *err)
 {
     int ok = settled(l, seq, gen);
@@ -270,30 +270,35 @@ dpb_status lg_take_snapshot(ledger *l, dpb_error *err)
     return st;
 }
 
-/* Take the read lock on a state whose every change is durable. */
-void lg_rdlock_durable(ledger *l)
+/* The read lock on a state whose every change is durable: settled, else withdrawn and
+ * looked at again; writers_held: the caller holds the writers' lock already (it withdraws
+ * under the write side alone). */
+static void rdlock_settled(ledger *l, int writers_held)
 {
     for (;;) {
         pthread_rwlock_rdlock(&l->lock);
         if (lg_settle(l, l->last_seq) == 0)
             return;
         pthread_rwlock_unlock(&l->lock);
-        lg_withdraw(l);
+        if (!writers_held) {
+            lg_withdraw(l);
+            continue;
+        }
+        pthread_rwlock_wrlock(&l->lock);
+        lg_withdraw_locked(l);
+        pthread_rwlock_unlock(&l->lock);
     }
+}
+
+void lg_rdlock_durable(ledger *l)
+{
+    rdlock_settled(l, 0);
 }
 
 void lg_rdlock_whole(ledger *l)
 {
     pthread_mutex_lock(&l->wmu);
-    for (;;) {
-        pthread_rwlock_rdlock(&l->lock);
-        if (lg_settle(l, l->last_seq) == 0)
-            return;
-        pthread_rwlock_unlock(&l->lock);
-        pthread_rwlock_wrlock(&l->lock); /* the writers' lock is held already */
-        lg_withdraw_locked(l);
-        pthread_rwlock_unlock(&l->lock);
-    }
+    rdlock_settled(l, 1);
 }
 
 void lg_rdunlock_whole(ledger *l)

@@ -191,11 +191,6 @@ void lg_resv_undo(lclient *c, const lundo *u)
     rv_unadjust(c, u);
 }
 
-void lg_charge_undo(lclient *c, const lundo *u)
-{
-    uncount(c, u->ev, u->ev_new);
-}
-
 static void hist_pop(lclient *c, uint32_t old)
 {
     if (c->hist && c->hseen > 0) {
@@ -280,7 +275,7 @@ static void undo_one(ledger *l, lundo *u)
             c->labels = u->labels;
             u->labels = NULL;
         } else {
-            lg_charge_undo(c, u);
+            uncount(c, u->ev, u->ev_new);
         }
         undo_scalars(c, u);
         break;
