@@ -19,16 +19,16 @@ Prints p50, p99 and max of each probe, idle and hostile, and the ratio of the p9
 p99 under 50 ms and within 5x of idle), and what the hostile callers were answered.
 
 The probes run on this machine, so their own process waits for a CPU too: behind the
-daemon's hostile work (its low lanes run at nice +10, which still take a CPU for a slice
-before a woken process of normal priority gets it) and behind the hostile callers' process.
-A caller on a machine of its own never waits so (and the hostile callers' process runs at
-nice 19, for the same reason: its own work is not the daemon's). The probe thread therefore alternates, one
-round of the three probes each, between real-time priority (SCHED_FIFO 1: it runs as soon as
-it is woken, as a caller with a CPU of its own would; the daemon's threads keep their own
-priorities, so everything the daemon does is still in the figure) and normal priority (it
-competes for the two CPUs with the daemon and the hostile callers). Both are printed, from
-the same phases; the targets are judged on the first. Without the right to real-time
-priority (not root, no CAP_SYS_NICE) only the second is measured, and the output says so.
+daemon's background work (on every CPU but one, at nice +10) and behind the hostile callers'
+process. A caller on a machine of its own never waits so (and the hostile callers' process
+runs at the idle policy, SCHED_IDLE, for the same reason: its own work is not the daemon's).
+The probe thread therefore alternates, one round of the three probes each, between real-time
+priority (SCHED_FIFO 1: it runs as soon as it is woken, as a caller with a CPU of its own
+would; the daemon's threads keep their own priorities, so everything the daemon does is
+still in the figure) and normal priority (it competes for the CPUs with the daemon and the
+hostile callers). Both are printed, from the same phases; the targets are judged on the
+first. Without the right to real-time priority (not root, no CAP_SYS_NICE) only the second
+is measured, and the output says so.
 BENCH_HOSTILE_SECONDS sets the hostile phase's length (default 20)."""
 import http.client
 import json
@@ -257,11 +257,14 @@ def quietly(f, port, stop, *extra):
 
 def hostile_mix(port, stop, told):
     """The hostile callers, on threads of this (child) process until stop is set; what they
-    were answered goes to told. The process runs at nice 19: it stands for callers on
-    machines of their own, so its own CPU (building and reading bodies of 100,000 ids) is
-    not the daemon's to give; what the daemon does with their requests is all still on the
-    daemon's CPUs."""
-    os.nice(19)
+    were answered goes to told. The process runs at the idle policy (SCHED_IDLE: any other
+    thread that wakes takes its CPU at once): it stands for callers on machines of their own,
+    so its own CPU (building and reading bodies of 100,000 ids) is not the daemon's to give;
+    what the daemon does with their requests is all still on the daemon's CPUs."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):
+        os.nice(19)
     threads = [threading.Thread(target=quietly, args=(f, port, stop) + extra, daemon=True)
                for f, extra in ((hostile_commits, ()), (hostile_eligibility, (1,)),
                                 (hostile_eligibility, (2,)), (hostile_unread, ()))]

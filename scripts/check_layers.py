@@ -56,7 +56,7 @@ LAYERS = {
         ("handlers", ["accountants", "compute", "ops", "ui", "res_clients", "res_rounds",
                       "res_events", "res_eligibility", "res_summary", "res_log", "res_sth"]),
         ("handler helpers", ["res_ledger"]),
-        ("transport", ["http", "httproute", "edge", "mhdwrap", "workpool", "auth", "tls",
+        ("transport", ["http", "httproute", "edge", "mhdwrap", "workpool", "cpuprio", "auth", "tls",
                        "reqlog", "cors", "tracectx"]),
         ("replies", ["httpreply"]),
         ("codec", ["codec_encode", "codec_event", "codec"]),

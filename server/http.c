@@ -85,8 +85,9 @@ static size_t connection_memory(size_t max_header_bytes)
 #define HTTP_BULK_THREADS 2u
 #define HTTP_BULK_QUEUE 256u
 /* The nice value added to the threads of the lanes whose work the caller's input sizes (the
- * compute pool, eligibility, the large writes): on a busy machine the HTTP workers (probes),
- * the ledger's reads and its small writes take a CPU from them at once. */
+ * compute pool, eligibility, the large writes), which also run off one CPU (cpuprio.h): on a
+ * busy machine the HTTP workers (probes), the ledger's reads and its small writes get a CPU
+ * before them. */
 #define HTTP_LOW_NICE 10
 /* A compute request handed to the pool; its connection stays suspended until it is done. */
 typedef struct {
@@ -879,7 +880,8 @@ static int tls_options(const http_config *cfg, struct MHD_OptionItem *opts)
 }
 
 /* The lanes' threads. Those whose work the caller's input sizes (the compute pool,
- * eligibility, the large writes) run below the others' priority (nice + HTTP_LOW_NICE). */
+ * eligibility, the large writes) are background threads (cpuprio.h): below the others'
+ * priority (nice + HTTP_LOW_NICE) and off one CPU. */
 static int start_pool(http_server *s)
 {
     unsigned n = s->cfg.compute_threads;

@@ -7,11 +7,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "../core/common/clock.h"
+#include "cpuprio.h"
 
 typedef struct {
     workpool_fn fn;
@@ -39,14 +37,8 @@ static void *worker(void *arg)
 {
     workpool *p = arg;
     (void)pthread_setname_np(pthread_self(), p->name);
-    /* Linux: nice is per thread (a thread id is a process id for setpriority) */
-    if (p->nice_incr > 0) {
-        pid_t tid = (pid_t)syscall(SYS_gettid);
-        errno = 0;
-        int cur = getpriority(PRIO_PROCESS, (id_t)tid);
-        if (errno == 0)
-            (void)setpriority(PRIO_PROCESS, (id_t)tid, cur + p->nice_incr);
-    }
+    if (p->nice_incr > 0)
+        cpuprio_background(p->nice_incr);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->n == 0 && !p->stop)

@@ -5,8 +5,9 @@
  *
  * Capacity is threads running plus depth waiting; a request that finds it full is refused
  * at once (the HTTP layer answers 503 overloaded with Retry-After) instead of queueing
- * without bound. The threads run at a lower scheduling priority (nice) than the HTTP
- * workers, so that on a busy machine the short ledger requests get the CPU first.
+ * without bound. The pools of work the caller's input sizes have background threads
+ * (cpuprio.h): below the HTTP workers' priority and off one CPU, so that on a busy machine the
+ * short ledger requests get a CPU first.
  *
  * Admission is two steps so that the caller can suspend its connection in between: take a
  * place (workpool_reserve), then hand the job over (workpool_push, which cannot fail). A
@@ -20,9 +21,10 @@ typedef struct workpool workpool;
 
 typedef void (*workpool_fn)(void *arg, const int *stop);
 
-/* threads >= 1 running jobs, depth >= 0 more waiting, nice_incr added to the threads'
- * nice value (0: none), name the threads' name (at most 15 bytes: what ps, top and
- * /proc/PID/task/TID/comm show). NULL when the threads cannot be started. */
+/* threads >= 1 running jobs, depth >= 0 more waiting, nice_incr > 0: background threads
+ * with that added to their nice value (cpuprio_background), 0: as the caller's; name the threads'
+ * name (at most 15 bytes: what ps, top and /proc/PID/task/TID/comm show). NULL when the threads
+ * cannot be started. */
 workpool *workpool_create(unsigned threads, unsigned depth, int nice_incr, const char *name);
 
 /* Take a place: 0 when one is held for the next workpool_push, -1 when the pool is full or

@@ -4,11 +4,13 @@
  * never runs; a slowloris neither starves probes from another address nor keeps a dripping
  * head alive past --header-timeout; oversized heads and heads without Host are answered
  * problem+json. EDGE_TESTS start their own daemons; EDGE_SHARED_TESTS use the main one. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -779,10 +781,21 @@ static void eligibility_floods_leave_the_writes_lane(void)
     CHECKF(st == 0, "dpbudgetd did not exit 0 (%d)", st);
 }
 
+/* The CPUs thread tid may run on (sched_getaffinity), or -1. */
+static int thread_cpus(const char *tid)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity((pid_t)atoi(tid), sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+}
+
 /* The nice value and CPU ticks (user + system) of the daemon's threads named name, summed
- * over them, from /proc/PID/task/TID/stat; *threads: how many. */
+ * over them, from /proc/PID/task/TID/stat; *threads: how many; lane_cpus: the most CPUs one
+ * of them may run on. */
+static int lane_cpus;
 static void lane_threads(int pid, const char *name, int *threads, long *nice, long *ticks)
 {
+    lane_cpus = -1;
     *threads = 0;
     *nice = -100;
     *ticks = 0;
@@ -816,16 +829,20 @@ static void lane_threads(int pid, const char *name, int *threads, long *nice, lo
         (*threads)++;
         *nice = ni;
         *ticks += ut + st;
+        int c = thread_cpus(de->d_name);
+        lane_cpus = c > lane_cpus ? c : lane_cpus;
     }
     closedir(d);
 }
 
 /* The lanes whose work the caller's input sizes (the compute pool, eligibility, ledger writes
  * with a body over 64 KiB) run 10 nice steps below the lanes of the probes' kind (ledger
- * reads, small writes), so that on a busy machine a probe, a read or a small round takes a
- * CPU from them at once; the large writes run on their own lane, whose threads spend the CPU
+ * reads, small writes), and off one of the daemon's CPUs when it has two or more (cpuprio.h),
+ * so that on a busy machine a probe, a read or a small round gets a CPU first; the large
+ * writes run on their own lane, whose threads spend the CPU
  * of three 10,000-client registrations. On main every ledger lane ran at the HTTP workers'
- * nice and had no name, and the large writes ran on the small writes' lane. */
+ * nice and had no name, and the large writes ran on the small writes' lane; before cpuprio.h
+ * every lane ran on every CPU. */
 static void hostile_capable_lanes_run_below_the_others(void)
 {
     const char *extra[] = {"--max-bulk-body", "4194304", NULL};
@@ -853,13 +870,22 @@ static void hostile_capable_lanes_run_below_the_others(void)
     }
     lane_threads(pid, "dpb-write", &n, &base, &ticks);
     CHECKF(n == 8, "%d small-write threads", n);
+    char self[32];
+    snprintf(self, sizeof self, "%d", pid);
+    int cpus = thread_cpus(self); /* the daemon's main thread: the process's CPUs */
+    CHECKF(cpus >= 1, "the daemon's CPUs: %d", cpus);
     lane_threads(pid, "dpb-read", &n, &nice, &ticks);
     CHECKF(n == 8 && nice == base, "%d read threads at nice %ld (writes: %ld)", n, nice, base);
+    CHECKF(lane_cpus == cpus, "read threads on %d CPUs of %d", lane_cpus, cpus);
+    lane_threads(pid, "dpb-write", &n, &nice, &ticks);
+    CHECKF(lane_cpus == cpus, "small-write threads on %d CPUs of %d", lane_cpus, cpus);
     static const char *const low[] = {"dpb-compute", "dpb-eligibility", "dpb-write-large"};
     for (size_t i = 0; i < sizeof low / sizeof low[0]; i++) {
         lane_threads(pid, low[i], &n, &nice, &ticks);
         CHECKF(n >= 1 && nice == (base + 10 > 19 ? 19 : base + 10),
                "%d %s threads at nice %ld (the small writes' at %ld)", n, low[i], nice, base);
+        CHECKF(lane_cpus == (cpus > 1 ? cpus - 1 : cpus), "%s threads on %d CPUs of %d", low[i],
+               lane_cpus, cpus);
     }
     long before = 0;
     lane_threads(pid, "dpb-write-large", &n, &nice, &before);
