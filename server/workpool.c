@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "workpool.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

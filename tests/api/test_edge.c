@@ -790,12 +790,13 @@ static int thread_cpus(const char *tid)
 }
 
 /* The nice value and CPU ticks (user + system) of the daemon's threads named name, summed
- * over them, from /proc/PID/task/TID/stat; *threads: how many; lane_cpus: the most CPUs one
- * of them may run on. */
-static int lane_cpus;
-static void lane_threads(int pid, const char *name, int *threads, long *nice, long *ticks)
+ * over them, from /proc/PID/task/TID/stat; *threads: how many; *cpus (if not NULL): the most
+ * CPUs one of them may run on (-1: none found). */
+static void lane_threads(int pid, const char *name, int *threads, long *nice, long *ticks,
+                         int *cpus)
 {
-    lane_cpus = -1;
+    if (cpus != NULL)
+        *cpus = -1;
     *threads = 0;
     *nice = -100;
     *ticks = 0;
@@ -829,8 +830,9 @@ static void lane_threads(int pid, const char *name, int *threads, long *nice, lo
         (*threads)++;
         *nice = ni;
         *ticks += ut + st;
-        int c = thread_cpus(de->d_name);
-        lane_cpus = c > lane_cpus ? c : lane_cpus;
+        int c = cpus != NULL ? thread_cpus(de->d_name) : -1;
+        if (cpus != NULL && c > *cpus)
+            *cpus = c;
     }
     closedir(d);
 }
@@ -859,7 +861,7 @@ static void hostile_capable_lanes_run_below_the_others(void)
     for (int tries = 0; tries < 100; tries++) {
         int ready = 1;
         for (size_t i = 0; i < sizeof all / sizeof all[0] && ready; i++) {
-            lane_threads(pid, all[i], &n, &nice, &ticks);
+            lane_threads(pid, all[i], &n, &nice, &ticks, NULL);
             ready = n >= (i < 2 ? 8 : 1) && (i < 2 || nice != base);
             if (i == 0)
                 base = nice;
@@ -868,27 +870,28 @@ static void hostile_capable_lanes_run_below_the_others(void)
             break;
         usleep(100000);
     }
-    lane_threads(pid, "dpb-write", &n, &base, &ticks);
+    lane_threads(pid, "dpb-write", &n, &base, &ticks, NULL);
     CHECKF(n == 8, "%d small-write threads", n);
     char self[32];
     snprintf(self, sizeof self, "%d", pid);
     int cpus = thread_cpus(self); /* the daemon's main thread: the process's CPUs */
+    int lane_cpus = -1;
     CHECKF(cpus >= 1, "the daemon's CPUs: %d", cpus);
-    lane_threads(pid, "dpb-read", &n, &nice, &ticks);
+    lane_threads(pid, "dpb-read", &n, &nice, &ticks, &lane_cpus);
     CHECKF(n == 8 && nice == base, "%d read threads at nice %ld (writes: %ld)", n, nice, base);
     CHECKF(lane_cpus == cpus, "read threads on %d CPUs of %d", lane_cpus, cpus);
-    lane_threads(pid, "dpb-write", &n, &nice, &ticks);
+    lane_threads(pid, "dpb-write", &n, &nice, &ticks, &lane_cpus);
     CHECKF(lane_cpus == cpus, "small-write threads on %d CPUs of %d", lane_cpus, cpus);
     static const char *const low[] = {"dpb-compute", "dpb-eligibility", "dpb-write-large"};
     for (size_t i = 0; i < sizeof low / sizeof low[0]; i++) {
-        lane_threads(pid, low[i], &n, &nice, &ticks);
+        lane_threads(pid, low[i], &n, &nice, &ticks, &lane_cpus);
         CHECKF(n >= 1 && nice == (base + 10 > 19 ? 19 : base + 10),
                "%d %s threads at nice %ld (the small writes' at %ld)", n, low[i], nice, base);
         CHECKF(lane_cpus == (cpus > 1 ? cpus - 1 : cpus), "%s threads on %d CPUs of %d", low[i],
                lane_cpus, cpus);
     }
     long before = 0;
-    lane_threads(pid, "dpb-write-large", &n, &nice, &before);
+    lane_threads(pid, "dpb-write-large", &n, &nice, &before, NULL);
     enum { N = 10000 };
     size_t cap = (size_t)N * 80 + 64;
     char *body = malloc(cap);
@@ -906,7 +909,7 @@ static void hostile_capable_lanes_run_below_the_others(void)
         CHECKF(r.status == 200, "batch %d: %ld %.200s", b, r.status, r.body);
         api_reply_free(&r);
     }
-    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks);
+    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks, NULL);
     CHECKF(ticks > before, "the large writes' threads spent %ld CPU ticks, %ld before", ticks,
            before);
     /* three reservations of the 30,000 clients (bodies over 64 KiB), then their releases,
@@ -928,7 +931,7 @@ static void hostile_capable_lanes_run_below_the_others(void)
         api_reply_free(&r);
     }
     free(body);
-    lane_threads(pid, "dpb-write-large", &n, &nice, &before);
+    lane_threads(pid, "dpb-write-large", &n, &nice, &before, NULL);
     for (int k = 0; k < 3; k++) {
         char path[64];
         snprintf(path, sizeof path, "/v1/rounds/lane-big-%d/release", k);
@@ -937,7 +940,7 @@ static void hostile_capable_lanes_run_below_the_others(void)
         CHECKF(r.status == 200, "release %d: %ld %.200s", k, r.status, r.body);
         api_reply_free(&r);
     }
-    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks);
+    lane_threads(pid, "dpb-write-large", &n, &nice, &ticks, NULL);
     CHECKF(ticks > before, "the large writes' threads spent %ld CPU ticks releasing, %ld before",
            ticks, before);
     st = api_daemon_stop();
